@@ -1,0 +1,3 @@
+/** Milliseconds since the epoch. Injected everywhere time matters, so expiry and leases are tested without waiting. */
+export type Clock = () => number;
+export const systemClock: Clock = () => Date.now();

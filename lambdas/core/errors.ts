@@ -1,0 +1,128 @@
+/**
+ * Error codes are part of the public result contract: agents branch on them, so they never change meaning.
+ */
+export const ErrorCode = {
+  INVALID_ARGUMENTS: 'INVALID_ARGUMENTS',
+  INVALID_IDEMPOTENCY_KEY: 'INVALID_IDEMPOTENCY_KEY',
+  INVALID_TENANT: 'INVALID_TENANT',
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  OPERATION_IN_PROGRESS: 'OPERATION_IN_PROGRESS',
+  OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
+  REVIEW_REQUIRED: 'REVIEW_REQUIRED',
+  UNKNOWN_OPERATION_ID: 'UNKNOWN_OPERATION_ID',
+  RESULT_TOO_LARGE: 'RESULT_TOO_LARGE',
+  TRANSIENT_FAILURE: 'TRANSIENT_FAILURE',
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  NOT_FOUND: 'NOT_FOUND',
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** What a failure tells us about whether the side effect happened. */
+export type FailureKind =
+  /** A business rejection: nothing happened and nothing will; stored as FAILED and replayed. */
+  | 'terminal'
+  /** Known not to have happened and worth retrying: the key is released so a retry executes. */
+  | 'transient'
+  /** It may have happened: stored as UNKNOWN and settled by the reconciler, never retried blindly. */
+  | 'uncertain';
+
+/** Base of the errors a tool throws to say how its failure must be treated. */
+export abstract class ToolFailure extends Error {
+  abstract readonly kind: FailureKind;
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A business rejection (card declined, unknown customer): replayed to every duplicate. */
+export class TerminalToolError extends ToolFailure {
+  readonly kind = 'terminal' as const;
+}
+
+/** The downstream refused before doing anything (503 before commit, throttled): retry with the same key. */
+export class TransientToolError extends ToolFailure {
+  readonly kind = 'transient' as const;
+  constructor(
+    code: string,
+    message: string,
+    readonly retryAfterMs?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+  }
+}
+
+/** The downstream may have acted (timeout after sending): the outcome must be verified, not retried. */
+export class UncertainToolError extends ToolFailure {
+  readonly kind = 'uncertain' as const;
+}
+
+/**
+ * Unclassified errors are treated as uncertain: an unknown exception after a downstream call
+ * may hide a committed effect, and a wrong "uncertain" costs a reconciliation, a wrong "transient" a duplicate.
+ */
+export function classifyFailure(err: unknown): FailureKind {
+  return err instanceof ToolFailure ? err.kind : 'uncertain';
+}
+
+/** Errors raised by the engine itself, each with the contract code it maps to. */
+export class IdempotencyError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidIdempotencyKeyError extends IdempotencyError {
+  constructor(message: string) {
+    super(ErrorCode.INVALID_IDEMPOTENCY_KEY, message);
+  }
+}
+
+export class InvalidTenantError extends IdempotencyError {
+  constructor(message: string) {
+    super(ErrorCode.INVALID_TENANT, message);
+  }
+}
+
+export class ResultTooLargeError extends IdempotencyError {
+  constructor(bytes: number, limit: number) {
+    super(
+      ErrorCode.RESULT_TOO_LARGE,
+      `the tool's result is ${bytes} bytes, over the ${limit}-byte limit of an idempotency record; return resource ids instead`,
+    );
+  }
+}
+
+/** The record is no longer ours: the lease was taken over or the record settled while we executed. */
+export class OwnershipLostError extends IdempotencyError {
+  constructor() {
+    super(ErrorCode.OPERATION_IN_PROGRESS, 'the idempotency record is owned by another executor');
+  }
+}
+
+/** The store could not be reached or failed; carries whether our write may have been applied. */
+export class StoreUnavailableError extends IdempotencyError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.STORE_UNAVAILABLE, message, options);
+  }
+}
+
+/** The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed. */
+export class TransactionRejectedError extends Error {
+  constructor(readonly reasons: (string | undefined)[]) {
+    super(`the completion transaction was cancelled: ${reasons.map((r) => r ?? 'None').join(', ')}`);
+    this.name = 'TransactionRejectedError';
+  }
+}

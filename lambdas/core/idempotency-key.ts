@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+import { InvalidIdempotencyKeyError, InvalidTenantError } from './errors';
+
+export const KEY_MIN_LENGTH = 8;
+export const KEY_MAX_LENGTH = 128;
+/** Printable ASCII without separators we use in storage keys ('#') or that invite path tricks ('/'). */
+const KEY_CHARSET = /^[A-Za-z0-9._:-]+$/;
+
+function checkIdentifier(value: unknown, what: string): string {
+  if (typeof value !== 'string') return `${what} must be a string`;
+  if (value.length < KEY_MIN_LENGTH || value.length > KEY_MAX_LENGTH)
+    return `${what} must be ${KEY_MIN_LENGTH} to ${KEY_MAX_LENGTH} characters long (got ${value.length})`;
+  if (!KEY_CHARSET.test(value)) return `${what} may contain only A-Z a-z 0-9 . _ : -`;
+  return '';
+}
+
+/** Returns the key unchanged, or throws INVALID_IDEMPOTENCY_KEY saying what is wrong (never echoing the key). */
+export function validateIdempotencyKey(key: unknown): string {
+  const problem = checkIdentifier(key, 'idempotency_key');
+  if (problem) throw new InvalidIdempotencyKeyError(problem);
+  return key as string;
+}
+
+/** Tenant ids follow the key rules: they become part of the record's storage key. */
+export function validateTenantId(tenant: unknown): string {
+  const problem = checkIdentifier(tenant, 'tenant id');
+  if (problem) throw new InvalidTenantError(problem);
+  return tenant as string;
+}
+
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+export function validateToolName(tool: string): string {
+  if (!TOOL_NAME.test(tool)) throw new Error(`tool name "${tool}" must match ${TOOL_NAME}`);
+  return tool;
+}
+
+/** Raw keys never reach logs: a short, stable hash correlates log lines without revealing the key. */
+export function hashForLog(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 12);
+}

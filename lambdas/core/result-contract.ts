@@ -1,0 +1,134 @@
+import { ErrorCode } from './errors';
+
+/**
+ * The one result contract of every write tool (the MCP `structuredContent`).
+ * `retryable` says whether calling again *with the same key* can help.
+ */
+export type Outcome = 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
+
+export interface ContractError {
+  code: string;
+  message: string;
+}
+
+export interface WriteToolResult<R = unknown> {
+  outcome: Outcome;
+  replayed: boolean;
+  retryable: boolean;
+  retry_after_ms?: number;
+  idempotency_key: string;
+  result?: R;
+  error?: ContractError;
+  /** On a replay: when the operation first ran (ISO 8601). */
+  first_executed_at?: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const WriteResults = {
+  succeeded<R>(key: string, result: R, replay?: { firstExecutedAt: number }): WriteToolResult<R> {
+    return {
+      outcome: 'succeeded',
+      replayed: Boolean(replay),
+      retryable: false,
+      idempotency_key: key,
+      result,
+      ...(replay ? { first_executed_at: iso(replay.firstExecutedAt) } : {}),
+    };
+  },
+  /** A business rejection (terminal): the same key will always answer the same. */
+  failed(key: string, error: ContractError, replay?: { firstExecutedAt: number }): WriteToolResult<never> {
+    return {
+      outcome: 'failed',
+      replayed: Boolean(replay),
+      retryable: false,
+      idempotency_key: key,
+      error,
+      ...(replay ? { first_executed_at: iso(replay.firstExecutedAt) } : {}),
+    };
+  },
+  /** Nothing happened and the key is free: calling again with the same key executes. */
+  transientFailure(key: string, error: ContractError, retryAfterMs: number): WriteToolResult<never> {
+    return { outcome: 'failed', replayed: false, retryable: true, retry_after_ms: retryAfterMs, idempotency_key: key, error };
+  },
+  inProgress(key: string, retryAfterMs: number): WriteToolResult<never> {
+    return {
+      outcome: 'in_progress',
+      replayed: false,
+      retryable: true,
+      retry_after_ms: retryAfterMs,
+      idempotency_key: key,
+      error: {
+        code: ErrorCode.OPERATION_IN_PROGRESS,
+        message: 'The first call with this key is still running; call again with the same key to get its result.',
+      },
+    };
+  },
+  unknown(key: string, retryAfterMs: number, message?: string): WriteToolResult<never> {
+    return {
+      outcome: 'unknown',
+      replayed: false,
+      retryable: true,
+      retry_after_ms: retryAfterMs,
+      idempotency_key: key,
+      error: {
+        code: ErrorCode.OUTCOME_UNKNOWN,
+        message:
+          message ??
+          'The outcome is being verified with the downstream system; call again later with the same key, never with a new one.',
+      },
+    };
+  },
+  conflict(key: string): WriteToolResult<never> {
+    return {
+      outcome: 'conflict',
+      replayed: false,
+      retryable: false,
+      idempotency_key: key,
+      error: {
+        code: ErrorCode.IDEMPOTENCY_KEY_REUSED,
+        message:
+          'This idempotency_key was already used with different arguments; nothing was run. Use a new key for a new operation.',
+      },
+    };
+  },
+  reviewRequired(key: string, message?: string): WriteToolResult<never> {
+    return {
+      outcome: 'failed',
+      replayed: false,
+      retryable: false,
+      idempotency_key: key,
+      error: {
+        code: ErrorCode.REVIEW_REQUIRED,
+        message: message ?? 'This operation needs a person to review it; nothing was run. Do not retry.',
+      },
+    };
+  },
+  rejected(key: string, error: ContractError): WriteToolResult<never> {
+    return { outcome: 'rejected', replayed: false, retryable: false, idempotency_key: key, error };
+  },
+};
+
+/** One sentence a model can act on; the text content of every write tool's answer. */
+export function describeResult(r: WriteToolResult): string {
+  const retry = r.retry_after_ms !== undefined ? ` Retry with the same idempotency_key after ${r.retry_after_ms} ms.` : '';
+  switch (r.outcome) {
+    case 'succeeded':
+      return r.replayed
+        ? `Succeeded earlier (replayed result of the first call at ${r.first_executed_at}); nothing was executed again.`
+        : 'Succeeded.';
+    case 'failed':
+      return `Failed (${r.error?.code}): ${r.error?.message}${r.retryable ? retry : ' Do not retry this call.'}`;
+    case 'in_progress':
+      return `In progress: the first call with this key is still running.${retry}`;
+    case 'unknown':
+      return `Outcome unknown, being verified.${retry} Do not use a new key: that could do it twice.`;
+    case 'conflict':
+      return `Conflict (${r.error?.code}): ${r.error?.message}`;
+    case 'rejected':
+      return `Rejected (${r.error?.code}): ${r.error?.message} Fix the call; retrying it unchanged will not help.`;
+  }
+}
+
+/** `isError` in MCP terms: everything but a success. */
+export const isErrorResult = (r: WriteToolResult) => r.outcome !== 'succeeded';

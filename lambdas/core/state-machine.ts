@@ -1,0 +1,150 @@
+import type { FailureKind } from './errors';
+
+/**
+ * The lifecycle of one idempotency record (tenant + tool + key).
+ *
+ *   ABSENT --claim--> PROCESSING --complete--> SUCCEEDED --expire--> ABSENT
+ *                         |  \--fail-------> FAILED ----expire--> ABSENT
+ *                         |  \--release----> ABSENT            (transient, known not to have happened)
+ *                         |  \--uncertain--> UNKNOWN           (may have happened)
+ *                         |  \--lease_expired--> UNKNOWN       (executor vanished; not safe to re-run)
+ *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
+ *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
+ *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
+ */
+export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
+export type RecordState = RecordStatus | 'ABSENT';
+
+export type TransitionEvent =
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'release'
+  | 'uncertain'
+  | 'lease_expired'
+  | 'take_over'
+  | 'reconciled_found'
+  | 'reconciled_absent'
+  | 'reconciled_absent_fail'
+  | 'reconcile_exhausted'
+  | 'expire';
+
+const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordState>>> = {
+  ABSENT: { claim: 'PROCESSING' },
+  PROCESSING: {
+    complete: 'SUCCEEDED',
+    fail: 'FAILED',
+    release: 'ABSENT',
+    uncertain: 'UNKNOWN',
+    lease_expired: 'UNKNOWN',
+    take_over: 'PROCESSING',
+  },
+  UNKNOWN: {
+    reconciled_found: 'SUCCEEDED',
+    reconciled_absent: 'ABSENT',
+    reconciled_absent_fail: 'FAILED',
+    reconcile_exhausted: 'NEEDS_REVIEW',
+  },
+  SUCCEEDED: { expire: 'ABSENT' },
+  FAILED: { expire: 'ABSENT' },
+  // Only a person moves a record out of review (by deleting or settling it by hand).
+  NEEDS_REVIEW: {},
+};
+
+export class IllegalTransitionError extends Error {
+  constructor(
+    readonly from: RecordState,
+    readonly event: TransitionEvent,
+  ) {
+    super(`no transition from ${from} on ${event}`);
+    this.name = 'IllegalTransitionError';
+  }
+}
+
+/** The one definition of which moves are legal; every store write is one of these. */
+export function transition(from: RecordState, event: TransitionEvent): RecordState {
+  const to = TRANSITIONS[from][event];
+  if (!to) throw new IllegalTransitionError(from, event);
+  return to;
+}
+
+export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' =>
+  status === 'SUCCEEDED' || status === 'FAILED';
+
+export interface StoredError {
+  code: string;
+  message: string;
+}
+
+/** What the store keeps for one identity. Times are epoch ms except `expiresAt` (epoch seconds, the TTL attribute). */
+export interface IdempotencyRecord {
+  tenant: string;
+  tool: string;
+  idempotencyKey: string;
+  fingerprint: string;
+  status: RecordStatus;
+  ownerToken: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Until then the executor may still be working; afterwards the record is stale. */
+  leaseExpiresAt: number;
+  /** Until then duplicates replay; afterwards the tool's expiry policy applies. */
+  retainUntil: number;
+  /** TTL: after it the key may be claimed again (DynamoDB deletes it some time later, DynamoDB Local never). */
+  expiresAt: number;
+  traceId?: string;
+  result?: unknown;
+  error?: StoredError;
+  errorType?: FailureKind | 'lease_expired' | 'store_error' | 'result_too_large' | 'reconcile_exhausted';
+  reconcileAttempts?: number;
+  /** For UNKNOWN records: when the reconciler should look next. */
+  nextCheckAt?: number;
+}
+
+export interface ExpiryPolicy {
+  /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
+  onExpired: 'execute' | 'review';
+  /** Whether a stale PROCESSING record may be re-executed (the downstream dedups on our key). */
+  reexecuteSafe: boolean;
+}
+
+export type ExistingRecordDecision =
+  /** Stored SUCCEEDED/FAILED within retention: replay it. */
+  | { action: 'replay' }
+  /** Same key, other arguments: refuse, run nothing. */
+  | { action: 'conflict' }
+  /** Another executor holds a live lease: wait a little, then answer "in progress". */
+  | { action: 'wait'; leaseRemainingMs: number }
+  /** The executor's lease passed and re-running is safe: take over with a new owner token. */
+  | { action: 'take_over' }
+  /** The executor's lease passed and re-running is not safe: the outcome must be verified. */
+  | { action: 'mark_unknown' }
+  /** The outcome is being verified by the reconciler. */
+  | { action: 'unknown' }
+  /** Past retention under the review policy, or parked for a person. */
+  | { action: 'review_required' }
+  /** The record expired: the key is free again (the claim raced with the clock). */
+  | { action: 'claim_again' };
+
+/** What a caller that did not win the claim does with the record it found. Pure. */
+export function decideForExisting(
+  record: IdempotencyRecord,
+  request: { fingerprint: string; now: number; policy: ExpiryPolicy },
+): ExistingRecordDecision {
+  const { now, policy } = request;
+  if (isSettled(record.status) && record.expiresAt * 1000 <= now) return { action: 'claim_again' };
+  if (record.fingerprint !== request.fingerprint) return { action: 'conflict' };
+  switch (record.status) {
+    case 'SUCCEEDED':
+    case 'FAILED':
+      if (now < record.retainUntil) return { action: 'replay' };
+      return policy.onExpired === 'review' ? { action: 'review_required' } : { action: 'claim_again' };
+    case 'PROCESSING':
+      if (now < record.leaseExpiresAt) return { action: 'wait', leaseRemainingMs: record.leaseExpiresAt - now };
+      return policy.reexecuteSafe ? { action: 'take_over' } : { action: 'mark_unknown' };
+    case 'UNKNOWN':
+      return { action: 'unknown' };
+    case 'NEEDS_REVIEW':
+      return { action: 'review_required' };
+  }
+}

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+
+/**
+ * One table holds idempotency records, the business items committed with them (orders), and outbox events,
+ * so a tool's writes and its SUCCEEDED record commit in one transaction. The CDK construct and the local
+ * setup both read this, so the deployed and the local table cannot drift apart.
+ */
+export const TableSchema = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  /** Epoch seconds; DynamoDB TTL deletes late (and DynamoDB Local never), so conditions compare it too. */
+  ttlAttribute: 'expires_at',
+  /**
+   * Sparse index of what needs attention (stale leases, UNKNOWN records, undelivered outbox events):
+   * only such items carry `attention_pk`, so the reconciler queries it instead of scanning the table.
+   */
+  attentionIndex: { name: 'attention', partitionKey: 'attention_pk', sortKey: 'attention_at' },
+} as const;
+
+/** The attention index is written on every claim; shards keep that write load off a single partition. */
+export const ATTENTION_SHARDS = 4;
+export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX';
+
+export function attentionPk(kind: AttentionKind, pk: string): string {
+  const shard = createHash('sha1').update(pk).digest().readUInt8(0) % ATTENTION_SHARDS;
+  return `${kind}#${shard}`;
+}
+
+export function attentionPartitions(kind: AttentionKind): string[] {
+  return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => `${kind}#${shard}`);
+}
+
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/** Key builders; '#' cannot occur in tenants, tools or keys (their charset excludes it). */
+export const Keys = {
+  idempotency: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
+    pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
+    sk: 'IDEM',
+  }),
+  order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
+  outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
+  /** The consumer's dedup marker: written before an event's effect runs. */
+  deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
+};
+
+/** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
+export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  const { partitionKey, sortKey, attentionIndex, ttlAttribute } = TableSchema;
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: partitionKey, AttributeType: 'S' },
+          { AttributeName: sortKey, AttributeType: 'S' },
+          { AttributeName: attentionIndex.partitionKey, AttributeType: 'S' },
+          { AttributeName: attentionIndex.sortKey, AttributeType: 'N' },
+        ],
+        KeySchema: [
+          { AttributeName: partitionKey, KeyType: 'HASH' },
+          { AttributeName: sortKey, KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: attentionIndex.name,
+            KeySchema: [
+              { AttributeName: attentionIndex.partitionKey, KeyType: 'HASH' },
+              { AttributeName: attentionIndex.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof ResourceInUseException)) throw err;
+    return;
+  }
+  for (let i = 0; i < 100; i++) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
+    }),
+  );
+}
