@@ -1,0 +1,97 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { EngineEvent, EngineEventType, IdempotencyObserver } from '../engine/observer';
+import { logger as defaultLogger } from './logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
+
+export const METRICS_NAMESPACE = process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'IdempotentMcp';
+
+/**
+ * The one Metrics instance (CloudWatch EMF on stdout). Disabled by POWERTOOLS_METRICS_DISABLED=true
+ * or POWERTOOLS_DEV=true, which `npm start` and the tests set.
+ */
+export const metrics = new Metrics({
+  namespace: METRICS_NAMESPACE,
+  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'idempotent-mcp',
+});
+
+/** Metric names are a contract with the CDK alarms and dashboard. */
+export const MetricName = {
+  Executions: 'Executions',
+  Replays: 'Replays',
+  ReplayLatency: 'ReplayLatency',
+  Conflicts: 'Conflicts',
+  InProgressTimeouts: 'InProgressTimeouts',
+  UnknownOutcomes: 'UnknownOutcomes',
+  Released: 'ReleasedKeys',
+  TerminalFailures: 'TerminalFailures',
+  ReviewRequired: 'ReviewRequired',
+  LeaseTakeovers: 'LeaseTakeovers',
+  FencedCompletions: 'FencedCompletions',
+  StoreUnavailable: 'StoreUnavailable',
+  /** Downstream answered "already processed with this key": our key saved a duplicate. */
+  DownstreamDuplicateRejections: 'DownstreamDuplicateRejections',
+  /** Reconciler gauges and counts (service dimension only: the alarms read these). */
+  NeedsReview: 'NeedsReview',
+  OldestUnknownAgeSeconds: 'OldestUnknownAgeSeconds',
+  UnknownRecords: 'UnknownRecords',
+  StuckProcessing: 'StuckProcessing',
+  ReconciledSucceeded: 'ReconciledSucceeded',
+  ReconciledReleased: 'ReconciledReleased',
+  ReconciledFailed: 'ReconciledFailed',
+  OutboxResent: 'OutboxResent',
+  OutboxDuplicateDeliveries: 'OutboxDuplicateDeliveries',
+} as const;
+export type MetricName = (typeof MetricName)[keyof typeof MetricName];
+
+const EVENT_METRIC: Record<EngineEventType, MetricName> = {
+  executed: MetricName.Executions,
+  replayed: MetricName.Replays,
+  conflict: MetricName.Conflicts,
+  in_progress: MetricName.InProgressTimeouts,
+  unknown: MetricName.UnknownOutcomes,
+  released: MetricName.Released,
+  failed: MetricName.TerminalFailures,
+  review_required: MetricName.ReviewRequired,
+  taken_over: MetricName.LeaseTakeovers,
+  ownership_lost: MetricName.FencedCompletions,
+  store_unavailable: MetricName.StoreUnavailable,
+};
+
+/** Counts a per-tool event now (its own EMF line, so tools in one invocation never share dimensions). */
+export function countForTool(name: MetricName, tool: string, value = 1, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
+  const single = metrics.singleMetric();
+  single.addDimension('tool', tool);
+  single.addMetric(name, unit, value);
+}
+
+/** Engine events become per-tool metrics and one structured log line (key hashed, no arguments). */
+export function createEngineObserver(log: Logger = defaultLogger): IdempotencyObserver {
+  return {
+    record(event: EngineEvent) {
+      countForTool(EVENT_METRIC[event.type], event.tool);
+      if (event.type === 'replayed') countForTool(MetricName.ReplayLatency, event.tool, event.durationMs, MetricUnit.Milliseconds);
+      const line = {
+        idempotency_event: event.type,
+        tool: event.tool,
+        tenant: event.tenant,
+        key_hash: event.keyHash,
+        duration_ms: event.durationMs,
+        ...(event.errorCode ? { error_code: event.errorCode } : {}),
+      };
+      if (event.type === 'unknown' || event.type === 'store_unavailable' || event.type === 'ownership_lost')
+        log.warn('idempotency outcome needs attention', line);
+      else log.info('idempotency event', line);
+    },
+  };
+}
+
+/** Wraps a Lambda handler so buffered metrics are flushed after every invocation. */
+export function withMetrics<E, C, R>(handler: (event: E, context: C) => Promise<R>): (event: E, context: C) => Promise<R> {
+  return async (event, context) => {
+    try {
+      return await handler(event, context);
+    } finally {
+      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+    }
+  };
+}
