@@ -6,10 +6,10 @@ export const KEY_MAX_LENGTH = 128;
 /** Printable ASCII without separators we use in storage keys ('#') or that invite path tricks ('/'). */
 const KEY_CHARSET = /^[A-Za-z0-9._:-]+$/;
 
-function checkIdentifier(value: unknown, what: string): string {
+function checkIdentifier(value: unknown, what: string, minLength = KEY_MIN_LENGTH): string {
   if (typeof value !== 'string') return `${what} must be a string`;
-  if (value.length < KEY_MIN_LENGTH || value.length > KEY_MAX_LENGTH)
-    return `${what} must be ${KEY_MIN_LENGTH} to ${KEY_MAX_LENGTH} characters long (got ${value.length})`;
+  if (value.length < minLength || value.length > KEY_MAX_LENGTH)
+    return `${what} must be ${minLength} to ${KEY_MAX_LENGTH} characters long (got ${value.length})`;
   if (!KEY_CHARSET.test(value)) return `${what} may contain only A-Z a-z 0-9 . _ : -`;
   return '';
 }
@@ -21,9 +21,13 @@ export function validateIdempotencyKey(key: unknown): string {
   return key as string;
 }
 
-/** Tenant ids follow the key rules: they become part of the record's storage key. */
+/**
+ * Tenant ids follow the key charset (they become part of the record's storage key), but not its minimum length:
+ * they are assigned by the identity provider, not guessed, so short names like `demo` or `acme` are fine.
+ */
+export const TENANT_MIN_LENGTH = 2;
 export function validateTenantId(tenant: unknown): string {
-  const problem = checkIdentifier(tenant, 'tenant id');
+  const problem = checkIdentifier(tenant, 'tenant id', TENANT_MIN_LENGTH);
   if (problem) throw new InvalidTenantError(problem);
   return tenant as string;
 }

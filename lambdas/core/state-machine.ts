@@ -126,19 +126,31 @@ export type ExistingRecordDecision =
   /** The record expired: the key is free again (the claim raced with the clock). */
   | { action: 'claim_again' };
 
+/**
+ * Whether a settled record no longer holds its key, so a new claim may overwrite it. The store's claim condition
+ * must be this same predicate (TTL deletes late, DynamoDB Local never): past its expiry, or, when the tool's
+ * policy executes again after retention, past its retention (a record written under the review policy keeps a
+ * later expiry). Unsettled records never free their key by time: they are settled first.
+ */
+export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired']): boolean {
+  if (!isSettled(record.status)) return false;
+  return record.expiresAt * 1000 <= now || (onExpired === 'execute' && record.retainUntil <= now);
+}
+
 /** What a caller that did not win the claim does with the record it found. Pure. */
 export function decideForExisting(
   record: IdempotencyRecord,
   request: { fingerprint: string; now: number; policy: ExpiryPolicy },
 ): ExistingRecordDecision {
   const { now, policy } = request;
-  if (isSettled(record.status) && record.expiresAt * 1000 <= now) return { action: 'claim_again' };
+  // Before the fingerprint: a freed key may be reused with other arguments.
+  if (keyIsFree(record, now, policy.onExpired)) return { action: 'claim_again' };
   if (record.fingerprint !== request.fingerprint) return { action: 'conflict' };
   switch (record.status) {
     case 'SUCCEEDED':
     case 'FAILED':
-      if (now < record.retainUntil) return { action: 'replay' };
-      return policy.onExpired === 'review' ? { action: 'review_required' } : { action: 'claim_again' };
+      // Past retention and not free: only the review policy keeps a record this long.
+      return now < record.retainUntil ? { action: 'replay' } : { action: 'review_required' };
     case 'PROCESSING':
       if (now < record.leaseExpiresAt) return { action: 'wait', leaseRemainingMs: record.leaseExpiresAt - now };
       return policy.reexecuteSafe ? { action: 'take_over' } : { action: 'mark_unknown' };

@@ -12,10 +12,11 @@ import {
   TransientToolError,
 } from '../core/errors';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../core/fingerprint';
-import { hashForLog, validateIdempotencyKey, validateTenantId } from '../core/idempotency-key';
+import { hashForLog, validateIdempotencyKey, validateTenantId, validateToolName } from '../core/idempotency-key';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import {
   decideForExisting,
+  isSettled,
   transition,
   type ExpiryPolicy,
   type IdempotencyRecord,
@@ -136,6 +137,8 @@ export class IdempotencyEngine {
     const started = this.clock();
     const policy: ResolvedPolicy = { ...DEFAULT_POLICY, ...policyInput };
     const rawKey = typeof request.idempotencyKey === 'string' ? request.idempotencyKey : '';
+    // A bad tool name is a programming error, not a caller's: it would alias storage keys, so fail loudly.
+    validateToolName(request.tool);
     let identity: RecordIdentity;
     try {
       identity = {
@@ -147,22 +150,30 @@ export class IdempotencyEngine {
       if (err instanceof IdempotencyError) return WriteResults.rejected(rawKey, { code: err.code, message: err.message });
       throw err;
     }
-    const emit = (type: EngineEventType, errorCode?: string) =>
+    const key = identity.idempotencyKey;
+    let fp: string;
+    try {
+      fp = fingerprint(request.args, policy.nonBusinessFields);
+    } catch {
+      // NaN, Infinity, BigInt: arguments that have no canonical JSON cannot be compared with a retry.
+      return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: 'the arguments are not representable as JSON' });
+    }
+    const emit: Emit = (type, errorCode) =>
       this.observer.record({
         type,
         tool: identity.tool,
         tenant: identity.tenant,
-        keyHash: hashForLog(identity.idempotencyKey),
+        keyHash: hashForLog(key),
         durationMs: this.clock() - started,
         errorCode,
       });
-    const fp = fingerprint(request.args, policy.nonBusinessFields);
-    const key = identity.idempotencyKey;
 
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
         const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);
+        // Without time to run, claiming would only park the key until the lease passes, then as UNKNOWN.
+        if (budgetMs <= 0) return this.noTimeLeft(key, emit);
         const retainUntil = now + policy.retentionSeconds * 1000;
         const record: IdempotencyRecord = {
           ...identity,
@@ -173,25 +184,25 @@ export class IdempotencyEngine {
           updatedAt: now,
           leaseExpiresAt,
           retainUntil,
-          expiresAt: Math.ceil(
+          expiresAt: Math.floor(
             (retainUntil + (policy.onExpired === 'review' ? policy.reviewWindowSeconds * 1000 : 0)) / 1000,
           ),
           traceId: request.traceId,
         };
-        const claim = await this.store.claim(record, now);
-        let toExecute: IdempotencyRecord | undefined = claim.claimed ? record : undefined;
+        const claim = await this.store.claim(record, now, { onExpired: policy.onExpired });
+        let toExecute = record;
         if (!claim.claimed) {
           const followed = await this.follow<R>(claim.existing, fp, policy, request, emit);
           if (followed === CLAIM_AGAIN) continue;
-          if ('execute' in followed) toExecute = followed.execute;
-          else return followed;
+          if (!('execute' in followed)) return followed;
+          toExecute = followed.execute;
         }
-        return await this.execute(toExecute!, budgetMs, policy, request, execute, emit);
+        return await this.execute(toExecute, policy, request, execute, emit);
       }
       throw new StoreUnavailableError('the key kept changing state while claiming it');
     } catch (err) {
       if (err instanceof StoreUnavailableError) {
-        // Raised before execution (claim/read): nothing ran, so the same key is safe to retry.
+        // Only claims and reads before execution get here (execute() answers its own store errors): nothing ran.
         emit('store_unavailable', err.code);
         return WriteResults.transientFailure(key, { code: err.code, message: 'The idempotency store is unavailable; nothing was executed.' }, 1000);
       }
@@ -206,16 +217,23 @@ export class IdempotencyEngine {
     return { budgetMs, leaseExpiresAt: now + budgetMs + this.completionMarginMs };
   }
 
+  private noTimeLeft<R>(key: string, emit: Emit): WriteToolResult<R> {
+    const err = noTimeLeftError();
+    emit('released', err.code);
+    return WriteResults.transientFailure(key, { code: err.code, message: err.message }, 1000);
+  }
+
   private async follow<R>(
     initial: IdempotencyRecord,
     fp: string,
     policy: ResolvedPolicy,
     request: WriteRequest,
-    emit: (type: EngineEventType, errorCode?: string) => void,
+    emit: Emit,
   ): Promise<FollowResult<R>> {
     let existing: IdempotencyRecord | undefined = initial;
     const key = initial.idempotencyKey;
-    const waitUntil = this.clock() + this.inProgressWaitMs;
+    // The wait is bounded by the time slept, not by the clock: an injected (frozen) clock cannot make it endless.
+    let waitedMs = 0;
     let delay = 50;
     for (;;) {
       if (!existing) return CLAIM_AGAIN; // released while we waited: the key is free
@@ -226,11 +244,7 @@ export class IdempotencyEngine {
           return CLAIM_AGAIN;
         case 'replay':
           emit('replayed');
-          return existing.status === 'SUCCEEDED'
-            ? WriteResults.succeeded(key, existing.result as R, { firstExecutedAt: existing.createdAt })
-            : WriteResults.failed(key, existing.error ?? { code: ErrorCode.INTERNAL_ERROR, message: 'failed' }, {
-                firstExecutedAt: existing.createdAt,
-              });
+          return replayOf<R>(existing);
         case 'conflict':
           emit('conflict', ErrorCode.IDEMPOTENCY_KEY_REUSED);
           return WriteResults.conflict(key);
@@ -259,21 +273,31 @@ export class IdempotencyEngine {
           continue;
         }
         case 'take_over': {
-          const { leaseExpiresAt } = this.budget(now, policy, request);
+          const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);
+          if (budgetMs <= 0) return this.noTimeLeft(key, emit);
           const ownerToken = randomUUID();
+          const takenOver = { ...existing, ownerToken, leaseExpiresAt, updatedAt: now };
           if (await this.store.takeOver(existing, existing.ownerToken, ownerToken, leaseExpiresAt, now)) {
             emit('taken_over');
-            return { execute: { ...existing, ownerToken, leaseExpiresAt, updatedAt: now } };
+            return { execute: takenOver };
           }
           existing = await this.store.get(existing);
+          // Our takeover was applied and its answer lost (the SDK retried it): the record is ours.
+          if (existing?.status === 'PROCESSING' && existing.ownerToken === ownerToken) {
+            emit('taken_over');
+            return { execute: takenOver };
+          }
           continue;
         }
         case 'wait': {
-          if (now >= waitUntil) {
+          if (waitedMs >= this.inProgressWaitMs) {
             emit('in_progress', ErrorCode.OPERATION_IN_PROGRESS);
             return WriteResults.inProgress(key, Math.max(100, Math.min(decision.leaseRemainingMs, 1000)));
           }
-          await this.sleep(Math.min(delay, waitUntil - now, decision.leaseRemainingMs));
+          // Waking at the lease's end lets a stale record be handled within this call.
+          const pause = Math.max(1, Math.min(delay, this.inProgressWaitMs - waitedMs, decision.leaseRemainingMs));
+          await this.sleep(pause);
+          waitedMs += pause;
           delay = Math.min(delay * 2, 400);
           existing = await this.store.get(existing);
           continue;
@@ -284,15 +308,18 @@ export class IdempotencyEngine {
 
   private async execute<R>(
     record: IdempotencyRecord,
-    budgetMs: number,
     policy: ResolvedPolicy,
     request: WriteRequest,
     execute: Executor<R>,
-    emit: (type: EngineEventType, errorCode?: string) => void,
+    emit: Emit,
   ): Promise<WriteToolResult<R>> {
     const key = record.idempotencyKey;
+    const now = this.clock();
+    // Measured now (a follower may have waited before taking over) and never past the lease less the margin.
+    const budgetMs = Math.min(this.budget(now, policy, request).budgetMs, record.leaseExpiresAt - this.completionMarginMs - now);
+    if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit);
     const controller = new AbortController();
-    const deadline = this.clock() + budgetMs;
+    const deadline = now + budgetMs;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -321,23 +348,27 @@ export class IdempotencyEngine {
       clearTimeout(timer);
     }
 
-    const size = Buffer.byteLength(JSON.stringify(execution.result ?? null));
+    // The result travels as JSON (MCP structuredContent) and is stored as JSON: normalising it here makes the
+    // first answer identical to every replay (a Date becomes its ISO string on both).
+    const json = JSON.stringify(execution.result ?? null);
+    const size = Buffer.byteLength(json);
     if (size > policy.maxResultBytes) {
+      // The tool ran (its downstream may have acted) but its outcome cannot be kept: verify it, never re-run blindly.
       const tooLarge = new ResultTooLargeError(size, policy.maxResultBytes);
       await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large');
       emit('unknown', tooLarge.code);
       return { ...WriteResults.unknown(key, this.unknownRetryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
     }
+    const result = (execution.result === undefined ? undefined : JSON.parse(json)) as R;
 
     try {
-      await this.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result: execution.result }, this.clock(), execution.writes);
+      await this.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result }, this.clock(), execution.writes);
       emit('executed');
-      return WriteResults.succeeded(key, execution.result);
+      return WriteResults.succeeded(key, result);
     } catch (err) {
       if (err instanceof OwnershipLostError) {
-        // A takeover fenced us out: our writes did not commit. Answer with what the record says now.
-        emit('ownership_lost');
-        return this.answerFromRecord<R>(await this.store.get(record), key);
+        // Fenced out (a takeover or a follower marked us UNKNOWN): our writes did not commit.
+        return this.answerAfterLostFence<R>(record, emit);
       }
       if (err instanceof TransactionRejectedError) {
         // Definitely not committed (e.g. a business condition in the tool's own writes): nothing happened.
@@ -349,10 +380,7 @@ export class IdempotencyEngine {
         { code: ErrorCode.OUTCOME_UNKNOWN, message: 'the store failed while recording the outcome' },
         'store_error',
       );
-      if (settled?.status === 'SUCCEEDED' && settled.ownerToken === record.ownerToken) {
-        emit('executed');
-        return WriteResults.succeeded(key, settled.result as R);
-      }
+      if (settled) return this.answerFromRecord<R>(settled, record, emit);
       emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
       return WriteResults.unknown(key, this.unknownRetryAfterMs);
     }
@@ -362,7 +390,7 @@ export class IdempotencyEngine {
     record: IdempotencyRecord,
     kind: ReturnType<typeof classifyFailure>,
     err: unknown,
-    emit: (type: EngineEventType, errorCode?: string) => void,
+    emit: Emit,
   ): Promise<WriteToolResult<R>> {
     const key = record.idempotencyKey;
     const error = toStoredError(err);
@@ -375,25 +403,31 @@ export class IdempotencyEngine {
           return WriteResults.failed(key, error);
         case 'transient': {
           transition('PROCESSING', 'release');
-          await this.store.release(record, record.ownerToken);
-          emit('released', error.code);
           const retryAfter = err instanceof TransientToolError && err.retryAfterMs !== undefined ? err.retryAfterMs : 1000;
-          return WriteResults.transientFailure(key, error, retryAfter);
+          const released = WriteResults.transientFailure(key, error, retryAfter);
+          if (!(await this.store.release(record, record.ownerToken))) {
+            // Gone means our delete was applied and its answer lost; otherwise the record moved on without us.
+            return this.answerAfterLostFence<R>(record, emit, released);
+          }
+          emit('released', error.code);
+          return released;
         }
-        case 'uncertain':
-          await this.markUnknownOrRead(record, error, 'uncertain');
+        case 'uncertain': {
+          const moved = await this.markUnknownOrRead(record, error, 'uncertain');
+          if (moved) return this.answerFromRecord<R>(moved, record, emit);
           emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
           return WriteResults.unknown(key, this.unknownRetryAfterMs);
+        }
       }
     } catch (storeErr) {
-      if (storeErr instanceof OwnershipLostError) return this.answerFromRecord<R>(await this.store.get(record), key);
+      if (storeErr instanceof OwnershipLostError) return this.answerAfterLostFence<R>(record, emit);
       // The record stays PROCESSING until its lease passes; then it is treated as UNKNOWN. Never a blind retry.
       emit('unknown', ErrorCode.STORE_UNAVAILABLE);
       return WriteResults.unknown(key, this.unknownRetryAfterMs);
     }
   }
 
-  /** Best effort PROCESSING -> UNKNOWN; if the record moved on, returns what it is now. */
+  /** Best effort PROCESSING -> UNKNOWN; returns the record if it had moved on (undefined when marked or unreadable). */
   private async markUnknownOrRead(
     record: IdempotencyRecord,
     error: StoredError,
@@ -408,16 +442,67 @@ export class IdempotencyEngine {
     }
   }
 
-  private answerFromRecord<R>(current: IdempotencyRecord | undefined, key: string): WriteToolResult<R> {
-    if (current?.status === 'SUCCEEDED')
-      return WriteResults.succeeded(key, current.result as R, { firstExecutedAt: current.createdAt });
-    if (current?.status === 'FAILED')
-      return WriteResults.failed(key, current.error ?? { code: ErrorCode.INTERNAL_ERROR, message: 'failed' }, {
-        firstExecutedAt: current.createdAt,
-      });
-    if (current?.status === 'PROCESSING') return WriteResults.inProgress(key, 1000);
+  /** A fenced write of ours was refused: answer from the record as it is now (after execution: never "nothing ran"). */
+  private async answerAfterLostFence<R>(
+    record: IdempotencyRecord,
+    emit: Emit,
+    whenGone?: WriteToolResult<R>,
+  ): Promise<WriteToolResult<R>> {
+    let current: IdempotencyRecord | undefined;
+    try {
+      current = await this.store.get(record);
+    } catch {
+      emit('unknown', ErrorCode.STORE_UNAVAILABLE);
+      return WriteResults.unknown(record.idempotencyKey, this.unknownRetryAfterMs);
+    }
+    if (!current && whenGone) return whenGone;
+    if (current?.ownerToken !== record.ownerToken) emit('ownership_lost');
+    return this.answerFromRecord<R>(current, record, emit);
+  }
+
+  /**
+   * What the record says now. Our own owner token on a settled record means our write was applied and its answer
+   * lost (the SDK retried it and the retry found the fence closed): that is this call's execution, not a replay.
+   */
+  private answerFromRecord<R>(current: IdempotencyRecord | undefined, ours: IdempotencyRecord, emit: Emit): WriteToolResult<R> {
+    const key = ours.idempotencyKey;
+    if (current && isSettled(current.status)) {
+      if (current.ownerToken !== ours.ownerToken) return replayOf<R>(current);
+      if (current.status === 'SUCCEEDED') {
+        emit('executed');
+        return WriteResults.succeeded(key, current.result as R);
+      }
+      emit('failed', current.error?.code);
+      return WriteResults.failed(key, storedErrorOf(current));
+    }
+    if (current?.status === 'PROCESSING') {
+      emit('in_progress', ErrorCode.OPERATION_IN_PROGRESS);
+      return WriteResults.inProgress(key, Math.max(100, Math.min(current.leaseExpiresAt - this.clock(), 1000)));
+    }
+    if (current?.status === 'NEEDS_REVIEW') {
+      emit('review_required', ErrorCode.REVIEW_REQUIRED);
+      return WriteResults.reviewRequired(key);
+    }
+    emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
     return WriteResults.unknown(key, this.unknownRetryAfterMs);
   }
+}
+
+type Emit = (type: EngineEventType, errorCode?: string) => void;
+
+const noTimeLeftError = () =>
+  new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'Not enough time was left in this invocation to run the operation; nothing was executed.');
+
+function storedErrorOf(record: IdempotencyRecord): StoredError {
+  return record.error ?? { code: ErrorCode.INTERNAL_ERROR, message: 'the operation failed' };
+}
+
+/** A duplicate's answer: the stored outcome, marked as a replay with the first execution's time. */
+function replayOf<R>(record: IdempotencyRecord): WriteToolResult<R> {
+  const replay = { firstExecutedAt: record.createdAt };
+  return record.status === 'SUCCEEDED'
+    ? WriteResults.succeeded(record.idempotencyKey, record.result as R, replay)
+    : WriteResults.failed(record.idempotencyKey, storedErrorOf(record), replay);
 }
 
 function toStoredError(err: unknown): StoredError {

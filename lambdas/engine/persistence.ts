@@ -1,5 +1,5 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { IdempotencyRecord, RecordStatus, StoredError } from '../core/state-machine';
+import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, StoredError } from '../core/state-machine';
 
 export interface RecordIdentity {
   tenant: string;
@@ -10,7 +10,23 @@ export interface RecordIdentity {
 /** A tool's own write (business item, outbox event) committed atomically with its SUCCEEDED record. */
 export type ExtraWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
+export interface ClaimOptions {
+  /** The tool's policy after retention: with 'execute', a settled record past its retention frees its key too. */
+  onExpired?: ExpiryPolicy['onExpired'];
+}
+
 export type ClaimResult = { claimed: true } | { claimed: false; existing: IdempotencyRecord };
+
+/** What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine. */
+export type Reconciliation =
+  /** The downstream has the effect: SUCCEEDED with its result (replayed to the next duplicate). */
+  | { event: 'reconciled_found'; result: unknown }
+  /** Confirmed absent: the record is deleted, so a retry with the key executes. */
+  | { event: 'reconciled_absent' }
+  /** Confirmed absent, and the tool's policy is to fail rather than release. */
+  | { event: 'reconciled_absent_fail'; error: StoredError }
+  /** The downstream could not be asked often enough: parked for a person. */
+  | { event: 'reconcile_exhausted'; error: StoredError };
 
 export interface Settlement {
   status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;
@@ -26,8 +42,11 @@ export interface Settlement {
  * `StoreUnavailableError` when the write may or may not have been applied.
  */
 export interface IdempotencyStore {
-  /** Creates the PROCESSING record unless a live one exists; on failure returns the existing record. */
-  claim(record: IdempotencyRecord, now: number): Promise<ClaimResult>;
+  /**
+   * Creates the PROCESSING record unless the key is held (see `keyIsFree`); otherwise returns the existing record.
+   * A record carrying our own owner token counts as claimed (a retried request whose first answer was lost).
+   */
+  claim(record: IdempotencyRecord, now: number, options?: ClaimOptions): Promise<ClaimResult>;
   /** Strongly consistent read. */
   get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined>;
   /** PROCESSING (owned by `ownerToken`) to SUCCEEDED/FAILED, with the tool's writes in the same transaction. */
@@ -41,6 +60,18 @@ export interface IdempotencyStore {
     details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number },
     now: number,
   ): Promise<boolean>;
+  /**
+   * Reconciler: a PROCESSING record whose lease passed (its executor vanished) to UNKNOWN, due for a check now.
+   * Fenced on the owner token and the lease it read, so a live executor or a takeover keeps the record.
+   */
+  expireLease(record: IdempotencyRecord, now: number): Promise<boolean>;
+  /**
+   * Reconciler: applies a finding to an UNKNOWN record. Fenced on the version it read (owner token and attempts),
+   * so two reconcilers never both act on one check. False when the record moved on.
+   */
+  reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean>;
+  /** Reconciler: the downstream could not answer; the record stays UNKNOWN with one more attempt, next look at `nextCheckAt`. Same fence. */
+  deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number): Promise<boolean>;
   /** A stale PROCESSING record gets a new owner and lease; false when someone else moved first. */
   takeOver(
     identity: RecordIdentity,

@@ -40,6 +40,15 @@ export const MetricName = {
   ReconciledFailed: 'ReconciledFailed',
   OutboxResent: 'OutboxResent',
   OutboxDuplicateDeliveries: 'OutboxDuplicateDeliveries',
+  /** Outbox events: first sends by the relay, effects delivered, deliveries given up (FAILED), retries of a delivery. */
+  OutboxSent: 'OutboxSent',
+  OutboxDelivered: 'OutboxDelivered',
+  OutboxDeliveryFailed: 'OutboxDeliveryFailed',
+  OutboxDeliveryRetries: 'OutboxDeliveryRetries',
+  /** Reconciler: events still pending (gauge), checks that found the downstream unreachable, records sent to review. */
+  OutboxPending: 'OutboxPending',
+  ReconcileDeferred: 'ReconcileDeferred',
+  ReconcileExhausted: 'ReconcileExhausted',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

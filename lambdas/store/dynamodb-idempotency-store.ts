@@ -13,8 +13,16 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
-import { transition, type IdempotencyRecord } from '../core/state-machine';
-import type { ClaimResult, ExtraWrite, IdempotencyStore, RecordIdentity, Settlement } from '../engine/persistence';
+import { transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
+import type {
+  ClaimOptions,
+  ClaimResult,
+  ExtraWrite,
+  IdempotencyStore,
+  Reconciliation,
+  RecordIdentity,
+  Settlement,
+} from '../engine/persistence';
 import { attentionPk, Keys, TableSchema } from './table-schema';
 
 type Item = Record<string, unknown>;
@@ -49,6 +57,9 @@ export function recordToItem(record: IdempotencyRecord): Item {
   } else if (record.status === 'UNKNOWN') {
     item[TableSchema.attentionIndex.partitionKey] = attentionPk('UNKNOWN', key.pk);
     item[TableSchema.attentionIndex.sortKey] = record.nextCheckAt ?? record.updatedAt;
+  } else if (record.status === 'NEEDS_REVIEW') {
+    item[TableSchema.attentionIndex.partitionKey] = attentionPk('REVIEW', key.pk);
+    item[TableSchema.attentionIndex.sortKey] = record.updatedAt;
   }
   return item;
 }
@@ -99,20 +110,23 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     readonly tableName: string,
   ) {}
 
-  async claim(record: IdempotencyRecord, now: number): Promise<ClaimResult> {
+  async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
+    // The same predicate as `keyIsFree`: a settled record past its expiry (or, for tools that execute again after
+    // retention, past its retention) frees its key. Compared here because TTL deletes late, DynamoDB Local never.
+    const freedByRetention = options.onExpired === 'execute' ? ' OR retain_until <= :now' : '';
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
           Item: recordToItem(record),
-          // An expired settled record frees its key; the expiry is compared here because TTL deletes late.
-          ConditionExpression: 'attribute_not_exists(pk) OR (#expires < :nowSeconds AND #status IN (:succeeded, :failed))',
+          ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND (#expires <= :nowSeconds${freedByRetention}))`,
           ExpressionAttributeNames: { '#expires': TableSchema.ttlAttribute, '#status': 'status' },
           ExpressionAttributeValues: {
             ':nowSeconds': Math.floor(now / 1000),
             ':succeeded': 'SUCCEEDED',
             ':failed': 'FAILED',
+            ...(freedByRetention ? { ':now': now } : {}),
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -123,8 +137,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         const old = (err as { Item?: Record<string, AttributeValue> }).Item;
         // ALL_OLD is always returned by DynamoDB; the read is a fallback for emulators that omit it.
         const existing = old ? itemToRecord(unmarshall(old)) : await this.get(record);
-        if (existing) return { claimed: false, existing };
-        return this.claim(record, now);
+        if (!existing) return this.claim(record, now, options);
+        // Our own record: the SDK retried a claim whose first answer was lost after it was written.
+        if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
+        return { claimed: false, existing };
       }
       throw unavailable('claim', err);
     }
@@ -258,6 +274,118 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         }),
       ),
     );
+  }
+
+  async expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
+    transition('PROCESSING', 'lease_expired');
+    const key = keyOf(record);
+    return this.conditional('expire lease', () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression:
+            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, attention_pk = :attention, attention_at = :now',
+          ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at = :lease AND lease_expires_at < :now`,
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':unknown': 'UNKNOWN',
+            ':now': now,
+            ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
+            ':errorType': 'lease_expired',
+            ':attention': attentionPk('UNKNOWN', key.pk),
+            ':processing': 'PROCESSING',
+            ':owner': record.ownerToken,
+            ':lease': record.leaseExpiresAt,
+          },
+        }),
+      ),
+    );
+  }
+
+  async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
+    const to = transition('UNKNOWN', outcome.event);
+    const key = keyOf(record);
+    const fence = this.unknownFence(record);
+    if (outcome.event === 'reconciled_absent') {
+      return this.conditional('release after reconciliation', () =>
+        this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: key, ...fence })),
+      );
+    }
+    const values: Record<string, unknown> = { ':to': to, ':now': now };
+    let set = '#status = :to, updated_at = :now';
+    let remove = 'attention_pk, attention_at, next_check_at';
+    if (outcome.event === 'reconciled_found') {
+      set += ', #result = :result';
+      values[':result'] = outcome.result ?? null;
+      remove += ', #error, error_type';
+    } else {
+      set += ', #error = :error, error_type = :errorType';
+      values[':error'] = outcome.error;
+      values[':errorType'] = outcome.event === 'reconcile_exhausted' ? 'reconcile_exhausted' : 'terminal';
+    }
+    if (outcome.event === 'reconcile_exhausted') {
+      // Parked records stay in the index (their own kind) so the reconciler can count them for the alarm.
+      set += ', reconcile_attempts = :attempts, attention_pk = :review, attention_at = :now';
+      values[':attempts'] = (record.reconcileAttempts ?? 0) + 1;
+      values[':review'] = attentionPk('REVIEW', key.pk);
+      remove = 'next_check_at';
+    }
+    return this.conditional('reconcile', () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `SET ${set} REMOVE ${remove}`,
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: {
+            ...fence.ExpressionAttributeNames,
+            ...(outcome.event === 'reconciled_found' ? { '#result': 'result' } : {}),
+            '#error': 'error',
+          },
+          ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
+        }),
+      ),
+    );
+  }
+
+  async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number): Promise<boolean> {
+    const fence = this.unknownFence(record);
+    // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
+    return this.conditional('defer reconciliation', () =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keyOf(record),
+          UpdateExpression: 'SET reconcile_attempts = :attempts, next_check_at = :next, attention_at = :next, #error = :error, last_checked_at = :now',
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
+          ExpressionAttributeValues: {
+            ...fence.ExpressionAttributeValues,
+            ':attempts': (record.reconcileAttempts ?? 0) + 1,
+            ':next': nextCheckAt,
+            ':error': reason,
+            ':now': now,
+          },
+        }),
+      ),
+    );
+  }
+
+  /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */
+  private unknownFence(record: IdempotencyRecord) {
+    const attempts = record.reconcileAttempts;
+    return {
+      ConditionExpression: `#status = :unknown AND owner_token = :owner AND ${
+        attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
+      }`,
+      ExpressionAttributeNames: { '#status': 'status' } as Record<string, string>,
+      ExpressionAttributeValues: {
+        ':unknown': 'UNKNOWN',
+        ':owner': record.ownerToken,
+        ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
+      } as Record<string, unknown>,
+    };
   }
 
   private async conditional(action: string, send: () => Promise<unknown>): Promise<boolean> {

@@ -26,7 +26,8 @@ export const TableSchema = {
 
 /** The attention index is written on every claim; shards keep that write load off a single partition. */
 export const ATTENTION_SHARDS = 4;
-export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX';
+/** REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm. */
+export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW';
 
 export function attentionPk(kind: AttentionKind, pk: string): string {
   const shard = createHash('sha1').update(pk).digest().readUInt8(0) % ATTENTION_SHARDS;

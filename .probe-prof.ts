@@ -1,0 +1,31 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { IdempotencyEngine } from './lambdas/engine/engine';
+import { awsClientConfig } from './lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from './lambdas/store/dynamodb-idempotency-store';
+import { ensureTable } from './lambdas/store/table-schema';
+const endpoint = process.env.EP!;
+const which = process.env.WHICH!;
+const c1 = new DynamoDBClient({ ...awsClientConfig(endpoint), maxAttempts: 3 });
+const doc1 = DynamoDBDocumentClient.from(c1, { marshallOptions: { removeUndefinedValues: true } });
+const sfx = randomUUID().slice(0, 6);
+await ensureTable(doc1, 'eng' + sfx);
+await c1.send(new CreateTableCommand({ TableName: 'ptable' + sfx, BillingMode: 'PAY_PER_REQUEST', AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }], KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }] }));
+const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc1, 'eng' + sfx) });
+const args = { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity: 1 }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
+const cfg = new IdempotencyConfig({ eventKeyJmesPath: '[tenant, idempotency_key]', payloadValidationJmesPath: 'args', expiresAfterSeconds: 86400 });
+cfg.registerLambdaContext({ getRemainingTimeInMillis: () => 30000 } as any);
+const pt = makeIdempotent(async (e: any) => ({ order_id: randomUUID() }), { persistenceStore: new DynamoDBPersistenceLayer({ tableName: 'ptable' + sfx, awsSdkV3Client: c1 }), config: cfg });
+const key = 'key-replay-000001';
+const fn = which === 'engine'
+  ? () => engine.run({ tenant: 'tenant-1', tool: 'create_order', idempotencyKey: key, args }, {}, async () => ({ result: { order_id: randomUUID() } }))
+  : () => pt({ tenant: 'tenant-1', idempotency_key: key, args });
+for (let i = 0; i < 300; i++) await fn();
+const cpu0 = process.cpuUsage();
+for (let i = 0; i < 2000; i++) await fn();
+const cpu = process.cpuUsage(cpu0);
+console.log(which, 'node cpu us/call', ((cpu.user + cpu.system) / 2000).toFixed(0));
+c1.destroy();

@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import { performance } from 'node:perf_hooks';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { IdempotencyEngine } from '../lambdas/engine/engine';
+import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
+import { ensureTable, Keys } from '../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { countDynamoDbRequests, type RequestCounter } from '../test/support/dynamodb-request-counter';
+import type { BenchSection, SectionReport } from './section';
+
+/**
+ * The idempotency engine against the same tool without idempotency and under Powertools' `makeIdempotent`
+ * (DynamoDB persistence, payload validation on), on one DynamoDB Local. The tool writes one business item.
+ * Paths: first call (new key), replay (same key, same arguments), conflict (same key, other arguments).
+ */
+
+const PATHS = ['first_call', 'replay', 'conflict'] as const;
+const CONCURRENCY = [1, 32] as const;
+const VARIANTS = ['none', 'powertools', 'engine'] as const;
+type Path = (typeof PATHS)[number];
+type Variant = (typeof VARIANTS)[number];
+
+/** Calls per variant and cell: bounded so the whole bench stays under 3 minutes on 2 busy cores. */
+const CALLS: Record<(typeof CONCURRENCY)[number], number> = { 1: 300, 32: 768 };
+/** Calls a variant makes before the next one takes its turn: 4 per worker at 32, so each block reaches full load. */
+const BLOCK: Record<(typeof CONCURRENCY)[number], number> = { 1: 1, 32: 128 };
+const WARMUP_CALLS = 400;
+/** Keys executed once in the warm-up, then replayed and conflicted with. */
+const KEY_POOL = 400;
+
+const TENANT = 'bench-tenant';
+/** Both wrappers are told the same Lambda time budget. */
+const LAMBDA_REMAINING_MS = 30_000;
+const TOOL = 'create_order';
+
+interface OrderArgs {
+  customer_id: string;
+  items: { sku: string; quantity: number }[];
+  currency: string;
+}
+
+/** How a call came out, so each path is checked to have measured what it claims to. */
+type Outcome = 'executed' | 'replayed' | 'conflict' | 'other';
+
+interface Contender {
+  variant: Variant;
+  requests: RequestCounter;
+  call(key: string, args: OrderArgs): Promise<Outcome>;
+}
+
+export interface CellFigures {
+  p50_ms: number;
+  p99_ms: number;
+  calls_per_s: number;
+  requests_per_call: number;
+  /** Calls whose outcome was not the path's (should be 0). */
+  unexpected_outcomes: number;
+}
+
+export const engineBench: BenchSection = {
+  key: 'engine',
+  title: 'Idempotency engine vs Powertools idempotency vs no idempotency (DynamoDB Local)',
+  run: runEngineBench,
+};
+
+async function runEngineBench(): Promise<SectionReport> {
+  const dynamo = await startDynamoDbLocal();
+  const suffix = randomUUID().slice(0, 8);
+  const tables = { engine: `bench-engine-${suffix}`, powertools: `bench-powertools-${suffix}`, business: `bench-orders-${suffix}` };
+  const admin = createDocumentClient(dynamo.endpoint);
+  const clients: DynamoDBClient[] = [];
+  try {
+    await ensureTable(admin, tables.engine);
+    await ensureTable(admin, tables.business);
+    await createPowertoolsTable(admin, tables.powertools);
+
+    const contenders = VARIANTS.map((variant) => {
+      const client = new DynamoDBClient({ ...awsClientConfig(dynamo.endpoint), maxAttempts: 3 });
+      clients.push(client);
+      return makeContender(variant, client, tables);
+    });
+
+    // Warm up the JVM and Node, and execute the keys the replay and conflict paths use.
+    const pools = new Map<Variant, string[]>();
+    for (const contender of contenders) {
+      const pool = Array.from({ length: KEY_POOL }, () => randomUUID());
+      pools.set(contender.variant, pool);
+      const warmup = Array.from({ length: WARMUP_CALLS }, (_, i) => () => contender.call(pool[i % KEY_POOL]!, orderArgs(1)));
+      await measure(warmup, 8);
+    }
+
+    const cells: Record<Path, Record<string, Record<Variant, CellFigures>>> = { first_call: {}, replay: {}, conflict: {} };
+    for (const path of PATHS) {
+      for (const concurrency of CONCURRENCY) {
+        const n = CALLS[concurrency];
+        const block = BLOCK[concurrency];
+        const acc = new Map(VARIANTS.map((v) => [v, { latencies: [] as number[], wallMs: 0, requests: 0, unexpected: 0 }]));
+        // Variants take turns block by block (at concurrency 1, call by call), starting with a different one each
+        // time: the machine's background load and DynamoDB Local's drift then hit all three alike.
+        for (let b = 0; b * block < n; b++) {
+          const first = b * block;
+          const size = Math.min(block, n - first);
+          for (let k = 0; k < contenders.length; k++) {
+            const contender = contenders[(b + k) % contenders.length]!;
+            const pool = pools.get(contender.variant)!;
+            const expected = expectedOutcome(path, contender.variant);
+            const figures = acc.get(contender.variant)!;
+            const calls = Array.from({ length: size }, (_, i) => async () => {
+              const key = path === 'first_call' ? randomUUID() : pool[(first + i) % KEY_POOL]!;
+              const outcome = await contender.call(key, orderArgs(path === 'conflict' ? 2 : 1));
+              if (outcome !== expected) figures.unexpected++;
+            });
+            const requestsBefore = contender.requests.total();
+            const { latencies, wallMs } = await measure(calls, concurrency);
+            figures.latencies.push(...latencies);
+            figures.wallMs += wallMs;
+            figures.requests += contender.requests.total() - requestsBefore;
+          }
+        }
+        const row = {} as Record<Variant, CellFigures>;
+        for (const [variant, figures] of acc) {
+          const sorted = figures.latencies.sort((a, b) => a - b);
+          row[variant] = {
+            p50_ms: round2(percentile(sorted, 0.5)),
+            p99_ms: round2(percentile(sorted, 0.99)),
+            calls_per_s: Math.round(n / (figures.wallMs / 1000)),
+            requests_per_call: round2(figures.requests / n),
+            unexpected_outcomes: figures.unexpected,
+          };
+        }
+        cells[path][`c${concurrency}`] = row;
+      }
+    }
+    return report(cells);
+  } finally {
+    for (const name of Object.values(tables)) await admin.send(new DeleteTableCommand({ TableName: name })).catch(() => {});
+    admin.destroy();
+    for (const client of clients) client.destroy();
+    await dynamo.stop();
+  }
+}
+
+/** The same tool three ways: it writes one business item (an order) and returns its id. */
+function makeContender(variant: Variant, client: DynamoDBClient, tables: { engine: string; powertools: string; business: string }): Contender {
+  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  const requests = countDynamoDbRequests(client); // the document client shares this stack
+  const orderItem = (args: OrderArgs) => {
+    const orderId = randomUUID();
+    return { orderId, item: { ...Keys.order(TENANT, orderId), order_id: orderId, ...args } };
+  };
+
+  if (variant === 'none') {
+    return {
+      variant,
+      requests,
+      async call(_key, args) {
+        const { item } = orderItem(args);
+        await doc.send(new PutCommand({ TableName: tables.business, Item: item }));
+        return 'executed';
+      },
+    };
+  }
+
+  if (variant === 'powertools') {
+    const createOrder = makeIdempotent(
+      async (event: { tenant: string; idempotency_key: string; args: OrderArgs; trace_id: string }) => {
+        const { orderId, item } = orderItem(event.args);
+        await doc.send(new PutCommand({ TableName: tables.business, Item: item }));
+        // The call's trace id comes back only from a fresh execution (Powertools does not mark replays).
+        return { order_id: orderId, trace_id: event.trace_id };
+      },
+      {
+        persistenceStore: new DynamoDBPersistenceLayer({ tableName: tables.powertools, awsSdkV3Client: client }),
+        config: powertoolsConfig(),
+      },
+    );
+    return {
+      variant,
+      requests,
+      async call(key, args) {
+        const traceId = randomUUID();
+        try {
+          const result = await createOrder({ tenant: TENANT, idempotency_key: key, args, trace_id: traceId });
+          return result.trace_id === traceId ? 'executed' : 'replayed';
+        } catch (err) {
+          return err instanceof IdempotencyValidationError ? 'conflict' : 'other';
+        }
+      },
+    };
+  }
+
+  const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, tables.engine) });
+  return {
+    variant,
+    requests,
+    async call(key, args) {
+      const answer = await engine.run(
+        { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args, trace_id: randomUUID() }, remainingTimeMs: () => LAMBDA_REMAINING_MS },
+        {},
+        async () => {
+          const { orderId, item } = orderItem(args);
+          return { result: { order_id: orderId }, writes: [{ Put: { TableName: tables.business, Item: item } }] };
+        },
+      );
+      if (answer.outcome === 'succeeded') return answer.replayed ? 'replayed' : 'executed';
+      return answer.outcome === 'conflict' ? 'conflict' : 'other';
+    },
+  };
+}
+
+/** Payload validation on, keyed by tenant and key, and a Lambda context as in a function (it sets the in-progress expiry). */
+function powertoolsConfig(): IdempotencyConfig {
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: '[tenant, idempotency_key]',
+    payloadValidationJmesPath: 'args',
+    throwOnNoIdempotencyKey: true,
+    expiresAfterSeconds: 24 * 3600,
+  });
+  config.registerLambdaContext({ getRemainingTimeInMillis: () => LAMBDA_REMAINING_MS } as Context);
+  return config;
+}
+
+function expectedOutcome(path: Path, variant: Variant): Outcome {
+  if (variant === 'none') return 'executed'; // no protection: every duplicate executes again
+  return path === 'first_call' ? 'executed' : path === 'replay' ? 'replayed' : 'conflict';
+}
+
+function orderArgs(quantity: number): OrderArgs {
+  return { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
+}
+
+/** Powertools' default schema: partition key `id`. */
+async function createPowertoolsTable(doc: DynamoDBDocumentClient, tableName: string) {
+  await doc.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+    }),
+  );
+}
+
+/** Runs the calls with `concurrency` workers; returns each call's latency (ms) and the wall time. */
+async function measure(calls: (() => Promise<unknown>)[], concurrency: number) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < calls.length) {
+        const call = calls[next++]!;
+        const t = performance.now();
+        await call();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return { latencies, wallMs: performance.now() - started };
+}
+
+function percentile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+}
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>>): SectionReport {
+  const table: (string | number)[][] = [['path', 'conc', 'variant', 'p50 ms', 'p99 ms', 'calls/s', 'req/call', 'p50 vs PT', 'p99 vs PT', 'calls/s vs PT']];
+  const ratios: Record<string, Record<string, Record<string, number>>> = {};
+  const p50Misses: string[] = [];
+  for (const path of PATHS) {
+    for (const [conc, row] of Object.entries(cells[path])) {
+      const pt = row.powertools;
+      for (const variant of VARIANTS) {
+        const f = row[variant];
+        const vs = (a: number, b: number) => round2(a / b);
+        table.push([path, conc, variant, f.p50_ms, f.p99_ms, f.calls_per_s, f.requests_per_call, vs(f.p50_ms, pt.p50_ms), vs(f.p99_ms, pt.p99_ms), vs(f.calls_per_s, pt.calls_per_s)]);
+      }
+      (ratios[path] ??= {})[conc] = {
+        p50: round2(row.engine.p50_ms / pt.p50_ms),
+        p99: round2(row.engine.p99_ms / pt.p99_ms),
+        calls_per_s: round2(row.engine.calls_per_s / pt.calls_per_s),
+        requests_per_call: round2(row.engine.requests_per_call / pt.requests_per_call),
+      };
+      if (row.engine.p50_ms > pt.p50_ms) p50Misses.push(`${path}/${conc}`);
+    }
+  }
+  const allCells = PATHS.flatMap((p) => Object.values(cells[p]));
+  const replayRequests = Math.max(...Object.values(cells.replay).map((r) => r.engine.requests_per_call));
+  const firstRequests = Math.max(...Object.values(cells.first_call).map((r) => r.engine.requests_per_call));
+  const firstRequestsPowertools = Math.max(...Object.values(cells.first_call).map((r) => r.powertools.requests_per_call));
+  const unexpected = allCells.reduce((sum, row) => sum + VARIANTS.reduce((s, v) => s + row[v].unexpected_outcomes, 0), 0);
+  const targets = {
+    replay_costs_1_request: { engine: replayRequests, met: replayRequests === 1 },
+    first_call_costs_2_requests: { engine: firstRequests, powertools: firstRequestsPowertools, met: firstRequests === 2 },
+    p50_at_or_below_powertools_on_every_path: { missed: p50Misses, met: p50Misses.length === 0 },
+  };
+  const notes = [
+    `targets: replay ${replayRequests} request(s) [${targets.replay_costs_1_request.met ? 'met' : 'MISSED'}]; ` +
+      `first call ${firstRequests} vs Powertools ${firstRequestsPowertools} [${targets.first_call_costs_2_requests.met ? 'met' : 'MISSED'}]; ` +
+      `p50 <= Powertools on every path [${targets.p50_at_or_below_powertools_on_every_path.met ? 'met' : `MISSED: ${p50Misses.join(', ')}`}]`,
+    `'none' has no protection: its replay and conflict rows executed the tool again (duplicates). Unexpected outcomes: ${unexpected}.`,
+    `calls per variant and cell: ${CALLS[1]} at concurrency 1 (variants interleaved call by call), ${CALLS[32]} at 32 (in blocks of ${BLOCK[32]}, rotating).`,
+  ];
+  return {
+    figures: {
+      paths: cells,
+      ratios_vs_powertools: ratios,
+      targets,
+      calls_per_cell: { c1: CALLS[1], c32: CALLS[32] },
+    },
+    table,
+    notes,
+  };
+}

@@ -1,0 +1,18 @@
+import { engineBench } from './engine-bench';
+import { formatTable, type BenchSection } from './section';
+
+/**
+ * `npm run bench`: each section measures one thing and returns its figures; the last line printed is ONE JSON
+ * object with all of them, keyed by section, for CI to parse. Add a section by appending it here.
+ */
+const sections: BenchSection[] = [engineBench];
+
+const figures: Record<string, unknown> = {};
+for (const section of sections) {
+  console.log(`\n== ${section.title} ==`);
+  const report = await section.run();
+  console.log(formatTable(report.table));
+  for (const note of report.notes ?? []) console.log(note);
+  figures[section.key] = report.figures;
+}
+console.log(JSON.stringify(figures));

@@ -1,0 +1,22 @@
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { settingsFromContext } from '../lib/context';
+import { IdempotentMcpStack } from '../lib/idempotent-mcp-stack';
+import { IdempotentMcpChecks } from '../lib/nag-checks';
+
+/**
+ * `cdk synth` / `cdk deploy`. Environment-agnostic (no account or region lookups), so synth works offline;
+ * `cdk deploy` takes the account and region from your AWS profile. Settings: see lib/context.ts (`-c key=value`).
+ */
+const app = new App();
+const settings = settingsFromContext(app.node);
+new IdempotentMcpStack(app, settings.stackName, settings.props);
+if (settings.nag) {
+  // Synth fails on any finding not acknowledged with a reason (Validations.of(construct).acknowledge); the
+  // acknowledgments are written into the template's resource metadata (`cdk_nag`) as an audit trail.
+  Validations.of(app).addPlugins(
+    new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }),
+    new IdempotentMcpChecks(app),
+  );
+}
+app.synth();

@@ -1,0 +1,91 @@
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+/**
+ * A fetch that misbehaves on purpose, for tests and demos of the client's retries (give it as the client's `fetch`).
+ * - `lose-response`: the request reaches the server and runs; its answer is read and thrown away, and the caller
+ *   sees a reset connection (the case idempotency keys exist for).
+ * - `refuse`: nothing is sent; the caller sees a refused connection.
+ * - `status`: nothing is sent; the caller gets this HTTP status (with Retry-After if given).
+ */
+export type Fault =
+  | { mode: 'lose-response' }
+  | { mode: 'refuse' }
+  | { mode: 'status'; status: number; retryAfterSeconds?: number };
+
+export interface FaultRule {
+  /** Only `tools/call` requests for this tool; without it, every POST. */
+  tool?: string;
+  fault: Fault;
+  /** How many matching requests it hits before it is spent. */
+  times: number;
+}
+
+export interface RequestLogEntry {
+  /** The JSON-RPC method, or the HTTP method for bodiless requests. */
+  method: string;
+  tool?: string;
+  /** The fault applied, if any. */
+  fault?: Fault['mode'];
+}
+
+export interface FaultFetch {
+  fetch: FetchLike;
+  inject(rule: FaultRule): void;
+  /** Every request seen, in order. */
+  readonly requests: readonly RequestLogEntry[];
+  /** `tools/call` requests seen for a tool, faulted or not. */
+  callsTo(tool: string): number;
+}
+
+function describe(init: RequestInit | undefined): { method: string; tool?: string } {
+  if (typeof init?.body !== 'string') return { method: init?.method ?? 'GET' };
+  try {
+    const message = JSON.parse(init.body) as { method?: unknown; params?: { name?: unknown } };
+    const method = typeof message.method === 'string' ? message.method : 'response';
+    const tool = method === 'tools/call' && typeof message.params?.name === 'string' ? message.params.name : undefined;
+    return tool ? { method, tool } : { method };
+  } catch {
+    return { method: init.method ?? 'POST' };
+  }
+}
+
+/** Shaped like undici's own network failures, so the client classifies them as it would the real ones. */
+function networkError(code: 'ECONNRESET' | 'ECONNREFUSED'): TypeError {
+  const cause = Object.assign(new Error(code === 'ECONNRESET' ? 'socket hang up' : 'connect ECONNREFUSED'), { code });
+  return new TypeError('fetch failed', { cause });
+}
+
+export function createFaultFetch(base: FetchLike = (url, init) => fetch(url, init)): FaultFetch {
+  const rules: FaultRule[] = [];
+  const requests: RequestLogEntry[] = [];
+
+  const faultFetch: FetchLike = async (url, init) => {
+    const seen = describe(init);
+    const rule = rules.find((r) => r.times > 0 && (r.tool === undefined ? init?.method === 'POST' : r.tool === seen.tool));
+    requests.push(rule ? { ...seen, fault: rule.fault.mode } : seen);
+    if (!rule) return base(url, init);
+    rule.times -= 1;
+    switch (rule.fault.mode) {
+      case 'lose-response': {
+        const response = await base(url, init);
+        // Read the whole answer first: the server has finished, only the way back is broken.
+        await response.arrayBuffer();
+        throw networkError('ECONNRESET');
+      }
+      case 'refuse':
+        throw networkError('ECONNREFUSED');
+      case 'status': {
+        const headers = new Headers({ 'content-type': 'text/plain' });
+        if (rule.fault.retryAfterSeconds !== undefined) headers.set('retry-after', String(rule.fault.retryAfterSeconds));
+        return new Response('injected fault', { status: rule.fault.status, headers });
+      }
+    }
+  };
+
+  return {
+    fetch: faultFetch,
+    inject: (rule) => rules.push({ ...rule, fault: { ...rule.fault } }),
+    requests,
+    callsTo: (tool) => requests.filter((r) => r.method === 'tools/call' && r.tool === tool).length,
+  };
+}

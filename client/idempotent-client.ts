@@ -1,0 +1,443 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode as JsonRpcErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { systemClock, type Clock } from '../lambdas/core/clock';
+import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
+import { ErrorCode } from '../lambdas/core/errors';
+import { validateToolName } from '../lambdas/core/idempotency-key';
+import type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';
+import { CallLedger, identityId, type CallIdentity, type CallState, type LedgerEntry } from './call-ledger';
+import {
+  DEFAULT_RETRY,
+  HttpStatusError,
+  backoffDelay,
+  classifyCallError,
+  isRetryableHttpStatus,
+  parseRetryAfter,
+  type ResolvedRetryOptions,
+  type RetryOptions,
+  type TransportFailure,
+} from './retry';
+import { statusLine } from './status-line';
+
+export interface IdempotentClientOptions {
+  /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
+  url: string | URL;
+  /** Bearer token sent on every request. */
+  token?: string;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** The fetch under the transport: the seam for proxies, instrumentation and fault injection. */
+  fetch?: FetchLike;
+  /** The conversation or agent run the calls belong to; part of every intent's identity. Default "default". */
+  session?: string;
+  /** Where keys are kept; pass `await CallLedger.open({ file })` to keep them across restarts. Default: in memory. */
+  ledger?: CallLedger;
+  retry?: RetryOptions;
+  /** Tools that take a server-issued `operation_id` instead of a client key. Default: request_payment. */
+  operationIdTools?: readonly string[];
+  /** Arguments that do not change the intent (must match the server's policy). Default: trace_id, request_id, requested_at. */
+  nonBusinessFields?: readonly string[];
+  /** One attempt's limit; past it the attempt counts as a transport failure and is retried with the same key. Default 20 s. */
+  requestTimeoutMs?: number;
+  clientInfo?: { name: string; version: string };
+  /** Called after every attempt of a write, before any wait: for logs and progress displays. */
+  onAttempt?: (event: AttemptEvent) => void;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  clock?: Clock;
+}
+
+/** A write the agent wants done. */
+export interface WriteCallRequest {
+  tool: string;
+  /** The tool's arguments; any idempotency_key or operation_id in them is replaced by the intent's own. */
+  args: Record<string, unknown>;
+  /**
+   * Names the intent when the host knows it (a plan step, "confirmation email for order 42"). Then the name,
+   * not the arguments, identifies the call: a re-plan with reworded arguments keeps the key, and the server
+   * answers `conflict` rather than doing it twice. A different name is a different intent, even with equal arguments.
+   */
+  intent?: string;
+}
+
+/** What became of a write: the state, the server's last answer or why there was none, and a status line. */
+export interface WriteCall<R = unknown> {
+  tool: string;
+  intent?: string;
+  /** The key the server deduplicates on ('' if no operation id could be obtained). */
+  key: string;
+  keyKind: LedgerEntry['keyKind'];
+  state: CallState;
+  /** The last answer in the result contract, if any arrived. */
+  result?: WriteToolResult<R>;
+  /** Why the last attempt got no answer in the contract. */
+  failure?: TransportFailure;
+  /** Requests sent by this call (not counting earlier calls of the same intent). */
+  attempts: number;
+  /** Whether this call started the intent (false: a re-plan or a retry of a known one). */
+  newIntent: boolean;
+  /** One line for the model's context. */
+  status: string;
+}
+
+/** One attempt of a write, as `onAttempt` reports it. */
+export interface AttemptEvent {
+  tool: string;
+  key: string;
+  /** 1 for the first request of this call. */
+  attempt: number;
+  /** The status line of this attempt's answer (or of its failure). */
+  status: string;
+  /** The wait before the next attempt; absent when this attempt was the last. */
+  nextDelayMs?: number;
+}
+
+export interface ReadCall {
+  structuredContent?: Record<string, unknown>;
+  isError: boolean;
+  /** The text content, joined. */
+  text: string;
+  failure?: TransportFailure;
+  attempts: number;
+}
+
+interface Attempt {
+  answer?: CallToolResult;
+  failure?: TransportFailure;
+  /** False when the connection never opened: the request cannot have reached the server. */
+  sent: boolean;
+}
+
+const OUTCOMES: ReadonlySet<string> = new Set<Outcome>(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']);
+
+const STATE_OF: Record<Outcome, CallState> = {
+  succeeded: 'succeeded',
+  failed: 'failed',
+  rejected: 'failed',
+  conflict: 'failed',
+  in_progress: 'in_progress',
+  unknown: 'unknown',
+};
+
+/** 144 random bits, base64url: inside the server's key charset (A-Za-z0-9._:-) and length (8..128). */
+export function newIdempotencyKey(): string {
+  return `ik_${randomBytes(18).toString('base64url')}`;
+}
+
+/** The result contract, if this structuredContent carries it. */
+export function asWriteToolResult(content: unknown): WriteToolResult | undefined {
+  if (!content || typeof content !== 'object') return undefined;
+  const r = content as Record<string, unknown>;
+  const valid =
+    typeof r.outcome === 'string' &&
+    OUTCOMES.has(r.outcome) &&
+    typeof r.retryable === 'boolean' &&
+    typeof r.replayed === 'boolean' &&
+    typeof r.idempotency_key === 'string' &&
+    (r.retry_after_ms === undefined || typeof r.retry_after_ms === 'number');
+  return valid ? (r as unknown as WriteToolResult) : undefined;
+}
+
+const textOf = (answer: CallToolResult) =>
+  answer.content
+    .map((block) => (block.type === 'text' ? block.text : ''))
+    .filter(Boolean)
+    .join(' ');
+
+const SETTLED_STATES: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
+
+const IDENTITY_ARGUMENTS = ['idempotency_key', 'operation_id'];
+
+/**
+ * An MCP client for write tools that must not run twice: every intent gets one key, kept in a ledger across
+ * retries, re-plans and (with a file) restarts; only what can help is retried, always with that key.
+ */
+export class IdempotentMcpClient {
+  readonly session: string;
+  readonly ledger: CallLedger;
+  private readonly url: URL;
+  private readonly requestInit: RequestInit;
+  private readonly fetchSeam: FetchLike;
+  private readonly retry: ResolvedRetryOptions;
+  private readonly operationIdTools: ReadonlySet<string>;
+  private readonly nonBusinessFields: readonly string[];
+  private readonly requestTimeoutMs: number;
+  private readonly clientInfo: { name: string; version: string };
+  private readonly onAttempt: ((event: AttemptEvent) => void) | undefined;
+  private readonly random: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly clock: Clock;
+  private connecting: Promise<Client> | undefined;
+  /** One call per intent at a time: a concurrent duplicate waits and then gets the replay, and ids are issued once. */
+  private readonly intentLocks = new Map<string, Promise<unknown>>();
+  /** Operation ids this client obtained as replacements: never replaced again, so a refusal cannot loop. */
+  private readonly renewedKeys = new Set<string>();
+
+  constructor(options: IdempotentClientOptions) {
+    this.url = new URL(options.url);
+    this.session = options.session ?? 'default';
+    this.clock = options.clock ?? systemClock;
+    this.ledger = options.ledger ?? new CallLedger({ clock: this.clock });
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.operationIdTools = new Set(options.operationIdTools ?? ['request_payment']);
+    this.nonBusinessFields = options.nonBusinessFields ?? DEFAULT_NON_BUSINESS_FIELDS;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 20_000;
+    this.clientInfo = options.clientInfo ?? { name: 'idempotent-mcp-client', version: '0.1.0' };
+    this.onAttempt = options.onAttempt;
+    this.random = options.random ?? Math.random;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.requestInit = {
+      headers: { ...options.headers, ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}) },
+    };
+    const baseFetch: FetchLike = options.fetch ?? ((url, init) => fetch(url, init));
+    // The SDK reports an HTTP failure without its headers; raising it here keeps Retry-After.
+    this.fetchSeam = async (url, init) => {
+      const response = await baseFetch(url, init);
+      if (isRetryableHttpStatus(response.status)) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new HttpStatusError(response.status, parseRetryAfter(response.headers.get('retry-after'), Date.now()));
+      }
+      return response;
+    };
+  }
+
+  /**
+   * Calls a write tool for an intent. Never throws for what the server or the network did: the answer, or the
+   * reason there is none, is in the returned call, with a status line for the model.
+   */
+  async callWrite<R = unknown>(request: WriteCallRequest): Promise<WriteCall<R>> {
+    const tool = validateToolName(request.tool);
+    const identity: CallIdentity = {
+      session: this.session,
+      tool,
+      ...(request.intent !== undefined ? { intent: request.intent } : {}),
+      fingerprint: fingerprint(request.args, this.nonBusinessFields),
+    };
+    return this.exclusive(identityId(identity), () => this.runWrite<R>(request, identity));
+  }
+
+  /** Calls a read-only tool, retrying transport failures (a read can be repeated freely). */
+  async callRead(tool: string, args: Record<string, unknown> = {}): Promise<ReadCall> {
+    let last: Attempt = { sent: false };
+    const attempts = await this.retrying(async () => {
+      last = await this.attemptToolCall(validateToolName(tool), args);
+      return { done: last.answer !== undefined || last.failure?.kind === 'deterministic', retryAfterMs: last.failure?.retryAfterMs };
+    });
+    const answer = last.answer;
+    return {
+      ...(answer?.structuredContent ? { structuredContent: answer.structuredContent } : {}),
+      isError: answer ? answer.isError === true : true,
+      text: answer ? textOf(answer) : '',
+      ...(last.failure ? { failure: last.failure } : {}),
+      attempts,
+    };
+  }
+
+  /** Closes the connection and waits for pending ledger writes. */
+  async close(): Promise<void> {
+    const connecting = this.connecting;
+    this.connecting = undefined;
+    const client = await connecting?.catch(() => undefined);
+    await client?.close();
+    await this.ledger.persist().catch(() => undefined);
+  }
+
+  private async runWrite<R>(request: WriteCallRequest, identity: CallIdentity): Promise<WriteCall<R>> {
+    const tool = identity.tool;
+    const keyKind: LedgerEntry['keyKind'] = this.operationIdTools.has(tool) ? 'operation_id' : 'idempotency_key';
+    let entry = this.ledger.find(identity);
+    const newIntent = entry === undefined;
+    if (!entry) {
+      let key: string;
+      if (keyKind === 'operation_id') {
+        const issued = await this.issueOperationId(tool);
+        if ('failure' in issued) {
+          const call = { tool, key: '', state: 'failed' as const, attempts: issued.attempts, failure: issued.failure };
+          return { ...call, keyKind, newIntent, status: statusLine(call), ...(request.intent !== undefined ? { intent: request.intent } : {}) };
+        }
+        key = issued.operationId;
+      } else {
+        key = newIdempotencyKey();
+      }
+      entry = this.ledger.create(identity, key, keyKind);
+      // Durable before the first send: a restart after this point reuses the key instead of minting another.
+      await this.ledger.persist();
+    }
+
+    const args = Object.fromEntries(Object.entries(request.args).filter(([name]) => !IDENTITY_ARGUMENTS.includes(name)));
+    args[keyKind] = entry.key;
+    const current = entry;
+    const argumentNames = Object.keys(request.args);
+    let result: WriteToolResult<R> | undefined;
+    let failure: TransportFailure | undefined;
+    let sentAny = false;
+    const snapshot = () => ({
+      tool,
+      key: current.key,
+      state: current.state,
+      ...(result ? { result } : {}),
+      ...(failure ? { failure } : {}),
+    });
+
+    const attempts = await this.retrying(async () => {
+      const attempt = await this.attemptToolCall(tool, args);
+      sentAny ||= attempt.sent;
+      let state: CallState;
+      let done: boolean;
+      let retryAfterMs: number | undefined;
+      const contract = attempt.answer ? asWriteToolResult(attempt.answer.structuredContent) : undefined;
+      if (contract && (await this.renewedExpiredOperationId(contract, current, args))) {
+        // The server said nothing ran with the old id: the same intent continues under a new one.
+        result = contract as WriteToolResult<R>;
+        failure = undefined;
+        this.ledger.update(current, { attempts: current.attempts + 1, lastError: contract.error?.code ?? '' });
+        return { done: false, retryAfterMs: 0 };
+      }
+      if (contract) {
+        result = contract as WriteToolResult<R>;
+        failure = undefined;
+        state = STATE_OF[contract.outcome];
+        done = !contract.retryable;
+        retryAfterMs = contract.retry_after_ms;
+      } else {
+        failure = attempt.answer
+          ? { kind: 'deterministic', message: `answer without the result contract: ${textOf(attempt.answer).slice(0, 120)}` }
+          : attempt.failure;
+        done = failure?.kind !== 'transport';
+        retryAfterMs = failure?.retryAfterMs;
+        // What an earlier answer settled stays known (the server replays it). Otherwise a request that may have
+        // arrived is unknown until the server says more; one that cannot have arrived changes nothing.
+        if (SETTLED_STATES.has(current.state) || current.state === 'unknown') state = current.state;
+        else if (failure?.kind === 'transport') state = sentAny ? 'unknown' : current.state;
+        else state = 'failed';
+      }
+      this.ledger.update(current, {
+        state,
+        attempts: current.attempts + 1,
+        ...(result ? { lastOutcome: result.outcome } : {}),
+        lastError: failure?.message ?? result?.error?.code ?? '',
+      });
+      return { done, retryAfterMs };
+    }, async (attempt, nextDelayMs) => {
+      if (this.onAttempt) {
+        const status = statusLine({ ...snapshot(), attempts: 1, argumentNames });
+        this.onAttempt({ tool, key: current.key, attempt, status, ...(nextDelayMs !== undefined ? { nextDelayMs } : {}) });
+      }
+      // The key is already durable; writing the state is best effort.
+      await this.ledger.persist().catch(() => undefined);
+    });
+
+    const call = { ...snapshot(), attempts };
+    const status = statusLine({ ...call, argumentNames });
+    this.ledger.update(current, { status });
+    await this.ledger.persist().catch(() => undefined);
+    return { ...call, keyKind, newIntent, status, ...(request.intent !== undefined ? { intent: request.intent } : {}) };
+  }
+
+  /**
+   * An operation id outlived by its ledger entry (ids expire after an hour, entries live longer) is refused with
+   * UNKNOWN_OPERATION_ID only when nothing ran with it; then, once per call, the intent gets a fresh id.
+   */
+  private async renewedExpiredOperationId(result: WriteToolResult, entry: LedgerEntry, args: Record<string, unknown>): Promise<boolean> {
+    if (entry.keyKind !== 'operation_id' || result.outcome !== 'rejected' || result.error?.code !== ErrorCode.UNKNOWN_OPERATION_ID) return false;
+    if (this.renewedKeys.has(entry.key)) return false;
+    const issued = await this.issueOperationId(entry.tool);
+    if ('failure' in issued) return false;
+    this.renewedKeys.add(issued.operationId);
+    this.ledger.update(entry, { key: issued.operationId });
+    args.operation_id = issued.operationId;
+    await this.ledger.persist();
+    return true;
+  }
+
+  /** Asks the server for an operation id for `tool`; an id obtained but never used is harmless. */
+  private async issueOperationId(tool: string): Promise<{ operationId: string; attempts: number } | { failure: TransportFailure; attempts: number }> {
+    const read = await this.callRead('issue_operation_id', { tool });
+    const content = read.structuredContent;
+    const nested = content?.result && typeof content.result === 'object' ? (content.result as Record<string, unknown>) : undefined;
+    const operationId = content?.operation_id ?? nested?.operation_id;
+    if (!read.isError && typeof operationId === 'string') return { operationId, attempts: read.attempts };
+    return {
+      failure: read.failure ?? { kind: 'deterministic', message: `issue_operation_id failed: ${read.text.slice(0, 120) || 'no operation_id in its answer'}` },
+      attempts: read.attempts,
+    };
+  }
+
+  /**
+   * Runs attempts until one is final, the attempt count is spent, or the next wait would cross the time budget.
+   * `afterEach` runs after every attempt with the wait that follows it (undefined: it was the last), before the wait.
+   */
+  private async retrying(
+    attempt: () => Promise<{ done: boolean; retryAfterMs?: number | undefined }>,
+    afterEach?: (count: number, nextDelayMs: number | undefined) => Promise<unknown>,
+  ): Promise<number> {
+    const started = this.clock();
+    for (let count = 1; ; count++) {
+      const { done, retryAfterMs } = await attempt();
+      let delay: number | undefined;
+      if (!done && count < this.retry.maxAttempts) {
+        const next = backoffDelay(count - 1, this.retry, this.random, retryAfterMs);
+        if (this.clock() - started + next <= this.retry.maxElapsedMs) delay = next;
+      }
+      await afterEach?.(count, delay);
+      if (delay === undefined) return count;
+      await this.sleep(delay);
+    }
+  }
+
+  private async attemptToolCall(tool: string, args: Record<string, unknown>): Promise<Attempt> {
+    let client: Client;
+    try {
+      client = await this.connection();
+    } catch (err) {
+      return { failure: classifyCallError(err), sent: false };
+    }
+    try {
+      const answer = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.requestTimeoutMs })) as CallToolResult;
+      return { answer, sent: true };
+    } catch (err) {
+      const failure = classifyCallError(err);
+      // A closed transport cannot carry the next attempt; other failures leave the stateless connection usable.
+      if (failure.jsonRpcCode === JsonRpcErrorCode.ConnectionClosed) this.dropConnection(client);
+      return { failure, sent: true };
+    }
+  }
+
+  private connection(): Promise<Client> {
+    if (!this.connecting) {
+      const connecting = (async () => {
+        const client = new Client(this.clientInfo, { capabilities: {} });
+        const transport = new StreamableHTTPClientTransport(this.url, { requestInit: this.requestInit, fetch: this.fetchSeam });
+        await client.connect(transport, { timeout: this.requestTimeoutMs });
+        return client;
+      })();
+      this.connecting = connecting;
+      // A failed connect is forgotten so the next attempt opens a fresh one.
+      connecting.catch(() => {
+        if (this.connecting === connecting) this.connecting = undefined;
+      });
+    }
+    return this.connecting;
+  }
+
+  private dropConnection(client: Client): void {
+    const connecting = this.connecting;
+    this.connecting = undefined;
+    void connecting?.then((current) => (current === client ? client.close() : undefined)).catch(() => undefined);
+  }
+
+  private async exclusive<T>(lockId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.intentLocks.get(lockId) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    this.intentLocks.set(lockId, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.intentLocks.get(lockId) === tail) this.intentLocks.delete(lockId);
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * The agent's side of the idempotency promise: a retry-safe MCP client with a call ledger.
+ * Depends only on the MCP SDK and the pure helpers of lambdas/core, never on server code.
+ */
+export {
+  IdempotentMcpClient,
+  asWriteToolResult,
+  newIdempotencyKey,
+  type AttemptEvent,
+  type IdempotentClientOptions,
+  type ReadCall,
+  type WriteCall,
+  type WriteCallRequest,
+} from './idempotent-client';
+export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from './call-ledger';
+export {
+  DEFAULT_RETRY,
+  HttpStatusError,
+  backoffDelay,
+  classifyCallError,
+  isRetryableHttpStatus,
+  type RetryOptions,
+  type TransportFailure,
+} from './retry';
+export { shortId, statusLine, type StatusLineInput } from './status-line';
+export { createFaultFetch, type Fault, type FaultFetch, type FaultRule, type RequestLogEntry } from './fault-fetch';
+export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -1,0 +1,79 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { validateTenantId } from '../core/idempotency-key';
+
+/**
+ * The local issuer of `npm start`, `npm run token` and the tests: one ES256 key pair, generated on first use and
+ * kept in `<dir>/dev-issuer.json`, so tokens printed by one process verify in another and across restarts.
+ */
+const ALGORITHM = 'ES256';
+const KEY_FILE = 'dev-issuer.json';
+export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
+
+interface StoredKeyPair {
+  kid: string;
+  privateJwk: JWK;
+  publicJwk: JWK;
+}
+
+export interface DevIssuer {
+  issuer: string;
+  audience: string;
+  tenantClaim: string;
+  /** The public half, as a JWKS document, for the verifier. */
+  jwks: { keys: JWK[] };
+  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; extra?: Record<string, unknown> }): Promise<string>;
+}
+
+async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
+  const file = join(dir, KEY_FILE);
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as StoredKeyPair;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+  const kid = `dev-${Date.now().toString(36)}`;
+  const pair: StoredKeyPair = {
+    kid,
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM },
+    publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' },
+  };
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  try {
+    // 'wx': when two processes start at once, the first key written wins and both use it.
+    await writeFile(file, JSON.stringify(pair, null, 2), { flag: 'wx', mode: 0o600 });
+    return pair;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return JSON.parse(await readFile(file, 'utf8')) as StoredKeyPair;
+  }
+}
+
+export async function loadDevIssuer(options: {
+  dir: string;
+  issuer: string;
+  audience: string;
+  tenantClaim: string;
+}): Promise<DevIssuer> {
+  const pair = await loadOrCreateKeyPair(options.dir);
+  const privateKey = await importJWK(pair.privateJwk, ALGORITHM);
+  return {
+    issuer: options.issuer,
+    audience: options.audience,
+    tenantClaim: options.tenantClaim,
+    jwks: { keys: [pair.publicJwk] },
+    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, extra = {} }) {
+      validateTenantId(tenant);
+      return new SignJWT({ ...extra, [options.tenantClaim]: tenant })
+        .setProtectedHeader({ alg: ALGORITHM, kid: pair.kid, typ: 'JWT' })
+        .setIssuer(options.issuer)
+        .setAudience(options.audience)
+        .setSubject(subject ?? `dev-user@${tenant}`)
+        .setIssuedAt()
+        .setExpirationTime(`${ttlSeconds}s`)
+        .sign(privateKey);
+    },
+  };
+}

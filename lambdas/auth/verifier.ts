@@ -1,0 +1,85 @@
+import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { AuthConfig } from '../config';
+import { IdempotencyError } from '../core/errors';
+import { validateTenantId } from '../core/idempotency-key';
+import { loadDevIssuer } from './dev-issuer';
+
+/** Who is calling: the tenant comes from the verified token and nowhere else. */
+export interface Caller {
+  tenant: string;
+  subject: string;
+}
+
+/** A missing or unacceptable token; the message is safe to return (it never echoes the token). */
+export class AuthenticationError extends Error {
+  constructor(
+    message: string,
+    /** RFC 6750: 'invalid_token' when a token was presented, absent when none was. */
+    readonly bearerError?: 'invalid_token',
+  ) {
+    super(message);
+    this.name = 'AuthenticationError';
+  }
+}
+
+/** The issuer's key set could not be fetched: answered 503, the client may retry. */
+export class AuthUnavailableError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('the token issuer could not be reached', options);
+    this.name = 'AuthUnavailableError';
+  }
+}
+
+export interface TokenVerifier {
+  /** Verifies an `Authorization` header value; throws AuthenticationError. */
+  verify(authorization: string | undefined): Promise<Caller>;
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+// Asymmetric algorithms only: an 'HS256' token signed with a public key as its secret must never verify.
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
+export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
+  let keys: Promise<JWTVerifyGetKey> | undefined;
+  // Built once per container, lazily: the dev key is read from disk on the first request.
+  const getKeys = (): Promise<JWTVerifyGetKey> =>
+    (keys ??=
+      auth.mode === 'dev'
+        ? loadDevIssuer({ dir: auth.devAuthDir, ...auth }).then((issuer) => createLocalJWKSet(issuer.jwks))
+        : // jose caches the key set and refetches it when a token names an unknown key id (key rotation).
+          Promise.resolve(createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000 })));
+
+  return {
+    async verify(authorization) {
+      if (!authorization) throw new AuthenticationError('a bearer token is required');
+      const match = BEARER.exec(authorization.trim());
+      if (!match) throw new AuthenticationError('the Authorization header must be "Bearer <token>"', 'invalid_token');
+      const getKey = await getKeys();
+      let payload: Record<string, unknown>;
+      try {
+        ({ payload } = await jwtVerify(match[1]!, getKey, {
+          issuer: auth.issuer,
+          audience: auth.audience,
+          algorithms: ALGORITHMS,
+          clockTolerance: 30,
+          requiredClaims: ['exp'],
+        }));
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        // Our side failed (key set unreachable): the token may be fine, so this is not a 401.
+        if (code === undefined || code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC') throw new AuthUnavailableError({ cause: err });
+        const reason = code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid for this server';
+        throw new AuthenticationError(reason, 'invalid_token');
+      }
+      const tenant = payload[auth.tenantClaim];
+      try {
+        validateTenantId(tenant);
+      } catch (err) {
+        if (err instanceof IdempotencyError)
+          throw new AuthenticationError(`the token's "${auth.tenantClaim}" claim is not a valid tenant id`, 'invalid_token');
+        throw err;
+      }
+      return { tenant: tenant as string, subject: typeof payload.sub === 'string' ? payload.sub : 'unknown' };
+    },
+  };
+}

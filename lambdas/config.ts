@@ -1,0 +1,192 @@
+/**
+ * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
+ * the local stack builds one from a plain record and nothing reads `process.env` behind its back.
+ */
+export type AuthConfig =
+  | {
+      /** A local issuer whose key pair lives in `devAuthDir` (`npm start`, tests). Never used on Lambda. */
+      mode: 'dev';
+      devAuthDir: string;
+      issuer: string;
+      audience: string;
+      tenantClaim: string;
+    }
+  | {
+      /** An external OpenID Connect / OAuth issuer (Cognito by default in the CDK stack). */
+      mode: 'oidc';
+      issuer: string;
+      /**
+       * Unset: `aud` is not checked. Cognito client-credentials access tokens carry no `aud` (only `client_id` and
+       * `scope`); the stack's user pool is its own, so its issuer already pins who the tokens are for.
+       */
+      audience?: string;
+      jwksUrl: string;
+      tenantClaim: string;
+    };
+
+/** Downstream systems, the outbox queue and the reconciler. Unset URLs fail the calls that need them, not the start. */
+export interface SideEffectsConfig {
+  /** Local SQS-compatible server (fauxqs); unset on AWS. */
+  sqsEndpoint?: string;
+  /** The outbox queue the relay sends to and the consumer reads. */
+  outboxQueueUrl?: string;
+  /** Base URLs of the payments provider, the ticket system and (EMAIL_MODE=sandbox) the mailbox. */
+  paymentsUrl?: string;
+  ticketsUrl?: string;
+  mailboxUrl?: string;
+  /** 'ses': SES v2 from `emailFrom`; 'sandbox': the sandbox mailbox at `mailboxUrl`. */
+  emailMode: 'ses' | 'sandbox';
+  emailFrom: string;
+  /** Bound of every downstream call, under the engine's own deadline. */
+  downstreamTimeoutMs: number;
+  /** How often the local reconciler runs (deployed: the EventBridge schedule). */
+  reconcileIntervalMs: number;
+  /** The sandbox downstreams' ledger and faults (their own table). */
+  sandboxTableName: string;
+}
+
+export interface AppConfig {
+  tableName: string;
+  /** DynamoDB Local (or another emulator); unset on AWS. */
+  dynamodbEndpoint?: string;
+  auth: AuthConfig;
+  /** HMAC secret of server-minted operation ids (at least 32 characters). */
+  operationIdSecret: string;
+  /** Browser origins allowed to call the endpoint besides localhost (DNS-rebinding protection). */
+  allowedOrigins: string[];
+  /** Serves `/sandbox/*` (local downstreams and their ledger). Off unless asked for. */
+  sandboxEnabled: boolean;
+  /** Base URL for the protected-resource metadata; derived from the request when unset. */
+  publicBaseUrl?: string;
+  sideEffects: SideEffectsConfig;
+}
+
+export type Env = Record<string, string | undefined>;
+
+export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
+export const DEFAULT_AUDIENCE = 'idempotent-mcp';
+export const DEFAULT_TENANT_CLAIM = 'tenant';
+export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
+const MIN_SECRET_LENGTH = 32;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function required(env: Env, name: string): string {
+  const value = env[name]?.trim();
+  if (!value) throw new ConfigError(`${name} must be set`);
+  return value;
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+/** The auth settings alone: `npm run token` signs with the same dev issuer the server trusts. */
+export function loadAuthConfig(env: Env): AuthConfig {
+  const mode = optional(env, 'AUTH_MODE') ?? 'oidc';
+  const tenantClaim = optional(env, 'AUTH_TENANT_CLAIM') ?? DEFAULT_TENANT_CLAIM;
+  if (mode === 'dev') {
+    // A dev issuer signs tokens with a key on local disk: a deployed function must never trust it.
+    if (env.AWS_LAMBDA_FUNCTION_NAME) throw new ConfigError('AUTH_MODE=dev is for local use only, not on Lambda');
+    return {
+      mode,
+      devAuthDir: optional(env, 'DEV_AUTH_DIR') ?? DEFAULT_DEV_AUTH_DIR,
+      issuer: optional(env, 'AUTH_ISSUER') ?? DEV_ISSUER,
+      audience: optional(env, 'AUTH_AUDIENCE') ?? DEFAULT_AUDIENCE,
+      tenantClaim,
+    };
+  }
+  if (mode !== 'oidc') throw new ConfigError(`AUTH_MODE must be 'dev' or 'oidc' (got '${mode}')`);
+  const jwksUrl = required(env, 'AUTH_JWKS_URL');
+  if (!/^https?:\/\//.test(jwksUrl)) throw new ConfigError('AUTH_JWKS_URL must be an http(s) URL');
+  return {
+    mode,
+    issuer: required(env, 'AUTH_ISSUER'),
+    audience: optional(env, 'AUTH_AUDIENCE'),
+    jwksUrl,
+    tenantClaim,
+  };
+}
+
+function optionalUrl(env: Env, name: string): string | undefined {
+  const value = optional(env, name)?.replace(/\/+$/, '');
+  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
+  return value;
+}
+
+function positiveInt(env: Env, name: string, fallback: number, max: number): number {
+  const value = optional(env, name);
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0 || n > max) throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
+  return n;
+}
+
+export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
+export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+
+function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
+  const emailMode = optional(env, 'EMAIL_MODE') ?? 'ses';
+  if (emailMode !== 'ses' && emailMode !== 'sandbox') throw new ConfigError(`EMAIL_MODE must be 'ses' or 'sandbox' (got '${emailMode}')`);
+  const emailFrom = optional(env, 'EMAIL_FROM') ?? 'agent@example.com';
+  if (!/^[^\s@]+@[^\s@]+$/.test(emailFrom)) throw new ConfigError('EMAIL_FROM must be an email address');
+  return {
+    sqsEndpoint: optionalUrl(env, 'SQS_ENDPOINT'),
+    outboxQueueUrl: optionalUrl(env, 'OUTBOX_QUEUE_URL'),
+    paymentsUrl: optionalUrl(env, 'PAYMENTS_URL'),
+    ticketsUrl: optionalUrl(env, 'TICKETS_URL'),
+    mailboxUrl: optionalUrl(env, 'MAILBOX_URL'),
+    emailMode,
+    emailFrom,
+    downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
+    reconcileIntervalMs: positiveInt(env, 'RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+    sandboxTableName: optional(env, 'SANDBOX_TABLE_NAME') ?? `${tableName}-sandbox`,
+  };
+}
+
+/**
+ * Deployed, only the ARN of the operation-id secret is in the environment (OPERATION_ID_SECRET_ARN), so the value
+ * never shows in the function's configuration; this reads it once per container, before `loadConfig`.
+ * Without the ARN (local runs, tests) the environment is returned as it is.
+ */
+export async function resolveSecretEnv(env: Env = process.env): Promise<Env> {
+  const arn = optional(env, 'OPERATION_ID_SECRET_ARN');
+  if (!arn || optional(env, 'OPERATION_ID_SECRET')) return env;
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const client = new SecretsManagerClient({});
+  try {
+    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: arn }));
+    if (!SecretString) throw new ConfigError('the OPERATION_ID_SECRET_ARN secret has no string value');
+    return { ...env, OPERATION_ID_SECRET: SecretString };
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Reads and checks the configuration once per container; a missing setting fails the cold start, not a request. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const operationIdSecret = required(env, 'OPERATION_ID_SECRET');
+  if (operationIdSecret.length < MIN_SECRET_LENGTH)
+    throw new ConfigError(`OPERATION_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  const publicBaseUrl = optional(env, 'PUBLIC_BASE_URL')?.replace(/\/+$/, '');
+  const tableName = required(env, 'TABLE_NAME');
+  return {
+    tableName,
+    dynamodbEndpoint: optional(env, 'DYNAMODB_ENDPOINT'),
+    auth: loadAuthConfig(env),
+    operationIdSecret,
+    allowedOrigins: (optional(env, 'ALLOWED_ORIGINS') ?? '')
+      .split(',')
+      .map((origin) => origin.trim().replace(/\/+$/, ''))
+      .filter(Boolean),
+    sandboxEnabled: optional(env, 'SANDBOX_ENABLED') === 'true',
+    publicBaseUrl,
+    sideEffects: loadSideEffects(env, tableName),
+  };
+}

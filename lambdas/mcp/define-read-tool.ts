@@ -1,0 +1,82 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ErrorCode } from '../core/errors';
+import type { Caller } from '../auth/verifier';
+import type { Services } from '../runtime/services';
+import { parseArguments } from './arguments';
+import type { ToolCall, ToolDefinition } from './tool-types';
+
+/** A read tool's expected refusal (not found, not allowed): its message is shown to the model as is. */
+export class ReadToolError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ReadToolError';
+  }
+}
+
+export interface ReadToolContext {
+  services: Services;
+  caller: Caller;
+  tools: ToolCall['tools'];
+}
+
+export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  input: Shape;
+  /** The structured result (an object). */
+  result: Out;
+  /** `openWorldHint`: does it read a system outside this service? */
+  annotations: { openWorldHint: boolean };
+  /** Reads only; scope every lookup to `ctx.caller.tenant`. Throw ReadToolError for an expected refusal. */
+  execute(args: z.output<z.ZodObject<Shape>>, ctx: ReadToolContext): Promise<z.output<Out>>;
+}
+
+function errorResult(code: string, message: string): CallToolResult {
+  return { content: [{ type: 'text', text: `${code}: ${message}` }], isError: true };
+}
+
+/** Read-only tools: validated like write tools, no idempotency (reading twice changes nothing). */
+export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject>(
+  spec: ReadToolSpec<Shape, Out>,
+): ToolDefinition {
+  const inputSchema = z.object(spec.input);
+  return {
+    kind: 'read',
+    name: spec.name,
+    title: spec.title,
+    description: spec.description,
+    inputSchema,
+    outputSchema: spec.result,
+    annotations: {
+      title: spec.title,
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: spec.annotations.openWorldHint,
+    },
+    async call(rawArgs, call) {
+      const parsed = parseArguments(inputSchema, rawArgs);
+      if (!parsed.ok) return errorResult(ErrorCode.INVALID_ARGUMENTS, parsed.message);
+      try {
+        const result = await spec.execute(parsed.data, { services: call.services, caller: call.caller, tools: call.tools });
+        return {
+          structuredContent: result as Record<string, unknown>,
+          content: [{ type: 'text', text: JSON.stringify(result) }],
+        };
+      } catch (err) {
+        if (err instanceof ReadToolError) return errorResult(err.code, err.message);
+        call.services.logger.error('read tool failed unexpectedly', {
+          tool: spec.name,
+          tenant: call.caller.tenant,
+          error_name: (err as Error)?.name,
+        });
+        return errorResult(ErrorCode.INTERNAL_ERROR, 'The read failed; try again shortly.');
+      }
+    },
+  };
+}

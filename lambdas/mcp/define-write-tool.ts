@@ -1,0 +1,224 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
+import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
+import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
+import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../core/result-contract';
+import type { Execution, ExecutionContext, IdempotencyPolicy } from '../engine/engine';
+import type { Services } from '../runtime/services';
+import { parseArguments } from './arguments';
+import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
+
+/** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
+export interface WriteToolContext extends ExecutionContext {
+  services: Services;
+}
+
+export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
+  /** snake_case, unique: part of the public contract and of every record's storage key. */
+  name: string;
+  title: string;
+  /** What the tool does, for the model. The key's usage is appended for you. */
+  description: string;
+  /** The business arguments only; the key field and `trace_id` are added for you. */
+  input: Shape;
+  /** The shape of `result` on success (also what a replay returns). */
+  result: z.ZodType<R>;
+  /**
+   * Stated explicitly because MCP defaults both to true. `destructiveHint`: can it destroy or irreversibly
+   * change something (a payment)? `openWorldHint`: does it reach a system outside this service?
+   */
+  annotations: { destructiveHint: boolean; openWorldHint: boolean };
+  /** Retention, expiry, re-execution and timeout settings; the defaults suit most tools. */
+  idempotency?: IdempotencyPolicy;
+  /**
+   * 'client' (default): the caller generates `idempotency_key`. 'operation_id': the caller must first get an id
+   * from `issue_operation_id`, bound to its tenant and this tool (high-risk tools, payments).
+   */
+  keySource?: KeySource;
+  /**
+   * Runs at most once per key (the engine decides). Pass `ctx.idempotencyKey` to any downstream that dedups on
+   * one, `ctx.signal` to every call. Throw TerminalToolError (business rejection, replayed), TransientToolError
+   * (known not to have happened, key released) or UncertainToolError (may have happened, reconciled).
+   * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
+   */
+  execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext): Promise<Execution<R>>;
+  /** Asks the downstream what became of an operation whose outcome was lost. */
+  reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
+  /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
+  onAbsent?: AbsentPolicy;
+}
+
+const KEY_PATTERN = '^[A-Za-z0-9._:-]+$';
+const IDEMPOTENCY_KEY_DESCRIPTION =
+  'Identifies this one intended operation. Generate a new random value (for example a UUID) once per intent and ' +
+  'send the same value on every retry of that intent, also after a timeout or error; never generate a new one to retry. ' +
+  'Reusing it with different arguments is refused as a conflict.';
+const traceIdSchema = z
+  .string()
+  .max(KEY_MAX_LENGTH)
+  .regex(/^[\x21-\x7e]*$/, 'must be printable ASCII without spaces')
+  .optional()
+  .describe('Optional correlation id for your logs; not part of the operation, so it may differ between retries.');
+
+function keyFieldSchema(keySource: KeySource, tool: string) {
+  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN));
+  return keySource === 'client'
+    ? base.describe(IDEMPOTENCY_KEY_DESCRIPTION)
+    : base.describe(
+        `A server-issued operation id: call issue_operation_id with { "tool": "${tool}" } once per intended operation, ` +
+          'then pass that id here on the first call and on every retry of the same intent. Ids of other tools, tenants ' +
+          'or expired ids are refused with UNKNOWN_OPERATION_ID.',
+      );
+}
+
+function keyUsage(keySource: KeySource, tool: string): string {
+  const key =
+    keySource === 'client'
+      ? 'Requires `idempotency_key`: generate it once per intended operation and reuse it unchanged on every retry; ' +
+        'a retry with the same key never runs the operation twice, it returns the first result.'
+      : `Requires \`operation_id\` from issue_operation_id { "tool": "${tool}" }: get one per intended operation and ` +
+        'reuse it on every retry; a retry never runs the operation twice, it returns the first result.';
+  return (
+    `${key} The structured result's \`outcome\` is succeeded, failed, in_progress, unknown, conflict or rejected; ` +
+    '`retryable` says whether calling again with the same key can help (wait `retry_after_ms` first).'
+  );
+}
+
+/** The WriteToolResult contract as an output schema, with the tool's own `result`. */
+export function writeResultSchema<R>(result: z.ZodType<R>) {
+  return z.object({
+    outcome: z.enum(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']),
+    replayed: z.boolean().describe('True when this is the stored answer of an earlier call with the same key.'),
+    retryable: z.boolean().describe('Whether calling again with the same key can help.'),
+    retry_after_ms: z.number().int().nonnegative().optional(),
+    idempotency_key: z.string(),
+    result: result.optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    first_executed_at: z.string().optional().describe('On a replay: when the operation first ran (ISO 8601).'),
+  });
+}
+
+/** MCP answer of every write tool: the contract as structured content, one actionable sentence, then the JSON. */
+export function toCallToolResult(result: WriteToolResult): CallToolResult {
+  return {
+    structuredContent: result as unknown as Record<string, unknown>,
+    content: [
+      { type: 'text', text: describeResult(result) },
+      // Clients that ignore structuredContent still get the data (MCP: SHOULD also return it serialized).
+      { type: 'text', text: JSON.stringify(result) },
+    ],
+    isError: isErrorResult(result),
+  };
+}
+
+const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
+
+/**
+ * THE way to add an idempotent write tool. The helper adds the key field and `trace_id` to the input schema,
+ * documents the key, declares the output schema, validates the arguments itself (so a schema failure answers
+ * `rejected` + INVALID_ARGUMENTS in the result contract instead of a bare protocol error), runs the engine and
+ * maps its answer to MCP.
+ */
+export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolSpec<Shape, R>): WriteToolDefinition {
+  const keySource = spec.keySource ?? 'client';
+  const keyField = keySource === 'client' ? 'idempotency_key' : 'operation_id';
+  const businessSchema = z.object({ ...spec.input, trace_id: traceIdSchema });
+  const inputSchema = z.object({ [keyField]: keyFieldSchema(keySource, spec.name), ...spec.input, trace_id: traceIdSchema });
+  const policy = spec.idempotency ?? {};
+
+  /** The key to run under, or the `rejected` answer saying why there is none. */
+  async function resolveKey(args: Record<string, unknown>, call: ToolCall): Promise<string | WriteToolResult> {
+    const value = args[keyField];
+    if (keySource === 'client') {
+      try {
+        return validateIdempotencyKey(value);
+      } catch (err) {
+        if (err instanceof IdempotencyError) return WriteResults.rejected(rawKeyOf(value), { code: err.code, message: err.message });
+        throw err;
+      }
+    }
+    const binding = { tenant: call.caller.tenant, tool: spec.name };
+    const check = call.services.operationIds.verify(binding, value);
+    if (check.valid) return value as string;
+    if (check.reason === 'expired') {
+      // An expired id still names its operation: a late retry of one that ran must get its result, not a refusal.
+      const existing = await call.services.store.get({ ...binding, idempotencyKey: value as string });
+      if (existing) return value as string;
+      return WriteResults.rejected(value as string, {
+        code: ErrorCode.UNKNOWN_OPERATION_ID,
+        message: `This operation_id has expired and nothing ran with it; call issue_operation_id { "tool": "${spec.name}" } for a new one.`,
+      });
+    }
+    return WriteResults.rejected(rawKeyOf(value), {
+      code: ErrorCode.UNKNOWN_OPERATION_ID,
+      message: `operation_id must be an id from issue_operation_id { "tool": "${spec.name}" } issued to you for this tool; nothing ran.`,
+    });
+  }
+
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall): Promise<WriteToolResult> {
+    const args = rawArgs ?? {};
+    const key = await resolveKey(args, call);
+    if (typeof key !== 'string') return key;
+    const parsed = parseArguments(businessSchema, args);
+    if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
+    const { trace_id: traceId, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
+    return call.services.engine.run<R>(
+      {
+        tenant: call.caller.tenant,
+        tool: spec.name,
+        idempotencyKey: key,
+        args: parsed.data as Record<string, unknown>,
+        traceId,
+        remainingTimeMs: call.remainingTimeMs,
+      },
+      policy,
+      (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),
+    );
+  }
+
+  return {
+    kind: 'write',
+    name: spec.name,
+    title: spec.title,
+    description: `${spec.description}\n\n${keyUsage(keySource, spec.name)}`,
+    inputSchema,
+    outputSchema: writeResultSchema(spec.result),
+    annotations: {
+      title: spec.title,
+      readOnlyHint: false,
+      destructiveHint: spec.annotations.destructiveHint,
+      // Calling again with the same arguments (the same key included) has no additional effect: that is the point.
+      idempotentHint: true,
+      openWorldHint: spec.annotations.openWorldHint,
+    },
+    keySource,
+    keyField,
+    idempotency: policy,
+    reconcile: spec.reconcile,
+    onAbsent: spec.onAbsent ?? 'release',
+    async call(rawArgs, call) {
+      const rawKey = rawKeyOf(rawArgs?.[keyField]);
+      try {
+        return toCallToolResult(await run(rawArgs, call));
+      } catch (err) {
+        // The engine answers every outcome it understands; anything else is ours, and may have happened.
+        const storeDown = err instanceof StoreUnavailableError;
+        call.services.logger.error('write tool failed unexpectedly', {
+          tool: spec.name,
+          tenant: call.caller.tenant,
+          key_hash: rawKey ? hashForLog(rawKey) : undefined,
+          error_name: (err as Error)?.name,
+          error_code: (err as { code?: unknown })?.code,
+        });
+        const message = storeDown
+          ? 'The idempotency store is unavailable; call again later with the same key, never with a new one.'
+          : 'An internal error interrupted the call; call again later with the same key, never with a new one.';
+        return toCallToolResult({
+          ...WriteResults.unknown(rawKey, 5000, message),
+          error: { code: storeDown ? ErrorCode.STORE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, message },
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Caller } from '../auth/verifier';
+import type { Services } from '../runtime/services';
+import type { ToolDefinition } from './tool-types';
+import { tools as registeredTools } from './tools';
+
+export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
+
+const INSTRUCTIONS =
+  'Write tools never run twice for the same idempotency_key (or operation_id): generate a key once per intended ' +
+  'operation and reuse it on every retry. Every write result has an `outcome`; retry only when `retryable` is true, ' +
+  'with the same key, after `retry_after_ms`. Use get_operation_status to ask what became of an earlier call.';
+
+export interface BuildServerOptions {
+  /** Defaults to the registry in ./tools; tests add tools of their own. */
+  tools?: readonly ToolDefinition[];
+  /** The Lambda's remaining time for this invocation. */
+  remainingTimeMs?: () => number;
+}
+
+// JSON Schemas are derived once per tool definition, not on every tools/list (one server per request).
+const listings = new WeakMap<ToolDefinition, Tool>();
+function listing(tool: ToolDefinition): Tool {
+  let entry = listings.get(tool);
+  if (!entry) {
+    // draft-07, like the SDK's own McpServer: the SDK client validates structuredContent with a draft-07 Ajv.
+    const toJson = (schema: z.ZodObject, io: 'input' | 'output') =>
+      z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Tool['inputSchema'];
+    entry = {
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: toJson(tool.inputSchema, 'input'),
+      outputSchema: toJson(tool.outputSchema, 'output'),
+      annotations: tool.annotations,
+    };
+    listings.set(tool, entry);
+  }
+  return entry;
+}
+
+/**
+ * A NEW server for every request, bound to the authenticated caller: a server shared between clients leaks one
+ * client's responses to another (CVE-2026-25536; SDK 1.32 refuses a reused stateless transport).
+ *
+ * Tools are served through the underlying `Server`'s request handlers rather than `McpServer.registerTool`:
+ * registerTool validates arguments itself and answers a failure with a bare text error, while our contract
+ * answers it with `rejected` + INVALID_ARGUMENTS in structured content. So each tool validates its own arguments.
+ */
+export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): McpServer {
+  const tools = options.tools ?? registeredTools;
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+  mcp.server.registerCapabilities({ tools: { listChanged: false } });
+  mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
+  mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
+    return tool.call(request.params.arguments, { services, caller, remainingTimeMs: options.remainingTimeMs, tools: byName });
+  });
+  return mcp;
+}

@@ -1,0 +1,46 @@
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import type { Caller } from '../auth/verifier';
+import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
+import type { IdempotencyPolicy } from '../engine/engine';
+import type { Services } from '../runtime/services';
+
+/** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
+export interface ToolCall {
+  services: Services;
+  /** The authenticated caller: the only source of the tenant. */
+  caller: Caller;
+  /** The Lambda's remaining time, so an execution never outlives its invocation. */
+  remainingTimeMs?: () => number;
+  /** The tools this server exposes, by name. */
+  tools: ReadonlyMap<string, ToolDefinition>;
+}
+
+/** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
+export interface ToolDefinition {
+  kind: 'read' | 'write';
+  name: string;
+  title: string;
+  description: string;
+  /** Advertised in `tools/list`; arguments are validated against it by the tool itself. */
+  inputSchema: z.ZodObject;
+  outputSchema: z.ZodObject;
+  annotations: ToolAnnotations;
+  call(args: Record<string, unknown> | undefined, call: ToolCall): Promise<CallToolResult>;
+}
+
+export type KeySource = 'client' | 'operation_id';
+
+/** A write tool also tells the reconciler how to settle its lost outcomes. */
+export interface WriteToolDefinition extends ToolDefinition {
+  kind: 'write';
+  keySource: KeySource;
+  /** The argument carrying the key: `idempotency_key` or `operation_id`. */
+  keyField: 'idempotency_key' | 'operation_id';
+  idempotency: IdempotencyPolicy;
+  /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
+  reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
+  onAbsent: AbsentPolicy;
+}
+
+export const isWriteTool = (tool: ToolDefinition): tool is WriteToolDefinition => tool.kind === 'write';

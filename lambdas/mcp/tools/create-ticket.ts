@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { EventType } from '../../outbox/deliveries';
+import { defineWriteTool } from '../define-write-tool';
+import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
+
+export const createTicketTool = defineWriteTool({
+  name: 'create_ticket',
+  title: 'Create ticket',
+  description: `Opens a ticket in the ticket system. ${OUTBOX_TOOL_NOTE}`,
+  input: {
+    title: z.string().min(1).max(300),
+    description: z.string().max(20_000),
+    priority: z.enum(['low', 'normal', 'high', 'urgent']),
+  },
+  result: queuedSchema,
+  annotations: { destructiveHint: false, openWorldHint: true },
+  idempotency: { reexecuteSafe: true },
+  async execute(args, ctx) {
+    return queueEffect(EventType.CreateTicket, args, ctx);
+  },
+  reconcile: outboxToolNeverCommitted,
+});

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { ErrorCode } from '../../core/errors';
+import { KEY_MAX_LENGTH, KEY_MIN_LENGTH } from '../../core/idempotency-key';
+import { isSettled } from '../../core/state-machine';
+import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
+import { defineReadTool, ReadToolError } from '../define-read-tool';
+import { isWriteTool } from '../tool-types';
+
+const statusSchema = z.object({
+  tool: z.string(),
+  idempotency_key: z.string(),
+  status: z
+    .enum(['not_found', 'processing', 'succeeded', 'failed', 'unknown', 'needs_review'])
+    .describe(
+      'not_found: nothing ran with this key (or its record expired), so calling the tool with it executes. ' +
+        'processing: the first call is still running. unknown: the outcome is being verified. needs_review: a person must look.',
+    ),
+  result: z.unknown().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  created_at: z.string().optional(),
+  updated_at: z.string().optional(),
+  /** Until then a call with the same key replays this outcome. */
+  replay_until: z.string().optional(),
+  delivery: z
+    .object({
+      event_id: z.string(),
+      status: z.enum(['pending', 'delivered', 'failed']),
+      result: z.unknown().optional(),
+      error: z.object({ code: z.string(), message: z.string() }).optional(),
+      sends: z.number().int(),
+      updated_at: z.string(),
+    })
+    .optional()
+    .describe('For tools that queue their effect (send_email, create_ticket): whether it was delivered yet.'),
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A queued effect's delivery, read from its outbox event (the event id comes from the tenant's own record). */
+async function deliveryOf(result: unknown, tenant: string, outbox: OutboxStore) {
+  const eventId = (result as { event_id?: unknown } | undefined)?.event_id;
+  if (typeof eventId !== 'string') return {};
+  const event = await outbox.getEvent(eventId);
+  return event && event.message.tenant === tenant ? { delivery: toDeliveryView(event) } : {};
+}
+
+export const getOperationStatusTool = defineReadTool({
+  name: 'get_operation_status',
+  title: 'Get operation status',
+  description:
+    'Tells what became of a write tool call: pass the tool name and the idempotency_key (or operation_id) you used. ' +
+    'Only your own operations are visible.',
+  input: {
+    tool: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).describe('The write tool that was called, for example create_order.'),
+    idempotency_key: z
+      .string()
+      .min(KEY_MIN_LENGTH)
+      .max(KEY_MAX_LENGTH)
+      .regex(/^[A-Za-z0-9._:-]+$/)
+      .describe('The idempotency_key (or operation_id) of that call.'),
+  },
+  result: statusSchema,
+  annotations: { openWorldHint: false },
+  async execute({ tool, idempotency_key }, { services, caller, tools }) {
+    const definition = tools.get(tool);
+    if (!definition || !isWriteTool(definition)) {
+      const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);
+      throw new ReadToolError(ErrorCode.INVALID_ARGUMENTS, `tool must be one of the write tools: ${writeTools.join(', ')}.`);
+    }
+    // The tenant is the caller's: another tenant's record with the same key is a different item.
+    const record = await services.store.get({ tenant: caller.tenant, tool, idempotencyKey: idempotency_key });
+    const base = { tool, idempotency_key };
+    // DynamoDB deletes expired records late (DynamoDB Local never): past its expiry the key is free again.
+    if (!record || (isSettled(record.status) && record.expiresAt * 1000 <= services.clock())) return { ...base, status: 'not_found' as const };
+    return {
+      ...base,
+      status: record.status.toLowerCase() as z.infer<typeof statusSchema>['status'],
+      ...(record.status === 'SUCCEEDED' ? { result: record.result } : {}),
+      ...(record.error ? { error: record.error } : {}),
+      created_at: iso(record.createdAt),
+      updated_at: iso(record.updatedAt),
+      ...(isSettled(record.status) ? { replay_until: iso(record.retainUntil) } : {}),
+      ...(record.status === 'SUCCEEDED' ? await deliveryOf(record.result, caller.tenant, services.outbox) : {}),
+    };
+  },
+});

@@ -1,0 +1,19 @@
+import type { ToolDefinition } from '../tool-types';
+import { createOrderTool } from './create-order';
+import { createTicketTool } from './create-ticket';
+import { getOperationStatusTool } from './get-operation-status';
+import { getOrderTool } from './get-order';
+import { issueOperationIdTool } from './issue-operation-id';
+import { requestPaymentTool } from './request-payment';
+import { sendEmailTool } from './send-email';
+
+/** Every tool the endpoint serves. Add a tool: one file in this folder, one line here. */
+export const tools: readonly ToolDefinition[] = [
+  createOrderTool,
+  getOrderTool,
+  getOperationStatusTool,
+  issueOperationIdTool,
+  requestPaymentTool,
+  sendEmailTool,
+  createTicketTool,
+];

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { EventType } from '../../outbox/deliveries';
+import { defineWriteTool } from '../define-write-tool';
+import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
+
+export const sendEmailTool = defineWriteTool({
+  name: 'send_email',
+  title: 'Send email',
+  description: `Sends a plain-text email to one recipient. ${OUTBOX_TOOL_NOTE}`,
+  input: {
+    to: z.email().max(254).describe('Recipient address.'),
+    subject: z.string().min(1).max(200),
+    body: z.string().min(1).max(50_000).describe('Plain text.'),
+  },
+  result: queuedSchema,
+  // Sends a message out of this service; destroys nothing.
+  annotations: { destructiveHint: false, openWorldHint: true },
+  // The only effect of running it is the committed event, so a stale execution may be re-run.
+  idempotency: { reexecuteSafe: true },
+  async execute(args, ctx) {
+    return queueEffect(EventType.SendEmail, args, ctx);
+  },
+  reconcile: outboxToolNeverCommitted,
+});

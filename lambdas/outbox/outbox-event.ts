@@ -1,0 +1,92 @@
+import { hashForLog } from '../core/idempotency-key';
+
+/**
+ * The transactional outbox. A tool whose downstream cannot deduplicate (email, tickets) does not call it: it commits
+ * an event in the same transaction as its SUCCEEDED record, and the relay, the queue and the consumer deliver it
+ * exactly once to the effect.
+ *
+ *   PENDING --consumer delivered--> DELIVERED
+ *          \--consumer: terminal error, or last receive failed (message in the DLQ)--> FAILED
+ *          \--sweep: sent too often without delivery--> FAILED
+ */
+export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
+
+/** What travels through the queue: everything the consumer needs, so it reads nothing but its claim. */
+export interface OutboxMessage<P = Record<string, unknown>> {
+  event_id: string;
+  /** Which delivery handler performs the effect, e.g. `email.send`. */
+  type: string;
+  tenant: string;
+  tool: string;
+  /** `hashForLog` of the operation's key: correlates log lines, never the key itself. */
+  key_hash: string;
+  payload: P;
+  created_at: number;
+}
+
+export function newOutboxMessage<P extends Record<string, unknown>>(input: {
+  eventId: string;
+  type: string;
+  tenant: string;
+  tool: string;
+  idempotencyKey: string;
+  payload: P;
+  now: number;
+}): OutboxMessage<P> {
+  return {
+    event_id: input.eventId,
+    type: input.type,
+    tenant: input.tenant,
+    tool: input.tool,
+    key_hash: hashForLog(input.idempotencyKey),
+    payload: input.payload,
+    created_at: input.now,
+  };
+}
+
+export class MalformedMessageError extends Error {
+  constructor(detail: string) {
+    super(`malformed outbox message: ${detail}`);
+    this.name = 'MalformedMessageError';
+  }
+}
+
+export function parseOutboxMessage(body: string): OutboxMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw new MalformedMessageError('not JSON');
+  }
+  const m = value as Partial<OutboxMessage> | null;
+  for (const field of ['event_id', 'type', 'tenant', 'tool', 'key_hash'] as const) {
+    if (typeof m?.[field] !== 'string' || !m[field]) throw new MalformedMessageError(`${field} missing`);
+  }
+  if (typeof m!.payload !== 'object' || m!.payload === null) throw new MalformedMessageError('payload missing');
+  return m as OutboxMessage;
+}
+
+/** What `get_operation_status` shows about an outbox tool's effect. */
+export interface DeliveryView {
+  event_id: string;
+  status: 'pending' | 'delivered' | 'failed';
+  /** The downstream's answer once delivered (a ticket id, a message id). */
+  result?: unknown;
+  error?: { code: string; message: string };
+  /** How often the event was put on the queue. */
+  sends: number;
+  updated_at: string;
+}
+
+/** Tuning shared by the relay, the consumer, the local queue and the CDK stack (they must agree). */
+export const OutboxDefaults = {
+  /** The queue's redrive policy: after this many receives a message goes to the dead-letter queue. */
+  maxReceiveCount: 5,
+  /** The sweep looks again at a sent but undelivered event after this long, doubling each time. */
+  redeliverAfterMs: 60_000,
+  redeliverMaxBackoffMs: 60 * 60_000,
+  /** After this many sends without a delivery the sweep gives up: FAILED, logged and counted. */
+  maxSends: 8,
+  /** Events and delivery claims are kept this long for status look-ups and duplicate detection. */
+  retentionSeconds: 14 * 24 * 3600,
+} as const;

@@ -1,0 +1,312 @@
+import { ConditionalCheckFailedException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand, DeleteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { OwnershipLostError } from '../core/errors';
+import type { StoredError } from '../core/state-machine';
+import type { ExtraWrite } from '../engine/persistence';
+import { countAttention, queryAttention } from '../store/attention-index';
+import { attentionPk, Keys, TableSchema } from '../store/table-schema';
+import { OutboxDefaults, type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
+
+type Item = Record<string, unknown>;
+
+/** A pending (or settled) outbox event as stored. */
+export interface StoredOutboxEvent {
+  message: OutboxMessage;
+  status: DeliveryStatus;
+  sendCount: number;
+  /** When the sweep should next look at it (epoch ms); absent once settled. */
+  attentionAt?: number;
+  updatedAt: number;
+  result?: unknown;
+  error?: StoredError;
+}
+
+export type MarkerState = 'CLAIMED' | 'DELIVERED' | 'FAILED';
+
+/** The consumer's claim on one event: a lease held by one owner while the effect runs, then the final state. */
+export interface DeliveryMarker {
+  state: MarkerState;
+  owner: string;
+  leaseUntil: number;
+  attempts: number;
+}
+
+export type DeliveryClaim =
+  /** `previous`: an earlier claim that never settled (a crashed or uncertain attempt): the effect may exist. */
+  | { claimed: true; previous?: DeliveryMarker }
+  | { claimed: false; existing: DeliveryMarker };
+
+const ttl = (now: number) => Math.floor(now / 1000) + OutboxDefaults.retentionSeconds;
+
+function itemToEvent(item: Item): StoredOutboxEvent {
+  return {
+    message: {
+      event_id: item.event_id as string,
+      type: item.event_type as string,
+      tenant: item.tenant as string,
+      tool: item.tool as string,
+      key_hash: item.key_hash as string,
+      payload: item.payload as Record<string, unknown>,
+      created_at: Number(item.created_at),
+    },
+    status: item.status as DeliveryStatus,
+    sendCount: Number(item.send_count ?? 0),
+    attentionAt: item.attention_at === undefined ? undefined : Number(item.attention_at),
+    updatedAt: Number(item.updated_at),
+    result: item.delivery_result ?? undefined,
+    error: (item.error as StoredError | null) ?? undefined,
+  };
+}
+
+function itemToMarker(item: Item): DeliveryMarker {
+  return {
+    state: item.state as MarkerState,
+    owner: item.owner as string,
+    leaseUntil: Number(item.lease_until),
+    attempts: Number(item.attempts ?? 0),
+  };
+}
+
+export function toDeliveryView(event: StoredOutboxEvent): DeliveryView {
+  return {
+    event_id: event.message.event_id,
+    status: event.status === 'PENDING' ? 'pending' : event.status === 'DELIVERED' ? 'delivered' : 'failed',
+    ...(event.result !== undefined ? { result: event.result } : {}),
+    ...(event.error ? { error: event.error } : {}),
+    sends: event.sendCount,
+    updated_at: new Date(event.updatedAt).toISOString(),
+  };
+}
+
+const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
+
+/**
+ * The outbox's DynamoDB adapter: events (`OUTBOX#<id>` / `EVENT`) and the consumer's delivery claims
+ * (`OUTBOX#<id>` / `DELIVERY`), one conditional request per step.
+ */
+export class OutboxStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  /**
+   * The event as a write in the tool's completion transaction: it exists if and only if the SUCCEEDED record does.
+   * Pending events carry the attention index key, due at once: the relay (or the sweep) sends them.
+   */
+  eventWrite(message: OutboxMessage): ExtraWrite {
+    const key = Keys.outboxEvent(message.event_id);
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          ...key,
+          event_id: message.event_id,
+          event_type: message.type,
+          tenant: message.tenant,
+          tool: message.tool,
+          key_hash: message.key_hash,
+          payload: message.payload,
+          created_at: message.created_at,
+          updated_at: message.created_at,
+          status: 'PENDING',
+          send_count: 0,
+          [TableSchema.attentionIndex.partitionKey]: attentionPk('OUTBOX', key.pk),
+          [TableSchema.attentionIndex.sortKey]: message.created_at,
+          [TableSchema.ttlAttribute]: ttl(message.created_at),
+        },
+        // A colliding id must cancel the whole transaction rather than overwrite someone else's event.
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    };
+  }
+
+  /** Reads a stream image or an index item the same way as a table item. */
+  static eventFromItem(item: Item): StoredOutboxEvent | undefined {
+    return item.sk === Keys.outboxEvent('x').sk && typeof item.event_id === 'string' ? itemToEvent(item) : undefined;
+  }
+
+  static eventFromImage(image: Record<string, AttributeValue>): StoredOutboxEvent | undefined {
+    return OutboxStore.eventFromItem(unmarshall(image));
+  }
+
+  async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
+    );
+    return Item ? itemToEvent(Item) : undefined;
+  }
+
+  async getMarker(eventId: string): Promise<DeliveryMarker | undefined> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }),
+    );
+    return Item ? itemToMarker(Item) : undefined;
+  }
+
+  /** Pending events whose next look is due, oldest first. */
+  async dueEvents(dueBy: number, limit: number): Promise<StoredOutboxEvent[]> {
+    const items = await queryAttention(this.doc, this.tableName, 'OUTBOX', { dueBy, limit });
+    return items.map(itemToEvent).filter((e) => e.status === 'PENDING');
+  }
+
+  async countPending(): Promise<number> {
+    return countAttention(this.doc, this.tableName, 'OUTBOX');
+  }
+
+  /** After a send: count it and schedule the sweep's next look. False when the event settled meanwhile. */
+  async recordSend(eventId: string, nextLookAt: number, now: number): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new UpdateCommand({
+        TableName: this.tableName,
+        Key: Keys.outboxEvent(eventId),
+        UpdateExpression: 'SET send_count = if_not_exists(send_count, :zero) + :one, attention_at = :next, last_sent_at = :now',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':next': nextLookAt, ':now': now, ':pending': 'PENDING' },
+      })),
+    );
+  }
+
+  /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
+  async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new UpdateCommand({
+        TableName: this.tableName,
+        Key: Keys.outboxEvent(eventId),
+        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now REMOVE attention_pk, attention_at',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+        ExpressionAttributeValues: { ':failed': 'FAILED', ':error': error, ':now': now, ':pending': 'PENDING' },
+      })),
+    );
+  }
+
+  /**
+   * The consumer's dedup claim, written before the effect. It succeeds on a new event, or on a claim whose lease
+   * passed without a settlement (its holder crashed or could not tell whether the effect happened); it fails on a
+   * live claim (a duplicate delivery while the first is working) and on a settled one.
+   */
+  async claimDelivery(eventId: string, owner: string, leaseUntil: number, now: number): Promise<DeliveryClaim> {
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: Keys.deliveredEvent(eventId),
+          UpdateExpression:
+            'SET #state = :claimed, #owner = :owner, lease_until = :lease, claimed_at = :now, attempts = if_not_exists(attempts, :zero) + :one, #ttl = :ttl',
+          ConditionExpression: 'attribute_not_exists(pk) OR (#state = :claimed AND lease_until <= :now)',
+          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#ttl': TableSchema.ttlAttribute },
+          ExpressionAttributeValues: {
+            ':claimed': 'CLAIMED',
+            ':owner': owner,
+            ':lease': leaseUntil,
+            ':now': now,
+            ':zero': 0,
+            ':one': 1,
+            ':ttl': ttl(now),
+          },
+          ReturnValues: 'ALL_OLD',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { claimed: true, previous: out.Attributes ? itemToMarker(out.Attributes) : undefined };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      const old = (err as { Item?: Record<string, AttributeValue> }).Item;
+      const existing = old ? itemToMarker(unmarshall(old)) : await this.getMarker(eventId);
+      if (!existing) return this.claimDelivery(eventId, owner, leaseUntil, now);
+      return { claimed: false, existing };
+    }
+  }
+
+  /**
+   * Settles our claim and the event in one transaction, so a status look-up never sees one without the other.
+   * Throws OwnershipLostError when our lease was taken over (the new holder verifies and settles instead).
+   */
+  async settleDelivery(
+    eventId: string,
+    owner: string,
+    outcome: { state: 'DELIVERED'; result: unknown } | { state: 'FAILED'; error: StoredError },
+    now: number,
+  ): Promise<void> {
+    const status: DeliveryStatus = outcome.state;
+    const result = outcome.state === 'DELIVERED' ? (outcome.result ?? null) : null;
+    const error = outcome.state === 'FAILED' ? outcome.error : null;
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: Keys.deliveredEvent(eventId),
+                UpdateExpression: 'SET #state = :state, settled_at = :now, delivery_result = :result, #error = :error',
+                ConditionExpression: OWNED_CLAIM,
+                ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
+                ExpressionAttributeValues: { ':state': outcome.state, ':now': now, ':result': result, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
+              },
+            },
+            {
+              // Unconditional on the event's status: the effect is what happened, even after the sweep gave up on it.
+              Update: {
+                TableName: this.tableName,
+                Key: Keys.outboxEvent(eventId),
+                UpdateExpression: 'SET #status = :status, updated_at = :now, delivery_result = :result, #error = :error REMOVE attention_pk, attention_at',
+                ConditionExpression: 'attribute_exists(pk)',
+                ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+                ExpressionAttributeValues: { ':status': status, ':now': now, ':result': result, ':error': error },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+        throw new OwnershipLostError();
+      }
+      throw err;
+    }
+  }
+
+  /** Gives our claim up: the effect is known not to have happened, so the next delivery runs it. */
+  async releaseDelivery(eventId: string, owner: string): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new DeleteCommand({
+        TableName: this.tableName,
+        Key: Keys.deliveredEvent(eventId),
+        ConditionExpression: OWNED_CLAIM,
+        ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
+        ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
+      })),
+    );
+  }
+
+  /**
+   * Keeps our claim, unsettled, until `leaseUntil`: the effect may have happened, so whoever takes it over next
+   * verifies with the downstream first.
+   */
+  async deferDelivery(eventId: string, owner: string, leaseUntil: number, error: StoredError): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new UpdateCommand({
+        TableName: this.tableName,
+        Key: Keys.deliveredEvent(eventId),
+        UpdateExpression: 'SET lease_until = :lease, #error = :error',
+        ConditionExpression: OWNED_CLAIM,
+        ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
+        ExpressionAttributeValues: { ':lease': leaseUntil, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
+      })),
+    );
+  }
+
+  private async conditional(send: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await send();
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+}

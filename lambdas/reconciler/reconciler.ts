@@ -1,0 +1,212 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock, type Clock } from '../core/clock';
+import { ErrorCode } from '../core/errors';
+import { hashForLog } from '../core/idempotency-key';
+import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
+import type { IdempotencyRecord } from '../core/state-machine';
+import type { IdempotencyStore } from '../engine/persistence';
+import { countForTool, MetricName, metrics } from '../observability/metrics';
+import type { OutboxRelay, SweepReport } from '../outbox/relay';
+import { countAttention, queryAttention } from '../store/attention-index';
+import { itemToRecord } from '../store/dynamodb-idempotency-store';
+
+/** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
+export interface ToolReconciler {
+  /** Without it the tool's lost outcomes cannot be verified and go straight to review. */
+  reconcile?: (request: ReconcileRequest) => Promise<ReconcileFinding>;
+  onAbsent: AbsentPolicy;
+}
+
+export interface ReconcilerOptions {
+  store: IdempotencyStore;
+  /** For the attention index queries (the store's port has no queries: the engine never needs them). */
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  tools: ReadonlyMap<string, ToolReconciler>;
+  logger: Logger;
+  clock?: Clock;
+  /** Sweeps stuck outbox events in the same run. */
+  relay?: OutboxRelay;
+  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight). */
+  leaseGraceMs?: number;
+  /** First wait after an unreachable downstream, doubling per attempt (about one reconciler period). */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Checks before a record goes to NEEDS_REVIEW. */
+  maxAttempts?: number;
+  /** Budget of one downstream check. */
+  checkTimeoutMs?: number;
+  /** Outbox events are swept this long after they were due (the stream relay goes first). */
+  outboxGraceMs?: number;
+  /** Records handled per run. */
+  batchSize?: number;
+}
+
+export interface ReconcileReport {
+  found: number;
+  released: number;
+  failed: number;
+  deferred: number;
+  needsReviewNew: number;
+  expiredLeases: number;
+  /** UNKNOWN records left after this run, the age of the oldest, and the records parked for review. */
+  unknown: number;
+  oldestUnknownAgeSeconds: number;
+  needsReview: number;
+  outbox?: SweepReport;
+}
+
+export const ReconcilerDefaults = {
+  leaseGraceMs: 5_000,
+  backoffBaseMs: 5_000,
+  backoffMaxMs: 60 * 60_000,
+  maxAttempts: 8,
+  checkTimeoutMs: 5_000,
+  outboxGraceMs: 30_000,
+  batchSize: 50,
+} as const;
+
+const CONCURRENCY = 8;
+/** UNKNOWN records read per run to find the oldest (they are few: each one is an incident being settled). */
+const UNKNOWN_SCAN_LIMIT = 1000;
+
+/**
+ * Settles what the engine could not: UNKNOWN records (a timeout after the downstream may have acted), stale
+ * PROCESSING records (an executor that vanished) and stuck outbox events, all found through the sparse attention
+ * index. Each record gets one state transition per run, always through a conditional write fenced on what was
+ * read, so the reconciler never races a live executor or a second reconciler.
+ *
+ *   UNKNOWN --found--> SUCCEEDED (the downstream's result; the next duplicate replays it)
+ *           --absent--> released (a retry executes) | FAILED (tool policy 'fail')
+ *           --unreachable--> UNKNOWN, next check after base * 2^attempts --N attempts--> NEEDS_REVIEW
+ *   PROCESSING, lease passed + grace --> UNKNOWN (checked from the next run on)
+ */
+export class Reconciler {
+  private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;
+
+  constructor(options: ReconcilerOptions) {
+    this.options = { clock: systemClock, ...ReconcilerDefaults, ...options };
+  }
+
+  nextCheckAfter(attempts: number): number {
+    const { backoffBaseMs, backoffMaxMs } = this.options;
+    return Math.min(backoffBaseMs * 2 ** Math.max(0, attempts - 1), backoffMaxMs);
+  }
+
+  async runOnce(): Promise<ReconcileReport> {
+    const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs } = this.options;
+    const report: ReconcileReport = {
+      found: 0,
+      released: 0,
+      failed: 0,
+      deferred: 0,
+      needsReviewNew: 0,
+      expiredLeases: 0,
+      unknown: 0,
+      oldestUnknownAgeSeconds: 0,
+      needsReview: 0,
+    };
+    const now = clock();
+
+    const unknown = (await queryAttention(doc, tableName, 'UNKNOWN', { limit: UNKNOWN_SCAN_LIMIT }))
+      .map(itemToRecord)
+      .filter((r) => r.status === 'UNKNOWN');
+    const due = unknown.filter((r) => (r.nextCheckAt ?? r.updatedAt) <= now).slice(0, batchSize);
+    const settled = new Set<IdempotencyRecord>();
+    await inBatches(due, CONCURRENCY, async (record) => {
+      const outcome = await this.settleUnknown(record, now);
+      report[outcome]++;
+      if (outcome !== 'deferred') settled.add(record);
+    });
+
+    // Stale leases become UNKNOWN now and are checked from the next run on: one transition per record per run.
+    const stale = (await queryAttention(doc, tableName, 'LEASE', { dueBy: now - leaseGraceMs, limit: batchSize }))
+      .map(itemToRecord)
+      .filter((r) => r.status === 'PROCESSING' && r.leaseExpiresAt < now - leaseGraceMs);
+    for (const record of stale) {
+      if (await this.options.store.expireLease(record, now)) {
+        report.expiredLeases++;
+        countForTool(MetricName.StuckProcessing, record.tool);
+        this.options.logger.warn('stale PROCESSING record marked UNKNOWN', logFields(record));
+      }
+    }
+
+    if (relay) report.outbox = await relay.sweep({ graceMs: outboxGraceMs, limit: batchSize });
+
+    const remaining = unknown.filter((r) => !settled.has(r));
+    report.unknown = remaining.length + report.expiredLeases;
+    report.oldestUnknownAgeSeconds = Math.max(0, ...remaining.map((r) => Math.floor((now - r.updatedAt) / 1000)));
+    report.needsReview = await countAttention(doc, tableName, 'REVIEW');
+    metrics.addMetric(MetricName.UnknownRecords, MetricUnit.Count, report.unknown);
+    metrics.addMetric(MetricName.OldestUnknownAgeSeconds, MetricUnit.Seconds, report.oldestUnknownAgeSeconds);
+    metrics.addMetric(MetricName.NeedsReview, MetricUnit.Count, report.needsReview);
+    return report;
+  }
+
+  /** Asks the tool's downstream and makes the one transition its answer calls for. */
+  private async settleUnknown(
+    record: IdempotencyRecord,
+    now: number,
+  ): Promise<'found' | 'released' | 'failed' | 'deferred' | 'needsReviewNew'> {
+    const { store, logger, tools, checkTimeoutMs, maxAttempts } = this.options;
+    const tool = tools.get(record.tool);
+    const finding = await this.ask(record, tool, checkTimeoutMs);
+    const log = { ...logFields(record), finding: finding.kind };
+    if (finding.kind === 'found') {
+      if (!(await store.reconcile(record, { event: 'reconciled_found', result: finding.result }, now))) return 'deferred';
+      countForTool(MetricName.ReconciledSucceeded, record.tool);
+      logger.info('reconciled: the downstream has the effect', log);
+      return 'found';
+    }
+    if (finding.kind === 'absent') {
+      if (tool?.onAbsent === 'fail') {
+        const error = { code: 'NOT_EXECUTED', message: 'The downstream confirms the operation did not happen; it will not be run again with this key.' };
+        if (!(await store.reconcile(record, { event: 'reconciled_absent_fail', error }, now))) return 'deferred';
+        countForTool(MetricName.ReconciledFailed, record.tool);
+        logger.info('reconciled: absent, failed by policy', log);
+        return 'failed';
+      }
+      if (!(await store.reconcile(record, { event: 'reconciled_absent' }, now))) return 'deferred';
+      countForTool(MetricName.ReconciledReleased, record.tool);
+      logger.info('reconciled: absent, key released', log);
+      return 'released';
+    }
+    const attempts = (record.reconcileAttempts ?? 0) + 1;
+    if (attempts >= maxAttempts || !tool?.reconcile) {
+      const error = {
+        code: ErrorCode.REVIEW_REQUIRED,
+        message: tool?.reconcile
+          ? `The outcome could not be verified after ${attempts} attempts; a person must check it. Do not retry.`
+          : 'This tool cannot verify a lost outcome; a person must check it. Do not retry.',
+      };
+      if (!(await store.reconcile(record, { event: 'reconcile_exhausted', error }, now))) return 'deferred';
+      countForTool(MetricName.ReconcileExhausted, record.tool);
+      logger.error('operation needs review: outcome could not be verified', { ...log, attempts, reason: finding.reason });
+      return 'needsReviewNew';
+    }
+    await store.deferReconcile(record, now + this.nextCheckAfter(attempts), { code: ErrorCode.OUTCOME_UNKNOWN, message: finding.reason }, now);
+    countForTool(MetricName.ReconcileDeferred, record.tool);
+    logger.warn('reconcile check deferred: downstream unreachable', { ...log, attempts, reason: finding.reason });
+    return 'deferred';
+  }
+
+  private async ask(record: IdempotencyRecord, tool: ToolReconciler | undefined, timeoutMs: number): Promise<ReconcileFinding> {
+    if (!tool?.reconcile) return { kind: 'unreachable', reason: `no reconcile hook for tool ${record.tool}` };
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      return await tool.reconcile({ record, signal });
+    } catch (err) {
+      return { kind: 'unreachable', reason: signal.aborted ? 'the check timed out' : ((err as Error)?.message ?? 'the check failed') };
+    }
+  }
+}
+
+function logFields(record: IdempotencyRecord) {
+  return { tool: record.tool, tenant: record.tenant, key_hash: hashForLog(record.idempotencyKey), attempts: record.reconcileAttempts ?? 0 };
+}
+
+async function inBatches<T>(items: T[], size: number, work: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(work));
+}

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { AppConfig } from '../config';
+import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
+import { systemClock, type Clock } from '../core/clock';
+import {
+  DEFAULT_OPERATION_ID_TTL_SECONDS,
+  issueOperationId,
+  verifyOperationId,
+  type IssuedOperationId,
+  type OperationIdBinding,
+  type OperationIdCheck,
+} from '../core/operation-id';
+import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
+import type { IdempotencyObserver } from '../engine/observer';
+import { logger as defaultLogger } from '../observability/logger';
+import { createEngineObserver } from '../observability/metrics';
+import { createDocumentClient } from '../store/clients';
+import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
+import { createDownstreams, type Downstreams } from '../downstream';
+import { OutboxStore } from '../outbox/outbox-store';
+import { SandboxStore } from '../sandbox/sandbox-store';
+
+/** Mints and checks operation ids with the configured secret and the services' clock. */
+export interface OperationIdSigner {
+  issue(binding: OperationIdBinding, ttlSeconds?: number): IssuedOperationId;
+  verify(binding: OperationIdBinding, value: unknown): OperationIdCheck;
+}
+
+/**
+ * The long-lived dependencies, built once per container (Lambda) or process (local stack) and shared by every
+ * request: clients keep their connections and the JWKS cache survives between invocations.
+ */
+export interface Services {
+  config: AppConfig;
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  store: DynamoDbIdempotencyStore;
+  engine: IdempotencyEngine;
+  clock: Clock;
+  operationIds: OperationIdSigner;
+  auth: TokenVerifier;
+  observer: IdempotencyObserver;
+  logger: Logger;
+  /** Clients of the payments provider, the ticket system and the email sender. */
+  downstreams: Downstreams;
+  /** Outbox events and the consumer's delivery claims (same table as the records). */
+  outbox: OutboxStore;
+  /** Ids of new outbox events (random). */
+  newEventId: () => string;
+  /** The sandbox downstreams' ledger and faults; only when the sandbox is enabled. */
+  sandbox?: SandboxStore;
+}
+
+export interface ServiceOverrides {
+  clock?: Clock;
+  observer?: IdempotencyObserver;
+  logger?: Logger;
+  doc?: DynamoDBDocumentClient;
+  /** Engine tuning (tests shorten the in-progress wait, for instance). */
+  engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer'>;
+  downstreams?: Partial<Downstreams>;
+  /** Tests pin event ids (to make a transaction collide, for instance). */
+  newEventId?: () => string;
+}
+
+export function createServices(config: AppConfig, overrides: ServiceOverrides = {}): Services {
+  const clock = overrides.clock ?? systemClock;
+  const logger = overrides.logger ?? defaultLogger;
+  const observer = overrides.observer ?? createEngineObserver(logger);
+  const doc = overrides.doc ?? createDocumentClient(config.dynamodbEndpoint);
+  const store = new DynamoDbIdempotencyStore(doc, config.tableName);
+  // `unknown` answers suggest retrying after about one reconciler period.
+  const engine = new IdempotencyEngine({
+    unknownRetryAfterMs: config.sideEffects.reconcileIntervalMs,
+    ...overrides.engine,
+    store,
+    clock,
+    observer,
+  });
+  const secret = config.operationIdSecret;
+  return {
+    config,
+    doc,
+    tableName: config.tableName,
+    store,
+    engine,
+    clock,
+    operationIds: {
+      issue: (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(secret, binding, clock(), ttlSeconds),
+      verify: (binding, value) => verifyOperationId(secret, binding, value, clock()),
+    },
+    auth: createTokenVerifier(config.auth),
+    observer,
+    logger,
+    downstreams: { ...createDownstreams(config.sideEffects), ...overrides.downstreams },
+    outbox: new OutboxStore(doc, config.tableName),
+    newEventId: overrides.newEventId ?? (() => `evt_${randomUUID()}`),
+    sandbox: config.sandboxEnabled ? new SandboxStore(doc, config.sideEffects.sandboxTableName) : undefined,
+  };
+}

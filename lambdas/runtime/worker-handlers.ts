@@ -1,0 +1,84 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { parseOutboxMessage } from '../outbox/outbox-event';
+import { OutboxStore } from '../outbox/outbox-store';
+import type { ReconcileReport } from '../reconciler/reconciler';
+import type { Workers } from './workers';
+
+/** SQS visibility timeouts are whole seconds, at most 12 hours. */
+const MAX_VISIBILITY_SECONDS = 12 * 3600;
+
+class RetryLater extends Error {
+  constructor(reason: string) {
+    super(`delivery not done: ${reason}`);
+    this.name = 'RetryLater';
+  }
+}
+
+/**
+ * DynamoDB Streams (outbox INSERTs, filtered by the event source mapping) to the queue. A record whose event the
+ * queue did not take is reported as a batch item failure, so the stream retries from it; the sweep is the net
+ * under that too.
+ */
+export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
+  return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+    const inserts = event.Records.flatMap((record) => {
+      const image = record.eventName === 'INSERT' ? record.dynamodb?.NewImage : undefined;
+      const outboxEvent = image ? OutboxStore.eventFromImage(image as Record<string, AttributeValue>) : undefined;
+      return outboxEvent ? [{ sequence: record.dynamodb?.SequenceNumber ?? '', outboxEvent }] : [];
+    });
+    const { failed } = await workers.relay.publish(inserts.map((i) => i.outboxEvent));
+    const failedIds = new Set(failed);
+    return {
+      batchItemFailures: inserts
+        .filter((i) => failedIds.has(i.outboxEvent.message.event_id))
+        .map((i) => ({ itemIdentifier: i.sequence })),
+    };
+  };
+}
+
+/**
+ * The outbox consumer on an SQS batch, with partial batch failure reporting (Powertools batch). Records run one
+ * after another, so two copies of one event in a batch meet as a settled claim, not as a live one. A record to
+ * retry gets its visibility set to the consumer's delay before it is reported: the queue's redrive count then
+ * bounds the attempts, and the dead-letter queue takes the message after the last.
+ */
+export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl'>, logger: Logger) {
+  const processor = new BatchProcessor(EventType.SQS);
+  const handleRecord = async (record: SQSRecord) => {
+    const message = parseOutboxMessage(record.body);
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
+    const outcome = await workers.consumer.consume(message, Number.isFinite(receiveCount) ? receiveCount : 1);
+    if (outcome.kind !== 'retry') return;
+    if (workers.queueUrl) {
+      const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(outcome.delayMs / 1000));
+      try {
+        await workers.sqs.send(
+          new ChangeMessageVisibilityCommand({ QueueUrl: workers.queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }),
+        );
+      } catch (err) {
+        // The queue's own visibility timeout applies instead: a later retry, never a lost one.
+        logger.warn('could not set the retry delay of a message', { event_id: message.event_id, error_name: (err as Error)?.name });
+      }
+    }
+    throw new RetryLater(outcome.reason);
+  };
+  return async (event: SQSEvent): Promise<SQSBatchResponse> =>
+    processPartialResponse(event, handleRecord, processor, { processInParallel: false, throwOnFullBatchFailure: false });
+}
+
+/** One reconciler run per invocation (EventBridge schedule deployed, a timer locally). */
+export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
+  return async (): Promise<ReconcileReport> => {
+    const report = await workers.reconciler.runOnce();
+    const { outbox, ...counts } = report;
+    const acted = Object.values(counts).some((n) => n > 0) || (outbox && Object.values(outbox).some((n) => n > 0));
+    // Quiet runs (every few seconds locally) only at debug level.
+    if (acted) logger.info('reconciler run', { ...counts, outbox });
+    else logger.debug('reconciler run: nothing to do');
+    return report;
+  };
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/**
+ * Faults the sandbox injects on the next calls to a downstream (POST /sandbox/faults), so every failure the
+ * promise must survive can be produced on demand, across processes (the armed faults live in DynamoDB).
+ *
+ * - `commit-then-timeout`: the effect commits, the answer arrives after the caller's timeout.
+ * - `fail-before-commit`: the downstream fails with HTTP 500 before committing (the caller cannot tell which).
+ * - `unavailable`: HTTP 503 with Retry-After, nothing done (the caller knows nothing happened).
+ * - `slow`: the downstream waits `delay_ms` before handling the call; a caller that hung up by then gets nothing done.
+ * - `duplicate-delivery` (target `queue`): the relay puts the next event(s) on the queue twice.
+ */
+export const DOWNSTREAM_TARGETS = ['payments', 'tickets', 'mailbox'] as const;
+export const DOWNSTREAM_FAULT_MODES = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow'] as const;
+export const QUEUE_FAULT_MODES = ['duplicate-delivery'] as const;
+
+export type DownstreamTarget = (typeof DOWNSTREAM_TARGETS)[number];
+export type FaultTarget = DownstreamTarget | 'queue';
+export type FaultMode = (typeof DOWNSTREAM_FAULT_MODES)[number] | (typeof QUEUE_FAULT_MODES)[number];
+
+export const MAX_FAULT_TIMES = 100;
+export const MAX_FAULT_DELAY_MS = 60_000;
+
+export const faultRequestSchema = z
+  .object({
+    target: z.enum([...DOWNSTREAM_TARGETS, 'queue']),
+    mode: z.enum([...DOWNSTREAM_FAULT_MODES, ...QUEUE_FAULT_MODES]),
+    times: z.number().int().min(1).max(MAX_FAULT_TIMES).default(1),
+    /** `slow`: how long to wait; `commit-then-timeout`: how long to hold the answer (default: past the caller's timeout). */
+    delay_ms: z.number().int().min(0).max(MAX_FAULT_DELAY_MS).optional(),
+  })
+  .strict()
+  .superRefine((fault, ctx) => {
+    const queueMode = (QUEUE_FAULT_MODES as readonly string[]).includes(fault.mode);
+    if (fault.target === 'queue' && !queueMode)
+      ctx.addIssue({ code: 'custom', path: ['mode'], message: `target queue takes only ${QUEUE_FAULT_MODES.join(', ')}` });
+    if (fault.target !== 'queue' && queueMode)
+      ctx.addIssue({ code: 'custom', path: ['mode'], message: `${fault.mode} applies to target queue only` });
+  });
+
+export type FaultRequest = z.output<typeof faultRequestSchema>;
+
+export interface ArmedFault {
+  target: FaultTarget;
+  mode: FaultMode;
+  /** Calls it still applies to. */
+  remaining: number;
+  delay_ms?: number;
+}

@@ -1,0 +1,27 @@
+import { Hono } from 'hono';
+import type { Services } from '../runtime/services';
+import { createSandboxDownstreams } from './downstreams';
+import { readLedger } from './ledger';
+
+/**
+ * The local sandbox (`/sandbox/*`): served only when SANDBOX_ENABLED=true, never by a default deployment.
+ * Unauthenticated on purpose: it is a test fixture showing every tenant's effects, so one call = one effect can be seen.
+ */
+export function createSandboxRouter(services: Services): Hono {
+  const router = new Hono();
+  router.get('/ledger', async (c) => c.json(await readLedger(services)));
+  if (services.sandbox) {
+    const timeoutMs = services.config.sideEffects.downstreamTimeoutMs;
+    // Payments, tickets and mailbox (with fault injection) and POST /sandbox/faults.
+    router.route(
+      '/',
+      createSandboxDownstreams({
+        store: services.sandbox,
+        clock: services.clock,
+        defaultHoldMs: timeoutMs + 1000,
+        defaultSlowMs: Math.floor(timeoutMs / 2),
+      }),
+    );
+  }
+  return router;
+}

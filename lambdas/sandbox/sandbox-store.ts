@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
+
+type Item = Record<string, unknown>;
+
+export interface PaymentEntry {
+  payment_id: string;
+  tenant: string;
+  idempotency_key: string;
+  amount_minor: number;
+  currency: string;
+  payee_id: string;
+  memo?: string;
+  status: 'succeeded';
+  /** SHA-256 of the request body: the same key with another body is refused. */
+  request_hash: string;
+  created_at: string;
+}
+
+export interface TicketEntry {
+  ticket_id: string;
+  tenant: string;
+  event_id?: string;
+  title: string;
+  description: string;
+  priority: string;
+  created_at: string;
+}
+
+export interface EmailEntry {
+  message_id: string;
+  tenant: string;
+  event_id?: string;
+  from: string;
+  to: string;
+  subject: string;
+  created_at: string;
+}
+
+const Partition = {
+  payments: 'LEDGER#payments',
+  tickets: 'LEDGER#tickets',
+  emails: 'LEDGER#emails',
+  faults: 'FAULTS',
+} as const;
+
+/** Time-ordered, unique ids: `<prefix>_<ms base36>_<random>`. */
+export function sandboxId(prefix: string, now: number): string {
+  return `${prefix}_${now.toString(36)}_${randomBytes(6).toString('hex')}`;
+}
+
+const strip = <T>(item: Item): T => {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest as T;
+};
+
+/**
+ * The sandbox downstreams' state, in its own DynamoDB table: it survives a killed worker or server process, and
+ * the same code runs deployed (behind the sandbox flag). Small partitions per ledger: a fixture, not a product.
+ */
+export class SandboxStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly tableName: string,
+  ) {}
+
+  async armFault(fault: FaultRequest): Promise<ArmedFault> {
+    const armed: ArmedFault = { target: fault.target, mode: fault.mode, remaining: fault.times, ...(fault.delay_ms === undefined ? {} : { delay_ms: fault.delay_ms }) };
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.faults, sk: fault.target, ...armed } }));
+    return armed;
+  }
+
+  async listFaults(): Promise<ArmedFault[]> {
+    return (await this.query(Partition.faults)).map((item) => strip<ArmedFault>(item)).filter((f) => f.remaining > 0);
+  }
+
+  async clearFaults(): Promise<void> {
+    const items = await this.query(Partition.faults);
+    await Promise.all(items.map((item) => this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } }))));
+  }
+
+  /** Takes one use of the armed fault for `target`, atomically across processes; undefined when none is armed. */
+  async takeFault(target: FaultTarget): Promise<ArmedFault | undefined> {
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: Partition.faults, sk: target },
+          UpdateExpression: 'SET remaining = remaining - :one',
+          ConditionExpression: 'remaining > :zero',
+          ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes ? strip<ArmedFault>(out.Attributes) : undefined;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return undefined;
+      throw err;
+    }
+  }
+
+  /** Stores the payment under its idempotency key unless one exists; then returns the existing one. */
+  async putPayment(payment: PaymentEntry): Promise<{ created: true } | { created: false; existing: PaymentEntry }> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: Partition.payments, sk: `KEY#${payment.idempotency_key}`, ...payment },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return { created: true };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      const existing = await this.paymentByKey(payment.idempotency_key);
+      if (!existing) throw err;
+      return { created: false, existing };
+    }
+  }
+
+  async paymentByKey(idempotencyKey: string): Promise<PaymentEntry | undefined> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk: Partition.payments, sk: `KEY#${idempotencyKey}` }, ConsistentRead: true }),
+    );
+    return Item ? strip<PaymentEntry>(Item) : undefined;
+  }
+
+  async addTicket(ticket: TicketEntry): Promise<void> {
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.tickets, sk: ticket.ticket_id, ...ticket } }));
+  }
+
+  async addEmail(email: EmailEntry): Promise<void> {
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.emails, sk: email.message_id, ...email } }));
+  }
+
+  async payments(): Promise<PaymentEntry[]> {
+    return this.ledger<PaymentEntry>(Partition.payments);
+  }
+
+  async tickets(): Promise<TicketEntry[]> {
+    return this.ledger<TicketEntry>(Partition.tickets);
+  }
+
+  async emails(): Promise<EmailEntry[]> {
+    return this.ledger<EmailEntry>(Partition.emails);
+  }
+
+  private async ledger<T extends { created_at: string }>(partition: string): Promise<T[]> {
+    return (await this.query(partition)).map((item) => strip<T>(item)).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  private async query(partition: string): Promise<Item[]> {
+    const items: Item[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': partition },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      items.push(...((page.Items ?? []) as Item[]));
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return items;
+  }
+}

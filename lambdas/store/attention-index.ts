@@ -1,0 +1,75 @@
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
+
+type Item = Record<string, unknown>;
+
+export interface AttentionQuery {
+  /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
+  dueBy?: number;
+  /** Upper bound of items returned over all shards (oldest first within each shard). */
+  limit: number;
+}
+
+/**
+ * Reads the sparse attention index: only items that need a look carry its key, so this is a Query per shard,
+ * never a table scan. Results are eventually consistent; every write that acts on them is conditional.
+ */
+export async function queryAttention(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  kind: AttentionKind,
+  query: AttentionQuery,
+): Promise<Item[]> {
+  const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
+  const perShard = await Promise.all(
+    attentionPartitions(kind).map(async (partition) => {
+      const items: Item[] = [];
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(
+          new QueryCommand({
+            TableName: tableName,
+            IndexName: name,
+            KeyConditionExpression: query.dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
+            ExpressionAttributeNames: { '#pk': partitionKey, ...(query.dueBy === undefined ? {} : { '#at': sortKey }) },
+            ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
+            Limit: query.limit - items.length,
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        items.push(...((page.Items ?? []) as Item[]));
+        startKey = page.LastEvaluatedKey;
+      } while (startKey && items.length < query.limit);
+      return items;
+    }),
+  );
+  return perShard
+    .flat()
+    .sort((a, b) => Number(a[sortKey]) - Number(b[sortKey]))
+    .slice(0, query.limit);
+}
+
+/** How many items of a kind are in the index (a COUNT query per shard: no items are read back). */
+export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
+  const { name, partitionKey } = TableSchema.attentionIndex;
+  let total = 0;
+  for (const partition of attentionPartitions(kind)) {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await doc.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': partitionKey },
+          ExpressionAttributeValues: { ':pk': partition },
+          Select: 'COUNT',
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      total += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+  }
+  return total;
+}

@@ -1,0 +1,134 @@
+import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import { Construct } from 'constructs';
+
+/** An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...). */
+export interface ExternalOidcSettings {
+  issuer: string;
+  /** The `aud` the issuer puts in access tokens for this API. */
+  audience?: string;
+  /** Default `${issuer}/.well-known/jwks.json`. */
+  jwksUrl?: string;
+  /** The claim holding the tenant id. Default `sub`. */
+  tenantClaim?: string;
+}
+
+export interface AuthProps {
+  /** Verify tokens of an existing issuer instead of creating a Cognito user pool. */
+  external?: ExternalOidcSettings;
+  /** Cognito hosted domain prefix for the token endpoint. Default `idempotent-mcp-<8 hex of the stack id>`. */
+  cognitoDomainPrefix?: string;
+  /** Resource server identifier, also the scope prefix. Default `idempotent-mcp`. */
+  resourceServerIdentifier?: string;
+  /** Access token lifetime for the client-credentials client. Default 1 hour. */
+  accessTokenValidity?: Duration;
+}
+
+/** What the MCP function needs to verify bearer tokens (the AUTH_* environment). */
+export interface TokenVerification {
+  issuer: string;
+  jwksUrl: string;
+  /** Unset when the issuer's access tokens carry no `aud` (Cognito client credentials). */
+  audience?: string;
+  tenantClaim: string;
+}
+
+export const TOOLS_SCOPE = 'tools';
+
+/**
+ * Who may call the endpoint. By default a Cognito user pool that issues OAuth 2.0 client-credentials access tokens:
+ * one app client per tenant, the tenant being the token's `client_id` (Cognito puts `client_id`, `scope`, `iss`
+ * and `token_use` in those tokens, but no `aud`; the pool is this stack's own, so its issuer pins the audience).
+ * Or an existing OIDC issuer, read from props or context.
+ */
+export class Auth extends Construct {
+  readonly verification: TokenVerification;
+  readonly userPool?: cognito.UserPool;
+  readonly client?: cognito.UserPoolClient;
+  readonly domain?: cognito.UserPoolDomain;
+  /** The scope a client-credentials token request asks for, e.g. `idempotent-mcp/tools`. */
+  readonly scope?: string;
+
+  constructor(scope: Construct, id: string, props: AuthProps = {}) {
+    super(scope, id);
+    if (props.external) {
+      const { issuer, audience, jwksUrl, tenantClaim } = props.external;
+      const trimmed = issuer.replace(/\/+$/, '');
+      this.verification = {
+        issuer,
+        audience,
+        jwksUrl: jwksUrl ?? `${trimmed}/.well-known/jwks.json`,
+        tenantClaim: tenantClaim ?? 'sub',
+      };
+      return;
+    }
+
+    this.userPool = new cognito.UserPool(this, 'UserPool', {
+      // Machines only: nobody signs up or signs in with a password.
+      selfSignUpEnabled: false,
+      featurePlan: cognito.FeaturePlan.LITE,
+      // Inert for client credentials, but strict in case someone adds people to this pool later.
+      mfa: cognito.Mfa.REQUIRED,
+      mfaSecondFactor: { otp: true, sms: false },
+      passwordPolicy: { minLength: 12, requireDigits: true, requireLowercase: true, requireUppercase: true, requireSymbols: true },
+      accountRecovery: cognito.AccountRecovery.NONE,
+      // No personal data lives here; tenants' records live in the (retained) table, keyed by client id.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const identifier = props.resourceServerIdentifier ?? 'idempotent-mcp';
+    const toolsScope = new cognito.ResourceServerScope({ scopeName: TOOLS_SCOPE, scopeDescription: 'Call the MCP tools' });
+    const resourceServer = this.userPool.addResourceServer('ResourceServer', {
+      identifier,
+      userPoolResourceServerName: 'Idempotent MCP endpoint',
+      scopes: [toolsScope],
+    });
+    this.scope = `${identifier}/${TOOLS_SCOPE}`;
+    this.client = this.userPool.addClient('DemoTenantClient', {
+      generateSecret: true,
+      oAuth: {
+        flows: { clientCredentials: true },
+        scopes: [cognito.OAuthScope.resourceServer(resourceServer, toolsScope)],
+      },
+      accessTokenValidity: props.accessTokenValidity ?? Duration.hours(1),
+      preventUserExistenceErrors: true,
+      enableTokenRevocation: true,
+    });
+    // Machines never sign in as users: no password, SRP or custom flows (refresh is always listed by Cognito).
+    (this.client.node.defaultChild as cognito.CfnUserPoolClient).explicitAuthFlows = ['ALLOW_REFRESH_TOKEN_AUTH'];
+    // Globally unique per region, stable for this stack, and without the account id in a public URL.
+    const stackIdSuffix = Fn.select(0, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
+    this.domain = this.userPool.addDomain('Domain', {
+      cognitoDomain: { domainPrefix: props.cognitoDomainPrefix ?? Fn.join('-', ['idempotent-mcp', stackIdSuffix]) },
+    });
+    this.verification = {
+      issuer: this.userPool.userPoolProviderUrl,
+      jwksUrl: `${this.userPool.userPoolProviderUrl}/.well-known/jwks.json`,
+      tenantClaim: 'client_id',
+    };
+
+    Validations.of(this.userPool).acknowledge({
+      id: 'AwsSolutions-COG8',
+      reason:
+        'The Plus plan adds threat protection for user sign-ins; this pool has no users and only issues client-credentials tokens to app clients, whose secrets are the credential.',
+    });
+  }
+
+  /** The OAuth 2.0 token endpoint of the Cognito domain (client-credentials grant). */
+  get tokenEndpoint(): string | undefined {
+    return this.domain ? `${this.domain.baseUrl()}/oauth2/token` : undefined;
+  }
+
+  /** The CLI command that prints the demo client's secret (never put into an output or the template). */
+  clientSecretCommand(): string | undefined {
+    if (!this.userPool || !this.client) return undefined;
+    return Fn.join('', [
+      'aws cognito-idp describe-user-pool-client --region ',
+      Stack.of(this).region,
+      ' --user-pool-id ',
+      this.userPool.userPoolId,
+      ' --client-id ',
+      this.client.userPoolClientId,
+      ' --query UserPoolClient.ClientSecret --output text',
+    ]);
+  }
+}

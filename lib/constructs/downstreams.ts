@@ -1,0 +1,43 @@
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
+
+/** Where the side-effect tools send their work; the sandbox construct fills these in for a demo. */
+export interface DownstreamSettings {
+  /** Payments provider base URL (dedups on `Idempotency-Key`, answers "what happened to key K"). */
+  paymentsUrl?: string;
+  /** Ticket system base URL (no idempotency of its own). */
+  ticketsUrl?: string;
+  /** Mailbox base URL, used when emailMode is `sandbox`. */
+  mailboxUrl?: string;
+  /** `ses` sends through Amazon SES from `emailFrom`; `sandbox` posts to the mailbox. Default: `ses` with emailFrom, else unset. */
+  emailMode?: 'ses' | 'sandbox';
+  /** SES verified sender identity (address or domain address). Required with emailMode `ses`. */
+  emailFrom?: string;
+  /** Timeout of one downstream call. Default: the functions' own default (lambdas/config.ts). */
+  timeoutMs?: number;
+}
+
+/** A sender address alone means SES. */
+export const emailModeOf = (settings: DownstreamSettings) => settings.emailMode ?? (settings.emailFrom ? 'ses' : undefined);
+
+/** The downstream part of a function's environment; unset URLs are left out (the tool then reports it unconfigured). */
+export function downstreamEnvironment(settings: DownstreamSettings): Record<string, string> {
+  const env: Record<string, string> = {
+    DOWNSTREAM_TIMEOUT_MS: String(settings.timeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS),
+  };
+  const emailMode = emailModeOf(settings);
+  if (emailMode) env.EMAIL_MODE = emailMode;
+  if (settings.paymentsUrl) env.PAYMENTS_URL = settings.paymentsUrl;
+  if (settings.ticketsUrl) env.TICKETS_URL = settings.ticketsUrl;
+  if (settings.mailboxUrl) env.MAILBOX_URL = settings.mailboxUrl;
+  if (settings.emailFrom) env.EMAIL_FROM = settings.emailFrom;
+  return env;
+}
+
+export function validateDownstreams(settings: DownstreamSettings): void {
+  if (settings.emailMode === 'ses' && !settings.emailFrom) {
+    throw new Error('emailMode "ses" needs emailFrom: an SES verified identity to send from');
+  }
+  if (settings.emailMode !== undefined && settings.emailMode !== 'ses' && settings.emailMode !== 'sandbox') {
+    throw new Error(`emailMode must be "ses" or "sandbox" (got "${settings.emailMode as string}")`);
+  }
+}

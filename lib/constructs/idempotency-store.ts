@@ -1,0 +1,87 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import { Construct } from 'constructs';
+import { TableSchema } from '../../lambdas/store/table-schema';
+
+export interface IdempotencyStoreProps {
+  /** Customer managed KMS key for the table (and its stream). Default: the AWS managed key (no key cost). */
+  encryptionKey?: kms.IKey;
+  /** Default RETAIN: `cdk destroy` keeps records, orders and outbox events (a duplicate after a redeploy must still replay). */
+  removalPolicy?: RemovalPolicy;
+  /** Default true. Restores to any second of the last 35 days. */
+  pointInTimeRecovery?: boolean;
+  /** Refuse DeleteTable even from CloudFormation. Default false (RETAIN already survives `cdk destroy`). */
+  deletionProtection?: boolean;
+}
+
+/** The item-level actions a function may be granted; Scan is deliberately not among them. */
+export type TableItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+
+// What DynamoDB asks KMS for on the caller's behalf; spelled out because wildcards like GenerateDataKey* grant more.
+const KMS_READ = ['kms:Decrypt', 'kms:DescribeKey'];
+const KMS_WRITE = [...KMS_READ, 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:GenerateDataKeyWithoutPlaintext', 'kms:ReEncryptFrom', 'kms:ReEncryptTo'];
+
+/**
+ * The one table (records, business items, outbox events), defined from the same `TableSchema` the local setup
+ * uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
+ */
+export class IdempotencyStore extends Construct {
+  readonly table: dynamodb.Table;
+  readonly encryptionKey?: kms.IKey;
+
+  constructor(scope: Construct, id: string, props: IdempotencyStoreProps = {}) {
+    super(scope, id);
+    const { partitionKey, sortKey, ttlAttribute, attentionIndex } = TableSchema;
+    this.encryptionKey = props.encryptionKey;
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: sortKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
+      ...(props.encryptionKey
+        ? { encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : { encryption: dynamodb.TableEncryption.AWS_MANAGED }),
+      // The relay reads committed outbox events from the stream; only the new image is needed.
+      stream: dynamodb.StreamViewType.NEW_IMAGE,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      deletionProtection: props.deletionProtection ?? false,
+    });
+    // Sparse: only items needing attention carry attention_pk (epoch ms in attention_at), as table-schema.ts writes them.
+    this.table.addGlobalSecondaryIndex({
+      indexName: attentionIndex.name,
+      partitionKey: { name: attentionIndex.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: attentionIndex.sortKey, type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+  }
+
+  get tableName(): string {
+    return this.table.tableName;
+  }
+
+  get attentionIndexArn(): string {
+    return `${this.table.tableArn}/index/${TableSchema.attentionIndex.name}`;
+  }
+
+  /** Exactly these item actions on the table itself (not its indexes). */
+  grantItems(grantee: iam.IGrantable, actions: TableItemAction[]): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: [...new Set(actions)].map((a) => `dynamodb:${a}`),
+      resourceArns: [this.table.tableArn],
+    });
+    const writes = actions.some((a) => a !== 'GetItem' && a !== 'ConditionCheckItem');
+    this.encryptionKey?.grant(grantee, ...(writes ? KMS_WRITE : KMS_READ));
+    return grant;
+  }
+
+  /** Query on the sparse attention index only (the reconciler's work list; never a table scan). */
+  grantAttentionQuery(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [this.attentionIndexArn] });
+    this.encryptionKey?.grant(grantee, ...KMS_READ);
+    return grant;
+  }
+}

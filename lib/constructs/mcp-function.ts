@@ -1,0 +1,100 @@
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import type { TokenVerification } from './auth';
+import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
+import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import { ServiceFunction, type CommonFunctionProps } from './service-function';
+
+export interface McpFunctionProps extends CommonFunctionProps {
+  store: IdempotencyStore;
+  auth: TokenVerification;
+  downstreams?: DownstreamSettings;
+  /**
+   * NONE (default): the URL is public and every request must carry a bearer JWT that the function verifies
+   * (issuer, signature, expiry, audience) before anything else runs; MCP clients send bearer tokens, not SigV4.
+   * AWS_IAM: callers must also sign with SigV4 (for private, AWS-internal callers).
+   */
+  urlAuthType?: lambda.FunctionUrlAuthType;
+  /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
+  allowedOrigins?: string[];
+  /** Public base URL when a custom domain fronts the Function URL; by default the function uses the request's host. */
+  publicBaseUrl?: string;
+  /** Default 29 s: the engine's budget is cut from the remaining time, leaving its completion margin. */
+  timeout?: Duration;
+  /** Default 1024 MB: more CPU for the cold start; billed only while running. */
+  memorySize?: number;
+  /** Signing key of operation ids. Default: a new generated secret. */
+  operationIdSecret?: secretsmanager.ISecret;
+}
+
+/**
+ * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
+ * of Put/Update/ConditionCheck), release (Delete). TransactWriteItems has no IAM action of its own: each item is
+ * authorized as its Put/Update/Delete/ConditionCheck. No Query, no Scan.
+ */
+export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
+
+/** The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers. */
+export class McpFunction extends Construct {
+  readonly handler: ServiceFunction;
+  readonly url: lambda.FunctionUrl;
+  readonly operationIdSecret: secretsmanager.ISecret;
+
+  constructor(scope: Construct, id: string, props: McpFunctionProps) {
+    super(scope, id);
+    this.operationIdSecret =
+      props.operationIdSecret ??
+      new secretsmanager.Secret(this, 'OperationIdSecret', {
+        description: 'HMAC key that makes server-minted operation ids unforgeable',
+        generateSecretString: { passwordLength: 64, excludePunctuation: true },
+        // Operation ids are short-lived: losing the key only invalidates ids not yet used.
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+
+    const environment: Record<string, string> = {
+      TABLE_NAME: props.store.tableName,
+      AUTH_MODE: 'oidc',
+      AUTH_ISSUER: props.auth.issuer,
+      AUTH_JWKS_URL: props.auth.jwksUrl,
+      AUTH_TENANT_CLAIM: props.auth.tenantClaim,
+      // The ARN, not the value: the function reads the secret once at cold start, so it never sits in the
+      // template, the console or `GetFunctionConfiguration`.
+      OPERATION_ID_SECRET_ARN: this.operationIdSecret.secretArn,
+      ALLOWED_ORIGINS: (props.allowedOrigins ?? []).join(','),
+      ...downstreamEnvironment(props.downstreams ?? {}),
+    };
+    if (props.auth.audience) environment.AUTH_AUDIENCE = props.auth.audience;
+    if (props.publicBaseUrl) environment.PUBLIC_BASE_URL = props.publicBaseUrl;
+
+    this.handler = new ServiceFunction(this, 'Handler', {
+      ...props,
+      handler: 'mcp',
+      description: 'Idempotent MCP endpoint (streamable HTTP, stateless)',
+      timeout: props.timeout ?? Duration.seconds(29),
+      memorySize: props.memorySize ?? 1024,
+      environment,
+    });
+    props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
+    this.operationIdSecret.grantRead(this.handler.role);
+
+    const authType = props.urlAuthType ?? lambda.FunctionUrlAuthType.NONE;
+    this.url = this.handler.function.addFunctionUrl({ authType, invokeMode: lambda.InvokeMode.BUFFERED });
+
+    if (authType === lambda.FunctionUrlAuthType.NONE) {
+      Validations.of(this.url).acknowledge({
+        id: 'IdempotentMcp-LambdaFunctionUrlAuth',
+        reason:
+          'MCP clients authenticate with OAuth bearer tokens, not SigV4: the function verifies the JWT (issuer, signature via JWKS, expiry, audience where the issuer sets one) before any MCP handling and answers 401 otherwise. Use urlAuthType AWS_IAM for SigV4-only callers.',
+      });
+    }
+    if (!props.operationIdSecret) {
+      Validations.of(this.operationIdSecret).acknowledge({
+        id: 'AwsSolutions-SMG4',
+        reason:
+          'Rotation would need a rotation function and two-key verification; the key only signs short-lived operation ids. Rotate by replacing the secret value (ids minted before then stop verifying).',
+      });
+    }
+  }
+}

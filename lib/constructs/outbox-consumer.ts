@@ -1,0 +1,78 @@
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Construct } from 'constructs';
+import { downstreamEnvironment, emailModeOf, type DownstreamSettings } from './downstreams';
+import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { OutboxQueue } from './outbox-queue';
+import { ServiceFunction, type CommonFunctionProps } from './service-function';
+
+/** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
+export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
+
+export interface OutboxConsumerProps extends CommonFunctionProps {
+  store: IdempotencyStore;
+  queue: OutboxQueue;
+  downstreams?: DownstreamSettings;
+  /** Must match the timeout the OutboxQueue was sized for. Default 60 s. */
+  timeout?: Duration;
+  /** Messages per invocation. Default 5. */
+  batchSize?: number;
+  /** Upper bound of concurrent consumer instances (protects the downstreams). Default 5. */
+  maxConcurrency?: number;
+}
+
+/**
+ * The dedup claim (Update with a condition), its settlement with the event in one transaction (two Updates),
+ * its release (Delete), and consistent reads of claim and event (Get).
+ */
+export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
+
+/** Performs the queued side effects (emails, tickets) once per event, reporting failures per message. */
+export class OutboxConsumer extends Construct {
+  readonly handler: ServiceFunction;
+
+  constructor(scope: Construct, id: string, props: OutboxConsumerProps) {
+    super(scope, id);
+    const downstreams = props.downstreams ?? {};
+    this.handler = new ServiceFunction(this, 'Handler', {
+      ...props,
+      handler: 'consumer',
+      description: 'Outbox consumer: performs queued side effects once per event',
+      timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,
+      environment: {
+        TABLE_NAME: props.store.tableName,
+        OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
+        OUTBOX_MAX_RECEIVE_COUNT: String(props.queue.maxReceiveCount),
+        ...downstreamEnvironment(downstreams),
+      },
+    });
+    props.store.grantItems(this.handler.role, CONSUMER_TABLE_ACTIONS);
+
+    if (emailModeOf(downstreams) === 'ses' && downstreams.emailFrom) {
+      const stack = Stack.of(this);
+      this.handler.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['ses:SendEmail'],
+          // SES authorizes the sender identity and, while the account is in the SES sandbox, each recipient
+          // identity too; the condition pins the From address so the function can send only as EMAIL_FROM.
+          resources: [stack.formatArn({ service: 'ses', resource: 'identity', resourceName: '*' })],
+          conditions: { StringEquals: { 'ses:FromAddress': downstreams.emailFrom } },
+        }),
+      );
+      Validations.of(this.handler.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/*]',
+        reason:
+          'ses:SendEmail is authorized against every identity involved (the sender and, in the SES sandbox, each recipient), which are not known in advance; the ses:FromAddress condition limits sending to the configured EMAIL_FROM.',
+      });
+    }
+
+    this.handler.function.addEventSource(
+      new SqsEventSource(props.queue.queue, {
+        batchSize: props.batchSize ?? 5,
+        reportBatchItemFailures: true,
+        maxConcurrency: props.maxConcurrency ?? 5,
+      }),
+    );
+  }
+}

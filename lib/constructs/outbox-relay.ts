@@ -1,0 +1,76 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Construct } from 'constructs';
+import { Keys, TableSchema } from '../../lambdas/store/table-schema';
+import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { OutboxQueue } from './outbox-queue';
+import { ServiceFunction, type CommonFunctionProps } from './service-function';
+
+export interface OutboxRelayProps extends CommonFunctionProps {
+  store: IdempotencyStore;
+  queue: OutboxQueue;
+  /** Default 30 s. */
+  timeout?: Duration;
+  /** Stream records per invocation. Default 50. */
+  batchSize?: number;
+}
+
+/** The relay only records each send on the event (send count, next look for the sweep). */
+export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
+
+/** The outbox event key shape the stream filter matches (pk `OUTBOX#<id>`, sk `EVENT`). */
+const OUTBOX_PK_PREFIX = Keys.outboxEvent('').pk;
+const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
+
+/**
+ * Moves committed outbox events to the queue as they commit: a DynamoDB Streams event source filtered to the
+ * INSERT of outbox event items, so the function never wakes for records, orders or delivery markers, nor for its
+ * own send bookkeeping (a MODIFY). Failed records are reported per item; records that still fail after the bounded
+ * retries are not lost: the event stays pending in the table and the reconciler's sweep sends it.
+ */
+export class OutboxRelay extends Construct {
+  readonly handler: ServiceFunction;
+
+  constructor(scope: Construct, id: string, props: OutboxRelayProps) {
+    super(scope, id);
+    this.handler = new ServiceFunction(this, 'Handler', {
+      ...props,
+      handler: 'relay',
+      description: 'Outbox relay: committed outbox events from the table stream to SQS',
+      timeout: props.timeout ?? Duration.seconds(30),
+      environment: { TABLE_NAME: props.store.tableName, OUTBOX_QUEUE_URL: props.queue.queue.queueUrl },
+    });
+    props.store.grantItems(this.handler.role, RELAY_TABLE_ACTIONS);
+    props.queue.queue.grantSendMessages(this.handler.role);
+
+    this.handler.function.addEventSource(
+      new DynamoEventSource(props.store.table, {
+        // From the oldest record still in the stream: events committed while the relay was being deployed are sent.
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        batchSize: props.batchSize ?? 50,
+        maxBatchingWindow: Duration.seconds(0),
+        reportBatchItemFailures: true,
+        bisectBatchOnError: true,
+        retryAttempts: 5,
+        maxRecordAge: Duration.hours(1),
+        filters: [
+          lambda.FilterCriteria.filter({
+            eventName: lambda.FilterRule.isEqual('INSERT'),
+            dynamodb: {
+              Keys: {
+                [TableSchema.partitionKey]: { S: lambda.FilterRule.beginsWith(OUTBOX_PK_PREFIX) },
+                [TableSchema.sortKey]: { S: lambda.FilterRule.isEqual(OUTBOX_EVENT_SK) },
+              },
+            },
+          }),
+        ],
+      }),
+    );
+    Validations.of(this.handler.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'dynamodb:ListStreams, added by the DynamoDB event source, supports no resource-level permission; reading the stream itself is scoped to this table\'s stream ARN.',
+    });
+  }
+}

@@ -1,0 +1,56 @@
+import { Duration } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import { Construct } from 'constructs';
+import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
+import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { OutboxQueue } from './outbox-queue';
+import { ServiceFunction, type CommonFunctionProps } from './service-function';
+
+export interface ReconcilerProps extends CommonFunctionProps {
+  store: IdempotencyStore;
+  /** The sweep re-sends outbox events the stream relay missed. */
+  queue: OutboxQueue;
+  downstreams?: DownstreamSettings;
+  /** Default every minute (the shortest EventBridge rate). */
+  schedule?: events.Schedule;
+  /** Default 50 s: a run ends before the next one starts (overlaps would still be safe: every write is fenced). */
+  timeout?: Duration;
+}
+
+/**
+ * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping
+ * (Update) and reads of single items (Get). Its work list comes from Query on the attention index only.
+ */
+export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
+
+/** Finds UNKNOWN, stale PROCESSING and stuck outbox items through the sparse index, on a schedule. */
+export class Reconciler extends Construct {
+  readonly handler: ServiceFunction;
+  readonly rule: events.Rule;
+
+  constructor(scope: Construct, id: string, props: ReconcilerProps) {
+    super(scope, id);
+    this.handler = new ServiceFunction(this, 'Handler', {
+      ...props,
+      handler: 'reconciler',
+      description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
+      timeout: props.timeout ?? Duration.seconds(50),
+      environment: {
+        TABLE_NAME: props.store.tableName,
+        OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
+        ...downstreamEnvironment(props.downstreams ?? {}),
+      },
+    });
+    props.store.grantItems(this.handler.role, RECONCILER_TABLE_ACTIONS);
+    props.store.grantAttentionQuery(this.handler.role);
+    props.queue.queue.grantSendMessages(this.handler.role);
+
+    this.rule = new events.Rule(this, 'Schedule', {
+      description: 'Runs the reconciler',
+      schedule: props.schedule ?? events.Schedule.rate(Duration.minutes(1)),
+    });
+    // A missed run is not retried: the next one a minute later does the same work.
+    this.rule.addTarget(new targets.LambdaFunction(this.handler.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }));
+  }
+}

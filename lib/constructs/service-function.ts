@@ -1,0 +1,107 @@
+import { fileURLToPath } from 'node:url';
+import * as path from 'node:path';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { handlerEntry, LambdaBundle } from '../bundling';
+
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Powertools settings every function shares, so all metrics carry the same `service` dimension the alarms read. */
+export interface PowertoolsSettings {
+  /** POWERTOOLS_SERVICE_NAME. Default `idempotent-mcp`. */
+  serviceName?: string;
+  /** POWERTOOLS_METRICS_NAMESPACE. Default `IdempotentMcp`. */
+  metricsNamespace?: string;
+  /** POWERTOOLS_LOG_LEVEL. Default `INFO`. */
+  logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+}
+
+export const resolvePowertools = (p: PowertoolsSettings = {}): Required<PowertoolsSettings> => ({
+  serviceName: p.serviceName ?? 'idempotent-mcp',
+  metricsNamespace: p.metricsNamespace ?? 'IdempotentMcp',
+  logLevel: p.logLevel ?? 'INFO',
+});
+
+/** What every function of the stack shares; each concern's construct adds its own settings. */
+export interface CommonFunctionProps {
+  powertools?: PowertoolsSettings;
+  /** Default one month. */
+  logRetention?: logs.RetentionDays;
+  /** Default ARM_64 (cheaper per ms, and the bundle has no native code). */
+  architecture?: lambda.Architecture;
+}
+
+export interface ServiceFunctionProps extends CommonFunctionProps {
+  handler: Parameters<typeof handlerEntry>[0];
+  description: string;
+  timeout: Duration;
+  /** More memory is more CPU, which shortens the cold start. Default 512 MB. */
+  memorySize?: number;
+  environment?: Record<string, string>;
+}
+
+/**
+ * One Lambda function: Node.js 22, bundled by the local esbuild (never Docker) with the shared bundle settings,
+ * its own log group and a role that may write only to that log group until the owning construct grants more.
+ */
+export class ServiceFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: iam.Role;
+  readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    super(scope, id);
+    const powertools = resolvePowertools(props.powertools);
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // An own role instead of AWSLambdaBasicExecutionRole: that managed policy may write to every log group.
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.description} (least privilege: grants are added per concern)`,
+    });
+    this.logGroup.grantWrite(this.role);
+
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: path.join(PROJECT_ROOT, handlerEntry(props.handler)),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout,
+      role: this.role,
+      logGroup: this.logGroup,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: powertools.serviceName,
+        POWERTOOLS_METRICS_NAMESPACE: powertools.metricsNamespace,
+        POWERTOOLS_LOG_LEVEL: powertools.logLevel,
+        ...props.environment,
+      },
+      bundling: {
+        forceDockerBundling: false,
+        format: OutputFormat.ESM,
+        target: LambdaBundle.target,
+        minify: LambdaBundle.minify,
+        sourceMap: LambdaBundle.sourcemap,
+        mainFields: [...LambdaBundle.mainFields],
+        banner: LambdaBundle.banner,
+        externalModules: [...LambdaBundle.external],
+        esbuildArgs: { '--legal-comments': LambdaBundle.legalComments },
+      },
+    });
+    Validations.of(this.function).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'Node.js 22 (LTS, supported by Lambda until 2027) is the runtime this project builds for and tests against; the bundle target in lib/bundling.ts moves with it.',
+    });
+
+  }
+}

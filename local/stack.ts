@@ -1,0 +1,186 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { loadDevIssuer, type DevIssuer } from '../lambdas/auth/dev-issuer';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, loadConfig, type AppConfig, type Env } from '../lambdas/config';
+import { createApp } from '../lambdas/http/app';
+import type { ToolDefinition } from '../lambdas/mcp/tool-types';
+import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
+import { ensureTable } from '../lambdas/store/table-schema';
+import { createWorkers, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
+import { OutboxDefaults } from '../lambdas/outbox/outbox-event';
+import { startDynamoDbLocal } from './dynamodb-local';
+import { startLocalQueue, type LocalQueue } from './sqs-local';
+import { startLocalWorkers, type LocalWorkerOptions } from './workers';
+
+export interface LocalStackOptions {
+  /** Keep state here (DynamoDB data, dev issuer key, operation-id secret): `.local` for `npm start`. Default: a temp dir, in-memory DynamoDB. */
+  persistDir?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  tableName?: string;
+  /** Settings on top of the process environment (same names as lambdas/config.ts). */
+  env?: Env;
+  /** Tools to serve instead of the registry (tests add their own). */
+  tools?: readonly ToolDefinition[];
+  services?: ServiceOverrides;
+  /** The relay, consumer and reconciler: which run here (all by default) and their tuning. */
+  workers?: LocalWorkerOptions & WorkerOverrides;
+  /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
+  queueVisibilityTimeoutSeconds?: number;
+}
+
+export interface LocalStack {
+  /** e.g. http://127.0.0.1:3000 */
+  url: string;
+  mcpUrl: string;
+  config: AppConfig;
+  /** The settings `config` was loaded from (a worker in a child process gets the same). */
+  env: Env;
+  services: Services;
+  /** The workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
+  workers: Workers;
+  queue: LocalQueue;
+  /** A bearer token of the local dev issuer for `tenant`. */
+  tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string }): Promise<string>;
+  /** Stops everything this stack started, in reverse order. */
+  stop(): Promise<void>;
+}
+
+/** The operation-id secret is generated once and kept, so ids minted before a restart stay valid after it. */
+async function loadOrCreateSecret(dir: string): Promise<string> {
+  const file = join(dir, 'operation-id-secret');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeFile(file, secret, { mode: 0o600 });
+  return secret;
+}
+
+type Fetch = (request: Request) => Response | Promise<Response>;
+
+function listen(fetch: Fetch, port: number): Promise<{ server: ServerType; port: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const server = serve({ fetch, port, hostname: '127.0.0.1' }, (info: AddressInfo) =>
+      resolvePromise({ server, port: info.port }),
+    );
+    server.once('error', reject);
+  });
+}
+
+function closeServer(server: ServerType): Promise<void> {
+  return new Promise((resolvePromise) => {
+    server.close(() => resolvePromise());
+    // Keep-alive connections would hold close() open.
+    if ('closeAllConnections' in server) server.closeAllConnections();
+  });
+}
+
+/**
+ * Everything the endpoint needs on one machine, used by `npm start` and by the tests alike:
+ * local services first (each adds the env it provides; the HTTP server listens early, its port is part of the
+ * sandbox URLs), then config and services, the HTTP app, then background workers. Every step registers how to
+ * undo it.
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => {});
+  };
+  try {
+    let stateDir: string;
+    if (options.persistDir) {
+      stateDir = resolve(options.persistDir);
+    } else {
+      stateDir = await mkdtemp(join(tmpdir(), 'idempotent-mcp-'));
+      stops.push(() => rm(stateDir, { recursive: true, force: true }));
+    }
+
+    // 1. Local services. Each provides its endpoint as the env var the Lambda would read.
+    const env: Env = { ...process.env };
+    const dynamo = await startDynamoDbLocal(options.persistDir ? { dbPath: join(stateDir, 'dynamodb') } : {});
+    stops.push(dynamo.stop);
+    env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+    const tableName = options.tableName ?? env.TABLE_NAME ?? (options.persistDir ? 'idempotent-mcp' : `local-${randomUUID()}`);
+
+    // The port comes first: the sandbox downstreams' URLs name it. Requests wait for the app (503 until then).
+    let app: ReturnType<typeof createApp> | undefined;
+    const { server, port } = await listen(
+      (request) => (app ? app.fetch(request) : new Response('starting', { status: 503 })),
+      options.port ?? 0,
+    );
+    stops.push(() => closeServer(server));
+    const url = `http://127.0.0.1:${port}`;
+
+    const configuredTimeout = Number(options.env?.DOWNSTREAM_TIMEOUT_MS ?? env.DOWNSTREAM_TIMEOUT_MS);
+    const downstreamTimeoutMs = Number.isFinite(configuredTimeout) && configuredTimeout > 0 ? configuredTimeout : DEFAULT_DOWNSTREAM_TIMEOUT_MS;
+    const queue = await startLocalQueue({
+      endpoint: env.SQS_ENDPOINT,
+      queueName: `${tableName}-outbox`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 80),
+      // Over the consumer's lease (a verification and a delivery): a crashed consumer's message comes back after it.
+      visibilityTimeoutSeconds: options.queueVisibilityTimeoutSeconds ?? Math.ceil((2 * downstreamTimeoutMs + 1000) / 1000) + 1,
+      maxReceiveCount: options.workers?.consumer?.maxReceiveCount ?? OutboxDefaults.maxReceiveCount,
+    });
+    stops.push(queue.stop);
+    env.SQS_ENDPOINT = queue.endpoint;
+    env.OUTBOX_QUEUE_URL = queue.queueUrl;
+
+    // 2. Configuration and services, exactly as the Lambda builds them, with the dev issuer and the sandbox
+    //    downstreams (on this server) unless the environment names real ones.
+    const configEnv: Env = {
+      ...env,
+      TABLE_NAME: tableName,
+      AUTH_MODE: 'dev',
+      DEV_AUTH_DIR: (options.persistDir && env.DEV_AUTH_DIR) || join(stateDir, 'auth'),
+      OPERATION_ID_SECRET: env.OPERATION_ID_SECRET ?? (await loadOrCreateSecret(stateDir)),
+      SANDBOX_ENABLED: 'true',
+      PAYMENTS_URL: env.PAYMENTS_URL ?? `${url}/sandbox/payments`,
+      TICKETS_URL: env.TICKETS_URL ?? `${url}/sandbox/tickets`,
+      MAILBOX_URL: env.MAILBOX_URL ?? `${url}/sandbox/mailbox`,
+      EMAIL_MODE: env.EMAIL_MODE ?? 'sandbox',
+      ...options.env,
+    };
+    const config = loadConfig(configEnv);
+    const services = createServices(config, options.services);
+    stops.push(async () => services.doc.destroy());
+    await ensureTable(services.doc, config.tableName);
+    if (config.sandboxEnabled) await ensureTable(services.doc, config.sideEffects.sandboxTableName);
+
+    // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
+    app = createApp(services, { tools: options.tools });
+
+    // 4. Background workers: the relay, the consumer and the reconciler around the Lambda handlers' code.
+    const workers = createWorkers(services, { tools: options.tools, ...options.workers });
+    stops.push(async () => workers.sqs.destroy());
+    const running = startLocalWorkers(services, workers, options.workers);
+    stops.push(running.stop);
+
+    let issuer: Promise<DevIssuer> | undefined;
+    const auth = config.auth;
+    if (auth.mode !== 'dev') throw new Error('the local stack signs tokens with the dev issuer');
+    return {
+      url,
+      mcpUrl: `${url}/mcp`,
+      config,
+      env: configEnv,
+      services,
+      workers,
+      queue,
+      async tokenFor(tenant, tokenOptions = {}) {
+        issuer ??= loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: auth.audience, tenantClaim: auth.tenantClaim });
+        return (await issuer).sign({ tenant, ...tokenOptions });
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

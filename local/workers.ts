@@ -1,0 +1,127 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { createConsumerSqsHandler, createReconcilerHandler } from '../lambdas/runtime/worker-handlers';
+import type { Workers } from '../lambdas/runtime/workers';
+import type { Services } from '../lambdas/runtime/services';
+
+export interface LocalWorkerOptions {
+  /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */
+  relay?: boolean;
+  /** The consumer as an SQS long-poller feeding the Lambda handler (deployed: the SQS event source). Default on. */
+  consumer?: boolean;
+  /** The reconciler on a timer of RECONCILE_INTERVAL_MS (deployed: an EventBridge schedule). Default on. */
+  reconciler?: boolean;
+  /** How often the relay looks for committed events. Default 200 ms. */
+  relayPollMs?: number;
+}
+
+export interface LocalWorkers {
+  stop(): Promise<void>;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}
+
+/** Runs `work` again `intervalMs` after each run ends (never overlapping) until stopped; failures are logged. */
+function repeat(name: string, intervalMs: number, logger: Logger, work: (signal: AbortSignal) => Promise<void>) {
+  const controller = new AbortController();
+  const loop = (async () => {
+    while (!controller.signal.aborted) {
+      // A signal per run: clients add a listener per request, which would pile up on one long-lived signal.
+      const run = new AbortController();
+      const abortRun = () => run.abort();
+      controller.signal.addEventListener('abort', abortRun, { once: true });
+      try {
+        await work(run.signal);
+      } catch (err) {
+        if (!controller.signal.aborted) logger.warn(`${name} failed; trying again`, { error_name: (err as Error)?.name });
+      } finally {
+        controller.signal.removeEventListener('abort', abortRun);
+      }
+      await sleep(intervalMs, controller.signal);
+    }
+  })();
+  return async () => {
+    controller.abort();
+    await loop;
+  };
+}
+
+/** What the SQS event source mapping hands the Lambda: the same record shape, from a real ReceiveMessage. */
+function toSqsRecord(message: { MessageId?: string; ReceiptHandle?: string; Body?: string; Attributes?: Record<string, string>; MD5OfBody?: string }): SQSRecord {
+  return {
+    messageId: message.MessageId ?? '',
+    receiptHandle: message.ReceiptHandle ?? '',
+    body: message.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1',
+      SentTimestamp: message.Attributes?.SentTimestamp ?? '0',
+      SenderId: message.Attributes?.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: message.Attributes?.ApproximateFirstReceiveTimestamp ?? '0',
+    },
+    messageAttributes: {},
+    md5OfBody: message.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:local:000000000000:outbox',
+    awsRegion: 'local',
+  };
+}
+
+/**
+ * The background workers on one machine, around the same handler functions Lambda runs: a relay poller, an SQS
+ * consumer poller (receive, handler, delete what succeeded, as the event source mapping does) and the reconciler
+ * timer. `npm start` and the tests run them; `stop` ends them all.
+ */
+export function startLocalWorkers(services: Services, workers: Workers, options: LocalWorkerOptions = {}): LocalWorkers {
+  const { logger } = services;
+  const stops: Array<() => Promise<void>> = [];
+
+  if (options.relay ?? true) {
+    // Events are due at commit; the stream relay's job. Sent events come back only when their next look is due.
+    stops.push(repeat('outbox relay', options.relayPollMs ?? 200, logger, async () => void (await workers.relay.sweep({ graceMs: 0 }))));
+  }
+
+  if ((options.consumer ?? true) && workers.queueUrl) {
+    const queueUrl = workers.queueUrl;
+    const handler = createConsumerSqsHandler(workers, logger);
+    stops.push(
+      repeat('outbox consumer', 0, logger, async (signal) => {
+        const { Messages } = await workers.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp', 'ApproximateFirstReceiveTimestamp'],
+          }),
+          { abortSignal: signal },
+        );
+        if (!Messages?.length) return;
+        const event: SQSEvent = { Records: Messages.map(toSqsRecord) };
+        const { batchItemFailures } = await handler(event);
+        const failed = new Set(batchItemFailures.map((f) => f.itemIdentifier));
+        const done = event.Records.filter((r) => !failed.has(r.messageId));
+        if (done.length === 0) return;
+        await workers.sqs.send(
+          new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }),
+        );
+      }),
+    );
+  }
+
+  if (options.reconciler ?? true) {
+    const handler = createReconcilerHandler(workers, logger);
+    stops.push(repeat('reconciler', services.config.sideEffects.reconcileIntervalMs, logger, async () => void (await handler())));
+  }
+
+  return {
+    async stop() {
+      await Promise.all(stops.splice(0).map((stop) => stop()));
+    },
+  };
+}

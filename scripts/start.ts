@@ -1,0 +1,50 @@
+/**
+ * `npm start`: DynamoDB Local (data kept in .local/), the table, and the MCP endpoint on http://127.0.0.1:${PORT:-3000}/mcp.
+ * Prints the URL and a bearer token for tenant `demo`; Ctrl-C stops everything it started.
+ */
+// Set before the observability modules load: locally, metrics would only add EMF noise to the terminal.
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+const { startLocalStack } = await import('../local/stack');
+export {};
+
+const port = Number(process.env.PORT ?? 3000);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`PORT must be a port number (got "${process.env.PORT}")`);
+  process.exit(1);
+}
+
+let stack: Awaited<ReturnType<typeof startLocalStack>> | undefined;
+let token: string;
+try {
+  stack = await startLocalStack({ persistDir: '.local', port });
+  token = await stack.tokenFor('demo');
+} catch (err) {
+  console.error(`Could not start: ${(err as Error).message}`);
+  await stack?.stop();
+  process.exit(1);
+}
+
+console.log(`
+Idempotent MCP endpoint is running (data kept in .local/).
+
+  MCP URL        ${stack.mcpUrl}
+  Tenant         demo
+  Bearer token   ${token}
+
+  Sandbox ledger ${stack.url}/sandbox/ledger
+  Another tenant npm run token -- --tenant <id>
+
+  Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"
+
+Ctrl-C to stop.`);
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  console.log(`\n${signal}: stopping...`);
+  await stack?.stop();
+  process.exit(0);
+}
+process.once('SIGINT', () => void shutdown('SIGINT'));
+process.once('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,455 @@
+import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Match } from 'aws-cdk-lib/assertions';
+import { Duration, App, Stack } from 'aws-cdk-lib';
+import { describe, expect, inject, it } from 'vitest';
+import { settingsFromContext } from '../../lib/context';
+import { MCP_TABLE_ACTIONS } from '../../lib/constructs/mcp-function';
+import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
+import { OutboxQueue } from '../../lib/constructs/outbox-queue';
+import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
+import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
+import { MetricName } from '../../lambdas/observability/metrics';
+import { awsClientConfig } from '../../lambdas/store/clients';
+import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
+import { actionsOf, actionsOn, logicalId, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';
+
+// One synth per configuration, shared by the tests below (bundling is skipped here; test/cdk/synth.test.ts bundles).
+const base = synthStack();
+const { template, stack } = base;
+const resources = template.toJSON().Resources as Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>;
+const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+
+const tableId = logicalId(stack.store.table);
+const tableArn = { 'Fn::GetAtt': [tableId, 'Arn'] };
+const queueArn = { 'Fn::GetAtt': [logicalId(stack.outbox.queue), 'Arn'] };
+const functionIds = {
+  mcp: logicalId(stack.mcp.handler.function),
+  relay: logicalId(stack.relay.handler.function),
+  consumer: logicalId(stack.consumer.handler.function),
+  reconciler: logicalId(stack.reconciler.handler.function),
+};
+const roleIds = {
+  mcp: logicalId(stack.mcp.handler.role),
+  relay: logicalId(stack.relay.handler.role),
+  consumer: logicalId(stack.consumer.handler.role),
+  reconciler: logicalId(stack.reconciler.handler.role),
+};
+const fnProps = (id: string) => resources[id]!.Properties;
+const env = (id: string): Record<string, unknown> => fnProps(id).Environment.Variables;
+
+describe('the idempotency table', () => {
+  const table = resources[tableId]!;
+
+  it('is defined from TableSchema: keys, TTL attribute and the sparse attention index', () => {
+    const { partitionKey, sortKey, ttlAttribute, attentionIndex } = TableSchema;
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: partitionKey, KeyType: 'HASH' },
+      { AttributeName: sortKey, KeyType: 'RANGE' },
+    ]);
+    expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: ttlAttribute, Enabled: true });
+    expect(table.Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: attentionIndex.name,
+        KeySchema: [
+          { AttributeName: attentionIndex.partitionKey, KeyType: 'HASH' },
+          { AttributeName: attentionIndex.sortKey, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ]);
+  });
+
+  it('is on demand, encrypted, recoverable to the second, streams new images, and survives cdk destroy', () => {
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+    expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(table.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_IMAGE' });
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(template.toJSON().Resources[tableId].UpdateReplacePolicy).toBe('Retain');
+  });
+
+  it('matches the table the local setup creates (ensureTable on DynamoDB Local): no drift between deploy and local', async () => {
+    const client = new DynamoDBClient({ ...awsClientConfig(inject('dynamodbEndpoint')) });
+    const name = `cdk-drift-${Date.now()}`;
+    try {
+      await ensureTable(client, name);
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+      const { TimeToLiveDescription } = await client.send(new DescribeTimeToLiveCommand({ TableName: name }));
+      const byName = (a: { AttributeName?: string }, b: { AttributeName?: string }) => a.AttributeName!.localeCompare(b.AttributeName!);
+      expect([...Table!.AttributeDefinitions!].sort(byName)).toEqual([...table.Properties.AttributeDefinitions].sort(byName));
+      expect(Table!.KeySchema).toEqual(table.Properties.KeySchema);
+      const local = Table!.GlobalSecondaryIndexes!.map((i) => ({ IndexName: i.IndexName, KeySchema: i.KeySchema, Projection: i.Projection }));
+      expect(local).toEqual(table.Properties.GlobalSecondaryIndexes);
+      expect(TimeToLiveDescription?.AttributeName).toBe(table.Properties.TimeToLiveSpecification.AttributeName);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('can use a customer managed key that rotates and is kept as long as the table', () => {
+    const cmk = synthStack({ customerManagedKey: 'true' });
+    const json = cmk.template.toJSON().Resources;
+    const keyId = logicalId(cmk.stack.node.findChild('TableKey') as never);
+    expect(json[keyId].Properties.EnableKeyRotation).toBe(true);
+    expect(json[keyId].DeletionPolicy).toBe('Retain');
+    expect(json[logicalId(cmk.stack.store.table)].Properties.SSESpecification).toEqual({
+      SSEEnabled: true,
+      SSEType: 'KMS',
+      KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
+    });
+    // The functions that read or write items may use the key; nothing else gets it.
+    const mcpKms = serviceActions(statementsOfRole(cmk.template, logicalId(cmk.stack.mcp.handler.role)), 'kms');
+    expect(mcpKms).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey*']));
+  });
+});
+
+describe('the outbox queue', () => {
+  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.outbox.deadLetterQueue)) as [[string, any]];
+  const queue = resources[logicalId(stack.outbox.queue)]!;
+
+  it('moves a message to the dead-letter queue after a bounded number of receives', () => {
+    expect(queue.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: 5 });
+    expect(dlq.Properties.MessageRetentionPeriod).toBe(Duration.days(14).toSeconds());
+    // The consumer knows the count, so its last attempt can settle the event as failed instead of vanishing.
+    expect(env(functionIds.consumer).OUTBOX_MAX_RECEIVE_COUNT).toBe('5');
+  });
+
+  it('keeps a message invisible for at least six consumer timeouts', () => {
+    expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * fnProps(functionIds.consumer).Timeout);
+  });
+
+  it('refuses a visibility timeout below six consumer timeouts, and an unbounded receive count', () => {
+    const scope = new Stack(new App(), 'QueueRules');
+    expect(() => new OutboxQueue(scope, 'Short', { consumerTimeout: Duration.seconds(60), visibilityTimeout: Duration.seconds(300) })).toThrow(/6 x the consumer timeout/);
+    expect(() => new OutboxQueue(scope, 'Unbounded', { consumerTimeout: Duration.seconds(10), maxReceiveCount: 1000 })).toThrow(/maxReceiveCount/);
+  });
+
+  it('is encrypted and refuses requests without TLS (both queues)', () => {
+    for (const [id, q] of ofType('AWS::SQS::Queue')) {
+      expect(q.Properties.SqsManagedSseEnabled).toBe(true);
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: id }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        },
+      });
+    }
+  });
+});
+
+describe('the functions', () => {
+  it('run Node.js 22 on arm64 from the bundled ESM handler, each with its own log group that expires', () => {
+    const functions = ofType('AWS::Lambda::Function');
+    expect(functions).toHaveLength(4);
+    for (const [, fn] of functions) {
+      expect(fn.Properties.Runtime).toBe('nodejs22.x');
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      expect(fn.Properties.Handler).toBe('index.handler');
+      const logGroupId = fn.Properties.LoggingConfig.LogGroup.Ref;
+      expect(resources[logGroupId]!.Properties.RetentionInDays).toBe(30);
+    }
+  });
+
+  it('share one Powertools service name, so every metric carries the dimension the alarms read', () => {
+    for (const id of Object.values(functionIds)) {
+      expect(env(id)).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: 'idempotent-mcp',
+        POWERTOOLS_METRICS_NAMESPACE: 'IdempotentMcp',
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        TABLE_NAME: { Ref: tableId },
+      });
+    }
+  });
+
+  it('give the MCP function 29 s, of which the engine keeps its completion margin', () => {
+    expect(fnProps(functionIds.mcp).Timeout).toBe(29);
+    // The consumer's lease covers a verification and a delivery at the downstream timeout, plus a settle margin.
+    const downstreamMs = Number(env(functionIds.consumer).DOWNSTREAM_TIMEOUT_MS);
+    expect(fnProps(functionIds.consumer).Timeout * 1000).toBeGreaterThan(2 * downstreamMs + 1000);
+    // A reconciler run ends before the next one starts.
+    expect(fnProps(functionIds.reconciler).Timeout).toBeLessThan(60);
+  });
+
+  it('configure the MCP function for the stack\'s Cognito issuer, with the secret by ARN only', () => {
+    const pool = logicalId(stack.auth.userPool!);
+    expect(env(functionIds.mcp)).toMatchObject({
+      AUTH_MODE: 'oidc',
+      AUTH_ISSUER: { 'Fn::GetAtt': [pool, 'ProviderURL'] },
+      AUTH_JWKS_URL: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [pool, 'ProviderURL'] }, '/.well-known/jwks.json']] },
+      AUTH_TENANT_CLAIM: 'client_id',
+      OPERATION_ID_SECRET_ARN: { Ref: logicalId(stack.mcp.operationIdSecret as never) },
+    });
+    // Cognito client-credentials tokens carry no aud; the secret's value never sits in the template.
+    expect(env(functionIds.mcp)).not.toHaveProperty('AUTH_AUDIENCE');
+    expect(env(functionIds.mcp)).not.toHaveProperty('OPERATION_ID_SECRET');
+  });
+});
+
+describe('least-privilege IAM', () => {
+  const statements = Object.fromEntries(Object.entries(roleIds).map(([name, id]) => [name, statementsOfRole(template, id)])) as Record<
+    keyof typeof roleIds,
+    Statement[]
+  >;
+  const dynamo = (actions: string[]) => actions.map((a) => `dynamodb:${a}`).sort();
+
+  it('grants each function exactly its own table actions on the table, and Query only on the attention index', () => {
+    expect(actionsOn(statements.mcp, tableArn)).toEqual(dynamo(MCP_TABLE_ACTIONS));
+    expect(actionsOn(statements.relay, tableArn)).toEqual(dynamo(RELAY_TABLE_ACTIONS));
+    expect(actionsOn(statements.consumer, tableArn)).toEqual(dynamo(CONSUMER_TABLE_ACTIONS));
+    expect(actionsOn(statements.reconciler, tableArn)).toEqual(dynamo(RECONCILER_TABLE_ACTIONS));
+    const index = { 'Fn::Join': ['', [tableArn, `/index/${TableSchema.attentionIndex.name}`]] };
+    expect(actionsOn(statements.reconciler, index)).toEqual(['dynamodb:Query']);
+    for (const name of ['mcp', 'relay', 'consumer'] as const) expect(serviceActions(statements[name], 'dynamodb')).not.toContain('dynamodb:Query');
+  });
+
+  it('never grants Scan, a wildcard action, or a wildcard resource (but ListStreams, which has none)', () => {
+    for (const [, policy] of [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::Role')]) {
+      const docs = policy.Type === 'AWS::IAM::Role' ? (policy.Properties.Policies ?? []).map((p: any) => p.PolicyDocument) : [policy.Properties.PolicyDocument];
+      for (const doc of docs) {
+        for (const statement of doc.Statement as Statement[]) {
+          for (const action of actionsOf(statement)) {
+            expect(action).not.toMatch(/^dynamodb:(Scan|\*)$/);
+            expect(action.endsWith(':*') || action === '*').toBe(false);
+          }
+          if (resourcesOf(statement).includes('*')) expect(actionsOf(statement)).toEqual(['dynamodb:ListStreams']);
+        }
+      }
+    }
+  });
+
+  it('gives the queue to the relay and reconciler to send, to the consumer to receive, and not to the MCP function', () => {
+    expect(actionsOn(statements.relay, queueArn)).toContain('sqs:SendMessage');
+    expect(actionsOn(statements.reconciler, queueArn)).toContain('sqs:SendMessage');
+    expect(actionsOn(statements.consumer, queueArn)).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']));
+    expect(actionsOn(statements.consumer, queueArn)).not.toContain('sqs:SendMessage');
+    expect(serviceActions(statements.mcp, 'sqs')).toEqual([]);
+  });
+
+  it('lets only the relay read the table stream, and only the MCP function read the operation-id secret', () => {
+    const stream = { 'Fn::GetAtt': [tableId, 'StreamArn'] };
+    expect(actionsOn(statements.relay, stream)).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
+    for (const name of ['mcp', 'consumer', 'reconciler'] as const) expect(actionsOn(statements[name], stream)).toEqual([]);
+    const secret = { Ref: logicalId(stack.mcp.operationIdSecret as never) };
+    expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(serviceActions(statements[name], 'secretsmanager')).toEqual([]);
+  });
+
+  it('uses no AWS managed policy: each role writes only to its own log group', () => {
+    for (const [name, id] of Object.entries(roleIds)) {
+      expect(resources[id]!.Properties.ManagedPolicyArns).toBeUndefined();
+      const logGroup = fnProps(functionIds[name as keyof typeof functionIds]).LoggingConfig.LogGroup.Ref;
+      expect(actionsOn(statements[name as keyof typeof statements], { 'Fn::GetAtt': [logGroup, 'Arn'] })).toEqual([
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+      ]);
+    }
+  });
+
+  it('with SES email, lets only the consumer send, and only as the configured sender', () => {
+    const ses = synthStack({ emailFrom: 'agent@mail.example.com' });
+    const consumer = statementsOfRole(ses.template, logicalId(ses.stack.consumer.handler.role));
+    const send = consumer.find((s) => actionsOf(s).includes('ses:SendEmail'))!;
+    expect(actionsOf(send)).toEqual(['ses:SendEmail']);
+    expect(send.Condition).toEqual({ StringEquals: { 'ses:FromAddress': 'agent@mail.example.com' } });
+    for (const role of [ses.stack.mcp, ses.stack.relay, ses.stack.reconciler].map((c) => logicalId(c.handler.role))) {
+      expect(serviceActions(statementsOfRole(ses.template, role), 'ses')).toEqual([]);
+    }
+    expect(ses.template.toJSON().Resources[logicalId(ses.stack.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({
+      EMAIL_MODE: 'ses',
+      EMAIL_FROM: 'agent@mail.example.com',
+    });
+  });
+});
+
+describe('event sources and the schedule', () => {
+  it('the relay reads the table stream from its start, only outbox event INSERTs, reporting failures per item', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [tableId, 'StreamArn'] },
+      FunctionName: { Ref: functionIds.relay },
+      StartingPosition: 'TRIM_HORIZON',
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: Match.anyValue(),
+    });
+    const mapping = ofType('AWS::Lambda::EventSourceMapping').find(([, m]) => m.Properties.FunctionName.Ref === functionIds.relay)![1];
+    expect(mapping.Properties.MaximumRetryAttempts).toBeGreaterThan(0);
+    const pattern = mapping.Properties.FilterCriteria.Filters.map((f: { Pattern: string }) => JSON.parse(f.Pattern));
+    // INSERT only: the relay's own send bookkeeping (a MODIFY) must not wake it again.
+    expect(pattern).toEqual([
+      { eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'OUTBOX#' }] }, sk: { S: ['EVENT'] } } } },
+    ]);
+  });
+
+  it('the consumer reads the outbox queue, reporting failures per message', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: queueArn,
+      FunctionName: { Ref: functionIds.consumer },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  it('the reconciler runs every minute', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [functionIds.reconciler, 'Arn'] } })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [functionIds.reconciler, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+    });
+  });
+});
+
+describe('the MCP URL and auth', () => {
+  it('is a public Function URL by default (the function verifies the bearer JWT), or AWS_IAM on request', () => {
+    template.hasResourceProperties('AWS::Lambda::Url', {
+      AuthType: 'NONE',
+      TargetFunctionArn: { 'Fn::GetAtt': [functionIds.mcp, 'Arn'] },
+    });
+    synthStack({ urlAuthType: 'AWS_IAM' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
+  });
+
+  it('creates a Cognito pool with a client-credentials client for the tools scope, and no user sign-in', () => {
+    template.hasResourceProperties('AWS::Cognito::UserPoolClient', {
+      GenerateSecret: true,
+      AllowedOAuthFlows: ['client_credentials'],
+      AllowedOAuthFlowsUserPoolClient: true,
+      ExplicitAuthFlows: ['ALLOW_REFRESH_TOKEN_AUTH'],
+    });
+    template.hasResourceProperties('AWS::Cognito::UserPoolResourceServer', {
+      Identifier: 'idempotent-mcp',
+      Scopes: [{ ScopeName: 'tools', ScopeDescription: Match.anyValue() }],
+    });
+    template.hasResourceProperties('AWS::Cognito::UserPool', { AdminCreateUserConfig: { AllowAdminCreateUserOnly: true } });
+    template.resourceCountIs('AWS::Cognito::UserPoolDomain', 1);
+  });
+
+  it('outputs the MCP URL, token endpoint and client id, and the command for the secret, never the secret', () => {
+    const outputs = template.toJSON().Outputs;
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['McpUrl', 'TokenEndpoint', 'TokenScope', 'ClientId', 'ClientSecretCommand']));
+    expect(outputs.McpUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.mcp.url as never), 'FunctionUrl'] }, 'mcp']] });
+    expect(JSON.stringify(template.toJSON())).not.toContain('ClientSecret"]');
+  });
+
+  it('verifies an existing OIDC issuer instead, from context, and then creates no Cognito resources', () => {
+    const oidc = synthStack({
+      authIssuer: 'https://login.example.com/',
+      authAudience: 'https://mcp.example.com',
+      authTenantClaim: 'org_id',
+    });
+    oidc.template.resourceCountIs('AWS::Cognito::UserPool', 0);
+    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars).toMatchObject({
+      AUTH_MODE: 'oidc',
+      AUTH_ISSUER: 'https://login.example.com/',
+      AUTH_AUDIENCE: 'https://mcp.example.com',
+      AUTH_JWKS_URL: 'https://login.example.com/.well-known/jwks.json',
+      AUTH_TENANT_CLAIM: 'org_id',
+    });
+    expect(Object.keys(oidc.template.toJSON().Outputs)).not.toContain('TokenEndpoint');
+  });
+});
+
+describe('alarms and dashboard', () => {
+  const alarms = ofType('AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+  const alarmOn = (metricName: string) => alarms.filter((a) => a.MetricName === metricName);
+
+  it('alarm on the dead-letter queue depth', () => {
+    expect(alarmOn('ApproximateNumberOfMessagesVisible')).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/SQS',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack.outbox.deadLetterQueue), 'QueueName'] } }],
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      }),
+    ]);
+  });
+
+  it('alarm on the reconciler gauges, by the names and dimension the functions emit', () => {
+    const dims = [{ Name: 'service', Value: 'idempotent-mcp' }];
+    expect(alarmOn(MetricName.NeedsReview)).toEqual([expect.objectContaining({ Namespace: 'IdempotentMcp', Dimensions: dims, Threshold: 1 })]);
+    // A silent reconciler is as bad as an old UNKNOWN: missing data breaches.
+    expect(alarmOn(MetricName.OldestUnknownAgeSeconds)).toEqual([
+      expect.objectContaining({ Namespace: 'IdempotentMcp', Dimensions: dims, TreatMissingData: 'breaching', Statistic: 'Maximum' }),
+    ]);
+  });
+
+  it('alarm on errors and throttles of every function', () => {
+    for (const metric of ['Errors', 'Throttles']) {
+      const watched = alarmOn(metric).map((a) => a.Dimensions[0].Value.Ref).sort();
+      expect(watched).toEqual(Object.values(functionIds).sort());
+    }
+    expect(alarms).toHaveLength(3 + 2 * 4);
+  });
+
+  it('send alarms and recoveries to a TLS-only topic when an address is given', () => {
+    const withEmail = synthStack({ alarmEmail: 'ops@example.com' });
+    const topicId = Object.keys(withEmail.template.findResources('AWS::SNS::Topic'))[0]!;
+    withEmail.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    withEmail.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+    for (const alarm of Object.values(withEmail.template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    expect(alarms.every((a) => a.AlarmActions === undefined)).toBe(true);
+  });
+
+  it('build a dashboard with the alarm metrics', () => {
+    const [, dashboard] = ofType('AWS::CloudWatch::Dashboard')[0]!;
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    for (const name of [MetricName.NeedsReview, MetricName.OldestUnknownAgeSeconds, 'ApproximateNumberOfMessagesVisible', 'Errors', 'Throttles']) {
+      expect(body).toContain(name);
+    }
+  });
+});
+
+describe('the sandbox downstreams', () => {
+  it('are not deployed by default', () => {
+    expect(base.stack.sandbox).toBeUndefined();
+    expect(env(functionIds.mcp)).not.toHaveProperty('PAYMENTS_URL');
+  });
+
+  it('with the flag, get their own function, URL and throw-away table, and the tools point at them', () => {
+    const demo = synthStack({ sandbox: 'true' });
+    const sandbox = demo.stack.sandbox!;
+    const json = demo.template.toJSON().Resources;
+    expect(json[logicalId(sandbox.table)].DeletionPolicy).toBe('Delete');
+    const url = { 'Fn::GetAtt': [logicalId(sandbox.url as never), 'FunctionUrl'] };
+    const vars = json[logicalId(demo.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars.PAYMENTS_URL).toEqual({ 'Fn::Join': ['', [url, 'sandbox/payments']] });
+    expect(json[logicalId(demo.stack.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({
+      EMAIL_MODE: 'sandbox',
+      MAILBOX_URL: { 'Fn::Join': ['', [url, 'sandbox/mailbox']] },
+      TICKETS_URL: { 'Fn::Join': ['', [url, 'sandbox/tickets']] },
+    });
+    // The sandbox role touches only the sandbox table.
+    const sandboxStatements = statementsOfRole(demo.template, logicalId(sandbox.handler.role));
+    expect(actionsOn(sandboxStatements, { 'Fn::GetAtt': [logicalId(demo.stack.store.table), 'Arn'] })).toEqual([]);
+  });
+});
+
+describe('context settings', () => {
+  const read = (context: Record<string, unknown>) => settingsFromContext((key) => context[key]);
+
+  it('default to a retained table, Cognito auth, no sandbox, and nag on', () => {
+    const settings = read({});
+    expect(settings.stackName).toBe('IdempotentMcp');
+    expect(settings.nag).toBe(true);
+    expect(settings.props.sandbox).toBe(false);
+    expect(settings.props.auth?.external).toBeUndefined();
+    expect(settings.props.tableRemovalPolicy).toBe('retain');
+  });
+
+  it('refuse values they cannot mean, naming the key', () => {
+    expect(() => read({ sandbox: 'yes' })).toThrow(/"sandbox" must be true or false/);
+    expect(() => read({ urlAuthType: 'open' })).toThrow(/"urlAuthType" must be one of NONE, AWS_IAM/);
+    expect(() => read({ logRetentionDays: '45' })).toThrow(/logRetentionDays/);
+    expect(() => synthStack({ emailMode: 'ses' })).toThrow(/needs emailFrom/);
+  });
+});

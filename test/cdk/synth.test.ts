@@ -1,0 +1,53 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+
+const run = promisify(execFile);
+
+/** The environment of a machine with no AWS account: no credentials, no instance metadata, and no Docker. */
+function offlineEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
+  return {
+    ...env,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+    AWS_CONFIG_FILE: '/nonexistent/config',
+    // Any attempt to bundle in a container would run this and fail.
+    CDK_DOCKER: '/nonexistent/docker',
+  };
+}
+
+describe('npm run synth', () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
+  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+  it('synthesizes offline with the real CLI, bundling every function with the local esbuild, nag included', async () => {
+    // Exit code 0 also means no unacknowledged cdk-nag finding: bin/app.ts registers the packs.
+    await run('npm', ['run', 'synth', '--', '--output', outdir], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+
+    const template = JSON.parse(readFileSync(join(outdir, 'IdempotentMcp.template.json'), 'utf8'));
+    const functions = Object.entries<any>(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+    expect(functions).toHaveLength(4);
+    const assets = JSON.parse(readFileSync(join(outdir, 'IdempotentMcp.assets.json'), 'utf8')).files;
+    for (const [, fn] of functions) {
+      const hash = fn.Properties.Code.S3Key.replace(/\.zip$/, '');
+      const bundle = join(outdir, assets[hash].source.path, 'index.mjs');
+      expect(existsSync(bundle)).toBe(true);
+      // ESM with the require shim, nothing left to resolve from node_modules at run time.
+      const code = readFileSync(bundle, 'utf8');
+      expect(code.startsWith('import{createRequire as __bundleCreateRequire}from"node:module"') || code.startsWith("import { createRequire as __bundleCreateRequire }")).toBe(true);
+      expect(code).not.toMatch(/from\s*"@aws-sdk\//);
+    }
+
+    // The acknowledgments (with their reasons) are in the template as the audit trail of what nag allowed.
+    const url = Object.values<any>(template.Resources).find((r) => r.Type === 'AWS::Lambda::Url');
+    expect(url.Metadata.cdk_nag.rules_to_suppress).toEqual([
+      expect.objectContaining({ id: 'IdempotentMcp-LambdaFunctionUrlAuth', reason: expect.stringContaining('bearer') }),
+    ]);
+  }, 300_000);
+});

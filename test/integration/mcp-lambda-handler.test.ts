@@ -1,0 +1,256 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadDevIssuer, type DevIssuer } from '../../lambdas/auth/dev-issuer';
+import { loadConfig } from '../../lambdas/config';
+import { createLambdaHandler } from '../../lambdas/http/lambda';
+import { createServices } from '../../lambdas/runtime/services';
+import { createTestTable } from '../support/dynamodb';
+import { newKey } from '../support/engine';
+import { createProbeTools, orderArgs } from '../support/mcp';
+
+/**
+ * The deployed shape: Function URL events (payload 2.0) through the Lambda handler, with OIDC auth against a
+ * JWKS served over HTTP and the tenant in a custom claim (as Cognito puts it).
+ */
+const DOMAIN = 'abcdefghijklmnop.lambda-url.eu-west-1.on.aws';
+const ISSUER = 'https://issuer.test/pool';
+const AUDIENCE = 'mcp-api';
+const TENANT_CLAIM = 'custom:tenant';
+
+let table: Awaited<ReturnType<typeof createTestTable>>;
+let jwksServer: Server;
+let keyDir: string;
+let issuer: DevIssuer;
+let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
+let probeHandler: typeof handler;
+const probes = createProbeTools();
+
+beforeAll(async () => {
+  table = await createTestTable();
+  keyDir = await mkdtemp(join(tmpdir(), 'lambda-jwks-'));
+  issuer = await loadDevIssuer({ dir: keyDir, issuer: ISSUER, audience: AUDIENCE, tenantClaim: TENANT_CLAIM });
+  jwksServer = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(issuer.jwks));
+  });
+  await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+  const { port } = jwksServer.address() as { port: number };
+
+  // Stubbed, and restored after the file: other test files in this worker build local (dev-auth) stacks.
+  const env: Record<string, string> = {
+    AWS_LAMBDA_FUNCTION_NAME: 'mcp-test',
+    TABLE_NAME: table.tableName,
+    DYNAMODB_ENDPOINT: table.endpoint,
+    AUTH_MODE: 'oidc',
+    AUTH_ISSUER: ISSUER,
+    AUTH_AUDIENCE: AUDIENCE,
+    AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
+    AUTH_TENANT_CLAIM: TENANT_CLAIM,
+    OPERATION_ID_SECRET: randomBytes(32).toString('hex'),
+    SANDBOX_ENABLED: 'false',
+  };
+  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+  // The real module: services built once from the environment at import, as in a Lambda container.
+  handler = (await import('../../lambdas/handlers/mcp')).handler as unknown as typeof handler;
+  // The same parts with test tools, for the outcomes create_order cannot produce on demand.
+  const services = createServices(loadConfig(process.env), { engine: { inProgressWaitMs: 100 } });
+  probeHandler = createLambdaHandler(services, { tools: probes.tools }) as unknown as typeof handler;
+});
+
+afterAll(async () => {
+  vi.unstubAllEnvs();
+  await new Promise((resolve) => jwksServer?.close(resolve));
+  await rm(keyDir, { recursive: true, force: true });
+  await table?.drop();
+});
+
+function lambdaContext(remainingMs = 25_000) {
+  const getRemainingTimeInMillis = vi.fn(() => remainingMs);
+  return { context: { functionName: 'mcp-test', awsRequestId: randomUUID(), getRemainingTimeInMillis } as unknown as Context, getRemainingTimeInMillis };
+}
+
+function functionUrlEvent(options: {
+  method?: string;
+  path?: string;
+  body?: string;
+  headers?: Record<string, string>;
+  base64?: boolean;
+}): APIGatewayProxyEventV2 {
+  const method = options.method ?? 'POST';
+  const path = options.path ?? '/mcp';
+  const body = options.body;
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers: {
+      host: DOMAIN,
+      'x-forwarded-proto': 'https',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}),
+      ...options.headers,
+    },
+    requestContext: {
+      accountId: 'anonymous',
+      apiId: 'abcdefghijklmnop',
+      domainName: DOMAIN,
+      domainPrefix: 'abcdefghijklmnop',
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '198.51.100.7', userAgent: 'test' },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    body: body === undefined ? undefined : options.base64 ? Buffer.from(body).toString('base64') : body,
+    isBase64Encoded: Boolean(options.base64),
+  } as APIGatewayProxyEventV2;
+}
+
+const rpc = (method: string, params?: unknown, id = 1) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+
+async function invoke(
+  target: typeof handler,
+  options: Parameters<typeof functionUrlEvent>[0] & { tenant?: string | null; token?: string },
+  remainingMs?: number,
+) {
+  const token = options.token ?? (options.tenant === null ? undefined : await issuer.sign({ tenant: options.tenant ?? 'tenant-lambda' }));
+  const headers = { ...(token ? { authorization: `Bearer ${token}` } : {}), ...options.headers };
+  const { context, getRemainingTimeInMillis } = lambdaContext(remainingMs);
+  const response = await target(functionUrlEvent({ ...options, headers }), context);
+  const text = response.isBase64Encoded ? Buffer.from(response.body, 'base64').toString() : response.body;
+  const header = (name: string) => {
+    const value = response.headers?.[name] ?? response.headers?.[name.toLowerCase()];
+    return value === undefined ? undefined : String(value);
+  };
+  return { status: response.statusCode, text, json: () => JSON.parse(text), header, getRemainingTimeInMillis };
+}
+
+async function callTool(target: typeof handler, name: string, args: Record<string, unknown>, tenant = 'tenant-lambda') {
+  const response = await invoke(target, { body: rpc('tools/call', { name, arguments: args }), tenant });
+  expect(response.status).toBe(200);
+  return response.json().result as { structuredContent: Record<string, unknown>; isError: boolean };
+}
+
+describe('Lambda handler (Function URL, payload 2.0)', () => {
+  it('answers initialize and tools/list statelessly, without a session id', async () => {
+    const init = await invoke(handler, {
+      body: rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }),
+    });
+    expect(init.status).toBe(200);
+    expect(init.json().result.serverInfo.name).toBe('idempotent-mcp');
+    expect(init.header('mcp-session-id')).toBeUndefined();
+    const list = await invoke(handler, { body: rpc('tools/list') });
+    expect(list.json().result.tools.map((t: { name: string }) => t.name)).toContain('create_order');
+  });
+
+  it('create_order: succeeded, replayed, conflict and rejected, with the tenant from the custom claim', async () => {
+    const key = newKey();
+    const first = await callTool(handler, 'create_order', orderArgs(key), 'tenant-claim-1');
+    expect(first.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    const again = await callTool(handler, 'create_order', orderArgs(key), 'tenant-claim-1');
+    expect(again.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.structuredContent.result });
+    const conflict = await callTool(handler, 'create_order', orderArgs(key, { currency: 'USD' }), 'tenant-claim-1');
+    expect(conflict).toMatchObject({ isError: true, structuredContent: { outcome: 'conflict' } });
+    const rejected = await callTool(handler, 'create_order', orderArgs(key, { items: [] }), 'tenant-claim-1');
+    expect(rejected).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } } });
+
+    const orderId = (first.structuredContent.result as { order_id: string }).order_id;
+    const mine = await callTool(handler, 'get_order', { order_id: orderId }, 'tenant-claim-1');
+    expect(mine.isError).toBeFalsy();
+    const theirs = await callTool(handler, 'get_order', { order_id: orderId }, 'tenant-claim-2');
+    expect(theirs.isError).toBe(true);
+  });
+
+  it('failed, unknown and in_progress through the handler', async () => {
+    const failed = await callTool(probeHandler, 'probe_write', { idempotency_key: newKey(), behavior: 'terminal' });
+    expect(failed).toMatchObject({ isError: true, structuredContent: { outcome: 'failed', retryable: false } });
+    const unknown = await callTool(probeHandler, 'probe_write', { idempotency_key: newKey(), behavior: 'uncertain' });
+    expect(unknown).toMatchObject({ isError: true, structuredContent: { outcome: 'unknown', retryable: true } });
+
+    const key = newKey();
+    const gate = probes.gate(key);
+    const first = callTool(probeHandler, 'probe_write', { idempotency_key: key, behavior: 'block' });
+    await gate.entered.promise;
+    const duplicate = await callTool(probeHandler, 'probe_write', { idempotency_key: key, behavior: 'block' });
+    expect(duplicate).toMatchObject({ isError: true, structuredContent: { outcome: 'in_progress', retryable: true } });
+    gate.release.resolve();
+    expect((await first).structuredContent).toMatchObject({ outcome: 'succeeded' });
+  });
+
+  it("bounds the execution by the invocation's remaining time", async () => {
+    const call = await invoke(handler, { body: rpc('tools/call', { name: 'create_order', arguments: orderArgs(newKey()) }) });
+    expect(call.json().result.structuredContent.outcome).toBe('succeeded');
+    expect(call.getRemainingTimeInMillis).toHaveBeenCalled();
+  });
+
+  it('accepts a base64-encoded body, as Function URLs may deliver it', async () => {
+    const response = await invoke(handler, { body: rpc('tools/call', { name: 'create_order', arguments: orderArgs(newKey()) }), base64: true });
+    expect(response.json().result.structuredContent.outcome).toBe('succeeded');
+  });
+
+  it('401 with WWW-Authenticate naming the metadata at the function URL; wrong issuer or audience refused', async () => {
+    const none = await invoke(handler, { body: rpc('tools/list'), tenant: null });
+    expect(none.status).toBe(401);
+    expect(none.header('www-authenticate')).toBe(`Bearer resource_metadata="https://${DOMAIN}/.well-known/oauth-protected-resource"`);
+
+    const otherKeys = await mkdtemp(join(tmpdir(), 'other-issuer-'));
+    try {
+      for (const [iss, aud] of [
+        ['https://evil.test', AUDIENCE],
+        [ISSUER, 'another-api'],
+      ] as const) {
+        const stranger = await loadDevIssuer({ dir: otherKeys, issuer: iss, audience: aud, tenantClaim: TENANT_CLAIM });
+        const response = await invoke(handler, { body: rpc('tools/list'), token: await stranger.sign({ tenant: 'tenant-lambda' }) });
+        expect(response.status).toBe(401);
+        expect(response.header('www-authenticate')).toContain('error="invalid_token"');
+      }
+      // Right issuer and audience but signed by another key.
+      const forger = await loadDevIssuer({ dir: otherKeys, issuer: ISSUER, audience: AUDIENCE, tenantClaim: TENANT_CLAIM });
+      const forged = await invoke(handler, { body: rpc('tools/list'), token: await forger.sign({ tenant: 'tenant-lambda' }) });
+      expect(forged.status).toBe(401);
+    } finally {
+      await rm(otherKeys, { recursive: true, force: true });
+    }
+  });
+
+  it('serves the protected-resource metadata naming the issuer', async () => {
+    const response = await invoke(handler, { method: 'GET', path: '/.well-known/oauth-protected-resource', tenant: null });
+    expect(response.status).toBe(200);
+    expect(response.json()).toEqual({
+      resource: `https://${DOMAIN}/mcp`,
+      authorization_servers: [ISSUER],
+      bearer_methods_supported: ['header'],
+      resource_name: expect.any(String),
+    });
+  });
+
+  it('protocol hygiene through the handler: 400 parse error, -32601, 413, 403 Origin, no sandbox, no stack trace', async () => {
+    const parse = await invoke(handler, { body: '{"jsonrpc":' });
+    expect(parse.status).toBe(400);
+    expect(parse.json()).toMatchObject({ error: { code: -32700 } });
+
+    const unknown = await invoke(handler, { body: rpc('resources/teleport') });
+    expect(unknown.json()).toMatchObject({ error: { code: -32601 } });
+
+    const big = await invoke(handler, { body: rpc('tools/list', { pad: 'x'.repeat(1024 * 1024) }) });
+    expect(big.status).toBe(413);
+
+    const origin = await invoke(handler, { body: rpc('tools/list'), headers: { origin: 'https://attacker.example' } });
+    expect(origin.status).toBe(403);
+
+    const sandbox = await invoke(handler, { method: 'GET', path: '/sandbox/ledger', tenant: null });
+    expect(sandbox.status).toBe(404);
+
+    for (const response of [parse, unknown, big, origin, sandbox]) expect(response.text).not.toMatch(/\n\s+at |\.ts:\d+|node_modules/);
+    const after = await invoke(handler, { body: rpc('tools/list') });
+    expect(after.status).toBe(200);
+  });
+});

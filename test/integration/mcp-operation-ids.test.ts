@@ -1,0 +1,110 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
+import type { LocalStack } from '../../local/stack';
+import { manualClock, newKey } from '../support/engine';
+import { callRead, callWrite, connectClient, createProbeTools, startTestStack } from '../support/mcp';
+
+/** Tools with keySource 'operation_id' accept only ids minted by issue_operation_id for this tenant and tool. */
+let stack: LocalStack;
+let alice: Client;
+let bob: Client;
+const probes = createProbeTools();
+const time = manualClock();
+const TENANT_A = 'tenant-op-alice';
+
+const otherOperationTool = defineWriteTool({
+  name: 'probe_operation_other',
+  title: 'Another operation-id tool',
+  description: 'Test tool.',
+  input: { note: z.string().optional() },
+  result: z.object({ ok: z.boolean() }),
+  keySource: 'operation_id',
+  annotations: { destructiveHint: true, openWorldHint: true },
+  execute: async () => ({ result: { ok: true } }),
+});
+
+beforeAll(async () => {
+  stack = await startTestStack({ tools: [...probes.tools, otherOperationTool], services: { clock: time.clock } });
+  [alice, bob] = await Promise.all([connectClient(stack, TENANT_A), connectClient(stack, 'tenant-op-bob')]);
+});
+afterAll(async () => {
+  await Promise.all([alice?.close(), bob?.close()]);
+  await stack?.stop();
+});
+
+async function issue(client: Client, tool: string): Promise<string> {
+  const answer = await callRead(client, 'issue_operation_id', { tool });
+  expect(answer.isError).toBe(false);
+  return (answer.structured as { operation_id: string }).operation_id;
+}
+
+const callProbe = (client: Client, operationId: unknown) =>
+  callWrite(client, 'probe_operation', { operation_id: operationId, behavior: 'succeed' });
+
+describe('operation ids', () => {
+  it('an issued id runs the tool once and replays after; it fits the key rules', async () => {
+    const answer = await callRead(alice, 'issue_operation_id', { tool: 'probe_operation' });
+    const { operation_id: id, expires_at } = answer.structured as { operation_id: string; expires_at: string };
+    expect(id).toMatch(/^[A-Za-z0-9._:-]{8,128}$/);
+    expect(Date.parse(expires_at)).toBeGreaterThan(time.clock());
+
+    expect(await callProbe(alice, id)).toMatchObject({ outcome: 'succeeded', replayed: false, idempotency_key: id });
+    expect(await callProbe(alice, id)).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(probes.runs(TENANT_A, id)).toBe(1);
+    const status = await callRead(alice, 'get_operation_status', { tool: 'probe_operation', idempotency_key: id });
+    expect(status.structured).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a forged, tampered, missing or client-chosen id is rejected with UNKNOWN_OPERATION_ID and runs nothing', async () => {
+    const genuine = await issue(alice, 'probe_operation');
+    const flip = (id: string, at: number) => `${id.slice(0, at)}${id[at] === 'A' ? 'B' : 'A'}${id.slice(at + 1)}`;
+    const forged = [
+      flip(genuine, genuine.length - 10),
+      `op_zzzzzz.${'A'.repeat(22)}.${'B'.repeat(43)}`,
+      newKey(),
+      undefined,
+      12345,
+    ];
+    for (const id of forged) {
+      const answer = await callProbe(alice, id);
+      expect(answer).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'UNKNOWN_OPERATION_ID' } });
+      expect(answer.error!.message).toContain('issue_operation_id');
+    }
+    expect(probes.runs(TENANT_A, genuine)).toBe(0);
+  });
+
+  it("another tenant's id is rejected", async () => {
+    const alicesId = await issue(alice, 'probe_operation');
+    expect(await callProbe(bob, alicesId)).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });
+  });
+
+  it("another tool's id is rejected", async () => {
+    const idForOther = await issue(alice, 'probe_operation_other');
+    expect(await callProbe(alice, idForOther)).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });
+    expect(await callWrite(alice, 'probe_operation_other', { operation_id: idForOther })).toMatchObject({ outcome: 'succeeded' });
+  });
+
+  it('an expired unused id is rejected; an expired id that already ran still replays its result', async () => {
+    const unused = await issue(alice, 'probe_operation');
+    const used = await issue(alice, 'probe_operation');
+    const first = await callProbe(alice, used);
+    expect(first.outcome).toBe('succeeded');
+
+    time.advance(2 * 3600 * 1000);
+    const late = await callProbe(alice, unused);
+    expect(late).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });
+    expect(late.error!.message).toMatch(/expired/);
+    expect(await callProbe(alice, used)).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.result });
+    expect(probes.runs(TENANT_A, unused)).toBe(0);
+  });
+
+  it('issue_operation_id refuses tools that take a client key, and unknown tools', async () => {
+    for (const tool of ['create_order', 'no_such_tool']) {
+      const answer = await callRead(alice, 'issue_operation_id', { tool });
+      expect(answer.isError).toBe(true);
+      expect(answer.text).toMatch(/^INVALID_ARGUMENTS/);
+    }
+  });
+});

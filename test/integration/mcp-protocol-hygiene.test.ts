@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalStack } from '../../local/stack';
+import { newKey } from '../support/engine';
+import { orderArgs, startTestStack } from '../support/mcp';
+
+/** Raw HTTP against the local server: what a careless, hostile or broken client gets, and that the server survives it. */
+let stack: LocalStack;
+let token: string;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  token = await stack.tokenFor('tenant-hygiene');
+});
+afterAll(() => stack?.stop());
+
+const MCP_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+
+function post(body: string, headers: Record<string, string> = {}) {
+  return fetch(stack.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, Authorization: `Bearer ${token}`, ...headers }, body });
+}
+
+const rpc = (id: number, method: string, params?: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+const createOrderCall = (id: number, key = newKey()) =>
+  rpc(id, 'tools/call', { name: 'create_order', arguments: orderArgs(key) });
+
+/** Nothing that looks like a stack trace or a file path of ours. */
+function expectNoInternals(text: string) {
+  expect(text).not.toMatch(/\n\s+at |\.ts:\d+|node_modules|\/work\/|Error: /);
+}
+
+/** The server still answers a real call after each abuse. */
+async function expectStillServing() {
+  const response = await post(createOrderCall(99));
+  expect(response.status).toBe(200);
+  const body = (await response.json()) as { result: { structuredContent: { outcome: string } } };
+  expect(body.result.structuredContent.outcome).toBe('succeeded');
+}
+
+describe('protocol hygiene', () => {
+  it('a browser Origin that is not allowed gets 403 (DNS-rebinding protection); a localhost Origin is served', async () => {
+    const evil = await post(createOrderCall(1), { Origin: 'http://attacker.example' });
+    expect(evil.status).toBe(403);
+    expectNoInternals(await evil.text());
+    const nullOrigin = await post(createOrderCall(2), { Origin: 'null' });
+    expect(nullOrigin.status).toBe(403);
+
+    const local = await post(createOrderCall(3), { Origin: 'http://localhost:6274' });
+    expect(local.status).toBe(200);
+    expect(local.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    await expectStillServing();
+  });
+
+  it('a body over 1 MB gets 413 without being parsed', async () => {
+    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { padding: 'x'.repeat(1024 * 1024) } });
+    const response = await post(huge);
+    expect(response.status).toBe(413);
+    const body = await response.text();
+    expectNoInternals(body);
+    expect(JSON.parse(body)).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) } });
+    await expectStillServing();
+  });
+
+  it('malformed JSON gets a JSON-RPC parse error (-32700) with HTTP 400', async () => {
+    for (const garbage of ['{"jsonrpc": "2.0", "id": 1, "method": ', 'not json at all', '{"jsonrpc":"2.0","id":1,"method":"tools/call"']) {
+      const response = await post(garbage);
+      expect(response.status).toBe(400);
+      const body = await response.text();
+      expectNoInternals(body);
+      expect(JSON.parse(body)).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    }
+    await expectStillServing();
+  });
+
+  it('an unknown method gets -32601', async () => {
+    const response = await post(rpc(7, 'orders/teleport', {}));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32601 } });
+    await expectStillServing();
+  });
+
+  it('a tool call with nonsense params is an error result or a JSON-RPC error, never a stack trace', async () => {
+    const cases = [
+      rpc(8, 'tools/call', { name: 'create_order', arguments: 'not an object' }),
+      rpc(9, 'tools/call', { name: 'create_order', arguments: { idempotency_key: newKey(), items: 'many', currency: 42 } }),
+      rpc(10, 'tools/call', {}),
+      rpc(11, 'tools/call', { name: 'create_order', arguments: { ...orderArgs(newKey()), items: [{ sku: { $ne: 1 }, quantity: 1e309 }] } }),
+    ];
+    for (const body of cases) {
+      const response = await post(body);
+      const text = await response.text();
+      expect(response.status).toBeLessThan(500);
+      expectNoInternals(text);
+    }
+    await expectStillServing();
+  });
+
+  it('GET and DELETE on /mcp are 405 (stateless: no stream, no session)', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const response = await fetch(stack.mcpUrl, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
+      expect(response.status).toBe(405);
+      expect(response.headers.get('allow')).toBe('POST');
+    }
+  });
+
+  it('an unknown path is a plain 404', async () => {
+    const response = await fetch(`${stack.url}/admin`);
+    expect(response.status).toBe(404);
+    expectNoInternals(await response.text());
+  });
+});
+
+describe('authentication', () => {
+  const resourceMetadata = () => `Bearer resource_metadata="${stack.url}/.well-known/oauth-protected-resource"`;
+
+  it('no token: 401 pointing at the protected-resource metadata', async () => {
+    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: MCP_HEADERS, body: createOrderCall(1) });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe(resourceMetadata());
+    expectNoInternals(await response.text());
+  });
+
+  it('a bad, foreign or expired token: 401 with error="invalid_token"', async () => {
+    const expired = await stack.tokenFor('tenant-hygiene', { ttlSeconds: -120 });
+    const [header, payload] = token.split('.');
+    const tampered = `${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), tenant: 'someone-else' })).toString('base64url')}.${token.split('.')[2]}`;
+    const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${payload}.`;
+    for (const bad of ['garbage', tampered, unsigned, expired]) {
+      const response = await post(createOrderCall(1), { Authorization: `Bearer ${bad}` });
+      expect(response.status).toBe(401);
+      const challenge = response.headers.get('www-authenticate')!;
+      expect(challenge.startsWith(resourceMetadata())).toBe(true);
+      expect(challenge).toContain('error="invalid_token"');
+    }
+    const basic = await post(createOrderCall(1), { Authorization: 'Basic dXNlcjpwYXNz' });
+    expect(basic.status).toBe(401);
+    await expectStillServing();
+  });
+
+  it('a token without a valid tenant claim is refused', async () => {
+    const issuer = await (await import('../../lambdas/auth/dev-issuer')).loadDevIssuer({
+      dir: (stack.config.auth as { devAuthDir: string }).devAuthDir,
+      issuer: stack.config.auth.issuer,
+      audience: stack.config.auth.audience!,
+      tenantClaim: 'not_the_tenant_claim',
+    });
+    const noTenant = await issuer.sign({ tenant: 'tenant-hygiene' });
+    const response = await post(createOrderCall(1), { Authorization: `Bearer ${noTenant}` });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+
+  it('serves the protected-resource metadata (RFC 9728) at both well-known locations', async () => {
+    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+      const response = await fetch(`${stack.url}${path}`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ resource: stack.mcpUrl, bearer_methods_supported: ['header'] });
+    }
+  });
+});

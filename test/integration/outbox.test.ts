@@ -1,0 +1,297 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logger } from '../../lambdas/observability/logger';
+import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
+import { createWorkers } from '../../lambdas/runtime/workers';
+import { Keys } from '../../lambdas/store/table-schema';
+import type { LocalStack } from '../../local/stack';
+import { stopChild } from '../../local/dynamodb-local';
+import { manualClock, newKey, storedItem } from '../support/engine';
+import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { armedFaults, armFault, clearFaults, eventually, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
+
+const TENANT = 'tenant-outbox';
+const emailArgs = (key: string) => ({ idempotency_key: key, to: 'grace@example.com', subject: 'Hello', body: 'Hi Grace.' });
+const emailsFor = async (stack: LocalStack, eventId: string) => (await sandboxLedger(stack)).emails.filter((e) => e.event_id === eventId);
+
+/** An SQS batch as the event source mapping delivers it (the consumer handler is the Lambda's). */
+function sqsEvent(bodies: string[], receiveCount = 1): SQSEvent {
+  return {
+    Records: bodies.map((body, index) => ({
+      messageId: `m-${index}-${Math.random()}`,
+      receiptHandle: `fake-${index}`,
+      body,
+      attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:local:000000000000:outbox',
+      awsRegion: 'local',
+    })),
+  };
+}
+
+describe('by hand: relay, sweep and consumer driven one step at a time', () => {
+  let stack: LocalStack;
+  let client: Client;
+  const time = manualClock();
+  const now = () => time.advance(Math.max(0, Date.now() - time.clock())); // the workers' clock catches up with real time
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
+      workers: { relay: false, consumer: false, reconciler: false, clock: time.clock, consumer: { retryBaseMs: 0 } },
+    });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  const messageOf = async (eventId: string) => JSON.stringify((await stack.services.outbox.getEvent(eventId))!.message);
+
+  it('a cancelled completion transaction leaves neither the record nor an event', async () => {
+    const key = newKey();
+    const eventId = `evt_collision-${newKey()}`;
+    // Someone else's event already holds the id the tool will use: DynamoDB cancels the whole transaction.
+    const foreign = { ...Keys.outboxEvent(eventId), owner: 'someone else' };
+    await stack.services.doc.send(new PutCommand({ TableName: stack.config.tableName, Item: foreign }));
+    const newEventId = stack.services.newEventId;
+    stack.services.newEventId = () => eventId;
+    try {
+      const answer = await callWrite(client, 'send_email', emailArgs(key));
+      expect(answer).toMatchObject({ outcome: 'failed', retryable: true });
+    } finally {
+      stack.services.newEventId = newEventId;
+    }
+    expect(await storedItem(stack.services.doc, stack.config.tableName, TENANT, 'send_email', key)).toBeUndefined();
+    const { Item } = await stack.services.doc.send(
+      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
+    );
+    expect(Item).toEqual(foreign);
+    expect(await operationStatus(client, 'send_email', key)).toMatchObject({ status: 'not_found' });
+    // The key was released: the same call executes now, with a fresh event.
+    const retry = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(retry.result!.event_id).not.toBe(eventId);
+  });
+
+  it('the same event delivered twice, in one batch or side by side, makes one email', async () => {
+    const handler = createConsumerSqsHandler(stack.workers, logger);
+
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const body = await messageOf(result!.event_id);
+    now();
+    const batch = await handler(sqsEvent([body, body]));
+    expect(batch.batchItemFailures).toEqual([]); // the copy is acknowledged as a duplicate
+    expect(await emailsFor(stack, result!.event_id)).toHaveLength(1);
+    expect(await operationStatus(client, 'send_email', key)).toMatchObject({ delivery: { status: 'delivered' } });
+
+    // Side by side: the second arrives while the first is still sending (slow mailbox). It must not send.
+    const key2 = newKey();
+    const second = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key2));
+    const body2 = await messageOf(second.result!.event_id);
+    await armFault(stack, { target: 'mailbox', mode: 'slow', delay_ms: 500 });
+    now();
+    const first = handler(sqsEvent([body2]));
+    await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the first delivery to reach the mailbox');
+    const duplicate = await handler(sqsEvent([body2]));
+    expect(duplicate.batchItemFailures).toHaveLength(1); // left on the queue for later: the claim is live
+    expect((await first).batchItemFailures).toEqual([]);
+    expect(await emailsFor(stack, second.result!.event_id)).toHaveLength(1);
+    // Later, the redelivered duplicate meets the settled claim.
+    expect((await handler(sqsEvent([body2], 2))).batchItemFailures).toEqual([]);
+    expect(await emailsFor(stack, second.result!.event_id)).toHaveLength(1);
+  });
+
+  it('an event whose message was lost is sent again by the sweep, and delivered once', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const eventId = result!.event_id;
+    const sends = async () => (await operationStatus(client, 'send_email', key)).delivery;
+    now();
+    await stack.workers.relay.sweep();
+    expect(await sends()).toMatchObject({ status: 'pending', sends: 1 });
+    // The message is lost (a purged queue, a region failover): the event is still pending in the table.
+    await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+
+    // Not due yet: a sent event is left to the consumer for a while.
+    await stack.workers.relay.sweep();
+    expect(await sends()).toMatchObject({ sends: 1 });
+    // Past its next look, plus the grace the reconciler leaves the stream relay: the reconciler's sweep re-sends it.
+    time.advance(stack.workers.relay.nextLookAfter(1) + 30_000 + 1);
+    const report = await stack.workers.reconciler.runOnce();
+    expect(report.outbox?.resent).toBeGreaterThanOrEqual(1);
+    expect(await sends()).toMatchObject({ status: 'pending', sends: 2 });
+
+    const { Messages } = await stack.workers.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    const resent = (Messages ?? []).filter((m) => m.Body?.includes(eventId));
+    expect(resent).toHaveLength(1);
+    now();
+    await createConsumerSqsHandler(stack.workers, logger)(sqsEvent([resent[0]!.Body!]));
+    expect(await emailsFor(stack, eventId)).toHaveLength(1);
+    expect(await sends()).toMatchObject({ status: 'delivered', sends: 2 });
+  });
+
+  it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const delivery = async () => (await operationStatus(client, 'send_email', key)).delivery;
+    now();
+    const { relay } = stack.workers;
+    for (let send = 1; send <= 8; send++) {
+      await relay.sweep();
+      expect(await delivery(), `send ${send}`).toMatchObject({ status: 'pending', sends: send });
+      await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+      time.advance(relay.nextLookAfter(send) + 1);
+    }
+    expect((await relay.sweep()).abandoned).toBeGreaterThanOrEqual(1);
+    expect(await delivery()).toMatchObject({ event_id: result!.event_id, status: 'failed', sends: 8, error: { code: 'OUTBOX_UNDELIVERED' } });
+  });
+
+  it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { Item } = await stack.services.doc.send(
+      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true }),
+    );
+    const image = marshall(Item!, { removeUndefinedValues: true }) as never;
+    const record = (eventName: 'INSERT' | 'MODIFY', sequence: string, newImage = image) => ({
+      eventName,
+      dynamodb: { NewImage: newImage, SequenceNumber: sequence },
+    });
+    const orderImage = marshall({ ...Keys.order(TENANT, 'ord_x'), kind: 'order' }) as never;
+    const stream = { Records: [record('MODIFY', '1'), record('INSERT', '2', orderImage), record('INSERT', '3')] } as never;
+
+    await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+    now();
+    expect(await createRelayStreamHandler(stack.workers)(stream)).toEqual({ batchItemFailures: [] });
+    expect(await peekQueue(stack, stack.queue.queueUrl)).toEqual([result!.event_id]);
+
+    // A queue that refuses: the record is reported, so the stream retries from it.
+    const broken = createWorkers(
+      { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } } },
+      { tools: [] },
+    );
+    expect(await createRelayStreamHandler(broken)(stream)).toEqual({ batchItemFailures: [{ itemIdentifier: '3' }] });
+    broken.sqs.destroy();
+  });
+});
+
+describe('running workers: the dead-letter queue after bounded receives', () => {
+  let stack: LocalStack;
+  let client: Client;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconciler: false, consumer: { retryBaseMs: 0 } } });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('a delivery failing on every receive ends in the DLQ with the event FAILED; a redrive delivers it once', async () => {
+    await armFault(stack, { target: 'tickets', mode: 'unavailable', times: 50 });
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const eventId = result!.event_id;
+
+    const delivery = await settledDelivery(client, 'create_ticket', key);
+    expect(delivery).toMatchObject({ status: 'failed', error: { code: 'DOWNSTREAM_UNAVAILABLE' } });
+    expect(delivery.error!.message).toMatch(/gave up after 5 attempts; the message is in the dead-letter queue/);
+    const inDlq = await eventually(async () => {
+      const { Messages } = await stack.workers.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: stack.queue.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
+      return Messages?.find((m) => m.Body?.includes(eventId));
+    }, 'the message in the dead-letter queue');
+    // Exactly the bounded number of attempts reached the ticket system (each one a 503).
+    expect((await armedFaults(stack)).find((f) => f.target === 'tickets')?.remaining).toBe(45);
+    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(0);
+
+    // An operator fixes the downstream and redrives the message: delivered, exactly once.
+    await clearFaults(stack);
+    await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: inDlq.Body! }));
+    await eventually(async () => ((await operationStatus(client, 'create_ticket', key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+  });
+});
+
+describe('a consumer killed with SIGKILL mid-effect', () => {
+  let stack: LocalStack;
+  let client: Client;
+  const children = new Set<ChildProcess>();
+  const workerFile = fileURLToPath(new URL('../support/consumer-worker.ts', import.meta.url));
+
+  beforeAll(async () => {
+    // The consumer runs only in child processes. Lease = 2 x 1500 + 1000 ms; the queue hides a received message 5 s.
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500' }, workers: { consumer: false, reconciler: false }, queueVisibilityTimeoutSeconds: 5 });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await client?.close();
+    await stack?.stop();
+  });
+
+  async function startConsumer(): Promise<ChildProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', workerFile], {
+      env: { ...stack.env, POWERTOOLS_LOG_LEVEL: 'SILENT', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+      child.once('exit', (code) => reject(new Error(`consumer exited early (${code})`)));
+    });
+    return child;
+  }
+
+  async function kill(child: ChildProcess) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  it('after the effect committed, or before it did, a restarted consumer ends with exactly one effect', async () => {
+    let consumer = await startConsumer();
+
+    // 1. Killed while waiting for the mailbox's answer, after the email was sent.
+    await armFault(stack, { target: 'mailbox', mode: 'commit-then-timeout', delay_ms: 60_000 });
+    const emailKey = newKey();
+    const email = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(emailKey));
+    await eventually(async () => ((await emailsFor(stack, email.result!.event_id)).length === 1 ? true : undefined), 'the email to be sent');
+    await kill(consumer);
+    expect(await operationStatus(client, 'send_email', emailKey)).toMatchObject({ delivery: { status: 'pending' } });
+
+    // 2. A new consumer takes the message over after the lease, asks the mailbox, finds the email: no second one.
+    consumer = await startConsumer();
+    expect(await settledDelivery(client, 'send_email', emailKey)).toMatchObject({ status: 'delivered' });
+    expect(await emailsFor(stack, email.result!.event_id)).toHaveLength(1);
+
+    // 3. Killed while the ticket system is still working on the request, before it committed anything.
+    await armFault(stack, { target: 'tickets', mode: 'slow', delay_ms: 60_000 });
+    const ticketKey = newKey();
+    const ticket = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: ticketKey, title: 'VPN down', description: '', priority: 'normal' });
+    await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the request to reach the ticket system');
+    await kill(consumer);
+
+    // 4. The next consumer finds no ticket for the event and creates it: exactly one.
+    consumer = await startConsumer();
+    expect(await settledDelivery(client, 'create_ticket', ticketKey)).toMatchObject({ status: 'delivered' });
+    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === ticket.result!.event_id)).toHaveLength(1);
+    await stopChild(consumer);
+  }, 60_000);
+});

@@ -1,0 +1,17 @@
+/**
+ * The outbox consumer alone, in a process of its own, configured by the environment exactly like the Lambda
+ * (the local stack's `env`). Tests kill it with SIGKILL mid-effect and start another.
+ */
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+const { loadConfig } = await import('../../lambdas/config');
+const { createServices } = await import('../../lambdas/runtime/services');
+const { createWorkers } = await import('../../lambdas/runtime/workers');
+const { startLocalWorkers } = await import('../../local/workers');
+
+const services = createServices(loadConfig());
+const workers = createWorkers(services, { consumer: { retryBaseMs: 0 } });
+const running = startLocalWorkers(services, workers, { relay: false, reconciler: false, consumer: true });
+process.stdout.write('ready\n');
+process.once('SIGTERM', () => {
+  void running.stop().then(() => process.exit(0));
+});

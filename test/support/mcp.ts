@@ -1,0 +1,126 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { inject } from 'vitest';
+import { z } from 'zod';
+import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
+import type { WriteToolResult } from '../../lambdas/core/result-contract';
+import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
+import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
+import { tools as registry } from '../../lambdas/mcp/tools';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
+import { deferred } from './engine';
+
+/** The local stack on the test run's shared DynamoDB Local, with its own table and a free port. */
+export async function startTestStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  process.env.DYNAMODB_ENDPOINT = inject('dynamodbEndpoint');
+  return startLocalStack(options);
+}
+
+/** An MCP SDK client over real HTTP, authenticated as `tenant`; tools are listed so the client checks outputSchemas. */
+export async function connectClient(stack: LocalStack, tenant: string): Promise<Client> {
+  const token = await stack.tokenFor(tenant);
+  const client = new Client({ name: 'integration-test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
+  await client.listTools();
+  return client;
+}
+
+/** Calls a write tool and returns its structured result (the WriteToolResult contract), checking the MCP envelope. */
+export async function callWrite<R = Record<string, unknown>>(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<WriteToolResult<R>> {
+  const answer = await client.callTool({ name, arguments: args });
+  const structured = answer.structuredContent as unknown as WriteToolResult<R>;
+  if (!structured) throw new Error(`${name} answered without structuredContent: ${JSON.stringify(answer)}`);
+  if (Boolean(answer.isError) !== (structured.outcome !== 'succeeded'))
+    throw new Error(`isError ${answer.isError} does not match outcome ${structured.outcome}`);
+  return structured;
+}
+
+export async function callRead(client: Client, name: string, args: Record<string, unknown>) {
+  const answer = await client.callTool({ name, arguments: args });
+  const content = answer.content as Array<{ type: string; text: string }>;
+  return { isError: Boolean(answer.isError), structured: answer.structuredContent as Record<string, unknown> | undefined, text: content[0]?.text ?? '' };
+}
+
+export const orderArgs = (key: string, overrides: Record<string, unknown> = {}) => ({
+  idempotency_key: key,
+  customer_id: 'cust-1',
+  items: [{ sku: 'SKU-1', quantity: 2 }],
+  currency: 'EUR',
+  ...overrides,
+});
+
+/**
+ * Write tools built the documented way (defineWriteTool) whose behaviour the test picks, so every outcome of the
+ * contract can be produced through the real endpoint: `behavior` decides how execute ends, `gate` holds it mid-flight.
+ */
+export function createProbeTools() {
+  const runs = new Map<string, number>();
+  type Deferred = ReturnType<typeof deferred<void>>;
+  const gates = new Map<string, { entered: Deferred; release: Deferred }>();
+  const gate = (name: string) => {
+    let g = gates.get(name);
+    if (!g) gates.set(name, (g = { entered: deferred<void>(), release: deferred<void>() }));
+    return g;
+  };
+  const behaviorInput = {
+    behavior: z.enum(['succeed', 'terminal', 'transient', 'uncertain', 'block']),
+    label: z.string().max(64).optional(),
+  };
+  const execute = async (args: { behavior: string; label?: string }, ctx: { idempotencyKey: string; tenant: string }) => {
+    const runKey = `${ctx.tenant}/${ctx.idempotencyKey}`;
+    runs.set(runKey, (runs.get(runKey) ?? 0) + 1);
+    switch (args.behavior) {
+      case 'terminal':
+        throw new TerminalToolError('CARD_DECLINED', 'The card was declined.');
+      case 'transient':
+        throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'The downstream is busy; nothing happened.', 250);
+      case 'uncertain':
+        throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'The downstream did not answer in time.');
+      case 'block': {
+        const g = gate(args.label ?? ctx.idempotencyKey);
+        g.entered.resolve();
+        await g.release.promise;
+        break;
+      }
+    }
+    return { result: { done: true, label: args.label ?? null, tenant_seen: ctx.tenant } };
+  };
+  const result = z.object({ done: z.boolean(), label: z.string().nullable(), tenant_seen: z.string() });
+  const probe = defineWriteTool({
+    name: 'probe_write',
+    title: 'Probe write',
+    description: 'Test tool: ends as `behavior` says.',
+    input: behaviorInput,
+    result,
+    annotations: { destructiveHint: false, openWorldHint: false },
+    execute,
+  });
+  const probeOperation = defineWriteTool({
+    name: 'probe_operation',
+    title: 'Probe operation',
+    description: 'Test tool keyed by a server-issued operation id.',
+    input: behaviorInput,
+    result,
+    keySource: 'operation_id',
+    annotations: { destructiveHint: true, openWorldHint: true },
+    execute,
+  });
+  return {
+    tools: [...registry, probe, probeOperation] as readonly ToolDefinition[],
+    /** How often execute ran for this tenant and key. */
+    runs: (tenant: string, key: string) => runs.get(`${tenant}/${key}`) ?? 0,
+    gate,
+  };
+}
+
+export async function ledger(stack: LocalStack): Promise<{ orders: Array<Record<string, unknown>> }> {
+  const response = await fetch(`${stack.url}/sandbox/ledger`);
+  if (!response.ok) throw new Error(`ledger answered ${response.status}`);
+  return (await response.json()) as { orders: Array<Record<string, unknown>> };
+}

@@ -1,0 +1,87 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ErrorCode, InvalidIdempotencyKeyError, InvalidTenantError } from '../../lambdas/core/errors';
+import { hashForLog, TENANT_MIN_LENGTH, validateIdempotencyKey, validateTenantId, validateToolName } from '../../lambdas/core/idempotency-key';
+
+const refused: [string, unknown][] = [
+  ['empty', ''],
+  ['7 characters', 'a'.repeat(7)],
+  ['129 characters', 'a'.repeat(129)],
+  ['a space', 'order 12345'],
+  ['a path traversal', '../../../etc'],
+  ['a slash', 'abc/defgh'],
+  ['non-ASCII', 'commande-é1'],
+  ['an emoji', 'order-😀-123'],
+  ['a storage separator #', 'tenant#key1'],
+  ['a newline', 'abcdefgh\n'],
+  ['a number', 12345678],
+  ['null', null],
+  ['undefined', undefined],
+  ['an object', { key: 'abcdefgh' }],
+];
+
+describe('idempotency keys', () => {
+  it.each(refused)('refuses %s with INVALID_IDEMPOTENCY_KEY', (_, key) => {
+    expect(() => validateIdempotencyKey(key)).toThrow(InvalidIdempotencyKeyError);
+    try {
+      validateIdempotencyKey(key);
+    } catch (err) {
+      expect((err as InvalidIdempotencyKeyError).code).toBe(ErrorCode.INVALID_IDEMPOTENCY_KEY);
+      // The message says what is wrong without echoing the key.
+      if (typeof key === 'string' && key.length > 0) expect((err as Error).message).not.toContain(key);
+    }
+  });
+
+  it('accepts 8 and 128 characters, and every allowed character', () => {
+    expect(validateIdempotencyKey('a'.repeat(8))).toBe('a'.repeat(8));
+    expect(validateIdempotencyKey('a'.repeat(128))).toBe('a'.repeat(128));
+    expect(validateIdempotencyKey('AZaz09._:-')).toBe('AZaz09._:-');
+  });
+
+  it('accepts exactly the keys of 8 to 128 characters from A-Z a-z 0-9 . _ : -', () => {
+    const allowed = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-';
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...allowed), minLength: 8, maxLength: 128 }), (key) => {
+        expect(validateIdempotencyKey(key)).toBe(key);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 140, unit: 'binary' }), (key) => {
+        const valid = key.length >= 8 && key.length <= 128 && [...key].every((c) => allowed.includes(c));
+        if (valid) expect(validateIdempotencyKey(key)).toBe(key);
+        else expect(() => validateIdempotencyKey(key)).toThrow(InvalidIdempotencyKeyError);
+      }),
+    );
+  });
+});
+
+describe('tenant ids', () => {
+  // Same charset and maximum as keys; the minimum is TENANT_MIN_LENGTH, since issuers assign names like `demo`.
+  it.each(refused.filter(([what]) => what !== '7 characters'))('refuses %s with INVALID_TENANT, by the same rules as keys', (_, tenant) => {
+    expect(() => validateTenantId(tenant)).toThrow(InvalidTenantError);
+  });
+
+  it(`accepts ${TENANT_MIN_LENGTH} to 128 characters, refuses shorter`, () => {
+    expect(validateTenantId('d'.repeat(TENANT_MIN_LENGTH))).toBe('d'.repeat(TENANT_MIN_LENGTH));
+    expect(validateTenantId('demo')).toBe('demo');
+    expect(validateTenantId('t'.repeat(128))).toBe('t'.repeat(128));
+    expect(() => validateTenantId('d'.repeat(TENANT_MIN_LENGTH - 1))).toThrow(InvalidTenantError);
+  });
+});
+
+describe('tool names', () => {
+  it('accepts snake_case names and refuses anything that could alias a storage key', () => {
+    expect(validateToolName('create_order')).toBe('create_order');
+    for (const bad of ['', 'Create', 'a#b', 'a-b', '1tool', 'x'.repeat(65)]) expect(() => validateToolName(bad)).toThrow();
+  });
+});
+
+describe('hashForLog', () => {
+  it('is short, stable and does not contain the key', () => {
+    const key = 'order-2030-01-01-abcdef';
+    expect(hashForLog(key)).toBe(hashForLog(key));
+    expect(hashForLog(key)).toMatch(/^[0-9a-f]{12}$/);
+    expect(hashForLog(key)).not.toBe(hashForLog(`${key}x`));
+    expect(hashForLog(key)).not.toContain('order');
+  });
+});

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decideForExisting,
+  IllegalTransitionError,
+  keyIsFree,
+  transition,
+  type ExpiryPolicy,
+  type IdempotencyRecord,
+  type RecordState,
+  type RecordStatus,
+  type TransitionEvent,
+} from '../../lambdas/core/state-machine';
+
+const STATES: RecordState[] = ['ABSENT', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'UNKNOWN', 'NEEDS_REVIEW'];
+const EVENTS: TransitionEvent[] = [
+  'claim',
+  'complete',
+  'fail',
+  'release',
+  'uncertain',
+  'lease_expired',
+  'take_over',
+  'reconciled_found',
+  'reconciled_absent',
+  'reconciled_absent_fail',
+  'reconcile_exhausted',
+  'expire',
+];
+
+/** The lifecycle the issue describes, written out independently of the implementation's table. */
+const LEGAL: Partial<Record<RecordState, Partial<Record<TransitionEvent, RecordState>>>> = {
+  ABSENT: { claim: 'PROCESSING' },
+  PROCESSING: {
+    complete: 'SUCCEEDED',
+    fail: 'FAILED',
+    release: 'ABSENT',
+    uncertain: 'UNKNOWN',
+    lease_expired: 'UNKNOWN',
+    take_over: 'PROCESSING',
+  },
+  UNKNOWN: {
+    reconciled_found: 'SUCCEEDED',
+    reconciled_absent: 'ABSENT',
+    reconciled_absent_fail: 'FAILED',
+    reconcile_exhausted: 'NEEDS_REVIEW',
+  },
+  SUCCEEDED: { expire: 'ABSENT' },
+  FAILED: { expire: 'ABSENT' },
+};
+
+describe('transition', () => {
+  const cases = STATES.flatMap((from) => EVENTS.map((event) => [from, event, LEGAL[from]?.[event]] as const));
+
+  it.each(cases.filter(([, , to]) => to))('%s --%s--> %s', (from, event, to) => {
+    expect(transition(from, event)).toBe(to);
+  });
+
+  it.each(cases.filter(([, , to]) => !to))('%s --%s--> refused', (from, event) => {
+    expect(() => transition(from, event)).toThrow(IllegalTransitionError);
+  });
+
+  it('never leaves a settled outcome for another outcome, and nothing leaves NEEDS_REVIEW by itself', () => {
+    for (const event of EVENTS) {
+      for (const from of ['SUCCEEDED', 'FAILED'] as const) {
+        if (event !== 'expire') expect(() => transition(from, event)).toThrow(IllegalTransitionError);
+      }
+      expect(() => transition('NEEDS_REVIEW', event)).toThrow(IllegalTransitionError);
+    }
+  });
+});
+
+const T0 = Date.UTC(2030, 0, 1);
+const FP = 'f'.repeat(64);
+const RETAIN = T0 + 3_600_000;
+const EXPIRES_EXECUTE = Math.floor(RETAIN / 1000);
+const EXPIRES_REVIEW = Math.floor(RETAIN / 1000) + 7200;
+
+function record(status: RecordStatus, overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
+  return {
+    tenant: 'tenant-a',
+    tool: 'create_order',
+    idempotencyKey: 'key-00000001',
+    fingerprint: FP,
+    status,
+    ownerToken: 'owner-1',
+    createdAt: T0,
+    updatedAt: T0,
+    leaseExpiresAt: T0 + 11_000,
+    retainUntil: RETAIN,
+    expiresAt: EXPIRES_EXECUTE,
+    ...overrides,
+  };
+}
+
+const policies: ExpiryPolicy[] = [
+  { onExpired: 'execute', reexecuteSafe: false },
+  { onExpired: 'execute', reexecuteSafe: true },
+  { onExpired: 'review', reexecuteSafe: false },
+  { onExpired: 'review', reexecuteSafe: true },
+];
+const name = (p: ExpiryPolicy) => `${p.onExpired}/${p.reexecuteSafe ? 'reexecute-safe' : 'not-safe'}`;
+const decide = (r: IdempotencyRecord, now: number, policy: ExpiryPolicy, fingerprint = FP) =>
+  decideForExisting(r, { fingerprint, now, policy });
+
+describe('decideForExisting', () => {
+  describe.each(policies.map((p) => [name(p), p] as const))('policy %s', (_, policy) => {
+    it.each(['SUCCEEDED', 'FAILED'] as const)('%s within retention: replay (or conflict on other arguments)', (status) => {
+      for (const expiresAt of [EXPIRES_EXECUTE, EXPIRES_REVIEW]) {
+        const r = record(status, { expiresAt });
+        expect(decide(r, T0, policy)).toEqual({ action: 'replay' });
+        expect(decide(r, RETAIN - 1, policy)).toEqual({ action: 'replay' });
+        expect(decide(r, RETAIN - 1, policy, 'other')).toEqual({ action: 'conflict' });
+      }
+    });
+
+    it.each(['SUCCEEDED', 'FAILED'] as const)('%s past its expiry: the key is free, whatever the arguments', (status) => {
+      for (const expiresAt of [EXPIRES_EXECUTE, EXPIRES_REVIEW]) {
+        const r = record(status, { expiresAt });
+        expect(decide(r, expiresAt * 1000, policy)).toEqual({ action: 'claim_again' });
+        expect(decide(r, expiresAt * 1000, policy, 'other')).toEqual({ action: 'claim_again' });
+      }
+    });
+
+    it.each(['SUCCEEDED', 'FAILED'] as const)('%s past retention, before a review expiry: the policy decides', (status) => {
+      const r = record(status, { expiresAt: EXPIRES_REVIEW });
+      const expected = policy.onExpired === 'execute' ? 'claim_again' : 'review_required';
+      expect(decide(r, RETAIN, policy)).toEqual({ action: expected });
+      expect(decide(r, EXPIRES_REVIEW * 1000 - 1, policy)).toEqual({ action: expected });
+      // Other arguments: a freed key is a new operation; a kept one is still a conflict.
+      expect(decide(r, RETAIN, policy, 'other')).toEqual({ action: expected === 'claim_again' ? 'claim_again' : 'conflict' });
+    });
+
+    it('PROCESSING with a live lease: wait for the remaining lease', () => {
+      expect(decide(record('PROCESSING'), T0 + 1000, policy)).toEqual({ action: 'wait', leaseRemainingMs: 10_000 });
+      expect(decide(record('PROCESSING'), T0 + 10_999, policy)).toEqual({ action: 'wait', leaseRemainingMs: 1 });
+    });
+
+    it('PROCESSING with a stale lease: take over only where re-execution is safe, else UNKNOWN', () => {
+      const expected = policy.reexecuteSafe ? 'take_over' : 'mark_unknown';
+      expect(decide(record('PROCESSING'), T0 + 11_000, policy)).toEqual({ action: expected });
+      // Never freed by time, even long past retention and expiry.
+      expect(decide(record('PROCESSING'), EXPIRES_REVIEW * 1000 + 1, policy)).toEqual({ action: expected });
+    });
+
+    it('UNKNOWN: being verified, at any time', () => {
+      for (const now of [T0, RETAIN, EXPIRES_REVIEW * 1000 + 1]) expect(decide(record('UNKNOWN'), now, policy)).toEqual({ action: 'unknown' });
+    });
+
+    it('NEEDS_REVIEW: review required, at any time', () => {
+      for (const now of [T0, RETAIN, EXPIRES_REVIEW * 1000 + 1])
+        expect(decide(record('NEEDS_REVIEW'), now, policy)).toEqual({ action: 'review_required' });
+    });
+
+    it.each(['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const)('%s with other arguments: conflict, whatever the lease or time', (status) => {
+      for (const now of [T0, T0 + 11_000, EXPIRES_REVIEW * 1000 + 1]) expect(decide(record(status), now, policy, 'other')).toEqual({ action: 'conflict' });
+    });
+  });
+});
+
+describe('keyIsFree (the claim condition the store must mirror)', () => {
+  it('frees settled records at expiry, or at retention for tools that execute again', () => {
+    const r = record('SUCCEEDED', { expiresAt: EXPIRES_REVIEW });
+    expect(keyIsFree(r, RETAIN - 1, 'execute')).toBe(false);
+    expect(keyIsFree(r, RETAIN, 'execute')).toBe(true);
+    expect(keyIsFree(r, RETAIN, 'review')).toBe(false);
+    expect(keyIsFree(r, EXPIRES_REVIEW * 1000 - 1, 'review')).toBe(false);
+    expect(keyIsFree(r, EXPIRES_REVIEW * 1000, 'review')).toBe(true);
+  });
+
+  it('never frees unsettled records', () => {
+    for (const status of ['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const) {
+      expect(keyIsFree(record(status), EXPIRES_REVIEW * 1000 + 1, 'execute')).toBe(false);
+    }
+  });
+});
