@@ -51,13 +51,20 @@ await eng(); await ptc();
 const r1 = await eng(); const r2 = await ptc(); // these record the replay answers
 console.log(JSON.stringify(r1).slice(0, 200), JSON.stringify(r2));
 rec1.setReplay(true); rec2.setReplay(true);
-const N = 4000;
-for (let round = 0; round < 3; round++) {
-  for (const [name, fn] of [['engine', eng], ['powertools', ptc]] as const) {
-    for (let i = 0; i < 500; i++) await fn();
-    const cpu0 = process.cpuUsage();
-    for (let i = 0; i < N; i++) await fn();
-    const cpu = process.cpuUsage(cpu0);
-    console.log(round, name.padEnd(12), 'client cpu us/call', ((cpu.user + cpu.system) / N).toFixed(0));
-  }
-}
+const store = new DynamoDbIdempotencyStore(doc1, T);
+const { recordToItem } = await import('./lambdas/store/dynamodb-idempotency-store');
+const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
+const { fingerprint } = await import('./lambdas/core/fingerprint');
+const now = Date.now();
+const mkrec = () => ({ tenant: 'tenant-1', tool: 'create_order', idempotencyKey: key, fingerprint: fingerprint(args), status: 'PROCESSING' as const, ownerToken: randomUUID(), createdAt: now, updatedAt: now, leaseExpiresAt: now + 11000, retainUntil: now + 86400000, expiresAt: Math.floor(now / 1000) + 86400 });
+const variants: [string, () => Promise<unknown>][] = [
+  ['engine', eng],
+  ['powertools', ptc],
+  ['store.claim', () => store.claim(mkrec(), now, { onExpired: 'execute' })],
+  ['raw doc put', () => doc1.send(new PutCommand({ TableName: T, Item: recordToItem(mkrec()), ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })).catch(() => {})],
+];
+const N = 6000;
+for (const [, fn] of variants) for (let i = 0; i < 500; i++) await fn();
+const acc = variants.map(() => 0);
+for (let i = 0; i < N; i++) for (let v = 0; v < variants.length; v++) { const k = (v + i) % variants.length; const c0 = process.cpuUsage(); await variants[k]![1](); const c = process.cpuUsage(c0); acc[k]! += c.user + c.system; }
+variants.forEach(([n], k) => console.log('C', n.padEnd(14), (acc[k]! / N).toFixed(0), 'us'));

@@ -29,7 +29,7 @@ type Variant = (typeof VARIANTS)[number];
 const CALLS: Record<(typeof CONCURRENCY)[number], number> = { 1: 300, 32: 768 };
 /** Calls a variant makes before the next one takes its turn: 4 per worker at 32, so each block reaches full load. */
 const BLOCK: Record<(typeof CONCURRENCY)[number], number> = { 1: 1, 32: 128 };
-const WARMUP_CALLS = 400;
+const WARMUP_CALLS = 450;
 /** Keys executed once in the warm-up, then replayed and conflicted with. */
 const KEY_POOL = 400;
 
@@ -85,12 +85,15 @@ async function runEngineBench(): Promise<SectionReport> {
       return makeContender(variant, client, tables);
     });
 
-    // Warm up the JVM and Node, and execute the keys the replay and conflict paths use.
+    // Execute the keys the replay and conflict paths use, then warm the JVM and Node up on all three paths.
     const pools = new Map<Variant, string[]>();
     for (const contender of contenders) {
       const pool = Array.from({ length: KEY_POOL }, () => randomUUID());
       pools.set(contender.variant, pool);
-      const warmup = Array.from({ length: WARMUP_CALLS }, (_, i) => () => contender.call(pool[i % KEY_POOL]!, orderArgs(1)));
+      await measure(pool.map((key) => () => contender.call(key, orderArgs(1))), 8);
+      const warmup = Array.from({ length: WARMUP_CALLS }, (_, i) => () =>
+        i % 3 === 0 ? contender.call(randomUUID(), orderArgs(1)) : contender.call(pool[i % KEY_POOL]!, orderArgs(i % 3)),
+      );
       await measure(warmup, 8);
     }
 

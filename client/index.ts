@@ -22,6 +22,6 @@ export {
   type RetryOptions,
   type TransportFailure,
 } from './retry';
-export { shortId, statusLine, type StatusLineInput } from './status-line';
+export { keyHint, shortId, statusLine, type StatusLineInput } from './status-line';
 export { createFaultFetch, type Fault, type FaultFetch, type FaultRule, type RequestLogEntry } from './fault-fetch';
 export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -19,6 +19,15 @@ export function shortId(id: string, max = 22): string {
   return id.length <= max ? id : `${id.slice(0, 12)}…${id.slice(-6)}`;
 }
 
+/**
+ * A key shown to a model or a terminal: its kind prefix and last 6 characters, enough to tell calls apart and
+ * far too little to reuse (the full key stays in the ledger).
+ */
+export function keyHint(key: string): string {
+  const prefix = /^[a-z]{1,4}_/.exec(key)?.[0] ?? '';
+  return key.length <= prefix.length + 8 ? key : `${prefix}…${key.slice(-6)}`;
+}
+
 const seconds = (ms: number) => (ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`);
 
 /** The result's own ids and status, which is what a model needs to refer to the effect later. */
@@ -41,10 +50,10 @@ function clip(text: string, max = 100): string {
 
 /**
  * One line per call, for the model's context: which call, what happened, and what to do next.
- * e.g. `request_payment op_01J9ZB7Q8…K3M2QD : succeeded (replayed), payment_id pay_123`
+ * e.g. `request_payment op_…K3M2QD : succeeded (replayed), payment_id pay_123`
  */
 export function statusLine(call: StatusLineInput): string {
-  const head = `${call.tool} ${call.key ? shortId(call.key) : '(no key)'} : `;
+  const head = `${call.tool} ${call.key ? keyHint(call.key) : '(no key)'} : `;
   const tail = call.attempts > 1 ? ` [${call.attempts} attempts]` : '';
   const r = call.result;
   if (call.failure || !r) {

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
  * the local stack builds one from a plain record and nothing reads `process.env` behind its back.
@@ -41,6 +43,8 @@ export interface SideEffectsConfig {
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
   reconcileIntervalMs: number;
+  /** The outbox queue's redrive count: the consumer's last attempt before the dead-letter queue. */
+  outboxMaxReceiveCount: number;
   /** The sandbox downstreams' ledger and faults (their own table). */
   sandboxTableName: string;
 }
@@ -130,6 +134,7 @@ function positiveInt(env: Env, name: string, fallback: number, max: number): num
 
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
 
 function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
   const emailMode = optional(env, 'EMAIL_MODE') ?? 'ses';
@@ -146,6 +151,7 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
     emailFrom,
     downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
     reconcileIntervalMs: positiveInt(env, 'RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+    outboxMaxReceiveCount: positiveInt(env, 'OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
     sandboxTableName: optional(env, 'SANDBOX_TABLE_NAME') ?? `${tableName}-sandbox`,
   };
 }
@@ -188,5 +194,39 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sandboxEnabled: optional(env, 'SANDBOX_ENABLED') === 'true',
     publicBaseUrl,
     sideEffects: loadSideEffects(env, tableName),
+  };
+}
+
+const WORKERS_VERIFY_NO_TOKENS = 'urn:idempotent-mcp:workers-verify-no-tokens';
+
+/**
+ * The background functions (relay, consumer, reconciler) serve no MCP requests: their deployment carries the table,
+ * queue and downstream settings, not the issuer or the operation-id secret. What the shared services need of those
+ * is filled with values that can never verify anything (an unresolvable JWKS host, a throwaway secret).
+ */
+export function loadWorkerConfig(env: Env = process.env): AppConfig {
+  return loadConfig({
+    AUTH_MODE: 'oidc',
+    AUTH_ISSUER: WORKERS_VERIFY_NO_TOKENS,
+    AUTH_AUDIENCE: WORKERS_VERIFY_NO_TOKENS,
+    AUTH_JWKS_URL: 'https://workers-verify-no-tokens.invalid/jwks.json',
+    OPERATION_ID_SECRET: randomBytes(32).toString('base64url'),
+    ...env,
+  });
+}
+
+export interface SandboxConfig {
+  sandboxTableName: string;
+  dynamodbEndpoint?: string;
+  /** The callers' downstream timeout: `commit-then-timeout` holds its answer past it. */
+  downstreamTimeoutMs: number;
+}
+
+/** The deployed sandbox function: its own table only. */
+export function loadSandboxConfig(env: Env = process.env): SandboxConfig {
+  return {
+    sandboxTableName: required(env, 'SANDBOX_TABLE_NAME'),
+    dynamodbEndpoint: optional(env, 'DYNAMODB_ENDPOINT'),
+    downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
   };
 }

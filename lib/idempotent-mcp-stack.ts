@@ -75,7 +75,9 @@ export class IdempotentMcpStack extends Stack {
       : undefined;
     this.store = new IdempotencyStore(this, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy });
 
-    this.sandbox = props.sandbox ? new SandboxDownstreams(this, 'Sandbox', common) : undefined;
+    this.sandbox = props.sandbox
+      ? new SandboxDownstreams(this, 'Sandbox', { ...common, downstreamTimeoutMs: props.downstreams?.timeoutMs })
+      : undefined;
     const downstreams = this.sandbox?.downstreams ?? props.downstreams ?? {};
     validateDownstreams(downstreams);
 

@@ -5,13 +5,12 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { loadDevIssuer, type DevIssuer } from '../lambdas/auth/dev-issuer';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, loadConfig, type AppConfig, type Env } from '../lambdas/config';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, loadConfig, type AppConfig, type Env } from '../lambdas/config';
 import { createApp } from '../lambdas/http/app';
 import type { ToolDefinition } from '../lambdas/mcp/tool-types';
 import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { createWorkers, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
-import { OutboxDefaults } from '../lambdas/outbox/outbox-event';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { startLocalQueue, type LocalQueue } from './sqs-local';
 import { startLocalWorkers, type LocalWorkerOptions } from './workers';
@@ -121,12 +120,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const configuredTimeout = Number(options.env?.DOWNSTREAM_TIMEOUT_MS ?? env.DOWNSTREAM_TIMEOUT_MS);
     const downstreamTimeoutMs = Number.isFinite(configuredTimeout) && configuredTimeout > 0 ? configuredTimeout : DEFAULT_DOWNSTREAM_TIMEOUT_MS;
+    // The queue's redrive count and the consumer's last attempt are one setting.
+    const maxReceiveCount = options.env?.OUTBOX_MAX_RECEIVE_COUNT ?? env.OUTBOX_MAX_RECEIVE_COUNT ?? String(DEFAULT_OUTBOX_MAX_RECEIVE_COUNT);
     const queue = await startLocalQueue({
       endpoint: env.SQS_ENDPOINT,
       queueName: `${tableName}-outbox`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 80),
       // Over the consumer's lease (a verification and a delivery): a crashed consumer's message comes back after it.
       visibilityTimeoutSeconds: options.queueVisibilityTimeoutSeconds ?? Math.ceil((2 * downstreamTimeoutMs + 1000) / 1000) + 1,
-      maxReceiveCount: options.workers?.consumer?.maxReceiveCount ?? OutboxDefaults.maxReceiveCount,
+      maxReceiveCount: Number(maxReceiveCount),
     });
     stops.push(queue.stop);
     env.SQS_ENDPOINT = queue.endpoint;
@@ -146,6 +147,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       MAILBOX_URL: env.MAILBOX_URL ?? `${url}/sandbox/mailbox`,
       EMAIL_MODE: env.EMAIL_MODE ?? 'sandbox',
       ...options.env,
+      OUTBOX_MAX_RECEIVE_COUNT: maxReceiveCount,
     };
     const config = loadConfig(configEnv);
     const services = createServices(config, options.services);

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
@@ -7,12 +8,12 @@ import type { Services } from '../lambdas/runtime/services';
 
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */
-  relay?: boolean;
+  relayPoller?: boolean;
   /** The consumer as an SQS long-poller feeding the Lambda handler (deployed: the SQS event source). Default on. */
-  consumer?: boolean;
+  consumerPoller?: boolean;
   /** The reconciler on a timer of RECONCILE_INTERVAL_MS (deployed: an EventBridge schedule). Default on. */
-  reconciler?: boolean;
-  /** How often the relay looks for committed events. Default 200 ms. */
+  reconcilerTimer?: boolean;
+  /** How often the relay looks for committed events. Default 500 ms. */
   relayPollMs?: number;
 }
 
@@ -20,13 +21,8 @@ export interface LocalWorkers {
   stop(): Promise<void>;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
-}
+/** Waits `ms`, or less if the signal aborts (timers/promises removes its listener either way). */
+const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 /** Runs `work` again `intervalMs` after each run ends (never overlapping) until stopped; failures are logged. */
 function repeat(name: string, intervalMs: number, logger: Logger, work: (signal: AbortSignal) => Promise<void>) {
@@ -82,12 +78,12 @@ export function startLocalWorkers(services: Services, workers: Workers, options:
   const { logger } = services;
   const stops: Array<() => Promise<void>> = [];
 
-  if (options.relay ?? true) {
+  if (options.relayPoller ?? true) {
     // Events are due at commit; the stream relay's job. Sent events come back only when their next look is due.
-    stops.push(repeat('outbox relay', options.relayPollMs ?? 200, logger, async () => void (await workers.relay.sweep({ graceMs: 0 }))));
+    stops.push(repeat('outbox relay', options.relayPollMs ?? 500, logger, async () => void (await workers.relay.sweep({ graceMs: 0 }))));
   }
 
-  if ((options.consumer ?? true) && workers.queueUrl) {
+  if ((options.consumerPoller ?? true) && workers.queueUrl) {
     const queueUrl = workers.queueUrl;
     const handler = createConsumerSqsHandler(workers, logger);
     stops.push(
@@ -114,7 +110,7 @@ export function startLocalWorkers(services: Services, workers: Workers, options:
     );
   }
 
-  if (options.reconciler ?? true) {
+  if (options.reconcilerTimer ?? true) {
     const handler = createReconcilerHandler(workers, logger);
     stops.push(repeat('reconciler', services.config.sideEffects.reconcileIntervalMs, logger, async () => void (await handler())));
   }

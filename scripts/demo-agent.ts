@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { CallLedger, IdempotentMcpClient, createFaultFetch, shortId, type AttemptEvent, type RetryOptions, type WriteCall } from '../client';
+import { CallLedger, IdempotentMcpClient, createFaultFetch, keyHint, type AttemptEvent, type RetryOptions, type WriteCall } from '../client';
 
 /**
  * The scripted agent of `npm run demo` (and of its test): three intents, each through a failure that would
@@ -95,9 +95,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     done(await client.callWrite({ tool: 'request_payment', args: { amount_minor: 2490, currency: 'EUR', payee_id: payeeId, memo: `order ${orderId}` } }));
 
     log(`\nClient ledger (session demo-${run}):`);
-    log(`   ${'tool'.padEnd(16)} ${'key'.padEnd(22)} ${'state'.padEnd(10)} attempts`);
+    log(`   ${'tool'.padEnd(16)} ${'key'.padEnd(12)} ${'state'.padEnd(10)} attempts`);
     for (const entry of client.ledger.entries()) {
-      log(`   ${entry.tool.padEnd(16)} ${shortId(entry.key).padEnd(22)} ${entry.state.padEnd(10)} ${entry.attempts}`);
+      log(`   ${entry.tool.padEnd(16)} ${keyHint(entry.key).padEnd(12)} ${entry.state.padEnd(10)} ${entry.attempts}`);
     }
 
     const ledger = await readSandbox(sandbox);

@@ -128,13 +128,14 @@ export type ExistingRecordDecision =
 
 /**
  * Whether a settled record no longer holds its key, so a new claim may overwrite it. The store's claim condition
- * must be this same predicate (TTL deletes late, DynamoDB Local never): past its expiry, or, when the tool's
- * policy executes again after retention, past its retention (a record written under the review policy keeps a
- * later expiry). Unsettled records never free their key by time: they are settled first.
+ * must be this same predicate (TTL deletes late, DynamoDB Local never). Under the tool's current policy: 'execute'
+ * frees the key when retention ends (even for a record written under 'review', which carries a later expiry);
+ * 'review' keeps it until the expiry (the end of the review window). Unsettled records never free their key by
+ * time: they are settled first.
  */
 export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired']): boolean {
   if (!isSettled(record.status)) return false;
-  return record.expiresAt * 1000 <= now || (onExpired === 'execute' && record.retainUntil <= now);
+  return onExpired === 'execute' ? record.retainUntil <= now : record.expiresAt * 1000 <= now;
 }
 
 /** What a caller that did not win the claim does with the record it found. Pure. */

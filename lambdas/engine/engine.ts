@@ -175,8 +175,11 @@ export class IdempotencyEngine {
         // Without time to run, claiming would only park the key until the lease passes, then as UNKNOWN.
         if (budgetMs <= 0) return this.noTimeLeft(key, emit);
         const retainUntil = now + policy.retentionSeconds * 1000;
+        // Listed one by one: `{ ...identity, <10 more> }` is needlessly slow in V8 on this hot path.
         const record: IdempotencyRecord = {
-          ...identity,
+          tenant: identity.tenant,
+          tool: identity.tool,
+          idempotencyKey: identity.idempotencyKey,
           fingerprint: fp,
           status: 'PROCESSING',
           ownerToken: randomUUID(),

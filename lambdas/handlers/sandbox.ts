@@ -1,16 +1,28 @@
 import { Hono } from 'hono';
 import { handle } from 'hono/aws-lambda';
-import { loadConfig } from '../config';
-import { createServices } from '../runtime/services';
-import { createSandboxRouter } from '../sandbox/router';
+import { loadSandboxConfig } from '../config';
+import { systemClock } from '../core/clock';
+import { createSandboxDownstreams, sandboxLedger } from '../sandbox/downstreams';
+import { SandboxStore } from '../sandbox/sandbox-store';
+import { createDocumentClient } from '../store/clients';
 
-const config = loadConfig();
-if (!config.sandboxEnabled) throw new Error('the sandbox function is deployed only with SANDBOX_ENABLED=true');
-const services = createServices(config);
+const config = loadSandboxConfig();
+const store = new SandboxStore(createDocumentClient(config.dynamodbEndpoint), config.sandboxTableName);
 
 /**
- * The sandbox downstreams (payments, tickets, mailbox, faults, ledger) as their own function, for a deployed demo
- * behind the stack's sandbox flag (off by default). Same routes as locally, under /sandbox.
+ * The sandbox downstreams (payments, tickets, mailbox, faults and their ledger) as a function of their own, for a
+ * deployed demo behind the stack's sandbox flag (off by default). Same routes as locally, under /sandbox; it reads
+ * only its own table, so the ledger has no `orders` section here (orders live in the service's table).
  */
-const app = new Hono().route('/sandbox', createSandboxRouter(services));
-export const handler = handle(app);
+const sandbox = new Hono();
+sandbox.get('/ledger', async (c) => c.json(await sandboxLedger(store)));
+sandbox.route(
+  '/',
+  createSandboxDownstreams({
+    store,
+    clock: systemClock,
+    defaultHoldMs: config.downstreamTimeoutMs + 1000,
+    defaultSlowMs: Math.floor(config.downstreamTimeoutMs / 2),
+  }),
+);
+export const handler = handle(new Hono().route('/sandbox', sandbox));

@@ -100,7 +100,11 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: (c) => c.json(jsonRpcError(-32000, `Request body too large (limit ${MAX_BODY_BYTES} bytes)`), 413),
+      onError: (c) => {
+        // The unread rest of the body is still on the wire: the connection cannot carry another request.
+        c.header('Connection', 'close');
+        return c.json(jsonRpcError(-32000, `Request body too large (limit ${MAX_BODY_BYTES} bytes)`), 413);
+      },
     }),
   );
 

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';

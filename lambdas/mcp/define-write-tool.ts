@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
@@ -168,7 +168,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
         tenant: call.caller.tenant,
         tool: spec.name,
         idempotencyKey: key,
-        args: parsed.data as Record<string, unknown>,
+        args: business,
         traceId,
         remainingTimeMs: call.remainingTimeMs,
       },

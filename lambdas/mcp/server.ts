@@ -1,6 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
 import type { ToolDefinition } from './tool-types';
@@ -19,6 +21,16 @@ export interface BuildServerOptions {
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
 }
+
+/**
+ * Without a validator the SDK builds a new Ajv instance for every Server, i.e. for every request here (tens of ms
+ * on a cold start). It only validates elicitation answers, which these tools never ask for: one Ajv, built on
+ * first use, serves the container.
+ */
+let ajv: AjvJsonSchemaValidator | undefined;
+const sharedValidator: jsonSchemaValidator = {
+  getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+};
 
 // JSON Schemas are derived once per tool definition, not on every tools/list (one server per request).
 const listings = new WeakMap<ToolDefinition, Tool>();
@@ -52,7 +64,7 @@ function listing(tool: ToolDefinition): Tool {
 export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): McpServer {
   const tools = options.tools ?? registeredTools;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
   mcp.server.registerCapabilities({ tools: { listChanged: false } });
   mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
   mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {

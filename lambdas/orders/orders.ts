@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExtraWrite } from '../engine/persistence';
 import { Keys } from '../store/table-schema';
 

@@ -5,7 +5,7 @@ import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure } from '../
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
-import { OutboxDefaults, type OutboxMessage } from './outbox-event';
+import type { OutboxMessage } from './outbox-event';
 import type { OutboxStore } from './outbox-store';
 
 export interface DeliveryContext {
@@ -45,7 +45,7 @@ export interface ConsumerOptions {
   /** Bound of one downstream call; the claim's lease covers a verification and a delivery. */
   downstreamTimeoutMs: number;
   /** The queue's redrive count: a failure on this receive is the last one before the dead-letter queue. */
-  maxReceiveCount?: number;
+  maxReceiveCount: number;
   /** First retry delay after a transient failure, doubling per receive (0 in tests). */
   retryBaseMs?: number;
 }
@@ -78,7 +78,7 @@ export class OutboxConsumer {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.downstreamTimeoutMs = options.downstreamTimeoutMs;
-    this.maxReceiveCount = options.maxReceiveCount ?? OutboxDefaults.maxReceiveCount;
+    this.maxReceiveCount = options.maxReceiveCount;
     this.retryBaseMs = options.retryBaseMs ?? 1000;
   }
 

@@ -80,8 +80,6 @@ export interface DeliveryView {
 
 /** Tuning shared by the relay, the consumer, the local queue and the CDK stack (they must agree). */
 export const OutboxDefaults = {
-  /** The queue's redrive policy: after this many receives a message goes to the dead-letter queue. */
-  maxReceiveCount: 5,
   /** The sweep looks again at a sent but undelivered event after this long, doubling each time. */
   redeliverAfterMs: 60_000,
   redeliverMaxBackoffMs: 60 * 60_000,

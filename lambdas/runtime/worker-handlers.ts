@@ -47,7 +47,6 @@ export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
  * bounds the attempts, and the dead-letter queue takes the message after the last.
  */
 export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl'>, logger: Logger) {
-  const processor = new BatchProcessor(EventType.SQS);
   const handleRecord = async (record: SQSRecord) => {
     const message = parseOutboxMessage(record.body);
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
@@ -66,8 +65,12 @@ export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sq
     }
     throw new RetryLater(outcome.reason);
   };
+  // A processor per batch: it keeps the batch's successes and failures, so two batches must not share one.
   return async (event: SQSEvent): Promise<SQSBatchResponse> =>
-    processPartialResponse(event, handleRecord, processor, { processInParallel: false, throwOnFullBatchFailure: false });
+    processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+      processInParallel: false,
+      throwOnFullBatchFailure: false,
+    });
 }
 
 /** One reconciler run per invocation (EventBridge schedule deployed, a timer locally). */

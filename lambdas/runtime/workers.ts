@@ -27,7 +27,7 @@ export interface WorkerOverrides {
   tools?: readonly ToolDefinition[];
   clock?: Clock;
   relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
-  consumer?: Partial<Pick<ConsumerOptions, 'maxReceiveCount' | 'retryBaseMs'>>;
+  consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
   reconciler?: Partial<
     Pick<ReconcilerOptions, 'leaseGraceMs' | 'backoffBaseMs' | 'backoffMaxMs' | 'maxAttempts' | 'outboxGraceMs' | 'batchSize'>
   >;
@@ -55,6 +55,7 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
     logger,
     clock,
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,
+    maxReceiveCount: sideEffects.outboxMaxReceiveCount,
     ...overrides.consumer,
   });
   const reconcilers = new Map<string, ToolReconciler>();

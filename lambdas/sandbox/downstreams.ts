@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Hono, type Context } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Clock } from '../core/clock';
 import { canonicalJson } from '../core/fingerprint';
 import { parseArguments } from '../mcp/arguments';
@@ -48,13 +49,8 @@ const messageBody = z.object({
 const problem = (c: Context, status: 400 | 402 | 404 | 422 | 500 | 503, code: string, message: string) =>
   c.json({ error: { code, message } }, status);
 
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
-}
+/** Waits `ms`, or until the caller hangs up. */
+const abortableSleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 async function readJson(c: Context): Promise<unknown> {
   try {
@@ -74,6 +70,12 @@ function paymentView(p: PaymentEntry) {
     ...(p.memo === undefined ? {} : { memo: p.memo }),
     created_at: p.created_at,
   };
+}
+
+/** The sandbox downstreams' sections of GET /sandbox/ledger, tenant and key (or event id) on every entry. */
+export async function sandboxLedger(store: SandboxStore) {
+  const [payments, tickets, emails] = await Promise.all([store.payments(), store.tickets(), store.emails()]);
+  return { payments, tickets, emails };
 }
 
 /**

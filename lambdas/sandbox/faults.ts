@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Faults the sandbox injects on the next calls to a downstream (POST /sandbox/faults), so every failure the

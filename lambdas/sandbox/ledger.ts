@@ -7,8 +7,7 @@ export type LedgerSection = (services: Services) => Promise<unknown[]>;
 /** Add a downstream's section here; `GET /sandbox/ledger` returns them all. */
 export const ledgerSections: Record<string, LedgerSection> = {
   orders: (services) => listAllOrders(services.doc, services.tableName),
-  payments: async (services) =>
-    ((await services.sandbox?.payments()) ?? []).map(({ request_hash: _hash, ...payment }) => payment),
+  payments: async (services) => (await services.sandbox?.payments()) ?? [],
   tickets: async (services) => (await services.sandbox?.tickets()) ?? [],
   emails: async (services) => (await services.sandbox?.emails()) ?? [],
 };

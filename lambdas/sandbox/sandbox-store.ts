@@ -135,8 +135,9 @@ export class SandboxStore {
     await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.emails, sk: email.message_id, ...email } }));
   }
 
-  async payments(): Promise<PaymentEntry[]> {
-    return this.ledger<PaymentEntry>(Partition.payments);
+  /** The ledger's view: without the request hash (an internal of the deduplication). */
+  async payments(): Promise<Omit<PaymentEntry, 'request_hash'>[]> {
+    return (await this.ledger<PaymentEntry>(Partition.payments)).map(({ request_hash: _hash, ...payment }) => payment);
   }
 
   async tickets(): Promise<TicketEntry[]> {

@@ -5,6 +5,7 @@ import { Construct } from 'constructs';
 import type { TokenVerification } from './auth';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface McpFunctionProps extends CommonFunctionProps {
@@ -25,6 +26,8 @@ export interface McpFunctionProps extends CommonFunctionProps {
   timeout?: Duration;
   /** Default 1024 MB: more CPU for the cold start; billed only while running. */
   memorySize?: number;
+  /** How often the reconciler runs: `unknown` answers suggest retrying after about one period. Default 1 minute. */
+  reconcilePeriod?: Duration;
   /** Signing key of operation ids. Default: a new generated secret. */
   operationIdSecret?: secretsmanager.ISecret;
 }
@@ -63,6 +66,7 @@ export class McpFunction extends Construct {
       // template, the console or `GetFunctionConfiguration`.
       OPERATION_ID_SECRET_ARN: this.operationIdSecret.secretArn,
       ALLOWED_ORIGINS: (props.allowedOrigins ?? []).join(','),
+      RECONCILE_INTERVAL_MS: String((props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds()),
       ...downstreamEnvironment(props.downstreams ?? {}),
     };
     if (props.auth.audience) environment.AUTH_AUDIENCE = props.auth.audience;

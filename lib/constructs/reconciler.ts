@@ -18,6 +18,9 @@ export interface ReconcilerProps extends CommonFunctionProps {
   timeout?: Duration;
 }
 
+/** How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long. */
+export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(1);
+
 /**
  * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping
  * (Update) and reads of single items (Get). Its work list comes from Query on the attention index only.
@@ -48,7 +51,7 @@ export class Reconciler extends Construct {
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the reconciler',
-      schedule: props.schedule ?? events.Schedule.rate(Duration.minutes(1)),
+      schedule: props.schedule ?? events.Schedule.rate(DEFAULT_RECONCILE_PERIOD),
     });
     // A missed run is not retried: the next one a minute later does the same work.
     this.rule.addTarget(new targets.LambdaFunction(this.handler.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }));

@@ -3,10 +3,14 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
 import type { DownstreamSettings } from './downstreams';
 import { ServiceFunction, type CommonFunctionProps } from './service-function';
 
-export type SandboxDownstreamsProps = CommonFunctionProps;
+export interface SandboxDownstreamsProps extends CommonFunctionProps {
+  /** The callers' downstream timeout: the `commit-then-timeout` fault holds its answer past it. */
+  downstreamTimeoutMs?: number;
+}
 
 /**
  * Demo only, off unless the `sandbox` flag is set: the payments provider, ticket system and mailbox the tests run
@@ -17,9 +21,11 @@ export class SandboxDownstreams extends Construct {
   readonly handler: ServiceFunction;
   readonly table: dynamodb.Table;
   readonly url: lambda.FunctionUrl;
+  private readonly timeoutMs: number;
 
   constructor(scope: Construct, id: string, props: SandboxDownstreamsProps = {}) {
     super(scope, id);
+    this.timeoutMs = props.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
     this.table = new dynamodb.Table(this, 'Table', {
       partitionKey: { name: TableSchema.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TableSchema.sortKey, type: dynamodb.AttributeType.STRING },
@@ -34,7 +40,7 @@ export class SandboxDownstreams extends Construct {
       handler: 'sandbox',
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),
-      environment: { SANDBOX_TABLE_NAME: this.table.tableName },
+      environment: { SANDBOX_TABLE_NAME: this.table.tableName, DOWNSTREAM_TIMEOUT_MS: String(this.timeoutMs) },
     });
     // The sandbox's own table only; it holds no real data, so the full item API is fine (still no Scan).
     this.table.grant(this.handler.role, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query');
@@ -58,6 +64,7 @@ export class SandboxDownstreams extends Construct {
       ticketsUrl: this.base('tickets'),
       mailboxUrl: this.base('mailbox'),
       emailMode: 'sandbox',
+      timeoutMs: this.timeoutMs,
     };
   }
 }

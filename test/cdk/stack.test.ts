@@ -180,6 +180,8 @@ describe('the functions', () => {
       AUTH_JWKS_URL: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [pool, 'ProviderURL'] }, '/.well-known/jwks.json']] },
       AUTH_TENANT_CLAIM: 'client_id',
       OPERATION_ID_SECRET_ARN: { Ref: logicalId(stack.mcp.operationIdSecret as never) },
+      // `unknown` answers suggest retrying after about one reconciler period.
+      RECONCILE_INTERVAL_MS: '60000',
     });
     // Cognito client-credentials tokens carry no aud; the secret's value never sits in the template.
     expect(env(functionIds.mcp)).not.toHaveProperty('AUTH_AUDIENCE');
@@ -427,6 +429,11 @@ describe('the sandbox downstreams', () => {
       EMAIL_MODE: 'sandbox',
       MAILBOX_URL: { 'Fn::Join': ['', [url, 'sandbox/mailbox']] },
       TICKETS_URL: { 'Fn::Join': ['', [url, 'sandbox/tickets']] },
+    });
+    // Its fault holds outlast the callers' downstream timeout.
+    expect(json[logicalId(sandbox.handler.function)].Properties.Environment.Variables).toMatchObject({
+      SANDBOX_TABLE_NAME: { Ref: logicalId(sandbox.table) },
+      DOWNSTREAM_TIMEOUT_MS: vars.DOWNSTREAM_TIMEOUT_MS,
     });
     // The sandbox role touches only the sandbox table.
     const sandboxStatements = statementsOfRole(demo.template, logicalId(sandbox.handler.role));

@@ -10,7 +10,7 @@ import { WriteResults } from '../../lambdas/core/result-contract';
 import { CallLedger, type CallIdentity } from '../../client/call-ledger';
 import { newIdempotencyKey } from '../../client/idempotent-client';
 import { HttpStatusError, backoffDelay, classifyCallError, parseRetryAfter } from '../../client/retry';
-import { shortId, statusLine } from '../../client/status-line';
+import { keyHint, shortId, statusLine } from '../../client/status-line';
 
 let dir: string;
 beforeAll(async () => {
@@ -143,7 +143,7 @@ describe('status line', () => {
     const result = WriteResults.succeeded(key, { payee_id: 'payee-7', payment_id: 'pay_123', status: 'captured', amount_minor: 500 }, { firstExecutedAt: 0 });
     // payee_id echoes an argument: not news, left out.
     expect(statusLine({ tool: 'request_payment', key, state: 'succeeded', attempts: 2, result, argumentNames: ['payee_id', 'amount_minor'] })).toBe(
-      'request_payment op_01J9ZB7Q8…K3M2QD : succeeded (replayed), payment_id pay_123, status captured [2 attempts]',
+      'request_payment op_…K3M2QD : succeeded (replayed), payment_id pay_123, status captured [2 attempts]',
     );
   });
 
@@ -158,6 +158,20 @@ describe('status line', () => {
     expect(
       statusLine({ tool: 'create_order', key: 'ik_k1k1k1k1', state: 'failed', attempts: 1, failure: { kind: 'deterministic', message: 'HTTP 401' } }),
     ).toBe('create_order ik_k1k1k1k1 : failed, HTTP 401; not retried');
+    // A re-plan of an intent that already succeeded, whose answer got lost this time: what was known stays known.
+    expect(
+      statusLine({ tool: 'create_order', key: 'ik_k1k1k1k1', state: 'succeeded', attempts: 1, failure: { kind: 'transport', message: 'HTTP 503' } }),
+    ).toBe('create_order ik_k1k1k1k1 : no answer (HTTP 503); it succeeded earlier: call again later for its result');
+    // No operation id could be obtained: nothing was sent.
+    expect(
+      statusLine({ tool: 'request_payment', key: '', state: 'failed', attempts: 2, failure: { kind: 'transport', message: 'HTTP 503' } }),
+    ).toBe('request_payment (no key) : not sent (HTTP 503); call again later [2 attempts]');
+  });
+
+  it('shows keys by kind and tail only, and keeps short ones whole', () => {
+    expect(keyHint('ik_abcdefghijklmnopqrstuvwx')).toBe('ik_…stuvwx');
+    expect(keyHint('op_tpfgsb.ul0000000000000000000000.vOVkjE')).toBe('op_…vOVkjE');
+    expect(keyHint('key-0001')).toBe('key-0001');
   });
 
   it('shortens long ids and keeps short ones', () => {

@@ -257,9 +257,7 @@ describe('the stored record', () => {
     const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
     const t0 = Date.UTC(2030, 5, 1);
     expect(item).toMatchObject({
-      idempotency_key: key,
-      tenant: TENANT,
-      tool: TOOL,
+      pk: `IDEM#${TENANT}#${TOOL}#${key}`, // tenant, tool and key: the record's identity is its key
       fingerprint: fingerprint(args),
       status: 'SUCCEEDED',
       result: { order_id: 'o-1' },
@@ -273,7 +271,7 @@ describe('the stored record', () => {
     expect(item!.owner_token).toMatch(/^[0-9a-f-]{36}$/);
     // Settled records leave the attention index the reconciler reads.
     expect(item!.attention_pk).toBeUndefined();
-    // The raw key is the item's own attribute, and is never hashed into the fingerprint.
+    // The trace id is kept beside the record, never hashed into the fingerprint.
     expect(item!.fingerprint).toBe(fingerprint({ amount: 42 }));
   });
 

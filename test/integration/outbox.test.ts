@@ -46,7 +46,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   beforeAll(async () => {
     stack = await startTestStack({
       env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
-      workers: { relay: false, consumer: false, reconciler: false, clock: time.clock, consumer: { retryBaseMs: 0 } },
+      workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false, clock: time.clock, consumer: { retryBaseMs: 0 } },
     });
     client = await connectClient(stack, TENANT);
   });
@@ -193,7 +193,7 @@ describe('running workers: the dead-letter queue after bounded receives', () => 
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconciler: false, consumer: { retryBaseMs: 0 } } });
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -236,7 +236,7 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
 
   beforeAll(async () => {
     // The consumer runs only in child processes. Lease = 2 x 1500 + 1000 ms; the queue hides a received message 5 s.
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500' }, workers: { consumer: false, reconciler: false }, queueVisibilityTimeoutSeconds: 5 });
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500' }, workers: { consumerPoller: false, reconcilerTimer: false }, queueVisibilityTimeoutSeconds: 5 });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {

@@ -25,7 +25,7 @@ beforeAll(async () => {
   stack = await startTestStack({
     env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
     // The reconciler is driven by hand here (runOnce), so each step is visible; transient retries are immediate.
-    workers: { reconciler: false, consumer: { retryBaseMs: 0 } },
+    workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
   });
   client = await connectClient(stack, TENANT);
 });

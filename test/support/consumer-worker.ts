@@ -10,8 +10,9 @@ const { startLocalWorkers } = await import('../../local/workers');
 
 const services = createServices(loadConfig());
 const workers = createWorkers(services, { consumer: { retryBaseMs: 0 } });
-const running = startLocalWorkers(services, workers, { relay: false, reconciler: false, consumer: true });
+const running = startLocalWorkers(services, workers, { relayPoller: false, reconcilerTimer: false, consumerPoller: true });
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => {
   void running.stop().then(() => process.exit(0));
 });
+export {};

@@ -167,6 +167,12 @@ describe('keyIsFree (the claim condition the store must mirror)', () => {
     expect(keyIsFree(r, EXPIRES_REVIEW * 1000, 'review')).toBe(true);
   });
 
+  it('under execute, retention alone decides (the TTL expiry may be rounded down to the second)', () => {
+    const r = record('SUCCEEDED', { retainUntil: RETAIN + 500, expiresAt: Math.floor((RETAIN + 500) / 1000) });
+    expect(keyIsFree(r, RETAIN + 499, 'execute')).toBe(false);
+    expect(keyIsFree(r, RETAIN + 500, 'execute')).toBe(true);
+  });
+
   it('never frees unsettled records', () => {
     for (const status of ['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const) {
       expect(keyIsFree(record(status), EXPIRES_REVIEW * 1000 + 1, 'execute')).toBe(false);

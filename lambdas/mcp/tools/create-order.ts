@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode, TerminalToolError } from '../../core/errors';
 import { canonicalJson } from '../../core/fingerprint';
 import { getOrder, identifier, orderIdFor, orderLineSchema, orderSchema, putOrderWrite, type Order } from '../../orders/orders';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode } from '../../core/errors';
 import { KEY_MAX_LENGTH, KEY_MIN_LENGTH } from '../../core/idempotency-key';
 import { isSettled } from '../../core/state-machine';

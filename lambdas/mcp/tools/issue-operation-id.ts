@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode } from '../../core/errors';
 import { defineReadTool, ReadToolError } from '../define-read-tool';
 import { isWriteTool } from '../tool-types';

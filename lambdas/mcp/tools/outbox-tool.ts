@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { newOutboxMessage } from '../../outbox/outbox-event';
 import type { Execution } from '../../engine/engine';
 import type { ReconcileFinding } from '../../core/reconcile';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { hashForLog } from '../../core/idempotency-key';
 import { countForTool, MetricName } from '../../observability/metrics';
 import { identifier } from '../../orders/orders';

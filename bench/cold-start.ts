@@ -1,0 +1,329 @@
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { gzipSync } from 'node:zlib';
+import { build, type Metafile } from 'esbuild';
+import { handlerEntry, LambdaBundle } from '../lib/bundling';
+import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
+import { createDocumentClient } from '../lambdas/store/clients';
+import { ensureTable } from '../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { orderArgs } from '../test/support/mcp';
+import type { BenchSection, SectionReport } from './section';
+
+/**
+ * The MCP function's cold start, from the bundle `cdk deploy` ships (lib/bundling.ts, built here with the same
+ * esbuild options): its size, what it is made of, and how long a fresh Node process takes to import it and answer
+ * `initialize` and one `tools/call` (create_order, a real write) through the Lambda handler with Function URL events,
+ * against DynamoDB Local and a JWKS served over loopback (the deployed auth path). Medians of several runs.
+ *
+ * Peers measured in the same run: a bare `node` process (the floor no bundle can beat), the same bundle unminified,
+ * and the bundle with the AWS SDK left external (what relying on the Lambda runtime's SDK would look like).
+ */
+
+export const COLD_START_TARGETS = { initMs: 150, bundleBytes: 500 * 1024 } as const;
+const RUNS = 7;
+const MARK = '@@cold-start@@';
+const WORK_DIR = resolve('.bench/cold-start');
+const PROTOCOL_VERSION = '2025-06-18';
+const TENANT = 'bench-tenant';
+
+type Variant = 'deployed' | 'unminified' | 'sdkExternal';
+const VARIANTS: Record<Variant, { label: string; minify: boolean; external: string[] }> = {
+  deployed: { label: 'deployed bundle', minify: LambdaBundle.minify, external: [...LambdaBundle.external] },
+  unminified: { label: 'same, unminified', minify: false, external: [...LambdaBundle.external] },
+  sdkExternal: { label: 'AWS SDK external (runtime SDK)', minify: LambdaBundle.minify, external: ['@aws-sdk/*', '@smithy/*'] },
+};
+
+export interface BundleFigures {
+  bytes: number;
+  gzip_bytes: number;
+  /** Output bytes per package (node_modules) or project folder, largest first. */
+  largest: Array<{ module: string; bytes: number }>;
+}
+
+async function bundle(variant: Variant): Promise<{ file: string; figures: BundleFigures }> {
+  const { minify, external } = VARIANTS[variant];
+  const outfile = join(WORK_DIR, variant, 'index.mjs');
+  const result = await build({
+    entryPoints: [handlerEntry('mcp')],
+    bundle: true,
+    platform: LambdaBundle.platform,
+    target: LambdaBundle.target,
+    format: LambdaBundle.format,
+    minify,
+    sourcemap: LambdaBundle.sourcemap,
+    mainFields: [...LambdaBundle.mainFields],
+    banner: { js: LambdaBundle.banner },
+    external,
+    legalComments: LambdaBundle.legalComments,
+    outfile,
+    metafile: true,
+    logLevel: 'error',
+  });
+  const code = await readFile(outfile);
+  return { file: outfile, figures: { bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, largest: contributors(result.metafile) } };
+}
+
+/** Groups the output bytes by npm package, or by project folder for our own code. */
+function contributors(metafile: Metafile, top = 10): BundleFigures['largest'] {
+  const output = Object.values(metafile.outputs)[0]!;
+  const byModule = new Map<string, number>();
+  for (const [file, { bytesInOutput }] of Object.entries(output.inputs)) {
+    const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? file.split('/').slice(0, 2).join('/');
+    byModule.set(pkg, (byModule.get(pkg) ?? 0) + bytesInOutput);
+  }
+  return [...byModule]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([module, bytes]) => ({ module, bytes }));
+}
+
+/** Runs in the fresh process: import the bundle, then two invocations, timed from the process's own start. */
+const CHILD = `
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+const booted = performance.now();
+const bootCpu = (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
+const { handler } = await import(pathToFileURL(process.argv[2]).href);
+const imported = performance.now();
+const { initialize, call } = JSON.parse(process.env.COLD_START_EVENTS);
+const context = { functionName: 'mcp', awsRequestId: 'cold-start', getRemainingTimeInMillis: () => 29000, callbackWaitsForEmptyEventLoop: true };
+const first = await handler(initialize, context);
+const initialized = performance.now();
+const second = await handler(call, context);
+const called = performance.now();
+const cpu = process.cpuUsage();
+process.stdout.write('\\n${MARK}' + JSON.stringify({ booted, bootCpu, imported, initialized, called, cpuMs: (cpu.user + cpu.system) / 1000, statuses: [first.statusCode, second.statusCode], body: second.body }) + '\\n');
+process.exit(0);
+`;
+
+interface ChildTimes {
+  booted: number;
+  imported: number;
+  initialized: number;
+  called: number;
+  statuses: number[];
+  body: string;
+}
+
+function functionUrlEvent(body: string, token: string) {
+  const domain = 'abcdefghijklmnop.lambda-url.us-east-1.on.aws';
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: '/mcp',
+    rawQueryString: '',
+    headers: {
+      host: domain,
+      'x-forwarded-proto': 'https',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': PROTOCOL_VERSION,
+      authorization: `Bearer ${token}`,
+      'content-length': String(Buffer.byteLength(body)),
+    },
+    requestContext: {
+      accountId: 'anonymous',
+      apiId: 'abcdefghijklmnop',
+      domainName: domain,
+      domainPrefix: 'abcdefghijklmnop',
+      http: { method: 'POST', path: '/mcp', protocol: 'HTTP/1.1', sourceIp: '198.51.100.7', userAgent: 'cold-start-bench' },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    body,
+    isBase64Encoded: false,
+  };
+}
+
+const rpc = (id: number, method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+
+/** Spawns `node args` with `env`; returns the wall time to exit and its stdout. */
+function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<{ wallMs: number; stdout: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      const wallMs = performance.now() - started;
+      if (code !== 0) reject(new Error(`node ${args.join(' ')} exited with ${code}: ${stderr.slice(-2000)}`));
+      else resolvePromise({ wallMs, stdout });
+    });
+  });
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+const kib = (bytes: number) => round(bytes / 1024);
+
+export interface ColdStartFigures {
+  /** Median ms from the process's start to the end of `tools/call`, less Node's own boot: import + 2 requests. */
+  init_ms: number;
+  import_ms: number;
+  initialize_ms: number;
+  tools_call_ms: number;
+  /** Median wall time from spawn to exit of the measured process, and of a bare `node -e 0`. */
+  process_ms: number;
+  bare_node_ms: number;
+  /** process_ms / bare_node_ms: how much the bundle adds over starting Node at all. */
+  ratio_to_bare_node: number;
+  bundle: BundleFigures;
+  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; bytes: number; ratio_init_to_deployed: number }>;
+  runs: number;
+  targets: { init_ms: number; bundle_bytes: number; init_met: boolean; bundle_met: boolean };
+}
+
+export async function coldStart(): Promise<ColdStartFigures> {
+  await rm(WORK_DIR, { recursive: true, force: true });
+  await mkdir(WORK_DIR, { recursive: true });
+  const bundles = {} as Record<Variant, { file: string; figures: BundleFigures }>;
+  for (const variant of Object.keys(VARIANTS) as Variant[]) bundles[variant] = await bundle(variant);
+  const childScript = join(WORK_DIR, 'child.mjs');
+  await writeFile(childScript, CHILD);
+
+  const dynamo = await startDynamoDbLocal();
+  const keyDir = await mkdtemp(join(tmpdir(), 'cold-start-issuer-'));
+  const jwksServer = createServer();
+  try {
+    const doc = createDocumentClient(dynamo.endpoint);
+    const tableName = `cold-start-${randomUUID()}`;
+    await ensureTable(doc, tableName);
+    doc.destroy();
+
+    const issuerUrl = 'https://cold-start.test/issuer';
+    const issuer = await loadDevIssuer({ dir: keyDir, issuer: issuerUrl, audience: 'cold-start', tenantClaim: 'tenant' });
+    jwksServer.on('request', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(issuer.jwks));
+    });
+    await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
+    const token = await issuer.sign({ tenant: TENANT });
+
+    // The deployed environment, with the local endpoints (and the secret's value instead of its ARN).
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      AWS_REGION: 'us-east-1',
+      AWS_LAMBDA_FUNCTION_NAME: 'mcp-cold-start',
+      TABLE_NAME: tableName,
+      DYNAMODB_ENDPOINT: dynamo.endpoint,
+      AUTH_MODE: 'oidc',
+      AUTH_ISSUER: issuerUrl,
+      AUTH_AUDIENCE: 'cold-start',
+      AUTH_JWKS_URL: `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/.well-known/jwks.json`,
+      AUTH_TENANT_CLAIM: 'tenant',
+      OPERATION_ID_SECRET: randomBytes(32).toString('base64url'),
+      ALLOWED_ORIGINS: '',
+      POWERTOOLS_SERVICE_NAME: 'idempotent-mcp',
+      POWERTOOLS_METRICS_NAMESPACE: 'IdempotentMcp',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    };
+    const eventsFor = () =>
+      JSON.stringify({
+        initialize: functionUrlEvent(
+          rpc(1, 'initialize', { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'cold-start', version: '1' } }),
+          token,
+        ),
+        call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
+      });
+
+    const measure = async (variant: Variant): Promise<ChildTimes & { wallMs: number }> => {
+      const { wallMs, stdout } = await runNode([childScript, bundles[variant].file], { ...env, COLD_START_EVENTS: eventsFor() });
+      const line = stdout.split('\n').find((l) => l.startsWith(MARK));
+      if (!line) throw new Error(`the ${variant} run printed no result`);
+      const times = JSON.parse(line.slice(MARK.length)) as ChildTimes;
+      const outcome = (JSON.parse(times.body) as { result?: { structuredContent?: { outcome?: string } } }).result?.structuredContent?.outcome;
+      // Only a run that really executed the write counts: otherwise it measured something else.
+      if (times.statuses.some((s) => s !== 200) || outcome !== 'succeeded') {
+        throw new Error(`the ${variant} run answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
+      }
+      return { ...times, wallMs };
+    };
+
+    // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle.
+    for (const variant of Object.keys(VARIANTS) as Variant[]) await measure(variant);
+    const samples: Record<Variant | 'bare', Array<ChildTimes & { wallMs: number }>> = { deployed: [], unminified: [], sdkExternal: [], bare: [] };
+    for (let run = 0; run < RUNS; run++) {
+      // Interleaved, so drift in machine load spreads over every variant alike.
+      for (const variant of Object.keys(VARIANTS) as Variant[]) samples[variant].push(await measure(variant));
+      const bare = await runNode(['-e', '0'], env);
+      samples.bare.push({ booted: 0, imported: 0, initialized: 0, called: 0, statuses: [], body: '', wallMs: bare.wallMs });
+    }
+
+    const stats = (variant: Variant) => {
+      const s = samples[variant];
+      return {
+        init_ms: round(median(s.map((t) => t.called - t.booted))),
+        import_ms: round(median(s.map((t) => t.imported - t.booted))),
+        initialize_ms: round(median(s.map((t) => t.initialized - t.imported))),
+        tools_call_ms: round(median(s.map((t) => t.called - t.initialized))),
+        process_ms: round(median(s.map((t) => t.wallMs))),
+      };
+    };
+    const deployed = stats('deployed');
+    const bareNode = round(median(samples.bare.map((t) => t.wallMs)));
+    const peer = (variant: Exclude<Variant, 'deployed'>) => {
+      const s = stats(variant);
+      return { init_ms: s.init_ms, import_ms: s.import_ms, bytes: bundles[variant].figures.bytes, ratio_init_to_deployed: round(s.init_ms / deployed.init_ms, 2) };
+    };
+    const bundleFigures = bundles.deployed.figures;
+    return {
+      ...deployed,
+      bare_node_ms: bareNode,
+      ratio_to_bare_node: round(deployed.process_ms / bareNode, 2),
+      bundle: bundleFigures,
+      peers: { unminified: peer('unminified'), sdkExternal: peer('sdkExternal') },
+      runs: RUNS,
+      targets: {
+        init_ms: COLD_START_TARGETS.initMs,
+        bundle_bytes: COLD_START_TARGETS.bundleBytes,
+        init_met: deployed.init_ms <= COLD_START_TARGETS.initMs,
+        bundle_met: bundleFigures.bytes < COLD_START_TARGETS.bundleBytes,
+      },
+    };
+  } finally {
+    await new Promise((r) => jwksServer.close(r));
+    await rm(keyDir, { recursive: true, force: true });
+    await dynamo.stop();
+  }
+}
+
+export const coldStartBench: BenchSection = {
+  key: 'coldStart',
+  title: `MCP function cold start (the deployed bundle; median of ${RUNS} fresh processes)`,
+  async run(): Promise<SectionReport> {
+    const f = await coldStart();
+    const table: (string | number)[][] = [
+      ['bundle', 'KiB', 'gzip KiB', 'init ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
+      ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
+      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.import_ms, '', '', ''],
+      ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.import_ms, '', '', ''],
+      ['peer: bare node -e 0', '', '', '', '', '', '', f.bare_node_ms],
+    ];
+    const notes = [
+      `init = import + initialize + tools/call (create_order against DynamoDB Local), from the process's own start; process = spawn to exit.`,
+      `process / bare node: x${f.ratio_to_bare_node}; unminified / deployed init: x${f.peers.unminified.ratio_init_to_deployed}; SDK-external / deployed init: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
+      `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)} KiB`).join(', ')}`,
+      `target init <= ${f.targets.init_ms} ms: ${f.targets.init_met ? 'met' : 'MISSED'}; target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'}`,
+    ];
+    return { figures: f as unknown as Record<string, unknown>, table, notes };
+  },
+};

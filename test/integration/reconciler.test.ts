@@ -1,0 +1,270 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { UncertainToolError } from '../../lambdas/core/errors';
+import { fingerprint } from '../../lambdas/core/fingerprint';
+import type { ReconcileFinding } from '../../lambdas/core/reconcile';
+import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
+import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
+import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
+import { tools as registry } from '../../lambdas/mcp/tools';
+import { createWorkers } from '../../lambdas/runtime/workers';
+import type { LocalStack } from '../../local/stack';
+import { manualClock, newKey } from '../support/engine';
+import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { armedFaults, armFault, clearFaults, eventually, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
+
+const TENANT = 'tenant-reconciler';
+
+/** Write tools whose downstream answer the test sets per key: every finding the reconciler can get, on demand. */
+const findings = new Map<string, ReconcileFinding>();
+const asked = new Map<string, number>();
+const probeInput = { label: z.string().max(64) };
+const probeResult = z.object({ label: z.string() });
+const uncertain = async (): Promise<never> => {
+  throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the downstream did not answer in time');
+};
+const probeFailOnAbsent = defineWriteTool({
+  name: 'probe_fail_on_absent',
+  title: 'Probe (fail on absent)',
+  description: 'Test tool: its execution always loses its outcome; the test decides what the downstream says.',
+  input: probeInput,
+  result: probeResult,
+  annotations: { destructiveHint: false, openWorldHint: true },
+  execute: uncertain,
+  async reconcile({ record }) {
+    asked.set(record.idempotencyKey, (asked.get(record.idempotencyKey) ?? 0) + 1);
+    return findings.get(record.idempotencyKey) ?? { kind: 'unreachable', reason: 'no answer set' };
+  },
+  onAbsent: 'fail',
+});
+const probeUnverifiable = defineWriteTool({
+  name: 'probe_unverifiable',
+  title: 'Probe (no reconcile hook)',
+  description: 'Test tool without a way to verify a lost outcome.',
+  input: probeInput,
+  result: probeResult,
+  annotations: { destructiveHint: false, openWorldHint: true },
+  execute: uncertain,
+});
+const tools: readonly ToolDefinition[] = [...registry, probeFailOnAbsent, probeUnverifiable];
+
+describe('the reconciler, one run at a time on an injected clock', () => {
+  let stack: LocalStack;
+  let client: Client;
+  const time = manualClock();
+  const catchUp = () => time.advance(Math.max(0, Date.now() - time.clock()));
+  const run = () => stack.workers.reconciler.runOnce();
+  const record = (tool: string, key: string) => stack.services.store.get({ tenant: TENANT, tool, idempotencyKey: key });
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      tools,
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
+      workers: {
+        relayPoller: false,
+        consumerPoller: false,
+        reconcilerTimer: false,
+        clock: time.clock,
+        reconciler: { backoffBaseMs: 1000, maxAttempts: 4 },
+      },
+    });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('an unreachable downstream is asked again with exponential backoff, then the record goes to review', async () => {
+    const operationId = await issueOperationId(client, 'request_payment');
+    const args = { operation_id: operationId, amount_minor: 500, currency: 'EUR', payee_id: 'payee-7' };
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
+    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' });
+    // The provider cannot be asked from now on.
+    await armFault(stack, { target: 'payments', mode: 'unavailable', times: 20 });
+    const lookups = async () => 20 - ((await armedFaults(stack)).find((f) => f.target === 'payments')?.remaining ?? 0);
+
+    catchUp();
+    const waits: number[] = [];
+    for (let attempt = 1; attempt < 4; attempt++) {
+      const report = await run();
+      expect(report.deferred, `attempt ${attempt}`).toBe(1);
+      const stored = (await record('request_payment', operationId))!;
+      expect(stored).toMatchObject({ status: 'UNKNOWN', reconcileAttempts: attempt });
+      waits.push(stored.nextCheckAt! - time.clock());
+      // Meanwhile a caller with the same id is told to wait, never executed.
+      expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown', retryable: true, retry_after_ms: expect.any(Number) });
+      // Before the next check is due, runs leave it alone (and do not ask the provider).
+      time.advance(stored.nextCheckAt! - time.clock() - 1);
+      expect((await run()).deferred).toBe(0);
+      expect(await lookups()).toBe(attempt);
+      time.advance(1);
+    }
+    expect(waits).toEqual([1000, 2000, 4000]);
+
+    const last = await run();
+    expect(last).toMatchObject({ needsReviewNew: 1 });
+    expect(last.needsReview).toBeGreaterThanOrEqual(1);
+    expect(await record('request_payment', operationId)).toMatchObject({
+      status: 'NEEDS_REVIEW',
+      reconcileAttempts: 4,
+      error: { code: 'REVIEW_REQUIRED' },
+    });
+    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'needs_review' });
+    // Parked: the caller is told not to retry, and nothing runs again.
+    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
+    expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
+    expect(await lookups()).toBe(4);
+    await clearFaults(stack);
+  });
+
+  /** A PROCESSING record left behind by an executor that died (its Lambda was killed mid-call). */
+  async function abandonedExecution(tool: string, key: string, args: Record<string, unknown>, leaseExpiresAt: number) {
+    const now = Date.now();
+    const abandoned: IdempotencyRecord = {
+      tenant: TENANT,
+      tool,
+      idempotencyKey: key,
+      fingerprint: fingerprint(args),
+      status: 'PROCESSING',
+      ownerToken: `dead-${key}`,
+      createdAt: now,
+      updatedAt: now,
+      leaseExpiresAt,
+      retainUntil: now + 86_400_000,
+      expiresAt: Math.floor(now / 1000) + 86_400,
+    };
+    expect(await stack.services.store.claim(abandoned, now)).toEqual({ claimed: true });
+  }
+
+  it('a stale PROCESSING record becomes UNKNOWN, then settles to what the downstream has; a live one is left alone', async () => {
+    catchUp();
+    const args = { amount_minor: 700, currency: 'EUR', payee_id: 'payee-8' };
+    const paid = await issueOperationId(client, 'request_payment');
+    const unpaid = await issueOperationId(client, 'request_payment');
+    const live = await issueOperationId(client, 'request_payment');
+    // The dead executor got its payment through before it died.
+    const response = await fetch(`${stack.url}/sandbox/payments/v1/payments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': paid },
+      body: JSON.stringify({ ...args, metadata: { tenant: TENANT } }),
+    });
+    const payment = (await response.json()) as { payment_id: string };
+    await abandonedExecution('request_payment', paid, args, time.clock() - 1000);
+    await abandonedExecution('request_payment', unpaid, args, time.clock() - 1000);
+    await abandonedExecution('request_payment', live, args, time.clock() + 600_000);
+
+    // Within the grace after the lease, the executor's completion may still land: not touched yet.
+    expect((await run()).expiredLeases).toBe(0);
+    time.advance(10_000);
+    expect((await run()).expiredLeases).toBe(2);
+    expect(await record('request_payment', paid)).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired' });
+
+    const report = await run();
+    expect(report).toMatchObject({ found: 1, released: 1 });
+    expect(await record('request_payment', paid)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
+    expect(await record('request_payment', unpaid)).toBeUndefined();
+    expect(await record('request_payment', live)).toMatchObject({ status: 'PROCESSING', ownerToken: `dead-${live}` });
+
+    // The caller: a replay of the payment the dead executor made, and a fresh payment for the released id.
+    expect(await callWrite(client, 'request_payment', { operation_id: paid, ...args })).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: { payment_id: payment.payment_id },
+    });
+    const fresh = await callWrite<{ payment_id: string }>(client, 'request_payment', { operation_id: unpaid, ...args });
+    expect(fresh).toMatchObject({ outcome: 'succeeded', replayed: false });
+    const ledger = (await sandboxLedger(stack)).payments;
+    expect(ledger.filter((p) => p.idempotency_key === paid)).toHaveLength(1);
+    expect(ledger.filter((p) => p.idempotency_key === unpaid)).toHaveLength(1);
+  });
+
+  it('a retry after the executor died re-runs the payment safely: the provider answers with the first payment', async () => {
+    const args = { amount_minor: 900, currency: 'EUR', payee_id: 'payee-10' };
+    const operationId = await issueOperationId(client, 'request_payment');
+    // The dead executor's request reached the provider; its lease has passed (in real time: the engine's clock).
+    const first = await fetch(`${stack.url}/sandbox/payments/v1/payments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': operationId },
+      body: JSON.stringify({ ...args, metadata: { tenant: TENANT } }),
+    });
+    const payment = (await first.json()) as { payment_id: string };
+    await abandonedExecution('request_payment', operationId, args, Date.now() - 1000);
+
+    // request_payment is re-execution safe: the caller's retry takes the record over and calls the provider again,
+    // which deduplicates on the same key.
+    const retry = await callWrite(client, 'request_payment', { operation_id: operationId, ...args });
+    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false, result: { payment_id: payment.payment_id } });
+    expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
+  });
+
+  it("confirmed absent under the tool's 'fail' policy settles FAILED; without a reconcile hook, review at once", async () => {
+    catchUp();
+    const absentKey = newKey();
+    const unverifiableKey = newKey();
+    findings.set(absentKey, { kind: 'absent' });
+    expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: absentKey, label: 'a' })).toMatchObject({ outcome: 'unknown' });
+    expect(await callWrite(client, 'probe_unverifiable', { idempotency_key: unverifiableKey, label: 'b' })).toMatchObject({ outcome: 'unknown' });
+
+    const report = await run();
+    expect(report).toMatchObject({ failed: 1, needsReviewNew: 1 });
+    expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: absentKey, label: 'a' })).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+      retryable: false,
+      error: { code: 'NOT_EXECUTED' },
+    });
+    expect(await operationStatus(client, 'probe_unverifiable', unverifiableKey)).toMatchObject({ status: 'needs_review' });
+  });
+
+  it('two reconcilers at once make one transition per record', async () => {
+    catchUp();
+    const keys = [newKey(), newKey(), newKey()];
+    for (const key of keys) {
+      findings.set(key, { kind: 'found', result: { label: key } });
+      expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: key, label: key })).toMatchObject({ outcome: 'unknown' });
+    }
+    const second = createWorkers(stack.services, { tools, clock: time.clock });
+    const [a, b] = await Promise.all([run(), second.reconciler.runOnce()]);
+    second.sqs.destroy();
+    expect(a.found + b.found).toBe(keys.length);
+    for (const key of keys) {
+      expect(await record('probe_fail_on_absent', key)).toMatchObject({ status: 'SUCCEEDED', result: { label: key } });
+      expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: key, label: key })).toMatchObject({
+        outcome: 'succeeded',
+        replayed: true,
+        result: { label: key },
+      });
+    }
+  });
+});
+
+describe('the reconciler on its local timer', () => {
+  let stack: LocalStack;
+  let client: Client;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500', RECONCILE_INTERVAL_MS: '200' } });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('settles a lost payment by itself; the retry then replays the provider payment', async () => {
+    const operationId = await issueOperationId(client, 'request_payment');
+    const args = { operation_id: operationId, amount_minor: 4200, currency: 'USD', payee_id: 'payee-9' };
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
+    const first = await callWrite(client, 'request_payment', args);
+    expect(first).toMatchObject({ outcome: 'unknown', retry_after_ms: 200 });
+    const settled = await eventually(async () => {
+      const status = await operationStatus(client, 'request_payment', operationId);
+      return status.status === 'succeeded' ? status : undefined;
+    }, 'the reconciler to settle the payment');
+    const [payment] = (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
+    expect(settled.result).toMatchObject({ payment_id: payment!.payment_id });
+    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payment!.payment_id } });
+  });
+});

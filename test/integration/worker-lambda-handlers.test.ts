@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { APIGatewayProxyEventV2, Context, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Keys } from '../../lambdas/store/table-schema';
+import type { LocalStack } from '../../local/stack';
+import { newKey } from '../support/engine';
+import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { sandboxLedger } from '../support/side-effects';
+
+/**
+ * The deployed entry points themselves (lambdas/handlers/*), imported as Lambda imports them, configured only by
+ * the environment, against the local table, queue and sandbox: stream -> relay -> queue -> consumer -> mailbox.
+ */
+let stack: LocalStack;
+let client: Client;
+type Handler<E, R> = (event: E, context: Context) => Promise<R>;
+let relay: Handler<DynamoDBStreamEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
+let consumer: Handler<SQSEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
+let reconciler: Handler<unknown, { unknown: number; needsReview: number }>;
+let sandbox: Handler<APIGatewayProxyEventV2, { statusCode: number; body: string }>;
+const context = { getRemainingTimeInMillis: () => 60_000 } as Context;
+
+beforeAll(async () => {
+  // Nothing runs in the background: the handlers do all the work here.
+  stack = await startTestStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
+  client = await connectClient(stack, 'tenant-lambda');
+  // Only what the CDK stack gives these functions: no issuer, no operation-id secret (they serve no MCP requests).
+  const { env } = stack;
+  const deployed: Record<string, string | undefined> = {
+    AWS_LAMBDA_FUNCTION_NAME: 'worker-test',
+    TABLE_NAME: env.TABLE_NAME,
+    DYNAMODB_ENDPOINT: env.DYNAMODB_ENDPOINT,
+    SQS_ENDPOINT: env.SQS_ENDPOINT,
+    OUTBOX_QUEUE_URL: env.OUTBOX_QUEUE_URL,
+    OUTBOX_MAX_RECEIVE_COUNT: env.OUTBOX_MAX_RECEIVE_COUNT,
+    PAYMENTS_URL: env.PAYMENTS_URL,
+    TICKETS_URL: env.TICKETS_URL,
+    MAILBOX_URL: env.MAILBOX_URL,
+    EMAIL_MODE: 'sandbox',
+    SANDBOX_TABLE_NAME: stack.config.sideEffects.sandboxTableName,
+    AUTH_MODE: undefined,
+    OPERATION_ID_SECRET: undefined,
+  };
+  for (const [name, value] of Object.entries(deployed)) vi.stubEnv(name, value);
+  relay = (await import('../../lambdas/handlers/relay')).handler as unknown as typeof relay;
+  consumer = (await import('../../lambdas/handlers/consumer')).handler as unknown as typeof consumer;
+  reconciler = (await import('../../lambdas/handlers/reconciler')).handler as unknown as typeof reconciler;
+  sandbox = (await import('../../lambdas/handlers/sandbox')).handler as unknown as typeof sandbox;
+});
+afterAll(async () => {
+  vi.unstubAllEnvs();
+  await client?.close();
+  await stack?.stop();
+});
+
+describe('the worker Lambda handlers', () => {
+  it('relay (stream INSERT) -> queue -> consumer (SQS batch) delivers the email once; the reconciler runs', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', {
+      idempotency_key: key,
+      to: 'kay@example.com',
+      subject: 'From Lambda',
+      body: 'Hello.',
+    });
+    const eventId = result!.event_id;
+    const { Item } = await stack.services.doc.send(
+      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
+    );
+    const stream = {
+      Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: '100' } }],
+    } as unknown as DynamoDBStreamEvent;
+    expect(await relay(stream, context)).toEqual({ batchItemFailures: [] });
+
+    const { Messages } = await stack.workers.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: stack.queue.queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    const message = Messages!.find((m) => m.Body?.includes(eventId))!;
+    const sqsEvent = {
+      Records: [
+        {
+          messageId: message.MessageId,
+          receiptHandle: message.ReceiptHandle,
+          body: message.Body,
+          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
+          messageAttributes: {},
+          eventSource: 'aws:sqs',
+        },
+      ],
+    } as unknown as SQSEvent;
+    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    // The same message again (SQS delivered it twice): acknowledged, no second email.
+    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    expect((await sandboxLedger(stack)).emails.filter((e) => e.event_id === eventId)).toHaveLength(1);
+
+    const report = await reconciler({}, context);
+    expect(report).toMatchObject({ unknown: 0, needsReview: 0 });
+  });
+
+  it('the sandbox function serves the same routes through a Function URL event, from its own table only', async () => {
+    const event = {
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: '/sandbox/ledger',
+      rawQueryString: '',
+      headers: { host: 'sandbox.lambda-url.eu-west-1.on.aws', 'x-forwarded-proto': 'https' },
+      requestContext: {
+        accountId: 'anonymous',
+        apiId: 'sandbox',
+        domainName: 'sandbox.lambda-url.eu-west-1.on.aws',
+        domainPrefix: 'sandbox',
+        http: { method: 'GET', path: '/sandbox/ledger', protocol: 'HTTP/1.1', sourceIp: '198.51.100.7', userAgent: 'test' },
+        requestId: randomUUID(),
+        routeKey: '$default',
+        stage: '$default',
+        time: new Date().toUTCString(),
+        timeEpoch: Date.now(),
+      },
+      isBase64Encoded: false,
+    } as APIGatewayProxyEventV2;
+    const response = await sandbox(event, context);
+    expect(response.statusCode).toBe(200);
+    const ledger = JSON.parse(response.body) as Record<string, Array<{ event_id?: string }>>;
+    expect(Object.keys(ledger).sort()).toEqual(['emails', 'payments', 'tickets']);
+    // The same table as the local sandbox: the email sent in the previous test is there.
+    expect(ledger.emails!.length).toBeGreaterThanOrEqual(1);
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, loadSandboxConfig, loadWorkerConfig } from '../../lambdas/config';
+
+const base = {
+  TABLE_NAME: 'records',
+  OPERATION_ID_SECRET: 'x'.repeat(32),
+  AUTH_MODE: 'oidc',
+  AUTH_ISSUER: 'https://issuer.example',
+  AUTH_AUDIENCE: 'mcp',
+  AUTH_JWKS_URL: 'https://issuer.example/jwks.json',
+};
+
+describe('side-effect settings', () => {
+  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 5 receives, no downstream URLs', () => {
+    const { sideEffects } = loadConfig(base);
+    expect(sideEffects).toMatchObject({
+      emailMode: 'ses',
+      emailFrom: 'agent@example.com',
+      downstreamTimeoutMs: 3000,
+      reconcileIntervalMs: 5000,
+      outboxMaxReceiveCount: 5,
+      sandboxTableName: 'records-sandbox',
+    });
+    for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'paymentsUrl', 'ticketsUrl', 'mailboxUrl'] as const)
+      expect(sideEffects[url]).toBeUndefined();
+  });
+
+  it('reads every key', () => {
+    const config = loadConfig({
+      ...base,
+      SQS_ENDPOINT: 'http://127.0.0.1:4566',
+      OUTBOX_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox',
+      PAYMENTS_URL: 'https://pay.example/',
+      TICKETS_URL: 'https://tickets.example',
+      MAILBOX_URL: 'http://127.0.0.1:3000/sandbox/mailbox',
+      EMAIL_MODE: 'sandbox',
+      EMAIL_FROM: 'noreply@shop.example',
+      DOWNSTREAM_TIMEOUT_MS: '1500',
+      RECONCILE_INTERVAL_MS: '200',
+      OUTBOX_MAX_RECEIVE_COUNT: '3',
+      SANDBOX_TABLE_NAME: 'demo-sandbox',
+    });
+    expect(config.sideEffects).toEqual({
+      sqsEndpoint: 'http://127.0.0.1:4566',
+      outboxQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox',
+      paymentsUrl: 'https://pay.example',
+      ticketsUrl: 'https://tickets.example',
+      mailboxUrl: 'http://127.0.0.1:3000/sandbox/mailbox',
+      emailMode: 'sandbox',
+      emailFrom: 'noreply@shop.example',
+      downstreamTimeoutMs: 1500,
+      reconcileIntervalMs: 200,
+      outboxMaxReceiveCount: 3,
+      sandboxTableName: 'demo-sandbox',
+    });
+  });
+
+  it('the worker functions start without the issuer or the operation-id secret, and verify no token', async () => {
+    const config = loadWorkerConfig({ TABLE_NAME: 'records', OUTBOX_QUEUE_URL: 'https://sqs.example/q' });
+    expect(config.sideEffects.outboxQueueUrl).toBe('https://sqs.example/q');
+    expect(config.auth).toMatchObject({ mode: 'oidc', jwksUrl: expect.stringContaining('.invalid/') });
+    expect(() => loadConfig({ TABLE_NAME: 'records' })).toThrow(ConfigError);
+  });
+
+  it('the sandbox function needs only its table', () => {
+    expect(loadSandboxConfig({ SANDBOX_TABLE_NAME: 'demo-sandbox' })).toEqual({ sandboxTableName: 'demo-sandbox', downstreamTimeoutMs: 3000 });
+    expect(() => loadSandboxConfig({})).toThrow(/SANDBOX_TABLE_NAME/);
+  });
+
+  it.each([
+    ['EMAIL_MODE', 'smtp'],
+    ['EMAIL_FROM', 'not an address'],
+    ['DOWNSTREAM_TIMEOUT_MS', '0'],
+    ['DOWNSTREAM_TIMEOUT_MS', 'soon'],
+    ['RECONCILE_INTERVAL_MS', '-5'],
+    ['PAYMENTS_URL', 'ftp://pay.example'],
+  ])('refuses %s=%s at start, naming it', (name, value) => {
+    expect(() => loadConfig({ ...base, [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...base, [name]: value })).toThrow(name);
+  });
+});
