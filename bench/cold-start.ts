@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
@@ -34,10 +34,11 @@ const PROTOCOL_VERSION = '2025-06-18';
 const TENANT = 'bench-tenant';
 
 type Variant = 'deployed' | 'unminified' | 'sdkExternal';
-const VARIANTS: Record<Variant, { label: string; minify: boolean; external: string[] }> = {
-  deployed: { label: 'deployed bundle', minify: LambdaBundle.minify, external: [...LambdaBundle.external] },
-  unminified: { label: 'same, unminified', minify: false, external: [...LambdaBundle.external] },
-  sdkExternal: { label: 'AWS SDK external (runtime SDK)', minify: LambdaBundle.minify, external: ['@aws-sdk/*', '@smithy/*'] },
+const VARIANTS: Record<Variant, { minify: boolean; external: string[] }> = {
+  deployed: { minify: LambdaBundle.minify, external: [...LambdaBundle.external] },
+  unminified: { minify: false, external: [...LambdaBundle.external] },
+  // What relying on the runtime's SDK looks like: resolved here from node_modules, as Lambda does from /var/runtime.
+  sdkExternal: { minify: LambdaBundle.minify, external: ['@aws-sdk/*', '@smithy/*'] },
 };
 
 export interface BundleFigures {
@@ -47,27 +48,33 @@ export interface BundleFigures {
   largest: Array<{ module: string; bytes: number }>;
 }
 
-async function bundle(variant: Variant): Promise<{ file: string; figures: BundleFigures }> {
-  const { minify, external } = VARIANTS[variant];
-  const outfile = join(WORK_DIR, variant, 'index.mjs');
+/** Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers. */
+export async function buildLambdaBundle(
+  outfile: string,
+  overrides: { minify?: boolean; external?: string[] } = {},
+): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const result = await build({
     entryPoints: [handlerEntry('mcp')],
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,
     format: LambdaBundle.format,
-    minify,
+    minify: overrides.minify ?? LambdaBundle.minify,
     sourcemap: LambdaBundle.sourcemap,
     mainFields: [...LambdaBundle.mainFields],
     banner: { js: LambdaBundle.banner },
-    external,
+    external: overrides.external ?? [...LambdaBundle.external],
     legalComments: LambdaBundle.legalComments,
     outfile,
     metafile: true,
     logLevel: 'error',
   });
   const code = await readFile(outfile);
-  return { file: outfile, figures: { bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, largest: contributors(result.metafile) } };
+  return {
+    file: outfile,
+    metafile: result.metafile,
+    figures: { bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, largest: contributors(result.metafile) },
+  };
 }
 
 /** Groups the output bytes by npm package, or by project folder for our own code. */
@@ -105,6 +112,9 @@ process.exit(0);
 
 interface ChildTimes {
   booted: number;
+  /** CPU ms (all threads) the process had used at `booted`, and at the end. */
+  bootCpu: number;
+  cpuMs: number;
   imported: number;
   initialized: number;
   called: number;
@@ -181,41 +191,65 @@ export interface ColdStartFigures {
   import_ms: number;
   initialize_ms: number;
   tools_call_ms: number;
+  /** Median CPU ms (all threads: main, compiler, GC) over the same span; steadier than wall time on a busy machine. */
+  cpu_ms: number;
   /** Median wall time from spawn to exit of the measured process, and of a bare `node -e 0`. */
   process_ms: number;
   bare_node_ms: number;
   /** process_ms / bare_node_ms: how much the bundle adds over starting Node at all. */
   ratio_to_bare_node: number;
   bundle: BundleFigures;
-  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; bytes: number; ratio_init_to_deployed: number }>;
+  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; bytes: number; ratio_init_to_deployed: number }>;
   runs: number;
+  /** 1-minute load average when the runs ended: wall times on a shared machine stretch with it, CPU times much less. */
+  load_avg: number;
   targets: { init_ms: number; bundle_bytes: number; init_met: boolean; bundle_met: boolean };
 }
 
-export async function coldStart(): Promise<ColdStartFigures> {
-  await rm(WORK_DIR, { recursive: true, force: true });
-  await mkdir(WORK_DIR, { recursive: true });
-  const bundles = {} as Record<Variant, { file: string; figures: BundleFigures }>;
-  for (const variant of Object.keys(VARIANTS) as Variant[]) bundles[variant] = await bundle(variant);
-  const childScript = join(WORK_DIR, 'child.mjs');
-  await writeFile(childScript, CHILD);
+export interface ColdStartFixture {
+  /** One cold process: imports the bundle, answers initialize and a create_order tools/call; checks both succeeded. */
+  run(bundleFile: string): Promise<ChildTimes & { wallMs: number }>;
+  /** The deployed function's environment, with the local endpoints. */
+  env: NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
 
-  const dynamo = await startDynamoDbLocal();
-  const keyDir = await mkdtemp(join(tmpdir(), 'cold-start-issuer-'));
-  const jwksServer = createServer();
+/**
+ * What a cold MCP function needs around it: a table (on `dynamodbEndpoint`, or a DynamoDB Local started here), a
+ * JWKS served over loopback with a token of its issuer (the deployed OIDC path), and the child script.
+ */
+export async function startColdStartFixture(options: { dynamodbEndpoint?: string; workDir?: string } = {}): Promise<ColdStartFixture> {
+  const stops: Array<() => Promise<unknown>> = [];
+  const stop = async () => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => {});
+  };
   try {
-    const doc = createDocumentClient(dynamo.endpoint);
+    const workDir = options.workDir ?? WORK_DIR;
+    await mkdir(workDir, { recursive: true });
+    const childScript = join(workDir, 'child.mjs');
+    await writeFile(childScript, CHILD);
+
+    let endpoint = options.dynamodbEndpoint;
+    if (!endpoint) {
+      const dynamo = await startDynamoDbLocal();
+      stops.push(dynamo.stop);
+      endpoint = dynamo.endpoint;
+    }
+    const doc = createDocumentClient(endpoint);
     const tableName = `cold-start-${randomUUID()}`;
     await ensureTable(doc, tableName);
     doc.destroy();
 
+    const keyDir = await mkdtemp(join(tmpdir(), 'cold-start-issuer-'));
+    stops.push(() => rm(keyDir, { recursive: true, force: true }));
     const issuerUrl = 'https://cold-start.test/issuer';
     const issuer = await loadDevIssuer({ dir: keyDir, issuer: issuerUrl, audience: 'cold-start', tenantClaim: 'tenant' });
-    jwksServer.on('request', (_req, res) => {
+    const jwksServer = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(issuer.jwks));
     });
     await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
+    stops.push(() => new Promise((r) => jwksServer.close(r)));
     const token = await issuer.sign({ tenant: TENANT });
 
     // The deployed environment, with the local endpoints (and the secret's value instead of its ARN).
@@ -224,7 +258,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
       AWS_REGION: 'us-east-1',
       AWS_LAMBDA_FUNCTION_NAME: 'mcp-cold-start',
       TABLE_NAME: tableName,
-      DYNAMODB_ENDPOINT: dynamo.endpoint,
+      DYNAMODB_ENDPOINT: endpoint,
       AUTH_MODE: 'oidc',
       AUTH_ISSUER: issuerUrl,
       AUTH_AUDIENCE: 'cold-start',
@@ -232,6 +266,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
       AUTH_TENANT_CLAIM: 'tenant',
       OPERATION_ID_SECRET: randomBytes(32).toString('base64url'),
       ALLOWED_ORIGINS: '',
+      RECONCILE_INTERVAL_MS: '60000',
       POWERTOOLS_SERVICE_NAME: 'idempotent-mcp',
       POWERTOOLS_METRICS_NAMESPACE: 'IdempotentMcp',
       POWERTOOLS_LOG_LEVEL: 'WARN',
@@ -245,27 +280,44 @@ export async function coldStart(): Promise<ColdStartFigures> {
         call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
       });
 
-    const measure = async (variant: Variant): Promise<ChildTimes & { wallMs: number }> => {
-      const { wallMs, stdout } = await runNode([childScript, bundles[variant].file], { ...env, COLD_START_EVENTS: eventsFor() });
+    const run = async (bundleFile: string): Promise<ChildTimes & { wallMs: number }> => {
+      const { wallMs, stdout } = await runNode([childScript, bundleFile], { ...env, COLD_START_EVENTS: eventsFor() });
       const line = stdout.split('\n').find((l) => l.startsWith(MARK));
-      if (!line) throw new Error(`the ${variant} run printed no result`);
+      if (!line) throw new Error(`${bundleFile} printed no result`);
       const times = JSON.parse(line.slice(MARK.length)) as ChildTimes;
       const outcome = (JSON.parse(times.body) as { result?: { structuredContent?: { outcome?: string } } }).result?.structuredContent?.outcome;
       // Only a run that really executed the write counts: otherwise it measured something else.
-      if (times.statuses.some((s) => s !== 200) || outcome !== 'succeeded') {
-        throw new Error(`the ${variant} run answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
+      if (times.statuses.some((status) => status !== 200) || outcome !== 'succeeded') {
+        throw new Error(`${bundleFile} answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
       }
       return { ...times, wallMs };
     };
+    return { run, env, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
 
+export async function coldStart(): Promise<ColdStartFigures> {
+  await rm(WORK_DIR, { recursive: true, force: true });
+  await mkdir(WORK_DIR, { recursive: true });
+  const variants = Object.keys(VARIANTS) as Variant[];
+  const bundles = {} as Record<Variant, { file: string; figures: BundleFigures }>;
+  for (const variant of variants) {
+    const { minify, external } = VARIANTS[variant];
+    bundles[variant] = await buildLambdaBundle(join(WORK_DIR, variant, 'index.mjs'), { minify, external });
+  }
+  const fixture = await startColdStartFixture();
+  try {
     // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle.
-    for (const variant of Object.keys(VARIANTS) as Variant[]) await measure(variant);
-    const samples: Record<Variant | 'bare', Array<ChildTimes & { wallMs: number }>> = { deployed: [], unminified: [], sdkExternal: [], bare: [] };
+    for (const variant of variants) await fixture.run(bundles[variant].file);
+    const samples: Record<Variant, Array<ChildTimes & { wallMs: number }>> = { deployed: [], unminified: [], sdkExternal: [] };
+    const bareNode: number[] = [];
     for (let run = 0; run < RUNS; run++) {
       // Interleaved, so drift in machine load spreads over every variant alike.
-      for (const variant of Object.keys(VARIANTS) as Variant[]) samples[variant].push(await measure(variant));
-      const bare = await runNode(['-e', '0'], env);
-      samples.bare.push({ booted: 0, imported: 0, initialized: 0, called: 0, statuses: [], body: '', wallMs: bare.wallMs });
+      for (const variant of variants) samples[variant].push(await fixture.run(bundles[variant].file));
+      bareNode.push((await runNode(['-e', '0'], fixture.env)).wallMs);
     }
 
     const stats = (variant: Variant) => {
@@ -275,23 +327,31 @@ export async function coldStart(): Promise<ColdStartFigures> {
         import_ms: round(median(s.map((t) => t.imported - t.booted))),
         initialize_ms: round(median(s.map((t) => t.initialized - t.imported))),
         tools_call_ms: round(median(s.map((t) => t.called - t.initialized))),
+        cpu_ms: round(median(s.map((t) => t.cpuMs - t.bootCpu))),
         process_ms: round(median(s.map((t) => t.wallMs))),
       };
     };
     const deployed = stats('deployed');
-    const bareNode = round(median(samples.bare.map((t) => t.wallMs)));
+    const bare = round(median(bareNode));
     const peer = (variant: Exclude<Variant, 'deployed'>) => {
       const s = stats(variant);
-      return { init_ms: s.init_ms, import_ms: s.import_ms, bytes: bundles[variant].figures.bytes, ratio_init_to_deployed: round(s.init_ms / deployed.init_ms, 2) };
+      return {
+        init_ms: s.init_ms,
+        import_ms: s.import_ms,
+        cpu_ms: s.cpu_ms,
+        bytes: bundles[variant].figures.bytes,
+        ratio_init_to_deployed: round(s.init_ms / deployed.init_ms, 2),
+      };
     };
     const bundleFigures = bundles.deployed.figures;
     return {
       ...deployed,
-      bare_node_ms: bareNode,
-      ratio_to_bare_node: round(deployed.process_ms / bareNode, 2),
+      bare_node_ms: bare,
+      ratio_to_bare_node: round(deployed.process_ms / bare, 2),
       bundle: bundleFigures,
       peers: { unminified: peer('unminified'), sdkExternal: peer('sdkExternal') },
       runs: RUNS,
+      load_avg: round(loadavg()[0]!, 2),
       targets: {
         init_ms: COLD_START_TARGETS.initMs,
         bundle_bytes: COLD_START_TARGETS.bundleBytes,
@@ -300,9 +360,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
       },
     };
   } finally {
-    await new Promise((r) => jwksServer.close(r));
-    await rm(keyDir, { recursive: true, force: true });
-    await dynamo.stop();
+    await fixture.stop();
   }
 }
 
@@ -312,17 +370,17 @@ export const coldStartBench: BenchSection = {
   async run(): Promise<SectionReport> {
     const f = await coldStart();
     const table: (string | number)[][] = [
-      ['bundle', 'KiB', 'gzip KiB', 'init ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
-      ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
-      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.import_ms, '', '', ''],
-      ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.import_ms, '', '', ''],
-      ['peer: bare node -e 0', '', '', '', '', '', '', f.bare_node_ms],
+      ['bundle', 'KiB', 'gzip KiB', 'init ms', 'cpu ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
+      ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
+      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.import_ms, '', '', ''],
+      ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.cpu_ms, f.peers.sdkExternal.import_ms, '', '', ''],
+      ['peer: bare node -e 0', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
-      `init = import + initialize + tools/call (create_order against DynamoDB Local), from the process's own start; process = spawn to exit.`,
-      `process / bare node: x${f.ratio_to_bare_node}; unminified / deployed init: x${f.peers.unminified.ratio_init_to_deployed}; SDK-external / deployed init: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
-      `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)} KiB`).join(', ')}`,
-      `target init <= ${f.targets.init_ms} ms: ${f.targets.init_met ? 'met' : 'MISSED'}; target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'}`,
+      'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; process = spawn to exit.',
+      `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}; init, SDK external / deployed: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
+      `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
+      `target init <= ${f.targets.init_ms} ms: ${f.targets.init_met ? 'met' : 'MISSED'}; target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'} (gzip ${kib(f.bundle.gzip_bytes)} KiB)`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };
   },

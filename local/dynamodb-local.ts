@@ -47,7 +47,12 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   } else {
     args.push('-inMemory');
   }
-  const child = spawn(process.env.JAVA ?? 'java', args, { cwd: emulatorDir, stdio: ['ignore', 'ignore', 'pipe'] });
+  // Java outlives a parent that dies by SIGKILL or a timeout. A shell in between holds a pipe from us: when it
+  // closes (we exited, however), the shell stops Java. A normal stop closes the pipe the same way.
+  const child = spawn('/bin/sh', ['-c', JAVA_WATCHDOG, 'dynamodb-local', process.env.JAVA ?? 'java', ...args], {
+    cwd: emulatorDir,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -64,8 +69,17 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
     throw err;
   }
   exited.catch(() => {});
-  return { endpoint, stop: () => stopChild(child) };
+  return {
+    endpoint,
+    stop: async () => {
+      child.stdin?.end();
+      await stopChild(child);
+    },
+  };
 }
+
+/** Runs Java in the background and stops it when our end of stdin closes; exits with Java's status. */
+const JAVA_WATCHDOG = 'exec 3<&0; "$@" & j=$!; (read -r _ <&3; kill $j 2>/dev/null) & wait $j';
 
 async function waitUntilReady(endpoint: string, timeoutMs: number): Promise<void> {
   const client = new DynamoDBClient({

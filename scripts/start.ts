@@ -25,13 +25,15 @@ try {
 }
 
 console.log(`
-Idempotent MCP endpoint is running (data kept in .local/).
+Idempotent MCP endpoint is running (data kept in .local/), with the outbox queue, its relay, consumer and
+reconciler, and the sandbox payments provider, ticket system and mailbox.
 
   MCP URL        ${stack.mcpUrl}
   Tenant         demo
   Bearer token   ${token}
 
   Sandbox ledger ${stack.url}/sandbox/ledger
+  Inject faults  curl -X POST ${stack.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'
   Another tenant npm run token -- --tenant <id>
 
   Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"

@@ -4,7 +4,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError } from '../core/errors';
 import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
-import { countAttention, queryAttention } from '../store/attention-index';
+import { queryAttention } from '../store/attention-index';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
 import { OutboxDefaults, type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
 
@@ -149,10 +149,6 @@ export class OutboxStore {
   async dueEvents(dueBy: number, limit: number): Promise<StoredOutboxEvent[]> {
     const items = await queryAttention(this.doc, this.tableName, 'OUTBOX', { dueBy, limit });
     return items.map(itemToEvent).filter((e) => e.status === 'PENDING');
-  }
-
-  async countPending(): Promise<number> {
-    return countAttention(this.doc, this.tableName, 'OUTBOX');
   }
 
   /** After a send: count it and schedule the sweep's next look. False when the event settled meanwhile. */

@@ -55,7 +55,9 @@ export interface ReconcileReport {
   unknown: number;
   oldestUnknownAgeSeconds: number;
   needsReview: number;
+  /** The outbox sweep of this run, and the events still pending after it. */
   outbox?: SweepReport;
+  outboxPending?: number;
 }
 
 export const ReconcilerDefaults = {
@@ -133,7 +135,11 @@ export class Reconciler {
       }
     }
 
-    if (relay) report.outbox = await relay.sweep({ graceMs: outboxGraceMs, limit: batchSize });
+    if (relay) {
+      report.outbox = await relay.sweep({ graceMs: outboxGraceMs, limit: batchSize });
+      report.outboxPending = await countAttention(doc, tableName, 'OUTBOX');
+      metrics.addMetric(MetricName.OutboxPending, MetricUnit.Count, report.outboxPending);
+    }
 
     const remaining = unknown.filter((r) => !settled.has(r));
     report.unknown = remaining.length + report.expiredLeases;

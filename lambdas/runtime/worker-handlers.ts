@@ -77,11 +77,11 @@ export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sq
 export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
   return async (): Promise<ReconcileReport> => {
     const report = await workers.reconciler.runOnce();
-    const { outbox, ...counts } = report;
-    const acted = Object.values(counts).some((n) => n > 0) || (outbox && Object.values(outbox).some((n) => n > 0));
-    // Quiet runs (every few seconds locally) only at debug level.
-    if (acted) logger.info('reconciler run', { ...counts, outbox });
-    else logger.debug('reconciler run: nothing to do');
+    const { found, released, failed, deferred, needsReviewNew, expiredLeases, outbox } = report;
+    const acted = found + released + failed + deferred + needsReviewNew + expiredLeases + (outbox?.sent ?? 0) + (outbox?.abandoned ?? 0) > 0;
+    // Runs that changed nothing (every few seconds locally) only at debug level.
+    if (acted) logger.info('reconciler run', { ...report });
+    else logger.debug('reconciler run: nothing to do', { ...report });
     return report;
   };
 }

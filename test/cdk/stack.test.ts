@@ -97,9 +97,20 @@ describe('the idempotency table', () => {
       SSEType: 'KMS',
       KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
     });
-    // The functions that read or write items may use the key; nothing else gets it.
-    const mcpKms = serviceActions(statementsOfRole(cmk.template, logicalId(cmk.stack.mcp.handler.role)), 'kms');
-    expect(mcpKms).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey*']));
+    // Writers get the exact data-key actions DynamoDB uses on their behalf (no GenerateDataKey* wildcards), on this key.
+    const keyArn = { 'Fn::GetAtt': [keyId, 'Arn'] };
+    const mcpStatements = statementsOfRole(cmk.template, logicalId(cmk.stack.mcp.handler.role));
+    expect(actionsOn(mcpStatements, keyArn)).toEqual([
+      'kms:Decrypt',
+      'kms:DescribeKey',
+      'kms:Encrypt',
+      'kms:GenerateDataKey',
+      'kms:GenerateDataKeyWithoutPlaintext',
+      'kms:ReEncryptFrom',
+      'kms:ReEncryptTo',
+    ]);
+    // The relay reads the encrypted stream: it may decrypt.
+    expect(actionsOn(statementsOfRole(cmk.template, logicalId(cmk.stack.relay.handler.role)), keyArn)).toContain('kms:Decrypt');
   });
 });
 

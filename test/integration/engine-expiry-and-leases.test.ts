@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalToolError } from '../../lambdas/core/errors';
+import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { IdempotencyEngine, type EngineOptions, type ExecutionContext, type IdempotencyPolicy } from '../../lambdas/engine/engine';
@@ -82,6 +82,22 @@ describe('retention and expiry (the claim condition does the work: DynamoDB Loca
     clock.advance(60_000);
     expect(await call()).toMatchObject({ outcome: 'failed', replayed: false });
     expect(runs).toBe(2);
+  });
+});
+
+describe('unsettled records do not expire', () => {
+  it('an UNKNOWN outcome is never freed by time: long after retention a retry still does not execute', async () => {
+    const { clock, engine, key } = setup();
+    let runs = 0;
+    const call = () =>
+      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, { retentionSeconds: 60 }, async () => {
+        runs++;
+        throw new UncertainToolError('TIMEOUT', 'no answer after sending');
+      });
+    expect(await call()).toMatchObject({ outcome: 'unknown' });
+    clock.advance(48 * HOUR);
+    expect(await call()).toMatchObject({ outcome: 'unknown' });
+    expect(runs).toBe(1);
   });
 });
 

@@ -235,8 +235,12 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
   const workerFile = fileURLToPath(new URL('../support/consumer-worker.ts', import.meta.url));
 
   beforeAll(async () => {
-    // The consumer runs only in child processes. Lease = 2 x 1500 + 1000 ms; the queue hides a received message 5 s.
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500' }, workers: { consumerPoller: false, reconcilerTimer: false }, queueVisibilityTimeoutSeconds: 5 });
+    // The consumer runs only in child processes. Lease = 2 x 1000 + 1000 ms; the queue hides a received message 4 s.
+    stack = await startTestStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '1000' },
+      workers: { consumerPoller: false, reconcilerTimer: false },
+      queueVisibilityTimeoutSeconds: 4,
+    });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -274,6 +278,8 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     const email = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(emailKey));
     await eventually(async () => ((await emailsFor(stack, email.result!.event_id)).length === 1 ? true : undefined), 'the email to be sent');
     await kill(consumer);
+    // Died holding its claim: the effect exists, nothing recorded it.
+    expect(await stack.services.outbox.getMarker(email.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
     expect(await operationStatus(client, 'send_email', emailKey)).toMatchObject({ delivery: { status: 'pending' } });
 
     // 2. A new consumer takes the message over after the lease, asks the mailbox, finds the email: no second one.
@@ -287,6 +293,7 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     const ticket = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: ticketKey, title: 'VPN down', description: '', priority: 'normal' });
     await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the request to reach the ticket system');
     await kill(consumer);
+    expect(await stack.services.outbox.getMarker(ticket.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
 
     // 4. The next consumer finds no ticket for the event and creates it: exactly one.
     consumer = await startConsumer();
