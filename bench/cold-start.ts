@@ -65,6 +65,7 @@ export async function buildLambdaBundle(
     banner: { js: LambdaBundle.banner },
     external: overrides.external ?? [...LambdaBundle.external],
     legalComments: LambdaBundle.legalComments,
+    alias: { ...LambdaBundle.alias },
     outfile,
     metafile: true,
     logLevel: 'error',

@@ -3,7 +3,11 @@
  * so the bundle measured by `npm run bench` is the bundle `cdk deploy` ships.
  * Plain data (no aws-cdk-lib import) so the benchmark stays light.
  */
+import { fileURLToPath } from 'node:url';
+
 export const LAMBDA_NODE_TARGET = 'node22';
+
+const stub = (file: string) => fileURLToPath(new URL(`./bundle-stubs/${file}`, import.meta.url));
 
 /**
  * ESM output lets esbuild tree-shake the ESM builds of the SDK, MCP SDK, Hono, jose and zod. A few CommonJS
@@ -30,7 +34,20 @@ export const LambdaBundle = {
   external: [] as string[],
   /** Licence comments are kept in node_modules; they add bytes to every cold start. */
   legalComments: 'none' as const,
+  /**
+   * Modules replaced by stubs that throw when used. The MCP SDK's server imports Ajv statically but constructs it
+   * only for a Server given no JSON Schema validator; lambdas/mcp/server.ts always gives one (elicitation is not
+   * used), so no code path reaches them: about 130 KiB (Ajv, its formats, fast-uri) the cold start no longer loads.
+   * test/cdk/bundle.test.ts runs the aliased bundle.
+   */
+  alias: { ajv: stub('ajv.mjs'), 'ajv-formats': stub('ajv-formats.mjs') } as Record<string, string>,
 } as const;
+
+/** The same options as extra esbuild CLI arguments, for the CDK's NodejsFunction (which has no typed prop for them). */
+export const lambdaEsbuildArgs = (): Record<string, string | string[]> => ({
+  '--legal-comments': LambdaBundle.legalComments,
+  '--alias': Object.entries(LambdaBundle.alias).map(([module, replacement]) => `${module}=${replacement}`),
+});
 
 /** The handler source for a function name, relative to the project root. */
 export const handlerEntry = (name: 'mcp' | 'relay' | 'consumer' | 'reconciler' | 'sandbox') => `lambdas/handlers/${name}.ts`;

@@ -12,11 +12,9 @@ export function businessArguments(
   nonBusinessFields: readonly string[] = DEFAULT_NON_BUSINESS_FIELDS,
 ): Record<string, unknown> {
   const excluded = new Set([...IDENTITY_FIELDS, ...nonBusinessFields]);
-  const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(args)) {
-    if (!excluded.has(name) && value !== undefined) kept[name] = value;
-  }
-  return kept;
+  // fromEntries defines own properties: plain assignment would turn an argument named "__proto__" (which
+  // JSON.parse creates as an ordinary key) into a prototype and drop it from the fingerprint.
+  return Object.fromEntries(Object.entries(args).filter(([name, value]) => !excluded.has(name) && value !== undefined));
 }
 
 /** RFC 8785 (JCS) canonical JSON: the same arguments in any key order give the same text. */

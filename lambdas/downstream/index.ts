@@ -1,13 +1,14 @@
 import type { SideEffectsConfig } from '../config';
-import { MailboxEmailSender, SesEmailSender, type EmailSender } from './email';
 import { PaymentsClient } from './payments';
 import { TicketsClient } from './tickets';
 
-/** The clients of every system outside this service; built once per container. */
+/**
+ * The clients of the systems the MCP tools and the reconciler call; built once per container. The email sender
+ * is not among them: only the outbox consumer sends email (createEmailSender in ./ses-email, used by createWorkers).
+ */
 export interface Downstreams {
   payments: PaymentsClient;
   tickets: TicketsClient;
-  email: EmailSender;
 }
 
 export function createDownstreams(config: SideEffectsConfig): Downstreams {
@@ -15,9 +16,5 @@ export function createDownstreams(config: SideEffectsConfig): Downstreams {
   return {
     payments: new PaymentsClient({ baseUrl: config.paymentsUrl, timeoutMs }),
     tickets: new TicketsClient({ baseUrl: config.ticketsUrl, timeoutMs }),
-    email:
-      config.emailMode === 'sandbox'
-        ? new MailboxEmailSender({ baseUrl: config.mailboxUrl, from: config.emailFrom, timeoutMs })
-        : new SesEmailSender({ from: config.emailFrom, timeoutMs }),
   };
 }

@@ -1,6 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
@@ -23,13 +22,17 @@ export interface BuildServerOptions {
 }
 
 /**
- * Without a validator the SDK builds a new Ajv instance for every Server, i.e. for every request here (tens of ms
- * on a cold start). It only validates elicitation answers, which these tools never ask for: one Ajv, built on
- * first use, serves the container.
+ * The SDK's server uses a JSON Schema validator for one thing only: checking a client's answer to a form
+ * elicitation (`elicitInput`), which no tool here requests. Without one it builds an Ajv instance (plus formats) for
+ * every Server, i.e. for every request here. So it gets this one, which refuses: a tool that starts eliciting fails
+ * loudly instead of accepting unchecked input. Because nothing constructs Ajv, lib/bundling.ts can alias `ajv` and
+ * `ajv-formats` to stubs in the Lambda bundles (about 130 KiB less to load); add a real validator here, and drop
+ * those aliases, before using elicitation.
  */
-let ajv: AjvJsonSchemaValidator | undefined;
-const sharedValidator: jsonSchemaValidator = {
-  getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema),
+const noElicitationValidator: jsonSchemaValidator = {
+  getValidator: () => {
+    throw new Error('elicitation answers are not validated by this server: add a JSON Schema validator in lambdas/mcp/server.ts');
+  },
 };
 
 // JSON Schemas are derived once per tool definition, not on every tools/list (one server per request).
@@ -64,7 +67,7 @@ function listing(tool: ToolDefinition): Tool {
 export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): McpServer {
   const tools = options.tools ?? registeredTools;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
+  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: noElicitationValidator });
   mcp.server.registerCapabilities({ tools: { listChanged: false } });
   mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
   mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {

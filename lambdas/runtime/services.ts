@@ -43,7 +43,7 @@ export interface Services {
   auth: TokenVerifier;
   observer: IdempotencyObserver;
   logger: Logger;
-  /** Clients of the payments provider, the ticket system and the email sender. */
+  /** Clients of the payments provider and the ticket system (the email sender is the consumer's: createWorkers). */
   downstreams: Downstreams;
   /** Outbox events and the consumer's delivery claims (same table as the records). */
   outbox: OutboxStore;

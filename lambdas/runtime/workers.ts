@@ -1,5 +1,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../core/clock';
+import type { EmailSender } from '../downstream/email';
+import { createEmailSender } from '../downstream/ses-email';
 import { tools as registry } from '../mcp/tools';
 import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
 import { OutboxConsumer, type ConsumerOptions } from '../outbox/consumer';
@@ -26,6 +28,8 @@ export interface WorkerOverrides {
   /** Write tools whose reconcile hooks the reconciler uses; the registry by default. */
   tools?: readonly ToolDefinition[];
   clock?: Clock;
+  /** The consumer's email sender; the configured one (sandbox mailbox or SES) by default. */
+  email?: EmailSender;
   relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
   consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
   reconciler?: Partial<
@@ -51,7 +55,8 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
   const relay = new OutboxRelay({ outbox: services.outbox, publisher, logger, clock, ...overrides.relay });
   const consumer = new OutboxConsumer({
     outbox: services.outbox,
-    handlers: createDeliveryHandlers(services.downstreams),
+    // Built here, not in the shared services: only the consumer sends email, so only worker bundles carry SES.
+    handlers: createDeliveryHandlers({ tickets: services.downstreams.tickets, email: overrides.email ?? createEmailSender(sideEffects) }),
     logger,
     clock,
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,

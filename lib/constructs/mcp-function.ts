@@ -6,7 +6,7 @@ import type { TokenVerification } from './auth';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
-import { ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface McpFunctionProps extends CommonFunctionProps {
   store: IdempotencyStore;
@@ -73,7 +73,7 @@ export class McpFunction extends Construct {
     if (props.publicBaseUrl) environment.PUBLIC_BASE_URL = props.publicBaseUrl;
 
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...props,
+      ...commonFunctionProps(props),
       handler: 'mcp',
       description: 'Idempotent MCP endpoint (streamable HTTP, stateless)',
       timeout: props.timeout ?? Duration.seconds(29),

@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { downstreamEnvironment, emailModeOf, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 /** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
@@ -36,7 +36,7 @@ export class OutboxConsumer extends Construct {
     super(scope, id);
     const downstreams = props.downstreams ?? {};
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...props,
+      ...commonFunctionProps(props),
       handler: 'consumer',
       description: 'Outbox consumer: performs queued side effects once per event',
       timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,

@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { Keys, TableSchema } from '../../lambdas/store/table-schema';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface OutboxRelayProps extends CommonFunctionProps {
   store: IdempotencyStore;
@@ -35,7 +35,7 @@ export class OutboxRelay extends Construct {
   constructor(scope: Construct, id: string, props: OutboxRelayProps) {
     super(scope, id);
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...props,
+      ...commonFunctionProps(props),
       handler: 'relay',
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),

@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface ReconcilerProps extends CommonFunctionProps {
   store: IdempotencyStore;
@@ -35,7 +35,7 @@ export class Reconciler extends Construct {
   constructor(scope: Construct, id: string, props: ReconcilerProps) {
     super(scope, id);
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...props,
+      ...commonFunctionProps(props),
       handler: 'reconciler',
       description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
       timeout: props.timeout ?? Duration.seconds(50),

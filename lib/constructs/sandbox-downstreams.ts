@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
 import type { DownstreamSettings } from './downstreams';
-import { ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface SandboxDownstreamsProps extends CommonFunctionProps {
   /** The callers' downstream timeout: the `commit-then-timeout` fault holds its answer past it. */
@@ -36,7 +36,7 @@ export class SandboxDownstreams extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...props,
+      ...commonFunctionProps(props),
       handler: 'sandbox',
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),

@@ -6,7 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { handlerEntry, LambdaBundle } from '../bundling';
+import { handlerEntry, LambdaBundle, lambdaEsbuildArgs } from '../bundling';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -34,6 +34,13 @@ export interface CommonFunctionProps {
   /** Default ARM_64 (cheaper per ms, and the bundle has no native code). */
   architecture?: lambda.Architecture;
 }
+
+/** Just the shared settings out of a construct's props. */
+export const commonFunctionProps = ({ powertools, logRetention, architecture }: CommonFunctionProps): CommonFunctionProps => ({
+  powertools,
+  logRetention,
+  architecture,
+});
 
 export interface ServiceFunctionProps extends CommonFunctionProps {
   handler: Parameters<typeof handlerEntry>[0];
@@ -94,7 +101,7 @@ export class ServiceFunction extends Construct {
         mainFields: [...LambdaBundle.mainFields],
         banner: LambdaBundle.banner,
         externalModules: [...LambdaBundle.external],
-        esbuildArgs: { '--legal-comments': LambdaBundle.legalComments },
+        esbuildArgs: lambdaEsbuildArgs(),
       },
     });
     Validations.of(this.function).acknowledge({

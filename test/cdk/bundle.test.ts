@@ -29,6 +29,18 @@ describe('the deployed MCP bundle', () => {
     expect(times.statuses).toEqual([200, 200]);
   });
 
+  it('runs with Ajv stubbed out: nothing on the initialize or tools/call path constructs it', () => {
+    // The first test answered both requests with this bundle; here, that it really was the stubbed one.
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(file))).toEqual([]);
+    expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/'))).toEqual(['lib/bundle-stubs/ajv.mjs', 'lib/bundle-stubs/ajv-formats.mjs']);
+  });
+
+  it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => file.includes('@aws-sdk/client-sesv2/') || file.endsWith('downstream/ses-email.ts'))).toEqual([]);
+  });
+
   it('carries no zod locales: `import * as z from "zod"` lets esbuild drop them (an `import { z }` pulls in ~260 KB)', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => file.includes('zod/v4/locales/') && !file.endsWith('/en.js'))).toEqual([]);

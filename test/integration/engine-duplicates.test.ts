@@ -97,7 +97,11 @@ describe('duplicates of one call', () => {
     const tool = countingTool((n) => ({ n }));
     const e = engine({ clock: clock.clock });
     const key = newKey();
-    const call = () => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { a: 1 } }, {}, tool.executor);
+    const call = () =>
+      e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { a: 1 } }, {}, async (ctx) => {
+        clock.advance(1500); // the first call completes later than it started: the replay names its start
+        return tool.executor(ctx);
+      });
     const first = await call();
     clock.advance(60_000);
     const replay = await call();

@@ -4,7 +4,9 @@ import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { IdempotencyEngine, type EngineOptions, type ExecutionContext, type IdempotencyPolicy } from '../../lambdas/engine/engine';
+import { createDocumentClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { createTestTable } from '../support/dynamodb';
 import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem } from '../support/engine';
 
@@ -248,8 +250,10 @@ describe('the execution budget', () => {
     expect(Number(item!.lease_expires_at) - Number(item!.created_at)).toBe(1200);
   });
 
-  it('refuses to start without time left: nothing runs and the key stays free', async () => {
-    const engine = new IdempotencyEngine({ store, completionMarginMs: 1000 });
+  it('refuses to start without time left: nothing runs and nothing is even claimed', async () => {
+    const doc = createDocumentClient(table.endpoint);
+    const requests = countDynamoDbRequests(doc);
+    const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, table.tableName), completionMarginMs: 1000 });
     const key = newKey();
     let runs = 0;
     const answer = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {}, remainingTimeMs: () => 900 }, {}, async () => {
@@ -258,7 +262,9 @@ describe('the execution budget', () => {
     });
     expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'TRANSIENT_FAILURE' } });
     expect(runs).toBe(0);
+    expect(requests.total()).toBe(0);
     expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toBeUndefined();
+    doc.destroy();
   });
 });
 

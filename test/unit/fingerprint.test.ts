@@ -86,6 +86,10 @@ describe('fingerprint', () => {
     );
   });
 
+  it('keeps an argument named __proto__ (JSON.parse makes it an ordinary key)', () => {
+    expect(fingerprint(JSON.parse('{"__proto__": {"amount": 1}}'))).not.toBe(fingerprint(JSON.parse('{"__proto__": {"amount": 2}}')));
+  });
+
   it('treats an undefined argument as absent, as JSON does', () => {
     expect(fingerprint({ a: 1, b: undefined })).toBe(fingerprint({ a: 1 }));
     expect(businessArguments({ a: 1, b: undefined, trace_id: 't' })).toEqual({ a: 1 });
