@@ -81,7 +81,8 @@ export function itemToRecord(item: Item): IdempotencyRecord {
     updatedAt: Number(item.updated_at),
     leaseExpiresAt: Number(item.lease_expires_at),
     retainUntil: Number(item.retain_until),
-    expiresAt: Number(item[TableSchema.ttlAttribute]),
+    // UNKNOWN and NEEDS_REVIEW records carry no TTL: deleting them would free a key whose effect may exist.
+    expiresAt: item[TableSchema.ttlAttribute] === undefined ? Number.POSITIVE_INFINITY : Number(item[TableSchema.ttlAttribute]),
     traceId: opt('trace_id'),
     result: opt('result'),
     error: opt('error'),
@@ -239,9 +240,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
           TableName: this.tableName,
           Key: keyOf(identity),
           UpdateExpression:
-            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, attention_pk = :attention, attention_at = :next',
+            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, attention_pk = :attention, attention_at = :next REMOVE #expires',
           ConditionExpression: OWNED_PROCESSING,
-          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':unknown': 'UNKNOWN',
             ':now': now,
@@ -296,9 +297,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
           TableName: this.tableName,
           Key: key,
           UpdateExpression:
-            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, attention_pk = :attention, attention_at = :now',
+            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, attention_pk = :attention, attention_at = :now REMOVE #expires',
           ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at = :lease AND lease_expires_at < :now`,
-          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':unknown': 'UNKNOWN',
             ':now': now,
@@ -325,6 +326,13 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     }
     const values: Record<string, unknown> = { ':to': to, ':now': now };
     let set = '#status = :to, updated_at = :now';
+    if (to === 'SUCCEEDED' || to === 'FAILED') {
+      // Settled now, so it replays for a full retention from now, and only then may TTL take it.
+      const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+      set += ', retain_until = :retain, #expires = :expires';
+      values[':retain'] = retainUntil;
+      values[':expires'] = Math.floor(retainUntil / 1000);
+    }
     let remove = 'attention_pk, attention_at, next_check_at';
     if (outcome.event === 'reconciled_found') {
       set += ', #result = :result';
@@ -353,6 +361,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
             ...fence.ExpressionAttributeNames,
             ...(outcome.event === 'reconciled_found' ? { '#result': 'result' } : {}),
             '#error': 'error',
+            ...(to === 'SUCCEEDED' || to === 'FAILED' ? { '#expires': TableSchema.ttlAttribute } : {}),
           },
           ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
         }),
