@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import type { ExtraWrite } from '../engine/persistence';
 import { Keys } from '../store/table-schema';
@@ -71,20 +71,12 @@ export interface OrderLedgerEntry extends Order {
 /** Every order of every tenant: for the local sandbox ledger only (a scan, never on a request path in AWS). */
 export async function listAllOrders(doc: DynamoDBDocumentClient, tableName: string): Promise<OrderLedgerEntry[]> {
   const orders: OrderLedgerEntry[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await doc.send(
-      new ScanCommand({
-        TableName: tableName,
-        FilterExpression: 'kind = :order',
-        ExpressionAttributeValues: { ':order': 'order' },
-        ExclusiveStartKey,
-        ConsistentRead: true,
-      }),
-    );
+  const pages = paginateScan(
+    { client: doc },
+    { TableName: tableName, FilterExpression: 'kind = :order', ExpressionAttributeValues: { ':order': 'order' }, ConsistentRead: true },
+  );
+  for await (const page of pages)
     for (const item of page.Items ?? [])
       orders.push({ tenant: item.tenant as string, idempotency_key: item.idempotency_key as string, ...toOrder(item) });
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
   return orders.sort((a, b) => a.created_at.localeCompare(b.created_at));
 }

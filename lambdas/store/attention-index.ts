@@ -1,4 +1,4 @@
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { paginateQuery, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
 
 type Item = Record<string, unknown>;
@@ -24,22 +24,20 @@ export async function queryAttention(
   const perShard = await Promise.all(
     attentionPartitions(kind).map(async (partition) => {
       const items: Item[] = [];
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await doc.send(
-          new QueryCommand({
-            TableName: tableName,
-            IndexName: name,
-            KeyConditionExpression: query.dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
-            ExpressionAttributeNames: { '#pk': partitionKey, ...(query.dueBy === undefined ? {} : { '#at': sortKey }) },
-            ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
-            Limit: query.limit - items.length,
-            ExclusiveStartKey: startKey,
-          }),
-        );
+      const pages = paginateQuery(
+        { client: doc, pageSize: query.limit },
+        {
+          TableName: tableName,
+          IndexName: name,
+          KeyConditionExpression: query.dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
+          ExpressionAttributeNames: { '#pk': partitionKey, ...(query.dueBy === undefined ? {} : { '#at': sortKey }) },
+          ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
+        },
+      );
+      for await (const page of pages) {
         items.push(...((page.Items ?? []) as Item[]));
-        startKey = page.LastEvaluatedKey;
-      } while (startKey && items.length < query.limit);
+        if (items.length >= query.limit) break;
+      }
       return items;
     }),
   );
@@ -54,22 +52,18 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
   const { name, partitionKey } = TableSchema.attentionIndex;
   let total = 0;
   for (const partition of attentionPartitions(kind)) {
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await doc.send(
-        new QueryCommand({
-          TableName: tableName,
-          IndexName: name,
-          KeyConditionExpression: '#pk = :pk',
-          ExpressionAttributeNames: { '#pk': partitionKey },
-          ExpressionAttributeValues: { ':pk': partition },
-          Select: 'COUNT',
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      total += page.Count ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    const pages = paginateQuery(
+      { client: doc },
+      {
+        TableName: tableName,
+        IndexName: name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': partitionKey },
+        ExpressionAttributeValues: { ':pk': partition },
+        Select: 'COUNT',
+      },
+    );
+    for await (const page of pages) total += page.Count ?? 0;
   }
   return total;
 }
