@@ -258,17 +258,8 @@ export class IdempotencyEngine {
           emit('review_required', ErrorCode.REVIEW_REQUIRED);
           return WriteResults.reviewRequired(key);
         case 'mark_unknown': {
-          const marked = await this.store.markUnknown(
-            existing,
-            existing.ownerToken,
-            {
-              error: { code: ErrorCode.OUTCOME_UNKNOWN, message: 'the executor stopped before recording an outcome' },
-              errorType: 'lease_expired',
-              nextCheckAt: now,
-            },
-            now,
-          );
-          if (marked) {
+          // The same fenced transition the reconciler makes for a stale lease (PROCESSING -> UNKNOWN, due now).
+          if (await this.store.expireLease(existing, now)) {
             emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
             return WriteResults.unknown(key, this.unknownRetryAfterMs);
           }

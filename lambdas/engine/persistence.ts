@@ -61,7 +61,7 @@ export interface IdempotencyStore {
     now: number,
   ): Promise<boolean>;
   /**
-   * Reconciler: a PROCESSING record whose lease passed (its executor vanished) to UNKNOWN, due for a check now.
+   * Engine and reconciler: a PROCESSING record whose lease passed (its executor vanished) to UNKNOWN, due for a check now.
    * Fenced on the owner token and the lease it read, so a live executor or a takeover keeps the record.
    */
   expireLease(record: IdempotencyRecord, now: number): Promise<boolean>;

@@ -298,7 +298,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
           Key: key,
           UpdateExpression:
             'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, attention_pk = :attention, attention_at = :now REMOVE #expires',
-          ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at = :lease AND lease_expires_at < :now`,
+          ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at = :lease AND lease_expires_at <= :now`,
           ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':unknown': 'UNKNOWN',
