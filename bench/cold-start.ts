@@ -33,12 +33,14 @@ const WORK_DIR = resolve('.bench/cold-start');
 const PROTOCOL_VERSION = '2025-06-18';
 const TENANT = 'bench-tenant';
 
-type Variant = 'deployed' | 'unminified' | 'sdkExternal';
-const VARIANTS: Record<Variant, { minify: boolean; external: string[] }> = {
+type Variant = 'deployed' | 'unminified' | 'sdkExternal' | 'floor';
+const VARIANTS: Record<Variant, { minify: boolean; external: string[]; entry?: string }> = {
   deployed: { minify: LambdaBundle.minify, external: [...LambdaBundle.external] },
   unminified: { minify: false, external: [...LambdaBundle.external] },
   // What relying on the runtime's SDK looks like: resolved here from node_modules, as Lambda does from /var/runtime.
   sdkExternal: { minify: LambdaBundle.minify, external: ['@aws-sdk/*', '@smithy/*'] },
+  // The mandated dependencies alone (MCP SDK, zod, DynamoDB document client) on the same two requests: the floor.
+  floor: { minify: LambdaBundle.minify, external: [...LambdaBundle.external], entry: 'bench/cold-start-floor.ts' },
 };
 
 export interface BundleFigures {
@@ -51,10 +53,10 @@ export interface BundleFigures {
 /** Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers. */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[] } = {},
+  overrides: { minify?: boolean; external?: string[]; entry?: string } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const result = await build({
-    entryPoints: [handlerEntry('mcp')],
+    entryPoints: [overrides.entry ?? handlerEntry('mcp')],
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,
@@ -306,14 +308,13 @@ export async function coldStart(): Promise<ColdStartFigures> {
   const variants = Object.keys(VARIANTS) as Variant[];
   const bundles = {} as Record<Variant, { file: string; figures: BundleFigures }>;
   for (const variant of variants) {
-    const { minify, external } = VARIANTS[variant];
-    bundles[variant] = await buildLambdaBundle(join(WORK_DIR, variant, 'index.mjs'), { minify, external });
+    bundles[variant] = await buildLambdaBundle(join(WORK_DIR, variant, 'index.mjs'), VARIANTS[variant]);
   }
   const fixture = await startColdStartFixture();
   try {
     // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle.
     for (const variant of variants) await fixture.run(bundles[variant].file);
-    const samples: Record<Variant, Array<ChildTimes & { wallMs: number }>> = { deployed: [], unminified: [], sdkExternal: [] };
+    const samples = Object.fromEntries(variants.map((v) => [v, []])) as unknown as Record<Variant, Array<ChildTimes & { wallMs: number }>>;
     const bareNode: number[] = [];
     for (let run = 0; run < RUNS; run++) {
       // Interleaved, so drift in machine load spreads over every variant alike.
@@ -350,7 +351,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
       bare_node_ms: bare,
       ratio_to_bare_node: round(deployed.process_ms / bare, 2),
       bundle: bundleFigures,
-      peers: { unminified: peer('unminified'), sdkExternal: peer('sdkExternal') },
+      peers: { unminified: peer('unminified'), sdkExternal: peer('sdkExternal'), floor: peer('floor') },
       runs: RUNS,
       load_avg: round(loadavg()[0]!, 2),
       targets: {
@@ -375,12 +376,14 @@ export const coldStartBench: BenchSection = {
       ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
       ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.import_ms, '', '', ''],
       ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.cpu_ms, f.peers.sdkExternal.import_ms, '', '', ''],
+      ['peer: floor (MCP SDK + zod + DynamoDB only)', kib(f.peers.floor.bytes), '', f.peers.floor.init_ms, f.peers.floor.cpu_ms, f.peers.floor.import_ms, '', '', ''],
       ['peer: bare node -e 0', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
       'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; process = spawn to exit.',
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}; init, SDK external / deployed: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
+      `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB; deployed / floor: x${round(1 / f.peers.floor.ratio_init_to_deployed, 2)}`,
       `target init <= ${f.targets.init_ms} ms: ${f.targets.init_met ? 'met' : 'MISSED'}; target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'} (gzip ${kib(f.bundle.gzip_bytes)} KiB)`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };

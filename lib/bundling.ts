@@ -40,7 +40,13 @@ export const LambdaBundle = {
    * used), so no code path reaches them: about 130 KiB (Ajv, its formats, fast-uri) the cold start no longer loads.
    * test/cdk/bundle.test.ts runs the aliased bundle.
    */
-  alias: { ajv: stub('ajv.mjs'), 'ajv-formats': stub('ajv-formats.mjs') } as Record<string, string>,
+  alias: {
+    ajv: stub('ajv.mjs'),
+    'ajv-formats': stub('ajv-formats.mjs'),
+    'zod/v3': stub('zod-v3.mjs'),
+    'zod-to-json-schema': stub('zod-to-json-schema.mjs'),
+    '@aws-sdk/credential-provider-node': stub('credential-provider-lambda.ts'),
+  } as Record<string, string>,
 } as const;
 
 /** The same options as extra esbuild CLI arguments, for the CDK's NodejsFunction (which has no typed prop for them). */

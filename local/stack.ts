@@ -7,6 +7,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { loadDevIssuer, type DevIssuer } from '../lambdas/auth/dev-issuer';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, loadConfig, type AppConfig, type Env } from '../lambdas/config';
 import { createApp } from '../lambdas/http/app';
+import { createSandboxRouter } from '../lambdas/sandbox/router';
 import type { ToolDefinition } from '../lambdas/mcp/tool-types';
 import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 import { ensureTable } from '../lambdas/store/table-schema';
@@ -156,7 +157,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (config.sandboxEnabled) await ensureTable(services.doc, config.sideEffects.sandboxTableName);
 
     // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
-    app = createApp(services, { tools: options.tools });
+    app = createApp(services, {
+      tools: options.tools,
+      mounts: config.sandboxEnabled ? { '/sandbox': createSandboxRouter(services) } : {},
+    });
 
     // 4. Background workers: the relay, the consumer and the reconciler around the Lambda handlers' code.
     const workers = createWorkers(services, { tools: options.tools, ...options.workers });

@@ -1,8 +1,9 @@
-import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config';
 import { IdempotencyError } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
 import { loadDevIssuer } from './dev-issuer';
+import { fetchJwks } from './jwks-fetch';
 
 /** Who is calling: the tenant comes from the verified token and nowhere else. */
 export interface Caller {
@@ -47,7 +48,9 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
       auth.mode === 'dev'
         ? loadDevIssuer({ dir: auth.devAuthDir, ...auth }).then((issuer) => createLocalJWKSet(issuer.jwks))
         : // jose caches the key set and refetches it when a token names an unknown key id (key rotation).
-          Promise.resolve(createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000 })));
+          Promise.resolve(
+            createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000, [customFetch]: fetchJwks }),
+          ));
 
   return {
     async verify(authorization) {

@@ -1,6 +1,8 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context as LambdaContext } from 'aws-lambda';
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { Context, Hono as AnyHono, MiddlewareHandler } from 'hono';
+// PatternRouter: a handful of fixed routes need neither RegExpRouter nor TrieRouter, ~8 KiB of every cold start.
+import { Hono } from 'hono/tiny';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
@@ -8,7 +10,6 @@ import { AuthenticationError, AuthUnavailableError, type Caller } from '../auth/
 import { buildMcpServer } from '../mcp/server';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { Services } from '../runtime/services';
-import { createSandboxRouter } from '../sandbox/router';
 
 /** Larger request bodies are refused with 413 before anything parses them. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -22,6 +23,11 @@ type AppEnv = { Bindings: Bindings; Variables: { caller: Caller } };
 export interface AppOptions {
   /** Defaults to the registry in lambdas/mcp/tools; tests add tools of their own. */
   tools?: readonly ToolDefinition[];
+  /**
+   * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams here; the MCP function
+   * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
+   */
+  mounts?: Record<string, AnyHono>;
 }
 
 const jsonRpcError = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message }, id: null });
@@ -153,7 +159,7 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     return c.json(jsonRpcError(-32000, 'Method not allowed: this stateless endpoint takes POST only'), 405);
   });
 
-  if (config.sandboxEnabled) app.route('/sandbox', createSandboxRouter(services));
+  for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
 
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   // Nothing internal leaves the server: the client gets a generic error, the log gets the error's name.

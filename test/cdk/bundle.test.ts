@@ -33,7 +33,32 @@ describe('the deployed MCP bundle', () => {
     // The first test answered both requests with this bundle; here, that it really was the stubbed one.
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /node_modules\/(ajv|ajv-formats|fast-uri)\//.test(file))).toEqual([]);
-    expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/'))).toEqual(['lib/bundle-stubs/ajv.mjs', 'lib/bundle-stubs/ajv-formats.mjs']);
+    expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/')).sort()).toEqual(
+      [
+        'lib/bundle-stubs/ajv-formats.mjs',
+        'lib/bundle-stubs/ajv.mjs',
+        'lib/bundle-stubs/credential-provider-lambda.ts',
+        'lib/bundle-stubs/zod-to-json-schema.mjs',
+        'lib/bundle-stubs/zod-v3.mjs',
+      ].sort(),
+    );
+  });
+
+  it('carries neither the sandbox downstreams (deployed, a function of their own) nor Hono\'s larger routers', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /lambdas\/sandbox\/(router|downstreams)\.ts$/.test(file))).toEqual([]);
+    expect(inputs.filter((file) => /hono\/dist\/router\/(reg-exp|trie|linear)-router\//.test(file))).toEqual([]);
+  });
+
+  it('carries one zod (4): the MCP SDK reaches zod 3 and its JSON Schema converter only for zod 3 schemas', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /node_modules\/(zod\/v3\/|zod-to-json-schema\/)/.test(file))).toEqual([]);
+  });
+
+  it('carries the environment credential provider only, not the chain with its STS and SSO clients', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.some((file) => file.includes('@aws-sdk/credential-provider-env/'))).toBe(true);
+    expect(inputs.filter((file) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|http|login)|nested-clients)\//.test(file))).toEqual([]);
   });
 
   it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {
