@@ -1,6 +1,16 @@
-// Stands in for `@aws-sdk/credential-provider-node` (the default credential chain) in the Lambda bundles; see
-// LambdaBundle.alias in lib/bundling.ts. Lambda puts the execution role's credentials in the environment, which is
-// the first link of the default chain and the only one a function reaches; the other links (SSO, ini files, process,
-// web identity, container and instance metadata, with the STS and SSO clients they carry) are ~90 KiB no cold start
-// runs. A missing variable still fails with the SDK's own CredentialsProviderError.
-export { fromEnv as defaultProvider } from '@aws-sdk/credential-provider-env';
+import { fromEnv } from '@aws-sdk/credential-provider-env';
+import { fromHttp } from '@aws-sdk/credential-provider-http';
+import { chain } from '@smithy/core/config';
+
+/**
+ * Stands in for `@aws-sdk/credential-provider-node` (the SDK's default credential chain) in the Lambda bundles; see
+ * LambdaBundle.alias in lib/bundling.ts. Lambda gives a function its execution role's credentials in environment
+ * variables, the chain's first link; the container credentials endpoint (the chain's link for containers) follows
+ * in case an execution environment serves them that way instead. The links no function reaches (SSO, ini files,
+ * credential processes, web identity, EC2 instance metadata, with the STS and SSO clients they carry) are ~90 KB
+ * of every cold start. Without any credentials, the SDK's own CredentialsProviderError surfaces on the first call.
+ */
+export const defaultProvider = (init: Parameters<typeof fromEnv>[0] & Parameters<typeof fromHttp>[0] = {}) =>
+  // fromHttp throws as it is built when no endpoint is configured: built on use, so that is a failed link, not a
+  // client that cannot be constructed.
+  chain(fromEnv(init), () => fromHttp(init)());

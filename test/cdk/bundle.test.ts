@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,10 +56,22 @@ describe('the deployed MCP bundle', () => {
     expect(inputs.filter((file) => /node_modules\/(zod\/v3\/|zod-to-json-schema\/)/.test(file))).toEqual([]);
   });
 
-  it('carries the environment credential provider only, not the chain with its STS and SSO clients', () => {
+  it('carries the environment and container credential providers only, not the chain with its STS and SSO clients', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.some((file) => file.includes('@aws-sdk/credential-provider-env/'))).toBe(true);
-    expect(inputs.filter((file) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|http|login)|nested-clients)\//.test(file))).toEqual([]);
+    expect(inputs.some((file) => file.includes('@aws-sdk/credential-provider-http/'))).toBe(true);
+    expect(inputs.filter((file) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|login)|nested-clients)\//.test(file))).toEqual([]);
+  });
+
+  it("gives the bundled SDK clients Lambda's environment credentials, and fails plainly without them", async () => {
+    const { file } = await buildLambdaBundle(join(dir, 'credentials.mjs'), { entry: 'test/support/bundle-credentials-entry.ts' });
+    const run = (env: Record<string, string>) =>
+      JSON.parse(execFileSync(process.execPath, [file], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' })) as Record<string, string>;
+    expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual({
+      dynamodb: 'ASIALAMBDA',
+      sqs: 'ASIALAMBDA',
+    });
+    expect(run({})).toEqual({ dynamodb: 'error: CredentialsProviderError', sqs: 'error: CredentialsProviderError' });
   });
 
   it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {
