@@ -196,6 +196,30 @@ describe('read tools', () => {
     expect(missing.text).toMatch(/^NOT_FOUND/);
   });
 
+  it('get_operation_status reports a call that stopped mid-flight (lease passed) as unknown, not processing', async () => {
+    const key = newKey();
+    const now = Date.now();
+    // What a crashed executor leaves behind: its claim, with a lease that has run out.
+    await stack.services.store.claim(
+      {
+        tenant: TENANT,
+        tool: 'create_order',
+        idempotencyKey: key,
+        fingerprint: 'f'.repeat(64),
+        status: 'PROCESSING',
+        ownerToken: 'crashed-executor',
+        createdAt: now - 60_000,
+        updatedAt: now - 60_000,
+        leaseExpiresAt: now - 30_000,
+        retainUntil: now + 3_600_000,
+        expiresAt: Math.floor((now + 3_600_000) / 1000),
+      },
+      now - 60_000,
+    );
+    const status = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
+    expect(status.structured).toMatchObject({ status: 'unknown', created_at: new Date(now - 60_000).toISOString() });
+  });
+
   it('get_operation_status reports not_found, then succeeded with the result and times', async () => {
     const key = newKey();
     const before = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });

@@ -13,7 +13,8 @@ const statusSchema = z.object({
     .enum(['not_found', 'processing', 'succeeded', 'failed', 'unknown', 'needs_review'])
     .describe(
       'not_found: nothing ran with this key (or its record expired), so calling the tool with it executes. ' +
-        'processing: the first call is still running. unknown: the outcome is being verified. needs_review: a person must look.',
+        'processing: the first call is still running. unknown: the outcome is being verified (also when a first call ' +
+        'stopped without finishing). needs_review: a person must look.',
     ),
   result: z.unknown().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
@@ -71,10 +72,14 @@ export const getOperationStatusTool = defineReadTool({
     const record = await services.store.get({ tenant: caller.tenant, tool, idempotencyKey: idempotency_key });
     const base = { tool, idempotency_key };
     // DynamoDB deletes expired records late (DynamoDB Local never): past its expiry the key is free again.
-    if (!record || (isSettled(record.status) && record.expiresAt * 1000 <= services.clock())) return { ...base, status: 'not_found' as const };
+    const now = services.clock();
+    if (!record || (isSettled(record.status) && record.expiresAt * 1000 <= now)) return { ...base, status: 'not_found' as const };
+    // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): what happened is for the
+    // reconciler to verify, exactly as a retry of the call would treat it, so it is reported as unknown.
+    const stale = record.status === 'PROCESSING' && record.leaseExpiresAt <= now;
     return {
       ...base,
-      status: record.status.toLowerCase() as z.infer<typeof statusSchema>['status'],
+      status: (stale ? 'unknown' : record.status.toLowerCase()) as z.infer<typeof statusSchema>['status'],
       ...(record.status === 'SUCCEEDED' ? { result: record.result } : {}),
       ...(record.error ? { error: record.error } : {}),
       created_at: iso(record.createdAt),
