@@ -58,7 +58,7 @@ export interface AppConfig {
   operationIdSecret: string;
   /** Browser origins allowed to call the endpoint besides localhost (DNS-rebinding protection). */
   allowedOrigins: string[];
-  /** Serves `/sandbox/*` (local downstreams and their ledger). Off unless asked for. */
+  /** The sandbox downstreams are in use: their store is built, and `npm start` mounts `/sandbox/*`. Off unless asked for. */
   sandboxEnabled: boolean;
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;

@@ -15,8 +15,20 @@ export function fetchJwks(
 ): Promise<Response> {
   const send = new URL(url).protocol === 'http:' ? httpRequest : httpsRequest;
   return new Promise((resolve, reject) => {
+    // Failures as `fetch` reports them: an abort with the signal's reason (a TimeoutError, which jose reports as a
+    // JWKS timeout), anything else as a TypeError. The verifier answers an error without a `code` with 503 (the
+    // issuer is unreachable); a Node error's code (ECONNREFUSED, ECONNRESET, a TLS code) would read as a bad token.
+    const fail = (err: unknown) => reject(options.signal?.aborted ? options.signal.reason : new TypeError('fetch failed', { cause: err }));
     // Redirects are not followed (jose asks for `redirect: 'manual'`): a moved key set answers non-200, an error.
-    const req = send(url, { method: options.method ?? 'GET', headers: Object.fromEntries(new Headers(options.headers)), signal: options.signal }, (res) => {
+    const requestOptions = {
+      method: options.method ?? 'GET',
+      headers: Object.fromEntries(new Headers(options.headers)),
+      signal: options.signal,
+      // A fresh connection each time: the key set is fetched every few minutes at most, and a pooled socket could
+      // outlive a Lambda freeze and fail the next fetch.
+      agent: false as const,
+    };
+    const req = send(url, requestOptions, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -24,11 +36,18 @@ export function fetchJwks(
         if (size > MAX_JWKS_BYTES) req.destroy(new Error(`the key set at ${url} is larger than ${MAX_JWKS_BYTES} bytes`));
         else chunks.push(chunk);
       });
-      res.on('error', reject);
-      res.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 500 })));
+      res.on('error', fail);
+      res.on('end', () => {
+        // `Response` refuses some statuses (204 and 304 with a body, above 599): thrown here, it would escape the
+        // promise (an uncaught exception) and leave jose's pending fetch unsettled for every later request.
+        try {
+          resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 500 }));
+        } catch (err) {
+          fail(err);
+        }
+      });
     });
-    // An aborted request fails with the signal's reason (a TimeoutError), which jose reports as a JWKS timeout.
-    req.on('error', (err) => reject(options.signal?.aborted ? options.signal.reason : err));
+    req.on('error', fail);
     req.end();
   });
 }

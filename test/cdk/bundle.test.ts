@@ -67,11 +67,10 @@ describe('the deployed MCP bundle', () => {
     const { file } = await buildLambdaBundle(join(dir, 'credentials.mjs'), { entry: 'test/support/bundle-credentials-entry.ts' });
     const run = (env: Record<string, string>) =>
       JSON.parse(execFileSync(process.execPath, [file], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' })) as Record<string, string>;
-    expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual({
-      dynamodb: 'ASIALAMBDA',
-      sqs: 'ASIALAMBDA',
-    });
-    expect(run({})).toEqual({ dynamodb: 'error: CredentialsProviderError', sqs: 'error: CredentialsProviderError' });
+    const clients = ['dynamodb', 'sqs', 'sesv2', 'secretsmanager'];
+    const each = (value: string) => Object.fromEntries(clients.map((client) => [client, value]));
+    expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual(each('ASIALAMBDA'));
+    expect(run({})).toEqual(each('error: CredentialsProviderError'));
   });
 
   it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {

@@ -34,6 +34,7 @@ describe('npm run synth', () => {
     const functions = Object.entries<any>(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
     expect(functions).toHaveLength(4);
     const assets = JSON.parse(readFileSync(join(outdir, 'IdempotentMcp.assets.json'), 'utf8')).files;
+    const codes: string[] = [];
     for (const [, fn] of functions) {
       const hash = fn.Properties.Code.S3Key.replace(/\.zip$/, '');
       const bundle = join(outdir, assets[hash].source.path, 'index.mjs');
@@ -42,7 +43,16 @@ describe('npm run synth', () => {
       const code = readFileSync(bundle, 'utf8');
       expect(code.startsWith('import{createRequire as __bundleCreateRequire}from"node:module"') || code.startsWith("import { createRequire as __bundleCreateRequire }")).toBe(true);
       expect(code).not.toMatch(/from\s*"@aws-sdk\//);
+      // The stubs of lib/bundling.ts reach the CDK's esbuild too (as --alias arguments): no function carries the
+      // SDK's default credential chain, zod 3 or zod-to-json-schema (each string is from one of them).
+      expect(code).not.toContain('defaultProvider::fromIni');
+      expect(code).not.toContain('Invalid enum value. Expected');
+      expect(code).not.toContain('Recursive reference detected at');
+      codes.push(code);
     }
+    // ...and the MCP function runs the stubs in their place.
+    expect(codes.filter((code) => code.includes('zod/v3 is not bundled in this Lambda'))).toHaveLength(1);
+    expect(codes.every((code) => code.includes('Unable to find environment variable credentials'))).toBe(true);
 
     // The acknowledgments (with their reasons) are in the template as the audit trail of what nag allowed.
     const url = Object.values<any>(template.Resources).find((r) => r.Type === 'AWS::Lambda::Url');

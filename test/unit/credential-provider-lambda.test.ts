@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { defaultProvider } from '../../lib/bundle-stubs/credential-provider-lambda';
 import { LambdaBundle } from '../../lib/bundling';
 
@@ -72,6 +73,18 @@ describe('the credential provider of the Lambda bundles', () => {
     expect(credentials).toMatchObject({ accessKeyId: 'ASIACONTAINER', secretAccessKey: 'container-secret', sessionToken: 'container-token' });
     expect(credentials.expiration?.toISOString()).toBe(expiration);
     expect(authorizations.at(-1)).toBe('agent-token');
+  });
+
+  it('is asked once per client, not per request: the SDK does not cache what a default provider returns', async () => {
+    process.env.AWS_CONTAINER_CREDENTIALS_FULL_URI = endpointUrl;
+    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: inject('dynamodbEndpoint'), credentialDefaultProvider: defaultProvider });
+    try {
+      const before = authorizations.length;
+      for (let i = 0; i < 3; i++) await client.send(new ListTablesCommand({ Limit: 1 }));
+      expect(authorizations.length - before).toBe(1);
+    } finally {
+      client.destroy();
+    }
   });
 
   it('fails with the SDK error when neither holds credentials, on use: building the provider does not throw', async () => {

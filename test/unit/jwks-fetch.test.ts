@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchJwks } from '../../lambdas/auth/jwks-fetch';
+import { AuthUnavailableError, createTokenVerifier } from '../../lambdas/auth/verifier';
 
 /** The key set fetch jose makes through `node:http(s)`: what jose reads from it must match what `fetch` gives. */
 describe('fetchJwks', () => {
@@ -9,6 +10,7 @@ describe('fetchJwks', () => {
   const seen: Array<{ method?: string; accept?: string }> = [];
   let server: Server;
   let base: string;
+  let closedPort: number;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -19,6 +21,14 @@ describe('fetchJwks', () => {
       } else if (req.url === '/moved') {
         res.writeHead(302, { location: '/jwks.json' });
         res.end();
+      } else if (req.url === '/no-content') {
+        res.writeHead(204);
+        res.end();
+      } else if (req.url === '/cut') {
+        // The connection drops halfway through the key set.
+        res.writeHead(200, { 'content-length': '1000' });
+        res.write('{"keys":[');
+        setTimeout(() => req.socket.destroy(), 10);
       } else if (req.url === '/huge') {
         res.writeHead(200);
         res.end(Buffer.alloc(2 * 1024 * 1024, 'a'));
@@ -29,6 +39,10 @@ describe('fetchJwks', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
   });
   afterAll(async () => {
     server.closeAllConnections();
@@ -48,7 +62,7 @@ describe('fetchJwks', () => {
   });
 
   it('refuses a body far larger than any key set', async () => {
-    await expect(fetchJwks(`${base}/huge`, {})).rejects.toThrow(/larger than/);
+    await expect(fetchJwks(`${base}/huge`, {})).rejects.toMatchObject({ name: 'TypeError', cause: { message: expect.stringMatching(/larger than/) } });
   });
 
   it("fails with the signal's TimeoutError when the issuer does not answer in time", async () => {
@@ -60,6 +74,24 @@ describe('fetchJwks', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
-    await expect(fetchJwks(`http://127.0.0.1:${port}/jwks.json`, {})).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    // As `fetch` fails: a TypeError without a `code`, the Node error as its cause.
+    await expect(fetchJwks(`http://127.0.0.1:${port}/jwks.json`, {})).rejects.toMatchObject({ name: 'TypeError', cause: { code: 'ECONNREFUSED' } });
+  });
+
+  it('fails, rather than throwing out of the promise, on a status a Response cannot carry a body with', async () => {
+    await expect(fetchJwks(`${base}/no-content`, {})).rejects.toMatchObject({ name: 'TypeError' });
+  });
+
+  // What a client sees: an issuer that cannot be reached is our outage (503, retry), never a bad token (401).
+  it.each([
+    ['nothing listens', () => `http://127.0.0.1:${closedPort}/jwks.json`],
+    ['the connection drops mid-body', () => `${base}/cut`],
+    ['the TLS handshake fails', () => `${base.replace('http:', 'https:')}/jwks.json`],
+    ['it answers 204', () => `${base}/no-content`],
+  ])('the verifier reports the issuer unavailable when %s', async (_case, jwksUrl) => {
+    const verifier = createTokenVerifier({ mode: 'oidc', issuer: 'https://issuer.example', jwksUrl: jwksUrl(), tenantClaim: 'tenant' });
+    // Well-formed but unverifiable: the key set is fetched before the signature is checked.
+    const token = ['{"alg":"ES256","kid":"k1"}', '{"sub":"s","exp":9999999999}'].map((part) => Buffer.from(part).toString('base64url')).join('.') + '.c2ln';
+    await expect(verifier.verify(`Bearer ${token}`)).rejects.toBeInstanceOf(AuthUnavailableError);
   });
 });
