@@ -74,8 +74,8 @@ export const getOperationStatusTool = defineReadTool({
     // DynamoDB deletes expired records late (DynamoDB Local never): past its expiry the key is free again.
     const now = services.clock();
     if (!record || (isSettled(record.status) && record.expiresAt * 1000 <= now)) return { ...base, status: 'not_found' as const };
-    // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): what happened is for the
-    // reconciler to verify, exactly as a retry of the call would treat it, so it is reported as unknown.
+    // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): whether its effect
+    // happened is what the reconciler (or a retry, for a tool safe to re-execute) settles next, so: unknown.
     const stale = record.status === 'PROCESSING' && record.leaseExpiresAt <= now;
     return {
       ...base,
