@@ -69,8 +69,10 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
         }));
       } catch (err) {
         const code = (err as { code?: string }).code;
-        // Our side failed (key set unreachable): the token may be fine, so this is not a 401.
-        if (code === undefined || code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC') throw new AuthUnavailableError({ cause: err });
+        // Our side failed (key set unreachable, or not a key set: jose raises ERR_JWKS_INVALID only for the set's own
+        // content): the token may be fine, so this is not a 401, which would send every client to log in again.
+        if (code === undefined || code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC' || code === 'ERR_JWKS_INVALID')
+          throw new AuthUnavailableError({ cause: err });
         const reason = code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid for this server';
         throw new AuthenticationError(reason, 'invalid_token');
       }

@@ -98,7 +98,8 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
       origin: (origin) => origin,
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
       allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
-      exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate'],
+      // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
+      exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
       maxAge: 600,
     }),
   );

@@ -4,7 +4,8 @@ import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/erro
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../core/result-contract';
-import type { Execution, ExecutionContext, IdempotencyPolicy } from '../engine/engine';
+import { keyIsFree } from '../core/state-machine';
+import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy } from '../engine/engine';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
 import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
@@ -37,8 +38,11 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
    */
   keySource?: KeySource;
   /**
-   * Runs at most once per key (the engine decides). Pass `ctx.idempotencyKey` to any downstream that dedups on
-   * one, `ctx.signal` to every call. Throw TerminalToolError (business rejection, replayed), TransientToolError
+   * Runs at most once per key (the engine decides). Pass `ctx.signal` to every call. A downstream that dedups on a
+   * key and is shared by all tenants (one provider account) must get a key unique across tenants: an operation id
+   * is (keySource 'operation_id'); a client's `idempotency_key` is unique only within its tenant, so two tenants
+   * sending the same one would share one downstream operation and one tenant would get the other's result.
+   * Throw TerminalToolError (business rejection, replayed), TransientToolError
    * (known not to have happened, key released) or UncertainToolError (may have happened, reconciled).
    * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
    */
@@ -143,11 +147,14 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     if (check.valid) return value as string;
     if (check.reason === 'expired') {
       // An expired id still names its operation: a late retry of one that ran must get its result, not a refusal.
+      // Only while its record still answers: past the replay window (the record lingers until TTL deletes it) the
+      // engine would treat the key as free and run the operation again under an id that expired long ago.
       const existing = await call.services.store.get({ ...binding, idempotencyKey: value as string });
-      if (existing) return value as string;
+      const onExpired = policy.onExpired ?? DEFAULT_POLICY.onExpired;
+      if (existing && !keyIsFree(existing, call.services.clock(), onExpired)) return value as string;
       return WriteResults.rejected(value as string, {
         code: ErrorCode.UNKNOWN_OPERATION_ID,
-        message: `This operation_id has expired and nothing ran with it; call issue_operation_id { "tool": "${spec.name}" } for a new one.`,
+        message: `This operation_id has expired and no result of it is on record; nothing ran. Call issue_operation_id { "tool": "${spec.name}" } for a new one.`,
       });
     }
     return WriteResults.rejected(rawKeyOf(value), {

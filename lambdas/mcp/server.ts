@@ -1,6 +1,13 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
@@ -69,6 +76,11 @@ export function buildMcpServer(services: Services, caller: Caller, options: Buil
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: noElicitationValidator });
   mcp.server.registerCapabilities({ tools: { listChanged: false } });
+  // Stateless, a cancel can only name a request of its own batch, and no tool here can be cut off mid-flight (a
+  // write runs to its engine deadline). The SDK would drop that request's response, and a JSON response waits for
+  // every request of its batch: the HTTP request (and the Lambda invocation) would hang until timed out. MCP lets a
+  // receiver ignore a cancel for a request that cannot be cancelled, so this one does.
+  mcp.server.setNotificationHandler(CancelledNotificationSchema, () => {});
   mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
   mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);

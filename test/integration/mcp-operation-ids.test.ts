@@ -100,6 +100,19 @@ describe('operation ids', () => {
     expect(probes.runs(TENANT_A, unused)).toBe(0);
   });
 
+  it('an expired id whose record is past its replay window is refused, not run a second time', async () => {
+    const used = await issue(alice, 'probe_operation');
+    expect(await callProbe(alice, used)).toMatchObject({ outcome: 'succeeded', replayed: false });
+
+    // Past the 24 h retention the record no longer replays (DynamoDB deletes it late, DynamoDB Local never):
+    // the id, expired long before, must not name a fresh execution.
+    time.advance(25 * 3600 * 1000);
+    const late = await callProbe(alice, used);
+    expect(late).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });
+    expect(late.error!.message).toMatch(/expired/);
+    expect(probes.runs(TENANT_A, used)).toBe(1);
+  });
+
   it('issue_operation_id refuses tools that take a client key, and unknown tools', async () => {
     for (const tool of ['create_order', 'no_such_tool']) {
       const answer = await callRead(alice, 'issue_operation_id', { tool });

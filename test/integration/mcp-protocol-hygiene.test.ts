@@ -94,6 +94,27 @@ describe('protocol hygiene', () => {
     await expectStillServing();
   });
 
+  it('a batch that cancels its own tool call still gets its answer (a write is never cut off mid-flight)', async () => {
+    // Cancelled requests get no response from the SDK, and a JSON-mode response waits for every request of the
+    // batch: honoured, this cancel would hold the connection (and the Lambda invocation) until its timeout.
+    const key = newKey();
+    const batch = JSON.stringify([
+      JSON.parse(createOrderCall(21, key)),
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'changed my mind' } },
+    ]);
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, Authorization: `Bearer ${token}` },
+      body: batch,
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(response.status).toBe(200);
+    // The SDK answers a batch with one response as that response alone.
+    const answers = [await response.json()].flat() as Array<{ id: number; result: { structuredContent: { outcome: string } } }>;
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({ id: 21, result: { structuredContent: { outcome: 'succeeded', idempotency_key: key } } });
+  });
+
   it('GET and DELETE on /mcp are 405 (stateless: no stream, no session)', async () => {
     for (const method of ['GET', 'DELETE']) {
       const response = await fetch(stack.mcpUrl, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
@@ -117,6 +138,15 @@ describe('authentication', () => {
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe(resourceMetadata());
     expectNoInternals(await response.text());
+  });
+
+  it('a browser client may read the headers that tell it what to do next (WWW-Authenticate, Retry-After)', async () => {
+    // Neither is CORS-safelisted: unexposed, a browser client sees a 401 or 503 without knowing where to log in or
+    // how long to wait.
+    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, Origin: 'http://localhost:6274' }, body: createOrderCall(1) });
+    expect(response.status).toBe(401);
+    const exposed = (response.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+    expect(exposed).toEqual(expect.arrayContaining(['www-authenticate', 'retry-after']));
   });
 
   it('a bad, foreign or expired token: 401 with error="invalid_token"', async () => {

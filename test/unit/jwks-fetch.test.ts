@@ -29,6 +29,10 @@ describe('fetchJwks', () => {
         res.writeHead(200, { 'content-length': '1000' });
         res.write('{"keys":[');
         setTimeout(() => req.socket.destroy(), 10);
+      } else if (req.url === '/malformed') {
+        // JSON, but not a key set (a proxy's or a misconfigured issuer's answer).
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"keys":"none"}');
       } else if (req.url === '/huge') {
         res.writeHead(200);
         res.end(Buffer.alloc(2 * 1024 * 1024, 'a'));
@@ -88,6 +92,7 @@ describe('fetchJwks', () => {
     ['the connection drops mid-body', () => `${base}/cut`],
     ['the TLS handshake fails', () => `${base.replace('http:', 'https:')}/jwks.json`],
     ['it answers 204', () => `${base}/no-content`],
+    ['it serves something that is not a key set', () => `${base}/malformed`],
   ])('the verifier reports the issuer unavailable when %s', async (_case, jwksUrl) => {
     const verifier = createTokenVerifier({ mode: 'oidc', issuer: 'https://issuer.example', jwksUrl: jwksUrl(), tenantClaim: 'tenant' });
     // Well-formed but unverifiable: the key set is fetched before the signature is checked.
