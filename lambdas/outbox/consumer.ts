@@ -114,7 +114,7 @@ export class OutboxConsumer {
       if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log);
       if (earlier.kind === 'unreachable') {
         await this.outbox.deferDelivery(message.event_id, owner, this.clock(), { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason });
-        return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, this.backoff(receiveCount));
+        return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, this.backoff(receiveCount), { effectMayExist: true });
       }
     }
 
@@ -133,7 +133,7 @@ export class OutboxConsumer {
       // It may have happened: keep the claim until the downstream has had time to finish, then verify.
       const verifyAt = this.clock() + this.downstreamTimeoutMs;
       await this.outbox.deferDelivery(message.event_id, owner, verifyAt, error);
-      return this.giveUpOrRetry(message, receiveCount, error, this.downstreamTimeoutMs);
+      return this.giveUpOrRetry(message, receiveCount, error, this.downstreamTimeoutMs, { effectMayExist: true });
     }
     return this.settle(message, owner, { state: 'DELIVERED', result }, log);
   }
@@ -184,11 +184,27 @@ export class OutboxConsumer {
 
   /**
    * Leaves the message for another receive. On the last receive before the dead-letter queue, the event is marked
-   * FAILED first (its claim is left as is, so a redrive from the DLQ can still deliver it exactly once).
+   * FAILED first (its claim is left as is, so a redrive from the DLQ can still deliver it exactly once), unless the
+   * effect may exist: then FAILED could be false, so the event stays pending and the sweep sends it again, and the
+   * next consumer verifies with the downstream before anything else.
    */
-  private async giveUpOrRetry(message: OutboxMessage, receiveCount: number, error: StoredError, delayMs: number): Promise<ConsumeOutcome> {
+  private async giveUpOrRetry(
+    message: OutboxMessage,
+    receiveCount: number,
+    error: StoredError,
+    delayMs: number,
+    options: { effectMayExist?: boolean } = {},
+  ): Promise<ConsumeOutcome> {
     countForTool(MetricName.OutboxDeliveryRetries, message.tool);
-    if (receiveCount >= this.maxReceiveCount) {
+    if (receiveCount >= this.maxReceiveCount && options.effectMayExist) {
+      this.logger.warn('outbox message leaves for the dead-letter queue with its outcome unknown; the sweep sends it again', {
+        event_id: message.event_id,
+        tool: message.tool,
+        tenant: message.tenant,
+        key_hash: message.key_hash,
+        error_code: error.code,
+      });
+    } else if (receiveCount >= this.maxReceiveCount) {
       const failed = await this.outbox.failEvent(
         message.event_id,
         { code: error.code, message: `${error.message} (gave up after ${receiveCount} attempts; the message is in the dead-letter queue)` },

@@ -6,7 +6,8 @@ import { hashForLog } from '../core/idempotency-key';
  * exactly once to the effect.
  *
  *   PENDING --consumer delivered--> DELIVERED
- *          \--consumer: terminal error, or last receive failed (message in the DLQ)--> FAILED
+ *          \--consumer: terminal error, or last receive failed with nothing done (message in the DLQ)--> FAILED
+ *          (a last receive whose outcome is unknown leaves it PENDING: the sweep re-sends it and the consumer verifies)
  *          \--sweep: sent too often without delivery--> FAILED
  */
 export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';

@@ -159,6 +159,32 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(await delivery()).toMatchObject({ event_id: result!.event_id, status: 'failed', sends: 8, error: { code: 'OUTBOX_UNDELIVERED' } });
   });
 
+  it('a delivery whose outcome is unknown on the last receive stays pending: the sweep sends it again and the next consumer finds the effect', async () => {
+    const handler = createConsumerSqsHandler(stack.workers, logger);
+    await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const eventId = result!.event_id;
+    const ticketsFor = async () => (await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId);
+    now();
+    // The last receive before the dead-letter queue: the ticket is created, but the answer never arrives.
+    await armFault(stack, { target: 'tickets', mode: 'commit-then-timeout' });
+    expect((await handler(sqsEvent([await messageOf(eventId)], 5))).batchItemFailures).toHaveLength(1);
+    expect(await ticketsFor()).toHaveLength(1);
+    // Not FAILED: the ticket exists, and a caller told "failed" might open it again under a new key.
+    expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'pending' });
+
+    // The message went to the dead-letter queue; the sweep sends the event again, and its consumer verifies first.
+    time.advance(30_000 + 1);
+    expect((await stack.workers.relay.sweep()).sent).toBeGreaterThanOrEqual(1);
+    const resent = (await stack.workers.sqs.send(new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 })))
+      .Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
+    expect(resent).toHaveLength(1);
+    expect((await handler(sqsEvent([resent[0]!.Body!]))).batchItemFailures).toEqual([]);
+    expect(await ticketsFor()).toHaveLength(1);
+    expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'delivered', result: { ticket_id: (await ticketsFor())[0]!.ticket_id } });
+  });
+
   it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
