@@ -1,5 +1,4 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
@@ -15,7 +14,6 @@ export const ContextKey = {
   authJwksUrl: 'authJwksUrl',
   authTenantClaim: 'authTenantClaim',
   cognitoDomainPrefix: 'cognitoDomainPrefix',
-  urlAuthType: 'urlAuthType',
   allowedOrigins: 'allowedOrigins',
   publicBaseUrl: 'publicBaseUrl',
   paymentsUrl: 'paymentsUrl',
@@ -89,7 +87,10 @@ export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): Ap
   if (retentionDays !== undefined && !Object.values(logs.RetentionDays).includes(retentionDays as logs.RetentionDays)) {
     throw new Error(`context "${K.logRetentionDays}" must be a CloudWatch retention (1, 3, 5, 7, 14, 30, 60, 90, ...)`);
   }
-  const urlAuth = oneOf(get, K.urlAuthType, ['NONE', 'AWS_IAM'] as const);
+  if (get('urlAuthType') !== undefined && text(get, 'urlAuthType') !== 'NONE') {
+    // Removed: SigV4 needs the Authorization header that carries the MCP client's bearer token.
+    throw new Error('context "urlAuthType" is no longer supported: MCP clients send bearer tokens, so the Function URL is always NONE');
+  }
   const removal = oneOf(get, K.tableRemovalPolicy, ['retain', 'destroy'] as const);
   const props: IdempotentMcpStackProps = {
     auth: issuer
@@ -111,7 +112,6 @@ export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): Ap
       timeoutMs: integer(get, K.downstreamTimeoutMs),
     },
     sandbox: flag(get, K.sandbox, false),
-    urlAuthType: urlAuth === undefined ? undefined : lambda.FunctionUrlAuthType[urlAuth],
     allowedOrigins: list(get, K.allowedOrigins),
     publicBaseUrl: text(get, K.publicBaseUrl),
     customerManagedKey: flag(get, K.customerManagedKey, false),

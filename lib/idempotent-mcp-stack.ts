@@ -25,8 +25,6 @@ export interface IdempotentMcpStackProps extends StackProps {
   downstreams?: DownstreamSettings;
   /** Deploy the sandbox downstreams and point the tools at them (demo only). Default false. */
   sandbox?: boolean;
-  /** Function URL auth. Default NONE (bearer JWT verified in the function). */
-  urlAuthType?: lambda.FunctionUrlAuthType;
   /** Browser origins allowed to call the MCP URL. Default none. */
   allowedOrigins?: string[];
   /** Set when a custom domain fronts the Function URL. */
@@ -87,7 +85,6 @@ export class IdempotentMcpStack extends Stack {
       store: this.store,
       auth: this.auth.verification,
       downstreams,
-      urlAuthType: props.urlAuthType,
       allowedOrigins: props.allowedOrigins,
       publicBaseUrl: props.publicBaseUrl,
     });

@@ -12,12 +12,6 @@ export interface McpFunctionProps extends CommonFunctionProps {
   store: IdempotencyStore;
   auth: TokenVerification;
   downstreams?: DownstreamSettings;
-  /**
-   * NONE (default): the URL is public and every request must carry a bearer JWT that the function verifies
-   * (issuer, signature, expiry, audience) before anything else runs; MCP clients send bearer tokens, not SigV4.
-   * AWS_IAM: callers must also sign with SigV4 (for private, AWS-internal callers).
-   */
-  urlAuthType?: lambda.FunctionUrlAuthType;
   /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
   allowedOrigins?: string[];
   /** Public base URL when a custom domain fronts the Function URL; by default the function uses the request's host. */
@@ -83,16 +77,14 @@ export class McpFunction extends Construct {
     props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
     this.operationIdSecret.grantRead(this.handler.role);
 
-    const authType = props.urlAuthType ?? lambda.FunctionUrlAuthType.NONE;
-    this.url = this.handler.function.addFunctionUrl({ authType, invokeMode: lambda.InvokeMode.BUFFERED });
-
-    if (authType === lambda.FunctionUrlAuthType.NONE) {
-      Validations.of(this.url).acknowledge({
-        id: 'IdempotentMcp-LambdaFunctionUrlAuth',
-        reason:
-          'MCP clients authenticate with OAuth bearer tokens, not SigV4: the function verifies the JWT (issuer, signature via JWKS, expiry, audience where the issuer sets one) before any MCP handling and answers 401 otherwise. Use urlAuthType AWS_IAM for SigV4-only callers.',
-      });
-    }
+    // Auth NONE: MCP clients send an OAuth bearer token in Authorization, the header SigV4 would need, so AWS_IAM
+    // would lock every MCP client out. The function verifies the token before anything else runs.
+    this.url = this.handler.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
+    Validations.of(this.url).acknowledge({
+      id: 'IdempotentMcp-LambdaFunctionUrlAuth',
+      reason:
+        'MCP clients authenticate with OAuth bearer tokens in the Authorization header, so SigV4 (AWS_IAM) cannot be used: the function verifies the JWT (issuer, signature via JWKS, expiry, audience where the issuer sets one) before any MCP handling and answers 401 otherwise.',
+    });
     if (!props.operationIdSecret) {
       Validations.of(this.operationIdSecret).acknowledge({
         id: 'AwsSolutions-SMG4',

@@ -26,11 +26,10 @@ const packs = () => [new AwsSolutionsChecks(), new IdempotentMcpChecks()];
 
 const variants: Record<string, Record<string, unknown>> = {
   default: {},
-  'demo: sandbox, alarm e-mail, customer managed key, IAM-only URL': {
+  'demo: sandbox, alarm e-mail, customer managed key': {
     sandbox: 'true',
     alarmEmail: 'ops@example.com',
     customerManagedKey: 'true',
-    urlAuthType: 'AWS_IAM',
   },
   'SES email and an existing OIDC issuer': {
     emailFrom: 'agent@mail.example.com',
@@ -48,7 +47,7 @@ describe('cdk-nag (AwsSolutions and the project pack)', () => {
   }
 
   it('carries a reason on every acknowledgment', () => {
-    const { app } = synthStack(variants['demo: sandbox, alarm e-mail, customer managed key, IAM-only URL']!);
+    const { app } = synthStack(variants['demo: sandbox, alarm e-mail, customer managed key']!);
     const acknowledged: Array<[string, string]> = [];
     for (const construct of app.node.findAll()) {
       for (const entry of construct.node.metadata) {

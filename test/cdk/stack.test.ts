@@ -318,12 +318,11 @@ describe('event sources and the schedule', () => {
 });
 
 describe('the MCP URL and auth', () => {
-  it('is a public Function URL by default (the function verifies the bearer JWT), or AWS_IAM on request', () => {
+  it('is a public Function URL (the function verifies the bearer JWT; SigV4 would need the same header)', () => {
     template.hasResourceProperties('AWS::Lambda::Url', {
       AuthType: 'NONE',
       TargetFunctionArn: { 'Fn::GetAtt': [functionIds.mcp, 'Arn'] },
     });
-    synthStack({ urlAuthType: 'AWS_IAM' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
   });
 
   it('creates a Cognito pool with a client-credentials client for the tools scope, and no user sign-in', () => {
@@ -466,7 +465,8 @@ describe('context settings', () => {
 
   it('refuse values they cannot mean, naming the key', () => {
     expect(() => read({ sandbox: 'yes' })).toThrow(/"sandbox" must be true or false/);
-    expect(() => read({ urlAuthType: 'open' })).toThrow(/"urlAuthType" must be one of NONE, AWS_IAM/);
+    expect(() => read({ emailMode: 'smtp' })).toThrow(/"emailMode" must be one of ses, sandbox/);
+    expect(() => read({ urlAuthType: 'AWS_IAM' })).toThrow(/"urlAuthType" is no longer supported/);
     expect(() => read({ logRetentionDays: '45' })).toThrow(/logRetentionDays/);
     expect(() => synthStack({ emailMode: 'ses' })).toThrow(/needs emailFrom/);
   });
