@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { MIN_SECRET_LENGTH, type SecretSource } from './runtime/operation-id-secret';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -54,8 +55,8 @@ export interface AppConfig {
   /** DynamoDB Local (or another emulator); unset on AWS. */
   dynamodbEndpoint?: string;
   auth: AuthConfig;
-  /** HMAC secret of server-minted operation ids (at least 32 characters). */
-  operationIdSecret: string;
+  /** HMAC key of server-minted operation ids (at least 32 characters), or where to read it. */
+  operationIdSecret: SecretSource;
   /** Browser origins allowed to call the endpoint besides localhost (DNS-rebinding protection). */
   allowedOrigins: string[];
   /** The sandbox downstreams are in use: their store is built, and `npm start` mounts `/sandbox/*`. Off unless asked for. */
@@ -71,7 +72,6 @@ export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
 export const DEFAULT_AUDIENCE = 'idempotent-mcp';
 export const DEFAULT_TENANT_CLAIM = 'tenant';
 export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
-const MIN_SECRET_LENGTH = 32;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -157,29 +157,30 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
 }
 
 /**
- * Deployed, only the ARN of the operation-id secret is in the environment (OPERATION_ID_SECRET_ARN), so the value
- * never shows in the function's configuration; this reads it once per container, before `loadConfig`.
- * Without the ARN (local runs, tests) the environment is returned as it is.
+ * Local runs and tests set the key itself (OPERATION_ID_SECRET). Deployed, only the ARN of the secret is in the
+ * environment (OPERATION_ID_SECRET_ARN), so the value never shows in the template, the console or
+ * `GetFunctionConfiguration`; it is read on first use through the Parameters and Secrets extension.
  */
-export async function resolveSecretEnv(env: Env = process.env): Promise<Env> {
-  const arn = optional(env, 'OPERATION_ID_SECRET_ARN');
-  if (!arn || optional(env, 'OPERATION_ID_SECRET')) return env;
-  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-  const client = new SecretsManagerClient({});
-  try {
-    const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: arn }));
-    if (!SecretString) throw new ConfigError('the OPERATION_ID_SECRET_ARN secret has no string value');
-    return { ...env, OPERATION_ID_SECRET: SecretString };
-  } finally {
-    client.destroy();
+function loadSecretSource(env: Env): SecretSource {
+  const value = optional(env, 'OPERATION_ID_SECRET');
+  if (value !== undefined) {
+    if (value.length < MIN_SECRET_LENGTH) throw new ConfigError(`OPERATION_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+    return { value };
   }
+  const secretArn = optional(env, 'OPERATION_ID_SECRET_ARN');
+  if (secretArn === undefined) throw new ConfigError('OPERATION_ID_SECRET (or, deployed, OPERATION_ID_SECRET_ARN) is required');
+  const sessionToken = optional(env, 'AWS_SESSION_TOKEN');
+  if (sessionToken === undefined) throw new ConfigError('OPERATION_ID_SECRET_ARN is read through the Lambda extension, which needs AWS_SESSION_TOKEN');
+  return {
+    secretArn,
+    extensionPort: positiveInt(env, 'PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', 2773, 65_535),
+    sessionToken,
+  };
 }
 
 /** Reads and checks the configuration once per container; a missing setting fails the cold start, not a request. */
 export function loadConfig(env: Env = process.env): AppConfig {
-  const operationIdSecret = required(env, 'OPERATION_ID_SECRET');
-  if (operationIdSecret.length < MIN_SECRET_LENGTH)
-    throw new ConfigError(`OPERATION_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  const operationIdSecret = loadSecretSource(env);
   const publicBaseUrl = optional(env, 'PUBLIC_BASE_URL')?.replace(/\/+$/, '');
   const tableName = required(env, 'TABLE_NAME');
   return {

@@ -38,6 +38,7 @@ export const LambdaBundle = {
    * Modules replaced by stubs that throw when used. The MCP SDK's server imports Ajv statically but constructs it
    * only for a Server given no JSON Schema validator; lambdas/mcp/server.ts always gives one (elicitation is not
    * used), so no code path reaches them: about 130 KiB (Ajv, its formats, fast-uri) the cold start no longer loads.
+   * The SDK's event-stream codec (15 KiB) serves only operations that stream events, and no function calls one.
    * test/cdk/bundle.test.ts runs the aliased bundle.
    */
   alias: {
@@ -46,6 +47,7 @@ export const LambdaBundle = {
     'zod/v3': stub('zod-v3.mjs'),
     'zod-to-json-schema': stub('zod-to-json-schema.mjs'),
     '@aws-sdk/credential-provider-node': stub('credential-provider-lambda.ts'),
+    '@smithy/core/event-streams': stub('smithy-event-streams.mjs'),
   } as Record<string, string>,
 } as const;
 

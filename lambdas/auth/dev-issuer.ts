@@ -1,21 +1,15 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { validateTenantId } from '../core/idempotency-key';
+import { DEV_KEY_FILE, readDevKeyPair, type StoredKeyPair } from './dev-keys';
 
 /**
  * The local issuer of `npm start`, `npm run token` and the tests: one ES256 key pair, generated on first use and
- * kept in `<dir>/dev-issuer.json`, so tokens printed by one process verify in another and across restarts.
+ * kept in `<dir>/dev-issuer.json` (dev-keys.ts), so tokens printed by one process verify in another and across restarts.
  */
 const ALGORITHM = 'ES256';
-const KEY_FILE = 'dev-issuer.json';
 export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
-
-interface StoredKeyPair {
-  kid: string;
-  privateJwk: JWK;
-  publicJwk: JWK;
-}
 
 export interface DevIssuer {
   issuer: string;
@@ -27,9 +21,9 @@ export interface DevIssuer {
 }
 
 async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
-  const file = join(dir, KEY_FILE);
+  const file = join(dir, DEV_KEY_FILE);
   try {
-    return JSON.parse(await readFile(file, 'utf8')) as StoredKeyPair;
+    return await readDevKeyPair(dir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -47,7 +41,7 @@ async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
     return pair;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return JSON.parse(await readFile(file, 'utf8')) as StoredKeyPair;
+    return readDevKeyPair(dir);
   }
 }
 

@@ -2,7 +2,7 @@ import { createLocalJWKSet, createRemoteJWKSet, customFetch, jwtVerify, type JWT
 import type { AuthConfig } from '../config';
 import { IdempotencyError } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
-import { loadDevIssuer } from './dev-issuer';
+import { readDevJwks } from './dev-keys';
 import { fetchJwks } from './jwks-fetch';
 
 /** Who is calling: the tenant comes from the verified token and nowhere else. */
@@ -42,15 +42,22 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 
 export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
-  // Built once per container, lazily: the dev key is read from disk on the first request.
-  const getKeys = (): Promise<JWTVerifyGetKey> =>
-    (keys ??=
-      auth.mode === 'dev'
-        ? loadDevIssuer({ dir: auth.devAuthDir, ...auth }).then((issuer) => createLocalJWKSet(issuer.jwks))
-        : // jose caches the key set and refetches it when a token names an unknown key id (key rotation).
-          Promise.resolve(
-            createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000, [customFetch]: fetchJwks }),
-          ));
+  // Built once per container, lazily.
+  const getKeys = (): Promise<JWTVerifyGetKey> => {
+    if (auth.mode === 'oidc') {
+      // jose caches the key set and refetches it when a token names an unknown key id (key rotation).
+      return (keys ??= Promise.resolve(
+        createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000, [customFetch]: fetchJwks }),
+      ));
+    }
+    // The local issuer's public key, from the file the issuer wrote when it made its key. Until then no token of it
+    // can exist: the request is refused and the next one reads again.
+    return (keys ??= readDevJwks(auth.devAuthDir).then(createLocalJWKSet, (err: NodeJS.ErrnoException) => {
+      keys = undefined;
+      if (err.code !== 'ENOENT') throw err;
+      throw new AuthenticationError('the token is not valid for this server (the local issuer has no key yet)', 'invalid_token');
+    }));
+  };
 
   return {
     async verify(authorization) {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { loadConfig, resolveSecretEnv } from '../config';
+import { loadConfig } from '../config';
 import { createLambdaHandler } from '../http/lambda';
 import { createServices } from '../runtime/services';
 
@@ -7,6 +7,6 @@ import { createServices } from '../runtime/services';
 // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see bench/cold-start.ts).
 z.config({ jitless: true });
 
-// Once per container, outside the handler: clients, the JWKS cache and the app serve every invocation.
-// Deployed, the operation-id secret is read from Secrets Manager here, during the init phase.
-export const handler = createLambdaHandler(createServices(loadConfig(await resolveSecretEnv())));
+// Once per container, outside the handler: clients, the JWKS cache and the app serve every invocation. The
+// operation-id key is not read here: the first call that needs one reads it (lambdas/runtime/operation-id-secret.ts).
+export const handler = createLambdaHandler(createServices(loadConfig()));

@@ -145,7 +145,7 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
       maxRequestBodySize: MAX_BODY_BYTES,
     });
     // Mostly a client's mistake (malformed JSON, wrong Accept): worth a line, not an alarm.
-    server.server.onerror = (err) => logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
+    server.onerror = (err) => logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
     await server.connect(transport);
     try {
       return await transport.handleRequest(c.req.raw);

@@ -6,6 +6,7 @@ import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/r
 import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy } from '../engine/engine';
+import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
 import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
@@ -116,6 +117,9 @@ export function toCallToolResult(result: WriteToolResult): CallToolResult {
   };
 }
 
+/** The extension's own cache answers within milliseconds once Secrets Manager is back. */
+const SECRET_RETRY_AFTER_MS = 2000;
+
 const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
 
 /**
@@ -143,7 +147,18 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
       }
     }
     const binding = { tenant: call.caller.tenant, tool: spec.name };
-    const check = call.services.operationIds.verify(binding, value);
+    let check: Awaited<ReturnType<typeof call.services.operationIds.verify>>;
+    try {
+      check = await call.services.operationIds.verify(binding, value);
+    } catch (err) {
+      if (!(err instanceof SecretUnavailableError)) throw err;
+      call.services.logger.warn('operation id not checked: the key is unavailable', { tool: spec.name, reason: err.message });
+      return WriteResults.transientFailure(
+        rawKeyOf(value),
+        { code: err.code, message: 'The operation_id cannot be checked right now; nothing ran. Call again shortly with the same operation_id.' },
+        SECRET_RETRY_AFTER_MS,
+      );
+    }
     if (check.valid) return value as string;
     if (check.reason === 'expired') {
       // An expired id still names its operation: a late retry of one that ran must get its result, not a refusal.

@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import {
   CallToolRequestSchema,
@@ -71,18 +71,17 @@ function listing(tool: ToolDefinition): Tool {
  * registerTool validates arguments itself and answers a failure with a bare text error, while our contract
  * answers it with `rejected` + INVALID_ARGUMENTS in structured content. So each tool validates its own arguments.
  */
-export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): McpServer {
+export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): Server {
   const tools = options.tools ?? registeredTools;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const mcp = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: noElicitationValidator });
-  mcp.server.registerCapabilities({ tools: { listChanged: false } });
+  const mcp = new Server(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: noElicitationValidator, capabilities: { tools: { listChanged: false } } });
   // Stateless, a cancel can only name a request of its own batch, and no tool here can be cut off mid-flight (a
   // write runs to its engine deadline). The SDK would drop that request's response, and a JSON response waits for
   // every request of its batch: the HTTP request (and the Lambda invocation) would hang until timed out. MCP lets a
   // receiver ignore a cancel for a request that cannot be cancelled, so this one does.
-  mcp.server.setNotificationHandler(CancelledNotificationSchema, () => {});
-  mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
-  mcp.server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  mcp.setNotificationHandler(CancelledNotificationSchema, () => {});
+  mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
+  mcp.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
     return tool.call(request.params.arguments, { services, caller, remainingTimeMs: options.remainingTimeMs, tools: byName });

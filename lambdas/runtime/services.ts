@@ -20,12 +20,13 @@ import { createDocumentClient } from '../store/clients';
 import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
 import { createDownstreams, type Downstreams } from '../downstream';
 import { OutboxStore } from '../outbox/outbox-store';
-import { SandboxStore } from '../sandbox/sandbox-store';
+import { lazySecret } from './operation-id-secret';
 
 /** Mints and checks operation ids with the configured secret and the services' clock. */
+/** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
 export interface OperationIdSigner {
-  issue(binding: OperationIdBinding, ttlSeconds?: number): IssuedOperationId;
-  verify(binding: OperationIdBinding, value: unknown): OperationIdCheck;
+  issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
+  verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
 }
 
 /**
@@ -49,8 +50,6 @@ export interface Services {
   outbox: OutboxStore;
   /** Ids of new outbox events (random). */
   newEventId: () => string;
-  /** The sandbox downstreams' ledger and faults; only when the sandbox is enabled. */
-  sandbox?: SandboxStore;
 }
 
 export interface ServiceOverrides {
@@ -79,7 +78,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     clock,
     observer,
   });
-  const secret = config.operationIdSecret;
+  const secret = lazySecret(config.operationIdSecret);
   return {
     config,
     doc,
@@ -88,8 +87,8 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     engine,
     clock,
     operationIds: {
-      issue: (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(secret, binding, clock(), ttlSeconds),
-      verify: (binding, value) => verifyOperationId(secret, binding, value, clock()),
+      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
+      verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
     },
     auth: createTokenVerifier(config.auth),
     observer,
@@ -97,6 +96,5 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     downstreams: { ...createDownstreams(config.sideEffects), ...overrides.downstreams },
     outbox: new OutboxStore(doc, config.tableName),
     newEventId: overrides.newEventId ?? (() => `evt_${randomUUID()}`),
-    sandbox: config.sandboxEnabled ? new SandboxStore(doc, config.sideEffects.sandboxTableName) : undefined,
   };
 }

@@ -11,6 +11,7 @@ import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
 import { Reconciler, type ReconcilerOptions, type ToolReconciler } from '../reconciler/reconciler';
 import { FaultInjectingPublisher } from '../sandbox/queue-faults';
+import { openSandboxStore } from '../sandbox/sandbox-store';
 import { awsClientConfig } from '../store/clients';
 import type { Services } from './services';
 
@@ -50,7 +51,8 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
   const sqs = new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 });
   const queueUrl = sideEffects.outboxQueueUrl;
   let publisher: EventPublisher = queueUrl ? new SqsEventPublisher(sqs, queueUrl) : noQueue;
-  if (services.sandbox) publisher = new FaultInjectingPublisher(publisher, services.sandbox);
+  const sandbox = openSandboxStore(services);
+  if (sandbox) publisher = new FaultInjectingPublisher(publisher, sandbox);
 
   const relay = new OutboxRelay({ outbox: services.outbox, publisher, logger, clock, ...overrides.relay });
   const consumer = new OutboxConsumer({

@@ -1,5 +1,6 @@
 import { listAllOrders } from '../orders/orders';
 import type { Services } from '../runtime/services';
+import { openSandboxStore } from './sandbox-store';
 
 /** One section per sandbox downstream: what it executed, with the tenant and key (or event id) on every entry. */
 export type LedgerSection = (services: Services) => Promise<unknown[]>;
@@ -7,9 +8,9 @@ export type LedgerSection = (services: Services) => Promise<unknown[]>;
 /** Add a downstream's section here; `GET /sandbox/ledger` returns them all. */
 export const ledgerSections: Record<string, LedgerSection> = {
   orders: (services) => listAllOrders(services.doc, services.tableName),
-  payments: async (services) => (await services.sandbox?.payments()) ?? [],
-  tickets: async (services) => (await services.sandbox?.tickets()) ?? [],
-  emails: async (services) => (await services.sandbox?.emails()) ?? [],
+  payments: async (services) => (await openSandboxStore(services)?.payments()) ?? [],
+  tickets: async (services) => (await openSandboxStore(services)?.tickets()) ?? [],
+  emails: async (services) => (await openSandboxStore(services)?.emails()) ?? [],
 };
 
 export async function readLedger(services: Services): Promise<Record<string, unknown[]>> {

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import type { Services } from '../runtime/services';
 import { createSandboxDownstreams } from './downstreams';
 import { readLedger } from './ledger';
+import { openSandboxStore } from './sandbox-store';
 
 /**
  * The local sandbox (`/sandbox/*`): served only when SANDBOX_ENABLED=true, never by a default deployment.
@@ -10,13 +11,14 @@ import { readLedger } from './ledger';
 export function createSandboxRouter(services: Services): Hono {
   const router = new Hono();
   router.get('/ledger', async (c) => c.json(await readLedger(services)));
-  if (services.sandbox) {
+  const store = openSandboxStore(services);
+  if (store) {
     const timeoutMs = services.config.sideEffects.downstreamTimeoutMs;
     // Payments, tickets and mailbox (with fault injection) and POST /sandbox/faults.
     router.route(
       '/',
       createSandboxDownstreams({
-        store: services.sandbox,
+        store,
         clock: services.clock,
         defaultHoldMs: timeoutMs + 1000,
         defaultSlowMs: Math.floor(timeoutMs / 2),

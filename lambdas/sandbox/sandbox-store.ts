@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, paginateQuery, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Services } from '../runtime/services';
 import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
 
 type Item = Record<string, unknown>;
@@ -55,6 +56,15 @@ const strip = <T>(item: Item): T => {
   const { pk: _pk, sk: _sk, ...rest } = item;
   return rest as T;
 };
+
+/**
+ * The sandbox store when the sandbox is enabled. Opened where it is used (the sandbox routes, the relay's fault
+ * injection), not in the shared services: the MCP function never touches it, so its bundle does not carry it.
+ */
+export function openSandboxStore(services: Pick<Services, 'config' | 'doc'>): SandboxStore | undefined {
+  const { config, doc } = services;
+  return config.sandboxEnabled ? new SandboxStore(doc, config.sideEffects.sandboxTableName) : undefined;
+}
 
 /**
  * The sandbox downstreams' state, in its own DynamoDB table: it survives a killed worker or server process, and

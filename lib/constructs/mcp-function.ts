@@ -56,8 +56,8 @@ export class McpFunction extends Construct {
       AUTH_ISSUER: props.auth.issuer,
       AUTH_JWKS_URL: props.auth.jwksUrl,
       AUTH_TENANT_CLAIM: props.auth.tenantClaim,
-      // The ARN, not the value: the function reads the secret once at cold start, so it never sits in the
-      // template, the console or `GetFunctionConfiguration`.
+      // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
+      // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
       OPERATION_ID_SECRET_ARN: this.operationIdSecret.secretArn,
       ALLOWED_ORIGINS: (props.allowedOrigins ?? []).join(','),
       RECONCILE_INTERVAL_MS: String((props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds()),
@@ -73,6 +73,11 @@ export class McpFunction extends Construct {
       timeout: props.timeout ?? Duration.seconds(29),
       memorySize: props.memorySize ?? 1024,
       environment,
+      // AWS's extension, not the SDK's Secrets Manager client in the bundle: the key is one GET on localhost, read
+      // only by operation-id tools, so most cold starts never pay for it.
+      paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
+        logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
+      }),
     });
     props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
     this.operationIdSecret.grantRead(this.handler.role);

@@ -49,6 +49,8 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
   /** More memory is more CPU, which shortens the cold start. Default 512 MB. */
   memorySize?: number;
   environment?: Record<string, string>;
+  /** The AWS Parameters and Secrets Lambda Extension, for functions that read a secret. */
+  paramsAndSecrets?: lambda.ParamsAndSecretsLayerVersion;
 }
 
 /**
@@ -86,6 +88,7 @@ export class ServiceFunction extends Construct {
       timeout: props.timeout,
       role: this.role,
       logGroup: this.logGroup,
+      paramsAndSecrets: props.paramsAndSecrets,
       environment: {
         POWERTOOLS_SERVICE_NAME: powertools.serviceName,
         POWERTOOLS_METRICS_NAMESPACE: powertools.metricsNamespace,

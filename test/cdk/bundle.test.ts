@@ -39,8 +39,7 @@ describe('the deployed MCP bundle', () => {
         'lib/bundle-stubs/ajv-formats.mjs',
         'lib/bundle-stubs/ajv.mjs',
         'lib/bundle-stubs/credential-provider-lambda.ts',
-        'lib/bundle-stubs/zod-to-json-schema.mjs',
-        'lib/bundle-stubs/zod-v3.mjs',
+        'lib/bundle-stubs/smithy-event-streams.mjs',
       ].sort(),
     );
   });
@@ -67,10 +66,15 @@ describe('the deployed MCP bundle', () => {
     const { file } = await buildLambdaBundle(join(dir, 'credentials.mjs'), { entry: 'test/support/bundle-credentials-entry.ts' });
     const run = (env: Record<string, string>) =>
       JSON.parse(execFileSync(process.execPath, [file], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' })) as Record<string, string>;
-    const clients = ['dynamodb', 'sqs', 'sesv2', 'secretsmanager'];
+    const clients = ['dynamodb', 'sqs', 'sesv2'];
     const each = (value: string) => Object.fromEntries(clients.map((client) => [client, value]));
     expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual(each('ASIALAMBDA'));
     expect(run({})).toEqual(each('error: CredentialsProviderError'));
+  });
+
+  it('carries no Secrets Manager client (the operation-id key comes through the extension) and no event-stream codec', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /@aws-sdk\/client-secrets-manager\/|@smithy\/core\/dist-es\/submodules\/event-streams\//.test(file))).toEqual([]);
   });
 
   it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {

@@ -198,6 +198,13 @@ describe('the functions', () => {
     expect(env(functionIds.mcp)).not.toHaveProperty('AUTH_AUDIENCE');
     expect(env(functionIds.mcp)).not.toHaveProperty('OPERATION_ID_SECRET');
   });
+
+  it('gives the MCP function (only) the Parameters and Secrets extension it reads the secret through', () => {
+    const layers = (id: string) => template.toJSON().Resources[id].Properties.Layers;
+    expect(layers(functionIds.mcp)).toEqual([{ 'Fn::FindInMap': [expect.any(String), { Ref: 'AWS::Region' }, expect.stringMatching(/arm64$/)] }]);
+    expect(env(functionIds.mcp)).toMatchObject({ PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: '2773', PARAMETERS_SECRETS_EXTENSION_CACHE_ENABLED: 'true' });
+    for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(layers(functionIds[name])).toBeUndefined();
+  });
 });
 
 describe('least-privilege IAM', () => {

@@ -12,6 +12,7 @@ import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
 import { createProbeTools, orderArgs } from '../support/mcp';
+import { startSecretsExtension, type SecretsExtensionStandIn } from '../support/secrets-extension';
 
 /**
  * The deployed shape: Function URL events (payload 2.0) through the Lambda handler, with OIDC auth against a
@@ -29,6 +30,9 @@ let issuer: DevIssuer;
 let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
 let probeHandler: typeof handler;
 const probes = createProbeTools();
+let extension: SecretsExtensionStandIn;
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids-AbCdEf';
+const SESSION_TOKEN = 'session-token-of-this-container';
 
 beforeAll(async () => {
   table = await createTestTable();
@@ -41,6 +45,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
   const { port } = jwksServer.address() as { port: number };
 
+  extension = await startSecretsExtension({ [SECRET_ARN]: randomBytes(32).toString('hex') }, SESSION_TOKEN);
+
   // Stubbed, and restored after the file: other test files in this worker build local (dev-auth) stacks.
   const env: Record<string, string> = {
     AWS_LAMBDA_FUNCTION_NAME: 'mcp-test',
@@ -51,9 +57,13 @@ beforeAll(async () => {
     AUTH_AUDIENCE: AUDIENCE,
     AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
     AUTH_TENANT_CLAIM: TENANT_CLAIM,
-    OPERATION_ID_SECRET: randomBytes(32).toString('hex'),
+    // As deployed: the ARN of the key, read through the Parameters and Secrets extension (here a stand-in).
+    OPERATION_ID_SECRET_ARN: SECRET_ARN,
+    AWS_SESSION_TOKEN: SESSION_TOKEN,
+    PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
     SANDBOX_ENABLED: 'false',
   };
+  vi.stubEnv('OPERATION_ID_SECRET', undefined);
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   // The real module: services built once from the environment at import, as in a Lambda container.
   handler = (await import('../../lambdas/handlers/mcp')).handler as unknown as typeof handler;
@@ -65,6 +75,7 @@ beforeAll(async () => {
 afterAll(async () => {
   vi.unstubAllEnvs();
   await new Promise((resolve) => jwksServer?.close(resolve));
+  await extension?.stop();
   await rm(keyDir, { recursive: true, force: true });
   await table?.drop();
 });
@@ -183,6 +194,50 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect(duplicate).toMatchObject({ isError: true, structuredContent: { outcome: 'in_progress', retryable: true } });
     gate.release.resolve();
     expect((await first).structuredContent).toMatchObject({ outcome: 'succeeded' });
+  });
+
+  it('reads the operation-id key through the extension on first use only, once, with the session token', async () => {
+    // The tests above ran create_order and more through this container's services: none needed the key.
+    const handlerServices = createServices(loadConfig(process.env));
+    const fresh = createLambdaHandler(handlerServices, { tools: probes.tools }) as unknown as typeof handler;
+    const before = extension.requests.length;
+    await callTool(fresh, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed' });
+    expect(extension.requests.length).toBe(before);
+
+    const issued = await callTool(fresh, 'issue_operation_id', { tool: 'probe_operation' });
+    const id = (issued.structuredContent as { operation_id: string }).operation_id;
+    expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+      structuredContent: { outcome: 'succeeded', replayed: false },
+    });
+    expect(extension.requests.slice(before)).toEqual([{ secretId: SECRET_ARN, tokenOk: true }]);
+    // Another container reading the same secret accepts the id: the key is the secret's, not the process's.
+    expect(await callTool(probeHandler, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+      structuredContent: { outcome: 'succeeded', replayed: true },
+    });
+  });
+
+  it('while the key cannot be read: operation-id calls say retry, nothing runs, and the next call reads again', async () => {
+    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: probes.tools }) as unknown as typeof handler;
+    const id = ((await callTool(probeHandler, 'issue_operation_id', { tool: 'probe_operation' })).structuredContent as { operation_id: string })
+      .operation_id;
+    extension.failWith = 503;
+    try {
+      const write = await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' });
+      expect(write).toMatchObject({
+        isError: true,
+        structuredContent: { outcome: 'failed', retryable: true, replayed: false, error: { code: 'TRANSIENT_FAILURE' } },
+      });
+      expect(probes.runs('tenant-lambda', id)).toBe(0);
+      const issue = (await callTool(fresh, 'issue_operation_id', { tool: 'probe_operation' })) as unknown as { isError: boolean; content: Array<{ text: string }> };
+      expect(issue.isError).toBe(true);
+      expect(issue.content[0]!.text).toMatch(/^TRANSIENT_FAILURE: /);
+    } finally {
+      extension.failWith = undefined;
+    }
+    expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+      structuredContent: { outcome: 'succeeded', replayed: false },
+    });
+    expect(probes.runs('tenant-lambda', id)).toBe(1);
   });
 
   it("bounds the execution by the invocation's remaining time", async () => {

@@ -1,16 +1,14 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SESv2Client } from '@aws-sdk/client-sesv2';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
 // Built with the Lambda bundle options by test/cdk/bundle.test.ts: prints the credentials each client resolves.
-// Every client a function builds: DynamoDB (all), SQS (relay), SES (consumer), Secrets Manager (the operation-id secret).
+// Every client a function builds: DynamoDB (all), SQS (relay), SES (consumer).
 const region = 'us-east-1';
 const clients = {
   dynamodb: new DynamoDBClient({ region }),
   sqs: new SQSClient({ region }),
   sesv2: new SESv2Client({ region }),
-  secretsmanager: new SecretsManagerClient({ region }),
 };
 const resolved: Record<string, string> = {};
 for (const [name, client] of Object.entries(clients)) {

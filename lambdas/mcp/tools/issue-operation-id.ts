@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ErrorCode } from '../../core/errors';
 import { defineReadTool, ReadToolError } from '../define-read-tool';
 import { isWriteTool } from '../tool-types';
+import { SecretUnavailableError } from '../../runtime/operation-id-secret';
 
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',
@@ -23,7 +24,11 @@ export const issueOperationIdTool = defineReadTool({
         `tool must be a tool that takes an operation_id (${takers.join(', ') || 'none on this server'}); other write tools take a client-generated idempotency_key.`,
       );
     }
-    const issued = services.operationIds.issue({ tenant: caller.tenant, tool });
+    const issued = await services.operationIds.issue({ tenant: caller.tenant, tool }).catch((err: unknown) => {
+      if (!(err instanceof SecretUnavailableError)) throw err;
+      services.logger.warn('operation id not issued: the key is unavailable', { reason: err.message });
+      throw new ReadToolError(err.code, 'An operation_id cannot be issued right now; nothing was issued. Try again shortly.');
+    });
     return { operation_id: issued.operationId, tool, expires_at: new Date(issued.expiresAt * 1000).toISOString() };
   },
 });
