@@ -99,6 +99,7 @@ const CHILD = `
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 const booted = performance.now();
+const eluAtBoot = performance.eventLoopUtilization();
 const bootCpu = (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 const { handler } = await import(pathToFileURL(process.argv[2]).href);
 const imported = performance.now();
@@ -109,7 +110,8 @@ const initialized = performance.now();
 const second = await handler(call, context);
 const called = performance.now();
 const cpu = process.cpuUsage();
-process.stdout.write('\\n${MARK}' + JSON.stringify({ booted, bootCpu, imported, initialized, called, cpuMs: (cpu.user + cpu.system) / 1000, statuses: [first.statusCode, second.statusCode], body: second.body }) + '\\n');
+const waitMs = performance.eventLoopUtilization(eluAtBoot).idle;
+process.stdout.write('\\n${MARK}' + JSON.stringify({ booted, bootCpu, imported, initialized, called, waitMs, cpuMs: (cpu.user + cpu.system) / 1000, statuses: [first.statusCode, second.statusCode], body: second.body }) + '\\n');
 process.exit(0);
 `;
 
@@ -118,6 +120,8 @@ interface ChildTimes {
   /** CPU ms (all threads) the process had used at `booted`, and at the end. */
   bootCpu: number;
   cpuMs: number;
+  /** Event-loop idle time over the span: waiting on I/O (DynamoDB Local, the key set server). */
+  waitMs: number;
   imported: number;
   initialized: number;
   called: number;
@@ -196,13 +200,15 @@ export interface ColdStartFigures {
   tools_call_ms: number;
   /** Median CPU ms (all threads: main, compiler, GC) over the same span; steadier than wall time on a busy machine. */
   cpu_ms: number;
+  /** Median event-loop idle time over the same span: waiting on DynamoDB Local and the key set, not running code. */
+  wait_ms: number;
   /** Median wall time from spawn to exit of the measured process, and of a bare `node -e 0`. */
   process_ms: number;
   bare_node_ms: number;
   /** process_ms / bare_node_ms: how much the bundle adds over starting Node at all. */
   ratio_to_bare_node: number;
   bundle: BundleFigures;
-  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; bytes: number; ratio_init_to_deployed: number }>;
+  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }>;
   runs: number;
   /** 1-minute load average when the runs ended: wall times on a shared machine stretch with it, CPU times much less. */
   load_avg: number;
@@ -330,6 +336,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
         initialize_ms: round(median(s.map((t) => t.initialized - t.imported))),
         tools_call_ms: round(median(s.map((t) => t.called - t.initialized))),
         cpu_ms: round(median(s.map((t) => t.cpuMs - t.bootCpu))),
+        wait_ms: round(median(s.map((t) => t.waitMs))),
         process_ms: round(median(s.map((t) => t.wallMs))),
       };
     };
@@ -341,6 +348,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
         init_ms: s.init_ms,
         import_ms: s.import_ms,
         cpu_ms: s.cpu_ms,
+        wait_ms: s.wait_ms,
         bytes: bundles[variant].figures.bytes,
         ratio_init_to_deployed: round(s.init_ms / deployed.init_ms, 2),
       };
@@ -372,15 +380,15 @@ export const coldStartBench: BenchSection = {
   async run(): Promise<SectionReport> {
     const f = await coldStart();
     const table: (string | number)[][] = [
-      ['bundle', 'KiB', 'gzip KiB', 'init ms', 'cpu ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
-      ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
-      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.import_ms, '', '', ''],
-      ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.cpu_ms, f.peers.sdkExternal.import_ms, '', '', ''],
-      ['peer: floor (MCP SDK + zod + DynamoDB only)', kib(f.peers.floor.bytes), '', f.peers.floor.init_ms, f.peers.floor.cpu_ms, f.peers.floor.import_ms, '', '', ''],
-      ['peer: bare node -e 0', '', '', '', '', '', '', '', f.bare_node_ms],
+      ['bundle', 'KiB', 'gzip KiB', 'init ms', 'cpu ms', 'wait ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
+      ['deployed (minified, SDK bundled)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.wait_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
+      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.wait_ms, f.peers.unminified.import_ms, '', '', ''],
+      ['peer: AWS SDK external', kib(f.peers.sdkExternal.bytes), '', f.peers.sdkExternal.init_ms, f.peers.sdkExternal.cpu_ms, f.peers.sdkExternal.wait_ms, f.peers.sdkExternal.import_ms, '', '', ''],
+      ['peer: floor (MCP SDK + zod + DynamoDB only)', kib(f.peers.floor.bytes), '', f.peers.floor.init_ms, f.peers.floor.cpu_ms, f.peers.floor.wait_ms, f.peers.floor.import_ms, '', '', ''],
+      ['peer: bare node -e 0', '', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
-      'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; process = spawn to exit.',
+      'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; wait = event-loop idle over the same span (I/O: DynamoDB Local, the key set); process = spawn to exit.',
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}; init, SDK external / deployed: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
       `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB; deployed / floor: x${round(1 / f.peers.floor.ratio_init_to_deployed, 2)}`,
