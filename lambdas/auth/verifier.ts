@@ -51,12 +51,14 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
       ));
     }
     // The local issuer's public key, from the file the issuer wrote when it made its key. Until then no token of it
-    // can exist: the request is refused and the next one reads again.
-    return (keys ??= readDevJwks(auth.devAuthDir).then(createLocalJWKSet, (err: NodeJS.ErrnoException) => {
-      keys = undefined;
-      if (err.code !== 'ENOENT') throw err;
-      throw new AuthenticationError('the token is not valid for this server (the local issuer has no key yet)', 'invalid_token');
-    }));
+    // can exist: the request is refused. A failed read (or a file caught half-written) is not kept: the next reads again.
+    return (keys ??= readDevJwks(auth.devAuthDir)
+      .then(createLocalJWKSet)
+      .catch((err: NodeJS.ErrnoException) => {
+        keys = undefined;
+        if (err.code !== 'ENOENT') throw err;
+        throw new AuthenticationError('the token is not valid for this server (the local issuer has no key yet)', 'invalid_token');
+      }));
   };
 
   return {

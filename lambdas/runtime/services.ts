@@ -22,7 +22,6 @@ import { createDownstreams, type Downstreams } from '../downstream';
 import { OutboxStore } from '../outbox/outbox-store';
 import { lazySecret } from './operation-id-secret';
 
-/** Mints and checks operation ids with the configured secret and the services' clock. */
 /** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
 export interface OperationIdSigner {
   issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;

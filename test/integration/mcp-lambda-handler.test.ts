@@ -157,6 +157,8 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     });
     expect(init.status).toBe(200);
     expect(init.json().result.serverInfo.name).toBe('idempotent-mcp');
+    // What a client learns at initialize: it may call tools, and how to retry them (the server's instructions).
+    expect(init.json().result).toMatchObject({ capabilities: { tools: { listChanged: false } }, instructions: expect.stringMatching(/idempotency_key/) });
     expect(init.header('mcp-session-id')).toBeUndefined();
     const list = await invoke(handler, { body: rpc('tools/list') });
     expect(list.json().result.tools.map((t: { name: string }) => t.name)).toContain('create_order');
