@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import {
-  CallToolRequestSchema,
+  type CallToolRequest,
   CancelledNotificationSchema,
   ErrorCode,
   ListToolsRequestSchema,
@@ -20,6 +20,14 @@ const INSTRUCTIONS =
   'Write tools never run twice for the same idempotency_key (or operation_id): generate a key once per intended ' +
   'operation and reuse it on every retry. Every write result has an `outcome`; retry only when `retryable` is true, ' +
   'with the same key, after `retry_after_ms`. Use get_operation_status to ask what became of an earlier call.';
+
+/**
+ * Registered for `tools/call` in place of the SDK's CallToolRequestSchema. The SDK parses a request with the
+ * registered schema before anything else, and a failed parse leaves as -32603 (internal error), which tells a client
+ * the server failed and a retry may help. Registered loosely, the request reaches the SDK's own tools/call check,
+ * which answers a malformed call with -32602 (invalid params): the client's mistake, not worth retrying.
+ */
+const AnyToolsCall = z.looseObject({ method: z.literal('tools/call') });
 
 export interface BuildServerOptions {
   /** Defaults to the registry in ./tools; tests add tools of their own. */
@@ -82,7 +90,9 @@ export function buildMcpServer(services: Services, caller: Caller, options: Buil
   // receiver ignore a cancel for a request that cannot be cancelled, so this one does.
   mcp.setNotificationHandler(CancelledNotificationSchema, () => {});
   mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
-  mcp.setRequestHandler(CallToolRequestSchema, async (request) => {
+  mcp.setRequestHandler(AnyToolsCall, async (raw) => {
+    // Checked by the SDK's tools/call wrapper before this runs (see AnyToolsCall).
+    const request = raw as unknown as CallToolRequest;
     const tool = byName.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
     return tool.call(request.params.arguments, { services, caller, remainingTimeMs: options.remainingTimeMs, tools: byName });

@@ -91,6 +91,11 @@ describe('protocol hygiene', () => {
       expect(response.status).toBeLessThan(500);
       expectNoInternals(text);
     }
+    // A malformed call is the client's mistake: invalid params (-32602, do not retry), not an internal error.
+    for (const params of [{}, { name: 5 }, { name: 'create_order', arguments: 'not an object' }]) {
+      const response = await post(rpc(12, 'tools/call', params));
+      expect(await response.json()).toMatchObject({ id: 12, error: { code: -32602, message: expect.stringContaining('Invalid tools/call request') } });
+    }
     await expectStillServing();
   });
 
