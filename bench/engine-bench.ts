@@ -262,7 +262,7 @@ function orderArgs(quantity: number): OrderArgs {
 }
 
 /** The project's key (pk/sk) without the attention index. */
-async function createTableWithoutIndex(doc: DynamoDBDocumentClient, tableName: string) {
+export async function createTableWithoutIndex(doc: DynamoDBDocumentClient, tableName: string) {
   await doc.send(
     new CreateTableCommand({
       TableName: tableName,

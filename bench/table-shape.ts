@@ -7,6 +7,7 @@ import { createDocumentClient } from '../lambdas/store/clients';
 import { recordToItem } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { createTableWithoutIndex } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 
 /**
@@ -44,20 +45,7 @@ async function runTableShapeBench(): Promise<SectionReport> {
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       }),
     );
-    await doc.send(
-      new CreateTableCommand({
-        TableName: tables.composite,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
-        ],
-        KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-      }),
-    );
+    await createTableWithoutIndex(doc, tables.composite);
     await ensureTable(doc, tables.indexed);
 
     const now = Date.now();
