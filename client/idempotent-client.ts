@@ -7,7 +7,7 @@ import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
 import { validateToolName } from '../lambdas/core/idempotency-key';
-import type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';
+import { parseReadError, type Outcome, type WriteToolResult } from '../lambdas/core/result-contract';
 import { CallLedger, identityId, type CallIdentity, type CallState, type LedgerEntry } from './call-ledger';
 import {
   DEFAULT_RETRY,
@@ -224,6 +224,12 @@ export class IdempotentMcpClient {
     let last: Attempt = { sent: false };
     const attempts = await this.retrying(async () => {
       last = await this.attemptToolCall(validateToolName(tool), args);
+      // A read refused for now (the server's store or key briefly unavailable) is tried again, like a lost answer.
+      const refused = last.answer?.isError ? parseReadError(textOf(last.answer)) : undefined;
+      if (refused?.retryable) {
+        last = { ...last, failure: { kind: 'transport', message: `${tool} answered ${refused.code}` } };
+        return { done: false };
+      }
       return { done: last.answer !== undefined || last.failure?.kind === 'deterministic', retryAfterMs: last.failure?.retryAfterMs };
     });
     const answer = last.answer;

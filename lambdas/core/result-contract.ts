@@ -132,3 +132,18 @@ export function describeResult(r: WriteToolResult): string {
 
 /** `isError` in MCP terms: everything but a success. */
 export const isErrorResult = (r: WriteToolResult) => r.outcome !== 'succeeded';
+
+/**
+ * Read tools answer an error as one text block, `CODE: message`, with `isError` (their output schemas describe only
+ * their results, and MCP clients check any structured content against them). These codes mean the read may succeed
+ * if called again shortly; every other code will fail again.
+ */
+const RETRYABLE_READ_ERRORS: ReadonlySet<string> = new Set([ErrorCode.TRANSIENT_FAILURE, ErrorCode.STORE_UNAVAILABLE, ErrorCode.INTERNAL_ERROR]);
+
+export const readErrorText = (code: string, message: string) => `${code}: ${message}`;
+
+/** The code of a read tool's error text, and whether calling again may help. */
+export function parseReadError(text: string): { code: string; retryable: boolean } | undefined {
+  const code = /^([A-Z][A-Z_]*): /.exec(text)?.[1];
+  return code === undefined ? undefined : { code, retryable: RETRYABLE_READ_ERRORS.has(code) };
+}

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
+import { readErrorText } from '../core/result-contract';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
@@ -37,7 +38,7 @@ export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObje
 }
 
 function errorResult(code: string, message: string): CallToolResult {
-  return { content: [{ type: 'text', text: `${code}: ${message}` }], isError: true };
+  return { content: [{ type: 'text', text: readErrorText(code, message) }], isError: true };
 }
 
 /** Read-only tools: validated like write tools, no idempotency (reading twice changes nothing). */

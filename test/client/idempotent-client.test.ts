@@ -9,6 +9,7 @@ import { createFaultFetch } from '../../client/fault-fetch';
 import { IdempotentMcpClient, type IdempotentClientOptions } from '../../client/idempotent-client';
 import { freePort } from '../../local/free-port';
 import { startLocalStack, type LocalStack } from '../../local/stack';
+import { startSecretsExtension } from '../support/secrets-extension';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 
 let stack: LocalStack;
@@ -272,6 +273,36 @@ describe('operation ids', () => {
     const ledger = (await (await fetch(`${stack.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string; amount_minor: number }[] };
     const payments = ledger.payments.filter((p) => p.payee_id === args.payee_id);
     expect(payments.map((p) => p.amount_minor).sort()).toEqual([1250, 1300]);
+  });
+
+  it('are asked for again while the server cannot read its key for a moment; the payment then runs once', async () => {
+    // A server as deployed: the key by ARN, read through the Parameters and Secrets extension (a stand-in here).
+    const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids';
+    const extension = await startSecretsExtension({ [secretArn]: 'k'.repeat(48) }, 'session-token');
+    const deployedLike = await startLocalStack({
+      env: {
+        OPERATION_ID_SECRET: undefined,
+        OPERATION_ID_SECRET_ARN: secretArn,
+        AWS_SESSION_TOKEN: 'session-token',
+        PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
+      },
+    });
+    try {
+      extension.failNext = 2;
+      const { client, sleeps } = testClient({ url: deployedLike.mcpUrl, token: await deployedLike.tokenFor('client-tests') });
+      const args = { amount_minor: 700, currency: 'EUR', payee_id: `payee-${++orderNumber}` };
+
+      const call = await client.callWrite({ tool: 'request_payment', args });
+
+      expect(call).toMatchObject({ keyKind: 'operation_id', state: 'succeeded', result: { replayed: false } });
+      expect(extension.requests).toHaveLength(3);
+      expect(sleeps).toHaveLength(2);
+      const ledger = (await (await fetch(`${deployedLike.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string }[] };
+      expect(ledger.payments.filter((p) => p.payee_id === args.payee_id)).toHaveLength(1);
+    } finally {
+      await deployedLike.stop();
+      await extension.stop();
+    }
   });
 
   it('are replaced once when the server refuses an old one under which nothing ran (expired, or not ours)', async () => {

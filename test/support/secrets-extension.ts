@@ -7,6 +7,8 @@ export interface SecretsExtensionStandIn {
   requests: Array<{ secretId: string | null; tokenOk: boolean }>;
   /** While set, every request gets this status (the extension's answer when Secrets Manager fails, say). */
   failWith: number | undefined;
+  /** This many of the next requests get 503, then it answers again. */
+  failNext: number;
   stop(): Promise<void>;
 }
 
@@ -16,12 +18,16 @@ export interface SecretsExtensionStandIn {
  * AWS_SESSION_TOKEN, 200 with Secrets Manager's GetSecretValue answer as JSON, 401 without the token.
  */
 export async function startSecretsExtension(secrets: Record<string, string>, sessionToken: string): Promise<SecretsExtensionStandIn> {
-  const standIn: SecretsExtensionStandIn = { port: 0, requests: [], failWith: undefined, stop: async () => {} };
+  const standIn: SecretsExtensionStandIn = { port: 0, requests: [], failWith: undefined, failNext: 0, stop: async () => {} };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const secretId = url.searchParams.get('secretId');
     const tokenOk = req.headers['x-aws-parameters-secrets-token'] === sessionToken;
     standIn.requests.push({ secretId, tokenOk });
+    if (standIn.failNext > 0) {
+      standIn.failNext--;
+      return res.writeHead(503).end('secrets manager unavailable');
+    }
     if (standIn.failWith) return res.writeHead(standIn.failWith).end('secrets manager unavailable');
     if (req.method !== 'GET' || url.pathname !== '/secretsmanager/get') return res.writeHead(404).end('not found');
     if (!tokenOk) return res.writeHead(401).end('unauthorized');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../../lambdas/core/result-contract';
+import { describeResult, isErrorResult, parseReadError, readErrorText, WriteResults, type WriteToolResult } from '../../lambdas/core/result-contract';
 
 const KEY = 'key-00000001';
 const FIRST = { firstExecutedAt: Date.UTC(2030, 0, 1, 12) };
@@ -86,5 +86,15 @@ describe('describeResult and isErrorResult', () => {
 
   it('isError is true for every outcome but succeeded', () => {
     for (const [result] of cases) expect(isErrorResult(result)).toBe(result.outcome !== 'succeeded');
+  });
+});
+
+describe('read tool errors', () => {
+  it('carry their code in the text, and say whether calling again may help', () => {
+    expect(parseReadError(readErrorText('TRANSIENT_FAILURE', 'the key is unavailable: try again'))).toEqual({ code: 'TRANSIENT_FAILURE', retryable: true });
+    expect(parseReadError(readErrorText('STORE_UNAVAILABLE', 'x'))).toEqual({ code: 'STORE_UNAVAILABLE', retryable: true });
+    expect(parseReadError(readErrorText('NOT_FOUND', 'no such order'))).toEqual({ code: 'NOT_FOUND', retryable: false });
+    expect(parseReadError(readErrorText('INVALID_ARGUMENTS', 'tool: required'))).toEqual({ code: 'INVALID_ARGUMENTS', retryable: false });
+    expect(parseReadError('Order ord_1 not found')).toBeUndefined();
   });
 });
