@@ -15,6 +15,8 @@ export interface StoredOutboxEvent {
   message: OutboxMessage;
   status: DeliveryStatus;
   sendCount: number;
+  /** Sends the queue refused (not counted in sendCount: nothing reached the queue). */
+  refusedCount: number;
   /** When the sweep should next look at it (epoch ms); absent once settled. */
   attentionAt?: number;
   updatedAt: number;
@@ -52,6 +54,7 @@ function itemToEvent(item: Item): StoredOutboxEvent {
     },
     status: item.status as DeliveryStatus,
     sendCount: Number(item.send_count ?? 0),
+    refusedCount: Number(item.refused_count ?? 0),
     attentionAt: item.attention_at === undefined ? undefined : Number(item.attention_at),
     updatedAt: Number(item.updated_at),
     result: item.delivery_result ?? undefined,
@@ -161,6 +164,20 @@ export class OutboxStore {
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':next': nextLookAt, ':now': now, ':pending': 'PENDING' },
+      })),
+    );
+  }
+
+  /** After the queue refused it: count the refusal and schedule the sweep's next try. False when it settled meanwhile. */
+  async recordRefusal(eventId: string, nextLookAt: number): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new UpdateCommand({
+        TableName: this.tableName,
+        Key: Keys.outboxEvent(eventId),
+        UpdateExpression: 'SET refused_count = if_not_exists(refused_count, :zero) + :one, attention_at = :next',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':next': nextLookAt, ':pending': 'PENDING' },
       })),
     );
   }

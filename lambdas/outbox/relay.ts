@@ -28,7 +28,8 @@ export interface SweepReport {
  * `sweep` is the safety net that finds, through the attention index, every pending event whose next look is due:
  * one the stream relay never sent (it crashed, the queue refused it) or one sent but never delivered (a lost
  * message). Both schedule the next look after each send, so an event is re-sent with backoff until the consumer
- * settles it, and never dropped: after `maxSends` it is marked FAILED, logged and counted.
+ * settles it, and never dropped: after `maxSends` it is marked FAILED, logged and counted. A send the queue refuses
+ * is tried again with the same backoff, without limit (nothing reached the queue, so nothing is given up).
  * Sending twice is harmless: the consumer deduplicates by event id.
  */
 export class OutboxRelay {
@@ -73,7 +74,21 @@ export class OutboxRelay {
         }
       }),
     );
-    for (const id of failed) this.logger.warn('the queue did not accept an outbox event', { event_id: id });
+    // Still pending, never dropped; the next try backs off like a re-send, so an event the queue keeps refusing (a
+    // misconfigured queue, a message it will not take) costs a request and a log line per backoff, not per sweep.
+    await Promise.all(
+      pending
+        .filter((e) => failedIds.has(e.message.event_id))
+        .map(async (event) => {
+          const id = event.message.event_id;
+          const refusals = event.refusedCount + 1;
+          this.logger.warn('the queue did not accept an outbox event', { event_id: id, tool: event.message.tool, refusals });
+          await this.outbox.recordRefusal(id, now + this.nextLookAfter(refusals)).catch((err: unknown) => {
+            // Not recorded: the next sweep tries again without waiting, which is harmless.
+            this.logger.warn('could not record an outbox refusal', { event_id: id, error_name: (err as Error)?.name });
+          });
+        }),
+    );
     return { sent: sent.map((e) => e.message.event_id), failed };
   }
 

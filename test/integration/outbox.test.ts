@@ -143,6 +143,34 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(await sends()).toMatchObject({ status: 'delivered', sends: 2 });
   });
 
+  it('an event the queue refuses stays pending; the sweep tries again with backoff, and sends it once the queue takes it', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const eventId = result!.event_id;
+    const stored = async () => (await stack.services.outbox.getEvent(eventId))!;
+    now();
+    const refusing = createWorkers(
+      { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } } },
+      { tools: [], clock: time.clock },
+    );
+    try {
+      await refusing.relay.sweep();
+      expect(await stored()).toMatchObject({ status: 'PENDING', sendCount: 0, refusedCount: 1, attentionAt: time.clock() + refusing.relay.nextLookAfter(1) });
+      // Not due yet: the next sweep leaves it alone instead of asking the queue again.
+      await refusing.relay.sweep();
+      expect((await stored()).refusedCount).toBe(1);
+      time.advance(refusing.relay.nextLookAfter(1) + 1);
+      await refusing.relay.sweep();
+      expect(await stored()).toMatchObject({ refusedCount: 2, attentionAt: time.clock() + refusing.relay.nextLookAfter(2) });
+    } finally {
+      refusing.sqs.destroy();
+    }
+    time.advance(stack.workers.relay.nextLookAfter(2) + 1);
+    await stack.workers.relay.sweep();
+    expect(await stored()).toMatchObject({ status: 'PENDING', sendCount: 1, refusedCount: 2 });
+    expect(await peekQueue(stack, stack.queue.queueUrl)).toContain(eventId);
+  });
+
   it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
