@@ -107,8 +107,15 @@ export class OutboxConsumer {
       return { kind: 'retry', delayMs: Math.max(0, claim.existing.leaseUntil - now) + 100, reason: 'claimed by another delivery' };
     }
 
-    // Bounded so that our settlement lands before the lease lets anyone take over.
-    const signal = AbortSignal.timeout(this.leaseMs - SETTLE_MARGIN_MS);
+    // Bounded so that our settlement lands before the lease lets anyone take over. The lease runs from before the
+    // claim write, so a slow write (throttled, retried) eats into it; with nothing left, run nothing: the claim
+    // expires and the next attempt asks the downstream first.
+    const budgetMs = now + this.leaseMs - SETTLE_MARGIN_MS - this.clock();
+    if (budgetMs <= 0) {
+      this.logger.warn('outbox delivery not started: the claim write used up its lease', log);
+      return { kind: 'retry', delayMs: SETTLE_MARGIN_MS, reason: 'the claim write used up its lease' };
+    }
+    const signal = AbortSignal.timeout(budgetMs);
     if (claim.previous) {
       const earlier = await this.verifyEarlierAttempt(message, handler, { signal }, log);
       if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log);

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
 import { createWorkers } from '../../lambdas/runtime/workers';
+import { OutboxConsumer } from '../../lambdas/outbox/consumer';
+import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { Keys } from '../../lambdas/store/table-schema';
 import type { LocalStack } from '../../local/stack';
 import { stopChild } from '../../local/dynamodb-local';
@@ -169,6 +171,34 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     await stack.workers.relay.sweep();
     expect(await stored()).toMatchObject({ status: 'PENDING', sendCount: 1, refusedCount: 2 });
     expect(await peekQueue(stack, stack.queue.queueUrl)).toContain(eventId);
+  });
+
+  it('a claim write that uses up the lease runs no effect; the next attempt asks the downstream first, then delivers once', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+    now();
+    const effects: string[] = [];
+    const handler = {
+      deliver: async () => (effects.push('deliver'), { message_id: 'msg-1' }),
+      verify: async () => (effects.push('verify'), { kind: 'absent' as const }),
+    };
+    const options = { handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000, maxReceiveCount: 5 };
+    // The claim lands, but only after the whole lease (a throttled write retried by the SDK, say).
+    const slowClaims: OutboxStore = Object.create(stack.services.outbox);
+    slowClaims.claimDelivery = async (...args) => {
+      const claim = await stack.services.outbox.claimDelivery(...args);
+      time.advance(slow.leaseMs);
+      return claim;
+    };
+    const slow = new OutboxConsumer({ ...options, outbox: slowClaims });
+    expect(await slow.consume(message, 1)).toMatchObject({ kind: 'retry' });
+    expect(effects).toEqual([]);
+
+    time.advance(1);
+    const next = new OutboxConsumer({ ...options, outbox: stack.services.outbox });
+    expect(await next.consume(message, 2)).toEqual({ kind: 'delivered' });
+    expect(effects).toEqual(['verify', 'deliver']);
   });
 
   it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
