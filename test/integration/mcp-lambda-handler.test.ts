@@ -222,7 +222,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: probes.tools }) as unknown as typeof handler;
     const id = ((await callTool(probeHandler, 'issue_operation_id', { tool: 'probe_operation' })).structuredContent as { operation_id: string })
       .operation_id;
-    extension.failWith = 503;
+    extension.failNext = Number.POSITIVE_INFINITY;
     try {
       const write = await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' });
       expect(write).toMatchObject({
@@ -234,7 +234,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
       expect(issue.isError).toBe(true);
       expect(issue.content[0]!.text).toMatch(/^TRANSIENT_FAILURE: /);
     } finally {
-      extension.failWith = undefined;
+      extension.failNext = 0;
     }
     expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: false },

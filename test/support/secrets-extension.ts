@@ -5,9 +5,7 @@ export interface SecretsExtensionStandIn {
   port: number;
   /** Every GET it answered: the secret asked for, and whether the caller presented the session token. */
   requests: Array<{ secretId: string | null; tokenOk: boolean }>;
-  /** While set, every request gets this status (the extension's answer when Secrets Manager fails, say). */
-  failWith: number | undefined;
-  /** This many of the next requests get 503, then it answers again. */
+  /** This many of the next requests get 503 (the extension's answer when Secrets Manager fails, say); Infinity: all. */
   failNext: number;
   stop(): Promise<void>;
 }
@@ -18,7 +16,7 @@ export interface SecretsExtensionStandIn {
  * AWS_SESSION_TOKEN, 200 with Secrets Manager's GetSecretValue answer as JSON, 401 without the token.
  */
 export async function startSecretsExtension(secrets: Record<string, string>, sessionToken: string): Promise<SecretsExtensionStandIn> {
-  const standIn: SecretsExtensionStandIn = { port: 0, requests: [], failWith: undefined, failNext: 0, stop: async () => {} };
+  const standIn: SecretsExtensionStandIn = { port: 0, requests: [], failNext: 0, stop: async () => {} };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const secretId = url.searchParams.get('secretId');
@@ -28,7 +26,6 @@ export async function startSecretsExtension(secrets: Record<string, string>, ses
       standIn.failNext--;
       return res.writeHead(503).end('secrets manager unavailable');
     }
-    if (standIn.failWith) return res.writeHead(standIn.failWith).end('secrets manager unavailable');
     if (req.method !== 'GET' || url.pathname !== '/secretsmanager/get') return res.writeHead(404).end('not found');
     if (!tokenOk) return res.writeHead(401).end('unauthorized');
     const value = secretId === null ? undefined : secrets[secretId];
