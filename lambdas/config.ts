@@ -44,6 +44,8 @@ export interface SideEffectsConfig {
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
   reconcileIntervalMs: number;
+  /** Checks of an unreachable downstream before the record is parked as NEEDS_REVIEW for a person. */
+  reconcileMaxAttempts: number;
   /** The outbox queue's redrive count: the consumer's last attempt before the dead-letter queue. */
   outboxMaxReceiveCount: number;
   /** The sandbox downstreams' ledger and faults (their own table). */
@@ -134,6 +136,7 @@ function positiveInt(env: Env, name: string, fallback: number, max: number): num
 
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
 
 function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
@@ -151,6 +154,7 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
     emailFrom,
     downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
     reconcileIntervalMs: positiveInt(env, 'RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+    reconcileMaxAttempts: positiveInt(env, 'RECONCILE_MAX_ATTEMPTS', DEFAULT_RECONCILE_MAX_ATTEMPTS, 100),
     outboxMaxReceiveCount: positiveInt(env, 'OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
     sandboxTableName: optional(env, 'SANDBOX_TABLE_NAME') ?? `${tableName}-sandbox`,
   };

@@ -41,6 +41,8 @@ export interface IdempotentMcpStackProps extends StackProps {
   alarmTopicArn?: string;
   /** Default true. */
   dashboard?: boolean;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW. Default 8. */
+  reconcileMaxAttempts?: number;
 }
 
 /**
@@ -98,7 +100,13 @@ export class IdempotentMcpStack extends Stack {
       downstreams,
       timeout: DEFAULT_CONSUMER_TIMEOUT,
     });
-    this.reconciler = new Reconciler(this, 'Reconciler', { ...common, store: this.store, queue: this.outbox, downstreams });
+    this.reconciler = new Reconciler(this, 'Reconciler', {
+      ...common,
+      store: this.store,
+      queue: this.outbox,
+      downstreams,
+      maxAttempts: props.reconcileMaxAttempts,
+    });
 
     let alarmTopic: sns.ITopic | undefined;
     if (props.alarmTopicArn) {
@@ -142,6 +150,8 @@ export class IdempotentMcpStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.store.tableName });
+    // `npm run ops -- --stack <name>` reads these three.
+    new CfnOutput(this, 'OutboxQueueUrl', { value: this.outbox.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.outbox.deadLetterQueue.queueUrl });
     if (this.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });

@@ -67,3 +67,29 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
   }
   return total;
 }
+
+/**
+ * Every item of a kind, one page of one shard at a time: a listing that filters as it goes reads no more than it
+ * needs (the review tool), and still never scans the table.
+ */
+export async function* attentionPages(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  kind: AttentionKind,
+  pageSize: number,
+): AsyncGenerator<Item[]> {
+  const { name, partitionKey } = TableSchema.attentionIndex;
+  for (const partition of attentionPartitions(kind)) {
+    const pages = paginateQuery(
+      { client: doc, pageSize },
+      {
+        TableName: tableName,
+        IndexName: name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': partitionKey },
+        ExpressionAttributeValues: { ':pk': partition },
+      },
+    );
+    for await (const page of pages) yield (page.Items ?? []) as Item[];
+  }
+}

@@ -2,6 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../../lambdas/config';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
@@ -16,6 +17,8 @@ export interface ReconcilerProps extends CommonFunctionProps {
   schedule?: events.Schedule;
   /** Default 50 s: a run ends before the next one starts (overlaps would still be safe: every write is fenced). */
   timeout?: Duration;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW (RECONCILE_MAX_ATTEMPTS). Default 8. */
+  maxAttempts?: number;
 }
 
 /** How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long. */
@@ -42,6 +45,7 @@ export class Reconciler extends Construct {
       environment: {
         TABLE_NAME: props.store.tableName,
         OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
+        RECONCILE_MAX_ATTEMPTS: String(props.maxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS),
         ...downstreamEnvironment(props.downstreams ?? {}),
       },
     });
