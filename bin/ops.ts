@@ -9,7 +9,9 @@ import { Console } from 'node:console';
 // writes through the global console in dev mode, so that console is pointed at stderr before they load.
 process.env.POWERTOOLS_DEV ??= 'true';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'false';
-process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
+process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
+// Errors are one line on stderr; the SDK's notice about the Node.js version would come first on every run.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
 
 const { runOps } = await import('../ops/cli');
