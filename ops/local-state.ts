@@ -1,5 +1,6 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { LocalStack } from '../local/stack';
 
 /** Where a running `npm start` keeps its data, so `npm run ops` finds it with no flags. */
 export interface LocalStackState {
@@ -14,6 +15,19 @@ export interface LocalStackState {
 
 /** In the state directory `npm start` uses (`.local`). */
 export const LOCAL_STATE_FILE = 'stack.json';
+
+/** What a started local stack tells the review tool (`pid`: the process serving it). */
+export function stateOf(stack: Pick<LocalStack, 'config' | 'queue'>, pid = process.pid): LocalStackState {
+  if (!stack.config.dynamodbEndpoint) throw new Error('the local stack has no DynamoDB endpoint');
+  return {
+    dynamodbEndpoint: stack.config.dynamodbEndpoint,
+    tableName: stack.config.tableName,
+    sqsEndpoint: stack.queue.endpoint,
+    queueUrl: stack.queue.queueUrl,
+    deadLetterQueueUrl: stack.queue.deadLetterQueueUrl,
+    pid,
+  };
+}
 
 /** Written once the stack is up; the returned function removes it again (on Ctrl-C). */
 export async function writeLocalState(dir: string, state: LocalStackState): Promise<() => Promise<void>> {

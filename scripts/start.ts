@@ -5,7 +5,7 @@
 // Set before the observability modules load: locally, metrics would only add EMF noise to the terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const { startLocalStack } = await import('../local/stack');
-const { writeLocalState } = await import('../ops/local-state');
+const { stateOf, writeLocalState } = await import('../ops/local-state');
 export {};
 
 const port = Number(process.env.PORT ?? 3000);
@@ -21,14 +21,7 @@ try {
   stack = await startLocalStack({ persistDir: '.local', port });
   token = await stack.tokenFor('demo');
   // `npm run ops` finds this stack's table and queues here, with no flags.
-  removeState = await writeLocalState('.local', {
-    dynamodbEndpoint: stack.config.dynamodbEndpoint!,
-    tableName: stack.config.tableName,
-    sqsEndpoint: stack.queue.endpoint,
-    queueUrl: stack.queue.queueUrl,
-    deadLetterQueueUrl: stack.queue.deadLetterQueueUrl,
-    pid: process.pid,
-  });
+  removeState = await writeLocalState('.local', stateOf(stack));
 } catch (err) {
   console.error(`Could not start: ${(err as Error).message}`);
   await stack?.stop();

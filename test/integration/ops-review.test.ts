@@ -12,7 +12,7 @@ import { isWriteTool, type WriteToolDefinition } from '../../lambdas/mcp/tool-ty
 import { logger } from '../../lambdas/observability/logger';
 import type { LocalStack } from '../../local/stack';
 import { ExitCode, runOps } from '../../ops/cli';
-import { writeLocalState } from '../../ops/local-state';
+import { stateOf, writeLocalState } from '../../ops/local-state';
 import { resolveTarget } from '../../ops/target';
 import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
@@ -90,14 +90,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     });
     client = await connectClient(stack, TENANT);
     workDir = await mkdtemp(join(tmpdir(), 'ops-cli-'));
-    await writeLocalState(join(workDir, '.local'), {
-      dynamodbEndpoint: stack.config.dynamodbEndpoint!,
-      tableName: stack.config.tableName,
-      sqsEndpoint: stack.queue.endpoint,
-      queueUrl: stack.queue.queueUrl,
-      deadLetterQueueUrl: stack.queue.deadLetterQueueUrl,
-      pid: process.pid,
-    });
+    await writeLocalState(join(workDir, '.local'), stateOf(stack));
   });
   afterAll(async () => {
     await client?.close();
