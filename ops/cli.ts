@@ -180,7 +180,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     const tools = new Map<string, WriteToolDefinition>();
     for (const tool of deps.tools ?? registry) if (isWriteTool(tool)) tools.set(tool.name, tool);
     const desk = new ReviewDesk({
-      store: new DynamoDbIdempotencyStore(target.doc, target.tableName),
+      store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
       outbox: new OutboxStore(target.doc, target.tableName),
       doc: target.doc,
       tableName: target.tableName,
