@@ -168,17 +168,18 @@ export class ReviewDesk {
       (filter.tool === undefined || e.tool === filter.tool) &&
       e.age_seconds * 1000 >= olderThan;
 
-    const sources: Array<{ kind: AttentionKind; read: (item: Record<string, unknown>) => AttentionEntry | undefined }> = [];
+    const sources: Array<{ kind: AttentionKind; dueBy?: number; read: (item: Record<string, unknown>) => AttentionEntry | undefined }> = [];
     if (wanted('needs_review')) sources.push({ kind: 'REVIEW', read: (item) => this.recordEntry(item, 'NEEDS_REVIEW', now) });
     if (wanted('unknown')) sources.push({ kind: 'UNKNOWN', read: (item) => this.recordEntry(item, 'UNKNOWN', now) });
-    if (wanted('stale')) sources.push({ kind: 'LEASE', read: (item) => this.recordEntry(item, 'PROCESSING', now) });
+    // A lease's index time is its expiry: live executions are not read at all.
+    if (wanted('stale')) sources.push({ kind: 'LEASE', dueBy: now, read: (item) => this.recordEntry(item, 'PROCESSING', now) });
     // A pending event is expected for a moment after its commit; by default only one the sweep has looked at again.
     const pendingAfter = filter.olderThanMs ?? OutboxDefaults.redeliverAfterMs;
     if (wanted('pending')) sources.push({ kind: 'OUTBOX', read: (item) => eventEntry(item, 'PENDING', now, pendingAfter) });
     if (wanted('failed')) sources.push({ kind: 'UNDELIVERED', read: (item) => eventEntry(item, 'FAILED', now, 0) });
 
     for (const source of sources) {
-      for await (const page of attentionPages(this.options.doc, this.options.tableName, source.kind, PAGE_SIZE)) {
+      for await (const page of attentionPages(this.options.doc, this.options.tableName, source.kind, PAGE_SIZE, source.dueBy)) {
         for (const item of page) {
           const entry = source.read(item);
           if (!entry || !matches(entry)) continue;

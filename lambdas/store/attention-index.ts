@@ -77,17 +77,19 @@ export async function* attentionPages(
   tableName: string,
   kind: AttentionKind,
   pageSize: number,
+  /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
+  dueBy?: number,
 ): AsyncGenerator<Item[]> {
-  const { name, partitionKey } = TableSchema.attentionIndex;
+  const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
   for (const partition of attentionPartitions(kind)) {
     const pages = paginateQuery(
       { client: doc, pageSize },
       {
         TableName: tableName,
         IndexName: name,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': partitionKey },
-        ExpressionAttributeValues: { ':pk': partition },
+        KeyConditionExpression: dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
+        ExpressionAttributeNames: { '#pk': partitionKey, ...(dueBy === undefined ? {} : { '#at': sortKey }) },
+        ExpressionAttributeValues: { ':pk': partition, ...(dueBy === undefined ? {} : { ':due': dueBy }) },
       },
     );
     for await (const page of pages) yield (page.Items ?? []) as Item[];

@@ -217,6 +217,32 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await record(operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment!.payment_id } });
   }, 120_000);
 
+  it('list --status stale names a PROCESSING record whose lease passed, not a live one', async () => {
+    const now = Date.now();
+    const claim = (key: string, leaseExpiresAt: number) =>
+      stack.services.store.claim(
+        {
+          ...identity('request_payment', key),
+          fingerprint: 'f'.repeat(64),
+          status: 'PROCESSING',
+          ownerToken: `owner-${key}`,
+          createdAt: now - 60_000,
+          updatedAt: now - 60_000,
+          leaseExpiresAt,
+          retainUntil: now + 86_400_000,
+          expiresAt: Math.floor(now / 1000) + 86_400,
+        },
+        now,
+      );
+    const dead = `stale-${now}`;
+    const live = `live-${now}`;
+    await claim(dead, now - 30_000);
+    await claim(live, now + 600_000);
+    const stale = JSON.parse((await opsInProcess(['list', '--json', '--status', 'stale', '--tenant', TENANT])).stdout) as AttentionEntry[];
+    expect(stale).toContainEqual(expect.objectContaining({ kind: 'record', status: 'stale', idempotency_key: dead }));
+    expect(stale.some((e) => e.kind === 'record' && e.idempotency_key === live)).toBe(false);
+  });
+
   it('an operator and the reconciler racing on one record: exactly one transition lands', async () => {
     const tools = new Map(registry.filter(isWriteTool).map((t): [string, WriteToolDefinition] => [t.name, t]));
     const desk = new ReviewDesk({
