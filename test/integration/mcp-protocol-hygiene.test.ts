@@ -157,6 +157,23 @@ describe('protocol hygiene', () => {
     expect(answers.map((a) => a.id).sort()).toEqual([41, '41'].sort());
   });
 
+  it('a huge refused key or operation id is echoed only as its head and length, so the answer stays small', async () => {
+    const huge = 'k'.repeat(1_000_000);
+    const calls = [
+      rpc(51, 'tools/call', { name: 'create_order', arguments: orderArgs(huge) }),
+      rpc(52, 'tools/call', { name: 'request_payment', arguments: { operation_id: huge, amount_minor: 100, currency: 'EUR', payee_id: 'payee-1' } }),
+    ];
+    for (const call of calls) {
+      const response = await post(call);
+      const text = await response.text();
+      expect(text.length).toBeLessThan(4096);
+      const { result } = JSON.parse(text) as { result: { structuredContent: { outcome: string; idempotency_key: string }; content: { text: string }[] } };
+      const echo = `${'k'.repeat(16)}… (1000000 characters)`;
+      expect(result.structuredContent).toMatchObject({ outcome: 'rejected', idempotency_key: echo });
+      expect(JSON.parse(result.content[1]!.text)).toMatchObject({ idempotency_key: echo });
+    }
+  });
+
   it('GET and DELETE on /mcp are 405 (stateless: no stream, no session)', async () => {
     for (const method of ['GET', 'DELETE']) {
       const response = await fetch(stack.mcpUrl, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
