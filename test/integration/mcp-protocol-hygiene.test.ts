@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../lambdas/http/app';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { ledger, orderArgs, startTestStack } from '../support/mcp';
@@ -244,5 +245,20 @@ describe('authentication', () => {
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ resource: stack.mcpUrl, bearer_methods_supported: ['header'] });
     }
+  });
+
+  it('keeps the metadata out of shared caches while it is derived from the Host header (PUBLIC_BASE_URL unset)', async () => {
+    const path = '/.well-known/oauth-protected-resource';
+    const request = { headers: { Host: 'attacker.example' } };
+    const derived = await createApp(stack.services).request(`http://attacker.example${path}`, request);
+    expect(await derived.json()).toMatchObject({ resource: 'http://attacker.example/mcp' });
+    expect(derived.headers.get('cache-control')).not.toMatch(/public/);
+    expect(derived.headers.get('cache-control')).toMatch(/private|no-store/);
+    expect(derived.headers.get('vary')?.toLowerCase()).toContain('host');
+
+    const services = { ...stack.services, config: { ...stack.services.config, publicBaseUrl: 'https://mcp.example' } };
+    const fixed = await createApp(services).request(`http://attacker.example${path}`, request);
+    expect(await fixed.json()).toMatchObject({ resource: 'https://mcp.example/mcp' });
+    expect(fixed.headers.get('cache-control')).toMatch(/public/);
   });
 });
