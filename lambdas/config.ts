@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { OutboxDefaults, receivesWithinBudget } from './outbox/outbox-event';
 import { MIN_SECRET_LENGTH, type SecretSource } from './runtime/operation-id-secret';
 
 /**
@@ -44,7 +45,11 @@ export interface SideEffectsConfig {
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
   reconcileIntervalMs: number;
-  /** The outbox queue's redrive count: the consumer's last attempt before the dead-letter queue. */
+  /** Where the consumer puts a message whose delivery budget is spent (the queue's redrive target). */
+  outboxDeadLetterQueueUrl?: string;
+  /** How long the consumer retries a delivery the downstream refuses for now, from the event's commit. */
+  outboxDeliveryBudgetMs: number;
+  /** The outbox queue's redrive count: a backstop that must outlast the delivery budget (receivesWithinBudget). */
   outboxMaxReceiveCount: number;
   /** The sandbox downstreams' ledger and faults (their own table). */
   sandboxTableName: string;
@@ -134,7 +139,8 @@ function positiveInt(env: Env, name: string, fallback: number, max: number): num
 
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
-export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
+/** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
+export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
 function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
   const emailMode = optional(env, 'EMAIL_MODE') ?? 'ses';
@@ -151,6 +157,9 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
     emailFrom,
     downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
     reconcileIntervalMs: positiveInt(env, 'RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+    outboxDeadLetterQueueUrl: optionalUrl(env, 'OUTBOX_DEAD_LETTER_QUEUE_URL'),
+    outboxDeliveryBudgetMs:
+      positiveInt(env, 'OUTBOX_DELIVERY_BUDGET_SECONDS', OutboxDefaults.deliveryBudgetSeconds, OutboxDefaults.maxDeliveryBudgetSeconds) * 1000,
     outboxMaxReceiveCount: positiveInt(env, 'OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
     sandboxTableName: optional(env, 'SANDBOX_TABLE_NAME') ?? `${tableName}-sandbox`,
   };

@@ -43,11 +43,15 @@ export class OutboxConsumer extends Construct {
       environment: {
         TABLE_NAME: props.store.tableName,
         OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
+        OUTBOX_DEAD_LETTER_QUEUE_URL: props.queue.deadLetterQueue.queueUrl,
+        OUTBOX_DELIVERY_BUDGET_SECONDS: String(props.queue.deliveryBudget.toSeconds()),
         OUTBOX_MAX_RECEIVE_COUNT: String(props.queue.maxReceiveCount),
         ...downstreamEnvironment(downstreams),
       },
     });
     props.store.grantItems(this.handler.role, CONSUMER_TABLE_ACTIONS);
+    // A message whose delivery budget is spent is moved to the dead-letter queue by the consumer.
+    props.queue.deadLetterQueue.grantSendMessages(this.handler.role);
 
     if (emailModeOf(downstreams) === 'ses' && downstreams.emailFrom) {
       const stack = Stack.of(this);
