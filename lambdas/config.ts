@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { OutboxDefaults, receivesWithinBudget } from './outbox/outbox-event';
 import { MIN_SECRET_LENGTH, type SecretSource } from './runtime/operation-id-secret';
 
 /**
@@ -46,7 +47,11 @@ export interface SideEffectsConfig {
   reconcileIntervalMs: number;
   /** Checks of an unreachable downstream before the record is parked as NEEDS_REVIEW for a person. */
   reconcileMaxAttempts: number;
-  /** The outbox queue's redrive count: the consumer's last attempt before the dead-letter queue. */
+  /** Where the consumer puts a message whose delivery budget is spent (the queue's redrive target). */
+  outboxDeadLetterQueueUrl?: string;
+  /** How long the consumer retries a delivery the downstream refuses for now, from the event's commit. */
+  outboxDeliveryBudgetMs: number;
+  /** The outbox queue's redrive count: a backstop that must outlast the delivery budget (receivesWithinBudget). */
   outboxMaxReceiveCount: number;
   /** The sandbox downstreams' ledger and faults (their own table). */
   sandboxTableName: string;
@@ -78,7 +83,8 @@ export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 /** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
-export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
+/** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
+export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 export const DEFAULT_EMAIL_FROM = 'agent@example.com';
 export const DEFAULT_PARAMETERS_SECRETS_PORT = 2773;
 
@@ -195,6 +201,8 @@ export const EnvVars = {
   reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
   /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
   reconcileMaxAttempts: positiveInt('RECONCILE_MAX_ATTEMPTS', DEFAULT_RECONCILE_MAX_ATTEMPTS, 100),
+  outboxDeadLetterQueueUrl: httpUrl('OUTBOX_DEAD_LETTER_QUEUE_URL'),
+  outboxDeliveryBudgetSeconds: positiveInt('OUTBOX_DELIVERY_BUDGET_SECONDS', OutboxDefaults.deliveryBudgetSeconds, OutboxDefaults.maxDeliveryBudgetSeconds),
   outboxMaxReceiveCount: positiveInt('OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
   sandboxTableName: text('SANDBOX_TABLE_NAME'),
   /** Powertools reads these itself; the constructs set them and lambdas/observability reads the defaults here. */
@@ -268,6 +276,8 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
     downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
     reconcileIntervalMs: read(env, EnvVars.reconcileIntervalMs),
     reconcileMaxAttempts: read(env, EnvVars.reconcileMaxAttempts),
+    outboxDeadLetterQueueUrl: read(env, EnvVars.outboxDeadLetterQueueUrl),
+    outboxDeliveryBudgetMs: read(env, EnvVars.outboxDeliveryBudgetSeconds) * 1000,
     outboxMaxReceiveCount: read(env, EnvVars.outboxMaxReceiveCount),
     sandboxTableName: read(env, EnvVars.sandboxTableName) ?? `${tableName}-sandbox`,
   };

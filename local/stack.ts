@@ -133,6 +133,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stops.push(queue.stop);
     env.SQS_ENDPOINT = queue.endpoint;
     env.OUTBOX_QUEUE_URL = queue.queueUrl;
+    env.OUTBOX_DEAD_LETTER_QUEUE_URL = queue.deadLetterQueueUrl;
 
     // 2. Configuration and services, exactly as the Lambda builds them, with the dev issuer and the sandbox
     //    downstreams (on this server) unless the environment names real ones.

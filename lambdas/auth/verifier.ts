@@ -40,6 +40,8 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 // Asymmetric algorithms only: an 'HS256' token signed with a public key as its secret must never verify.
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
+const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
+
 export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   // Built once per container, lazily.
@@ -85,6 +87,9 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
         const reason = code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid for this server';
         throw new AuthenticationError(reason, 'invalid_token');
       }
+      // JSON has no Infinity, but 1e309 parses to it and passes jose's checks: such an `exp` would never expire.
+      if (TIME_CLAIMS.some((claim) => payload[claim] !== undefined && !Number.isFinite(payload[claim])))
+        throw new AuthenticationError('the token\'s exp, nbf and iat must be finite numbers', 'invalid_token');
       const tenant = payload[auth.tenantClaim];
       try {
         validateTenantId(tenant);

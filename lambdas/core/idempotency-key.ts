@@ -21,6 +21,18 @@ export function validateIdempotencyKey(key: unknown): string {
   return key as string;
 }
 
+/** How much of a refused key an answer repeats: enough to recognise it, never the whole of a huge one. */
+const ECHO_HEAD_LENGTH = 16;
+
+/**
+ * A key as an answer echoes it: a well-formed key in full; any other string (it may be a megabyte, and the answer
+ * carries it twice) as its first characters and its length, e.g. `xxxxxxxxxxxxxxxx… (1048000 characters)`.
+ */
+export function keyForEcho(key: string): string {
+  if (key.length <= ECHO_HEAD_LENGTH || !checkIdentifier(key, 'key')) return key;
+  return `${key.slice(0, ECHO_HEAD_LENGTH)}… (${key.length} characters)`;
+}
+
 /**
  * Tenant ids follow the key charset (they become part of the record's storage key), but not its minimum length:
  * they are assigned by the identity provider, not guessed, so short names like `demo` or `acme` are fine.

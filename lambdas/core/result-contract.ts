@@ -1,4 +1,5 @@
 import { ErrorCode } from './errors';
+import { keyForEcho } from './idempotency-key';
 
 /**
  * The one result contract of every write tool (the MCP `structuredContent`).
@@ -49,7 +50,7 @@ export const WriteResults = {
   },
   /** Nothing happened and the key is free: calling again with the same key executes. */
   transientFailure(key: string, error: ContractError, retryAfterMs: number): WriteToolResult<never> {
-    return { outcome: 'failed', replayed: false, retryable: true, retry_after_ms: retryAfterMs, idempotency_key: key, error };
+    return { outcome: 'failed', replayed: false, retryable: true, retry_after_ms: retryAfterMs, idempotency_key: keyForEcho(key), error };
   },
   inProgress(key: string, retryAfterMs: number): WriteToolResult<never> {
     return {
@@ -70,7 +71,7 @@ export const WriteResults = {
       replayed: false,
       retryable: true,
       retry_after_ms: retryAfterMs,
-      idempotency_key: key,
+      idempotency_key: keyForEcho(key),
       error: {
         code: ErrorCode.OUTCOME_UNKNOWN,
         message:
@@ -104,8 +105,9 @@ export const WriteResults = {
       },
     };
   },
+  /** The key may be the very thing refused: only a well-formed one is echoed in full. */
   rejected(key: string, error: ContractError): WriteToolResult<never> {
-    return { outcome: 'rejected', replayed: false, retryable: false, idempotency_key: key, error };
+    return { outcome: 'rejected', replayed: false, retryable: false, idempotency_key: keyForEcho(key), error };
   },
 };
 

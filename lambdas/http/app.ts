@@ -121,7 +121,13 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
   // RFC 9728 protected-resource metadata, at the root and at the path-suffixed location for the /mcp resource.
   const protectedResource = (c: Context<AppEnv>) => {
     const base = baseUrl(c, services);
-    c.header('Cache-Control', 'public, max-age=300');
+    if (config.publicBaseUrl) {
+      c.header('Cache-Control', 'public, max-age=300');
+    } else {
+      // Derived from the request's Host: a shared cache must never hand one Host's answer to another.
+      c.header('Cache-Control', 'private, no-store');
+      c.header('Vary', 'Host', { append: true });
+    }
     return c.json({
       resource: `${base}${MCP_PATH}`,
       ...(config.auth.mode === 'oidc' ? { authorization_servers: [config.auth.issuer] } : {}),

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../core/clock';
-import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure } from '../core/errors';
+import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientToolError } from '../core/errors';
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
-import type { OutboxMessage } from './outbox-event';
+import { OutboxDefaults, type OutboxMessage } from './outbox-event';
 import type { OutboxStore } from './outbox-store';
 
 export interface DeliveryContext {
@@ -35,7 +35,9 @@ export type ConsumeOutcome =
   /** Already settled by an earlier delivery of the same event. */
   | { kind: 'duplicate' }
   /** Not done: leave the message on the queue and show it again after `delayMs`. */
-  | { kind: 'retry'; delayMs: number; reason: string };
+  | { kind: 'retry'; delayMs: number; reason: string }
+  /** Not done and the delivery budget is spent: move the message to the dead-letter queue now. */
+  | { kind: 'dead-letter'; reason: string };
 
 export interface ConsumerOptions {
   outbox: OutboxStore;
@@ -44,13 +46,13 @@ export interface ConsumerOptions {
   clock?: Clock;
   /** Bound of one downstream call; the claim's lease covers a verification and a delivery. */
   downstreamTimeoutMs: number;
-  /** The queue's redrive count: a failure on this receive is the last one before the dead-letter queue. */
-  maxReceiveCount: number;
-  /** First retry delay after a transient failure, doubling per receive (0 in tests). */
+  /** How long a delivery is retried, from the event's commit; then it is dead-lettered. Default 24 h. */
+  deliveryBudgetMs?: number;
+  /** First retry delay, doubling per receive up to 12 h (0 in tests). Default 1 s. */
   retryBaseMs?: number;
+  /** After a retry is due, how long the sweep waits for it before re-sending the event. Default 60 s. */
+  lostMessageGraceMs?: number;
 }
-
-const MAX_RETRY_DELAY_MS = 15 * 60_000;
 /** Room after the downstream calls to write the settlement before the lease runs out. */
 const SETTLE_MARGIN_MS = 1000;
 
@@ -69,8 +71,9 @@ export class OutboxConsumer {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly downstreamTimeoutMs: number;
-  private readonly maxReceiveCount: number;
+  private readonly deliveryBudgetMs: number;
   private readonly retryBaseMs: number;
+  private readonly lostMessageGraceMs: number;
 
   constructor(options: ConsumerOptions) {
     this.outbox = options.outbox;
@@ -78,8 +81,9 @@ export class OutboxConsumer {
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.downstreamTimeoutMs = options.downstreamTimeoutMs;
-    this.maxReceiveCount = options.maxReceiveCount;
-    this.retryBaseMs = options.retryBaseMs ?? 1000;
+    this.deliveryBudgetMs = options.deliveryBudgetMs ?? OutboxDefaults.deliveryBudgetSeconds * 1000;
+    this.retryBaseMs = options.retryBaseMs ?? OutboxDefaults.retryBaseMs;
+    this.lostMessageGraceMs = options.lostMessageGraceMs ?? OutboxDefaults.redeliverAfterMs;
   }
 
   /** A verification and a delivery, each bounded by the downstream timeout, and the settlement. */
@@ -92,7 +96,7 @@ export class OutboxConsumer {
     const handler = this.handlers[message.type];
     if (!handler) {
       this.logger.error('no delivery handler for outbox event type', { ...log, event_type: message.type });
-      return this.giveUpOrRetry(message, receiveCount, { code: 'UNKNOWN_EVENT_TYPE', message: `no handler for ${message.type}` }, MAX_RETRY_DELAY_MS);
+      return this.giveUpOrRetry(message, receiveCount, { code: 'UNKNOWN_EVENT_TYPE', message: `no handler for ${message.type}` }, OutboxDefaults.maxRetryDelayMs);
     }
     const owner = randomUUID();
     const now = this.clock();
@@ -104,7 +108,7 @@ export class OutboxConsumer {
         return { kind: 'duplicate' };
       }
       // Someone is delivering it right now: never run it twice; look again once their lease is over.
-      return { kind: 'retry', delayMs: Math.max(0, claim.existing.leaseUntil - now) + 100, reason: 'claimed by another delivery' };
+      return this.retry(receiveCount, Math.max(0, claim.existing.leaseUntil - now) + 100, 'claimed by another delivery');
     }
 
     // Bounded so that our settlement lands before the lease lets anyone take over. The lease runs from before the
@@ -113,15 +117,15 @@ export class OutboxConsumer {
     const budgetMs = now + this.leaseMs - SETTLE_MARGIN_MS - this.clock();
     if (budgetMs <= 0) {
       this.logger.warn('outbox delivery not started: the claim write used up its lease', log);
-      return { kind: 'retry', delayMs: SETTLE_MARGIN_MS, reason: 'the claim write used up its lease' };
+      return this.retry(receiveCount, SETTLE_MARGIN_MS, 'the claim write used up its lease');
     }
     const signal = AbortSignal.timeout(budgetMs);
     if (claim.previous) {
       const earlier = await this.verifyEarlierAttempt(message, handler, { signal }, log);
-      if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log);
+      if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log, receiveCount);
       if (earlier.kind === 'unreachable') {
         await this.outbox.deferDelivery(message.event_id, owner, this.clock(), { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason });
-        return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, this.backoff(receiveCount), { effectMayExist: true });
+        return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, 0, { effectMayExist: true });
       }
     }
 
@@ -132,17 +136,18 @@ export class OutboxConsumer {
       const kind = signal.aborted ? 'uncertain' : classifyFailure(err);
       const error = toStoredError(err);
       this.logger.warn('outbox delivery failed', { ...log, failure: kind, error_code: error.code });
-      if (kind === 'terminal') return this.settle(message, owner, { state: 'FAILED', error }, log);
+      if (kind === 'terminal') return this.settle(message, owner, { state: 'FAILED', error }, log, receiveCount);
       if (kind === 'transient') {
         await this.outbox.releaseDelivery(message.event_id, owner);
-        return this.giveUpOrRetry(message, receiveCount, error, this.backoff(receiveCount));
+        // The downstream's Retry-After is a floor under the backoff.
+        return this.giveUpOrRetry(message, receiveCount, error, err instanceof TransientToolError ? (err.retryAfterMs ?? 0) : 0);
       }
       // It may have happened: keep the claim until the downstream has had time to finish, then verify.
       const verifyAt = this.clock() + this.downstreamTimeoutMs;
       await this.outbox.deferDelivery(message.event_id, owner, verifyAt, error);
       return this.giveUpOrRetry(message, receiveCount, error, this.downstreamTimeoutMs, { effectMayExist: true });
     }
-    return this.settle(message, owner, { state: 'DELIVERED', result }, log);
+    return this.settle(message, owner, { state: 'DELIVERED', result }, log, receiveCount);
   }
 
   private async verifyEarlierAttempt(
@@ -169,6 +174,7 @@ export class OutboxConsumer {
     owner: string,
     outcome: { state: 'DELIVERED'; result: unknown } | { state: 'FAILED'; error: StoredError },
     log: Record<string, unknown>,
+    receiveCount: number,
   ): Promise<ConsumeOutcome> {
     try {
       await this.outbox.settleDelivery(message.event_id, owner, outcome, this.clock());
@@ -177,7 +183,7 @@ export class OutboxConsumer {
       // next owner verifies. Keep the message so that someone does.
       const reason = err instanceof OwnershipLostError ? 'claim taken over' : 'settlement not written';
       this.logger.warn('could not settle an outbox delivery', { ...log, reason, error_name: (err as Error)?.name });
-      return { kind: 'retry', delayMs: this.leaseMs, reason };
+      return this.retry(receiveCount, this.leaseMs, reason);
     }
     if (outcome.state === 'DELIVERED') {
       countForTool(MetricName.OutboxDelivered, message.tool);
@@ -190,49 +196,62 @@ export class OutboxConsumer {
   }
 
   /**
-   * Leaves the message for another receive. On the last receive before the dead-letter queue, the event is marked
-   * FAILED first (its claim is left as is, so a redrive from the DLQ can still deliver it exactly once), unless the
-   * effect may exist: then FAILED could be false, so the event stays pending and the sweep sends it again, and the
-   * next consumer verifies with the downstream before anything else.
+   * A failed try: another one later while the event's delivery budget lasts (the last one at its end), then the
+   * dead-letter queue. The budget, not the receive count, decides: it runs from the event's commit, so re-sends
+   * and restarts do not extend it. Giving up marks the event FAILED first (its claim is left as is, so a redrive
+   * from the DLQ still delivers exactly once), unless the effect may exist: then FAILED could be false, so the event
+   * stays pending, the sweep sends it again, and the next consumer verifies with the downstream first.
    */
   private async giveUpOrRetry(
     message: OutboxMessage,
     receiveCount: number,
     error: StoredError,
-    delayMs: number,
+    floorMs: number,
     options: { effectMayExist?: boolean } = {},
   ): Promise<ConsumeOutcome> {
     countForTool(MetricName.OutboxDeliveryRetries, message.tool);
-    if (receiveCount >= this.maxReceiveCount && options.effectMayExist) {
-      this.logger.warn('outbox message leaves for the dead-letter queue with its outcome unknown; the sweep sends it again', {
-        event_id: message.event_id,
-        tool: message.tool,
-        tenant: message.tenant,
-        key_hash: message.key_hash,
-        error_code: error.code,
-      });
-    } else if (receiveCount >= this.maxReceiveCount) {
+    const now = this.clock();
+    const budgetLeftMs = message.created_at + this.deliveryBudgetMs - now;
+    const log = { event_id: message.event_id, tool: message.tool, tenant: message.tenant, key_hash: message.key_hash, error_code: error.code };
+    if (budgetLeftMs > 0) {
+      const outcome = this.retry(receiveCount, floorMs, error.code, budgetLeftMs);
+      // The table, not the queue, is the record: if this message is lost meanwhile, the sweep sends the event again.
+      await this.scheduleLook(message, now + outcome.delayMs + this.lostMessageGraceMs);
+      return outcome;
+    }
+    const spent = `delivery budget of ${Math.round(this.deliveryBudgetMs / 60_000)} min spent after ${receiveCount} attempts on this message`;
+    if (options.effectMayExist) {
+      this.logger.warn('outbox message goes to the dead-letter queue with its outcome unknown; the sweep sends it again', log);
+      await this.scheduleLook(message, now + this.lostMessageGraceMs);
+    } else {
       const failed = await this.outbox.failEvent(
         message.event_id,
-        { code: error.code, message: `${error.message} (gave up after ${receiveCount} attempts; the message is in the dead-letter queue)` },
-        this.clock(),
+        { code: error.code, message: `${error.message} (gave up: ${spent}; the message is in the dead-letter queue)` },
+        now,
       );
       if (failed) {
         countForTool(MetricName.OutboxDeliveryFailed, message.tool);
-        this.logger.error('outbox event sent to the dead-letter queue', {
-          event_id: message.event_id,
-          tool: message.tool,
-          tenant: message.tenant,
-          key_hash: message.key_hash,
-          error_code: error.code,
-        });
+        this.logger.error('outbox event sent to the dead-letter queue', { ...log, reason: spent });
       }
     }
-    return { kind: 'retry', delayMs, reason: error.code };
+    return { kind: 'dead-letter', reason: error.code };
   }
 
-  private backoff(receiveCount: number): number {
-    return Math.min(this.retryBaseMs * 2 ** Math.max(0, receiveCount - 1), MAX_RETRY_DELAY_MS);
+  /**
+   * Another receive after at least `floorMs` and at least the backoff (doubling per receive, at most 12 h), never past
+   * `limitMs`. Every wait is at least the backoff, so the receives a budget allows are bounded (receivesWithinBudget).
+   */
+  private retry(receiveCount: number, floorMs: number, reason: string, limitMs = Infinity): { kind: 'retry'; delayMs: number; reason: string } {
+    const backoff = this.retryBaseMs * 2 ** Math.max(0, receiveCount - 1);
+    const delayMs = Math.min(Math.max(backoff, floorMs), OutboxDefaults.maxRetryDelayMs, limitMs);
+    return { kind: 'retry', delayMs, reason };
+  }
+
+  private async scheduleLook(message: OutboxMessage, at: number): Promise<void> {
+    await this.outbox.scheduleLook(message.event_id, at).catch((err: unknown) => {
+      // Not written: the sweep may send the event once more before the retry, which is harmless.
+      this.logger.warn('could not schedule the next look at an outbox event', { event_id: message.event_id, error_name: (err as Error)?.name });
+    });
   }
 }
 

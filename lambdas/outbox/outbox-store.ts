@@ -180,6 +180,24 @@ export class OutboxStore {
     );
   }
 
+  /**
+   * The consumer tries the event again at about `nextLookAt` (its message kept on the queue until then): the sweep
+   * leaves it alone until that look is due, and only then re-sends it (its message was lost: a local restart, say).
+   * False when it settled meanwhile.
+   */
+  async scheduleLook(eventId: string, nextLookAt: number): Promise<boolean> {
+    return this.conditional(() =>
+      this.doc.send(new UpdateCommand({
+        TableName: this.tableName,
+        Key: Keys.outboxEvent(eventId),
+        UpdateExpression: 'SET attention_at = :next',
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':next': nextLookAt, ':pending': 'PENDING' },
+      })),
+    );
+  }
+
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
     return this.conditional(() =>

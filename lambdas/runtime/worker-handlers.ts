@@ -1,15 +1,15 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { parseOutboxMessage } from '../outbox/outbox-event';
+import { OutboxDefaults, parseOutboxMessage } from '../outbox/outbox-event';
 import { OutboxStore } from '../outbox/outbox-store';
 import type { ReconcileReport } from '../reconciler/reconciler';
 import type { Workers } from './workers';
 
-/** SQS visibility timeouts are whole seconds, at most 12 hours. */
-const MAX_VISIBILITY_SECONDS = 12 * 3600;
+/** SQS visibility timeouts are whole seconds, at most 12 hours (OutboxDefaults.maxRetryDelayMs). */
+const MAX_VISIBILITY_SECONDS = OutboxDefaults.maxRetryDelayMs / 1000;
 
 class RetryLater extends Error {
   constructor(reason: string) {
@@ -43,14 +43,25 @@ export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
 /**
  * The outbox consumer on an SQS batch, with partial batch failure reporting (Powertools batch). Records run one
  * after another, so two copies of one event in a batch meet as a settled claim, not as a live one. A record to
- * retry gets its visibility set to the consumer's delay before it is reported: the queue's redrive count then
- * bounds the attempts, and the dead-letter queue takes the message after the last.
+ * retry gets its visibility set to the consumer's delay before it is reported; one whose delivery budget is spent
+ * is moved to the dead-letter queue by the consumer itself (the queue's redrive count is only a backstop, sized to
+ * outlast the budget).
  */
-export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl'>, logger: Logger) {
+export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl' | 'deadLetterQueueUrl'>, logger: Logger) {
   const handleRecord = async (record: SQSRecord) => {
     const message = parseOutboxMessage(record.body);
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
     const outcome = await workers.consumer.consume(message, Number.isFinite(receiveCount) ? receiveCount : 1);
+    if (outcome.kind === 'dead-letter') {
+      if (!workers.deadLetterQueueUrl) {
+        // The event's state in the table records the outcome (FAILED, or pending for the sweep): nothing is lost.
+        logger.error('no dead-letter queue configured; the message is dropped', { event_id: message.event_id });
+        return;
+      }
+      // Sent before it is acknowledged: if the send fails, the message stays and the next receive tries again.
+      await workers.sqs.send(new SendMessageCommand({ QueueUrl: workers.deadLetterQueueUrl, MessageBody: record.body }));
+      return;
+    }
     if (outcome.kind !== 'retry') return;
     if (workers.queueUrl) {
       const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(outcome.delayMs / 1000));

@@ -20,6 +20,8 @@ export interface Workers {
   sqs: SQSClient;
   /** Undefined when OUTBOX_QUEUE_URL is not set. */
   queueUrl?: string;
+  /** Where the consumer moves a message whose delivery budget is spent. */
+  deadLetterQueueUrl?: string;
   relay: OutboxRelay;
   consumer: OutboxConsumer;
   reconciler: Reconciler;
@@ -62,7 +64,7 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
     logger,
     clock,
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,
-    maxReceiveCount: sideEffects.outboxMaxReceiveCount,
+    deliveryBudgetMs: sideEffects.outboxDeliveryBudgetMs,
     ...overrides.consumer,
   });
   const reconcilers = new Map<string, ToolReconciler>();
@@ -84,5 +86,5 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
     maxAttempts: sideEffects.reconcileMaxAttempts,
     ...overrides.reconciler,
   });
-  return { sqs, queueUrl, relay, consumer, reconciler };
+  return { sqs, queueUrl, deadLetterQueueUrl: sideEffects.outboxDeadLetterQueueUrl, relay, consumer, reconciler };
 }

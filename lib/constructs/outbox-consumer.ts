@@ -45,12 +45,16 @@ export class OutboxConsumer extends Construct {
         ...environmentOf({
           tableName: props.store.tableName,
           outboxQueueUrl: props.queue.queue.queueUrl,
+          outboxDeadLetterQueueUrl: props.queue.deadLetterQueue.queueUrl,
+          outboxDeliveryBudgetSeconds: props.queue.deliveryBudget.toSeconds(),
           outboxMaxReceiveCount: props.queue.maxReceiveCount,
         }),
         ...downstreamEnvironment(downstreams),
       },
     });
     props.store.grantItems(this.handler.role, CONSUMER_TABLE_ACTIONS);
+    // A message whose delivery budget is spent is moved to the dead-letter queue by the consumer.
+    props.queue.deadLetterQueue.grantSendMessages(this.handler.role);
 
     if (emailModeOf(downstreams) === 'ses' && downstreams.emailFrom) {
       const stack = Stack.of(this);

@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 
 /** AWS: the source queue's visibility timeout should be at least six times the consuming function's timeout. */
 export const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
@@ -13,7 +14,15 @@ export interface OutboxQueueProps {
   maxBatchingWindow?: Duration;
   /** Explicit visibility timeout; must be at least six times the consumer timeout plus the batching window. */
   visibilityTimeout?: Duration;
-  /** Receives before a message moves to the dead-letter queue. Default 5 (1 to 20). */
+  /**
+   * How long the consumer retries a delivery the downstream refuses for now (from the event's commit) before it
+   * moves the message to the dead-letter queue. Default 24 h, at most 13 days.
+   */
+  deliveryBudget?: Duration;
+  /**
+   * The redrive count, a backstop (a consumer that crashes on a message): never below what the delivery budget
+   * needs (receivesWithinBudget), at most 1000. Default exactly that.
+   */
   maxReceiveCount?: number;
   /** Customer managed key. Default: SQS managed encryption (SSE-SQS, no key cost). */
   encryptionKey?: kms.IKey;
@@ -22,13 +31,14 @@ export interface OutboxQueueProps {
 }
 
 /**
- * The outbox queue and its dead-letter queue. Both encrypted and TLS-only; a message that keeps failing moves
- * to the dead-letter queue after a bounded number of receives (and raises the DLQ alarm).
+ * The outbox queue and its dead-letter queue. Both encrypted and TLS-only; a message whose delivery keeps failing
+ * is moved to the dead-letter queue by the consumer once its delivery budget is spent (and raises the DLQ alarm).
  */
 export class OutboxQueue extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly maxReceiveCount: number;
+  readonly deliveryBudget: Duration;
 
   constructor(scope: Construct, id: string, props: OutboxQueueProps) {
     super(scope, id);
@@ -39,9 +49,18 @@ export class OutboxQueue extends Construct {
         `OutboxQueue: visibilityTimeout ${visibilityTimeout.toSeconds()} s is below ${minimum} s (6 x the consumer timeout + batching window): a slow batch would be delivered twice while still running`,
       );
     }
-    this.maxReceiveCount = props.maxReceiveCount ?? 5;
-    if (!Number.isInteger(this.maxReceiveCount) || this.maxReceiveCount < 1 || this.maxReceiveCount > 20) {
-      throw new Error('OutboxQueue: maxReceiveCount must be an integer from 1 to 20');
+    this.deliveryBudget = props.deliveryBudget ?? Duration.seconds(OutboxDefaults.deliveryBudgetSeconds);
+    const budgetSeconds = this.deliveryBudget.toSeconds();
+    if (!Number.isInteger(budgetSeconds) || budgetSeconds < 1 || budgetSeconds > OutboxDefaults.maxDeliveryBudgetSeconds) {
+      throw new Error(`OutboxQueue: deliveryBudget must be whole seconds from 1 s to ${OutboxDefaults.maxDeliveryBudgetSeconds / 86400} days`);
+    }
+    // Each retry waits at least the backoff, so the budget bounds the receives; SQS must not run out of them first.
+    const needed = receivesWithinBudget(budgetSeconds * 1000);
+    this.maxReceiveCount = props.maxReceiveCount ?? needed;
+    if (!Number.isInteger(this.maxReceiveCount) || this.maxReceiveCount < needed || this.maxReceiveCount > 1000) {
+      throw new Error(
+        `OutboxQueue: maxReceiveCount must be an integer from ${needed} (the receives a ${budgetSeconds} s delivery budget can take) to 1000`,
+      );
     }
     const encryption = props.encryptionKey
       ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: props.encryptionKey }
@@ -58,7 +77,8 @@ export class OutboxQueue extends Construct {
       ...encryption,
       enforceSSL: true,
       visibilityTimeout,
-      retentionPeriod: Duration.days(4),
+      // The message must outlive its delivery budget on the queue.
+      retentionPeriod: Duration.seconds(Math.min(Duration.days(14).toSeconds(), Math.max(Duration.days(4).toSeconds(), budgetSeconds + Duration.days(1).toSeconds()))),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: this.maxReceiveCount },
       removalPolicy: RemovalPolicy.DESTROY,
     });

@@ -1,5 +1,6 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Match } from 'aws-cdk-lib/assertions';
+import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { Duration, App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { EnvVars } from '../../lambdas/config';
@@ -13,6 +14,7 @@ import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
 import { StackOutput } from '../../ops/target';
 import { MetricName } from '../../lambdas/observability/metrics';
+import { receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 import { awsClientConfig } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
 import { actionsOf, actionsOn, logicalId, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';
@@ -122,11 +124,30 @@ describe('the outbox queue', () => {
   const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.outbox.deadLetterQueue)) as [[string, any]];
   const queue = resources[logicalId(stack.outbox.queue)]!;
 
-  it('moves a message to the dead-letter queue after a bounded number of receives', () => {
-    expect(queue.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: 5 });
+  it('retries a delivery for its time budget (24 h by default) before the dead-letter queue, and receives outlast it', () => {
+    const consumerEnv = env(functionIds.consumer);
+    expect(consumerEnv.OUTBOX_DELIVERY_BUDGET_SECONDS).toBe(String(24 * 3600));
+    expect(JSON.stringify(consumerEnv.OUTBOX_DEAD_LETTER_QUEUE_URL)).toContain(dlqId);
+    // The redrive is only a backstop: a message gets at least the receives its budget can take.
+    const { maxReceiveCount } = queue.Properties.RedrivePolicy;
+    expect(queue.Properties.RedrivePolicy.deadLetterTargetArn).toEqual({ 'Fn::GetAtt': [dlqId, 'Arn'] });
+    expect(maxReceiveCount).toBeGreaterThanOrEqual(receivesWithinBudget(24 * 3600_000));
+    expect(consumerEnv.OUTBOX_MAX_RECEIVE_COUNT).toBe(String(maxReceiveCount));
+    // Waits of 1 s doubling (capped at 12 h) over 24 h are 18 receives; 5, the old count, ran out after 31 s.
+    expect(receivesWithinBudget(24 * 3600_000)).toBeGreaterThanOrEqual(18);
+    expect(queue.Properties.MessageRetentionPeriod).toBeGreaterThan(24 * 3600);
     expect(dlq.Properties.MessageRetentionPeriod).toBe(Duration.days(14).toSeconds());
-    // The consumer knows the count, so its last attempt can settle the event as failed instead of vanishing.
-    expect(env(functionIds.consumer).OUTBOX_MAX_RECEIVE_COUNT).toBe('5');
+    expect(actionsOn(statementsOfRole(template, logicalId(stack.consumer.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] })).toContain('sqs:SendMessage');
+  });
+
+  it('sizes the redrive count and the retention from an operator-set budget, and refuses a count that would run out first', () => {
+    const scope = new Stack(new App(), 'Budget');
+    const week = new OutboxQueue(scope, 'Week', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(7) });
+    expect(week.maxReceiveCount).toBe(receivesWithinBudget(7 * 24 * 3600_000));
+    expect(week.maxReceiveCount).toBeGreaterThan(receivesWithinBudget(24 * 3600_000));
+    expect((week.queue.node.defaultChild as CfnQueue).messageRetentionPeriod).toBe(Duration.days(8).toSeconds());
+    expect(() => new OutboxQueue(scope, 'TooFew', { consumerTimeout: Duration.seconds(60), maxReceiveCount: 5 })).toThrow(/maxReceiveCount must be an integer from/);
+    expect(() => new OutboxQueue(scope, 'TooLong', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(30) })).toThrow(/deliveryBudget/);
   });
 
   it('keeps a message invisible for at least six consumer timeouts', () => {
@@ -136,7 +157,7 @@ describe('the outbox queue', () => {
   it('refuses a visibility timeout below six consumer timeouts, and an unbounded receive count', () => {
     const scope = new Stack(new App(), 'QueueRules');
     expect(() => new OutboxQueue(scope, 'Short', { consumerTimeout: Duration.seconds(60), visibilityTimeout: Duration.seconds(300) })).toThrow(/6 x the consumer timeout/);
-    expect(() => new OutboxQueue(scope, 'Unbounded', { consumerTimeout: Duration.seconds(10), maxReceiveCount: 1000 })).toThrow(/maxReceiveCount/);
+    expect(() => new OutboxQueue(scope, 'Unbounded', { consumerTimeout: Duration.seconds(10), maxReceiveCount: 1001 })).toThrow(/maxReceiveCount/);
   });
 
   it('is encrypted and refuses requests without TLS (both queues)', () => {

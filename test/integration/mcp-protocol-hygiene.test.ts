@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../lambdas/http/app';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { ledger, orderArgs, startTestStack } from '../support/mcp';
@@ -157,6 +158,23 @@ describe('protocol hygiene', () => {
     expect(answers.map((a) => a.id).sort()).toEqual([41, '41'].sort());
   });
 
+  it('a huge refused key or operation id is echoed only as its head and length, so the answer stays small', async () => {
+    const huge = 'k'.repeat(1_000_000);
+    const calls = [
+      rpc(51, 'tools/call', { name: 'create_order', arguments: orderArgs(huge) }),
+      rpc(52, 'tools/call', { name: 'request_payment', arguments: { operation_id: huge, amount_minor: 100, currency: 'EUR', payee_id: 'payee-1' } }),
+    ];
+    for (const call of calls) {
+      const response = await post(call);
+      const text = await response.text();
+      expect(text.length).toBeLessThan(4096);
+      const { result } = JSON.parse(text) as { result: { structuredContent: { outcome: string; idempotency_key: string }; content: { text: string }[] } };
+      const echo = `${'k'.repeat(16)}… (1000000 characters)`;
+      expect(result.structuredContent).toMatchObject({ outcome: 'rejected', idempotency_key: echo });
+      expect(JSON.parse(result.content[1]!.text)).toMatchObject({ idempotency_key: echo });
+    }
+  });
+
   it('GET and DELETE on /mcp are 405 (stateless: no stream, no session)', async () => {
     for (const method of ['GET', 'DELETE']) {
       const response = await fetch(stack.mcpUrl, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
@@ -227,5 +245,20 @@ describe('authentication', () => {
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ resource: stack.mcpUrl, bearer_methods_supported: ['header'] });
     }
+  });
+
+  it('keeps the metadata out of shared caches while it is derived from the Host header (PUBLIC_BASE_URL unset)', async () => {
+    const path = '/.well-known/oauth-protected-resource';
+    const request = { headers: { Host: 'attacker.example' } };
+    const derived = await createApp(stack.services).request(`http://attacker.example${path}`, request);
+    expect(await derived.json()).toMatchObject({ resource: 'http://attacker.example/mcp' });
+    expect(derived.headers.get('cache-control')).not.toMatch(/public/);
+    expect(derived.headers.get('cache-control')).toMatch(/private|no-store/);
+    expect(derived.headers.get('vary')?.toLowerCase()).toContain('host');
+
+    const services = { ...stack.services, config: { ...stack.services.config, publicBaseUrl: 'https://mcp.example' } };
+    const fixed = await createApp(services).request(`http://attacker.example${path}`, request);
+    expect(await fixed.json()).toMatchObject({ resource: 'https://mcp.example/mcp' });
+    expect(fixed.headers.get('cache-control')).toMatch(/public/);
   });
 });

@@ -10,6 +10,8 @@ import { logger } from '../../lambdas/observability/logger';
 import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
 import { createWorkers } from '../../lambdas/runtime/workers';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
+import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
+import { TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { Keys } from '../../lambdas/store/table-schema';
 import type { LocalStack } from '../../local/stack';
@@ -183,7 +185,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       deliver: async () => (effects.push('deliver'), { message_id: 'msg-1' }),
       verify: async () => (effects.push('verify'), { kind: 'absent' as const }),
     };
-    const options = { handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000, maxReceiveCount: 5 };
+    const options = { handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000 };
     // The claim lands, but only after the whole lease (a throttled write retried by the SDK, say).
     const slowClaims: OutboxStore = Object.create(stack.services.outbox);
     slowClaims.claimDelivery = async (...args) => {
@@ -217,23 +219,31 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(await delivery()).toMatchObject({ event_id: result!.event_id, status: 'failed', sends: 8, error: { code: 'OUTBOX_UNDELIVERED' } });
   });
 
-  it('a delivery whose outcome is unknown on the last receive stays pending: the sweep sends it again and the next consumer finds the effect', async () => {
-    const handler = createConsumerSqsHandler(stack.workers, logger);
+  it('a delivery whose outcome is unknown when its budget is spent stays pending: the sweep sends it again and the next consumer finds the effect', async () => {
+    // A consumer whose delivery budget (one second) is spent by the time it tries.
+    const shortBudget = createWorkers(
+      { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxDeliveryBudgetMs: 1000 } } },
+      { tools: [], clock: time.clock },
+    );
+    const handler = createConsumerSqsHandler(shortBudget, logger);
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
     const eventId = result!.event_id;
     const ticketsFor = async () => (await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId);
     now();
-    // The last receive before the dead-letter queue: the ticket is created, but the answer never arrives.
+    time.advance(1000);
+    // The last try: the ticket is created, but the answer never arrives.
     await armFault(stack, { target: 'tickets', mode: 'commit-then-timeout' });
-    expect((await handler(sqsEvent([await messageOf(eventId)], 5))).batchItemFailures).toHaveLength(1);
+    expect((await handler(sqsEvent([await messageOf(eventId)], 2))).batchItemFailures).toEqual([]);
+    shortBudget.sqs.destroy();
     expect(await ticketsFor()).toHaveLength(1);
     // Not FAILED: the ticket exists, and a caller told "failed" might open it again under a new key.
     expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'pending' });
+    expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).toContain(eventId);
 
     // The message went to the dead-letter queue; the sweep sends the event again, and its consumer verifies first.
-    time.advance(30_000 + 1);
+    time.advance(OutboxDefaults.redeliverAfterMs + 30_000 + 1);
     expect((await stack.workers.relay.sweep()).sent).toBeGreaterThanOrEqual(1);
     const resent = (await stack.workers.sqs.send(new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 })))
       .Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
@@ -241,6 +251,78 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect((await handler(sqsEvent([resent[0]!.Body!]))).batchItemFailures).toEqual([]);
     expect(await ticketsFor()).toHaveLength(1);
     expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'delivered', result: { ticket_id: (await ticketsFor())[0]!.ticket_id } });
+  });
+
+  it('retries a refused delivery with backoff doubling up to 12 h, at least its Retry-After, until the budget is spent; then FAILED and dead-lettered', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+    const clock = manualClock(message.created_at);
+    let tries = 0;
+    const refusing = {
+      deliver: async () => {
+        tries++;
+        throw new TransientToolError('DOWNSTREAM_UNAVAILABLE', 'the mailbox is unavailable (HTTP 503)', tries === 3 ? 90_000 : 1000);
+      },
+    };
+    const budgetMs = 3 * 24 * 3600_000;
+    const consumer = new OutboxConsumer({
+      outbox: stack.services.outbox,
+      handlers: { [message.type]: refusing },
+      logger,
+      clock: clock.clock,
+      downstreamTimeoutMs: 2000,
+      deliveryBudgetMs: budgetMs,
+    });
+    const delays: number[] = [];
+    for (let receive = 1; receive <= 100; receive++) {
+      const outcome = await consumer.consume(message, receive);
+      if (outcome.kind !== 'retry') {
+        expect(outcome).toEqual({ kind: 'dead-letter', reason: 'DOWNSTREAM_UNAVAILABLE' });
+        break;
+      }
+      delays.push(outcome.delayMs);
+      // The sweep leaves the event to this retry (a grace after it is due), and re-sends it only if it is lost.
+      expect((await stack.services.outbox.getEvent(message.event_id))!.attentionAt).toBe(clock.clock() + outcome.delayMs + OutboxDefaults.redeliverAfterMs);
+      expect((await stack.services.outbox.getEvent(message.event_id))!.status).toBe('PENDING');
+      clock.advance(outcome.delayMs);
+    }
+    // Doubling from 1 s, the third try's Retry-After (90 s) as a floor, never more than SQS's 12 h per extension.
+    expect(delays.slice(0, 5)).toEqual([1000, 2000, 90_000, 8000, 16_000]);
+    expect(Math.max(...delays)).toBe(12 * 3600_000);
+    // The last wait ends exactly at the budget, and the receives stay within what the redrive count allows.
+    expect(delays.reduce((sum, delay) => sum + delay, 0)).toBe(budgetMs);
+    expect(tries).toBe(delays.length + 1);
+    expect(tries).toBeLessThanOrEqual(receivesWithinBudget(budgetMs));
+    const failed = await stack.services.outbox.getEvent(message.event_id);
+    expect(failed).toMatchObject({ status: 'FAILED', error: { code: 'DOWNSTREAM_UNAVAILABLE' } });
+    expect(failed!.error!.message).toMatch(/gave up: delivery budget of 4320 min spent.*dead-letter queue/);
+  });
+
+  it('a message lost while its retry waits (the local queue is in memory) is sent again by the sweep from the table', async () => {
+    await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const eventId = result!.event_id;
+    now();
+    await stack.workers.relay.sweep();
+    const handler = createConsumerSqsHandler(stack.workers, logger);
+    await armFault(stack, { target: 'mailbox', mode: 'unavailable', times: 1 });
+    expect((await handler(sqsEvent([await messageOf(eventId)]))).batchItemFailures).toHaveLength(1);
+    // A restart of `npm start` loses every message of the in-memory queue, those waiting for their retry too.
+    await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
+
+    expect((await stack.workers.relay.sweep()).sent).toBe(0); // its retry is not due: no duplicate meanwhile
+    time.advance(1000 + OutboxDefaults.redeliverAfterMs + 1);
+    expect((await stack.workers.relay.sweep()).resent).toBe(1);
+    const { Messages } = await stack.workers.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    const resent = (Messages ?? []).filter((m) => m.Body?.includes(eventId));
+    expect(resent).toHaveLength(1);
+    expect((await handler(sqsEvent([resent[0]!.Body!], 1))).batchItemFailures).toEqual([]);
+    expect(await emailsFor(stack, eventId)).toHaveLength(1);
+    expect((await operationStatus(client, 'send_email', key)).delivery).toMatchObject({ status: 'delivered' });
   });
 
   it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
@@ -272,7 +354,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   });
 });
 
-describe('running workers: the dead-letter queue after bounded receives', () => {
+describe('running workers: a downstream down for a while, and one down for longer than the budget', () => {
   let stack: LocalStack;
   let client: Client;
 
@@ -285,23 +367,53 @@ describe('running workers: the dead-letter queue after bounded receives', () => 
     await stack?.stop();
   });
 
-  it('a delivery failing on every receive ends in the DLQ with the event FAILED; a redrive delivers it once', async () => {
+  it('a mailbox unavailable for 20 attempts (503, Retry-After) still ends with exactly one email', async () => {
+    await armFault(stack, { target: 'mailbox', mode: 'unavailable', times: 20 });
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const eventId = result!.event_id;
+
+    // Each attempt honours the mailbox's Retry-After (1 s): about 20 s.
+    expect(await settledDelivery(client, 'send_email', key, 90_000)).toMatchObject({ status: 'delivered' });
+    expect((await armedFaults(stack)).filter((f) => f.target === 'mailbox')).toEqual([]);
+    expect(await emailsFor(stack, eventId)).toHaveLength(1);
+    expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).not.toContain(eventId);
+  }, 120_000);
+});
+
+describe('running workers: the dead-letter queue once the delivery budget is spent', () => {
+  let stack: LocalStack;
+  let client: Client;
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
+      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
+    });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('a delivery failing for its whole budget ends in the DLQ with the event FAILED; a redrive delivers it once', async () => {
     await armFault(stack, { target: 'tickets', mode: 'unavailable', times: 50 });
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
     const eventId = result!.event_id;
 
-    const delivery = await settledDelivery(client, 'create_ticket', key);
+    const delivery = await settledDelivery(client, 'create_ticket', key, 30_000);
     expect(delivery).toMatchObject({ status: 'failed', error: { code: 'DOWNSTREAM_UNAVAILABLE' } });
-    expect(delivery.error!.message).toMatch(/gave up after 5 attempts; the message is in the dead-letter queue/);
+    expect(delivery.error!.message).toMatch(/gave up: delivery budget of .* spent .*; the message is in the dead-letter queue/);
     const inDlq = await eventually(async () => {
       const { Messages } = await stack.workers.sqs.send(
         new ReceiveMessageCommand({ QueueUrl: stack.queue.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
       );
       return Messages?.find((m) => m.Body?.includes(eventId));
     }, 'the message in the dead-letter queue');
-    // Exactly the bounded number of attempts reached the ticket system (each one a 503).
-    expect((await armedFaults(stack)).find((f) => f.target === 'tickets')?.remaining).toBe(45);
+    // Several attempts reached the ticket system (each one a 503), none of them made a ticket.
+    expect((await armedFaults(stack)).find((f) => f.target === 'tickets')?.remaining).toBeLessThan(49);
     expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(0);
 
     // An operator fixes the downstream and redrives the message: delivered, exactly once.

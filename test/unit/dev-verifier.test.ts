@@ -1,8 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CompactSign, importJWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
+import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
 import { AuthenticationError, createTokenVerifier } from '../../lambdas/auth/verifier';
 
 /**
@@ -30,5 +32,25 @@ describe('the dev-mode verifier', () => {
     expect(await verifier.verify(`Bearer ${await issuer.sign({ tenant: 'tenant-a' })}`)).toMatchObject({ tenant: 'tenant-a' });
     // ...and a token of another key still fails.
     await expect(verifier.verify(`Bearer ${stranger}`)).rejects.toBeInstanceOf(AuthenticationError);
+  });
+
+  it('refuses a token whose exp, nbf or iat is not a finite number (1e309 parses to Infinity)', async () => {
+    await loadDevIssuer({ dir, ...auth });
+    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, ...auth });
+    const pair = await readDevKeyPair(dir);
+    const key = await importJWK(pair.privateJwk, 'ES256');
+    const now = Math.floor(Date.now() / 1000);
+    // Written as JSON text: JSON.stringify would turn Infinity into null.
+    const sign = (times: string) =>
+      new CompactSign(new TextEncoder().encode(`{"iss":"${auth.issuer}","aud":"${auth.audience}","tenant":"tenant-a",${times}}`))
+        .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+        .sign(key);
+
+    expect(await verifier.verify(`Bearer ${await sign(`"exp":${now + 600},"iat":${now},"nbf":${now}`)}`)).toMatchObject({ tenant: 'tenant-a' });
+    for (const times of [`"exp":1e309`, `"exp":${now + 600},"nbf":-1e309`, `"exp":${now + 600},"iat":1e309`]) {
+      const refused = await verifier.verify(`Bearer ${await sign(times)}`).catch((err: unknown) => err);
+      expect(refused, times).toBeInstanceOf(AuthenticationError);
+      expect(refused).toMatchObject({ bearerError: 'invalid_token' });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, InvalidIdempotencyKeyError, InvalidTenantError } from '../../lambdas/core/errors';
-import { hashForLog, TENANT_MIN_LENGTH, validateIdempotencyKey, validateTenantId, validateToolName } from '../../lambdas/core/idempotency-key';
+import { hashForLog, keyForEcho, TENANT_MIN_LENGTH, validateIdempotencyKey, validateTenantId, validateToolName } from '../../lambdas/core/idempotency-key';
 
 const refused: [string, unknown][] = [
   ['empty', ''],
@@ -83,5 +83,14 @@ describe('hashForLog', () => {
     expect(hashForLog(key)).toMatch(/^[0-9a-f]{12}$/);
     expect(hashForLog(key)).not.toBe(hashForLog(`${key}x`));
     expect(hashForLog(key)).not.toContain('order');
+  });
+});
+
+describe('keyForEcho', () => {
+  it('echoes a well-formed key in full and any other string only as its head and length', () => {
+    expect(keyForEcho('order-2030-01-01-abcdef')).toBe('order-2030-01-01-abcdef');
+    expect(keyForEcho('x'.repeat(1_000_000))).toBe(`${'x'.repeat(16)}… (1000000 characters)`);
+    expect(keyForEcho('has spaces in it, and more')).toBe('has spaces in it… (26 characters)');
+    expect(keyForEcho('short')).toBe('short');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, loadSandboxConfig, loadWorkerConfig } from '../../lambdas/config';
+import { receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 
 const base = {
   TABLE_NAME: 'records',
@@ -11,7 +12,7 @@ const base = {
 };
 
 describe('side-effect settings', () => {
-  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 8 checks before review, 5 receives, no downstream URLs', () => {
+  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 8 checks before review, a 24 h delivery budget and receives for it, no downstream URLs', () => {
     const { sideEffects } = loadConfig(base);
     expect(sideEffects).toMatchObject({
       emailMode: 'ses',
@@ -19,10 +20,11 @@ describe('side-effect settings', () => {
       downstreamTimeoutMs: 3000,
       reconcileIntervalMs: 5000,
       reconcileMaxAttempts: 8,
-      outboxMaxReceiveCount: 5,
+      outboxDeliveryBudgetMs: 24 * 3600_000,
+      outboxMaxReceiveCount: receivesWithinBudget(24 * 3600_000),
       sandboxTableName: 'records-sandbox',
     });
-    for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'paymentsUrl', 'ticketsUrl', 'mailboxUrl'] as const)
+    for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'outboxDeadLetterQueueUrl', 'paymentsUrl', 'ticketsUrl', 'mailboxUrl'] as const)
       expect(sideEffects[url]).toBeUndefined();
   });
 
@@ -39,7 +41,9 @@ describe('side-effect settings', () => {
       DOWNSTREAM_TIMEOUT_MS: '1500',
       RECONCILE_INTERVAL_MS: '200',
       RECONCILE_MAX_ATTEMPTS: '2',
-      OUTBOX_MAX_RECEIVE_COUNT: '3',
+      OUTBOX_DEAD_LETTER_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq',
+      OUTBOX_DELIVERY_BUDGET_SECONDS: '3600',
+      OUTBOX_MAX_RECEIVE_COUNT: '30',
       SANDBOX_TABLE_NAME: 'demo-sandbox',
     });
     expect(config.sideEffects).toEqual({
@@ -53,7 +57,9 @@ describe('side-effect settings', () => {
       downstreamTimeoutMs: 1500,
       reconcileIntervalMs: 200,
       reconcileMaxAttempts: 2,
-      outboxMaxReceiveCount: 3,
+      outboxDeadLetterQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq',
+      outboxDeliveryBudgetMs: 3600_000,
+      outboxMaxReceiveCount: 30,
       sandboxTableName: 'demo-sandbox',
     });
   });
@@ -78,6 +84,8 @@ describe('side-effect settings', () => {
     ['RECONCILE_INTERVAL_MS', '-5'],
     ['RECONCILE_MAX_ATTEMPTS', '0'],
     ['RECONCILE_MAX_ATTEMPTS', 'many'],
+    ['OUTBOX_DELIVERY_BUDGET_SECONDS', String(14 * 24 * 3600)],
+    ['OUTBOX_DELIVERY_BUDGET_SECONDS', 'a day'],
     ['PAYMENTS_URL', 'ftp://pay.example'],
   ])('refuses %s=%s at start, naming it', (name, value) => {
     expect(() => loadConfig({ ...base, [name]: value })).toThrow(ConfigError);
