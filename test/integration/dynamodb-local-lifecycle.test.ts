@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, CreateTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_FILE, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
 import { startLocalStack, type LocalStack } from '../../local/stack';
+import { FAILURE_WARNING_INTERVAL_MS } from '../../local/workers';
 
 // These tests launch emulators of their own, on data folders: not the run's shared one.
 beforeAll(() => {
@@ -157,14 +159,25 @@ describe('npm start\'s stack notices its store is gone', () => {
   let stack: LocalStack | undefined;
   afterAll(() => stack?.stop());
 
-  it('/health is 503 while DynamoDB Local is down and 200 once it is back; writes work again', async () => {
+  it('/health is 503 while DynamoDB Local is down and 200 once it is back; writes work again; workers warn rarely', async () => {
     const dir = freshDir();
-    stack = await startLocalStack({ persistDir: dir });
+    const warnings: string[] = [];
+    const logger = new Logger({ logLevel: 'SILENT' });
+    logger.warn = (message: unknown, ..._rest: unknown[]) => void warnings.push(String(message));
+    // Workers that poll often: without a limit, every failed run during the outage would warn.
+    stack = await startLocalStack({ persistDir: dir, services: { logger }, env: { RECONCILE_INTERVAL_MS: '100' }, workers: { relayPollMs: 100 } });
     expect((await fetch(`${stack.url}/health`)).status).toBe(200);
     const lock = JSON.parse(readFileSync(join(dir, 'dynamodb', LOCK_FILE), 'utf8')) as { pid: number };
+    const killedAt = Date.now();
     kill(lock.pid, 'SIGKILL');
     expect(await eventually(async () => (await fetch(`${stack!.url}/health`)).status === 503)).toBe(true);
     expect(await eventually(async () => (await fetch(`${stack!.url}/health`)).status === 200)).toBe(true);
+    const outageMs = Date.now() - killedAt;
+    expect(warnings.filter((w) => w.includes('restarting it on the same data (attempt 1 of'))).toHaveLength(1);
+    // At most one warning per worker and FAILURE_WARNING_INTERVAL_MS of outage.
+    const allowed = 1 + Math.floor(outageMs / FAILURE_WARNING_INTERVAL_MS);
+    expect(warnings.filter((w) => w.startsWith('outbox relay failed')).length).toBeLessThanOrEqual(allowed);
+    expect(warnings.filter((w) => w.startsWith('reconciler failed')).length).toBeLessThanOrEqual(allowed);
     const body = await (await fetch(`${stack.url}/health`)).json();
     expect(body).toEqual({ status: 'ok' });
     await expect(stack.services.doc.send(new (await import('@aws-sdk/lib-dynamodb')).ScanCommand({ TableName: stack.config.tableName, Limit: 1 }))).resolves.toBeDefined();
