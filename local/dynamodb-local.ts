@@ -1,13 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
 
 export interface DynamoDbLocal {
   endpoint: string;
-  /** Stops the emulator if we started it; a no-op for a user-provided DYNAMODB_ENDPOINT. */
+  /** The running Java process, if we started one (it changes when the emulator is restarted). */
+  readonly pid: number | undefined;
+  /** Whether the emulator answers now (a user-provided endpoint is asked; ours is asked only while it runs). */
+  reachable(): Promise<boolean>;
+  /** Stops the emulator if we started it (gracefully: its data is flushed); a no-op for a user-provided DYNAMODB_ENDPOINT. */
   stop(): Promise<void>;
 }
 
@@ -15,21 +20,42 @@ export interface StartDynamoDbLocalOptions {
   /** Keep data in this folder (survives restarts). Default: in memory. */
   dbPath?: string;
   port?: number;
+  /**
+   * Start the emulator again on the same data when it dies (not when we stop it). Default: on with `dbPath`,
+   * off in memory (a restarted in-memory emulator would be empty).
+   */
+  restartOnExit?: boolean;
+  /** Where the supervision's lines go (one per event). Default: console.error. */
+  log?: (line: string) => void;
 }
+
+/** Restarts tried in a row before giving up; the count starts over once a restarted emulator has stayed up a while. */
+export const MAX_RESTART_ATTEMPTS = 5;
+const STAYED_UP_MS = 60_000;
+/** How long a stopped emulator may take to flush and exit before it is killed. */
+export const GRACEFUL_STOP_SECONDS = 10;
+/** How long a start waits for the emulator of a server that died to be stopped by its watchdog. */
+const ORPHAN_WAIT_MS = 15_000;
+export const LOCK_FILE = 'emulator.lock';
 
 /**
  * Uses DYNAMODB_ENDPOINT when set (e.g. a Docker `amazon/dynamodb-local`), otherwise launches the
  * official DynamoDB Local jar that `amplify-dynamodb-simulator` ships, so `npm ci` is all it takes.
+ *
+ * With a data folder, a lock file in it names the emulator that holds it: a second start on the same folder waits
+ * for an emulator whose server died, and refuses one that is still in use.
  */
 export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   const given = process.env.DYNAMODB_ENDPOINT;
   if (given) {
     await waitUntilReady(given, 15_000);
-    return { endpoint: given, stop: async () => {} };
+    return { endpoint: given, pid: undefined, reachable: () => answers(given), stop: async () => {} };
   }
   const require = createRequire(import.meta.url);
   const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
   const port = options.port ?? (await freePort());
+  const endpoint = `http://127.0.0.1:${port}`;
+  const log = options.log ?? ((line: string) => console.error(line));
   const args = [
     `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
     '-Xms64m',
@@ -40,67 +66,305 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
     String(port),
     '-sharedDb',
   ];
+  let lock: DataFolderLock | undefined;
   if (options.dbPath) {
     const dbPath = resolve(options.dbPath);
     mkdirSync(dbPath, { recursive: true });
+    lock = await DataFolderLock.acquire(dbPath, log);
     args.push('-dbPath', dbPath);
   } else {
     args.push('-inMemory');
   }
-  // Java outlives a parent that dies by SIGKILL or a timeout. A shell in between holds a pipe from us: when it
-  // closes (we exited, however), the shell stops Java. A normal stop closes the pipe the same way.
-  const child = spawn('/bin/sh', ['-c', JAVA_WATCHDOG, 'dynamodb-local', process.env.JAVA ?? 'java', ...args], {
-    cwd: emulatorDir,
-    stdio: ['pipe', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
-  });
-  const exited = new Promise<never>((_, reject) => {
-    child.once('error', (err) => reject(new Error(`could not start DynamoDB Local (is Java 17 installed?): ${err.message}`)));
-    child.once('exit', (code) => reject(new Error(`DynamoDB Local exited with code ${code}: ${stderr}`)));
-  });
-  const endpoint = `http://127.0.0.1:${port}`;
+
+  let current: Emulator;
   try {
-    await Promise.race([waitUntilReady(endpoint, 30_000), exited]);
+    current = await launch(emulatorDir, args, endpoint);
   } catch (err) {
-    child.kill('SIGKILL');
+    lock?.release();
     throw err;
   }
-  exited.catch(() => {});
+  lock?.holdBy(current.pid);
+
+  let stopping = false;
+  let attempts = 0;
+  let stayedUp: NodeJS.Timeout | undefined;
+  const restartOnExit = options.restartOnExit ?? Boolean(options.dbPath);
+  let restarting: Promise<void> | undefined;
+
+  const supervise = (emulator: Emulator) => {
+    void emulator.exited.then((status) => {
+      if (stopping || emulator !== current) return;
+      clearTimeout(stayedUp);
+      if (!restartOnExit) {
+        log(`DynamoDB Local (pid ${emulator.pid}) exited (${status}); it is not restarted (in memory: its data is gone).`);
+        return;
+      }
+      restarting = restartLoop(emulator, status);
+    });
+  };
+
+  const restartLoop = async (dead: Emulator, status: string) => {
+    let reason = `DynamoDB Local (pid ${dead.pid}) exited (${status})`;
+    while (!stopping) {
+      if (attempts >= MAX_RESTART_ATTEMPTS) {
+        log(`${reason}; giving up after ${MAX_RESTART_ATTEMPTS} restarts: the store stays unreachable until npm start is restarted.`);
+        return;
+      }
+      attempts += 1;
+      // Backs off 0.5, 1, 2, 4... s: a folder or port that is briefly busy gets time to free up.
+      await new Promise((r) => setTimeout(r, 250 * 2 ** attempts));
+      if (stopping) return;
+      log(`${reason}; restarting it on the same data (attempt ${attempts} of ${MAX_RESTART_ATTEMPTS}).`);
+      try {
+        const next = await launch(emulatorDir, args, endpoint);
+        if (stopping) {
+          await next.stop();
+          return;
+        }
+        current = next;
+        lock?.holdBy(next.pid);
+        log(`DynamoDB Local is back (pid ${next.pid}) on ${endpoint}.`);
+        stayedUp = setTimeout(() => (attempts = 0), STAYED_UP_MS);
+        stayedUp.unref();
+        supervise(next);
+        return;
+      } catch (err) {
+        reason = `DynamoDB Local did not start (${(err as Error).message.split('\n')[0]})`;
+      }
+    }
+  };
+  supervise(current);
+
   return {
     endpoint,
+    get pid() {
+      return current.running ? current.pid : undefined;
+    },
+    reachable: async () => current.running && (await answers(endpoint)),
     stop: async () => {
-      child.stdin?.end();
-      await stopChild(child);
+      stopping = true;
+      clearTimeout(stayedUp);
+      await restarting;
+      await current.stop();
+      lock?.release();
     },
   };
 }
 
-/** Runs Java in the background and stops it when our end of stdin closes; exits with Java's status. */
-const JAVA_WATCHDOG = 'exec 3<&0; "$@" & j=$!; (read -r _ <&3; kill $j 2>/dev/null) & wait $j';
+interface Emulator {
+  pid: number;
+  readonly running: boolean;
+  /** Resolves with how Java ended (never rejects). */
+  exited: Promise<string>;
+  /** SIGTERM (Java flushes and exits), SIGKILL only if it has not exited after GRACEFUL_STOP_SECONDS. */
+  stop(): Promise<void>;
+}
 
-async function waitUntilReady(endpoint: string, timeoutMs: number): Promise<void> {
+/**
+ * The watchdog between us and Java. Java outlives a parent that dies by SIGKILL; this shell stops it
+ * (SIGTERM, then SIGKILL after the grace period) when either
+ * - its stdin closes: we stopped it, or our process ended and the kernel closed our end of the pipe; or
+ * - our process is gone: a copy of our end of the pipe that another process inherited would keep stdin open, and
+ *   a watchdog that only waits for end-of-file would then wait for that process too.
+ * Java gets neither the pipe nor our stdout, so only we hold them. It prints Java's pid first; it exits with Java's status.
+ */
+const JAVA_WATCHDOG = [
+  'owner=$1; grace=$2; shift 2',
+  // A background job's stdin is /dev/null in a non-interactive shell: the helpers read the pipe as fd 3.
+  'exec 3<&0 </dev/null',
+  '"$@" >/dev/null 3<&- &',
+  'j=$!',
+  'echo "$j"',
+  'exec >/dev/null',
+  'stop() { kill -TERM "$j" 2>/dev/null; n=0; while kill -0 "$j" 2>/dev/null && [ "$n" -lt "$grace" ]; do sleep 1; n=$((n+1)); done; kill -KILL "$j" 2>/dev/null; }',
+  '(read -r _ <&3; stop) &',
+  'r=$!',
+  '(exec 3<&-; while kill -0 "$owner" 2>/dev/null && kill -0 "$j" 2>/dev/null; do sleep 1; done; stop) &',
+  'p=$!',
+  'exec 3<&-',
+  'wait "$j"; s=$?',
+  'kill "$r" "$p" 2>/dev/null',
+  'exit "$s"',
+].join('\n');
+
+async function launch(emulatorDir: string, args: string[], endpoint: string): Promise<Emulator> {
+  const child = spawn(
+    '/bin/sh',
+    ['-c', JAVA_WATCHDOG, 'dynamodb-local', String(process.pid), String(GRACEFUL_STOP_SECONDS), process.env.JAVA ?? 'java', ...args],
+    // Its own process group: a Ctrl-C in the terminal reaches us, and we stop Java cleanly (a SIGINT to Java and
+    // the shell at once would end the shell before Java has exited).
+    { cwd: emulatorDir, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  let running = true;
+  const exited = new Promise<string>((resolvePromise) => {
+    child.once('error', (err) => {
+      running = false;
+      resolvePromise(`could not start (is Java 17 installed?): ${err.message}`);
+    });
+    child.once('exit', (code, signal) => {
+      running = false;
+      const why = signal ? `signal ${signal}` : code !== null && code > 128 ? `killed by signal ${code - 128}` : `code ${code}`;
+      resolvePromise(stderr.trim() ? `${why}: ${stderr.trim().slice(-500)}` : why);
+    });
+  });
+  const failed = exited.then((status) => Promise.reject(new Error(`DynamoDB Local exited: ${status}`)));
+  failed.catch(() => {});
+  const pid = await Promise.race([
+    new Promise<number>((resolvePromise) => {
+      createInterface({ input: child.stdout! }).once('line', (line) => resolvePromise(Number(line)));
+    }),
+    failed,
+  ]);
+  const emulator: Emulator = {
+    pid,
+    get running() {
+      return running;
+    },
+    exited,
+    stop: async () => {
+      if (!running) return;
+      child.stdin?.end();
+      // The watchdog kills Java itself after the grace period; this is for a watchdog that is gone too.
+      const timer = setTimeout(() => {
+        for (const target of [pid, child.pid]) {
+          try {
+            if (target) process.kill(target, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }, (GRACEFUL_STOP_SECONDS + 5) * 1000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  try {
+    await Promise.race([waitUntilReady(endpoint, 30_000), failed]);
+  } catch (err) {
+    await emulator.stop();
+    throw err;
+  }
+  return emulator;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A live process that is DynamoDB Local (where /proc tells; elsewhere, any live process with that pid). */
+function isEmulator(pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('DynamoDBLocal');
+  } catch {
+    return true;
+  }
+}
+
+interface LockContent {
+  /** The process that started the emulator (a server, a test run). */
+  owner: number;
+  /** The emulator's Java process, once it runs. */
+  pid?: number;
+  started_at: string;
+}
+
+/** `<dbPath>/emulator.lock`: which emulator holds the folder. A lock whose processes are all gone is stale and taken over. */
+class DataFolderLock {
+  private constructor(
+    private readonly file: string,
+    private content: LockContent,
+  ) {}
+
+  static async acquire(dbPath: string, log: (line: string) => void): Promise<DataFolderLock> {
+    const file = join(dbPath, LOCK_FILE);
+    const content: LockContent = { owner: process.pid, started_at: new Date().toISOString() };
+    const deadline = Date.now() + ORPHAN_WAIT_MS;
+    let waited = false;
+    for (;;) {
+      try {
+        writeFileSync(file, JSON.stringify(content), { flag: 'wx' });
+        return new DataFolderLock(file, content);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      let held: LockContent | undefined;
+      try {
+        held = JSON.parse(readFileSync(file, 'utf8')) as LockContent;
+      } catch {
+        // Unreadable or half-written by a process killed mid-write: nothing can be holding the folder through it.
+      }
+      const ownerAlive = held !== undefined && held.owner !== process.pid && isAlive(held.owner);
+      const emulatorAlive = held?.pid !== undefined && isEmulator(held.pid);
+      if (!ownerAlive && !emulatorAlive) {
+        try {
+          unlinkSync(file);
+        } catch {
+          // another start took it over first; try again
+        }
+        continue;
+      }
+      const who = `DynamoDB Local${held?.pid ? ` (pid ${held.pid})` : ''} started by process ${held!.owner}`;
+      if (ownerAlive || Date.now() > deadline) {
+        throw new Error(
+          `${dbPath} is in use by ${who}${ownerAlive ? '' : ', which has exited'}: a second emulator on the same data ` +
+            `would corrupt it. Stop that process first (kill ${held?.pid ?? held!.owner}), or use another data folder.`,
+        );
+      }
+      // Its server died: the watchdog is stopping it. Wait for that rather than refuse.
+      if (!waited) log(`Waiting for ${who}, which has exited, to stop...`);
+      waited = true;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  holdBy(pid: number) {
+    this.content = { ...this.content, pid };
+    writeFileSync(this.file, JSON.stringify(this.content));
+  }
+
+  release() {
+    try {
+      const now = JSON.parse(readFileSync(this.file, 'utf8')) as LockContent;
+      if (now.owner === this.content.owner) unlinkSync(this.file);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function answers(endpoint: string, timeoutMs = 1_000): Promise<boolean> {
   const client = new DynamoDBClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 1,
+    requestHandler: { requestTimeout: timeoutMs, connectionTimeout: timeoutMs, throwOnRequestTimeout: true },
   });
-  const deadline = Date.now() + timeoutMs;
   try {
-    for (;;) {
-      try {
-        await client.send(new ListTablesCommand({ Limit: 1 }));
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw new Error(`DynamoDB at ${endpoint} did not answer within ${timeoutMs} ms: ${String(err)}`);
-        await new Promise((r) => setTimeout(r, 150));
-      }
-    }
+    await client.send(new ListTablesCommand({ Limit: 1 }));
+    return true;
+  } catch {
+    return false;
   } finally {
     client.destroy();
+  }
+}
+
+async function waitUntilReady(endpoint: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await answers(endpoint))) {
+    if (Date.now() > deadline) throw new Error(`DynamoDB at ${endpoint} did not answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 150));
   }
 }
 

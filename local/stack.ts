@@ -64,6 +64,18 @@ async function loadOrCreateSecret(dir: string): Promise<string> {
   return secret;
 }
 
+/** /health asks the store at most this often, however often it is called. */
+const STORE_PROBE_TTL_MS = 1_000;
+
+/** One probe for every caller within `ttlMs`: concurrent callers share the one in flight. */
+function cachedProbe(probe: () => Promise<boolean>, ttlMs: number): () => Promise<boolean> {
+  let last: { at: number; answer: Promise<boolean> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > ttlMs) last = { at: Date.now(), answer: probe().catch(() => false) };
+    return last.answer;
+  };
+}
+
 type Fetch = (request: Request) => Response | Promise<Response>;
 
 function listen(fetch: Fetch, port: number): Promise<{ server: ServerType; port: number }> {
@@ -105,7 +117,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     // 1. Local services. Each provides its endpoint as the env var the Lambda would read.
     const env: Env = { ...process.env };
-    const dynamo = await startDynamoDbLocal(options.persistDir ? { dbPath: join(stateDir, 'dynamodb') } : {});
+    // The emulator's restarts are logged by the services' logger once it exists.
+    let log = (line: string) => console.error(line);
+    const dynamo = await startDynamoDbLocal({ ...(options.persistDir ? { dbPath: join(stateDir, 'dynamodb') } : {}), log: (line) => log(line) });
     stops.push(dynamo.stop);
     env.DYNAMODB_ENDPOINT = dynamo.endpoint;
     const tableName = options.tableName ?? env.TABLE_NAME ?? (options.persistDir ? 'idempotent-mcp' : `local-${randomUUID()}`);
@@ -154,12 +168,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const config = loadConfig(configEnv);
     const services = createServices(config, options.services);
     stops.push(async () => services.doc.destroy());
+    log = (line) => services.logger.warn(line);
     await ensureTable(services.doc, config.tableName);
     if (config.sandboxEnabled) await ensureTable(services.doc, config.sideEffects.sandboxTableName);
 
     // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
     app = createApp(services, {
       tools: options.tools,
+      storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
       mounts: config.sandboxEnabled ? { '/sandbox': createSandboxRouter(services) } : {},
     });
 

@@ -24,9 +24,13 @@ export interface LocalWorkers {
 /** Waits `ms`, or less if the signal aborts (timers/promises removes its listener either way). */
 const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
-/** Runs `work` again `intervalMs` after each run ends (never overlapping) until stopped; failures are logged. */
+/** While a worker keeps failing (the store is down), one warning per this period, not one per run. */
+export const FAILURE_WARNING_INTERVAL_MS = 30_000;
+
+/** Runs `work` again `intervalMs` after each run ends (never overlapping) until stopped; failures are logged (rate-limited). */
 function repeat(name: string, intervalMs: number, logger: Logger, work: (signal: AbortSignal) => Promise<void>) {
   const controller = new AbortController();
+  let failing: { since: number; failures: number; warnedAt: number } | undefined;
   const loop = (async () => {
     while (!controller.signal.aborted) {
       // A signal per run: clients add a listener per request, which would pile up on one long-lived signal.
@@ -35,8 +39,20 @@ function repeat(name: string, intervalMs: number, logger: Logger, work: (signal:
       controller.signal.addEventListener('abort', abortRun, { once: true });
       try {
         await work(run.signal);
+        if (failing) logger.info(`${name} works again after ${failing.failures} failed runs`);
+        failing = undefined;
       } catch (err) {
-        if (!controller.signal.aborted) logger.warn(`${name} failed; trying again`, { error_name: (err as Error)?.name });
+        const now = Date.now();
+        failing ??= { since: now, failures: 0, warnedAt: -Infinity };
+        failing.failures += 1;
+        if (!controller.signal.aborted && now - failing.warnedAt >= FAILURE_WARNING_INTERVAL_MS) {
+          failing.warnedAt = now;
+          logger.warn(`${name} failed; trying again`, {
+            error_name: (err as Error)?.name,
+            failed_runs: failing.failures,
+            failing_since: new Date(failing.since).toISOString(),
+          });
+        }
       } finally {
         controller.signal.removeEventListener('abort', abortRun);
       }

@@ -29,6 +29,8 @@ export interface AppOptions {
    * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
    */
   mounts?: Record<string, AnyHono>;
+  /** Whether the store answers now: then `/health` is 503 while it does not. The local stack asks its emulator. */
+  storeReachable?: () => Promise<boolean>;
 }
 
 const jsonRpcError = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message }, id: null });
@@ -116,7 +118,13 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     }),
   );
 
-  app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.get('/health', async (c) => {
+    if (options.storeReachable && !(await options.storeReachable())) {
+      c.header('Retry-After', '1');
+      return c.json({ status: 'unavailable', store: 'unreachable' }, 503);
+    }
+    return c.json({ status: 'ok' });
+  });
 
   // RFC 9728 protected-resource metadata, at the root and at the path-suffixed location for the /mcp resource.
   const protectedResource = (c: Context<AppEnv>) => {
