@@ -85,7 +85,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
   beforeAll(async () => {
     stack = await startTestStack({
-      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_MAX_RECEIVE_COUNT: '2' },
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
       workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
     });
     client = await connectClient(stack, TENANT);
