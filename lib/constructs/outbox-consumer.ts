@@ -6,6 +6,7 @@ import { environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, emailModeOf, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 /** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
@@ -38,7 +39,7 @@ export class OutboxConsumer extends Construct {
     const downstreams = props.downstreams ?? {};
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'consumer',
+      entry: handlerEntry('consumer'),
       description: 'Outbox consumer: performs queued side effects once per event',
       timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,
       environment: {

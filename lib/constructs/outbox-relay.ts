@@ -6,6 +6,7 @@ import { environmentOf } from '../../lambdas/config';
 import { Keys, TableSchema } from '../../lambdas/store/table-schema';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface OutboxRelayProps extends CommonFunctionProps {
@@ -37,7 +38,7 @@ export class OutboxRelay extends Construct {
     super(scope, id);
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'relay',
+      entry: handlerEntry('relay'),
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),
       environment: environmentOf({ tableName: props.store.tableName, outboxQueueUrl: props.queue.queue.queueUrl }),

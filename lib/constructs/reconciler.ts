@@ -6,9 +6,12 @@ import { environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface ReconcilerProps extends CommonFunctionProps {
+  /** The handler file to bundle. Default: the reference endpoint's (the demo tools' reconcile hooks). */
+  entry?: string;
   store: IdempotencyStore;
   /** The sweep re-sends outbox events the stream relay missed. */
   queue: OutboxQueue;
@@ -45,7 +48,7 @@ export class Reconciler extends Construct {
     }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'reconciler',
+      entry: props.entry ?? handlerEntry('reconciler'),
       description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
       timeout: props.timeout ?? Duration.seconds(50),
       environment: {
