@@ -2,6 +2,7 @@
  * `idempotent-mcp/cdk`: the constructs. `IdempotentMcpEndpoint` is the whole endpoint around your own tools
  * module; the others are its parts, for a layout of your own.
  */
+export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings } from './endpoint';
 export { IdempotentMcpStack, type IdempotentMcpStackProps } from './idempotent-mcp-stack';
 export { Auth, TOOLS_SCOPE, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
 export { validateDownstreams, downstreamEnvironment, type DownstreamSettings } from './constructs/downstreams';

@@ -85,3 +85,17 @@ describe('hashForLog', () => {
     expect(hashForLog(key)).not.toContain('order');
   });
 });
+
+describe('tool names', () => {
+  it("accept MCP's tool-name charset, case-sensitive", () => {
+    for (const name of ['create_order', 'createOrder', 'orders.create', 'orders-v2.create_one', 'A', 'x'.repeat(128)]) {
+      expect(validateToolName(name)).toBe(name);
+    }
+  });
+
+  it('refuse what could break a storage key or an operation id, with a clear message', () => {
+    for (const name of ['', 'x'.repeat(129), 'a#b', 'with space', 'a\nb', 'a/b', 'ä']) {
+      expect(() => validateToolName(name)).toThrow(/tool name must be 1 to 128 of A-Z a-z 0-9 _ - \./);
+    }
+  });
+});

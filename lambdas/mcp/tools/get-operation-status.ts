@@ -5,6 +5,7 @@ import { isSettled } from '../../core/state-machine';
 import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
 import { defineReadTool, ReadToolError } from '../define-read-tool';
 import { isWriteTool } from '../tool-types';
+import { TOOL_NAME_PATTERN } from '../../core/idempotency-key';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -52,7 +53,7 @@ export const getOperationStatusTool = defineReadTool({
     'Tells what became of a write tool call: pass the tool name and the idempotency_key (or operation_id) you used. ' +
     'Only your own operations are visible.',
   input: {
-    tool: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).describe('The write tool that was called, for example create_order.'),
+    tool: z.string().regex(TOOL_NAME_PATTERN).describe('The write tool that was called, for example create_order.'),
     idempotency_key: z
       .string()
       .min(KEY_MIN_LENGTH)
