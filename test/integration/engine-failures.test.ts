@@ -203,7 +203,7 @@ describe('store failures (through a fault-injecting proxy in front of DynamoDB L
     expect(runs).toBe(1);
   });
 
-  it('a claim that fails runs nothing and leaves the key free', async () => {
+  it('a claim that fails runs nothing, answers unknown (the key may have run before) and leaves the key free', async () => {
     const e = engine();
     const key = newKey();
     let runs = 0;
@@ -213,10 +213,26 @@ describe('store failures (through a fault-injecting proxy in front of DynamoDB L
         return { result: 'done' };
       });
     proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
-    expect(await call()).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    const answer = await call();
+    expect(answer).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    expect(answer.retry_after_ms).toBeGreaterThan(0);
+    expect(answer.error?.message).not.toMatch(/nothing was executed/);
     expect(runs).toBe(0);
     proxy.clear();
     expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(runs).toBe(1);
+  });
+  it('a retry of a call that succeeded, while the store refuses the claim, is not told that it failed', async () => {
+    const e = engine();
+    const key = newKey();
+    let runs = 0;
+    const call = () =>
+      e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: ++runs }));
+    expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+    proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
+    expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    proxy.clear();
+    expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 1 });
     expect(runs).toBe(1);
   });
 });
