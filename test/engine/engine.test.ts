@@ -88,7 +88,7 @@ describe('the engine on the in-memory store', () => {
     const transient = newKey();
     expect(
       await engine.run(request('pay', transient), {}, async () => {
-        throw new TransientToolError('busy');
+        throw new TransientToolError('DOWNSTREAM_BUSY', 'busy');
       }),
     ).toMatchObject({ outcome: 'failed', retryable: true });
     expect(await engine.run(request('pay', transient), {}, async () => ({ result: 'second try' }))).toMatchObject({ outcome: 'succeeded', result: 'second try' });
@@ -96,7 +96,7 @@ describe('the engine on the in-memory store', () => {
     const uncertain = newKey();
     expect(
       await engine.run(request('pay', uncertain), {}, async () => {
-        throw new UncertainToolError('timed out');
+        throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'timed out');
       }),
     ).toMatchObject({ outcome: 'unknown', retryable: true });
     expect(await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: uncertain })).toMatchObject({ status: 'UNKNOWN' });
