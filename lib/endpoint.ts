@@ -8,13 +8,13 @@ import { Construct } from 'constructs';
 import { EnvVars } from '../lambdas/config';
 import { Auth, type AuthProps } from './constructs/auth';
 import { validateDownstreams, type DownstreamSettings } from './constructs/downstreams';
-import { IdempotencyStore } from './constructs/idempotency-store';
+import { IdempotencyTable } from './constructs/idempotency-store';
 import { McpFunction } from './constructs/mcp-function';
 import { Monitoring } from './constructs/monitoring';
-import { DEFAULT_CONSUMER_TIMEOUT, OutboxConsumer } from './constructs/outbox-consumer';
+import { DEFAULT_CONSUMER_TIMEOUT, OutboxConsumerFunction } from './constructs/outbox-consumer';
 import { OutboxQueue } from './constructs/outbox-queue';
-import { OutboxRelay } from './constructs/outbox-relay';
-import { DEFAULT_RECONCILE_PERIOD, Reconciler } from './constructs/reconciler';
+import { OutboxRelayFunction } from './constructs/outbox-relay';
+import { DEFAULT_RECONCILE_PERIOD, ReconcilerFunction } from './constructs/reconciler';
 import type { CommonFunctionProps, PowertoolsSettings } from './constructs/service-function';
 import { checkToolsModule, toolsFunctionEntry } from './tools-entry';
 
@@ -46,12 +46,12 @@ export interface EndpointSettings {
 
 /** The parts of an endpoint, created directly in a scope (a stack keeps the logical ids it always had). */
 export interface EndpointParts {
-  readonly store: IdempotencyStore;
+  readonly store: IdempotencyTable;
   readonly outbox: OutboxQueue;
   readonly mcp: McpFunction;
-  readonly relay: OutboxRelay;
-  readonly consumer: OutboxConsumer;
-  readonly reconciler: Reconciler;
+  readonly relay: OutboxRelayFunction;
+  readonly consumer: OutboxConsumerFunction;
+  readonly reconciler: ReconcilerFunction;
   readonly auth: Auth;
   readonly monitoring: Monitoring;
 }
@@ -77,7 +77,7 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
         removalPolicy: tableRemovalPolicy,
       })
     : undefined;
-  const store = new IdempotencyStore(scope, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy });
+  const store = new IdempotencyTable(scope, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy });
   const auth = new Auth(scope, 'Auth', props.auth);
   const mcp = new McpFunction(scope, 'Mcp', {
     ...common,
@@ -90,9 +90,9 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
     reconcilePeriod: props.reconcilePeriod,
   });
   const outbox = new OutboxQueue(scope, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
-  const relay = new OutboxRelay(scope, 'Relay', { ...common, store, queue: outbox });
-  const consumer = new OutboxConsumer(scope, 'Consumer', { ...common, store, queue: outbox, downstreams, timeout: DEFAULT_CONSUMER_TIMEOUT });
-  const reconciler = new Reconciler(scope, 'Reconciler', {
+  const relay = new OutboxRelayFunction(scope, 'Relay', { ...common, store, queue: outbox });
+  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, store, queue: outbox, downstreams, timeout: DEFAULT_CONSUMER_TIMEOUT });
+  const reconciler = new ReconcilerFunction(scope, 'Reconciler', {
     ...common,
     entry: props.entries?.reconciler,
     store,
@@ -146,12 +146,12 @@ function checkEnvironment(environment: Record<string, string>) {
  * relay, consumer), the reconciler and the alarms. A misconfigured prop fails the synth with the prop's name.
  */
 export class IdempotentMcpEndpoint extends Construct implements EndpointParts {
-  readonly store: IdempotencyStore;
+  readonly store: IdempotencyTable;
   readonly outbox: OutboxQueue;
   readonly mcp: McpFunction;
-  readonly relay: OutboxRelay;
-  readonly consumer: OutboxConsumer;
-  readonly reconciler: Reconciler;
+  readonly relay: OutboxRelayFunction;
+  readonly consumer: OutboxConsumerFunction;
+  readonly reconciler: ReconcilerFunction;
   readonly auth: Auth;
   readonly monitoring: Monitoring;
 

@@ -3,13 +3,13 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import type { Auth } from './constructs/auth';
-import type { IdempotencyStore } from './constructs/idempotency-store';
+import type { IdempotencyTable } from './constructs/idempotency-store';
 import type { McpFunction } from './constructs/mcp-function';
 import type { Monitoring } from './constructs/monitoring';
-import type { OutboxConsumer } from './constructs/outbox-consumer';
+import type { OutboxConsumerFunction } from './constructs/outbox-consumer';
 import type { OutboxQueue } from './constructs/outbox-queue';
-import type { OutboxRelay } from './constructs/outbox-relay';
-import type { Reconciler } from './constructs/reconciler';
+import type { OutboxRelayFunction } from './constructs/outbox-relay';
+import type { ReconcilerFunction } from './constructs/reconciler';
 import { SandboxDownstreams } from './constructs/sandbox-downstreams';
 import type { CommonFunctionProps } from './constructs/service-function';
 import { addEndpointParts, type EndpointSettings } from './endpoint';
@@ -29,12 +29,12 @@ export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettin
  * IdempotentMcpEndpoint instead.
  */
 export class IdempotentMcpStack extends Stack {
-  readonly store: IdempotencyStore;
+  readonly store: IdempotencyTable;
   readonly outbox: OutboxQueue;
   readonly mcp: McpFunction;
-  readonly relay: OutboxRelay;
-  readonly consumer: OutboxConsumer;
-  readonly reconciler: Reconciler;
+  readonly relay: OutboxRelayFunction;
+  readonly consumer: OutboxConsumerFunction;
+  readonly reconciler: ReconcilerFunction;
   readonly auth: Auth;
   readonly monitoring: Monitoring;
   readonly sandbox?: SandboxDownstreams;

@@ -6,7 +6,7 @@ import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import type { TokenVerification } from './auth';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
-import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
@@ -14,7 +14,7 @@ import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from '
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle. Default: the reference endpoint's (the demo tools); IdempotentMcpEndpoint passes one serving your tools. */
   entry?: string;
-  store: IdempotencyStore;
+  store: IdempotencyTable;
   auth: TokenVerification;
   downstreams?: DownstreamSettings;
   /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
