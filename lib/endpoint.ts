@@ -145,16 +145,9 @@ function checkEnvironment(environment: Record<string, string>) {
  * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the outbox (queue,
  * relay, consumer), the reconciler and the alarms. A misconfigured prop fails the synth with the prop's name.
  */
-export class IdempotentMcpEndpoint extends Construct implements EndpointParts {
-  readonly store: IdempotencyTable;
-  readonly outbox: OutboxQueue;
-  readonly mcp: McpFunction;
-  readonly relay: OutboxRelayFunction;
-  readonly consumer: OutboxConsumerFunction;
-  readonly reconciler: ReconcilerFunction;
-  readonly auth: Auth;
-  readonly monitoring: Monitoring;
-
+// The parts are the endpoint's own fields (declaration merging), assigned once from addEndpointParts.
+export interface IdempotentMcpEndpoint extends EndpointParts {}
+export class IdempotentMcpEndpoint extends Construct {
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
@@ -165,20 +158,10 @@ export class IdempotentMcpEndpoint extends Construct implements EndpointParts {
     for (const origin of props.allowedOrigins ?? []) {
       if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`IdempotentMcpEndpoint: allowedOrigins has '${origin}', not an origin (scheme://host[:port])`);
     }
-    const parts = addEndpointParts(this, {
+    Object.assign(this, addEndpointParts(this, {
       ...props,
       entries: { mcp: toolsFunctionEntry('mcp', tools), reconciler: toolsFunctionEntry('reconciler', tools) },
-    });
-    ({
-      store: this.store,
-      outbox: this.outbox,
-      mcp: this.mcp,
-      relay: this.relay,
-      consumer: this.consumer,
-      reconciler: this.reconciler,
-      auth: this.auth,
-      monitoring: this.monitoring,
-    } = parts);
+    }));
     for (const fn of [this.mcp.handler, this.reconciler.handler]) {
       for (const [name, value] of Object.entries(props.environment ?? {})) fn.function.addEnvironment(name, value);
       for (const statement of props.grants ?? []) fn.role.addToPrincipalPolicy(statement);

@@ -2,17 +2,9 @@ import { CfnOutput, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import type { Auth } from './constructs/auth';
-import type { IdempotencyTable } from './constructs/idempotency-store';
-import type { McpFunction } from './constructs/mcp-function';
-import type { Monitoring } from './constructs/monitoring';
-import type { OutboxConsumerFunction } from './constructs/outbox-consumer';
-import type { OutboxQueue } from './constructs/outbox-queue';
-import type { OutboxRelayFunction } from './constructs/outbox-relay';
-import type { ReconcilerFunction } from './constructs/reconciler';
 import { SandboxDownstreams } from './constructs/sandbox-downstreams';
 import type { CommonFunctionProps } from './constructs/service-function';
-import { addEndpointParts, type EndpointSettings } from './endpoint';
+import { addEndpointParts, type EndpointParts, type EndpointSettings } from './endpoint';
 
 export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettings, 'alarmTopic'> {
   /** Deploy the sandbox downstreams and point the tools at them (demo only). Default false. */
@@ -28,15 +20,9 @@ export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettin
  * downstreams when asked for, and the outputs an operator needs. A team serves its own tools with
  * IdempotentMcpEndpoint instead.
  */
+// The endpoint's parts are the stack's own fields (declaration merging), assigned once from addEndpointParts.
+export interface IdempotentMcpStack extends EndpointParts {}
 export class IdempotentMcpStack extends Stack {
-  readonly store: IdempotencyTable;
-  readonly outbox: OutboxQueue;
-  readonly mcp: McpFunction;
-  readonly relay: OutboxRelayFunction;
-  readonly consumer: OutboxConsumerFunction;
-  readonly reconciler: ReconcilerFunction;
-  readonly auth: Auth;
-  readonly monitoring: Monitoring;
   readonly sandbox?: SandboxDownstreams;
 
   constructor(scope: Construct, id: string, props: IdempotentMcpStackProps = {}) {
@@ -62,22 +48,15 @@ export class IdempotentMcpStack extends Stack {
     }
 
     // Created directly in the stack, so the resources keep the logical ids of every earlier deploy.
-    const parts = addEndpointParts(this, {
-      ...props,
-      downstreams: this.sandbox?.downstreams ?? props.downstreams,
-      alarmTopic,
-      monitoredFunctions: this.sandbox ? { Sandbox: this.sandbox.handler.function } : {},
-    });
-    ({
-      store: this.store,
-      outbox: this.outbox,
-      mcp: this.mcp,
-      relay: this.relay,
-      consumer: this.consumer,
-      reconciler: this.reconciler,
-      auth: this.auth,
-      monitoring: this.monitoring,
-    } = parts);
+    Object.assign(
+      this,
+      addEndpointParts(this, {
+        ...props,
+        downstreams: this.sandbox?.downstreams ?? props.downstreams,
+        alarmTopic,
+        monitoredFunctions: this.sandbox ? { Sandbox: this.sandbox.handler.function } : {},
+      }),
+    );
 
     new CfnOutput(this, 'McpUrl', {
       value: this.mcp.mcpUrl,
