@@ -42,6 +42,8 @@ export interface EndpointSettings {
   readonly dashboard?: boolean;
   /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute (the shortest). */
   readonly reconcilePeriod?: Duration;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW. Default 8. */
+  readonly reconcileMaxAttempts?: number;
 }
 
 /** The parts of an endpoint, created directly in a scope (a stack keeps the logical ids it always had). */
@@ -99,6 +101,7 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
     queue: outbox,
     downstreams,
     period: props.reconcilePeriod,
+    maxAttempts: props.reconcileMaxAttempts,
   });
   const monitoring = new Monitoring(scope, 'Monitoring', {
     functions: {

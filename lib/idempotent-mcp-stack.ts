@@ -73,6 +73,8 @@ export class IdempotentMcpStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.store.tableName });
+    // `npm run ops -- --stack <name>` reads these three.
+    new CfnOutput(this, 'OutboxQueueUrl', { value: this.outbox.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.outbox.deadLetterQueue.queueUrl });
     if (this.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });

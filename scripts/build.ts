@@ -23,6 +23,11 @@ await build({
   entryPoints: [
     ...subpaths.map(({ out, source }) => ({ out, in: source })),
     ...HANDLERS.map((name) => ({ out: `handlers/${name}`, in: `lambdas/handlers/${name}.ts` })),
+    // The package's bin (package.json `bin`), its shebang kept.
+    ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => ({
+      out: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, ''),
+      in: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, '.ts'),
+    })),
   ],
   outdir: dist,
   bundle: true,
