@@ -1,8 +1,6 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { settingsFromContext } from '../lib/context';
-import { IdempotentMcpStack } from '../lib/idempotent-mcp-stack';
-import { IdempotentMcpChecks } from '../lib/nag-checks';
+import { IdempotentMcpChecks, IdempotentMcpStack, settingsFromContext } from 'idempotent-mcp/cdk';
 
 /**
  * `cdk synth` / `cdk deploy`. Environment-agnostic (no account or region lookups), so synth works offline;

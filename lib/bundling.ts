@@ -3,11 +3,11 @@
  * so the bundle measured by `npm run bench` is the bundle `cdk deploy` ships.
  * Plain data (no aws-cdk-lib import) so the benchmark stays light.
  */
-import { fileURLToPath } from 'node:url';
+import { packageFile } from './package-root';
 
 export const LAMBDA_NODE_TARGET = 'node22';
 
-const stub = (file: string) => fileURLToPath(new URL(`./bundle-stubs/${file}`, import.meta.url));
+const stub = (file: string) => packageFile(`lib/bundle-stubs/${file}`, `dist/bundle-stubs/${file}`);
 
 /**
  * ESM output lets esbuild tree-shake the ESM builds of the SDK, MCP SDK, Hono, jose and zod. A few CommonJS
@@ -57,5 +57,8 @@ export const lambdaEsbuildArgs = (): Record<string, string | string[]> => ({
   '--alias': Object.entries(LambdaBundle.alias).map(([module, replacement]) => `${module}=${replacement}`),
 });
 
-/** The handler source for a function name, relative to the project root. */
-export const handlerEntry = (name: 'mcp' | 'relay' | 'consumer' | 'reconciler' | 'sandbox') => `lambdas/handlers/${name}.ts`;
+/** The functions whose entry ships with the package (the MCP and reconciler functions of a team bundle its tools). */
+export type BuiltInHandler = 'mcp' | 'relay' | 'consumer' | 'reconciler' | 'sandbox';
+
+/** The entry file of a built-in handler: its source in the repository, its build once installed. */
+export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/handlers/${name}.ts`, `dist/handlers/${name}.js`);

@@ -8,6 +8,9 @@ import { loadDevIssuer, type DevIssuer } from '../lambdas/auth/dev-issuer';
 import { EnvVars, environmentOf, loadConfig, read, type AppConfig, type Env } from '../lambdas/config';
 import { createApp } from '../lambdas/http/app';
 import { createSandboxRouter } from '../lambdas/sandbox/router';
+import { FaultInjectingPublisher } from '../lambdas/sandbox/queue-faults';
+import { openSandboxStore } from '../lambdas/sandbox/sandbox-store';
+import { tools as demoTools } from '../lambdas/mcp/tools';
 import type { ToolDefinition } from '../lambdas/mcp/tool-types';
 import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 import { ensureTable } from '../lambdas/store/table-schema';
@@ -174,13 +177,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
     app = createApp(services, {
-      tools: options.tools,
+      tools: options.tools ?? demoTools,
       storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
       mounts: config.sandboxEnabled ? { '/sandbox': createSandboxRouter(services) } : {},
     });
 
     // 4. Background workers: the relay, the consumer and the reconciler around the Lambda handlers' code.
-    const workers = createWorkers(services, { tools: options.tools, ...options.workers });
+    const sandbox = openSandboxStore(services);
+    const workers = createWorkers(services, {
+      tools: options.tools ?? demoTools,
+      // The sandbox's queue faults (duplicate delivery) sit between the relay and the queue.
+      wrapPublisher: sandbox ? (publisher) => new FaultInjectingPublisher(publisher, sandbox) : undefined,
+      ...options.workers,
+    });
     stops.push(async () => workers.sqs.destroy());
     const running = startLocalWorkers(services, workers, options.workers);
     stops.push(running.stop);

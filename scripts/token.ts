@@ -4,9 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { DEV_TOKEN_TTL_SECONDS, loadDevIssuer } from '../lambdas/auth/dev-issuer';
-import { loadAuthConfig } from '../lambdas/config';
-import { IdempotencyError } from '../lambdas/core/errors';
-import { validateTenantId } from '../lambdas/core/idempotency-key';
+import { IdempotencyError, validateTenantId } from 'idempotent-mcp/engine';
+import { loadAuthConfig } from 'idempotent-mcp/mcp';
 
 const usage = 'usage: npm run token -- --tenant <id> [--ttl <seconds>]';
 let values: { tenant?: string; ttl?: string; help?: boolean };

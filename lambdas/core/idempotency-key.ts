@@ -44,9 +44,16 @@ export function validateTenantId(tenant: unknown): string {
   return tenant as string;
 }
 
-const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
-export function validateToolName(tool: string): string {
-  if (!TOOL_NAME.test(tool)) throw new Error(`tool name "${tool}" must match ${TOOL_NAME}`);
+/**
+ * MCP's tool-name charset: 1 to 128 of A-Z a-z 0-9 _ - . (for example `create_order`, `createOrder`, `orders.create`),
+ * case-sensitive. It has no '#' (the storage key's separator) and no '\n' (the operation id's), so a name goes
+ * into both as it is.
+ */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+export function validateToolName(tool: unknown): string {
+  if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
+    throw new Error(`tool name must be 1 to 128 of A-Z a-z 0-9 _ - . (got ${JSON.stringify(String(tool).slice(0, 140))})`);
+  }
   return tool;
 }
 

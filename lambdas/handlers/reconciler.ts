@@ -1,10 +1,5 @@
-import { loadWorkerConfig } from '../config';
-import { withMetrics } from '../observability/metrics';
-import { createServices } from '../runtime/services';
-import { createReconcilerHandler } from '../runtime/worker-handlers';
-import { createWorkers } from '../runtime/workers';
+import { tools } from '../mcp/tools';
+import { reconcilerLambdaHandler } from './endpoint';
 
-const services = createServices(loadWorkerConfig());
-
-/** EventBridge schedule (every minute): settles UNKNOWN and stale records, re-sends stuck outbox events. */
-export const handler = withMetrics(createReconcilerHandler(createWorkers(services), services.logger));
+/** EventBridge schedule (every minute): settles UNKNOWN and stale records of the demo tools, re-sends stuck outbox events. */
+export const handler = reconcilerLambdaHandler({ tools });

@@ -2,7 +2,6 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../core/clock';
 import type { EmailSender } from '../downstream/email';
 import { createEmailSender } from '../downstream/ses-email';
-import { tools as registry } from '../mcp/tools';
 import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
 import { OutboxConsumer, type ConsumerOptions } from '../outbox/consumer';
 import { createDeliveryHandlers } from '../outbox/deliveries';
@@ -10,8 +9,6 @@ import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
 import { Reconciler, type ReconcilerOptions, type ToolReconciler } from '../reconciler/reconciler';
-import { FaultInjectingPublisher } from '../sandbox/queue-faults';
-import { openSandboxStore } from '../sandbox/sandbox-store';
 import { awsClientConfig } from '../store/clients';
 import type { Services } from './services';
 
@@ -28,8 +25,10 @@ export interface Workers {
 }
 
 export interface WorkerOverrides {
-  /** Write tools whose reconcile hooks the reconciler uses; the registry by default. */
+  /** Write tools whose reconcile hooks the reconciler uses. Default none: their UNKNOWN records go to review. */
   tools?: readonly ToolDefinition[];
+  /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
+  wrapPublisher?: (publisher: EventPublisher) => EventPublisher;
   clock?: Clock;
   /** The consumer's email sender; the configured one (sandbox mailbox or SES) by default. */
   email?: EmailSender;
@@ -52,9 +51,8 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
   const sideEffects = config.sideEffects;
   const sqs = new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 });
   const queueUrl = sideEffects.outboxQueueUrl;
-  let publisher: EventPublisher = queueUrl ? new SqsEventPublisher(sqs, queueUrl) : noQueue;
-  const sandbox = openSandboxStore(services);
-  if (sandbox) publisher = new FaultInjectingPublisher(publisher, sandbox);
+  const queuePublisher: EventPublisher = queueUrl ? new SqsEventPublisher(sqs, queueUrl) : noQueue;
+  const publisher = overrides.wrapPublisher?.(queuePublisher) ?? queuePublisher;
 
   const relay = new OutboxRelay({ outbox: services.outbox, publisher, logger, clock, ...overrides.relay });
   const consumer = new OutboxConsumer({
@@ -68,7 +66,7 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
     ...overrides.consumer,
   });
   const reconcilers = new Map<string, ToolReconciler>();
-  for (const tool of overrides.tools ?? registry) {
+  for (const tool of overrides.tools ?? []) {
     if (!isWriteTool(tool)) continue;
     const hook = tool.reconcile;
     reconcilers.set(tool.name, { onAbsent: tool.onAbsent, reconcile: hook && ((request) => hook(request, services)) });

@@ -46,7 +46,7 @@ const keyOf = (id: RecordIdentity, keyPrefix = '') => {
 export interface DynamoDbStoreOptions {
   /** A DocumentClient (`DynamoDBDocumentClient.from(new DynamoDBClient())`, or createDocumentClient()). */
   client: DynamoDBDocumentClient;
-  /** The table, of the shape in `TableSchema` (the IdempotencyStore construct creates one). */
+  /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
   tableName: string;
   /**
    * Put before every record's partition key, for a table shared with other data. Default none. Letters, digits and

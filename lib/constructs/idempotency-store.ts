@@ -5,7 +5,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 
-export interface IdempotencyStoreProps {
+export interface IdempotencyTableProps {
   /** Customer managed KMS key for the table (and its stream). Default: the AWS managed key (no key cost). */
   encryptionKey?: kms.IKey;
   /** Default RETAIN: `cdk destroy` keeps records, orders and outbox events (a duplicate after a redeploy must still replay). */
@@ -27,11 +27,11 @@ const KMS_WRITE = [...KMS_READ, 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:Gener
  * The one table (records, business items, outbox events), defined from the same `TableSchema` the local setup
  * uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
  */
-export class IdempotencyStore extends Construct {
+export class IdempotencyTable extends Construct {
   readonly table: dynamodb.Table;
   readonly encryptionKey?: kms.IKey;
 
-  constructor(scope: Construct, id: string, props: IdempotencyStoreProps = {}) {
+  constructor(scope: Construct, id: string, props: IdempotencyTableProps = {}) {
     super(scope, id);
     const { partitionKey, sortKey, ttlAttribute, attentionIndex } = TableSchema;
     this.encryptionKey = props.encryptionKey;

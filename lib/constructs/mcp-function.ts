@@ -1,16 +1,20 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { MCP_PATH } from '../../lambdas/http/app';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import type { TokenVerification } from './auth';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
-import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface McpFunctionProps extends CommonFunctionProps {
-  store: IdempotencyStore;
+  /** The handler file to bundle. Default: the reference endpoint's (the demo tools); IdempotentMcpEndpoint passes one serving your tools. */
+  entry?: string;
+  store: IdempotencyTable;
   auth: TokenVerification;
   downstreams?: DownstreamSettings;
   /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
@@ -71,7 +75,7 @@ export class McpFunction extends Construct {
 
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'mcp',
+      entry: props.entry ?? handlerEntry('mcp'),
       description: 'Idempotent MCP endpoint (streamable HTTP, stateless)',
       timeout: props.timeout ?? Duration.seconds(29),
       memorySize: props.memorySize ?? 1024,
@@ -100,5 +104,10 @@ export class McpFunction extends Construct {
           'Rotation would need a rotation function and two-key verification; the key only signs short-lived operation ids. Rotate by replacing the secret value (ids minted before then stop verifying).',
       });
     }
+  }
+
+  /** The MCP endpoint (streamable HTTP): the Function URL (which ends with '/') and the MCP path. */
+  get mcpUrl(): string {
+    return Fn.join('', [this.url.url, MCP_PATH.slice(1)]);
   }
 }

@@ -4,15 +4,16 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, emailModeOf, type DownstreamSettings } from './downstreams';
-import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 /** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
-export interface OutboxConsumerProps extends CommonFunctionProps {
-  store: IdempotencyStore;
+export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
+  store: IdempotencyTable;
   queue: OutboxQueue;
   downstreams?: DownstreamSettings;
   /** Must match the timeout the OutboxQueue was sized for. Default 60 s. */
@@ -30,15 +31,15 @@ export interface OutboxConsumerProps extends CommonFunctionProps {
 export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
 /** Performs the queued side effects (emails, tickets) once per event, reporting failures per message. */
-export class OutboxConsumer extends Construct {
+export class OutboxConsumerFunction extends Construct {
   readonly handler: ServiceFunction;
 
-  constructor(scope: Construct, id: string, props: OutboxConsumerProps) {
+  constructor(scope: Construct, id: string, props: OutboxConsumerFunctionProps) {
     super(scope, id);
     const downstreams = props.downstreams ?? {};
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'consumer',
+      entry: handlerEntry('consumer'),
       description: 'Outbox consumer: performs queued side effects once per event',
       timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,
       environment: {

@@ -4,12 +4,13 @@ import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import { Keys, TableSchema } from '../../lambdas/store/table-schema';
-import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-export interface OutboxRelayProps extends CommonFunctionProps {
-  store: IdempotencyStore;
+export interface OutboxRelayFunctionProps extends CommonFunctionProps {
+  store: IdempotencyTable;
   queue: OutboxQueue;
   /** Default 30 s. */
   timeout?: Duration;
@@ -30,14 +31,14 @@ const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
  * own send bookkeeping (a MODIFY). Failed records are reported per item; records that still fail after the bounded
  * retries are not lost: the event stays pending in the table and the reconciler's sweep sends it.
  */
-export class OutboxRelay extends Construct {
+export class OutboxRelayFunction extends Construct {
   readonly handler: ServiceFunction;
 
-  constructor(scope: Construct, id: string, props: OutboxRelayProps) {
+  constructor(scope: Construct, id: string, props: OutboxRelayFunctionProps) {
     super(scope, id);
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'relay',
+      entry: handlerEntry('relay'),
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),
       environment: environmentOf({ tableName: props.store.tableName, outboxQueueUrl: props.queue.queue.queueUrl }),

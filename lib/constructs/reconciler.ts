@@ -4,12 +4,15 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS, environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
-import type { IdempotencyStore, TableItemAction } from './idempotency-store';
+import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-export interface ReconcilerProps extends CommonFunctionProps {
-  store: IdempotencyStore;
+export interface ReconcilerFunctionProps extends CommonFunctionProps {
+  /** The handler file to bundle. Default: the reference endpoint's (the demo tools' reconcile hooks). */
+  entry?: string;
+  store: IdempotencyTable;
   /** The sweep re-sends outbox events the stream relay missed. */
   queue: OutboxQueue;
   downstreams?: DownstreamSettings;
@@ -35,19 +38,19 @@ export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(1);
 export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
 /** Finds UNKNOWN, stale PROCESSING and stuck outbox items through the sparse index, on a schedule. */
-export class Reconciler extends Construct {
+export class ReconcilerFunction extends Construct {
   readonly handler: ServiceFunction;
   readonly rule: events.Rule;
 
-  constructor(scope: Construct, id: string, props: ReconcilerProps) {
+  constructor(scope: Construct, id: string, props: ReconcilerFunctionProps) {
     super(scope, id);
     const period = props.period ?? DEFAULT_RECONCILE_PERIOD;
     if (period.toMilliseconds() < DEFAULT_RECONCILE_PERIOD.toMilliseconds()) {
-      throw new Error(`Reconciler: period must be at least 1 minute, EventBridge's shortest rate (got ${period.toHumanString()})`);
+      throw new Error(`ReconcilerFunction: period must be at least 1 minute, EventBridge's shortest rate (got ${period.toHumanString()})`);
     }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'reconciler',
+      entry: props.entry ?? handlerEntry('reconciler'),
       description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
       timeout: props.timeout ?? Duration.seconds(50),
       environment: {

@@ -5,6 +5,7 @@ import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, environmentOf } from '../../lambdas/config';
 import type { DownstreamSettings } from './downstreams';
+import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface SandboxDownstreamsProps extends CommonFunctionProps {
@@ -37,7 +38,7 @@ export class SandboxDownstreams extends Construct {
     });
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      handler: 'sandbox',
+      entry: handlerEntry('sandbox'),
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),
       environment: environmentOf({ sandboxTableName: this.table.tableName, downstreamTimeoutMs: this.timeoutMs }),

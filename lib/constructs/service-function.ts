@@ -1,5 +1,3 @@
-import { fileURLToPath } from 'node:url';
-import * as path from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -7,9 +5,11 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVars, environmentOf } from '../../lambdas/config';
-import { handlerEntry, LambdaBundle, lambdaEsbuildArgs } from '../bundling';
+import { LambdaBundle, lambdaEsbuildArgs } from '../bundling';
+import { PACKAGE_ROOT, projectOf } from '../package-root';
 
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** This package's folder (the repository when run from source). */
+export const PROJECT_ROOT = PACKAGE_ROOT;
 
 /** Powertools settings every function shares, so all metrics carry the same `service` dimension the alarms read. */
 export interface PowertoolsSettings {
@@ -44,7 +44,8 @@ export const commonFunctionProps = ({ powertools, logRetention, architecture }: 
 });
 
 export interface ServiceFunctionProps extends CommonFunctionProps {
-  handler: Parameters<typeof handlerEntry>[0];
+  /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
+  entry: string;
   description: string;
   timeout: Duration;
   /** More memory is more CPU, which shortens the cold start. Default 512 MB. */
@@ -78,10 +79,10 @@ export class ServiceFunction extends Construct {
     this.logGroup.grantWrite(this.role);
 
     this.function = new NodejsFunction(this, 'Function', {
-      entry: path.join(PROJECT_ROOT, handlerEntry(props.handler)),
+      entry: props.entry,
       handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+      // esbuild runs in the project the entry belongs to: this repository, or the app that installed the package.
+      ...projectOf(props.entry),
       description: props.description,
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,

@@ -220,6 +220,30 @@ describe('read tools', () => {
     expect(status.structured).toMatchObject({ status: 'unknown', created_at: new Date(now - 60_000).toISOString() });
   });
 
+  it("get_operation_status reads expiry by the tool's policy: past retention under 'execute' the key is free, so not_found", async () => {
+    const key = newKey();
+    const now = Date.now();
+    // Replayed until a minute ago; its TTL (the review window a 'review' tool would keep) is still an hour away.
+    const record = {
+      tenant: TENANT,
+      tool: 'create_order',
+      idempotencyKey: key,
+      fingerprint: 'f'.repeat(64),
+      status: 'PROCESSING' as const,
+      ownerToken: 'settled-executor',
+      createdAt: now - 120_000,
+      updatedAt: now - 120_000,
+      leaseExpiresAt: now - 110_000,
+      retainUntil: now - 60_000,
+      expiresAt: Math.floor((now + 3_600_000) / 1000),
+    };
+    await stack.services.store.claim(record, now - 120_000);
+    await stack.services.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result: { order_id: 'old' } }, now - 119_000);
+    const status = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
+    // A call with this key now runs again (create_order's policy is 'execute'): nothing on record answers for it.
+    expect(status.structured).toEqual({ tool: 'create_order', idempotency_key: key, status: 'not_found' });
+  });
+
   it('get_operation_status reports not_found, then succeeded with the result and times', async () => {
     const key = newKey();
     const before = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });

@@ -69,13 +69,6 @@ describe('tenant ids', () => {
   });
 });
 
-describe('tool names', () => {
-  it('accepts snake_case names and refuses anything that could alias a storage key', () => {
-    expect(validateToolName('create_order')).toBe('create_order');
-    for (const bad of ['', 'Create', 'a#b', 'a-b', '1tool', 'x'.repeat(65)]) expect(() => validateToolName(bad)).toThrow();
-  });
-});
-
 describe('hashForLog', () => {
   it('is short, stable and does not contain the key', () => {
     const key = 'order-2030-01-01-abcdef';
@@ -92,5 +85,19 @@ describe('keyForEcho', () => {
     expect(keyForEcho('x'.repeat(1_000_000))).toBe(`${'x'.repeat(16)}… (1000000 characters)`);
     expect(keyForEcho('has spaces in it, and more')).toBe('has spaces in it… (26 characters)');
     expect(keyForEcho('short')).toBe('short');
+  });
+});
+
+describe('tool names', () => {
+  it("accept MCP's tool-name charset, case-sensitive", () => {
+    for (const name of ['create_order', 'createOrder', 'orders.create', 'orders-v2.create_one', 'A', 'x'.repeat(128)]) {
+      expect(validateToolName(name)).toBe(name);
+    }
+  });
+
+  it('refuse what could break a storage key or an operation id, with a clear message', () => {
+    for (const name of ['', 'x'.repeat(129), 'a#b', 'with space', 'a\nb', 'a/b', 'ä']) {
+      expect(() => validateToolName(name)).toThrow(/tool name must be 1 to 128 of A-Z a-z 0-9 _ - \./);
+    }
   });
 });

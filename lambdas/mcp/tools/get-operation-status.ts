@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { ErrorCode } from '../../core/errors';
-import { KEY_MAX_LENGTH, KEY_MIN_LENGTH } from '../../core/idempotency-key';
-import { isSettled } from '../../core/state-machine';
+import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../../core/idempotency-key';
+import { isSettled, keyIsFree } from '../../core/state-machine';
+import { DEFAULT_POLICY } from '../../engine/engine';
 import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
 import { defineReadTool, ReadToolError } from '../define-read-tool';
 import { isWriteTool } from '../tool-types';
@@ -52,7 +53,7 @@ export const getOperationStatusTool = defineReadTool({
     'Tells what became of a write tool call: pass the tool name and the idempotency_key (or operation_id) you used. ' +
     'Only your own operations are visible.',
   input: {
-    tool: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).describe('The write tool that was called, for example create_order.'),
+    tool: z.string().regex(TOOL_NAME_PATTERN).describe('The write tool that was called, for example create_order.'),
     idempotency_key: z
       .string()
       .min(KEY_MIN_LENGTH)
@@ -71,9 +72,10 @@ export const getOperationStatusTool = defineReadTool({
     // The tenant is the caller's: another tenant's record with the same key is a different item.
     const record = await services.store.get({ tenant: caller.tenant, tool, idempotencyKey: idempotency_key });
     const base = { tool, idempotency_key };
-    // DynamoDB deletes expired records late (DynamoDB Local never): past its expiry the key is free again.
+    // The engine's own rule, under the tool's policy: a record that frees its key answers for nothing any more
+    // (TTL deletes it late, DynamoDB Local never).
     const now = services.clock();
-    if (!record || (isSettled(record.status) && record.expiresAt * 1000 <= now)) return { ...base, status: 'not_found' as const };
+    if (!record || keyIsFree(record, now, definition.idempotency.onExpired ?? DEFAULT_POLICY.onExpired)) return { ...base, status: 'not_found' as const };
     // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): whether its effect
     // happened is what the reconciler (or a retry, for a tool safe to re-execute) settles next, so: unknown.
     const stale = record.status === 'PROCESSING' && record.leaseExpiresAt <= now;

@@ -3,6 +3,7 @@ import { ErrorCode } from '../../core/errors';
 import { defineReadTool, ReadToolError } from '../define-read-tool';
 import { isWriteTool } from '../tool-types';
 import { SecretUnavailableError } from '../../runtime/operation-id-secret';
+import { TOOL_NAME_PATTERN } from '../../core/idempotency-key';
 
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',
@@ -11,7 +12,7 @@ export const issueOperationIdTool = defineReadTool({
     'Returns a new operation_id for a tool that requires one (high-risk tools such as payments). Call it once per ' +
     'intended operation and reuse the id on every retry of that operation; it is bound to your account and that tool, ' +
     'and expires (see expires_at) if unused.',
-  input: { tool: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).describe('The tool you will call with the id.') },
+  input: { tool: z.string().regex(TOOL_NAME_PATTERN).describe('The tool you will call with the id.') },
   result: z.object({ operation_id: z.string(), tool: z.string(), expires_at: z.string().describe('ISO 8601.') }),
   // Mints a signed id and stores nothing: calling it has no effect on any state.
   annotations: { openWorldHint: false },

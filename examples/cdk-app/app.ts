@@ -1,0 +1,26 @@
+import { fileURLToPath } from 'node:url';
+import { App, CfnOutput, Stack, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { IdempotentMcpChecks, IdempotentMcpEndpoint } from 'idempotent-mcp/cdk';
+
+const app = new App();
+const stack = new Stack(app, 'MyTeamEndpoint');
+const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', {
+  // esbuild bundles this file into the MCP function and the reconciler.
+  tools: fileURLToPath(new URL('./tools.ts', import.meta.url)),
+  environment: { ROOMS_CALENDAR: 'team-calendar' },
+});
+new CfnOutput(stack, 'McpUrl', { value: endpoint.mcpUrl });
+
+// Synth fails on any cdk-nag finding the constructs have not acknowledged with a reason.
+const packs = [new AwsSolutionsChecks(), new IdempotentMcpChecks()];
+Validations.of(app).addPlugins(...packs);
+const findings = packs.flatMap((pack) => pack.validateScope(app).violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`));
+if (findings.length > 0) {
+  console.error(`cdk-nag findings:\n${findings.join('\n')}`);
+  process.exit(1);
+}
+const assembly = app.synth();
+const template = assembly.getStackByName(stack.stackName).template as { Resources: Record<string, { Type: string }> };
+const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function').length;
+console.log(`synth passed, cdk-nag clean: ${functions} functions in ${assembly.directory}`);

@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { IdempotentMcpChecks, IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { cdkJsonContext, logicalId, statementsOfRole } from './support';
+
+const TOOLS = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
+
+function endpointStack(props: Partial<IdempotentMcpEndpointProps> = {}) {
+  const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'Team');
+  const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', { tools: TOOLS, ...props });
+  return { app, endpoint, template: Template.fromStack(stack) };
+}
+
+describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
+  const bucketRead = new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: ['arn:aws:s3:::team-bucket/rooms.json'] });
+  const { app, endpoint, template } = endpointStack({ environment: { ROOMS_CALENDAR: 'team' }, grants: [bucketRead] });
+  const resources = template.toJSON().Resources;
+  const envOf = (fn: { node: { defaultChild?: unknown } }) => resources[logicalId(fn)].Properties.Environment.Variables;
+
+  it('bundles the MCP function and the reconciler from the tools module, through the package handler factories', () => {
+    for (const fn of ['mcp', 'reconciler'] as const) {
+      const entry = readFileSync(toolsFunctionEntry(fn, TOOLS), 'utf8');
+      expect(entry).toContain(`import * as toolsModule from ${JSON.stringify(TOOLS)};`);
+      expect(entry).toContain(`${fn}LambdaHandler(toolsModule)`);
+    }
+    expect(Object.values(resources).filter((r: any) => r.Type === 'AWS::Lambda::Function')).toHaveLength(4);
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.resourceCountIs('AWS::Lambda::Url', 1);
+    template.resourceCountIs('AWS::Events::Rule', 1);
+  });
+
+  it("gives the tools' settings and grants to the functions that run them, and only those", () => {
+    expect(envOf(endpoint.mcp.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', TABLE_NAME: expect.anything() });
+    expect(envOf(endpoint.reconciler.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', RECONCILE_INTERVAL_MS: '60000' });
+    expect(envOf(endpoint.consumer.handler.function)).not.toHaveProperty('ROOMS_CALENDAR');
+    for (const fn of [endpoint.mcp, endpoint.reconciler]) {
+      expect(statementsOfRole(template, logicalId(fn.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:GetObject' }));
+    }
+    expect(statementsOfRole(template, logicalId(endpoint.relay.handler.role)).flatMap((s) => s.Action)).not.toContain('s3:GetObject');
+  });
+
+  it('is cdk-nag clean', () => {
+    for (const pack of [new AwsSolutionsChecks(), new IdempotentMcpChecks()]) expect(pack.validateScope(app).violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([]);
+  });
+
+  it('fails the synth naming the prop that is wrong', () => {
+    expect(() => endpointStack({ tools: undefined as unknown as string })).toThrow(/IdempotentMcpEndpoint: tools must be the path of your tools module/);
+    expect(() => endpointStack({ tools: join(PROJECT_ROOT, 'examples/cdk-app/missing.ts') })).toThrow(/IdempotentMcpEndpoint: tools: no such file/);
+    expect(() => endpointStack({ tools: join(PROJECT_ROOT, 'examples/cdk-app/cdk.json') })).toThrow(/IdempotentMcpEndpoint: tools must be a \.ts/);
+    expect(() => endpointStack({ environment: { TABLE_NAME: 'x' } })).toThrow(/environment\.TABLE_NAME is set by the endpoint itself/);
+    expect(() => endpointStack({ environment: { 'bad-name': 'x' } })).toThrow(/environment\.bad-name is not a valid variable name/);
+    expect(() => endpointStack({ reconcilePeriod: Duration.seconds(30) })).toThrow(/reconcilePeriod must be at least 1 minute/);
+    expect(() => endpointStack({ allowedOrigins: ['https://app.example.com/path'] })).toThrow(/allowedOrigins has 'https:\/\/app\.example\.com\/path'/);
+  });
+});

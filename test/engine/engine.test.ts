@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import {
+  IdempotencyEngine,
+  InMemoryIdempotencyStore,
+  TerminalToolError,
+  TransientToolError,
+  UncertainToolError,
+  type EngineOptions,
+  type Execution,
+} from 'idempotent-mcp/engine';
+
+/**
+ * The engine's unit suite: the whole state machine on the in-memory store, no DynamoDB Local. The same behaviours
+ * run against DynamoDB in test/integration/engine-*.test.ts; the store conformance suite holds both stores to one contract.
+ */
+const TENANT = 'tenant-a';
+const newKey = () => `key-${randomUUID()}`;
+
+function setup(options: Partial<EngineOptions> = {}) {
+  let now = Date.UTC(2030, 0, 1);
+  const store = new InMemoryIdempotencyStore();
+  const engine = new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
+  return { store, engine, advance: (ms: number) => void (now += ms) };
+}
+
+const request = (tool: string, idempotencyKey: string, args: Record<string, unknown> = { amount: 10 }) => ({ tenant: TENANT, tool, idempotencyKey, args });
+
+describe('the engine on the in-memory store', () => {
+  it('runs a first call once and replays its result to every retry, whatever the tool name style', async () => {
+    const { engine } = setup();
+    for (const tool of ['create_order', 'createOrder', 'orders.create']) {
+      const key = newKey();
+      let runs = 0;
+      const execute = async (): Promise<Execution<{ n: number }>> => ({ result: { n: ++runs } });
+      expect(await engine.run(request(tool, key), {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
+      expect(await engine.run(request(tool, key), {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { n: 1 } });
+      expect(runs).toBe(1);
+    }
+  });
+
+  it('keeps tools apart: the same key on two tools is two operations', async () => {
+    const { engine } = setup();
+    const key = newKey();
+    const a = await engine.run(request('orders.create', key), {}, async () => ({ result: 'a' }));
+    const b = await engine.run(request('ordersCreate', key), {}, async () => ({ result: 'b' }));
+    expect([a.result, b.result]).toEqual(['a', 'b']);
+  });
+
+  it('refuses the same key with other arguments as a conflict, running nothing', async () => {
+    const { engine } = setup();
+    const key = newKey();
+    await engine.run(request('pay', key, { amount: 10 }), {}, async () => ({ result: 1 }));
+    let ran = false;
+    const answer = await engine.run(request('pay', key, { amount: 11 }), {}, async () => ((ran = true), { result: 2 }));
+    expect(answer).toMatchObject({ outcome: 'conflict', retryable: false });
+    expect(ran).toBe(false);
+  });
+
+  it('runs concurrent duplicates once; the others answer from the first', async () => {
+    const { engine } = setup();
+    const key = newKey();
+    let runs = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const execute = async () => {
+      runs++;
+      await gate;
+      return { result: 'done' };
+    };
+    const first = engine.run(request('pay', key), {}, execute);
+    const second = await engine.run(request('pay', key), {}, execute);
+    expect(second).toMatchObject({ outcome: 'in_progress', retryable: true });
+    release();
+    expect(await first).toMatchObject({ outcome: 'succeeded', result: 'done' });
+    expect(runs).toBe(1);
+  });
+
+  it('a business refusal is final and replayed; a transient failure frees the key; an uncertain one is UNKNOWN', async () => {
+    const { engine, store } = setup();
+    const refused = newKey();
+    const decline = async () => {
+      throw new TerminalToolError('CARD_DECLINED', 'declined');
+    };
+    expect(await engine.run(request('pay', refused), {}, decline)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'CARD_DECLINED' } });
+    expect(await engine.run(request('pay', refused), {}, async () => ({ result: 'x' }))).toMatchObject({ outcome: 'failed', replayed: true });
+
+    const transient = newKey();
+    expect(
+      await engine.run(request('pay', transient), {}, async () => {
+        throw new TransientToolError('DOWNSTREAM_BUSY', 'busy');
+      }),
+    ).toMatchObject({ outcome: 'failed', retryable: true });
+    expect(await engine.run(request('pay', transient), {}, async () => ({ result: 'second try' }))).toMatchObject({ outcome: 'succeeded', result: 'second try' });
+
+    const uncertain = newKey();
+    expect(
+      await engine.run(request('pay', uncertain), {}, async () => {
+        throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'timed out');
+      }),
+    ).toMatchObject({ outcome: 'unknown', retryable: true });
+    expect(await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: uncertain })).toMatchObject({ status: 'UNKNOWN' });
+    let ran = false;
+    expect(await engine.run(request('pay', uncertain), {}, async () => ((ran = true), { result: 'x' }))).toMatchObject({ outcome: 'unknown' });
+    expect(ran).toBe(false);
+  });
+
+  it("commits the tool's writes with the result, or nothing when a write is refused", async () => {
+    const { engine, store } = setup();
+    const item = { pk: `ORDER#${TENANT}#o-1-${randomUUID()}`, sk: 'ORDER' };
+    const key = newKey();
+    expect(await engine.run(request('orders.create', key), {}, async () => ({ result: 'o-1', writes: [{ create: { key: item, item: { total: 1 } } }] }))).toMatchObject({
+      outcome: 'succeeded',
+    });
+    expect(store.item(item)).toMatchObject({ total: 1 });
+    const clash = newKey();
+    const answer = await engine.run(request('orders.create', clash), {}, async () => ({ result: 'again', writes: [{ create: { key: item, item: { total: 2 } } }] }));
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: true });
+    expect(store.item(item)).toMatchObject({ total: 1 });
+    expect(await store.get({ tenant: TENANT, tool: 'orders.create', idempotencyKey: clash })).toBeUndefined();
+  });
+
+  it('replays until retention ends, then runs again (or asks for review under that policy)', async () => {
+    const { engine, advance } = setup();
+    const key = newKey();
+    let runs = 0;
+    const execute = async () => ({ result: ++runs });
+    await engine.run(request('pay', key), { retentionSeconds: 60 }, execute);
+    advance(59_000);
+    expect(await engine.run(request('pay', key), { retentionSeconds: 60 }, execute)).toMatchObject({ replayed: true, result: 1 });
+    advance(2000);
+    expect(await engine.run(request('pay', key), { retentionSeconds: 60 }, execute)).toMatchObject({ replayed: false, result: 2 });
+
+    const reviewed = newKey();
+    await engine.run(request('pay', reviewed), { retentionSeconds: 60, onExpired: 'review' }, execute);
+    advance(61_000);
+    expect(await engine.run(request('pay', reviewed), { retentionSeconds: 60, onExpired: 'review' }, execute)).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'REVIEW_REQUIRED' },
+    });
+  });
+
+  it('refuses bad input with the contract codes, running nothing', async () => {
+    const { engine } = setup();
+    const never = async () => {
+      throw new Error('must not run');
+    };
+    expect(await engine.run(request('pay', 'short'), {}, never)).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_IDEMPOTENCY_KEY' } });
+    expect(await engine.run({ ...request('pay', newKey()), tenant: 'a#b' }, {}, never)).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_TENANT' } });
+    await expect(engine.run(request('pay#x', newKey()), {}, never)).rejects.toThrow(/tool name/);
+  });
+});
