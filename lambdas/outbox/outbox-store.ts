@@ -154,30 +154,12 @@ export class OutboxStore {
 
   /** After a send: count it and schedule the sweep's next look. False when the event settled meanwhile. */
   async recordSend(eventId: string, nextLookAt: number, now: number): Promise<boolean> {
-    return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: Keys.outboxEvent(eventId),
-        UpdateExpression: 'SET send_count = if_not_exists(send_count, :zero) + :one, attention_at = :next, last_sent_at = :now',
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':next': nextLookAt, ':now': now, ':pending': 'PENDING' },
-      })),
-    );
+    return this.updatePending(eventId, 'send_count = if_not_exists(send_count, :zero) + :one, attention_at = :next, last_sent_at = :now', { ':zero': 0, ':one': 1, ':next': nextLookAt, ':now': now });
   }
 
   /** After the queue refused it: count the refusal and schedule the sweep's next try. False when it settled meanwhile. */
   async recordRefusal(eventId: string, nextLookAt: number): Promise<boolean> {
-    return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: Keys.outboxEvent(eventId),
-        UpdateExpression: 'SET refused_count = if_not_exists(refused_count, :zero) + :one, attention_at = :next',
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':next': nextLookAt, ':pending': 'PENDING' },
-      })),
-    );
+    return this.updatePending(eventId, 'refused_count = if_not_exists(refused_count, :zero) + :one, attention_at = :next', { ':zero': 0, ':one': 1, ':next': nextLookAt });
   }
 
   /**
@@ -186,17 +168,22 @@ export class OutboxStore {
    * False when it settled meanwhile.
    */
   async scheduleLook(eventId: string, nextLookAt: number): Promise<boolean> {
+    return this.updatePending(eventId, 'attention_at = :next', { ':next': nextLookAt });
+  }
+  /** One conditional SET on an event still PENDING; false when it settled meanwhile. */
+  private updatePending(eventId: string, set: string, values: Record<string, unknown>): Promise<boolean> {
     return this.conditional(() =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
-        UpdateExpression: 'SET attention_at = :next',
+        UpdateExpression: `SET ${set}`,
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':next': nextLookAt, ':pending': 'PENDING' },
+        ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
       })),
     );
   }
+
 
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
