@@ -120,7 +120,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
       paths.push(ctx.path);
       // As create_order does: on the claimed path it reads the order and answers with it.
       if (ctx.path === 'claimed') return { result: { order_id: orderId, existing: true } };
-      return { result: { order_id: orderId }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
+      return { result: { order_id: orderId, existing: false }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
     });
     expect(paths).toEqual(['one_request', 'claimed']);
     expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: orderId, existing: true } });
