@@ -57,12 +57,13 @@ async function runFloorBench(): Promise<SectionReport> {
     const cases = toolCases(tableName);
     const run = (c: ToolCase, key: string) =>
       engine.run({ tenant: TENANT, tool: c.name, idempotencyKey: key, args: c.args, effect: c.effect }, {}, async () => c.execution(key));
-    const unprotected = (c: ToolCase) => doc.send(new PutCommand(c.unprotectedItem().Put as ConstructorParameters<typeof PutCommand>[0]));
+    const asPut = ({ create }: ExtraWrite) => ({ TableName: tableName, Item: { ...create.item, ...create.key } });
+    const unprotected = (c: ToolCase) => doc.send(new PutCommand(asPut(c.unprotectedItem())));
     // What sets the floor on DynamoDB Local: the same record and items in one unconditioned transaction.
     const bareTransaction = (c: ToolCase) => {
       const key = randomUUID();
       const record = { Put: { TableName: tableName, Item: { pk: `BARE#${key}`, sk: 'IDEM', status: 'SUCCEEDED', result: c.execution(key).result } } };
-      return doc.send(new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? [])] }));
+      return doc.send(new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] }));
     };
 
     for (let i = 0; i < WARMUP; i++) for (const c of cases) await Promise.all([run(c, randomUUID()), unprotected(c)]);
@@ -160,7 +161,7 @@ function toolCases(tableName: string): ToolCase[] {
   const payment = { amount_minor: 1250, currency: 'EUR', payee_id: 'payee-1' };
   const orderExecution = (key: string) => {
     const o = { order_id: orderIdFor(TENANT, 'create_order', key), status: 'created' as const, ...order, created_at: new Date().toISOString() };
-    return { result: o, writes: [putOrderWrite(tableName, TENANT, key, o)] };
+    return { result: o, writes: [putOrderWrite(TENANT, key, o)] };
   };
   const emailEvent = (key: string) =>
     outbox.eventWrite(newOutboxMessage({ eventId: `evt_${randomUUID()}`, type: 'email.send', tenant: TENANT, tool: 'send_email', idempotencyKey: key, payload: email, now: Date.now() }));
@@ -170,14 +171,14 @@ function toolCases(tableName: string): ToolCase[] {
       args: email,
       execution: (key) => {
         const event = emailEvent(key);
-        return { result: { status: 'queued', event_id: (event.Put!.Item as { event_id: string }).event_id }, writes: [event] };
+        return { result: { status: 'queued', event_id: event.create.item.event_id as string }, writes: [event] };
       },
       unprotectedItem: () => emailEvent(randomUUID()),
     },
     request_payment: {
       args: payment,
       execution: () => ({ result: { payment_id: `pay_${randomUUID()}`, status: 'succeeded', ...payment } }),
-      unprotectedItem: () => ({ Put: { TableName: tableName, Item: { pk: `PAYMENT#${randomUUID()}`, sk: 'PAYMENT', status: 'succeeded', ...payment } } }),
+      unprotectedItem: () => ({ create: { key: { pk: `PAYMENT#${randomUUID()}`, sk: 'PAYMENT' }, item: { status: 'succeeded', ...payment } } }),
     },
   };
   return TOOLS.map((tool) => ({ name: tool.name, effect: tool.effect, ...byName[tool.name]! }));

@@ -22,6 +22,7 @@ export const ContextKey = {
   emailMode: 'emailMode',
   emailFrom: 'emailFrom',
   downstreamTimeoutMs: 'downstreamTimeoutMs',
+  reconcileMaxAttempts: 'reconcileMaxAttempts',
   sandbox: 'sandbox',
   customerManagedKey: 'customerManagedKey',
   tableRemovalPolicy: 'tableRemovalPolicy',
@@ -121,6 +122,7 @@ export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): Ap
     alarmEmail: text(get, K.alarmEmail),
     alarmTopicArn: text(get, K.alarmTopicArn),
     dashboard: flag(get, K.dashboard, true),
+    reconcileMaxAttempts: integer(get, K.reconcileMaxAttempts),
   };
   return { stackName: text(get, K.stackName) ?? 'IdempotentMcp', props, nag: flag(get, K.nag, true) };
 }

@@ -1,4 +1,4 @@
-import { CfnOutput, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -41,6 +41,10 @@ export interface IdempotentMcpStackProps extends StackProps {
   alarmTopicArn?: string;
   /** Default true. */
   dashboard?: boolean;
+  /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute. */
+  reconcilePeriod?: Duration;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW. Default 8. */
+  reconcileMaxAttempts?: number;
 }
 
 /**
@@ -87,6 +91,7 @@ export class IdempotentMcpStack extends Stack {
       downstreams,
       allowedOrigins: props.allowedOrigins,
       publicBaseUrl: props.publicBaseUrl,
+      reconcilePeriod: props.reconcilePeriod,
     });
 
     this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
@@ -98,7 +103,14 @@ export class IdempotentMcpStack extends Stack {
       downstreams,
       timeout: DEFAULT_CONSUMER_TIMEOUT,
     });
-    this.reconciler = new Reconciler(this, 'Reconciler', { ...common, store: this.store, queue: this.outbox, downstreams });
+    this.reconciler = new Reconciler(this, 'Reconciler', {
+      ...common,
+      store: this.store,
+      queue: this.outbox,
+      downstreams,
+      period: props.reconcilePeriod,
+      maxAttempts: props.reconcileMaxAttempts,
+    });
 
     let alarmTopic: sns.ITopic | undefined;
     if (props.alarmTopicArn) {
@@ -142,6 +154,8 @@ export class IdempotentMcpStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.store.tableName });
+    // `npm run ops -- --stack <name>` reads these three.
+    new CfnOutput(this, 'OutboxQueueUrl', { value: this.outbox.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.outbox.deadLetterQueue.queueUrl });
     if (this.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });

@@ -10,6 +10,7 @@ import { AuthenticationError, AuthUnavailableError, type Caller } from '../auth/
 import { buildMcpServer } from '../mcp/server';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { Services } from '../runtime/services';
+import { batchRefusal } from './json-rpc-batch';
 
 /** Larger request bodies are refused with 413 before anything parses them. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -132,6 +133,20 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
   app.get(`${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`, protectedResource);
 
   app.post(MCP_PATH, authenticate(services), async (c) => {
+    // Parsed here (the SDK takes it as is) so that a batch it would mishandle is refused before anything runs.
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err; // e.g. the body limit, answered by its middleware
+      logger.info('mcp request refused', { reason: 'Parse error: Invalid JSON' });
+      return c.json(jsonRpcError(-32700, 'Parse error: Invalid JSON'), 400);
+    }
+    const refusal = batchRefusal(body);
+    if (refusal) {
+      logger.info('mcp request refused', { reason: refusal.slice(0, 200) });
+      return c.json(jsonRpcError(-32600, refusal), 400);
+    }
     const lambda = c.env?.lambdaContext;
     const server = buildMcpServer(services, c.get('caller'), {
       tools: options.tools,
@@ -148,7 +163,7 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     server.onerror = (err) => logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
     await server.connect(transport);
     try {
-      return await transport.handleRequest(c.req.raw);
+      return await transport.handleRequest(c.req.raw, { parsedBody: body });
     } finally {
       // JSON mode: the response is complete once handleRequest resolves, so the server can go.
       await server.close();

@@ -100,11 +100,11 @@ export class OutboxStore {
    */
   eventWrite(message: OutboxMessage): ExtraWrite {
     const key = Keys.outboxEvent(message.event_id);
+    // Created, never overwritten: a colliding id cancels the whole transaction rather than replace someone else's event.
     return {
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          ...key,
+      create: {
+        key,
+        item: {
           event_id: message.event_id,
           event_type: message.type,
           tenant: message.tenant,
@@ -119,8 +119,6 @@ export class OutboxStore {
           [TableSchema.attentionIndex.sortKey]: message.created_at,
           [TableSchema.ttlAttribute]: ttl(message.created_at),
         },
-        // A colliding id must cancel the whole transaction rather than overwrite someone else's event.
-        ConditionExpression: 'attribute_not_exists(pk)',
       },
     };
   }
@@ -188,10 +186,17 @@ export class OutboxStore {
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
-        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now REMOVE attention_pk, attention_at',
+        // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
+        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now, attention_pk = :undelivered, attention_at = :now',
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-        ExpressionAttributeValues: { ':failed': 'FAILED', ':error': error, ':now': now, ':pending': 'PENDING' },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':error': error,
+          ':now': now,
+          ':pending': 'PENDING',
+          ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
+        },
       })),
     );
   }

@@ -10,32 +10,58 @@ import {
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
-import { transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
+import {
+  REVIEW_LOG_MAX_ENTRIES,
+  transition,
+  type IdempotencyRecord,
+  type ReviewEntry,
+  type StoredError,
+} from '../core/state-machine';
 import type {
   ClaimOptions,
   ClaimResult,
   CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
+  OperatorDecision,
   Reconciliation,
   RecordIdentity,
+  ReviewLog,
+  ReviewStore,
   Settlement,
 } from '../engine/persistence';
 import { attentionPk, Keys, TableSchema } from './table-schema';
 
 type Item = Record<string, unknown>;
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-const keyOf = (id: RecordIdentity) => Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
+const keyOf = (id: RecordIdentity, keyPrefix = '') => {
+  const key = Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
+  return keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key;
+};
+
+export interface DynamoDbStoreOptions {
+  /** A DocumentClient (`DynamoDBDocumentClient.from(new DynamoDBClient())`, or createDocumentClient()). */
+  client: DynamoDBDocumentClient;
+  /** The table, of the shape in `TableSchema` (the IdempotencyStore construct creates one). */
+  tableName: string;
+  /**
+   * Put before every record's partition key, for a table shared with other data. Default none. Letters, digits and
+   * `_ . : -` only ('#' separates the key's parts).
+   */
+  keyPrefix?: string;
+}
 
 /**
  * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
  * repeated as attributes: every claim sends the item and every replay reads it back.
  */
-export function recordToItem(record: IdempotencyRecord): Item {
-  const key = keyOf(record);
+export function recordToItem(record: IdempotencyRecord, keyPrefix = ''): Item {
+  const key = keyOf(record, keyPrefix);
   // Properties listed one by one: `{ ...key, <15 more> }` costs tens of microseconds in V8 (Node 20), on every claim.
   const item: Item = {
     pk: key.pk,
@@ -106,15 +132,46 @@ function unavailable(action: string, err: unknown): Error {
 
 const OWNED_PROCESSING = '#status = :processing AND owner_token = :owner';
 
+/** Review logs are an audit trail: kept well beyond the records they describe. */
+const REVIEW_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
+
+/** A settled record replays for a full retention from now, and only then may TTL take it. */
+function retentionFromNow(record: IdempotencyRecord, now: number) {
+  const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+  return { retainUntil, expiresAt: Math.floor(retainUntil / 1000) };
+}
+
 /**
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
-export class DynamoDbIdempotencyStore implements IdempotencyStore {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    readonly tableName: string,
-  ) {}
+export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
+  private readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly keyPrefix: string;
+
+  constructor(options: DynamoDbStoreOptions);
+  /** @deprecated pass the options object. */
+  constructor(client: DynamoDBDocumentClient, tableName: string);
+  constructor(clientOrOptions: DynamoDBDocumentClient | DynamoDbStoreOptions, tableName?: string) {
+    const options: DynamoDbStoreOptions =
+      'client' in clientOrOptions && tableName === undefined ? clientOrOptions : { client: clientOrOptions as DynamoDBDocumentClient, tableName: tableName! };
+    if (typeof options.tableName !== 'string' || options.tableName === '') throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
+    const keyPrefix = options.keyPrefix ?? '';
+    if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    this.doc = options.client;
+    this.tableName = options.tableName;
+    this.keyPrefix = keyPrefix;
+  }
+
+  private keyOf(identity: RecordIdentity) {
+    return keyOf(identity, this.keyPrefix);
+  }
+
+  /** Beside the record, in its partition (prefix included). */
+  private reviewLogKey(identity: RecordIdentity) {
+    return { pk: this.keyOf(identity).pk, sk: Keys.reviewLog(identity.tenant, identity.tool, identity.idempotencyKey).sk };
+  }
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
@@ -142,7 +199,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     try {
       await this.doc.send(
         new TransactWriteCommand({
-          TransactItems: [{ Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, ...writes],
+          TransactItems: [
+            { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+            ...writes.map((w) => this.createItem(w)),
+          ],
         }),
       );
       return { committed: true };
@@ -175,7 +235,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         : { clause: '#expires <= :nowSeconds', names: { '#expires': TableSchema.ttlAttribute }, values: { ':nowSeconds': Math.floor(now / 1000) } };
     return {
       TableName: this.tableName,
-      Item: recordToItem(record),
+      Item: recordToItem(record, this.keyPrefix),
       ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND ${freed.clause})`,
       ExpressionAttributeNames: { '#status': 'status', ...freed.names },
       ExpressionAttributeValues: { ':succeeded': 'SUCCEEDED', ':failed': 'FAILED', ...freed.values },
@@ -185,7 +245,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
     try {
       const { Item } = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: keyOf(identity), ConsistentRead: true }),
+        new GetCommand({ TableName: this.tableName, Key: this.keyOf(identity), ConsistentRead: true }),
       );
       return Item ? itemToRecord(Item) : undefined;
     } catch (err) {
@@ -221,7 +281,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     }
     const update = {
       TableName: this.tableName,
-      Key: keyOf(identity),
+      Key: this.keyOf(identity),
       UpdateExpression: `SET ${set} REMOVE attention_pk, attention_at`,
       ConditionExpression: OWNED_PROCESSING,
       ExpressionAttributeNames: names,
@@ -231,7 +291,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       if (writes.length === 0) {
         await this.doc.send(new UpdateCommand(update));
       } else {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes] }));
+        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] }));
       }
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) throw new OwnershipLostError();
@@ -250,7 +310,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new DeleteCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           ConditionExpression: OWNED_PROCESSING,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':processing': 'PROCESSING', ':owner': ownerToken },
@@ -266,12 +326,12 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    const pk = keyOf(identity).pk;
+    const pk = this.keyOf(identity).pk;
     return this.conditional('mark unknown', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           UpdateExpression:
             'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, attention_pk = :attention, attention_at = :next REMOVE #expires',
           ConditionExpression: OWNED_PROCESSING,
@@ -303,7 +363,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           UpdateExpression:
             'SET owner_token = :newOwner, lease_expires_at = :lease, attention_at = :lease, updated_at = :now',
           // The old lease must still be stale: a racing executor that renewed it keeps it.
@@ -323,7 +383,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
 
   async expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
-    const key = keyOf(record);
+    const key = this.keyOf(record);
     return this.conditional('expire lease', () =>
       this.doc.send(
         new UpdateCommand({
@@ -350,7 +410,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
 
   async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
-    const key = keyOf(record);
+    const key = this.keyOf(record);
     const fence = this.unknownFence(record);
     if (outcome.event === 'reconciled_absent') {
       return this.conditional('release after reconciliation', () =>
@@ -360,11 +420,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     const values: Record<string, unknown> = { ':to': to, ':now': now };
     let set = '#status = :to, updated_at = :now';
     if (to === 'SUCCEEDED' || to === 'FAILED') {
-      // Settled now, so it replays for a full retention from now, and only then may TTL take it.
-      const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+      const retention = retentionFromNow(record, now);
       set += ', retain_until = :retain, #expires = :expires';
-      values[':retain'] = retainUntil;
-      values[':expires'] = Math.floor(retainUntil / 1000);
+      values[':retain'] = retention.retainUntil;
+      values[':expires'] = retention.expiresAt;
     }
     let remove = 'attention_pk, attention_at, next_check_at';
     if (outcome.event === 'reconciled_found') {
@@ -409,7 +468,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(record),
+          Key: this.keyOf(record),
           UpdateExpression: 'SET reconcile_attempts = :attempts, next_check_at = :next, attention_at = :next, #error = :error, last_checked_at = :now',
           ConditionExpression: fence.ConditionExpression,
           ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
@@ -423,6 +482,113 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         }),
       ),
     );
+  }
+
+  async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
+    try {
+      const { Item } = await this.doc.send(
+        new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }),
+      );
+      return { entries: (Item?.entries as ReviewEntry[] | undefined) ?? [], version: Number(Item?.version ?? 0) };
+    } catch (err) {
+      throw unavailable('read', err);
+    }
+  }
+
+  async decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
+    const to = transition(record.status, decision.event);
+    const key = this.keyOf(record);
+    // The version `show` read: status, owner, attempts and the last update (attempts alone could come round again).
+    const attempts = record.reconcileAttempts;
+    const fence = {
+      ConditionExpression: `#status = :from AND owner_token = :owner AND updated_at = :readUpdatedAt AND ${
+        attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
+      }`,
+      names: { '#status': 'status' } as Record<string, string>,
+      values: {
+        ':from': record.status,
+        ':owner': record.ownerToken,
+        ':readUpdatedAt': record.updatedAt,
+        ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
+      } as Record<string, unknown>,
+    };
+    let recordWrite: TransactItem;
+    if (decision.event === 'operator_settled_absent') {
+      recordWrite = {
+        Delete: {
+          TableName: this.tableName,
+          Key: key,
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: fence.names,
+          ExpressionAttributeValues: fence.values,
+        },
+      };
+    } else {
+      const names: Record<string, string> = { ...fence.names, '#error': 'error' };
+      const values: Record<string, unknown> = { ...fence.values, ':to': to, ':now': now };
+      let set = '#status = :to, updated_at = :now';
+      let remove: string;
+      if (decision.event === 'operator_recheck') {
+        set += ', next_check_at = :now, attention_pk = :attention, attention_at = :now, #error = :error';
+        values[':attention'] = attentionPk('UNKNOWN', key.pk);
+        values[':error'] = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+        remove = 'reconcile_attempts';
+      } else {
+        const retention = retentionFromNow(record, now);
+        set += ', retain_until = :retain, #expires = :expires';
+        names['#expires'] = TableSchema.ttlAttribute;
+        values[':retain'] = retention.retainUntil;
+        values[':expires'] = retention.expiresAt;
+        remove = 'attention_pk, attention_at, next_check_at';
+        if (decision.event === 'operator_settled_found') {
+          set += ', #result = :result';
+          names['#result'] = 'result';
+          values[':result'] = decision.result ?? null;
+          remove += ', #error, error_type';
+        } else if (decision.event === 'operator_settled_absent_fail') {
+          set += ', #error = :error, error_type = :errorType';
+          values[':error'] = decision.error;
+          values[':errorType'] = 'terminal';
+        }
+      }
+      recordWrite = {
+        Update: {
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `SET ${set} REMOVE ${remove}`,
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        },
+      };
+    }
+    const logKey = this.reviewLogKey(record);
+    const logWrite: TransactItem = {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          ...logKey,
+          entries: [...log.entries, entry].slice(-REVIEW_LOG_MAX_ENTRIES),
+          version: log.version + 1,
+          [TableSchema.ttlAttribute]: Math.floor(now / 1000) + REVIEW_LOG_RETENTION_SECONDS,
+        },
+        // Another person's decision in between changes the version: theirs stands, ours is not written.
+        ConditionExpression: log.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
+        ...(log.version === 0 ? {} : { ExpressionAttributeValues: { ':version': log.version } }),
+      },
+    };
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: [recordWrite, logWrite] }));
+      return true;
+    } catch (err) {
+      if (err instanceof TransactionCanceledException && err.CancellationReasons?.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
+      throw unavailable('review decision', err);
+    }
+  }
+
+  /** A tool's own item as a transaction Put that refuses to overwrite. */
+  private createItem({ create }: ExtraWrite) {
+    return { Put: { TableName: create.table ?? this.tableName, Item: { ...create.item, ...create.key }, ConditionExpression: 'attribute_not_exists(pk)' } };
   }
 
   /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */

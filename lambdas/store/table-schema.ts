@@ -26,8 +26,12 @@ export const TableSchema = {
 
 /** The attention index is written on every claim; shards keep that write load off a single partition. */
 export const ATTENTION_SHARDS = 4;
-/** REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm. */
-export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW';
+/**
+ * REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm.
+ * UNDELIVERED holds outbox events given up on (the sweep's last send, the dead-letter queue) until a redrive
+ * delivers them: nothing acts on them either, the review tool lists them.
+ */
+export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW' | 'UNDELIVERED';
 
 export function attentionPk(kind: AttentionKind, pk: string): string {
   const shard = createHash('sha1').update(pk).digest().readUInt8(0) % ATTENTION_SHARDS;
@@ -38,22 +42,7 @@ export function attentionPartitions(kind: AttentionKind): string[] {
   return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => `${kind}#${shard}`);
 }
 
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
-
-/** Key builders; '#' cannot occur in tenants, tools or keys (their charset excludes it). */
-export const Keys = {
-  idempotency: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
-    pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
-    sk: 'IDEM',
-  }),
-  order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
-  outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
-  /** The consumer's dedup marker: written before an event's effect runs. */
-  deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
-};
+export { Keys, type ItemKey } from '../core/keys';
 
 /** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {

@@ -1,6 +1,9 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Match } from 'aws-cdk-lib/assertions';
 import { Duration, App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { EnvVars } from '../../lambdas/config';
+import { IdempotentMcpStack } from '../../lib/idempotent-mcp-stack';
 import { describe, expect, inject, it } from 'vitest';
 import { settingsFromContext } from '../../lib/context';
 import { MCP_TABLE_ACTIONS } from '../../lib/constructs/mcp-function';
@@ -8,6 +11,7 @@ import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
 import { OutboxQueue } from '../../lib/constructs/outbox-queue';
 import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
+import { StackOutput } from '../../ops/target';
 import { MetricName } from '../../lambdas/observability/metrics';
 import { awsClientConfig } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
@@ -174,6 +178,13 @@ describe('the functions', () => {
     }
   });
 
+  it('give the reconciler RECONCILE_MAX_ATTEMPTS: 8 by default, the context key reconcileMaxAttempts when set', () => {
+    expect(env(functionIds.reconciler).RECONCILE_MAX_ATTEMPTS).toBe('8');
+    const cautious = synthStack({ reconcileMaxAttempts: '3' });
+    const vars = cautious.template.toJSON().Resources[logicalId(cautious.stack.reconciler.handler.function)].Properties.Environment.Variables;
+    expect(vars.RECONCILE_MAX_ATTEMPTS).toBe('3');
+  });
+
   it('give the MCP function 29 s, of which the engine keeps its completion margin', () => {
     expect(fnProps(functionIds.mcp).Timeout).toBe(29);
     // The consumer's lease covers a verification and a delivery at the downstream timeout, plus a settle margin.
@@ -322,6 +333,34 @@ describe('event sources and the schedule', () => {
       Principal: 'events.amazonaws.com',
     });
   });
+
+  it('the reconciler\'s backoff starts at its own period: RECONCILE_INTERVAL_MS is the schedule\'s rate, as the MCP function says', () => {
+    // Without it the reconciler backs off from the local default (seconds) while it runs once a minute, and a
+    // downstream outage of well under an hour parks UNKNOWN records for review.
+    expect(env(functionIds.reconciler).RECONCILE_INTERVAL_MS).toBe('60000');
+    expect(env(functionIds.mcp).RECONCILE_INTERVAL_MS).toBe('60000');
+    const slower = new IdempotentMcpStack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Slower', { reconcilePeriod: Duration.minutes(5) });
+    const slowerResources = Template.fromStack(slower).toJSON().Resources;
+    const slowerEnv = (fn: { node: { defaultChild?: unknown } }) => slowerResources[logicalId(fn)].Properties.Environment.Variables;
+    expect(slowerEnv(slower.reconciler.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
+    expect(slowerEnv(slower.mcp.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
+    Template.fromStack(slower).hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
+  });
+});
+
+describe('the configuration contract', () => {
+  it('every variable a construct sets is declared once in lambdas/config.ts, and reads back as what was set', () => {
+    const declared = new Map(Object.values(EnvVars).map((v) => [v.name, v]));
+    // Set by the Parameters and Secrets layer's own props, not read by our code.
+    const layerSettings = /^(PARAMETERS_SECRETS_EXTENSION_(?!HTTP_PORT)|SECRETS_MANAGER_|SSM_)/;
+    for (const [, fn] of ofType('AWS::Lambda::Function')) {
+      for (const [name, value] of Object.entries(fn.Properties.Environment?.Variables ?? {})) {
+        if (layerSettings.test(name)) continue;
+        expect(declared.has(name), `${name} is not declared in EnvVars`).toBe(true);
+        if (typeof value === 'string') expect(() => declared.get(name)!.parse(value), name).not.toThrow();
+      }
+    }
+  });
 });
 
 describe('the MCP URL and auth', () => {
@@ -352,6 +391,13 @@ describe('the MCP URL and auth', () => {
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['McpUrl', 'TokenEndpoint', 'TokenScope', 'ClientId', 'ClientSecretCommand']));
     expect(outputs.McpUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.mcp.url as never), 'FunctionUrl'] }, 'mcp']] });
     expect(JSON.stringify(template.toJSON())).not.toContain('ClientSecret"]');
+  });
+
+  it('outputs the table and both queues, which the review tool reads with --stack', () => {
+    const outputs = template.toJSON().Outputs;
+    expect(outputs[StackOutput.table].Value).toEqual({ Ref: tableId });
+    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.outbox.queue) });
+    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.outbox.deadLetterQueue) });
   });
 
   it('verifies an existing OIDC issuer instead, from context, and then creates no Cognito resources', () => {
@@ -475,6 +521,7 @@ describe('context settings', () => {
     expect(() => read({ emailMode: 'smtp' })).toThrow(/"emailMode" must be one of ses, sandbox/);
     expect(() => read({ urlAuthType: 'AWS_IAM' })).toThrow(/"urlAuthType" is no longer supported/);
     expect(() => read({ logRetentionDays: '45' })).toThrow(/logRetentionDays/);
+    expect(() => read({ reconcileMaxAttempts: '0' })).toThrow(/reconcileMaxAttempts/);
     expect(() => synthStack({ emailMode: 'ses' })).toThrow(/needs emailFrom/);
   });
 });

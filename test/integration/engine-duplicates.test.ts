@@ -306,7 +306,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const call = (amount: number) =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, async () => ({
           result: { order_id: orderId },
-          writes: [orderWrite(table.tableName, TENANT, orderId)],
+          writes: [orderWrite(TENANT, orderId)],
         }));
 
       expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: false });

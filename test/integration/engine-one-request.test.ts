@@ -36,7 +36,7 @@ function orderTool(key: string) {
     orderId,
     executor: async (ctx: { path: ExecutionPath }) => {
       paths.push(ctx.path);
-      return { result: { order_id: orderId, run: paths.length }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
+      return { result: { order_id: orderId, run: paths.length }, writes: [orderWrite(TENANT, orderId)] };
     },
   };
 }
@@ -120,7 +120,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
       paths.push(ctx.path);
       // As create_order does: on the claimed path it reads the order and answers with it.
       if (ctx.path === 'claimed') return { result: { order_id: orderId, existing: true } };
-      return { result: { order_id: orderId, existing: false }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
+      return { result: { order_id: orderId, existing: false }, writes: [orderWrite(TENANT, orderId)] };
     });
     expect(paths).toEqual(['one_request', 'claimed']);
     expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: orderId, existing: true } });

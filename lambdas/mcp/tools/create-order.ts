@@ -27,7 +27,7 @@ export const createOrderTool = defineWriteTool({
   async execute(args, ctx) {
     const orderId = orderIdFor(ctx.tenant, ctx.tool, ctx.idempotencyKey);
     const order: Order = { order_id: orderId, status: 'created', ...args, created_at: new Date(ctx.now()).toISOString() };
-    const write = putOrderWrite(ctx.services.tableName, ctx.tenant, ctx.idempotencyKey, order);
+    const write = putOrderWrite(ctx.tenant, ctx.idempotencyKey, order);
     // A key whose record has expired may come back: its order already exists, and the key still names only it. On
     // the one-request path the order's put condition finds it instead of a read, and the claimed path runs this again.
     if (ctx.path === 'one_request') return { result: order, writes: [write] };
