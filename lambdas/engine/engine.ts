@@ -66,7 +66,21 @@ export interface ExecutionContext {
   /** Aborted at the deadline: hand it to every downstream call. */
   signal: AbortSignal;
   now: Clock;
+  /**
+   * 'one_request' (a local tool's first attempt): the writes commit only if the key is free, and a write refused by
+   * its own condition sends the call down the claimed path, which runs the tool again with 'claimed'. A read that
+   * only guards against items left by an earlier use of the key can wait for that second run.
+   */
+  path: ExecutionPath;
 }
+
+/**
+ * 'local': `execute` computes the result and the items to write and calls nothing outside (its own table, an outbox
+ * event), so the record and the items commit in one request. 'external' (default): it calls another system, so the
+ * key is claimed before and settled after.
+ */
+export type ToolEffect = 'local' | 'external';
+export type ExecutionPath = 'one_request' | 'claimed';
 
 export interface Execution<R> {
   result: R;
@@ -85,6 +99,8 @@ export interface WriteRequest {
   traceId?: string;
   /** The Lambda context's getRemainingTimeInMillis; bounds the execution budget. */
   remainingTimeMs?: () => number;
+  /** What the tool's execution touches; 'local' takes the one-request path. Default 'external'. */
+  effect?: ToolEffect;
 }
 
 export interface EngineOptions {
@@ -109,6 +125,18 @@ class DeadlineExceeded extends Error {
 
 const CLAIM_AGAIN = Symbol('claim again');
 type FollowResult<R> = WriteToolResult<R> | typeof CLAIM_AGAIN | { execute: IdempotencyRecord };
+
+/** What to do with the key once it is ours: execute (the claimed path), or record what the one-request path saw. */
+type AfterClaim<R> = (record: IdempotencyRecord) => Promise<WriteToolResult<R>>;
+type OneRequestOutcome<R> =
+  | { answer: WriteToolResult<R> }
+  /** The key is held: answer as a duplicate. */
+  | { held: IdempotencyRecord }
+  /** Not concluded in one request: claim the key, then `afterClaim`. */
+  | { claimFirst: AfterClaim<R>; mayHaveCommitted: boolean };
+
+/** Attempts of the one-request commit that meet another transaction on the same key before taking the claimed path. */
+const CONTENDED_COMMIT_ATTEMPTS = 4;
 
 /**
  * The one place that owns the idempotency state machine: claim, execute once, settle, and answer duplicates.
@@ -168,7 +196,10 @@ export class IdempotencyEngine {
         errorCode,
       });
 
+    // The one-request path wrote and may have committed: from then on, a store failure is not "nothing ran".
+    let mayHaveCommitted = false;
     try {
+      let oneRequest = request.effect === 'local';
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
         const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);
@@ -192,18 +223,37 @@ export class IdempotencyEngine {
           ),
           traceId: request.traceId,
         };
-        const claim = await this.store.claim(record, now, { onExpired: policy.onExpired });
-        let toExecute = record;
-        if (!claim.claimed) {
-          const followed = await this.follow<R>(claim.existing, fp, policy, request, emit);
-          if (followed === CLAIM_AGAIN) continue;
-          if (!('execute' in followed)) return followed;
-          toExecute = followed.execute;
+        let afterClaim: AfterClaim<R> = (claimed) => this.execute(claimed, policy, request, execute, emit);
+        let existing: IdempotencyRecord | undefined;
+        if (oneRequest) {
+          const once = await this.runOnce(record, budgetMs, policy, request, execute, emit);
+          if ('answer' in once) return once.answer;
+          if ('held' in once) existing = once.held;
+          else {
+            oneRequest = false;
+            afterClaim = once.claimFirst;
+            mayHaveCommitted = once.mayHaveCommitted;
+          }
         }
-        return await this.execute(toExecute, policy, request, execute, emit);
+        if (!existing) {
+          const claim = await this.store.claim(record, now, { onExpired: policy.onExpired });
+          if (claim.claimed) return await afterClaim(record);
+          existing = claim.existing;
+          // Our own settled record: a one-request commit whose answer was lost did apply.
+          if (existing.ownerToken === record.ownerToken) return this.answerFromRecord<R>(existing, record, emit);
+        }
+        const followed = await this.follow<R>(existing, fp, policy, request, emit);
+        if (followed === CLAIM_AGAIN) continue;
+        if (!('execute' in followed)) return followed;
+        return await afterClaim(followed.execute);
       }
       throw new StoreUnavailableError('the key kept changing state while claiming it');
     } catch (err) {
+      if (err instanceof StoreUnavailableError && mayHaveCommitted) {
+        // The one-request commit may have applied and the store cannot tell: never claim either way.
+        emit('unknown', ErrorCode.STORE_UNAVAILABLE);
+        return WriteResults.unknown(key, this.unknownRetryAfterMs);
+      }
       if (err instanceof StoreUnavailableError) {
         // Only claims and reads before execution get here (execute() answers its own store errors). Nothing ran in
         // this call, but the key's state cannot be read: an earlier call with it may have run, so never "failed".
@@ -314,51 +364,13 @@ export class IdempotencyEngine {
     // Measured now (a follower may have waited before taking over) and never past the lease less the margin.
     const budgetMs = Math.min(this.budget(now, policy, request).budgetMs, record.leaseExpiresAt - this.completionMarginMs - now);
     if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit);
-    const controller = new AbortController();
-    const deadline = now + budgetMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const err = new DeadlineExceeded(budgetMs);
-        controller.abort(err);
-        reject(err);
-      }, budgetMs);
-    });
-    let execution: Execution<R>;
-    try {
-      execution = await Promise.race([
-        execute({
-          tenant: record.tenant,
-          tool: record.tool,
-          idempotencyKey: key,
-          traceId: request.traceId,
-          deadline,
-          signal: controller.signal,
-          now: this.clock,
-        }),
-        timedOut,
-      ]);
-    } catch (err) {
-      return this.onExecutionFailure(record, controller.signal.aborted ? 'uncertain' : classifyFailure(err), err, emit);
-    } finally {
-      clearTimeout(timer);
-    }
-
-    // The result travels as JSON (MCP structuredContent) and is stored as JSON: normalising it here makes the
-    // first answer identical to every replay (a Date becomes its ISO string on both).
-    const json = JSON.stringify(execution.result ?? null);
-    const size = Buffer.byteLength(json);
-    if (size > policy.maxResultBytes) {
-      // The tool ran (its downstream may have acted) but its outcome cannot be kept: verify it, never re-run blindly.
-      const tooLarge = new ResultTooLargeError(size, policy.maxResultBytes);
-      await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large');
-      emit('unknown', tooLarge.code);
-      return { ...WriteResults.unknown(key, this.unknownRetryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
-    }
-    const result = (execution.result === undefined ? undefined : JSON.parse(json)) as R;
+    const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'claimed');
+    if ('failure' in outcome) return this.onExecutionFailure(record, outcome.failure, outcome.err, emit);
+    if ('tooLarge' in outcome) return this.refuseTooLarge(record, outcome.tooLarge, emit);
+    const { result, writes } = outcome;
 
     try {
-      await this.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result }, this.clock(), execution.writes);
+      await this.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result }, this.clock(), writes);
       emit('executed');
       return WriteResults.succeeded(key, result);
     } catch (err) {
@@ -380,6 +392,120 @@ export class IdempotencyEngine {
       emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
       return WriteResults.unknown(key, this.unknownRetryAfterMs);
     }
+  }
+
+  /**
+   * The one-request path: execute first, then commit the settled record and the tool's writes in one request
+   * conditioned on the key being free. A duplicate learns the holder's record from the same failed request. What
+   * cannot be concluded in one request (a failure to record, a refused write, a commit the store could not confirm)
+   * takes the claimed path, which records it exactly as a tool that is not local would.
+   */
+  private async runOnce<R>(
+    record: IdempotencyRecord,
+    budgetMs: number,
+    policy: ResolvedPolicy,
+    request: WriteRequest,
+    execute: Executor<R>,
+    emit: Emit,
+  ): Promise<OneRequestOutcome<R>> {
+    const key = record.idempotencyKey;
+    const runClaimed: AfterClaim<R> = (claimed) => this.execute(claimed, policy, request, execute, emit);
+    const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'one_request');
+    if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit), mayHaveCommitted: false };
+    let settled: IdempotencyRecord;
+    if ('failure' in outcome) {
+      if (outcome.failure !== 'terminal') {
+        return { claimFirst: (claimed) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit), mayHaveCommitted: false };
+      }
+      transition('PROCESSING', 'fail');
+      settled = { ...record, status: 'FAILED', error: toStoredError(outcome.err), errorType: 'terminal', updatedAt: this.clock() };
+    } else {
+      settled = { ...record, status: 'SUCCEEDED', result: outcome.result, updatedAt: this.clock() };
+    }
+    for (let attempt = 1; ; attempt++) {
+      let commit: Awaited<ReturnType<IdempotencyStore['commitOnce']>>;
+      try {
+        commit = await this.store.commitOnce(settled, this.clock(), { onExpired: policy.onExpired }, 'failure' in outcome ? [] : outcome.writes);
+      } catch (err) {
+        // A refused write of the tool's own: nothing committed; the claimed path runs the tool again and settles it.
+        if (err instanceof TransactionRejectedError) return { claimFirst: runClaimed, mayHaveCommitted: false };
+        // May have committed: claiming with our owner token finds our record if it did, and fences it out if not.
+        if (err instanceof StoreUnavailableError) return { claimFirst: runClaimed, mayHaveCommitted: true };
+        throw err;
+      }
+      if (commit.committed) {
+        if (settled.status === 'SUCCEEDED') {
+          emit('executed');
+          return { answer: WriteResults.succeeded(key, settled.result as R) };
+        }
+        emit('failed', settled.error?.code);
+        return { answer: WriteResults.failed(key, storedErrorOf(settled)) };
+      }
+      if ('existing' in commit) return { held: commit.existing };
+      if (attempt >= CONTENDED_COMMIT_ATTEMPTS) return { claimFirst: runClaimed, mayHaveCommitted: false };
+      // Concurrent first calls: the other transaction settles within milliseconds; jitter keeps the retries apart.
+      await this.sleep(Math.round(Math.random() * 10 * 2 ** attempt));
+    }
+  }
+
+  /** Runs the tool within its budget; its result normalised to the JSON that is stored and replayed. */
+  private async invoke<R>(
+    record: IdempotencyRecord,
+    budgetMs: number,
+    policy: ResolvedPolicy,
+    request: WriteRequest,
+    execute: Executor<R>,
+    path: ExecutionPath,
+  ): Promise<
+    | { result: R; writes: ExtraWrite[] | undefined }
+    | { failure: ReturnType<typeof classifyFailure>; err: unknown }
+    | { tooLarge: ResultTooLargeError }
+  > {
+    const now = this.clock();
+    const controller = new AbortController();
+    const deadline = now + budgetMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new DeadlineExceeded(budgetMs);
+        controller.abort(err);
+        reject(err);
+      }, budgetMs);
+    });
+    let execution: Execution<R>;
+    try {
+      execution = await Promise.race([
+        execute({
+          tenant: record.tenant,
+          tool: record.tool,
+          idempotencyKey: record.idempotencyKey,
+          traceId: request.traceId,
+          deadline,
+          signal: controller.signal,
+          now: this.clock,
+          path,
+        }),
+        timedOut,
+      ]);
+    } catch (err) {
+      return { failure: controller.signal.aborted ? 'uncertain' : classifyFailure(err), err };
+    } finally {
+      clearTimeout(timer);
+    }
+
+    // The result travels as JSON (MCP structuredContent) and is stored as JSON: normalising it here makes the
+    // first answer identical to every replay (a Date becomes its ISO string on both).
+    const json = JSON.stringify(execution.result ?? null);
+    const size = Buffer.byteLength(json);
+    if (size > policy.maxResultBytes) return { tooLarge: new ResultTooLargeError(size, policy.maxResultBytes) };
+    return { result: (execution.result === undefined ? undefined : JSON.parse(json)) as R, writes: execution.writes };
+  }
+
+  /** The tool ran (its downstream may have acted) but its outcome cannot be kept: verify it, never re-run blindly. */
+  private async refuseTooLarge<R>(record: IdempotencyRecord, tooLarge: ResultTooLargeError, emit: Emit): Promise<WriteToolResult<R>> {
+    await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large');
+    emit('unknown', tooLarge.code);
+    return { ...WriteResults.unknown(record.idempotencyKey, this.unknownRetryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
   }
 
   private async onExecutionFailure<R>(

@@ -4,6 +4,7 @@ import { keyIsFree, transition, type IdempotencyRecord, type StoredError } from 
 import type {
   ClaimOptions,
   ClaimResult,
+  CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
   Reconciliation,
@@ -36,6 +37,27 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     return { claimed: false, existing: copy(existing) };
   }
 
+  async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
+    transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
+    const existing = this.records.get(recordKey(record));
+    if (existing && !keyIsFree(existing, now, options.onExpired ?? 'review')) {
+      if (existing.ownerToken === record.ownerToken) return { committed: true };
+      return { committed: false, existing: copy(existing) };
+    }
+    this.refuseTakenItems(writes);
+    for (const { create } of writes) this.items.set(itemKey(create.key, create.table), copy({ ...create.item, ...create.key }));
+    this.records.set(recordKey(record), copy(record));
+    return { committed: true };
+  }
+
+  /** A tool's item whose key is already there (or twice in one transaction) refuses the whole transaction. */
+  private refuseTakenItems(writes: ExtraWrite[]) {
+    const taken = writes.map(({ create }) => (this.items.has(itemKey(create.key, create.table)) ? 'ConditionalCheckFailed' : 'None'));
+    const keys = writes.map(({ create }) => itemKey(create.key, create.table));
+    const duplicate = keys.some((key, i) => keys.indexOf(key) !== i);
+    if (taken.includes('ConditionalCheckFailed') || duplicate) throw new TransactionRejectedError(['None', ...taken]);
+  }
+
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
     const record = this.records.get(recordKey(identity));
     return record && copy(record);
@@ -45,10 +67,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     transition('PROCESSING', settlement.status === 'SUCCEEDED' ? 'complete' : 'fail');
     const record = this.owned(identity, ownerToken);
     if (!record) throw new OwnershipLostError();
-    const taken = writes.map(({ create }) => (this.items.has(itemKey(create.key, create.table)) ? 'ConditionalCheckFailed' : 'None'));
-    const keys = writes.map(({ create }) => itemKey(create.key, create.table));
-    const duplicate = keys.some((key, i) => keys.indexOf(key) !== i);
-    if (taken.includes('ConditionalCheckFailed') || duplicate) throw new TransactionRejectedError(['None', ...taken]);
+    this.refuseTakenItems(writes);
     for (const { create } of writes) this.items.set(itemKey(create.key, create.table), copy({ ...create.item, ...create.key }));
     record.status = settlement.status;
     record.updatedAt = now;

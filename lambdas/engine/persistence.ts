@@ -27,6 +27,13 @@ export interface ClaimOptions {
 
 export type ClaimResult = { claimed: true } | { claimed: false; existing: IdempotencyRecord };
 
+export type CommitOnceResult =
+  | { committed: true }
+  /** The key is held: the caller is a duplicate and answers from this record. Nothing was written. */
+  | { committed: false; existing: IdempotencyRecord }
+  /** Another transaction on the same items was in flight: nothing was written; trying again may commit or meet its record. */
+  | { committed: false; contended: true };
+
 /** What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine. */
 export type Reconciliation =
   /** The downstream has the effect: SUCCEEDED with its result (replayed to the next duplicate). */
@@ -87,6 +94,13 @@ export interface IdempotencyStore {
    * A record carrying our own owner token counts as claimed (a retried request whose first answer was lost).
    */
   claim(record: IdempotencyRecord, now: number, options?: ClaimOptions): Promise<ClaimResult>;
+  /**
+   * The one-request path of a tool whose effect is local: writes the settled (SUCCEEDED or FAILED) record and the
+   * tool's writes in one transaction, on the same condition as `claim` (the key is free). A record carrying our own
+   * owner token counts as committed (a retried request whose first answer was lost). Throws
+   * `TransactionRejectedError` when one of the tool's own writes was refused (nothing committed).
+   */
+  commitOnce(record: IdempotencyRecord, now: number, options?: ClaimOptions, writes?: ExtraWrite[]): Promise<CommitOnceResult>;
   /** Strongly consistent read. */
   get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined>;
   /** PROCESSING (owned by `ownerToken`) to SUCCEEDED/FAILED, with the tool's writes in the same transaction. */

@@ -5,7 +5,7 @@ import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } fr
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
-import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy } from '../engine/engine';
+import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
@@ -33,6 +33,11 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
   annotations: { destructiveHint: boolean; openWorldHint: boolean };
   /** Retention, expiry, re-execution and timeout settings; the defaults suit most tools. */
   idempotency?: IdempotencyPolicy;
+  /**
+   * 'local' when `execute` calls nothing outside and its whole effect is the `writes` it returns (own items, an
+   * outbox event): record and writes then commit in one DynamoDB request. Default 'external' (claim, call, settle).
+   */
+  effect?: ToolEffect;
   /**
    * 'client' (default): the caller generates `idempotency_key`. 'operation_id': the caller must first get an id
    * from `issue_operation_id`, bound to its tenant and this tool (high-risk tools, payments).
@@ -193,6 +198,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
         args: business,
         traceId,
         remainingTimeMs: call.remainingTimeMs,
+        effect: spec.effect,
       },
       policy,
       (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),
@@ -217,6 +223,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     keySource,
     keyField,
     idempotency: policy,
+    effect: spec.effect ?? 'external',
     reconcile: spec.reconcile,
     onAbsent: spec.onAbsent ?? 'release',
     async call(rawArgs, call) {

@@ -2,7 +2,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import type { z } from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
-import type { IdempotencyPolicy } from '../engine/engine';
+import type { IdempotencyPolicy, ToolEffect } from '../engine/engine';
 import type { Services } from '../runtime/services';
 
 /** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
@@ -38,6 +38,8 @@ export interface WriteToolDefinition extends ToolDefinition {
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';
   idempotency: IdempotencyPolicy;
+  /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
+  effect: ToolEffect;
   /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
   reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;

@@ -24,6 +24,7 @@ import {
 import type {
   ClaimOptions,
   ClaimResult,
+  CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
   OperatorDecision,
@@ -174,22 +175,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
-    // The same predicate as `keyIsFree`, one comparison per policy (compared here because TTL deletes late and
-    // DynamoDB Local never): 'execute' frees a settled record at the end of its retention, 'review' at its expiry.
-    const freed: { clause: string; names: Record<string, string>; values: Record<string, number> } =
-      options.onExpired === 'execute'
-        ? { clause: 'retain_until <= :now', names: {}, values: { ':now': now } }
-        : { clause: '#expires <= :nowSeconds', names: { '#expires': TableSchema.ttlAttribute }, values: { ':nowSeconds': Math.floor(now / 1000) } };
     try {
       await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: recordToItem(record, this.keyPrefix),
-          ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND ${freed.clause})`,
-          ExpressionAttributeNames: { '#status': 'status', ...freed.names },
-          ExpressionAttributeValues: { ':succeeded': 'SUCCEEDED', ':failed': 'FAILED', ...freed.values },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+        new PutCommand({ ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
       );
       return { claimed: true };
     } catch (err) {
@@ -204,6 +192,54 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       }
       throw unavailable('claim', err);
     }
+  }
+
+  async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
+    transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+            ...writes.map((w) => this.createItem(w)),
+          ],
+        }),
+      );
+      return { committed: true };
+    } catch (err) {
+      if (!(err instanceof TransactionCanceledException)) throw unavailable('one-request commit', err);
+      const reasons = err.CancellationReasons ?? [];
+      const ours = reasons[0];
+      if (ours?.Code === 'ConditionalCheckFailed') {
+        // ALL_OLD is always returned by DynamoDB; the read is a fallback for emulators that omit it.
+        const existing = ours.Item ? itemToRecord(unmarshall(ours.Item)) : await this.get(record);
+        if (!existing) return { committed: false, contended: true }; // deleted in between: the key is free again
+        // Our own record: the SDK retried a commit whose first answer was lost after it was applied.
+        if (existing.ownerToken === record.ownerToken) return { committed: true };
+        return { committed: false, existing };
+      }
+      if (reasons.some((r) => r.Code === 'TransactionConflict')) return { committed: false, contended: true };
+      throw new TransactionRejectedError(reasons.map((r) => r.Code ?? 'None'));
+    }
+  }
+
+  /**
+   * The record's put, conditioned on its key being free: the same predicate as `keyIsFree`, one comparison per
+   * policy (compared here because TTL deletes late and DynamoDB Local never): 'execute' frees a settled record at
+   * the end of its retention, 'review' at its expiry.
+   */
+  private putIfKeyIsFree(record: IdempotencyRecord, now: number, options: ClaimOptions) {
+    const freed: { clause: string; names: Record<string, string>; values: Record<string, number> } =
+      options.onExpired === 'execute'
+        ? { clause: 'retain_until <= :now', names: {}, values: { ':now': now } }
+        : { clause: '#expires <= :nowSeconds', names: { '#expires': TableSchema.ttlAttribute }, values: { ':nowSeconds': Math.floor(now / 1000) } };
+    return {
+      TableName: this.tableName,
+      Item: recordToItem(record, this.keyPrefix),
+      ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND ${freed.clause})`,
+      ExpressionAttributeNames: { '#status': 'status', ...freed.names },
+      ExpressionAttributeValues: { ':succeeded': 'SUCCEEDED', ':failed': 'FAILED', ...freed.values },
+    };
   }
 
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../../lambdas/core/clock';
+import {
+  IdempotencyEngine,
+  type EngineOptions,
+  type Executor,
+  type IdempotencyPolicy,
+  type ToolEffect,
+  type WriteRequest,
+} from '../../lambdas/engine/engine';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
 import { Keys } from '../../lambdas/store/table-schema';
 
@@ -47,4 +55,43 @@ export function orderWrite(tenant: string, orderId: string, extra: Record<string
 export async function orderItem(doc: DynamoDBDocumentClient, tableName: string, tenant: string, orderId: string) {
   const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: Keys.order(tenant, orderId), ConsistentRead: true }));
   return Item;
+}
+
+/** The engine's two paths; every engine test runs on both. */
+export const ENGINE_PATHS = [
+  { path: 'claimed', effect: 'external' },
+  { path: 'one-request', effect: 'local' },
+] as const satisfies readonly { path: string; effect: ToolEffect }[];
+
+/** An engine whose every call comes from a tool with this effect (the tool spec's `effect`). */
+export function engineFor(effect: ToolEffect, options: EngineOptions): IdempotencyEngine {
+  let commits = 0;
+  const observer = options.observer;
+  const engine = new (class extends IdempotencyEngine {
+    override run<R>(request: WriteRequest, policy: IdempotencyPolicy, execute: Executor<R>) {
+      return super.run<R>({ ...request, effect }, policy, execute);
+    }
+  })({
+    ...options,
+    observer: {
+      record(event) {
+        if (event.type === 'executed' || event.type === 'failed') commits++;
+        observer?.record(event);
+      },
+    },
+  });
+  effects.set(engine, { effect, commits: () => commits });
+  return engine;
+}
+
+const effects = new WeakMap<IdempotencyEngine, { effect: ToolEffect; commits: () => number }>();
+
+/**
+ * How often the tool acted. Claimed path: every run of the tool (each may call a downstream). One-request path: the
+ * tool runs for every call, duplicates included, but only computes; it acts by committing its outcome, so the count
+ * is the outcomes this engine committed (executed and failed events).
+ */
+export function ran(engine: IdempotencyEngine, runs: number): number {
+  const entry = effects.get(engine);
+  return entry?.effect === 'local' ? entry.commits() : runs;
 }

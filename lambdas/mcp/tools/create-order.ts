@@ -22,10 +22,15 @@ export const createOrderTool = defineWriteTool({
   // The order commits atomically with the SUCCEEDED record, so a stale execution cannot have left an order
   // behind: re-running it is safe.
   idempotency: { reexecuteSafe: true },
+  // Its whole effect is the order item: record and order commit in one request.
+  effect: 'local',
   async execute(args, ctx) {
     const orderId = orderIdFor(ctx.tenant, ctx.tool, ctx.idempotencyKey);
     const order: Order = { order_id: orderId, status: 'created', ...args, created_at: new Date(ctx.now()).toISOString() };
-    // A key whose record has expired may come back: its order already exists, and the key still names only it.
+    const write = putOrderWrite(ctx.tenant, ctx.idempotencyKey, order);
+    // A key whose record has expired may come back: its order already exists, and the key still names only it. On
+    // the one-request path the order's put condition finds it instead of a read, and the claimed path runs this again.
+    if (ctx.path === 'one_request') return { result: order, writes: [write] };
     const existing = await getOrder(ctx.services.doc, ctx.services.tableName, ctx.tenant, orderId);
     if (existing) {
       const same = (o: Order) => canonicalJson({ customer_id: o.customer_id, items: o.items, currency: o.currency });
@@ -35,7 +40,7 @@ export const createOrderTool = defineWriteTool({
         `This idempotency_key already created order ${orderId} with other arguments; use a new key for a new order.`,
       );
     }
-    return { result: order, writes: [putOrderWrite(ctx.tenant, ctx.idempotencyKey, order)] };
+    return { result: order, writes: [write] };
   },
   async reconcile({ record }, services) {
     // The order and the SUCCEEDED record commit together, so the order's existence is the whole answer.

@@ -15,6 +15,8 @@ export const createTicketTool = defineWriteTool({
   result: queuedSchema,
   annotations: { destructiveHint: false, openWorldHint: true },
   idempotency: { reexecuteSafe: true },
+  // Its whole effect is the outbox event committed with the record: one request.
+  effect: 'local',
   async execute(args, ctx) {
     return queueEffect(EventType.CreateTicket, args, ctx);
   },

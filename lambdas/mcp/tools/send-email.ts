@@ -17,6 +17,8 @@ export const sendEmailTool = defineWriteTool({
   annotations: { destructiveHint: false, openWorldHint: true },
   // The only effect of running it is the committed event, so a stale execution may be re-run.
   idempotency: { reexecuteSafe: true },
+  // Its whole effect is the outbox event committed with the record: one request.
+  effect: 'local',
   async execute(args, ctx) {
     return queueEffect(EventType.SendEmail, args, ctx);
   },
