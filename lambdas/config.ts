@@ -13,6 +13,8 @@ export type AuthConfig =
       issuer: string;
       audience: string;
       tenantClaim: string;
+      /** Scopes every token must carry (403 insufficient_scope otherwise). */
+      requiredScopes: string[];
     }
   | {
       /** An external OpenID Connect / OAuth issuer (Cognito by default in the CDK stack). */
@@ -25,6 +27,8 @@ export type AuthConfig =
       audience?: string;
       jwksUrl: string;
       tenantClaim: string;
+      /** Scopes every token must carry (403 insufficient_scope otherwise); the stack's tools scope with Cognito. */
+      requiredScopes: string[];
     };
 
 /** Downstream systems, the outbox queue and the reconciler. Unset URLs fail the calls that need them, not the start. */
@@ -72,6 +76,19 @@ export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
 export const DEFAULT_AUDIENCE = 'idempotent-mcp';
 export const DEFAULT_TENANT_CLAIM = 'tenant';
 export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
+/** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
+export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** AUTH_REQUIRED_SCOPES: space-separated scope tokens (RFC 6749 §3.3); set but blank requires none. */
+function scopes(env: Env, name: string, fallback: string[]): string[] {
+  const value = env[name];
+  if (value === undefined) return fallback;
+  const list = value.split(' ').filter(Boolean);
+  const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
+  if (bad !== undefined) throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
+  return [...new Set(list)];
+}
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -104,6 +121,7 @@ export function loadAuthConfig(env: Env): AuthConfig {
       issuer: optional(env, 'AUTH_ISSUER') ?? DEV_ISSUER,
       audience: optional(env, 'AUTH_AUDIENCE') ?? DEFAULT_AUDIENCE,
       tenantClaim,
+      requiredScopes: scopes(env, 'AUTH_REQUIRED_SCOPES', [DEFAULT_DEV_SCOPE]),
     };
   }
   if (mode !== 'oidc') throw new ConfigError(`AUTH_MODE must be 'dev' or 'oidc' (got '${mode}')`);
@@ -115,6 +133,7 @@ export function loadAuthConfig(env: Env): AuthConfig {
     audience: optional(env, 'AUTH_AUDIENCE'),
     jwksUrl,
     tenantClaim,
+    requiredScopes: scopes(env, 'AUTH_REQUIRED_SCOPES', []),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, InputRequiredResult, ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
@@ -14,7 +14,17 @@ export interface ToolCall {
   remainingTimeMs?: () => number;
   /** The tools this server exposes, by name. */
   tools: ReadonlyMap<string, ToolDefinition>;
+  /** 'modern': a 2026-07-28 request, which can answer an input request; 'legacy': a 2025-era one, which cannot. */
+  era?: ProtocolEra;
+  /** A 2026-07-28 retry's answers to the input requests of the round before (untrusted: validate them). */
+  inputResponses?: Record<string, unknown>;
+  /** The `requestState` that retry echoes (untrusted: verify it). */
+  requestState?: string;
 }
+
+export type ProtocolEra = 'legacy' | 'modern';
+/** A tool's answer: a result, or (2026-07-28 only) a request for the person's input before it can run. */
+export type ToolAnswer = CallToolResult | InputRequiredResult;
 
 /** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
 export interface ToolDefinition {
@@ -26,7 +36,7 @@ export interface ToolDefinition {
   inputSchema: z.ZodObject;
   outputSchema: z.ZodObject;
   annotations: ToolAnnotations;
-  call(args: Record<string, unknown> | undefined, call: ToolCall): Promise<CallToolResult>;
+  call(args: Record<string, unknown> | undefined, call: ToolCall): Promise<ToolAnswer>;
 }
 
 export type KeySource = 'client' | 'operation_id';

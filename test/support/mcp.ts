@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { inject } from 'vitest';
 import { z } from 'zod';
 import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
@@ -27,13 +28,43 @@ export async function connectClient(stack: LocalStack, tenant: string): Promise<
   return client;
 }
 
+export const MODERN_PROTOCOL = '2026-07-28';
+
+/**
+ * The v2 SDK client pinned to 2026-07-28 (`server/discover`, no handshake, `_meta` and Mcp-Method on every request),
+ * over real HTTP, authenticated as `tenant`. `onConfirm` answers the server's form elicitations (the person's reply).
+ */
+export async function connectModernClient(
+  stack: LocalStack,
+  tenant: string,
+  options: { onConfirm?: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> }; fetch?: typeof fetch } = {},
+): Promise<ModernClient> {
+  const token = await stack.tokenFor(tenant);
+  const client = new ModernClient(
+    { name: 'integration-test-2026', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } }, capabilities: options.onConfirm ? { elicitation: { form: {} } } : {} },
+  );
+  if (options.onConfirm) {
+    const onConfirm = options.onConfirm;
+    client.setRequestHandler('elicitation/create', (request) => {
+      const params = request.params as Record<string, unknown>;
+      return onConfirm(String(params.message), params);
+    });
+  }
+  await client.connect(
+    new ModernTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: options.fetch }),
+  );
+  await client.listTools();
+  return client;
+}
+
 /** Calls a write tool and returns its structured result (the WriteToolResult contract), checking the MCP envelope. */
 export async function callWrite<R = Record<string, unknown>>(
-  client: Client,
+  client: Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>,
   name: string,
   args: Record<string, unknown>,
 ): Promise<WriteToolResult<R>> {
-  const answer = await client.callTool({ name, arguments: args });
+  const answer = (await client.callTool({ name, arguments: args })) as { structuredContent?: unknown; isError?: boolean };
   const structured = answer.structuredContent as unknown as WriteToolResult<R>;
   if (!structured) throw new Error(`${name} answered without structuredContent: ${JSON.stringify(answer)}`);
   if (Boolean(answer.isError) !== (structured.outcome !== 'succeeded'))
