@@ -27,6 +27,8 @@ export interface IdempotentMcpStackProps extends StackProps {
   sandbox?: boolean;
   /** Browser origins allowed to call the MCP URL. Default none. */
   allowedOrigins?: string[];
+  /** Tools whose confirmation 2025-era clients do on their side (see McpFunctionProps). Default none. */
+  confirmationOptOut?: string[];
   /** Set when a custom domain fronts the Function URL. */
   publicBaseUrl?: string;
   /** Encrypt the table with a new customer managed KMS key ($1/month) instead of the AWS managed key. Default false. */
@@ -86,6 +88,7 @@ export class IdempotentMcpStack extends Stack {
       auth: this.auth.verification,
       downstreams,
       allowedOrigins: props.allowedOrigins,
+      confirmationOptOut: props.confirmationOptOut,
       publicBaseUrl: props.publicBaseUrl,
     });
 

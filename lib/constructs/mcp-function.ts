@@ -24,6 +24,11 @@ export interface McpFunctionProps extends CommonFunctionProps {
   reconcilePeriod?: Duration;
   /** Signing key of operation ids. Default: a new generated secret. */
   operationIdSecret?: secretsmanager.ISecret;
+  /**
+   * Tools with `confirmation: 'required'` that 2025-era clients may call without the person's confirmation through
+   * the server (for clients that confirm on their side). Default none: those clients get CONFIRMATION_UNAVAILABLE.
+   */
+  confirmationOptOut?: string[];
 }
 
 /**
@@ -56,6 +61,7 @@ export class McpFunction extends Construct {
       AUTH_ISSUER: props.auth.issuer,
       AUTH_JWKS_URL: props.auth.jwksUrl,
       AUTH_TENANT_CLAIM: props.auth.tenantClaim,
+      AUTH_REQUIRED_SCOPES: props.auth.requiredScopes.join(' '),
       // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
       // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
       OPERATION_ID_SECRET_ARN: this.operationIdSecret.secretArn,
@@ -64,6 +70,7 @@ export class McpFunction extends Construct {
       ...downstreamEnvironment(props.downstreams ?? {}),
     };
     if (props.auth.audience) environment.AUTH_AUDIENCE = props.auth.audience;
+    if (props.confirmationOptOut?.length) environment.CONFIRMATION_OPT_OUT_TOOLS = props.confirmationOptOut.join(',');
     if (props.publicBaseUrl) environment.PUBLIC_BASE_URL = props.publicBaseUrl;
 
     this.handler = new ServiceFunction(this, 'Handler', {

@@ -198,6 +198,18 @@ describe('authentication', () => {
     }
   });
 
+  it('a token of the right issuer and key, but for another audience: 401 invalid_token, and nothing runs', async () => {
+    const auth = stack.config.auth as Extract<typeof stack.config.auth, { mode: 'dev' }>;
+    const { loadDevIssuer } = await import('../../lambdas/auth/dev-issuer');
+    const otherApi = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: 'another-api', tenantClaim: auth.tenantClaim });
+    const key = newKey();
+    const response = await post(createOrderCall(1, key), { Authorization: `Bearer ${await otherApi.sign({ tenant: 'tenant-hygiene' })}` });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    const body = (await (await post(createOrderCall(2, key))).json()) as { result: { structuredContent: { replayed: boolean } } };
+    expect(body.result.structuredContent.replayed).toBe(false);
+  });
+
   it('a valid token without the required scope: 403 insufficient_scope naming the scope, and nothing runs', async () => {
     const key = newKey();
     for (const scope of ['', 'something/else', `${DEFAULT_DEV_SCOPE}-not`]) {
