@@ -67,6 +67,11 @@ export interface AppConfig {
   sandboxEnabled: boolean;
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;
+  /**
+   * Tools with `confirmation: 'required'` that 2025-era clients may call without the server asking the person
+   * (CONFIRMATION_OPT_OUT_TOOLS, comma-separated): for clients that confirm on their side. Default none.
+   */
+  confirmationOptOut: string[];
   sideEffects: SideEffectsConfig;
 }
 
@@ -135,6 +140,13 @@ export function loadAuthConfig(env: Env): AuthConfig {
     tenantClaim,
     requiredScopes: scopes(env, 'AUTH_REQUIRED_SCOPES', []),
   };
+}
+
+function commaList(env: Env, name: string): string[] {
+  return (optional(env, name) ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 }
 
 function optionalUrl(env: Env, name: string): string | undefined {
@@ -207,12 +219,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dynamodbEndpoint: optional(env, 'DYNAMODB_ENDPOINT'),
     auth: loadAuthConfig(env),
     operationIdSecret,
-    allowedOrigins: (optional(env, 'ALLOWED_ORIGINS') ?? '')
-      .split(',')
-      .map((origin) => origin.trim().replace(/\/+$/, ''))
-      .filter(Boolean),
+    allowedOrigins: commaList(env, 'ALLOWED_ORIGINS').map((origin) => origin.replace(/\/+$/, '')),
     sandboxEnabled: optional(env, 'SANDBOX_ENABLED') === 'true',
     publicBaseUrl,
+    confirmationOptOut: commaList(env, 'CONFIRMATION_OPT_OUT_TOOLS'),
     sideEffects: loadSideEffects(env, tableName),
   };
 }

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/server';
+import { type CallToolResult, type InputRequiredResult, isInputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
@@ -9,6 +9,7 @@ import { DEFAULT_POLICY, type Execution, type ExecutionContext, type Idempotency
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
+import { type Confirmation, confirmBeforeRunning, secretUnavailable } from './confirmation';
 import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
@@ -52,6 +53,13 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
   reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
+  /**
+   * 'required': the person confirms every operation before it runs (MCP 2026-07-28 clients are asked through a form;
+   * 2025-era clients are refused with CONFIRMATION_UNAVAILABLE unless the deployment opts the tool out). Default 'none'.
+   */
+  confirmation?: Confirmation;
+  /** What the person is asked to confirm, from the validated arguments. Required with `confirmation: 'required'`. */
+  summarize?: (args: z.output<z.ZodObject<Shape>>) => string;
 }
 
 const KEY_PATTERN = '^[A-Za-z0-9._:-]+$';
@@ -117,9 +125,6 @@ export function toCallToolResult(result: WriteToolResult): CallToolResult {
   };
 }
 
-/** The extension's own cache answers within milliseconds once Secrets Manager is back. */
-const SECRET_RETRY_AFTER_MS = 2000;
-
 const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
 
 /**
@@ -152,12 +157,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
       check = await call.services.operationIds.verify(binding, value);
     } catch (err) {
       if (!(err instanceof SecretUnavailableError)) throw err;
-      call.services.logger.warn('operation id not checked: the key is unavailable', { tool: spec.name, reason: err.message });
-      return WriteResults.transientFailure(
-        rawKeyOf(value),
-        { code: err.code, message: 'The operation_id cannot be checked right now; nothing ran. Call again shortly with the same operation_id.' },
-        SECRET_RETRY_AFTER_MS,
-      );
+      return secretUnavailable(err, rawKeyOf(value), call, spec.name, 'operation_id');
     }
     if (check.valid) return value as string;
     if (check.reason === 'expired') {
@@ -178,13 +178,21 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     });
   }
 
-  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall): Promise<WriteToolResult> {
+  const confirmation = spec.confirmation ?? 'none';
+  if (confirmation === 'required' && !spec.summarize) throw new Error(`${spec.name}: confirmation 'required' needs summarize(args), what the person is asked`);
+
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall): Promise<WriteToolResult | InputRequiredResult> {
     const args = rawArgs ?? {};
     const key = await resolveKey(args, call);
     if (typeof key !== 'string') return key;
     const parsed = parseArguments(businessSchema, args);
     if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
     const { trace_id: traceId, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
+    if (confirmation === 'required') {
+      const summary = spec.summarize!(business as z.output<z.ZodObject<Shape>>);
+      const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, policy, call });
+      if (decision !== 'run') return decision;
+    }
     return call.services.engine.run<R>(
       {
         tenant: call.caller.tenant,
@@ -216,13 +224,15 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     },
     keySource,
     keyField,
+    confirmation,
     idempotency: policy,
     reconcile: spec.reconcile,
     onAbsent: spec.onAbsent ?? 'release',
     async call(rawArgs, call) {
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
-        return toCallToolResult(await run(rawArgs, call));
+        const answer = await run(rawArgs, call);
+        return isInputRequiredResult(answer) ? answer : toCallToolResult(answer);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;

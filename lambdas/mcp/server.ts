@@ -1,5 +1,6 @@
 import {
   type CallToolRequest,
+  CLIENT_CAPABILITIES_META_KEY,
   type JsonSchemaValidator,
   ProtocolError,
   ProtocolErrorCode,
@@ -10,6 +11,7 @@ import {
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
+import { canElicitForms } from './confirmation';
 import type { ProtocolEra, ToolDefinition } from './tool-types';
 import { tools as registeredTools } from './tools';
 
@@ -114,6 +116,7 @@ export function buildMcpServer(services: Services, caller: Caller, options: Buil
         const state = ctx.mcpReq.requestState();
         return typeof state === 'string' ? state : undefined;
       })(),
+      canElicitForms: canElicitForms((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY]),
     });
   });
   return mcp;

@@ -20,6 +20,8 @@ export interface ToolCall {
   inputResponses?: Record<string, unknown>;
   /** The `requestState` that retry echoes (untrusted: verify it). */
   requestState?: string;
+  /** Whether the client of a 2026-07-28 request declared it can show a form to the person. */
+  canElicitForms?: boolean;
 }
 
 export type ProtocolEra = 'legacy' | 'modern';
@@ -47,6 +49,8 @@ export interface WriteToolDefinition extends ToolDefinition {
   keySource: KeySource;
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';
+  /** 'required': the person confirms each operation before it runs. */
+  confirmation: 'required' | 'none';
   idempotency: IdempotencyPolicy;
   /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
   reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;

@@ -12,6 +12,12 @@ import {
   type OperationIdBinding,
   type OperationIdCheck,
 } from '../core/operation-id';
+import {
+  type ConfirmationBinding,
+  type ConfirmationStateCheck,
+  mintConfirmationState,
+  verifyConfirmationState,
+} from '../core/confirmation-state';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { logger as defaultLogger } from '../observability/logger';
@@ -28,6 +34,12 @@ export interface OperationIdSigner {
   verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
 }
 
+/** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
+export interface ConfirmationSigner {
+  mint(binding: ConfirmationBinding): Promise<string>;
+  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
+}
+
 /**
  * The long-lived dependencies, built once per container (Lambda) or process (local stack) and shared by every
  * request: clients keep their connections and the JWKS cache survives between invocations.
@@ -40,6 +52,7 @@ export interface Services {
   engine: IdempotencyEngine;
   clock: Clock;
   operationIds: OperationIdSigner;
+  confirmations: ConfirmationSigner;
   auth: TokenVerifier;
   observer: IdempotencyObserver;
   logger: Logger;
@@ -88,6 +101,10 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     operationIds: {
       issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
       verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
+    },
+    confirmations: {
+      mint: async (binding) => mintConfirmationState(await secret(), binding, clock()),
+      verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
     },
     auth: createTokenVerifier(config.auth),
     observer,

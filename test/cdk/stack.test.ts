@@ -383,6 +383,13 @@ describe('the MCP URL and auth', () => {
     expect(vars).not.toHaveProperty('AUTH_AUDIENCE');
   });
 
+  it('tools opted out of server-side confirmation for 2025-era clients reach the function from context', () => {
+    const optedOut = synthStack({ confirmationOptOut: 'request_payment' });
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars.CONFIRMATION_OPT_OUT_TOOLS).toBe('request_payment');
+    expect(env(functionIds.mcp)).not.toHaveProperty('CONFIRMATION_OPT_OUT_TOOLS');
+  });
+
   it('an external issuer with required scopes passes them to the function', () => {
     const scoped = synthStack({ authIssuer: 'https://login.example.com/', authAudience: 'api://mcp', authRequiredScopes: 'mcp.tools  mcp.write' });
     const vars = scoped.template.toJSON().Resources[logicalId(scoped.stack.mcp.handler.function)].Properties.Environment.Variables;

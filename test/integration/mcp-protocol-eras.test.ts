@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
+import { issueOperationId, sandboxLedger } from '../support/side-effects';
 import { callWrite, connectClient, connectModernClient, ledger, MODERN_PROTOCOL, orderArgs, startTestStack } from '../support/mcp';
 
 /** One endpoint, both protocol eras: what each generation of client gets over real HTTP. */
@@ -9,6 +10,7 @@ let token: string;
 const TENANT = 'tenant-eras';
 
 beforeAll(async () => {
+  // startTestStack opts request_payment out of server-side confirmation for 2025-era clients.
   stack = await startTestStack();
   token = await stack.tokenFor(TENANT);
 });
@@ -94,6 +96,18 @@ describe('2025-era clients', () => {
     const client = await connectClient(stack, TENANT);
     try {
       await listAndOrderTwice(client);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('where the deployment lets 2025-era clients confirm on their side (the opt-out), a 1.x client pays', async () => {
+    const client = await connectClient(stack, TENANT);
+    try {
+      const operationId = await issueOperationId(client, 'request_payment');
+      const args = { operation_id: operationId, amount_minor: 500, currency: 'EUR', payee_id: 'payee-1' };
+      expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
     } finally {
       await client.close();
     }
