@@ -1,6 +1,19 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The package's public subpaths (`idempotent-mcp/engine`, ...) resolve to their source here, from the one map in
+ * tsconfig.json's `paths` that tsc, tsx and esbuild read too.
+ */
+const paths: Record<string, string[]> = JSON.parse(readFileSync(new URL('./tsconfig.json', import.meta.url), 'utf8')).compilerOptions.paths;
+const subpaths = Object.entries(paths).map(([name, [target]]) => ({
+  find: new RegExp(`^${name.replace(/[/.]/g, '\\$&')}$`),
+  replacement: fileURLToPath(new URL(target!, import.meta.url)),
+}));
+
 export default defineConfig({
+  resolve: { alias: subpaths },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

@@ -231,7 +231,7 @@ function makeContender(variant: Variant, client: DynamoDBClient, tables: BenchTa
         {},
         async () => {
           const { orderId, item } = orderItem(args);
-          return { result: { order_id: orderId }, writes: [{ Put: { TableName: tables.business, Item: item } }] };
+          return { result: { order_id: orderId }, writes: [{ create: { table: tables.business, key: { pk: item.pk, sk: item.sk }, item } }] };
         },
       );
       if (answer.outcome === 'succeeded') return answer.replayed ? 'replayed' : 'executed';

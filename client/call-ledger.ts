@@ -32,6 +32,8 @@ export interface LedgerEntry extends CallIdentity {
   updatedAt: number;
   expiresAt: number;
   lastOutcome?: Outcome;
+  /** The state is the server's final answer (not retryable): later non-final answers (an outage) leave it as it is. */
+  final?: boolean;
   /** The contract's error code, or a short transport description. */
   lastError?: string;
   /** The last status line (ids and outcome, no arguments). */
@@ -134,7 +136,7 @@ export class CallLedger {
   }
 
   /** Applies a change to an entry and recomputes its expiry. */
-  update(entry: LedgerEntry, change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'attempts' | 'lastOutcome' | 'lastError' | 'status'>>): LedgerEntry {
+  update(entry: LedgerEntry, change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'final' | 'attempts' | 'lastOutcome' | 'lastError' | 'status'>>): LedgerEntry {
     Object.assign(entry, change);
     entry.updatedAt = this.clock();
     const cap = entry.createdAt + this.maxAgeMs;

@@ -310,7 +310,9 @@ export class IdempotentMcpClient {
       if (contract) {
         result = contract as WriteToolResult<R>;
         failure = undefined;
-        state = STATE_OF[contract.outcome];
+        // A final answer settled the intent; a later "not now" (the server's store unreachable, a verification
+        // under way) says nothing new about it and must not turn a success into a failure or an unknown.
+        state = current.final && contract.retryable ? current.state : STATE_OF[contract.outcome];
         done = !contract.retryable;
         retryAfterMs = contract.retry_after_ms;
       } else {
@@ -327,6 +329,7 @@ export class IdempotentMcpClient {
       }
       this.ledger.update(current, {
         state,
+        final: current.final || contract?.retryable === false,
         attempts: current.attempts + 1,
         ...(result ? { lastOutcome: result.outcome } : {}),
         lastError: failure?.message ?? result?.error?.code ?? '',

@@ -23,5 +23,4 @@ export {
   type TransportFailure,
 } from './retry';
 export { keyHint, shortId, statusLine, type StatusLineInput } from './status-line';
-export { createFaultFetch, type Fault, type FaultFetch, type FaultRule, type RequestLogEntry } from './fault-fetch';
 export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -66,6 +66,9 @@ export function statusLine(call: StatusLineInput): string {
   }
   const code = r.error?.code ?? '';
   const after = r.retry_after_ms !== undefined ? ` after ${seconds(r.retry_after_ms)}` : ' later';
+  // A "not now" for an intent an earlier answer settled (the client keeps that state): say both.
+  if (r.retryable && (call.state === 'succeeded' || (call.state === 'failed' && r.outcome !== 'failed')))
+    return `${head}${r.outcome.replace('_', ' ')} for now (${code}); it ${call.state} earlier: call again with the same key${after} for its result${tail}`;
   switch (r.outcome) {
     case 'succeeded': {
       const summary = resultSummary(r.result, call.argumentNames ?? []);

@@ -69,7 +69,7 @@ export interface AppConfig {
   publicBaseUrl?: string;
   /**
    * Tools with `confirmation: 'required'` that 2025-era clients may call without the server asking the person
-   * (CONFIRMATION_OPT_OUT_TOOLS, comma-separated): for clients that confirm on their side. Default none.
+   * (for clients that confirm on their side). Default none.
    */
   confirmationOptOut: string[];
   sideEffects: SideEffectsConfig;
@@ -83,17 +83,12 @@ export const DEFAULT_TENANT_CLAIM = 'tenant';
 export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
 /** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
 export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
-const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
-
-/** AUTH_REQUIRED_SCOPES: space-separated scope tokens (RFC 6749 §3.3); set but blank requires none. */
-function scopes(env: Env, name: string, fallback: string[]): string[] {
-  const value = env[name];
-  if (value === undefined) return fallback;
-  const list = value.split(' ').filter(Boolean);
-  const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
-  if (bad !== undefined) throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
-  return [...new Set(list)];
-}
+export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
+/** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
+export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
+export const DEFAULT_EMAIL_FROM = 'agent@example.com';
+export const DEFAULT_PARAMETERS_SECRETS_PORT = 2773;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -102,88 +97,211 @@ export class ConfigError extends Error {
   }
 }
 
-function required(env: Env, name: string): string {
-  const value = env[name]?.trim();
-  if (!value) throw new ConfigError(`${name} must be set`);
-  return value;
+/**
+ * One environment variable: its name, how its text is read (with its default), and how a value is written. The
+ * constructs write environments only through `environmentOf` and the functions read them only through `read`, both
+ * from `EnvVars` below: a renamed or retyped variable fails the type check on both sides.
+ */
+export interface EnvVar<T> {
+  readonly name: string;
+  /** The value, its default when unset (or blank), or a ConfigError naming the variable. */
+  parse(raw: string | undefined): T;
+  format(value: NonNullable<T>): string;
 }
 
-function optional(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
+const trimmed = (raw: string | undefined) => {
+  const value = raw?.trim();
   return value ? value : undefined;
+};
+
+function text(name: string): EnvVar<string | undefined>;
+function text(name: string, fallback: string): EnvVar<string>;
+function text(name: string, fallback?: string): EnvVar<string | undefined> {
+  return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
+}
+
+function httpUrl(name: string): EnvVar<string | undefined> {
+  return {
+    name,
+    parse: (raw) => {
+      const value = trimmed(raw)?.replace(/\/+$/, '');
+      if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
+      return value;
+    },
+    format: String,
+  };
+}
+
+function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
+  return {
+    name,
+    parse: (raw) => {
+      const value = trimmed(raw);
+      if (value === undefined) return fallback;
+      const n = Number(value);
+      if (!Number.isInteger(n) || n <= 0 || n > max) throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
+      return n;
+    },
+    format: (value) => String(value),
+  };
+}
+
+function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
+  return {
+    name,
+    parse: (raw) => {
+      const value = trimmed(raw) ?? fallback;
+      if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
+      return value as T;
+    },
+    format: String,
+  };
+}
+
+function flag(name: string): EnvVar<boolean> {
+  return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
+}
+
+/** Comma-separated, each item normalized (blank items dropped). */
+function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
+  return {
+    name,
+    parse: (raw) =>
+      (trimmed(raw) ?? '')
+        .split(',')
+        .map((item) => normalize(item.trim()))
+        .filter(Boolean),
+    format: (value) => value.join(','),
+  };
+}
+
+/** Comma-separated; trailing slashes of origins are dropped. */
+const originList = (name: string) => commaList(name, (origin) => origin.replace(/\/+$/, ''));
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** Space-separated OAuth scopes (RFC 6749 §3.3); unset (or blank) leaves the default to the auth mode. */
+function scopeList(name: string): EnvVar<string[] | undefined> {
+  return {
+    name,
+    parse: (raw) => {
+      const value = trimmed(raw);
+      if (value === undefined) return undefined;
+      const list = value.split(' ').filter(Boolean);
+      const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
+      if (bad !== undefined) throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
+      return [...new Set(list)];
+    },
+    format: (value) => value.join(' '),
+  };
+}
+
+/** Every environment variable the functions read, declared once. */
+export const EnvVars = {
+  tableName: text('TABLE_NAME'),
+  /** DynamoDB Local (or another emulator); unset on AWS. */
+  dynamodbEndpoint: text('DYNAMODB_ENDPOINT'),
+  authMode: oneOf('AUTH_MODE', ['oidc', 'dev'] as const, 'oidc'),
+  authIssuer: text('AUTH_ISSUER'),
+  authAudience: text('AUTH_AUDIENCE'),
+  authJwksUrl: text('AUTH_JWKS_URL'),
+  authTenantClaim: text('AUTH_TENANT_CLAIM', DEFAULT_TENANT_CLAIM),
+  /** Scopes every token must carry. Default: the dev scope locally, none with an external issuer. */
+  authRequiredScopes: scopeList('AUTH_REQUIRED_SCOPES'),
+  devAuthDir: text('DEV_AUTH_DIR', DEFAULT_DEV_AUTH_DIR),
+  operationIdSecret: text('OPERATION_ID_SECRET'),
+  operationIdSecretArn: text('OPERATION_ID_SECRET_ARN'),
+  parametersSecretsPort: positiveInt('PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', DEFAULT_PARAMETERS_SECRETS_PORT, 65_535),
+  allowedOrigins: originList('ALLOWED_ORIGINS'),
+  /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
+  confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
+  sandboxEnabled: flag('SANDBOX_ENABLED'),
+  publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
+  sqsEndpoint: httpUrl('SQS_ENDPOINT'),
+  outboxQueueUrl: httpUrl('OUTBOX_QUEUE_URL'),
+  paymentsUrl: httpUrl('PAYMENTS_URL'),
+  ticketsUrl: httpUrl('TICKETS_URL'),
+  mailboxUrl: httpUrl('MAILBOX_URL'),
+  emailMode: oneOf('EMAIL_MODE', ['ses', 'sandbox'] as const, 'ses'),
+  emailFrom: text('EMAIL_FROM', DEFAULT_EMAIL_FROM),
+  downstreamTimeoutMs: positiveInt('DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
+  reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+  outboxMaxReceiveCount: positiveInt('OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
+  sandboxTableName: text('SANDBOX_TABLE_NAME'),
+  /** Powertools reads these itself; the constructs set them and lambdas/observability reads the defaults here. */
+  powertoolsServiceName: text('POWERTOOLS_SERVICE_NAME', 'idempotent-mcp'),
+  powertoolsMetricsNamespace: text('POWERTOOLS_METRICS_NAMESPACE', 'IdempotentMcp'),
+  powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
+} as const;
+
+export type EnvVarKey = keyof typeof EnvVars;
+type ValueOf<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+/** Settings by declared name; what a construct puts into a function's environment. */
+export type EnvSettings = { [K in EnvVarKey]?: ValueOf<K> };
+
+/** A function's environment from typed settings: the one way the constructs write variables (unset ones are left out). */
+export function environmentOf(settings: EnvSettings): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const [key, value] of Object.entries(settings) as [EnvVarKey, unknown][]) {
+    if (value === undefined) continue;
+    const variable = EnvVars[key] as EnvVar<unknown>;
+    environment[variable.name] = variable.format(value as NonNullable<unknown>);
+  }
+  return environment;
+}
+
+/** A declared variable's value from an environment record. */
+export const read = <T>(env: Env, variable: EnvVar<T>): T => variable.parse(env[variable.name]);
+
+function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
+  const value = read(env, variable);
+  if (value === undefined) throw new ConfigError(`${variable.name} must be set`);
+  return value;
 }
 
 /** The auth settings alone: `npm run token` signs with the same dev issuer the server trusts. */
 export function loadAuthConfig(env: Env): AuthConfig {
-  const mode = optional(env, 'AUTH_MODE') ?? 'oidc';
-  const tenantClaim = optional(env, 'AUTH_TENANT_CLAIM') ?? DEFAULT_TENANT_CLAIM;
+  const mode = read(env, EnvVars.authMode);
+  const tenantClaim = read(env, EnvVars.authTenantClaim);
   if (mode === 'dev') {
     // A dev issuer signs tokens with a key on local disk: a deployed function must never trust it.
     if (env.AWS_LAMBDA_FUNCTION_NAME) throw new ConfigError('AUTH_MODE=dev is for local use only, not on Lambda');
     return {
       mode,
-      devAuthDir: optional(env, 'DEV_AUTH_DIR') ?? DEFAULT_DEV_AUTH_DIR,
-      issuer: optional(env, 'AUTH_ISSUER') ?? DEV_ISSUER,
-      audience: optional(env, 'AUTH_AUDIENCE') ?? DEFAULT_AUDIENCE,
+      devAuthDir: read(env, EnvVars.devAuthDir),
+      issuer: read(env, EnvVars.authIssuer) ?? DEV_ISSUER,
+      audience: read(env, EnvVars.authAudience) ?? DEFAULT_AUDIENCE,
       tenantClaim,
-      requiredScopes: scopes(env, 'AUTH_REQUIRED_SCOPES', [DEFAULT_DEV_SCOPE]),
+      requiredScopes: read(env, EnvVars.authRequiredScopes) ?? [DEFAULT_DEV_SCOPE],
     };
   }
-  if (mode !== 'oidc') throw new ConfigError(`AUTH_MODE must be 'dev' or 'oidc' (got '${mode}')`);
-  const jwksUrl = required(env, 'AUTH_JWKS_URL');
+  const jwksUrl = required(env, EnvVars.authJwksUrl);
   if (!/^https?:\/\//.test(jwksUrl)) throw new ConfigError('AUTH_JWKS_URL must be an http(s) URL');
   return {
     mode,
-    issuer: required(env, 'AUTH_ISSUER'),
-    audience: optional(env, 'AUTH_AUDIENCE'),
+    issuer: required(env, EnvVars.authIssuer),
+    audience: read(env, EnvVars.authAudience),
     jwksUrl,
     tenantClaim,
-    requiredScopes: scopes(env, 'AUTH_REQUIRED_SCOPES', []),
+    requiredScopes: read(env, EnvVars.authRequiredScopes) ?? [],
   };
 }
 
-function commaList(env: Env, name: string): string[] {
-  return (optional(env, name) ?? '')
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean);
-}
-
-function optionalUrl(env: Env, name: string): string | undefined {
-  const value = optional(env, name)?.replace(/\/+$/, '');
-  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
-  return value;
-}
-
-function positiveInt(env: Env, name: string, fallback: number, max: number): number {
-  const value = optional(env, name);
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0 || n > max) throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
-  return n;
-}
-
-export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
-export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
-export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
-
 function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
-  const emailMode = optional(env, 'EMAIL_MODE') ?? 'ses';
-  if (emailMode !== 'ses' && emailMode !== 'sandbox') throw new ConfigError(`EMAIL_MODE must be 'ses' or 'sandbox' (got '${emailMode}')`);
-  const emailFrom = optional(env, 'EMAIL_FROM') ?? 'agent@example.com';
+  const emailFrom = read(env, EnvVars.emailFrom);
   if (!/^[^\s@]+@[^\s@]+$/.test(emailFrom)) throw new ConfigError('EMAIL_FROM must be an email address');
   return {
-    sqsEndpoint: optionalUrl(env, 'SQS_ENDPOINT'),
-    outboxQueueUrl: optionalUrl(env, 'OUTBOX_QUEUE_URL'),
-    paymentsUrl: optionalUrl(env, 'PAYMENTS_URL'),
-    ticketsUrl: optionalUrl(env, 'TICKETS_URL'),
-    mailboxUrl: optionalUrl(env, 'MAILBOX_URL'),
-    emailMode,
+    sqsEndpoint: read(env, EnvVars.sqsEndpoint),
+    outboxQueueUrl: read(env, EnvVars.outboxQueueUrl),
+    paymentsUrl: read(env, EnvVars.paymentsUrl),
+    ticketsUrl: read(env, EnvVars.ticketsUrl),
+    mailboxUrl: read(env, EnvVars.mailboxUrl),
+    emailMode: read(env, EnvVars.emailMode),
     emailFrom,
-    downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
-    reconcileIntervalMs: positiveInt(env, 'RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
-    outboxMaxReceiveCount: positiveInt(env, 'OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
-    sandboxTableName: optional(env, 'SANDBOX_TABLE_NAME') ?? `${tableName}-sandbox`,
+    downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
+    reconcileIntervalMs: read(env, EnvVars.reconcileIntervalMs),
+    outboxMaxReceiveCount: read(env, EnvVars.outboxMaxReceiveCount),
+    sandboxTableName: read(env, EnvVars.sandboxTableName) ?? `${tableName}-sandbox`,
   };
 }
 
@@ -193,36 +311,33 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
  * `GetFunctionConfiguration`; it is read on first use through the Parameters and Secrets extension.
  */
 function loadSecretSource(env: Env): SecretSource {
-  const value = optional(env, 'OPERATION_ID_SECRET');
+  const value = read(env, EnvVars.operationIdSecret);
   if (value !== undefined) {
     if (value.length < MIN_SECRET_LENGTH) throw new ConfigError(`OPERATION_ID_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
     return { value };
   }
-  const secretArn = optional(env, 'OPERATION_ID_SECRET_ARN');
+  const secretArn = read(env, EnvVars.operationIdSecretArn);
   if (secretArn === undefined) throw new ConfigError('OPERATION_ID_SECRET (or, deployed, OPERATION_ID_SECRET_ARN) is required');
-  const sessionToken = optional(env, 'AWS_SESSION_TOKEN');
+  // Set by Lambda itself, not by a construct.
+  const sessionToken = trimmed(env.AWS_SESSION_TOKEN);
   if (sessionToken === undefined) throw new ConfigError('OPERATION_ID_SECRET_ARN is read through the Lambda extension, which needs AWS_SESSION_TOKEN');
-  return {
-    secretArn,
-    extensionPort: positiveInt(env, 'PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', 2773, 65_535),
-    sessionToken,
-  };
+  return { secretArn, extensionPort: read(env, EnvVars.parametersSecretsPort), sessionToken };
 }
 
 /** Reads and checks the configuration once per container; a missing setting fails the cold start, not a request. */
 export function loadConfig(env: Env = process.env): AppConfig {
   const operationIdSecret = loadSecretSource(env);
-  const publicBaseUrl = optional(env, 'PUBLIC_BASE_URL')?.replace(/\/+$/, '');
-  const tableName = required(env, 'TABLE_NAME');
+  const publicBaseUrl = read(env, EnvVars.publicBaseUrl);
+  const tableName = required(env, EnvVars.tableName);
   return {
     tableName,
-    dynamodbEndpoint: optional(env, 'DYNAMODB_ENDPOINT'),
+    dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint),
     auth: loadAuthConfig(env),
     operationIdSecret,
-    allowedOrigins: commaList(env, 'ALLOWED_ORIGINS').map((origin) => origin.replace(/\/+$/, '')),
-    sandboxEnabled: optional(env, 'SANDBOX_ENABLED') === 'true',
+    allowedOrigins: read(env, EnvVars.allowedOrigins),
+    sandboxEnabled: read(env, EnvVars.sandboxEnabled),
     publicBaseUrl,
-    confirmationOptOut: commaList(env, 'CONFIRMATION_OPT_OUT_TOOLS'),
+    confirmationOptOut: read(env, EnvVars.confirmationOptOut),
     sideEffects: loadSideEffects(env, tableName),
   };
 }
@@ -255,8 +370,8 @@ export interface SandboxConfig {
 /** The deployed sandbox function: its own table only. */
 export function loadSandboxConfig(env: Env = process.env): SandboxConfig {
   return {
-    sandboxTableName: required(env, 'SANDBOX_TABLE_NAME'),
-    dynamodbEndpoint: optional(env, 'DYNAMODB_ENDPOINT'),
-    downstreamTimeoutMs: positiveInt(env, 'DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
+    sandboxTableName: required(env, EnvVars.sandboxTableName),
+    dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint),
+    downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
   };
 }

@@ -1,4 +1,4 @@
-import { CfnOutput, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -43,6 +43,8 @@ export interface IdempotentMcpStackProps extends StackProps {
   alarmTopicArn?: string;
   /** Default true. */
   dashboard?: boolean;
+  /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute. */
+  reconcilePeriod?: Duration;
 }
 
 /**
@@ -90,6 +92,7 @@ export class IdempotentMcpStack extends Stack {
       allowedOrigins: props.allowedOrigins,
       confirmationOptOut: props.confirmationOptOut,
       publicBaseUrl: props.publicBaseUrl,
+      reconcilePeriod: props.reconcilePeriod,
     });
 
     this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
@@ -101,7 +104,13 @@ export class IdempotentMcpStack extends Stack {
       downstreams,
       timeout: DEFAULT_CONSUMER_TIMEOUT,
     });
-    this.reconciler = new Reconciler(this, 'Reconciler', { ...common, store: this.store, queue: this.outbox, downstreams });
+    this.reconciler = new Reconciler(this, 'Reconciler', {
+      ...common,
+      store: this.store,
+      queue: this.outbox,
+      downstreams,
+      period: props.reconcilePeriod,
+    });
 
     let alarmTopic: sns.ITopic | undefined;
     if (props.alarmTopicArn) {

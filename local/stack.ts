@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { devIssuerFor, type DevIssuer } from '../lambdas/auth/dev-issuer';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, loadConfig, type AppConfig, type Env } from '../lambdas/config';
+import { EnvVars, environmentOf, loadConfig, read, type AppConfig, type Env } from '../lambdas/config';
 import { createApp } from '../lambdas/http/app';
 import { createSandboxRouter } from '../lambdas/sandbox/router';
 import type { ToolDefinition } from '../lambdas/mcp/tool-types';
@@ -119,16 +119,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stops.push(() => closeServer(server));
     const url = `http://127.0.0.1:${port}`;
 
-    const configuredTimeout = Number(options.env?.DOWNSTREAM_TIMEOUT_MS ?? env.DOWNSTREAM_TIMEOUT_MS);
-    const downstreamTimeoutMs = Number.isFinite(configuredTimeout) && configuredTimeout > 0 ? configuredTimeout : DEFAULT_DOWNSTREAM_TIMEOUT_MS;
+    const givenEnv: Env = { ...env, ...options.env };
+    const downstreamTimeoutMs = read(givenEnv, EnvVars.downstreamTimeoutMs);
     // The queue's redrive count and the consumer's last attempt are one setting.
-    const maxReceiveCount = options.env?.OUTBOX_MAX_RECEIVE_COUNT ?? env.OUTBOX_MAX_RECEIVE_COUNT ?? String(DEFAULT_OUTBOX_MAX_RECEIVE_COUNT);
+    const maxReceiveCount = read(givenEnv, EnvVars.outboxMaxReceiveCount);
     const queue = await startLocalQueue({
       endpoint: env.SQS_ENDPOINT,
       queueName: `${tableName}-outbox`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 80),
       // Over the consumer's lease (a verification and a delivery): a crashed consumer's message comes back after it.
       visibilityTimeoutSeconds: options.queueVisibilityTimeoutSeconds ?? Math.ceil((2 * downstreamTimeoutMs + 1000) / 1000) + 1,
-      maxReceiveCount: Number(maxReceiveCount),
+      maxReceiveCount,
     });
     stops.push(queue.stop);
     env.SQS_ENDPOINT = queue.endpoint;
@@ -148,7 +148,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       MAILBOX_URL: env.MAILBOX_URL ?? `${url}/sandbox/mailbox`,
       EMAIL_MODE: env.EMAIL_MODE ?? 'sandbox',
       ...options.env,
-      OUTBOX_MAX_RECEIVE_COUNT: maxReceiveCount,
+      ...environmentOf({ outboxMaxReceiveCount: maxReceiveCount }),
     };
     const config = loadConfig(configEnv);
     const services = createServices(config, options.services);

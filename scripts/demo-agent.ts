@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { CallLedger, IdempotentMcpClient, createFaultFetch, keyHint, type AttemptEvent, type RetryOptions, type WriteCall } from '../client';
+import { CallLedger, IdempotentMcpClient, keyHint, type AttemptEvent, type RetryOptions, type WriteCall } from 'idempotent-mcp/client';
+import { createFaultFetch } from 'idempotent-mcp/client/testing';
 
 /**
  * The scripted agent of `npm run demo` (and of its test): three intents, each through a failure that would

@@ -205,9 +205,11 @@ export class IdempotencyEngine {
       throw new StoreUnavailableError('the key kept changing state while claiming it');
     } catch (err) {
       if (err instanceof StoreUnavailableError) {
-        // Only claims and reads before execution get here (execute() answers its own store errors): nothing ran.
+        // Only claims and reads before execution get here (execute() answers its own store errors). Nothing ran in
+        // this call, but the key's state cannot be read: an earlier call with it may have run, so never "failed".
         emit('store_unavailable', err.code);
-        return WriteResults.transientFailure(key, { code: err.code, message: 'The idempotency store is unavailable; nothing was executed.' }, 1000);
+        const message = 'The idempotency store is unavailable; call again later with the same key, never with a new one.';
+        return { ...WriteResults.unknown(key, this.unknownRetryAfterMs, message), error: { code: err.code, message } };
       }
       throw err;
     }

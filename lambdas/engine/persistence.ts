@@ -1,4 +1,4 @@
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { ItemKey } from '../core/keys';
 import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, StoredError } from '../core/state-machine';
 
 export interface RecordIdentity {
@@ -7,8 +7,18 @@ export interface RecordIdentity {
   idempotencyKey: string;
 }
 
-/** A tool's own write (business item, outbox event) committed atomically with its SUCCEEDED record. */
-export type ExtraWrite = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+/**
+ * A tool's own item (a business item, an outbox event), created in the same transaction as its SUCCEEDED record.
+ * An item with the same key already there refuses the whole completion (TransactionRejectedError): nothing commits.
+ */
+export interface ExtraWrite {
+  create: {
+    key: ItemKey;
+    item: Record<string, unknown>;
+    /** Another table of the same store; default the records' own. */
+    table?: string;
+  };
+}
 
 export interface ClaimOptions {
   /** The tool's policy after retention: with 'execute', a settled record past its retention frees its key too. */

@@ -9,6 +9,7 @@ import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes }
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { Services } from '../runtime/services';
+import { batchRefusal } from './json-rpc-batch';
 
 export { MAX_BODY_BYTES };
 export const MCP_PATH = '/mcp';
@@ -154,9 +155,24 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
   app.get(PROTECTED_RESOURCE_METADATA_PATH, protectedResource);
   app.get(`${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`, protectedResource);
 
-  app.post(MCP_PATH, authenticate(services), (c) => {
+  app.post(MCP_PATH, authenticate(services), async (c) => {
+    // Parsed here (the SDK takes it as is) so that a batch it would mishandle is refused before anything runs.
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err; // e.g. the body limit, answered by its middleware
+      logger.info('mcp request refused', { reason: 'Parse error: Invalid JSON' });
+      return c.json(jsonRpcError(-32700, 'Parse error: Invalid JSON'), 400);
+    }
+    const refusal = batchRefusal(body);
+    if (refusal) {
+      logger.info('mcp request refused', { reason: refusal.slice(0, 200) });
+      return c.json(jsonRpcError(-32600, refusal), 400);
+    }
     const lambda = c.env?.lambdaContext;
     return mcp(c.req.raw, {
+      parsedBody: body,
       caller: c.get('caller'),
       remainingTimeMs: lambda ? () => lambda.getRemainingTimeInMillis() : undefined,
     });

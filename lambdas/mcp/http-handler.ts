@@ -15,6 +15,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export interface McpRequestOptions {
   /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
+  /** The JSON body when the caller has read it already (the request's own body is then used up). */
+  parsedBody?: unknown;
   /** The Lambda's remaining time for this invocation, so an execution never outlives it. */
   remainingTimeMs?: () => number;
 }
@@ -27,11 +29,11 @@ interface RequestFacts extends McpRequestOptions {
   [key: string]: unknown;
 }
 
-const authInfoOf = (options: McpRequestOptions): AuthInfo => ({
+const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo => ({
   token: '',
-  clientId: options.caller.subject,
-  scopes: [...(options.caller.scopes ?? [])],
-  extra: { ...options } satisfies RequestFacts,
+  clientId: caller.subject,
+  scopes: [...(caller.scopes ?? [])],
+  extra: { caller, remainingTimeMs } satisfies RequestFacts,
 });
 
 /**
@@ -57,7 +59,9 @@ export function createMcpRequestHandler(services: Services, options: { tools?: r
   );
 
   return async (request, facts) => {
-    if (!(await isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))) return modern.fetch(request, { authInfo: authInfoOf(facts) });
+    const { parsedBody } = facts;
+    if (!(await isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES })))
+      return modern.fetch(request, { authInfo: authInfoOf(facts), parsedBody });
     const server = serverFor(facts);
     // Stateless (no session id: any Lambda instance may get the next request) with plain JSON responses.
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -68,7 +72,7 @@ export function createMcpRequestHandler(services: Services, options: { tools?: r
     server.onerror = onerror;
     await server.connect(transport);
     try {
-      return await transport.handleRequest(request, { authInfo: authInfoOf(facts) });
+      return await transport.handleRequest(request, { authInfo: authInfoOf(facts), parsedBody });
     } finally {
       // JSON mode: the response is complete once handleRequest resolves, so the server can go.
       await server.close();

@@ -1,9 +1,10 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { EngineEvent, EngineEventType, IdempotencyObserver } from '../engine/observer';
+import { EnvVars, read } from '../config';
 import { logger as defaultLogger } from './logger';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
-export const METRICS_NAMESPACE = process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'IdempotentMcp';
+export const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
 
 /**
  * The one Metrics instance (CloudWatch EMF on stdout). Disabled by POWERTOOLS_METRICS_DISABLED=true
@@ -11,7 +12,7 @@ export const METRICS_NAMESPACE = process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Id
  */
 export const metrics = new Metrics({
   namespace: METRICS_NAMESPACE,
-  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'idempotent-mcp',
+  serviceName: read(process.env, EnvVars.powertoolsServiceName),
 });
 
 /** Metric names are a contract with the CDK alarms and dashboard. */

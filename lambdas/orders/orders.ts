@@ -36,14 +36,8 @@ export function orderIdFor(tenant: string, tool: string, idempotencyKey: string)
 }
 
 /** The order item, committed in the same transaction as the SUCCEEDED record; refused if the order exists. */
-export function putOrderWrite(tableName: string, tenant: string, idempotencyKey: string, order: Order): ExtraWrite {
-  return {
-    Put: {
-      TableName: tableName,
-      Item: { ...Keys.order(tenant, order.order_id), kind: 'order', tenant, idempotency_key: idempotencyKey, ...order },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
+export function putOrderWrite(tenant: string, idempotencyKey: string, order: Order): ExtraWrite {
+  return { create: { key: Keys.order(tenant, order.order_id), item: { kind: 'order', tenant, idempotency_key: idempotencyKey, ...order } } };
 }
 
 function toOrder(item: Record<string, unknown>): Order {

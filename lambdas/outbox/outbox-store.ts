@@ -100,11 +100,11 @@ export class OutboxStore {
    */
   eventWrite(message: OutboxMessage): ExtraWrite {
     const key = Keys.outboxEvent(message.event_id);
+    // Created, never overwritten: a colliding id cancels the whole transaction rather than replace someone else's event.
     return {
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          ...key,
+      create: {
+        key,
+        item: {
           event_id: message.event_id,
           event_type: message.type,
           tenant: message.tenant,
@@ -119,8 +119,6 @@ export class OutboxStore {
           [TableSchema.attentionIndex.sortKey]: message.created_at,
           [TableSchema.ttlAttribute]: ttl(message.created_at),
         },
-        // A colliding id must cancel the whole transaction rather than overwrite someone else's event.
-        ConditionExpression: 'attribute_not_exists(pk)',
       },
     };
   }

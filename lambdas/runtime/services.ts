@@ -81,7 +81,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const logger = overrides.logger ?? defaultLogger;
   const observer = overrides.observer ?? createEngineObserver(logger);
   const doc = overrides.doc ?? createDocumentClient(config.dynamodbEndpoint);
-  const store = new DynamoDbIdempotencyStore(doc, config.tableName);
+  const store = new DynamoDbIdempotencyStore({ client: doc, tableName: config.tableName });
   // `unknown` answers suggest retrying after about one reconciler period.
   const engine = new IdempotencyEngine({
     unknownRetryAfterMs: config.sideEffects.reconcileIntervalMs,

@@ -27,14 +27,29 @@ import { attentionPk, Keys, TableSchema } from './table-schema';
 
 type Item = Record<string, unknown>;
 
-const keyOf = (id: RecordIdentity) => Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
+const keyOf = (id: RecordIdentity, keyPrefix = '') => {
+  const key = Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
+  return keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key;
+};
+
+export interface DynamoDbStoreOptions {
+  /** A DocumentClient (`DynamoDBDocumentClient.from(new DynamoDBClient())`, or createDocumentClient()). */
+  client: DynamoDBDocumentClient;
+  /** The table, of the shape in `TableSchema` (the IdempotencyStore construct creates one). */
+  tableName: string;
+  /**
+   * Put before every record's partition key, for a table shared with other data. Default none. Letters, digits and
+   * `_ . : -` only ('#' separates the key's parts).
+   */
+  keyPrefix?: string;
+}
 
 /**
  * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
  * repeated as attributes: every claim sends the item and every replay reads it back.
  */
-export function recordToItem(record: IdempotencyRecord): Item {
-  const key = keyOf(record);
+export function recordToItem(record: IdempotencyRecord, keyPrefix = ''): Item {
+  const key = keyOf(record, keyPrefix);
   // Properties listed one by one: `{ ...key, <15 more> }` costs tens of microseconds in V8 (Node 20), on every claim.
   const item: Item = {
     pk: key.pk,
@@ -110,10 +125,27 @@ const OWNED_PROCESSING = '#status = :processing AND owner_token = :owner';
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
 export class DynamoDbIdempotencyStore implements IdempotencyStore {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    readonly tableName: string,
-  ) {}
+  private readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  readonly keyPrefix: string;
+
+  constructor(options: DynamoDbStoreOptions);
+  /** @deprecated pass the options object. */
+  constructor(client: DynamoDBDocumentClient, tableName: string);
+  constructor(clientOrOptions: DynamoDBDocumentClient | DynamoDbStoreOptions, tableName?: string) {
+    const options: DynamoDbStoreOptions =
+      'client' in clientOrOptions && tableName === undefined ? clientOrOptions : { client: clientOrOptions as DynamoDBDocumentClient, tableName: tableName! };
+    if (typeof options.tableName !== 'string' || options.tableName === '') throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
+    const keyPrefix = options.keyPrefix ?? '';
+    if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    this.doc = options.client;
+    this.tableName = options.tableName;
+    this.keyPrefix = keyPrefix;
+  }
+
+  private keyOf(identity: RecordIdentity) {
+    return keyOf(identity, this.keyPrefix);
+  }
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
@@ -127,7 +159,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: recordToItem(record),
+          Item: recordToItem(record, this.keyPrefix),
           ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND ${freed.clause})`,
           ExpressionAttributeNames: { '#status': 'status', ...freed.names },
           ExpressionAttributeValues: { ':succeeded': 'SUCCEEDED', ':failed': 'FAILED', ...freed.values },
@@ -152,7 +184,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
     try {
       const { Item } = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: keyOf(identity), ConsistentRead: true }),
+        new GetCommand({ TableName: this.tableName, Key: this.keyOf(identity), ConsistentRead: true }),
       );
       return Item ? itemToRecord(Item) : undefined;
     } catch (err) {
@@ -188,7 +220,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     }
     const update = {
       TableName: this.tableName,
-      Key: keyOf(identity),
+      Key: this.keyOf(identity),
       UpdateExpression: `SET ${set} REMOVE attention_pk, attention_at`,
       ConditionExpression: OWNED_PROCESSING,
       ExpressionAttributeNames: names,
@@ -198,7 +230,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       if (writes.length === 0) {
         await this.doc.send(new UpdateCommand(update));
       } else {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes] }));
+        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] }));
       }
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) throw new OwnershipLostError();
@@ -217,7 +249,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new DeleteCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           ConditionExpression: OWNED_PROCESSING,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':processing': 'PROCESSING', ':owner': ownerToken },
@@ -233,12 +265,12 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    const pk = keyOf(identity).pk;
+    const pk = this.keyOf(identity).pk;
     return this.conditional('mark unknown', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           UpdateExpression:
             'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, attention_pk = :attention, attention_at = :next REMOVE #expires',
           ConditionExpression: OWNED_PROCESSING,
@@ -270,7 +302,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(identity),
+          Key: this.keyOf(identity),
           UpdateExpression:
             'SET owner_token = :newOwner, lease_expires_at = :lease, attention_at = :lease, updated_at = :now',
           // The old lease must still be stale: a racing executor that renewed it keeps it.
@@ -290,7 +322,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
 
   async expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
-    const key = keyOf(record);
+    const key = this.keyOf(record);
     return this.conditional('expire lease', () =>
       this.doc.send(
         new UpdateCommand({
@@ -317,7 +349,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
 
   async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
-    const key = keyOf(record);
+    const key = this.keyOf(record);
     const fence = this.unknownFence(record);
     if (outcome.event === 'reconciled_absent') {
       return this.conditional('release after reconciliation', () =>
@@ -376,7 +408,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keyOf(record),
+          Key: this.keyOf(record),
           UpdateExpression: 'SET reconcile_attempts = :attempts, next_check_at = :next, attention_at = :next, #error = :error, last_checked_at = :now',
           ConditionExpression: fence.ConditionExpression,
           ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
@@ -390,6 +422,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         }),
       ),
     );
+  }
+
+  /** A tool's own item as a transaction Put that refuses to overwrite. */
+  private createItem({ create }: ExtraWrite) {
+    return { Put: { TableName: create.table ?? this.tableName, Item: { ...create.item, ...create.key }, ConditionExpression: 'attribute_not_exists(pk)' } };
   }
 
   /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */

@@ -38,22 +38,7 @@ export function attentionPartitions(kind: AttentionKind): string[] {
   return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => `${kind}#${shard}`);
 }
 
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
-
-/** Key builders; '#' cannot occur in tenants, tools or keys (their charset excludes it). */
-export const Keys = {
-  idempotency: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
-    pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
-    sk: 'IDEM',
-  }),
-  order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
-  outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
-  /** The consumer's dedup marker: written before an event's effect runs. */
-  deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
-};
+export { Keys, type ItemKey } from '../core/keys';
 
 /** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, environmentOf } from '../../lambdas/config';
 
 /** Where the side-effect tools send their work; the sandbox construct fills these in for a demo. */
 export interface DownstreamSettings {
@@ -21,16 +21,14 @@ export const emailModeOf = (settings: DownstreamSettings) => settings.emailMode 
 
 /** The downstream part of a function's environment; unset URLs are left out (the tool then reports it unconfigured). */
 export function downstreamEnvironment(settings: DownstreamSettings): Record<string, string> {
-  const env: Record<string, string> = {
-    DOWNSTREAM_TIMEOUT_MS: String(settings.timeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS),
-  };
-  const emailMode = emailModeOf(settings);
-  if (emailMode) env.EMAIL_MODE = emailMode;
-  if (settings.paymentsUrl) env.PAYMENTS_URL = settings.paymentsUrl;
-  if (settings.ticketsUrl) env.TICKETS_URL = settings.ticketsUrl;
-  if (settings.mailboxUrl) env.MAILBOX_URL = settings.mailboxUrl;
-  if (settings.emailFrom) env.EMAIL_FROM = settings.emailFrom;
-  return env;
+  return environmentOf({
+    downstreamTimeoutMs: settings.timeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS,
+    emailMode: emailModeOf(settings),
+    paymentsUrl: settings.paymentsUrl || undefined,
+    ticketsUrl: settings.ticketsUrl || undefined,
+    mailboxUrl: settings.mailboxUrl || undefined,
+    emailFrom: settings.emailFrom || undefined,
+  });
 }
 
 export function validateDownstreams(settings: DownstreamSettings): void {

@@ -2,6 +2,7 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { environmentOf } from '../../lambdas/config';
 import type { TokenVerification } from './auth';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
@@ -55,23 +56,25 @@ export class McpFunction extends Construct {
         removalPolicy: RemovalPolicy.DESTROY,
       });
 
-    const environment: Record<string, string> = {
-      TABLE_NAME: props.store.tableName,
-      AUTH_MODE: 'oidc',
-      AUTH_ISSUER: props.auth.issuer,
-      AUTH_JWKS_URL: props.auth.jwksUrl,
-      AUTH_TENANT_CLAIM: props.auth.tenantClaim,
-      AUTH_REQUIRED_SCOPES: props.auth.requiredScopes.join(' '),
-      // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
-      // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
-      OPERATION_ID_SECRET_ARN: this.operationIdSecret.secretArn,
-      ALLOWED_ORIGINS: (props.allowedOrigins ?? []).join(','),
-      RECONCILE_INTERVAL_MS: String((props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds()),
+    const environment = {
+      ...environmentOf({
+        tableName: props.store.tableName,
+        authMode: 'oidc',
+        authIssuer: props.auth.issuer,
+        authJwksUrl: props.auth.jwksUrl,
+        authTenantClaim: props.auth.tenantClaim,
+        authAudience: props.auth.audience || undefined,
+        authRequiredScopes: props.auth.requiredScopes,
+        // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
+        // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
+        operationIdSecretArn: this.operationIdSecret.secretArn,
+        allowedOrigins: props.allowedOrigins ?? [],
+        reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
+        publicBaseUrl: props.publicBaseUrl || undefined,
+        confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
+      }),
       ...downstreamEnvironment(props.downstreams ?? {}),
     };
-    if (props.auth.audience) environment.AUTH_AUDIENCE = props.auth.audience;
-    if (props.confirmationOptOut?.length) environment.CONFIRMATION_OPT_OUT_TOOLS = props.confirmationOptOut.join(',');
-    if (props.publicBaseUrl) environment.PUBLIC_BASE_URL = props.publicBaseUrl;
 
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),

@@ -2,6 +2,7 @@ import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
+import { environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, emailModeOf, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
@@ -41,9 +42,11 @@ export class OutboxConsumer extends Construct {
       description: 'Outbox consumer: performs queued side effects once per event',
       timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,
       environment: {
-        TABLE_NAME: props.store.tableName,
-        OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
-        OUTBOX_MAX_RECEIVE_COUNT: String(props.queue.maxReceiveCount),
+        ...environmentOf({
+          tableName: props.store.tableName,
+          outboxQueueUrl: props.queue.queue.queueUrl,
+          outboxMaxReceiveCount: props.queue.maxReceiveCount,
+        }),
         ...downstreamEnvironment(downstreams),
       },
     });

@@ -2,6 +2,7 @@ import { Duration, Validations } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
+import { environmentOf } from '../../lambdas/config';
 import { Keys, TableSchema } from '../../lambdas/store/table-schema';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
@@ -39,7 +40,7 @@ export class OutboxRelay extends Construct {
       handler: 'relay',
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),
-      environment: { TABLE_NAME: props.store.tableName, OUTBOX_QUEUE_URL: props.queue.queue.queueUrl },
+      environment: environmentOf({ tableName: props.store.tableName, outboxQueueUrl: props.queue.queue.queueUrl }),
     });
     props.store.grantItems(this.handler.role, RELAY_TABLE_ACTIONS);
     props.queue.queue.grantSendMessages(this.handler.role);

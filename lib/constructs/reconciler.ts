@@ -2,6 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
+import { environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
@@ -12,8 +13,12 @@ export interface ReconcilerProps extends CommonFunctionProps {
   /** The sweep re-sends outbox events the stream relay missed. */
   queue: OutboxQueue;
   downstreams?: DownstreamSettings;
-  /** Default every minute (the shortest EventBridge rate). */
-  schedule?: events.Schedule;
+  /**
+   * How often it runs. Default 1 minute (the shortest EventBridge rate). The function gets it as
+   * RECONCILE_INTERVAL_MS too: its retry backoff starts at one period, so a downstream outage is re-checked over
+   * hours, not minutes, before a record is parked for review.
+   */
+  period?: Duration;
   /** Default 50 s: a run ends before the next one starts (overlaps would still be safe: every write is fenced). */
   timeout?: Duration;
 }
@@ -34,14 +39,21 @@ export class Reconciler extends Construct {
 
   constructor(scope: Construct, id: string, props: ReconcilerProps) {
     super(scope, id);
+    const period = props.period ?? DEFAULT_RECONCILE_PERIOD;
+    if (period.toMilliseconds() < DEFAULT_RECONCILE_PERIOD.toMilliseconds()) {
+      throw new Error(`Reconciler: period must be at least 1 minute, EventBridge's shortest rate (got ${period.toHumanString()})`);
+    }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
       handler: 'reconciler',
       description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
       timeout: props.timeout ?? Duration.seconds(50),
       environment: {
-        TABLE_NAME: props.store.tableName,
-        OUTBOX_QUEUE_URL: props.queue.queue.queueUrl,
+        ...environmentOf({
+          tableName: props.store.tableName,
+          outboxQueueUrl: props.queue.queue.queueUrl,
+          reconcileIntervalMs: period.toMilliseconds(),
+        }),
         ...downstreamEnvironment(props.downstreams ?? {}),
       },
     });
@@ -51,7 +63,7 @@ export class Reconciler extends Construct {
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the reconciler',
-      schedule: props.schedule ?? events.Schedule.rate(DEFAULT_RECONCILE_PERIOD),
+      schedule: events.Schedule.rate(period),
     });
     // A missed run is not retried: the next one a minute later does the same work.
     this.rule.addTarget(new targets.LambdaFunction(this.handler.function, { retryAttempts: 0, maxEventAge: Duration.minutes(1) }));

@@ -3,7 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, environmentOf } from '../../lambdas/config';
 import type { DownstreamSettings } from './downstreams';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
@@ -40,7 +40,7 @@ export class SandboxDownstreams extends Construct {
       handler: 'sandbox',
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),
-      environment: { SANDBOX_TABLE_NAME: this.table.tableName, DOWNSTREAM_TIMEOUT_MS: String(this.timeoutMs) },
+      environment: environmentOf({ sandboxTableName: this.table.tableName, downstreamTimeoutMs: this.timeoutMs }),
     });
     // The sandbox's own table only; it holds no real data, so the full item API is fine (still no Scan).
     this.table.grant(this.handler.role, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query');

@@ -6,6 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { EnvVars, environmentOf } from '../../lambdas/config';
 import { handlerEntry, LambdaBundle, lambdaEsbuildArgs } from '../bundling';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -21,8 +22,8 @@ export interface PowertoolsSettings {
 }
 
 export const resolvePowertools = (p: PowertoolsSettings = {}): Required<PowertoolsSettings> => ({
-  serviceName: p.serviceName ?? 'idempotent-mcp',
-  metricsNamespace: p.metricsNamespace ?? 'IdempotentMcp',
+  serviceName: p.serviceName ?? EnvVars.powertoolsServiceName.parse(undefined),
+  metricsNamespace: p.metricsNamespace ?? EnvVars.powertoolsMetricsNamespace.parse(undefined),
   logLevel: p.logLevel ?? 'INFO',
 });
 
@@ -90,9 +91,11 @@ export class ServiceFunction extends Construct {
       logGroup: this.logGroup,
       paramsAndSecrets: props.paramsAndSecrets,
       environment: {
-        POWERTOOLS_SERVICE_NAME: powertools.serviceName,
-        POWERTOOLS_METRICS_NAMESPACE: powertools.metricsNamespace,
-        POWERTOOLS_LOG_LEVEL: powertools.logLevel,
+        ...environmentOf({
+          powertoolsServiceName: powertools.serviceName,
+          powertoolsMetricsNamespace: powertools.metricsNamespace,
+          powertoolsLogLevel: powertools.logLevel,
+        }),
         ...props.environment,
       },
       bundling: {

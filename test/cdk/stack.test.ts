@@ -1,6 +1,9 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Match } from 'aws-cdk-lib/assertions';
 import { Duration, App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { EnvVars } from '../../lambdas/config';
+import { IdempotentMcpStack } from '../../lib/idempotent-mcp-stack';
 import { describe, expect, inject, it } from 'vitest';
 import { settingsFromContext } from '../../lib/context';
 import { MCP_TABLE_ACTIONS } from '../../lib/constructs/mcp-function';
@@ -323,6 +326,34 @@ describe('event sources and the schedule', () => {
       FunctionName: { 'Fn::GetAtt': [functionIds.reconciler, 'Arn'] },
       Principal: 'events.amazonaws.com',
     });
+  });
+
+  it('the reconciler\'s backoff starts at its own period: RECONCILE_INTERVAL_MS is the schedule\'s rate, as the MCP function says', () => {
+    // Without it the reconciler backs off from the local default (seconds) while it runs once a minute, and a
+    // downstream outage of well under an hour parks UNKNOWN records for review.
+    expect(env(functionIds.reconciler).RECONCILE_INTERVAL_MS).toBe('60000');
+    expect(env(functionIds.mcp).RECONCILE_INTERVAL_MS).toBe('60000');
+    const slower = new IdempotentMcpStack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Slower', { reconcilePeriod: Duration.minutes(5) });
+    const slowerResources = Template.fromStack(slower).toJSON().Resources;
+    const slowerEnv = (fn: { node: { defaultChild?: unknown } }) => slowerResources[logicalId(fn)].Properties.Environment.Variables;
+    expect(slowerEnv(slower.reconciler.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
+    expect(slowerEnv(slower.mcp.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
+    Template.fromStack(slower).hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
+  });
+});
+
+describe('the configuration contract', () => {
+  it('every variable a construct sets is declared once in lambdas/config.ts, and reads back as what was set', () => {
+    const declared = new Map(Object.values(EnvVars).map((v) => [v.name, v]));
+    // Set by the Parameters and Secrets layer's own props, not read by our code.
+    const layerSettings = /^(PARAMETERS_SECRETS_EXTENSION_(?!HTTP_PORT)|SECRETS_MANAGER_|SSM_)/;
+    for (const [, fn] of ofType('AWS::Lambda::Function')) {
+      for (const [name, value] of Object.entries(fn.Properties.Environment?.Variables ?? {})) {
+        if (layerSettings.test(name)) continue;
+        expect(declared.has(name), `${name} is not declared in EnvVars`).toBe(true);
+        if (typeof value === 'string') expect(() => declared.get(name)!.parse(value), name).not.toThrow();
+      }
+    }
   });
 });
 

@@ -300,7 +300,7 @@ describe('DynamoDB requests per call', () => {
     const call = (amount: number) =>
       e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, async () => ({
         result: { order_id: orderId },
-        writes: [orderWrite(table.tableName, TENANT, orderId)],
+        writes: [orderWrite(TENANT, orderId)],
       }));
 
     expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: false });

@@ -181,7 +181,7 @@ describe('a late executor', () => {
     const first = engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async (ctx) => {
       started.resolve(ctx);
       await finish.promise;
-      return { result: { by: 'A' }, writes: [orderWrite(table.tableName, TENANT, `A-${key}`)] };
+      return { result: { by: 'A' }, writes: [orderWrite(TENANT, `A-${key}`)] };
     });
     await started.promise;
     clock.advance(21_001 + 1000); // past A's lease (budget + completion margin)
@@ -192,7 +192,7 @@ describe('a late executor', () => {
     const { engine, key, first, finish, policy } = await stalledFirstExecutor(true);
     const second = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async () => ({
       result: { by: 'B' },
-      writes: [orderWrite(table.tableName, TENANT, `B-${key}`)],
+      writes: [orderWrite(TENANT, `B-${key}`)],
     }));
     expect(second).toMatchObject({ outcome: 'succeeded', replayed: false, result: { by: 'B' } });
     const takeoverToken = (await storedItem(table.doc, table.tableName, TENANT, TOOL, key))!.owner_token;

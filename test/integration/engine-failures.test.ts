@@ -92,7 +92,7 @@ describe("the tool's own writes", () => {
     const orderId = `order-${key}`;
     const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({
       result: { order_id: orderId },
-      writes: [orderWrite(table.tableName, TENANT, orderId, { total: 12 })],
+      writes: [orderWrite(TENANT, orderId, { total: 12 })],
     }));
     expect(answer).toMatchObject({ outcome: 'succeeded', result: { order_id: orderId } });
     expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toMatchObject({ order_id: orderId, total: 12 });
@@ -113,8 +113,8 @@ describe("the tool's own writes", () => {
         return {
           result: { order_id: runs === 1 ? takenId : newId },
           writes: [
-            { Put: { TableName: table.tableName, Item: { ...Keys.order(TENANT, `side-${key}`), order_id: `side-${key}` } } },
-            orderWrite(table.tableName, TENANT, runs === 1 ? takenId : newId),
+            { create: { key: Keys.order(TENANT, `side-${key}`), item: { order_id: `side-${key}` } } },
+            orderWrite(TENANT, runs === 1 ? takenId : newId),
           ],
         };
       });
@@ -135,7 +135,7 @@ describe("the tool's own writes", () => {
     const call = () =>
       e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, { maxResultBytes: 1024 }, async () => {
         runs++;
-        return { result: { blob: 'x'.repeat(2000) }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
+        return { result: { blob: 'x'.repeat(2000) }, writes: [orderWrite(TENANT, orderId)] };
       });
     const answer = await call();
     expect(answer).toMatchObject({ outcome: 'unknown', error: { code: 'RESULT_TOO_LARGE' } });
@@ -170,7 +170,7 @@ describe('store failures (through a fault-injecting proxy in front of DynamoDB L
     const call = () =>
       e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
         runs++;
-        return { result: { order_id: orderId }, writes: [orderWrite(table.tableName, TENANT, orderId)] };
+        return { result: { order_id: orderId }, writes: [orderWrite(TENANT, orderId)] };
       });
     proxy.inject({ operation: 'TransactWriteItems', fault: 'fail', times: 100 });
     expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true });
@@ -203,7 +203,7 @@ describe('store failures (through a fault-injecting proxy in front of DynamoDB L
     expect(runs).toBe(1);
   });
 
-  it('a claim that fails runs nothing and leaves the key free', async () => {
+  it('a claim that fails runs nothing, answers unknown (the key may have run before) and leaves the key free', async () => {
     const e = engine();
     const key = newKey();
     let runs = 0;
@@ -213,10 +213,26 @@ describe('store failures (through a fault-injecting proxy in front of DynamoDB L
         return { result: 'done' };
       });
     proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
-    expect(await call()).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    const answer = await call();
+    expect(answer).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    expect(answer.retry_after_ms).toBeGreaterThan(0);
+    expect(answer.error?.message).not.toMatch(/nothing was executed/);
     expect(runs).toBe(0);
     proxy.clear();
     expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(runs).toBe(1);
+  });
+  it('a retry of a call that succeeded, while the store refuses the claim, is not told that it failed', async () => {
+    const e = engine();
+    const key = newKey();
+    let runs = 0;
+    const call = () =>
+      e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: ++runs }));
+    expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+    proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
+    expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    proxy.clear();
+    expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 1 });
     expect(runs).toBe(1);
   });
 });
@@ -250,7 +266,7 @@ describe('answers lost on the way back (applied by DynamoDB, retried by the SDK)
     proxy.inject({ operation: 'TransactWriteItems', fault: 'drop-response', times: 1 });
     const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({
       result: { order_id: orderId },
-      writes: [orderWrite(table.tableName, TENANT, orderId)],
+      writes: [orderWrite(TENANT, orderId)],
     }));
     expect(proxy.faulted()).toEqual([1]);
     expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: orderId } });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { DEFAULT_DEV_SCOPE, DEV_ISSUER } from '../../lambdas/config';
 import { newKey } from '../support/engine';
-import { orderArgs, startTestStack } from '../support/mcp';
+import { ledger, orderArgs, startTestStack } from '../support/mcp';
 
 /** Raw HTTP against the local server: what a careless, hostile or broken client gets, and that the server survives it. */
 let stack: LocalStack;
@@ -119,6 +119,43 @@ describe('protocol hygiene', () => {
     const answers = [await response.json()].flat() as Array<{ id: number; result: { structuredContent: { outcome: string } } }>;
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ id: 21, result: { structuredContent: { outcome: 'succeeded', idempotency_key: key } } });
+  });
+
+  it('a batch whose ids repeat is refused as a whole (-32600) and nothing in it runs', async () => {
+    const [k1, k2, k3] = [newKey(), newKey(), newKey()];
+    const batches = [
+      [JSON.parse(createOrderCall(1, k1)), JSON.parse(createOrderCall(1, k2))],
+      [
+        { jsonrpc: '2.0', id: 'x', method: 'ping' },
+        { jsonrpc: '2.0', id: 'x', method: 'tools/call', params: { name: 'create_order', arguments: orderArgs(k3) } },
+      ],
+    ];
+    for (const batch of batches) {
+      const response = await post(JSON.stringify(batch));
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    }
+    const keys = new Set([k1, k2, k3]);
+    expect((await ledger(stack)).orders.filter((order) => keys.has(order.idempotency_key as string))).toEqual([]);
+    // No execution is on record either (none can commit later): each key now runs for the first time.
+    for (const [id, key] of [k1, k2, k3].entries()) {
+      const answer = (await (await post(createOrderCall(30 + id, key))).json()) as { result: { structuredContent: Record<string, unknown> } };
+      expect(answer.result.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false, idempotency_key: key });
+    }
+  });
+
+  it('an empty batch is an invalid request (-32600)', async () => {
+    const response = await post('[]');
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    await expectStillServing();
+  });
+
+  it('a batch of distinct ids is answered in full', async () => {
+    const response = await post(JSON.stringify([JSON.parse(createOrderCall(41)), { jsonrpc: '2.0', id: '41', method: 'ping' }]));
+    expect(response.status).toBe(200);
+    const answers = (await response.json()) as Array<{ id: unknown }>;
+    expect(answers.map((a) => a.id).sort()).toEqual([41, '41'].sort());
   });
 
   it('GET and DELETE on /mcp are 405 (stateless: no stream, no session)', async () => {

@@ -39,15 +39,9 @@ export async function storedItem(doc: DynamoDBDocumentClient, tableName: string,
 }
 
 /** The business item a test tool commits with its SUCCEEDED record. */
-export function orderWrite(tableName: string, tenant: string, orderId: string, extra: Record<string, unknown> = {}): ExtraWrite {
-  return {
-    Put: {
-      TableName: tableName,
-      Item: { ...Keys.order(tenant, orderId), order_id: orderId, ...extra },
-      // A business rule the store enforces: an order id is never reused.
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
+export function orderWrite(tenant: string, orderId: string, extra: Record<string, unknown> = {}): ExtraWrite {
+  // A business rule the store enforces: an order id is never reused (a write creates, it never overwrites).
+  return { create: { key: Keys.order(tenant, orderId), item: { order_id: orderId, ...extra } } };
 }
 
 export async function orderItem(doc: DynamoDBDocumentClient, tableName: string, tenant: string, orderId: string) {

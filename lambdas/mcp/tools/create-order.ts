@@ -35,7 +35,7 @@ export const createOrderTool = defineWriteTool({
         `This idempotency_key already created order ${orderId} with other arguments; use a new key for a new order.`,
       );
     }
-    return { result: order, writes: [putOrderWrite(ctx.services.tableName, ctx.tenant, ctx.idempotencyKey, order)] };
+    return { result: order, writes: [putOrderWrite(ctx.tenant, ctx.idempotencyKey, order)] };
   },
   async reconcile({ record }, services) {
     // The order and the SUCCEEDED record commit together, so the order's existence is the whole answer.

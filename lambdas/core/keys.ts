@@ -1,0 +1,20 @@
+/** A storage key: the partition and sort key of one item. */
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+/**
+ * The one pattern for storage keys: `KIND#part#part`. '#' cannot occur in the parts: tenants and keys follow the
+ * idempotency-key charset and tool names MCP's tool-name charset, neither of which has it.
+ */
+export const Keys = {
+  idempotency: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
+    pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
+    sk: 'IDEM',
+  }),
+  order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
+  outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
+  /** The consumer's dedup marker: written before an event's effect runs. */
+  deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
+};

@@ -1,0 +1,163 @@
+import type { ItemKey } from '../core/keys';
+import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
+import { keyIsFree, transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
+import type {
+  ClaimOptions,
+  ClaimResult,
+  ExtraWrite,
+  IdempotencyStore,
+  Reconciliation,
+  RecordIdentity,
+  Settlement,
+} from './persistence';
+
+const recordKey = (id: RecordIdentity) => JSON.stringify([id.tenant, id.tool, id.idempotencyKey]);
+const itemKey = (key: ItemKey, table = '') => JSON.stringify([table, key.pk, key.sk]);
+const copy = <T>(value: T): T => structuredClone(value);
+
+/**
+ * The store port in one process's memory: the engine's unit tests, and single-process use where losing the records
+ * with the process is acceptable. Each method checks the same condition as the DynamoDB adapter's conditional write
+ * and applies it whole or not at all (the store conformance suite holds both to that).
+ */
+export class InMemoryIdempotencyStore implements IdempotencyStore {
+  private readonly records = new Map<string, IdempotencyRecord>();
+  private readonly items = new Map<string, Record<string, unknown>>();
+
+  async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
+    transition('ABSENT', 'claim');
+    const existing = this.records.get(recordKey(record));
+    // Without a policy only the expiry frees a settled record, as the DynamoDB condition reads it.
+    if (!existing || keyIsFree(existing, now, options.onExpired ?? 'review')) {
+      this.records.set(recordKey(record), copy(record));
+      return { claimed: true };
+    }
+    if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
+    return { claimed: false, existing: copy(existing) };
+  }
+
+  async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
+    const record = this.records.get(recordKey(identity));
+    return record && copy(record);
+  }
+
+  async settle(identity: RecordIdentity, ownerToken: string, settlement: Settlement, now: number, writes: ExtraWrite[] = []): Promise<void> {
+    transition('PROCESSING', settlement.status === 'SUCCEEDED' ? 'complete' : 'fail');
+    const record = this.owned(identity, ownerToken);
+    if (!record) throw new OwnershipLostError();
+    const taken = writes.map(({ create }) => (this.items.has(itemKey(create.key, create.table)) ? 'ConditionalCheckFailed' : 'None'));
+    const keys = writes.map(({ create }) => itemKey(create.key, create.table));
+    const duplicate = keys.some((key, i) => keys.indexOf(key) !== i);
+    if (taken.includes('ConditionalCheckFailed') || duplicate) throw new TransactionRejectedError(['None', ...taken]);
+    for (const { create } of writes) this.items.set(itemKey(create.key, create.table), copy({ ...create.item, ...create.key }));
+    record.status = settlement.status;
+    record.updatedAt = now;
+    if (settlement.result !== undefined) record.result = copy(settlement.result);
+    if (settlement.error !== undefined) record.error = copy(settlement.error);
+    if (settlement.errorType !== undefined) record.errorType = settlement.errorType;
+  }
+
+  async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
+    transition('PROCESSING', 'release');
+    if (!this.owned(identity, ownerToken)) return false;
+    this.records.delete(recordKey(identity));
+    return true;
+  }
+
+  async markUnknown(
+    identity: RecordIdentity,
+    ownerToken: string,
+    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number },
+    now: number,
+  ): Promise<boolean> {
+    transition('PROCESSING', 'uncertain');
+    const record = this.owned(identity, ownerToken);
+    if (!record) return false;
+    this.toUnknown(record, now, details.error, details.errorType, details.nextCheckAt);
+    return true;
+  }
+
+  async expireLease(read: IdempotencyRecord, now: number): Promise<boolean> {
+    transition('PROCESSING', 'lease_expired');
+    const record = this.owned(read, read.ownerToken);
+    if (!record || record.leaseExpiresAt !== read.leaseExpiresAt || record.leaseExpiresAt > now) return false;
+    this.toUnknown(record, now, { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' }, 'lease_expired', now);
+    return true;
+  }
+
+  async reconcile(read: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
+    const to = transition('UNKNOWN', outcome.event);
+    const record = this.unknownAsRead(read);
+    if (!record) return false;
+    if (outcome.event === 'reconciled_absent') {
+      this.records.delete(recordKey(read));
+      return true;
+    }
+    record.status = to as IdempotencyRecord['status'];
+    record.updatedAt = now;
+    delete record.nextCheckAt;
+    if (to === 'SUCCEEDED' || to === 'FAILED') {
+      // Settled now, so it replays for a full retention from now.
+      record.retainUntil = Math.max(read.retainUntil, now + (read.retainUntil - read.createdAt));
+      record.expiresAt = Math.floor(record.retainUntil / 1000);
+    }
+    if (outcome.event === 'reconciled_found') {
+      record.result = copy(outcome.result ?? null);
+      delete record.error;
+      delete record.errorType;
+    } else {
+      record.error = copy(outcome.error);
+      record.errorType = outcome.event === 'reconcile_exhausted' ? 'reconcile_exhausted' : 'terminal';
+    }
+    if (outcome.event === 'reconcile_exhausted') record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
+    return true;
+  }
+
+  async deferReconcile(read: IdempotencyRecord, nextCheckAt: number, reason: StoredError, _now: number): Promise<boolean> {
+    const record = this.unknownAsRead(read);
+    if (!record) return false;
+    record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
+    record.nextCheckAt = nextCheckAt;
+    record.error = copy(reason);
+    return true;
+  }
+
+  async takeOver(identity: RecordIdentity, expectedOwnerToken: string, newOwnerToken: string, leaseExpiresAt: number, now: number): Promise<boolean> {
+    transition('PROCESSING', 'take_over');
+    const record = this.owned(identity, expectedOwnerToken);
+    // The old lease must still be stale: a racing executor that renewed it keeps it.
+    if (!record || record.leaseExpiresAt > now) return false;
+    record.ownerToken = newOwnerToken;
+    record.leaseExpiresAt = leaseExpiresAt;
+    record.updatedAt = now;
+    return true;
+  }
+
+  /** A tool's item created by a settlement (tests look at what committed). */
+  item(key: ItemKey, table?: string): Record<string, unknown> | undefined {
+    const item = this.items.get(itemKey(key, table));
+    return item && copy(item);
+  }
+
+  private owned(identity: RecordIdentity, ownerToken: string): IdempotencyRecord | undefined {
+    const record = this.records.get(recordKey(identity));
+    return record?.status === 'PROCESSING' && record.ownerToken === ownerToken ? record : undefined;
+  }
+
+  /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */
+  private unknownAsRead(read: IdempotencyRecord): IdempotencyRecord | undefined {
+    const record = this.records.get(recordKey(read));
+    if (record?.status !== 'UNKNOWN' || record.ownerToken !== read.ownerToken) return undefined;
+    return record.reconcileAttempts === read.reconcileAttempts ? record : undefined;
+  }
+
+  private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number) {
+    record.status = 'UNKNOWN';
+    record.updatedAt = now;
+    record.error = copy(error);
+    record.errorType = errorType;
+    record.nextCheckAt = nextCheckAt;
+    // Never freed by time: deleting it would free a key whose effect may exist.
+    record.expiresAt = Number.POSITIVE_INFINITY;
+  }
+}

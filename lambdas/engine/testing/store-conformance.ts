@@ -1,0 +1,247 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { OwnershipLostError, TransactionRejectedError } from '../../core/errors';
+import type { IdempotencyRecord } from '../../core/state-machine';
+import type { ExtraWrite, IdempotencyStore, RecordIdentity } from '../persistence';
+
+export interface StoreConformanceOptions {
+  /** The store under test; called once per test. Records of different tests never share a key. */
+  store: () => IdempotencyStore | Promise<IdempotencyStore>;
+}
+
+const HOUR = 3600_000;
+const T0 = Date.UTC(2030, 0, 1);
+
+/** A PROCESSING record as the engine claims it: a lease of a minute, replayed for an hour, expiring a day later. */
+function processing(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
+  const retainUntil = T0 + HOUR;
+  return {
+    tenant: 'tenant-a',
+    tool: 'orders.create',
+    idempotencyKey: `key-${randomUUID()}`,
+    fingerprint: 'fp-1',
+    status: 'PROCESSING',
+    ownerToken: randomUUID(),
+    createdAt: T0,
+    updatedAt: T0,
+    leaseExpiresAt: T0 + 60_000,
+    retainUntil,
+    expiresAt: Math.floor((retainUntil + 24 * HOUR) / 1000),
+    ...overrides,
+  };
+}
+
+const identity = (r: IdempotencyRecord): RecordIdentity => ({ tenant: r.tenant, tool: r.tool, idempotencyKey: r.idempotencyKey });
+/** A new claim of the same key by another executor. */
+const rivalOf = (r: IdempotencyRecord) => processing(identity(r));
+const orderWrite = (id: string): ExtraWrite => ({ create: { key: { pk: `CONFORMANCE#${id}`, sk: 'ITEM' }, item: { id } } });
+const unknownError = { code: 'OUTCOME_UNKNOWN', message: 'timed out' };
+
+/**
+ * What every adapter of the store port must do, as a vitest suite: call it at the top level of a test file with a
+ * factory of your store. Each write is one transition of the state machine, fenced so that racing executors and
+ * reconcilers never both win. The in-memory store and the DynamoDB adapter both pass it.
+ */
+export function describeStoreConformance(name: string, options: StoreConformanceOptions): void {
+  const open = async () => options.store();
+  /** A store with one record moved to UNKNOWN by its owner. */
+  const unknownRecord = async () => {
+    const store = await open();
+    const record = processing();
+    await store.claim(record, T0);
+    expect(await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000 }, T0 + 1000)).toBe(true);
+    return { store, record: (await store.get(identity(record)))! };
+  };
+
+  describe(`${name}: the idempotency store contract`, () => {
+    describe('claim', () => {
+      it('creates the PROCESSING record on a free key and reads back what was claimed', async () => {
+        const store = await open();
+        const record = processing({ traceId: 'trace-1' });
+        expect(await store.claim(record, T0)).toEqual({ claimed: true });
+        expect(await store.get(identity(record))).toEqual(record);
+      });
+
+      it('keeps tenants, tools and keys apart, tool names of MCP\'s charset included', async () => {
+        const store = await open();
+        const first = processing({ tool: 'createOrder' });
+        await store.claim(first, T0);
+        for (const other of [{ ...first, tenant: 'tenant-b' }, { ...first, tool: 'orders.create' }, { ...first, tool: 'create-order_v2' }]) {
+          expect(await store.claim({ ...other, ownerToken: randomUUID() }, T0)).toEqual({ claimed: true });
+        }
+        expect((await store.get(identity(first)))?.ownerToken).toBe(first.ownerToken);
+      });
+
+      it('refuses a held key and returns the holder; a retried claim of the same owner counts as ours', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        const rival = await store.claim({ ...record, ownerToken: randomUUID(), fingerprint: 'fp-2' }, T0 + 1);
+        expect(rival).toMatchObject({ claimed: false, existing: { ownerToken: record.ownerToken, fingerprint: 'fp-1', status: 'PROCESSING' } });
+        expect(await store.claim(record, T0 + 2)).toEqual({ claimed: true });
+      });
+
+      it("frees a settled key by the tool's expiry policy: 'execute' at the end of retention, otherwise at the expiry", async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        await store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: { n: 1 } }, T0 + 10);
+        const again = () => ({ ...record, ownerToken: randomUUID() });
+        expect(await store.claim(again(), record.retainUntil - 1, { onExpired: 'execute' })).toMatchObject({ claimed: false });
+        expect(await store.claim(again(), record.retainUntil, { onExpired: 'review' })).toMatchObject({ claimed: false });
+        expect(await store.claim(again(), record.retainUntil)).toMatchObject({ claimed: false });
+        expect(await store.claim(again(), record.expiresAt * 1000, { onExpired: 'review' })).toEqual({ claimed: true });
+
+        const second = processing();
+        await store.claim(second, T0);
+        await store.settle(identity(second), second.ownerToken, { status: 'FAILED', error: { code: 'X', message: 'no' } }, T0 + 10);
+        expect(await store.claim({ ...second, ownerToken: randomUUID() }, second.retainUntil, { onExpired: 'execute' })).toEqual({ claimed: true });
+      });
+
+      it('never frees an unsettled key by time', async () => {
+        const { store, record } = await unknownRecord();
+        const late = record.retainUntil + 365 * 24 * HOUR;
+        for (const onExpired of ['execute', 'review'] as const) {
+          expect(await store.claim(rivalOf(record), late, { onExpired })).toMatchObject({ claimed: false });
+        }
+      });
+    });
+
+    describe('settle', () => {
+      it('moves the owned PROCESSING record to SUCCEEDED or FAILED with what replays', async () => {
+        const store = await open();
+        const ok = processing();
+        await store.claim(ok, T0);
+        await store.settle(identity(ok), ok.ownerToken, { status: 'SUCCEEDED', result: { order: 'o-1' } }, T0 + 5);
+        expect(await store.get(identity(ok))).toMatchObject({ status: 'SUCCEEDED', result: { order: 'o-1' }, updatedAt: T0 + 5 });
+        const bad = processing();
+        await store.claim(bad, T0);
+        await store.settle(identity(bad), bad.ownerToken, { status: 'FAILED', error: { code: 'DECLINED', message: 'no' }, errorType: 'terminal' }, T0 + 5);
+        expect(await store.get(identity(bad))).toMatchObject({ status: 'FAILED', error: { code: 'DECLINED' }, errorType: 'terminal' });
+      });
+
+      it('is fenced on the owner: another owner, or a record no longer PROCESSING, gets OwnershipLostError', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        await expect(store.settle(identity(record), randomUUID(), { status: 'SUCCEEDED', result: 1 }, T0 + 1)).rejects.toBeInstanceOf(OwnershipLostError);
+        await store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 1);
+        await expect(store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 2)).rejects.toBeInstanceOf(OwnershipLostError);
+        expect((await store.get(identity(record)))?.result).toBe(1);
+      });
+
+      it("commits the tool's writes with the record, or nothing when one of them exists already", async () => {
+        const store = await open();
+        const shared = `item-${randomUUID()}`;
+        const first = processing();
+        await store.claim(first, T0);
+        await store.settle(identity(first), first.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 1, [orderWrite(shared)]);
+        const second = processing();
+        await store.claim(second, T0);
+        const fresh = `item-${randomUUID()}`;
+        await expect(
+          store.settle(identity(second), second.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 1, [orderWrite(fresh), orderWrite(shared)]),
+        ).rejects.toBeInstanceOf(TransactionRejectedError);
+        expect((await store.get(identity(second)))?.status).toBe('PROCESSING');
+        // The refused settlement created nothing: its fresh item is still free for a later one.
+        await store.settle(identity(second), second.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 2, [orderWrite(fresh)]);
+        expect((await store.get(identity(second)))?.status).toBe('SUCCEEDED');
+      });
+    });
+
+    describe('release', () => {
+      it('deletes the owned PROCESSING record so the key executes again; anyone else is refused', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        expect(await store.release(identity(record), randomUUID())).toBe(false);
+        expect(await store.release(identity(record), record.ownerToken)).toBe(true);
+        expect(await store.get(identity(record))).toBeUndefined();
+        expect(await store.claim({ ...record, ownerToken: randomUUID() }, T0 + 1)).toEqual({ claimed: true });
+      });
+    });
+
+    describe('leases', () => {
+      it('markUnknown: only the owner moves PROCESSING to UNKNOWN, due for a check', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt: T0 + 5000 };
+        expect(await store.markUnknown(identity(record), randomUUID(), details, T0 + 1)).toBe(false);
+        expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 1)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 5000, error: unknownError, errorType: 'uncertain' });
+        expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 2)).toBe(false);
+      });
+
+      it('takeOver: a new owner only once the lease has passed; the old owner is then fenced out', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        const next = randomUUID();
+        expect(await store.takeOver(identity(record), record.ownerToken, next, T0 + 120_000, record.leaseExpiresAt - 1)).toBe(false);
+        expect(await store.takeOver(identity(record), record.ownerToken, next, T0 + 120_000, record.leaseExpiresAt)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'PROCESSING', ownerToken: next, leaseExpiresAt: T0 + 120_000 });
+        await expect(store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 61_000)).rejects.toBeInstanceOf(OwnershipLostError);
+        expect(await store.takeOver(identity(record), record.ownerToken, randomUUID(), T0 + 200_000, T0 + 130_000)).toBe(false);
+      });
+
+      it('expireLease: a passed lease, as read, becomes UNKNOWN due now; a live or renewed lease stays', async () => {
+        const store = await open();
+        const record = processing();
+        await store.claim(record, T0);
+        expect(await store.expireLease(record, record.leaseExpiresAt - 1)).toBe(false);
+        const renewed = randomUUID();
+        await store.takeOver(identity(record), record.ownerToken, renewed, T0 + 120_000, record.leaseExpiresAt);
+        expect(await store.expireLease(record, T0 + 200_000)).toBe(false);
+        const current = (await store.get(identity(record)))!;
+        expect(await store.expireLease(current, T0 + 120_000)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', nextCheckAt: T0 + 120_000 });
+        expect(await store.expireLease(current, T0 + 120_001)).toBe(false);
+      });
+    });
+
+    describe('reconciliation', () => {
+      it('found: SUCCEEDED with the result, replayed for a full retention from now', async () => {
+        const { store, record } = await unknownRecord();
+        const now = T0 + 2 * HOUR;
+        expect(await store.reconcile(record, { event: 'reconciled_found', result: { paid: true } }, now)).toBe(true);
+        const settled = await store.get(identity(record));
+        expect(settled).toMatchObject({ status: 'SUCCEEDED', result: { paid: true }, retainUntil: now + HOUR });
+        expect(settled?.error).toBeUndefined();
+        expect(await store.claim(rivalOf(record), now + HOUR - 1, { onExpired: 'execute' })).toMatchObject({ claimed: false });
+      });
+
+      it('absent: the key is released; absent with the fail policy: FAILED', async () => {
+        const released = await unknownRecord();
+        expect(await released.store.reconcile(released.record, { event: 'reconciled_absent' }, T0 + 10_000)).toBe(true);
+        expect(await released.store.get(identity(released.record))).toBeUndefined();
+        const failed = await unknownRecord();
+        const error = { code: 'NOT_FOUND', message: 'never happened' };
+        expect(await failed.store.reconcile(failed.record, { event: 'reconciled_absent_fail', error }, T0 + 10_000)).toBe(true);
+        expect(await failed.store.get(identity(failed.record))).toMatchObject({ status: 'FAILED', error, errorType: 'terminal' });
+      });
+
+      it('exhausted: NEEDS_REVIEW, which no claim frees', async () => {
+        const { store, record } = await unknownRecord();
+        const error = { code: 'RECONCILE_EXHAUSTED', message: 'gave up' };
+        expect(await store.reconcile(record, { event: 'reconcile_exhausted', error }, T0 + 10_000)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'NEEDS_REVIEW', reconcileAttempts: 1, errorType: 'reconcile_exhausted' });
+        expect(await store.claim(rivalOf(record), T0 + 1000 * 24 * HOUR, { onExpired: 'execute' })).toMatchObject({
+          claimed: false,
+        });
+      });
+
+      it('is fenced on the version read: after a deferral, a reconciler holding the older read loses', async () => {
+        const { store, record } = await unknownRecord();
+        const reason = { code: 'DOWNSTREAM_UNAVAILABLE', message: 'try later' };
+        expect(await store.deferReconcile(record, T0 + 60_000, reason, T0 + 10_000)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', reconcileAttempts: 1, nextCheckAt: T0 + 60_000, error: reason });
+        expect(await store.deferReconcile(record, T0 + 90_000, reason, T0 + 10_001)).toBe(false);
+        expect(await store.reconcile(record, { event: 'reconciled_found', result: 1 }, T0 + 10_002)).toBe(false);
+        const current = (await store.get(identity(record)))!;
+        expect(await store.reconcile(current, { event: 'reconciled_found', result: 1 }, T0 + 70_000)).toBe(true);
+        expect(await store.reconcile(current, { event: 'reconciled_absent' }, T0 + 70_001)).toBe(false);
+      });
+    });
+  });
+}

@@ -1,0 +1,16 @@
+/**
+ * `idempotent-mcp/mcp`: define idempotent write tools and read tools, and serve them over MCP (the stateless
+ * Request -> Response app the Lambda and `npm start` use).
+ */
+export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from './define-write-tool';
+export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from './define-read-tool';
+export { isWriteTool, type KeySource, type ToolCall, type ToolDefinition, type WriteToolDefinition } from './tool-types';
+export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';
+export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions } from '../http/app';
+export { createLambdaHandler } from '../http/lambda';
+export { createServices, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
+export { createWorkers, type WorkerOverrides, type Workers } from '../runtime/workers';
+export { createConsumerSqsHandler, createReconcilerHandler, createRelayStreamHandler } from '../runtime/worker-handlers';
+export { loadConfig, loadWorkerConfig, loadAuthConfig, ConfigError, EnvVars, environmentOf, read, type AppConfig, type AuthConfig, type Env, type EnvVar, type EnvSettings } from '../config';
+export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Caller, type TokenVerifier } from '../auth/verifier';
+export { withMetrics } from '../observability/metrics';

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { IdempotentMcpClient } from '../../client/idempotent-client';
+import { startLocalStack, type LocalStack } from '../../local/stack';
+import { createTestTable } from '../support/dynamodb';
+import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
+
+// The stack reaches DynamoDB Local only through this proxy: stopping it is a real outage (connections refused).
+let table: Awaited<ReturnType<typeof createTestTable>>;
+let dynamoProxy: DynamoDbFaultProxy;
+let stack: LocalStack;
+let client: IdempotentMcpClient;
+
+beforeAll(async () => {
+  table = await createTestTable();
+  dynamoProxy = await startDynamoDbFaultProxy(table.endpoint);
+  stack = await startLocalStack({ env: { DYNAMODB_ENDPOINT: dynamoProxy.endpoint } });
+  let now = Date.now();
+  client = new IdempotentMcpClient({
+    url: stack.mcpUrl,
+    token: await stack.tokenFor('outage-tenant'),
+    random: () => 0.5,
+    // The person approves the payment the server asks them to confirm.
+    confirm: () => true,
+    clock: () => now,
+    sleep: async (ms) => {
+      now += ms;
+    },
+  });
+});
+afterAll(async () => {
+  await client?.close();
+  await stack?.stop();
+  await dynamoProxy?.stop();
+  await table?.drop();
+});
+
+it('a payment that succeeded stays succeeded in the ledger when a re-plan meets a store outage', async () => {
+  const args = { amount_minor: 1250, currency: 'EUR', payee_id: 'payee-outage', memo: 'outage test' };
+  const paid = await client.callWrite({ tool: 'request_payment', args });
+  expect(paid).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
+
+  await dynamoProxy.stop();
+  const replanned = await client.callWrite({ tool: 'request_payment', args });
+
+  // The server cannot read the key, so it cannot know what ran: unknown, never "failed, nothing was executed".
+  expect(replanned).toMatchObject({
+    key: paid.key,
+    state: 'succeeded',
+    result: { outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } },
+  });
+  expect(replanned.result?.retry_after_ms).toBeGreaterThan(0);
+  expect(replanned.status).toMatch(/succeeded earlier/);
+  expect(client.ledger.entries().find((entry) => entry.key === paid.key)).toMatchObject({ state: 'succeeded' });
+});
