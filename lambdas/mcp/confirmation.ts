@@ -7,7 +7,7 @@ import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type IdempotencyPolicy } from '../engine/engine';
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
-import type { ToolCall } from './tool-types';
+import type { ToolCall, ToolRuntime } from './tool-types';
 
 /**
  * 'required': the person confirms each operation before it runs (payments, deletes, publishing); 'none' (default):
@@ -35,7 +35,7 @@ const ConfirmAnswer = z.looseObject({
 export const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
-export function secretUnavailable(err: SecretUnavailableError, key: string, call: ToolCall, tool: string, what: string): WriteToolResult {
+export function secretUnavailable(err: SecretUnavailableError, key: string, call: ToolCall<ToolRuntime>, tool: string, what: string): WriteToolResult {
   call.services.logger.warn(`${what} not checked: the key is unavailable`, { tool, reason: err.message });
   return WriteResults.transientFailure(
     key,
@@ -60,7 +60,7 @@ export interface ConfirmationRequest {
   /** What the person is asked, e.g. "Pay 12.50 EUR to payee-7 (memo: rent)". */
   summary: string;
   policy: IdempotencyPolicy;
-  call: ToolCall;
+  call: ToolCall<ToolRuntime>;
 }
 
 /**

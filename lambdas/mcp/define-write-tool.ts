@@ -10,14 +10,15 @@ import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
 import { type Confirmation, confirmBeforeRunning, secretUnavailable } from './confirmation';
-import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
+import type { KeySource, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
-export interface WriteToolContext extends ExecutionContext {
-  services: Services;
+export interface WriteToolContext<S extends ToolRuntime = Services> extends ExecutionContext {
+  services: S;
 }
 
-export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
+/** `S`: the services the tool needs (the tool helpers' own `ToolRuntime` plus the team's clients). */
+export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services> {
   /** snake_case, unique: part of the public contract and of every record's storage key. */
   name: string;
   title: string;
@@ -48,9 +49,9 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
    * (known not to have happened, key released) or UncertainToolError (may have happened, reconciled).
    * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
    */
-  execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext): Promise<Execution<R>>;
+  execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext<S>): Promise<Execution<R>>;
   /** Asks the downstream what became of an operation whose outcome was lost. */
-  reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
+  reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
   /**
@@ -133,7 +134,9 @@ const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
  * `rejected` + INVALID_ARGUMENTS in the result contract instead of a bare protocol error), runs the engine and
  * maps its answer to MCP.
  */
-export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolSpec<Shape, R>): WriteToolDefinition {
+export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services>(
+  spec: WriteToolSpec<Shape, R, S>,
+): WriteToolDefinition<S> {
   const keySource = spec.keySource ?? 'client';
   const keyField = keySource === 'client' ? 'idempotency_key' : 'operation_id';
   const businessSchema = z.object({ ...spec.input, trace_id: traceIdSchema });
@@ -141,7 +144,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
   const policy = spec.idempotency ?? {};
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
-  async function resolveKey(args: Record<string, unknown>, call: ToolCall): Promise<string | WriteToolResult> {
+  async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<string | WriteToolResult> {
     const value = args[keyField];
     if (keySource === 'client') {
       try {
@@ -181,7 +184,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
   const confirmation = spec.confirmation ?? 'none';
   if (confirmation === 'required' && !spec.summarize) throw new Error(`${spec.name}: confirmation 'required' needs summarize(args), what the person is asked`);
 
-  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall): Promise<WriteToolResult | InputRequiredResult> {
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<WriteToolResult | InputRequiredResult> {
     const args = rawArgs ?? {};
     const key = await resolveKey(args, call);
     if (typeof key !== 'string') return key;

@@ -1,6 +1,5 @@
 import {
   type CallToolRequest,
-  CLIENT_CAPABILITIES_META_KEY,
   type JsonSchemaValidator,
   ProtocolError,
   ProtocolErrorCode,
@@ -11,8 +10,8 @@ import {
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
-import { canElicitForms } from './confirmation';
-import type { ProtocolEra, ToolDefinition } from './tool-types';
+import { requestFacts } from './register-write-tool';
+import type { ToolDefinition } from './tool-types';
 import { tools as registeredTools } from './tools';
 
 export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
@@ -93,7 +92,6 @@ export function buildMcpServer(services: Services, caller: Caller, options: Buil
     // A stateless 2025-era request cannot carry a server-to-client request: tools answer those clients themselves.
     inputRequired: { legacyShim: false },
   });
-  const era = (): ProtocolEra => (mcp.getNegotiatedProtocolVersion() === '2026-07-28' ? 'modern' : 'legacy');
   // Stateless, a cancel can only name a request of its own batch, and no tool here can be cut off mid-flight (a
   // write runs to its engine deadline). MCP lets a receiver ignore a cancel for a request that cannot be cancelled.
   mcp.setNotificationHandler('notifications/cancelled', () => {});
@@ -110,13 +108,7 @@ export function buildMcpServer(services: Services, caller: Caller, options: Buil
       caller,
       remainingTimeMs: options.remainingTimeMs,
       tools: byName,
-      era: era(),
-      inputResponses: ctx.mcpReq.inputResponses,
-      requestState: (() => {
-        const state = ctx.mcpReq.requestState();
-        return typeof state === 'string' ? state : undefined;
-      })(),
-      canElicitForms: canElicitForms((ctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY]),
+      ...requestFacts(mcp, ctx),
     });
   });
   return mcp;

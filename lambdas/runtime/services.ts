@@ -4,20 +4,9 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
 import { systemClock, type Clock } from '../core/clock';
-import {
-  DEFAULT_OPERATION_ID_TTL_SECONDS,
-  issueOperationId,
-  verifyOperationId,
-  type IssuedOperationId,
-  type OperationIdBinding,
-  type OperationIdCheck,
-} from '../core/operation-id';
-import {
-  type ConfirmationBinding,
-  type ConfirmationStateCheck,
-  mintConfirmationState,
-  verifyConfirmationState,
-} from '../core/confirmation-state';
+import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
+import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
+import { createSigners } from '../mcp/tool-runtime';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { logger as defaultLogger } from '../observability/logger';
@@ -98,14 +87,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     store,
     engine,
     clock,
-    operationIds: {
-      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
-      verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
-    },
-    confirmations: {
-      mint: async (binding) => mintConfirmationState(await secret(), binding, clock()),
-      verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
-    },
+    ...createSigners(secret, clock),
     auth: createTokenVerifier(config.auth),
     observer,
     logger,
