@@ -1,4 +1,4 @@
-import { inputRequired, type InputRequiredResult } from '@modelcontextprotocol/server';
+import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { ConfirmationBinding } from '../core/confirmation-state';
 import { ErrorCode } from '../core/errors';
@@ -43,6 +43,10 @@ export function secretUnavailable(err: SecretUnavailableError, key: string, call
     SECRET_RETRY_AFTER_MS,
   );
 }
+
+/** Whether a tool's answer asks for input first (MCP 2026-07-28) rather than being its result. */
+export const isInputRequired = (answer: object): answer is InputRequiredResult =>
+  (answer as { resultType?: unknown }).resultType === 'input_required';
 
 /** Whether the client of a 2026-07-28 request can show a form: `elicitation: {}` means form mode (MCP). */
 export function canElicitForms(capabilities: unknown): boolean {
@@ -93,13 +97,18 @@ export async function confirmBeforeRunning(request: ConfirmationRequest): Promis
 
   const binding: ConfirmationBinding = { tenant: call.caller.tenant, tool, idempotencyKey: key, fingerprint: fingerprint(args, policy.nonBusinessFields) };
   try {
-    const ask = async () =>
-      inputRequired({
-        inputRequests: {
-          [CONFIRM_INPUT]: inputRequired.elicit({ mode: 'form', message: `${summary}\n\nConfirm this operation?`, requestedSchema: CONFIRM_FORM }),
+    // The wire shape of MCP 2026-07-28 written out, not the SDK's builder: the reconciler and the outbox functions
+    // load the tool registry, and must not carry the MCP server SDK for it.
+    const ask = async (): Promise<InputRequiredResult> => ({
+      resultType: 'input_required',
+      inputRequests: {
+        [CONFIRM_INPUT]: {
+          method: 'elicitation/create',
+          params: { mode: 'form', message: `${summary}\n\nConfirm this operation?`, requestedSchema: CONFIRM_FORM },
         },
-        requestState: await services.confirmations.mint(binding),
-      });
+      },
+      requestState: await services.confirmations.mint(binding),
+    });
     if (call.requestState === undefined) return await ask();
     const check = await services.confirmations.verify(binding, call.requestState);
     if (!check.valid) {

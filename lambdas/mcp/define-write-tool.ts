@@ -1,4 +1,4 @@
-import { type CallToolResult, type InputRequiredResult, isInputRequiredResult } from '@modelcontextprotocol/server';
+import type { CallToolResult, InputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
@@ -9,7 +9,7 @@ import { DEFAULT_POLICY, type Execution, type ExecutionContext, type Idempotency
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
-import { type Confirmation, confirmBeforeRunning, secretUnavailable } from './confirmation';
+import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
 import type { KeySource, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
@@ -235,7 +235,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
         const answer = await run(rawArgs, call);
-        return isInputRequiredResult(answer) ? answer : toCallToolResult(answer);
+        return isInputRequired(answer) ? answer : toCallToolResult(answer);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;
