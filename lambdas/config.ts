@@ -48,6 +48,8 @@ export interface SideEffectsConfig {
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
   reconcileIntervalMs: number;
+  /** Checks of an unreachable downstream before the record is parked as NEEDS_REVIEW for a person. */
+  reconcileMaxAttempts: number;
   /** The outbox queue's redrive count: the consumer's last attempt before the dead-letter queue. */
   outboxMaxReceiveCount: number;
   /** The sandbox downstreams' ledger and faults (their own table). */
@@ -86,6 +88,7 @@ export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 /** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = 5;
 export const DEFAULT_EMAIL_FROM = 'agent@example.com';
 export const DEFAULT_PARAMETERS_SECRETS_PORT = 2773;
@@ -226,6 +229,8 @@ export const EnvVars = {
   emailFrom: text('EMAIL_FROM', DEFAULT_EMAIL_FROM),
   downstreamTimeoutMs: positiveInt('DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
   reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
+  reconcileMaxAttempts: positiveInt('RECONCILE_MAX_ATTEMPTS', DEFAULT_RECONCILE_MAX_ATTEMPTS, 100),
   outboxMaxReceiveCount: positiveInt('OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
   sandboxTableName: text('SANDBOX_TABLE_NAME'),
   /** Powertools reads these itself; the constructs set them and lambdas/observability reads the defaults here. */
@@ -300,6 +305,7 @@ function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
     emailFrom,
     downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
     reconcileIntervalMs: read(env, EnvVars.reconcileIntervalMs),
+    reconcileMaxAttempts: read(env, EnvVars.reconcileMaxAttempts),
     outboxMaxReceiveCount: read(env, EnvVars.outboxMaxReceiveCount),
     sandboxTableName: read(env, EnvVars.sandboxTableName) ?? `${tableName}-sandbox`,
   };

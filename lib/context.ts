@@ -25,6 +25,7 @@ export const ContextKey = {
   emailMode: 'emailMode',
   emailFrom: 'emailFrom',
   downstreamTimeoutMs: 'downstreamTimeoutMs',
+  reconcileMaxAttempts: 'reconcileMaxAttempts',
   sandbox: 'sandbox',
   customerManagedKey: 'customerManagedKey',
   tableRemovalPolicy: 'tableRemovalPolicy',
@@ -127,6 +128,7 @@ export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): Ap
     alarmEmail: text(get, K.alarmEmail),
     alarmTopicArn: text(get, K.alarmTopicArn),
     dashboard: flag(get, K.dashboard, true),
+    reconcileMaxAttempts: integer(get, K.reconcileMaxAttempts),
   };
   return { stackName: text(get, K.stackName) ?? 'IdempotentMcp', props, nag: flag(get, K.nag, true) };
 }

@@ -45,6 +45,8 @@ export interface IdempotentMcpStackProps extends StackProps {
   dashboard?: boolean;
   /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute. */
   reconcilePeriod?: Duration;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW. Default 8. */
+  reconcileMaxAttempts?: number;
 }
 
 /**
@@ -110,6 +112,7 @@ export class IdempotentMcpStack extends Stack {
       queue: this.outbox,
       downstreams,
       period: props.reconcilePeriod,
+      maxAttempts: props.reconcileMaxAttempts,
     });
 
     let alarmTopic: sns.ITopic | undefined;
@@ -154,6 +157,8 @@ export class IdempotentMcpStack extends Stack {
       });
     }
     new CfnOutput(this, 'TableName', { value: this.store.tableName });
+    // `npm run ops -- --stack <name>` reads these three.
+    new CfnOutput(this, 'OutboxQueueUrl', { value: this.outbox.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.outbox.deadLetterQueue.queueUrl });
     if (this.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });

@@ -5,6 +5,7 @@
 // Set before the observability modules load: locally, metrics would only add EMF noise to the terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const { startLocalStack } = await import('../local/stack');
+const { stateOf, writeLocalState } = await import('../ops/local-state');
 export {};
 
 const port = Number(process.env.PORT ?? 3000);
@@ -15,9 +16,12 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 
 let stack: Awaited<ReturnType<typeof startLocalStack>> | undefined;
 let token: string;
+let removeState = async () => {};
 try {
   stack = await startLocalStack({ persistDir: '.local', port });
   token = await stack.tokenFor('demo');
+  // `npm run ops` finds this stack's table and queues here, with no flags.
+  removeState = await writeLocalState('.local', stateOf(stack));
 } catch (err) {
   console.error(`Could not start: ${(err as Error).message}`);
   await stack?.stop();
@@ -35,6 +39,7 @@ reconciler, and the sandbox payments provider, ticket system and mailbox.
   Sandbox ledger ${stack.url}/sandbox/ledger
   Inject faults  curl -X POST ${stack.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'
   Another tenant npm run token -- --tenant <id>
+  Review         npm run ops -- list      (records and events parked for a person)
 
   Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"
 
@@ -45,6 +50,7 @@ async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   console.log(`\n${signal}: stopping...`);
+  await removeState();
   await stack?.stop();
   process.exit(0);
 }

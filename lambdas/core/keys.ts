@@ -13,6 +13,11 @@ export const Keys = {
     pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
     sk: 'IDEM',
   }),
+  /** The review log of an idempotency record: same partition, so it outlives a decision that released the key. */
+  reviewLog: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
+    pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
+    sk: 'REVIEW',
+  }),
   order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
   outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
   /** The consumer's dedup marker: written before an event's effect runs. */

@@ -11,6 +11,8 @@ import type { FailureKind } from './errors';
  *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
  *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
  *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
+ *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
+ *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
  */
 export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
 export type RecordState = RecordStatus | 'ABSENT';
@@ -27,7 +29,19 @@ export type TransitionEvent =
   | 'reconciled_absent'
   | 'reconciled_absent_fail'
   | 'reconcile_exhausted'
-  | 'expire';
+  | 'expire'
+  | OperatorEvent;
+
+/** What a person decides about an operation whose outcome the reconciler could not settle (the review workflow). */
+export type OperatorEvent = 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck';
+
+/** A person settles what they verified by hand, or sends the record back to the reconciler with fresh attempts. */
+const OPERATOR_TRANSITIONS: Record<OperatorEvent, RecordState> = {
+  operator_settled_found: 'SUCCEEDED',
+  operator_settled_absent: 'ABSENT',
+  operator_settled_absent_fail: 'FAILED',
+  operator_recheck: 'UNKNOWN',
+};
 
 const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordState>>> = {
   ABSENT: { claim: 'PROCESSING' },
@@ -44,11 +58,12 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
     reconciled_absent: 'ABSENT',
     reconciled_absent_fail: 'FAILED',
     reconcile_exhausted: 'NEEDS_REVIEW',
+    ...OPERATOR_TRANSITIONS,
   },
   SUCCEEDED: { expire: 'ABSENT' },
   FAILED: { expire: 'ABSENT' },
-  // Only a person moves a record out of review (by deleting or settling it by hand).
-  NEEDS_REVIEW: {},
+  // Only a person moves a record out of review (`npm run ops -- settle | recheck`).
+  NEEDS_REVIEW: { ...OPERATOR_TRANSITIONS },
 };
 
 export class IllegalTransitionError extends Error {
@@ -66,6 +81,11 @@ export function transition(from: RecordState, event: TransitionEvent): RecordSta
   const to = TRANSITIONS[from][event];
   if (!to) throw new IllegalTransitionError(from, event);
   return to;
+}
+
+/** Whether `event` is legal from `from`, without throwing: the review tool refuses a wrong state before writing. */
+export function allows(from: RecordState, event: TransitionEvent): boolean {
+  return TRANSITIONS[from][event] !== undefined;
 }
 
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' =>
@@ -100,6 +120,21 @@ export interface IdempotencyRecord {
   /** For UNKNOWN records: when the reconciler should look next. */
   nextCheckAt?: number;
 }
+
+/** One decision of the review workflow, kept beside the record (and after it, when the decision released the key). */
+export interface ReviewEntry {
+  /** Who: the caller's AWS identity (STS ARN), or the OS user locally. */
+  by: string;
+  /** Epoch ms. */
+  at: number;
+  action: OperatorEvent;
+  reason: string;
+  from: RecordStatus;
+  to: RecordState;
+}
+
+/** The review log is short: an incident's few decisions, not a history. */
+export const REVIEW_LOG_MAX_ENTRIES = 20;
 
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */

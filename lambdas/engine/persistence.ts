@@ -1,5 +1,5 @@
 import type { ItemKey } from '../core/keys';
-import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, StoredError } from '../core/state-machine';
+import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, ReviewEntry, StoredError } from '../core/state-machine';
 
 export interface RecordIdentity {
   tenant: string;
@@ -37,6 +37,36 @@ export type Reconciliation =
   | { event: 'reconciled_absent_fail'; error: StoredError }
   /** The downstream could not be asked often enough: parked for a person. */
   | { event: 'reconcile_exhausted'; error: StoredError };
+
+/** What a person decided about an UNKNOWN or NEEDS_REVIEW record; each is one transition of the state machine. */
+export type OperatorDecision =
+  /** Verified by hand that the effect exists: SUCCEEDED with its result (replayed to the next call with the key). */
+  | { event: 'operator_settled_found'; result: unknown }
+  /** Verified absent, tool policy 'release': the record is deleted, so a retry with the key executes once. */
+  | { event: 'operator_settled_absent' }
+  /** Verified absent, tool policy 'fail'. */
+  | { event: 'operator_settled_absent_fail'; error: StoredError }
+  /** Back to UNKNOWN with its attempts reset: the reconciler asks the downstream again. */
+  | { event: 'operator_recheck' };
+
+/** A record's review log as read: the entries and the version a decision is fenced on. */
+export interface ReviewLog {
+  entries: ReviewEntry[];
+  /** 0 when nothing was logged yet. */
+  version: number;
+}
+
+/** The review workflow's side of the store (the `ops` command line tool); the engine never calls it. */
+export interface ReviewStore {
+  /** The review log kept beside the record (also after a decision released the key). */
+  reviewLog(identity: RecordIdentity): Promise<ReviewLog>;
+  /**
+   * Applies a person's decision and appends `entry` to the review log, as one conditional write fenced on what was
+   * read: the record's status, owner token, attempts and last update, and the log's version. False (and nothing
+   * written) when the record or the log changed meanwhile: the reconciler or another person moved first.
+   */
+  decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean>;
+}
 
 export interface Settlement {
   status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;

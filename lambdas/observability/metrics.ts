@@ -50,6 +50,10 @@ export const MetricName = {
   OutboxPending: 'OutboxPending',
   ReconcileDeferred: 'ReconcileDeferred',
   ReconcileExhausted: 'ReconcileExhausted',
+  /** The review tool (`npm run ops`): decisions written, decisions refused because the record moved meanwhile, redriven messages. */
+  ReviewDecisions: 'ReviewDecisions',
+  ReviewRaces: 'ReviewRaces',
+  Redriven: 'Redriven',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

@@ -186,10 +186,17 @@ export class OutboxStore {
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
-        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now REMOVE attention_pk, attention_at',
+        // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
+        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now, attention_pk = :undelivered, attention_at = :now',
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-        ExpressionAttributeValues: { ':failed': 'FAILED', ':error': error, ':now': now, ':pending': 'PENDING' },
+        ExpressionAttributeValues: {
+          ':failed': 'FAILED',
+          ':error': error,
+          ':now': now,
+          ':pending': 'PENDING',
+          ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
+        },
       })),
     );
   }

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
 import { hashForLog } from '../core/idempotency-key';
@@ -64,7 +65,7 @@ export const ReconcilerDefaults = {
   leaseGraceMs: 5_000,
   backoffBaseMs: 5_000,
   backoffMaxMs: 60 * 60_000,
-  maxAttempts: 8,
+  maxAttempts: DEFAULT_RECONCILE_MAX_ATTEMPTS,
   checkTimeoutMs: 5_000,
   outboxGraceMs: 30_000,
   batchSize: 50,

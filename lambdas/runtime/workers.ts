@@ -81,6 +81,7 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
     relay,
     backoffBaseMs: sideEffects.reconcileIntervalMs,
     checkTimeoutMs: sideEffects.downstreamTimeoutMs,
+    maxAttempts: sideEffects.reconcileMaxAttempts,
     ...overrides.reconciler,
   });
   return { sqs, queueUrl, relay, consumer, reconciler };

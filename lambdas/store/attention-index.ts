@@ -67,3 +67,31 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
   }
   return total;
 }
+
+/**
+ * Every item of a kind, one page of one shard at a time: a listing that filters as it goes reads no more than it
+ * needs (the review tool), and still never scans the table.
+ */
+export async function* attentionPages(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  kind: AttentionKind,
+  pageSize: number,
+  /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
+  dueBy?: number,
+): AsyncGenerator<Item[]> {
+  const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
+  for (const partition of attentionPartitions(kind)) {
+    const pages = paginateQuery(
+      { client: doc, pageSize },
+      {
+        TableName: tableName,
+        IndexName: name,
+        KeyConditionExpression: dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
+        ExpressionAttributeNames: { '#pk': partitionKey, ...(dueBy === undefined ? {} : { '#at': sortKey }) },
+        ExpressionAttributeValues: { ':pk': partition, ...(dueBy === undefined ? {} : { ':due': dueBy }) },
+      },
+    );
+    for await (const page of pages) yield (page.Items ?? []) as Item[];
+  }
+}

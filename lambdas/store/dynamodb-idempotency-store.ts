@@ -10,22 +10,33 @@ import {
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
-import { transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
+import {
+  REVIEW_LOG_MAX_ENTRIES,
+  transition,
+  type IdempotencyRecord,
+  type ReviewEntry,
+  type StoredError,
+} from '../core/state-machine';
 import type {
   ClaimOptions,
   ClaimResult,
   ExtraWrite,
   IdempotencyStore,
+  OperatorDecision,
   Reconciliation,
   RecordIdentity,
+  ReviewLog,
+  ReviewStore,
   Settlement,
 } from '../engine/persistence';
 import { attentionPk, Keys, TableSchema } from './table-schema';
 
 type Item = Record<string, unknown>;
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const keyOf = (id: RecordIdentity, keyPrefix = '') => {
   const key = Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
@@ -120,11 +131,20 @@ function unavailable(action: string, err: unknown): Error {
 
 const OWNED_PROCESSING = '#status = :processing AND owner_token = :owner';
 
+/** Review logs are an audit trail: kept well beyond the records they describe. */
+const REVIEW_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
+
+/** A settled record replays for a full retention from now, and only then may TTL take it. */
+function retentionFromNow(record: IdempotencyRecord, now: number) {
+  const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+  return { retainUntil, expiresAt: Math.floor(retainUntil / 1000) };
+}
+
 /**
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
-export class DynamoDbIdempotencyStore implements IdempotencyStore {
+export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   private readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
@@ -145,6 +165,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
 
   private keyOf(identity: RecordIdentity) {
     return keyOf(identity, this.keyPrefix);
+  }
+
+  /** Beside the record, in its partition (prefix included). */
+  private reviewLogKey(identity: RecordIdentity) {
+    return { pk: this.keyOf(identity).pk, sk: Keys.reviewLog(identity.tenant, identity.tool, identity.idempotencyKey).sk };
   }
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
@@ -359,11 +384,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
     const values: Record<string, unknown> = { ':to': to, ':now': now };
     let set = '#status = :to, updated_at = :now';
     if (to === 'SUCCEEDED' || to === 'FAILED') {
-      // Settled now, so it replays for a full retention from now, and only then may TTL take it.
-      const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+      const retention = retentionFromNow(record, now);
       set += ', retain_until = :retain, #expires = :expires';
-      values[':retain'] = retainUntil;
-      values[':expires'] = Math.floor(retainUntil / 1000);
+      values[':retain'] = retention.retainUntil;
+      values[':expires'] = retention.expiresAt;
     }
     let remove = 'attention_pk, attention_at, next_check_at';
     if (outcome.event === 'reconciled_found') {
@@ -422,6 +446,108 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore {
         }),
       ),
     );
+  }
+
+  async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
+    try {
+      const { Item } = await this.doc.send(
+        new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }),
+      );
+      return { entries: (Item?.entries as ReviewEntry[] | undefined) ?? [], version: Number(Item?.version ?? 0) };
+    } catch (err) {
+      throw unavailable('read', err);
+    }
+  }
+
+  async decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
+    const to = transition(record.status, decision.event);
+    const key = this.keyOf(record);
+    // The version `show` read: status, owner, attempts and the last update (attempts alone could come round again).
+    const attempts = record.reconcileAttempts;
+    const fence = {
+      ConditionExpression: `#status = :from AND owner_token = :owner AND updated_at = :readUpdatedAt AND ${
+        attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
+      }`,
+      names: { '#status': 'status' } as Record<string, string>,
+      values: {
+        ':from': record.status,
+        ':owner': record.ownerToken,
+        ':readUpdatedAt': record.updatedAt,
+        ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
+      } as Record<string, unknown>,
+    };
+    let recordWrite: TransactItem;
+    if (decision.event === 'operator_settled_absent') {
+      recordWrite = {
+        Delete: {
+          TableName: this.tableName,
+          Key: key,
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: fence.names,
+          ExpressionAttributeValues: fence.values,
+        },
+      };
+    } else {
+      const names: Record<string, string> = { ...fence.names, '#error': 'error' };
+      const values: Record<string, unknown> = { ...fence.values, ':to': to, ':now': now };
+      let set = '#status = :to, updated_at = :now';
+      let remove: string;
+      if (decision.event === 'operator_recheck') {
+        set += ', next_check_at = :now, attention_pk = :attention, attention_at = :now, #error = :error';
+        values[':attention'] = attentionPk('UNKNOWN', key.pk);
+        values[':error'] = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+        remove = 'reconcile_attempts';
+      } else {
+        const retention = retentionFromNow(record, now);
+        set += ', retain_until = :retain, #expires = :expires';
+        names['#expires'] = TableSchema.ttlAttribute;
+        values[':retain'] = retention.retainUntil;
+        values[':expires'] = retention.expiresAt;
+        remove = 'attention_pk, attention_at, next_check_at';
+        if (decision.event === 'operator_settled_found') {
+          set += ', #result = :result';
+          names['#result'] = 'result';
+          values[':result'] = decision.result ?? null;
+          remove += ', #error, error_type';
+        } else if (decision.event === 'operator_settled_absent_fail') {
+          set += ', #error = :error, error_type = :errorType';
+          values[':error'] = decision.error;
+          values[':errorType'] = 'terminal';
+        }
+      }
+      recordWrite = {
+        Update: {
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: `SET ${set} REMOVE ${remove}`,
+          ConditionExpression: fence.ConditionExpression,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        },
+      };
+    }
+    const logKey = this.reviewLogKey(record);
+    const logWrite: TransactItem = {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          ...logKey,
+          entries: [...log.entries, entry].slice(-REVIEW_LOG_MAX_ENTRIES),
+          version: log.version + 1,
+          [TableSchema.ttlAttribute]: Math.floor(now / 1000) + REVIEW_LOG_RETENTION_SECONDS,
+        },
+        // Another person's decision in between changes the version: theirs stands, ours is not written.
+        ConditionExpression: log.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
+        ...(log.version === 0 ? {} : { ExpressionAttributeValues: { ':version': log.version } }),
+      },
+    };
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: [recordWrite, logWrite] }));
+      return true;
+    } catch (err) {
+      if (err instanceof TransactionCanceledException && err.CancellationReasons?.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
+      throw unavailable('review decision', err);
+    }
   }
 
   /** A tool's own item as a transaction Put that refuses to overwrite. */

@@ -26,8 +26,12 @@ export const TableSchema = {
 
 /** The attention index is written on every claim; shards keep that write load off a single partition. */
 export const ATTENTION_SHARDS = 4;
-/** REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm. */
-export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW';
+/**
+ * REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm.
+ * UNDELIVERED holds outbox events given up on (the sweep's last send, the dead-letter queue) until a redrive
+ * delivers them: nothing acts on them either, the review tool lists them.
+ */
+export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW' | 'UNDELIVERED';
 
 export function attentionPk(kind: AttentionKind, pk: string): string {
   const shard = createHash('sha1').update(pk).digest().readUInt8(0) % ATTENTION_SHARDS;

@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
-import { environmentOf } from '../../lambdas/config';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS, environmentOf } from '../../lambdas/config';
 import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyStore, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
@@ -21,6 +21,8 @@ export interface ReconcilerProps extends CommonFunctionProps {
   period?: Duration;
   /** Default 50 s: a run ends before the next one starts (overlaps would still be safe: every write is fenced). */
   timeout?: Duration;
+  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW (RECONCILE_MAX_ATTEMPTS). Default 8. */
+  maxAttempts?: number;
 }
 
 /** How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long. */
@@ -53,6 +55,7 @@ export class Reconciler extends Construct {
           tableName: props.store.tableName,
           outboxQueueUrl: props.queue.queue.queueUrl,
           reconcileIntervalMs: period.toMilliseconds(),
+          reconcileMaxAttempts: props.maxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS,
         }),
         ...downstreamEnvironment(props.downstreams ?? {}),
       },

@@ -11,6 +11,7 @@ import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
 import { OutboxQueue } from '../../lib/constructs/outbox-queue';
 import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
+import { StackOutput } from '../../ops/target';
 import { MetricName } from '../../lambdas/observability/metrics';
 import { awsClientConfig } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
@@ -175,6 +176,13 @@ describe('the functions', () => {
         TABLE_NAME: { Ref: tableId },
       });
     }
+  });
+
+  it('give the reconciler RECONCILE_MAX_ATTEMPTS: 8 by default, the context key reconcileMaxAttempts when set', () => {
+    expect(env(functionIds.reconciler).RECONCILE_MAX_ATTEMPTS).toBe('8');
+    const cautious = synthStack({ reconcileMaxAttempts: '3' });
+    const vars = cautious.template.toJSON().Resources[logicalId(cautious.stack.reconciler.handler.function)].Properties.Environment.Variables;
+    expect(vars.RECONCILE_MAX_ATTEMPTS).toBe('3');
   });
 
   it('give the MCP function 29 s, of which the engine keeps its completion margin', () => {
@@ -387,6 +395,13 @@ describe('the MCP URL and auth', () => {
     expect(JSON.stringify(template.toJSON())).not.toContain('ClientSecret"]');
   });
 
+  it('outputs the table and both queues, which the review tool reads with --stack', () => {
+    const outputs = template.toJSON().Outputs;
+    expect(outputs[StackOutput.table].Value).toEqual({ Ref: tableId });
+    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.outbox.queue) });
+    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.outbox.deadLetterQueue) });
+  });
+
   it('verifies an existing OIDC issuer instead, from context, and then creates no Cognito resources', () => {
     const oidc = synthStack({
       authIssuer: 'https://login.example.com/',
@@ -530,6 +545,7 @@ describe('context settings', () => {
     expect(() => read({ emailMode: 'smtp' })).toThrow(/"emailMode" must be one of ses, sandbox/);
     expect(() => read({ urlAuthType: 'AWS_IAM' })).toThrow(/"urlAuthType" is no longer supported/);
     expect(() => read({ logRetentionDays: '45' })).toThrow(/logRetentionDays/);
+    expect(() => read({ reconcileMaxAttempts: '0' })).toThrow(/reconcileMaxAttempts/);
     expect(() => synthStack({ emailMode: 'ses' })).toThrow(/needs emailFrom/);
   });
 });

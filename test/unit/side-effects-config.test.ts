@@ -11,13 +11,14 @@ const base = {
 };
 
 describe('side-effect settings', () => {
-  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 5 receives, no downstream URLs', () => {
+  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 8 checks before review, 5 receives, no downstream URLs', () => {
     const { sideEffects } = loadConfig(base);
     expect(sideEffects).toMatchObject({
       emailMode: 'ses',
       emailFrom: 'agent@example.com',
       downstreamTimeoutMs: 3000,
       reconcileIntervalMs: 5000,
+      reconcileMaxAttempts: 8,
       outboxMaxReceiveCount: 5,
       sandboxTableName: 'records-sandbox',
     });
@@ -37,6 +38,7 @@ describe('side-effect settings', () => {
       EMAIL_FROM: 'noreply@shop.example',
       DOWNSTREAM_TIMEOUT_MS: '1500',
       RECONCILE_INTERVAL_MS: '200',
+      RECONCILE_MAX_ATTEMPTS: '2',
       OUTBOX_MAX_RECEIVE_COUNT: '3',
       SANDBOX_TABLE_NAME: 'demo-sandbox',
     });
@@ -50,6 +52,7 @@ describe('side-effect settings', () => {
       emailFrom: 'noreply@shop.example',
       downstreamTimeoutMs: 1500,
       reconcileIntervalMs: 200,
+      reconcileMaxAttempts: 2,
       outboxMaxReceiveCount: 3,
       sandboxTableName: 'demo-sandbox',
     });
@@ -73,6 +76,8 @@ describe('side-effect settings', () => {
     ['DOWNSTREAM_TIMEOUT_MS', '0'],
     ['DOWNSTREAM_TIMEOUT_MS', 'soon'],
     ['RECONCILE_INTERVAL_MS', '-5'],
+    ['RECONCILE_MAX_ATTEMPTS', '0'],
+    ['RECONCILE_MAX_ATTEMPTS', 'many'],
     ['PAYMENTS_URL', 'ftp://pay.example'],
   ])('refuses %s=%s at start, naming it', (name, value) => {
     expect(() => loadConfig({ ...base, [name]: value })).toThrow(ConfigError);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  allows,
   decideForExisting,
   IllegalTransitionError,
   keyIsFree,
@@ -25,7 +26,20 @@ const EVENTS: TransitionEvent[] = [
   'reconciled_absent_fail',
   'reconcile_exhausted',
   'expire',
+  'operator_settled_found',
+  'operator_settled_absent',
+  'operator_settled_absent_fail',
+  'operator_recheck',
 ];
+const OPERATOR_EVENTS = EVENTS.filter((event) => event.startsWith('operator_'));
+
+/** A person may settle (or send back for another check) only what the reconciler could not settle. */
+const BY_OPERATOR = {
+  operator_settled_found: 'SUCCEEDED',
+  operator_settled_absent: 'ABSENT',
+  operator_settled_absent_fail: 'FAILED',
+  operator_recheck: 'UNKNOWN',
+} as const;
 
 /** The lifecycle the issue describes, written out independently of the implementation's table. */
 const LEGAL: Partial<Record<RecordState, Partial<Record<TransitionEvent, RecordState>>>> = {
@@ -43,9 +57,11 @@ const LEGAL: Partial<Record<RecordState, Partial<Record<TransitionEvent, RecordS
     reconciled_absent: 'ABSENT',
     reconciled_absent_fail: 'FAILED',
     reconcile_exhausted: 'NEEDS_REVIEW',
+    ...BY_OPERATOR,
   },
   SUCCEEDED: { expire: 'ABSENT' },
   FAILED: { expire: 'ABSENT' },
+  NEEDS_REVIEW: { ...BY_OPERATOR },
 };
 
 describe('transition', () => {
@@ -59,12 +75,22 @@ describe('transition', () => {
     expect(() => transition(from, event)).toThrow(IllegalTransitionError);
   });
 
-  it('never leaves a settled outcome for another outcome, and nothing leaves NEEDS_REVIEW by itself', () => {
+  it('never leaves a settled outcome for another outcome, and only a person moves a record out of NEEDS_REVIEW', () => {
     for (const event of EVENTS) {
       for (const from of ['SUCCEEDED', 'FAILED'] as const) {
         if (event !== 'expire') expect(() => transition(from, event)).toThrow(IllegalTransitionError);
       }
-      expect(() => transition('NEEDS_REVIEW', event)).toThrow(IllegalTransitionError);
+      if (!OPERATOR_EVENTS.includes(event)) expect(() => transition('NEEDS_REVIEW', event)).toThrow(IllegalTransitionError);
+    }
+  });
+
+  it('an operator acts only on UNKNOWN and NEEDS_REVIEW records, never on a live execution or a settled outcome', () => {
+    for (const event of OPERATOR_EVENTS) {
+      for (const from of ['ABSENT', 'PROCESSING', 'SUCCEEDED', 'FAILED'] as const) {
+        expect(allows(from, event)).toBe(false);
+      }
+      expect(allows('UNKNOWN', event)).toBe(true);
+      expect(allows('NEEDS_REVIEW', event)).toBe(true);
     }
   });
 });

@@ -1,0 +1,266 @@
+import { parseArgs } from 'node:util';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { tools as registry } from '../lambdas/mcp/tools';
+import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
+import { OutboxStore } from '../lambdas/outbox/outbox-store';
+import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
+import {
+  LIST_STATUSES,
+  ReviewDesk,
+  ReviewInputError,
+  type AttentionEntry,
+  type DecisionOutcome,
+  type ListStatus,
+  type OperatorAction,
+  type RecordView,
+} from './review';
+import { resolveTarget, type Target, type TargetOptions } from './target';
+
+export const USAGE = `Usage: npm run ops -- <command> [options]
+
+  list [--status needs_review|unknown|stale|pending|failed] [--tenant T] [--tool X] [--older-than 15m] [--limit N] [--json]
+  show <tenant> <tool> <key> [--json]
+  settle <tenant> <tool> <key> --found --result '<json>' --reason "..." [--json]
+  settle <tenant> <tool> <key> --absent --reason "..." [--json]
+  recheck <tenant> <tool> <key> --reason "..." [--json]
+  redrive [--max N] [--json]
+
+Where: the running npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
+(AWS: the SDK's default credentials and region).
+Exit codes: 0 done; 2 bad input, nothing written; 3 the record changed meanwhile, nothing written; 1 other failures.`;
+
+/** Exit codes: scripts tell bad input (fix the command) from a race (read again) from an outage (try later). */
+export const ExitCode = { ok: 0, failure: 1, badInput: 2, changedMeanwhile: 3 } as const;
+
+export interface CliIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+export interface CliDeps {
+  logger: Logger;
+  /** Write tools by name; the registry by default. */
+  tools?: readonly ToolDefinition[];
+  /** Where; resolved from the flags by default. */
+  target?: (options: TargetOptions) => Promise<Target>;
+}
+
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+function duration(value: string): number {
+  const match = DURATION.exec(value.trim());
+  if (!match) throw new ReviewInputError(`--older-than must be a duration such as 90s, 15m, 2h or 1d (got '${value}')`);
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new ReviewInputError(`--${name} must be a whole number above 0 (got '${value}')`);
+  return n;
+}
+
+function identityOf(command: string, positionals: string[]) {
+  const [tenant, tool, idempotencyKey, ...extra] = positionals;
+  if (!tenant || !tool || !idempotencyKey || extra.length > 0) throw new ReviewInputError(`${command} takes <tenant> <tool> <key>`);
+  return { tenant, tool, idempotencyKey };
+}
+
+function parseResult(text: string | undefined): unknown {
+  if (text === undefined) throw new ReviewInputError("--found needs --result '<json>': the downstream's result, as the tool returns it");
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ReviewInputError(`--result is not valid JSON: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Runs one command; returns the exit code. Errors are one line on `err`; answers go to `out` only. */
+export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<number> {
+  let target: Target | undefined;
+  try {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        allowPositionals: true,
+        strict: true,
+        options: {
+          json: { type: 'boolean' },
+          status: { type: 'string' },
+          tenant: { type: 'string' },
+          tool: { type: 'string' },
+          'older-than': { type: 'string' },
+          limit: { type: 'string' },
+          found: { type: 'boolean' },
+          absent: { type: 'boolean' },
+          result: { type: 'string' },
+          reason: { type: 'string' },
+          max: { type: 'string' },
+          stack: { type: 'string' },
+          table: { type: 'string' },
+          queue: { type: 'string' },
+          help: { type: 'boolean', short: 'h' },
+        },
+      });
+    } catch (err) {
+      throw new ReviewInputError((err as Error).message.split('\n')[0]!);
+    }
+    const { values, positionals } = parsed;
+    const [command, ...args] = positionals;
+    if (values.help || !command) {
+      (values.help ? io.out : io.err)(USAGE);
+      return values.help ? ExitCode.ok : ExitCode.badInput;
+    }
+    if (!['list', 'show', 'settle', 'recheck', 'redrive'].includes(command)) throw new ReviewInputError(`unknown command '${command}' (list, show, settle, recheck, redrive)`);
+
+    // Everything about the input is checked before anything is read or written.
+    let run: (desk: ReviewDesk) => Promise<number>;
+    const json = values.json ?? false;
+    const print = (value: unknown, human: () => string) => io.out(json ? JSON.stringify(value, null, 2) : human());
+    if (command === 'list') {
+      if (args.length) throw new ReviewInputError('list takes no positional arguments');
+      const status = values.status as ListStatus | undefined;
+      if (status !== undefined && !LIST_STATUSES.includes(status)) throw new ReviewInputError(`--status must be one of ${LIST_STATUSES.join(', ')} (got '${status}')`);
+      const filter = {
+        status,
+        tenant: values.tenant,
+        tool: values.tool,
+        olderThanMs: values['older-than'] === undefined ? undefined : duration(values['older-than']),
+        limit: positiveInt('limit', values.limit, 200),
+      };
+      run = async (desk) => {
+        const { entries, truncated } = await desk.list(filter);
+        // --json: one array, nothing else on stdout; a cut-off list is said on stderr.
+        print(entries, () => formatList(entries));
+        if (truncated) io.err(`more entries match: raise --limit (now ${filter.limit}) or narrow with --status, --tenant, --tool`);
+        return ExitCode.ok;
+      };
+    } else if (command === 'show') {
+      const identity = identityOf(command, args);
+      run = async (desk) => {
+        const view = await desk.show(identity);
+        print(view, () => formatRecord(view));
+        return ExitCode.ok;
+      };
+    } else if (command === 'settle' || command === 'recheck') {
+      const identity = identityOf(command, args);
+      let action: OperatorAction;
+      if (command === 'recheck') {
+        if (values.found || values.absent || values.result !== undefined) throw new ReviewInputError('recheck takes no --found, --absent or --result');
+        action = { kind: 'recheck' };
+      } else {
+        if (values.found === values.absent) throw new ReviewInputError('settle needs exactly one of --found or --absent');
+        if (values.absent && values.result !== undefined) throw new ReviewInputError('--absent takes no --result');
+        action = values.found ? { kind: 'found', result: parseResult(values.result) } : { kind: 'absent' };
+      }
+      if (!values.reason?.trim()) throw new ReviewInputError('--reason is required: say why, for the review log');
+      const reason = values.reason;
+      run = async (desk) => {
+        const outcome = await desk.decide(identity, action, reason);
+        print(outcome, () => formatDecision(outcome));
+        return outcome.applied ? ExitCode.ok : ExitCode.changedMeanwhile;
+      };
+    } else {
+      if (args.length) throw new ReviewInputError('redrive takes no positional arguments');
+      const max = positiveInt('max', values.max, 100);
+      run = async (desk) => {
+        const result = await desk.redrive(max);
+        print(result, () =>
+          [`redriven ${result.moved.length} message(s) to the outbox queue`, ...result.moved.map((m) => `  ${m.event_id}  ${m.tenant}  ${m.tool}`)]
+            .concat(result.skipped ? [`left ${result.skipped} message(s) that are not outbox events in the dead-letter queue`] : [])
+            .join('\n'),
+        );
+        return ExitCode.ok;
+      };
+    }
+
+    target = await (deps.target ?? resolveTarget)({ stack: values.stack, table: values.table, queue: values.queue });
+    const tools = new Map<string, WriteToolDefinition>();
+    for (const tool of deps.tools ?? registry) if (isWriteTool(tool)) tools.set(tool.name, tool);
+    const desk = new ReviewDesk({
+      store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
+      outbox: new OutboxStore(target.doc, target.tableName),
+      doc: target.doc,
+      tableName: target.tableName,
+      tools,
+      queue: target.queue,
+      who: target.who,
+      logger: deps.logger,
+    });
+    return await run(desk);
+  } catch (err) {
+    if (err instanceof ReviewInputError) {
+      io.err(`error: ${err.message}`);
+      return ExitCode.badInput;
+    }
+    io.err(`failed${target ? ` (${target.name})` : ''}: ${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+    return ExitCode.failure;
+  } finally {
+    target?.close();
+  }
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+function age(seconds: number): string {
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7200) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 172_800) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86_400)}d`;
+}
+
+function formatList(entries: AttentionEntry[]): string {
+  if (entries.length === 0) return 'nothing needs attention';
+  const rows = [['STATUS', 'AGE', 'TENANT', 'TOOL', 'KEY / EVENT', 'TRIES', 'LAST ERROR']];
+  for (const e of entries) {
+    rows.push([
+      e.status,
+      age(e.age_seconds),
+      e.tenant,
+      e.tool,
+      e.kind === 'record' ? e.idempotency_key : `event ${e.event_id}`,
+      String(e.kind === 'record' ? e.attempts : e.sends),
+      e.error ? `${e.error.code}: ${e.error.message}`.slice(0, 80) : '',
+    ]);
+  }
+  return table(rows);
+}
+
+function formatRecord(view: RecordView): string {
+  const lines = [`${view.tenant} ${view.tool} ${view.idempotency_key}`, `  status        ${view.status === 'ABSENT' ? 'ABSENT (no record: the key is free)' : view.status}`];
+  const field = (label: string, value: unknown) => {
+    if (value !== undefined) lines.push(`  ${label.padEnd(13)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  };
+  field('fingerprint', view.fingerprint);
+  field('created', view.created_at);
+  field('updated', view.updated_at);
+  field('replay until', view.replay_until);
+  field('lease until', view.lease_expires_at);
+  field('next check', view.next_check_at);
+  field('attempts', view.attempts);
+  field('last error', view.error ? `${view.error.code}: ${view.error.message}` : undefined);
+  field('result', view.result);
+  if (view.delivery) field('delivery', `${view.delivery.status} (event ${view.delivery.event_id}, ${view.delivery.sends} send(s))${view.delivery.error ? ` ${view.delivery.error.code}` : ''}`);
+  if (view.review.length) {
+    lines.push('  review log');
+    for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
+  }
+  return lines.join('\n');
+}
+
+function formatDecision(outcome: DecisionOutcome): string {
+  if (outcome.applied) {
+    const { before, after } = outcome;
+    return `${before.tenant} ${before.tool} ${before.idempotency_key}: ${before.status} -> ${after.status}${after.status === 'ABSENT' ? ' (key released: a retry executes once)' : ''}`;
+  }
+  const { read, now } = outcome;
+  return (
+    `not written: ${read.tenant} ${read.tool} ${read.idempotency_key} changed since it was read ` +
+    `(read ${read.status}, ${read.attempts ?? 0} attempt(s); now ${now.status}, ${now.attempts ?? 0} attempt(s)). Run show and decide again.`
+  );
+}

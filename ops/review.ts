@@ -1,0 +1,402 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type * as z from 'zod';
+import { systemClock, type Clock } from '../lambdas/core/clock';
+import { hashForLog } from '../lambdas/core/idempotency-key';
+import {
+  allows,
+  transition,
+  type IdempotencyRecord,
+  type OperatorEvent,
+  type RecordState,
+  type ReviewEntry,
+  type StoredError,
+} from '../lambdas/core/state-machine';
+import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
+import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
+import { countForTool, MetricName } from '../lambdas/observability/metrics';
+import { OutboxDefaults, parseOutboxMessage, type DeliveryView } from '../lambdas/outbox/outbox-event';
+import { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
+import { attentionPages } from '../lambdas/store/attention-index';
+import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';
+import type { AttentionKind } from '../lambdas/store/table-schema';
+
+/** Bad input: unknown key, malformed result, a wrong state for the action, a missing reason. Nothing was written. */
+export class ReviewInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReviewInputError';
+  }
+}
+
+/** What `list` can be narrowed to: records by state, outbox events pending too long or given up on. */
+export const LIST_STATUSES = ['needs_review', 'unknown', 'stale', 'pending', 'failed'] as const;
+export type ListStatus = (typeof LIST_STATUSES)[number];
+
+export interface ListFilter {
+  status?: ListStatus;
+  tenant?: string;
+  tool?: string;
+  /** Only entries at least this old (a pending outbox event counts from its commit). */
+  olderThanMs?: number;
+  /** Entries returned at most; `truncated` says whether more matched. */
+  limit?: number;
+}
+
+export type AttentionEntry =
+  | {
+      kind: 'record';
+      status: 'needs_review' | 'unknown' | 'stale';
+      tenant: string;
+      tool: string;
+      idempotency_key: string;
+      /** Since when it is in this state (a stale lease: since it passed). */
+      since: string;
+      age_seconds: number;
+      attempts: number;
+      error?: StoredError;
+    }
+  | {
+      kind: 'outbox_event';
+      status: 'pending' | 'failed';
+      event_id: string;
+      tenant: string;
+      tool: string;
+      /** The outbox keeps the key's hash only; `show` of the record names the event. */
+      key_hash: string;
+      since: string;
+      age_seconds: number;
+      sends: number;
+      error?: StoredError;
+    };
+
+export interface ListResult {
+  entries: AttentionEntry[];
+  truncated: boolean;
+}
+
+export interface RecordView {
+  tenant: string;
+  tool: string;
+  idempotency_key: string;
+  /** ABSENT: no record (a decision released the key), only its review log remains. */
+  status: RecordState;
+  fingerprint?: string;
+  created_at?: string;
+  updated_at?: string;
+  replay_until?: string;
+  lease_expires_at?: string;
+  next_check_at?: string;
+  attempts?: number;
+  error?: StoredError;
+  error_type?: string;
+  result?: unknown;
+  delivery?: DeliveryView;
+  review: Array<Omit<ReviewEntry, 'at'> & { at: string }>;
+}
+
+/** What a person asks for: settle (found with its result, or absent), or another check by the reconciler. */
+export type OperatorAction = { kind: 'found'; result: unknown } | { kind: 'absent' } | { kind: 'recheck' };
+
+/** A decision checked against the record as read; `apply` writes it fenced on that read. */
+export interface PreparedDecision {
+  record: IdempotencyRecord;
+  log: ReviewLog;
+  decision: OperatorDecision;
+  entry: ReviewEntry;
+}
+
+export type DecisionOutcome =
+  | { applied: true; before: RecordView; after: RecordView }
+  /** The record changed between the read and the write (the reconciler, another person): nothing was written. */
+  | { applied: false; read: RecordView; now: RecordView };
+
+export interface RedriveResult {
+  moved: Array<{ event_id: string; tenant: string; tool: string }>;
+  /** Messages that are not outbox events: left in the dead-letter queue. */
+  skipped: number;
+}
+
+export interface ReviewDeskOptions {
+  store: IdempotencyStore & ReviewStore;
+  outbox: OutboxStore;
+  /** For the attention index (the store's port has no queries). */
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  /** The write tools this deployment serves: result schemas and absence policies. */
+  tools: ReadonlyMap<string, WriteToolDefinition>;
+  /** The outbox queue and its dead-letter queue (redrive only). */
+  queue?: { sqs: SQSClient; queueUrl?: string; deadLetterQueueUrl: () => Promise<string | undefined> };
+  /** Who decides: the caller's AWS identity, or the OS user locally. */
+  who: () => Promise<string>;
+  logger: Logger;
+  clock?: Clock;
+}
+
+const iso = (ms: number | undefined) => (ms === undefined || !Number.isFinite(ms) ? undefined : new Date(ms).toISOString());
+
+const PAGE_SIZE = 100;
+const DEFAULT_LIST_LIMIT = 200;
+/** SQS moves at most this many messages per request. */
+const SQS_BATCH = 10;
+
+const ACTION_EVENT = { found: 'operator_settled_found', recheck: 'operator_recheck' } as const;
+
+/**
+ * The review workflow for what the engine parks for a person: NEEDS_REVIEW and UNKNOWN records, stale leases,
+ * outbox events that are not delivered. Reads go through the attention index (never a table scan); every decision is
+ * one state transition (lambdas/core/state-machine.ts) written as one conditional write fenced on the record as read,
+ * with an entry in the record's review log, logged and counted.
+ */
+export class ReviewDesk {
+  private readonly clock: Clock;
+
+  constructor(private readonly options: ReviewDeskOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  async list(filter: ListFilter = {}): Promise<ListResult> {
+    const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
+    const now = this.clock();
+    const olderThan = filter.olderThanMs ?? 0;
+    const entries: AttentionEntry[] = [];
+    let truncated = false;
+    const wanted = (status: ListStatus) => filter.status === undefined || filter.status === status;
+    const matches = (e: AttentionEntry) =>
+      (filter.tenant === undefined || e.tenant === filter.tenant) &&
+      (filter.tool === undefined || e.tool === filter.tool) &&
+      e.age_seconds * 1000 >= olderThan;
+
+    const sources: Array<{ kind: AttentionKind; dueBy?: number; read: (item: Record<string, unknown>) => AttentionEntry | undefined }> = [];
+    if (wanted('needs_review')) sources.push({ kind: 'REVIEW', read: (item) => this.recordEntry(item, 'NEEDS_REVIEW', now) });
+    if (wanted('unknown')) sources.push({ kind: 'UNKNOWN', read: (item) => this.recordEntry(item, 'UNKNOWN', now) });
+    // A lease's index time is its expiry: live executions are not read at all.
+    if (wanted('stale')) sources.push({ kind: 'LEASE', dueBy: now, read: (item) => this.recordEntry(item, 'PROCESSING', now) });
+    // A pending event is expected for a moment after its commit; by default only one the sweep has looked at again.
+    const pendingAfter = filter.olderThanMs ?? OutboxDefaults.redeliverAfterMs;
+    if (wanted('pending')) sources.push({ kind: 'OUTBOX', read: (item) => eventEntry(item, 'PENDING', now, pendingAfter) });
+    if (wanted('failed')) sources.push({ kind: 'UNDELIVERED', read: (item) => eventEntry(item, 'FAILED', now, 0) });
+
+    for (const source of sources) {
+      for await (const page of attentionPages(this.options.doc, this.options.tableName, source.kind, PAGE_SIZE, source.dueBy)) {
+        for (const item of page) {
+          const entry = source.read(item);
+          if (!entry || !matches(entry)) continue;
+          if (entries.length === limit) {
+            truncated = true;
+            break;
+          }
+          entries.push(entry);
+        }
+        if (truncated) break;
+      }
+      if (truncated) break;
+    }
+    entries.sort((a, b) => b.age_seconds - a.age_seconds);
+    return { entries, truncated };
+  }
+
+  /** The record (or, once released, its review log alone) and its outbox delivery. Unknown key: ReviewInputError. */
+  async show(identity: RecordIdentity): Promise<RecordView> {
+    const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
+    if (!record && log.entries.length === 0) throw new ReviewInputError(`no record for ${describe(identity)}`);
+    const view = this.view(identity, record, log);
+    const delivery = await this.delivery(record);
+    return delivery ? { ...view, delivery } : view;
+  }
+
+  /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */
+  async prepare(identity: RecordIdentity, action: OperatorAction, reason: string | undefined): Promise<PreparedDecision> {
+    if (!reason?.trim()) throw new ReviewInputError('--reason is required: say why, for the review log');
+    const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
+    if (!record) throw new ReviewInputError(`no record for ${describe(identity)}${log.entries.length ? ' (already released by a review decision)' : ''}`);
+    const tool = this.options.tools.get(identity.tool);
+    let decision: OperatorDecision;
+    if (action.kind === 'found') {
+      decision = { event: ACTION_EVENT.found, result: tool ? validateResult(tool, action.result) : action.result };
+    } else if (action.kind === 'recheck') {
+      if (tool && !tool.reconcile) throw new ReviewInputError(`${identity.tool} cannot be checked by the reconciler: settle it with --found or --absent`);
+      decision = { event: ACTION_EVENT.recheck };
+    } else {
+      // What an absence means is the tool's call; without the tool, releasing the key could run the operation twice.
+      if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here`);
+      decision =
+        tool.onAbsent === 'fail'
+          ? { event: 'operator_settled_absent_fail', error: { code: 'NOT_EXECUTED', message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
+          : { event: 'operator_settled_absent' };
+    }
+    if (!allows(record.status, decision.event)) {
+      throw new ReviewInputError(`${describe(identity)} is ${record.status}: ${verb(decision.event)} applies to UNKNOWN or NEEDS_REVIEW records only`);
+    }
+    const entry: ReviewEntry = {
+      by: await this.options.who(),
+      at: this.clock(),
+      action: decision.event,
+      reason: reason.trim(),
+      from: record.status,
+      to: transition(record.status, decision.event),
+    };
+    return { record, log, decision, entry };
+  }
+
+  /** One conditional write fenced on the read in `prepare`: applied, or nothing written and the record as it is now. */
+  async apply(prepared: PreparedDecision): Promise<DecisionOutcome> {
+    const { store, logger } = this.options;
+    const { record, log, decision, entry } = prepared;
+    const before = this.view(record, record, log);
+    const applied = await store.decide(record, log, decision, entry, this.clock());
+    const [current, currentLog] = await Promise.all([store.get(record), store.reviewLog(record)]);
+    const now = this.view(record, current, currentLog);
+    const fields = { tool: record.tool, tenant: record.tenant, key_hash: hashForLog(record.idempotencyKey), action: entry.action, by: entry.by, from: entry.from };
+    if (!applied) {
+      countForTool(MetricName.ReviewRaces, record.tool);
+      logger.warn('review decision not written: the record changed meanwhile', { ...fields, status_now: now.status });
+      return { applied: false, read: before, now };
+    }
+    countForTool(MetricName.ReviewDecisions, record.tool);
+    logger.info('review decision applied', { ...fields, to: entry.to, reason: entry.reason });
+    return { applied: true, before, after: now };
+  }
+
+  async decide(identity: RecordIdentity, action: OperatorAction, reason: string | undefined): Promise<DecisionOutcome> {
+    return this.apply(await this.prepare(identity, action, reason));
+  }
+
+  /**
+   * Moves dead-letter messages back to the outbox queue: sent first, then deleted from the dead-letter queue, so a
+   * failure in between leaves a copy in both, which is harmless (the consumer deduplicates by event id).
+   */
+  async redrive(max: number): Promise<RedriveResult> {
+    const { queue, logger } = this.options;
+    const deadLetterQueueUrl = await queue?.deadLetterQueueUrl();
+    if (!queue?.queueUrl || !deadLetterQueueUrl) throw new ReviewInputError('redrive needs the outbox queue and its dead-letter queue (--queue, --stack, or a running npm start)');
+    const { sqs, queueUrl } = queue;
+    const result: RedriveResult = { moved: [], skipped: 0 };
+    const seen = new Set<string>();
+    while (result.moved.length < max) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: deadLetterQueueUrl,
+          MaxNumberOfMessages: Math.min(SQS_BATCH, max - result.moved.length),
+          WaitTimeSeconds: 0,
+          // Hidden while this run works; a skipped one shows again afterwards.
+          VisibilityTimeout: 60,
+        }),
+      );
+      const fresh = Messages.filter((m) => m.MessageId && !seen.has(m.MessageId));
+      if (fresh.length === 0) break;
+      const events: Array<{ id: string; body: string; receipt: string; message: ReturnType<typeof parseOutboxMessage> }> = [];
+      for (const m of fresh) {
+        seen.add(m.MessageId!);
+        try {
+          events.push({ id: String(events.length), body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', message: parseOutboxMessage(m.Body ?? '') });
+        } catch {
+          result.skipped++;
+          logger.warn('dead-letter message is not an outbox event; left in place', { message_id: m.MessageId });
+        }
+      }
+      if (events.length === 0) continue;
+      const sent = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: events.map((e) => ({ Id: e.id, MessageBody: e.body })) }));
+      const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
+      const moved = events.filter((e) => ok.has(e.id));
+      if (moved.length > 0) {
+        await sqs.send(
+          new DeleteMessageBatchCommand({ QueueUrl: deadLetterQueueUrl, Entries: moved.map((e) => ({ Id: e.id, ReceiptHandle: e.receipt })) }),
+        );
+      }
+      for (const e of moved) {
+        const { event_id, tenant, tool, key_hash } = e.message;
+        result.moved.push({ event_id, tenant, tool });
+        countForTool(MetricName.Redriven, tool);
+        logger.info('dead-letter message redriven to the outbox queue', { event_id, tenant, tool, key_hash, by: await this.options.who() });
+      }
+      if (moved.length < events.length) throw new Error(`the outbox queue refused ${events.length - moved.length} message(s); they stay in the dead-letter queue`);
+    }
+    return result;
+  }
+
+  private recordEntry(item: Record<string, unknown>, status: 'NEEDS_REVIEW' | 'UNKNOWN' | 'PROCESSING', now: number): AttentionEntry | undefined {
+    const record = itemToRecord(item);
+    // The index is read eventually consistent: an item may have moved on already.
+    if (record.status !== status) return undefined;
+    if (status === 'PROCESSING' && record.leaseExpiresAt > now) return undefined;
+    const since = status === 'PROCESSING' ? record.leaseExpiresAt : record.updatedAt;
+    return {
+      kind: 'record',
+      status: status === 'PROCESSING' ? 'stale' : status === 'UNKNOWN' ? 'unknown' : 'needs_review',
+      tenant: record.tenant,
+      tool: record.tool,
+      idempotency_key: record.idempotencyKey,
+      since: iso(since)!,
+      age_seconds: Math.max(0, Math.floor((now - since) / 1000)),
+      attempts: record.reconcileAttempts ?? 0,
+      ...(record.error ? { error: record.error } : {}),
+    };
+  }
+
+  private async delivery(record: IdempotencyRecord | undefined): Promise<DeliveryView | undefined> {
+    const eventId = (record?.result as { event_id?: unknown } | undefined)?.event_id;
+    if (typeof eventId !== 'string') return undefined;
+    const event = await this.options.outbox.getEvent(eventId);
+    return event ? toDeliveryView(event) : undefined;
+  }
+
+  private view(identity: RecordIdentity, record: IdempotencyRecord | undefined, log: ReviewLog): RecordView {
+    const review = log.entries.map((e) => ({ ...e, at: iso(e.at)! }));
+    const base = { tenant: identity.tenant, tool: identity.tool, idempotency_key: identity.idempotencyKey };
+    if (!record) return { ...base, status: 'ABSENT', review };
+    return {
+      ...base,
+      status: record.status,
+      fingerprint: record.fingerprint,
+      created_at: iso(record.createdAt),
+      updated_at: iso(record.updatedAt),
+      replay_until: record.status === 'SUCCEEDED' || record.status === 'FAILED' ? iso(record.retainUntil) : undefined,
+      lease_expires_at: record.status === 'PROCESSING' ? iso(record.leaseExpiresAt) : undefined,
+      next_check_at: iso(record.nextCheckAt),
+      attempts: record.reconcileAttempts ?? 0,
+      error: record.error,
+      error_type: record.errorType,
+      result: record.result,
+      review,
+    };
+  }
+}
+
+function eventEntry(item: Record<string, unknown>, status: 'PENDING' | 'FAILED', now: number, minAgeMs: number): AttentionEntry | undefined {
+  const event: StoredOutboxEvent | undefined = OutboxStore.eventFromItem(item);
+  if (!event || event.status !== status) return undefined;
+  const since = status === 'PENDING' ? event.message.created_at : event.updatedAt;
+  if (now - since < minAgeMs) return undefined;
+  return {
+    kind: 'outbox_event',
+    status: status === 'PENDING' ? 'pending' : 'failed',
+    event_id: event.message.event_id,
+    tenant: event.message.tenant,
+    tool: event.message.tool,
+    key_hash: event.message.key_hash,
+    since: iso(since)!,
+    age_seconds: Math.max(0, Math.floor((now - since) / 1000)),
+    sends: event.sendCount,
+    ...(event.error ? { error: event.error } : {}),
+  };
+}
+
+/** The tool's own result schema (what a replay returns), from its declared output. */
+function validateResult(tool: WriteToolDefinition, result: unknown): unknown {
+  const schema = (tool.outputSchema.shape as Record<string, z.ZodType>).result;
+  const parsed = schema?.safeParse(result);
+  if (!parsed || result === undefined || result === null) throw new ReviewInputError(`--result must be ${tool.name}'s result (a JSON object)`);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ReviewInputError(`--result is not a ${tool.name} result: ${issue?.path.join('.') || 'value'}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}
+
+const describe = (id: RecordIdentity) => `${id.tenant} ${id.tool} ${id.idempotencyKey}`;
+
+function verb(event: OperatorEvent): string {
+  return event === 'operator_recheck' ? 'recheck' : 'settle';
+}

@@ -1,0 +1,335 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
+import { tools as registry } from '../../lambdas/mcp/tools';
+import { isWriteTool, type WriteToolDefinition } from '../../lambdas/mcp/tool-types';
+import { logger } from '../../lambdas/observability/logger';
+import type { LocalStack } from '../../local/stack';
+import { ExitCode, runOps } from '../../ops/cli';
+import { stateOf, writeLocalState } from '../../ops/local-state';
+import { resolveTarget } from '../../ops/target';
+import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
+import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { armFault, clearFaults, eventually, issueOperationId, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
+
+const TENANT = 'tenant-ops';
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const opsBin = join(repoRoot, 'bin/ops.ts');
+const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+
+interface OpsRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe('the review workflow (npm run ops) on a running local stack', () => {
+  let stack: LocalStack;
+  let client: Client;
+  /** Stands in for the repo's working directory: `.local/stack.json` is what `npm start` writes. */
+  let workDir: string;
+
+  /** The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. */
+  function ops(args: string[], env: Record<string, string> = {}): Promise<OpsRun> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, ...args], {
+        cwd: workDir,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  /** The same command in this process (the CLI's own code path, from the same directory): for the many refusals. */
+  async function opsInProcess(args: string[]): Promise<OpsRun> {
+    let stdout = '';
+    let stderr = '';
+    const code = await runOps(args, { out: (t) => (stdout += `${t}\n`), err: (t) => (stderr += `${t}\n`) }, {
+      logger,
+      target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
+    });
+    return { code, stdout, stderr };
+  }
+
+  const identity = (tool: string, key: string) => ({ tenant: TENANT, tool, idempotencyKey: key });
+  const record = (key: string) => stack.services.store.get(identity('request_payment', key));
+  const paymentsFor = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+  const paymentArgs = (operationId: string, payee: string) => ({ operation_id: operationId, amount_minor: 1250, currency: 'EUR', payee_id: payee });
+
+  /** A payment whose outcome was lost, then parked after RECONCILE_MAX_ATTEMPTS checks that could not reach the provider. */
+  async function parkedPayment(payee: string, lost: 'commit-then-timeout' | 'fail-before-commit') {
+    const operationId = await issueOperationId(client, 'request_payment');
+    await armFault(stack, { target: 'payments', mode: lost });
+    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, payee))).toMatchObject({ outcome: 'unknown' });
+    await armFault(stack, { target: 'payments', mode: 'unavailable', times: 2 });
+    // RECONCILE_MAX_ATTEMPTS=2: the second check that cannot reach the provider parks the record.
+    for (let run = 0; run < 2; run++) {
+      await eventually(async () => ((await record(operationId))!.nextCheckAt! <= Date.now() ? true : undefined), 'the next check to be due');
+      await stack.workers.reconciler.runOnce();
+    }
+    await clearFaults(stack);
+    return operationId;
+  }
+
+  beforeAll(async () => {
+    stack = await startTestStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_MAX_RECEIVE_COUNT: '2' },
+      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
+    });
+    client = await connectClient(stack, TENANT);
+    workDir = await mkdtemp(join(tmpdir(), 'ops-cli-'));
+    await writeLocalState(join(workDir, '.local'), stateOf(stack));
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+    if (workDir) await rm(workDir, { recursive: true, force: true });
+  });
+
+  it('parks an unreachable payment as NEEDS_REVIEW; settle --found makes the next call replay the provider\'s payment', async () => {
+    const operationId = await parkedPayment('payee-found', 'commit-then-timeout');
+    const parked = (await record(operationId))!;
+    expect(parked).toMatchObject({ status: 'NEEDS_REVIEW', reconcileAttempts: 2, error: { code: 'REVIEW_REQUIRED' } });
+
+    // list --json and show --json: valid JSON naming the parked record, and nothing else on stdout.
+    const [listed, shown, onlyUnknown, human] = await Promise.all([
+      ops(['list', '--json']),
+      ops(['show', TENANT, 'request_payment', operationId, '--json']),
+      opsInProcess(['list', '--json', '--status', 'unknown', '--tool', 'request_payment']),
+      opsInProcess(['list', '--tenant', TENANT]),
+    ]);
+    expect(listed.code).toBe(0);
+    const entries = JSON.parse(listed.stdout) as AttentionEntry[];
+    expect(entries).toContainEqual(expect.objectContaining({ kind: 'record', status: 'needs_review', tenant: TENANT, tool: 'request_payment', idempotency_key: operationId, attempts: 2 }));
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'NEEDS_REVIEW', attempts: 2, idempotency_key: operationId, review: [] });
+    expect((JSON.parse(onlyUnknown.stdout) as AttentionEntry[]).some((e) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
+    expect(human.stdout).toMatch(new RegExp(`needs_review .*${operationId}`));
+
+    // The provider has the payment (the call committed there); the person looks it up and settles with it.
+    const payment = await stack.services.downstreams.payments.findByKey(operationId, { signal: AbortSignal.timeout(5000) });
+    expect(payment).toBeDefined();
+
+    // Bad input: one line on stderr, exit code 2, nothing written (two as child processes, the rest in process).
+    const malformed = await ops(['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen']);
+    expect(malformed).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^error: --result is not valid JSON[^\n]*\n$/) });
+    const refused = [
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen in the provider console'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id":"pay_1"}', '--reason', 'seen in the provider console'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment)],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--absent', '--reason', 'both'],
+      ['settle', TENANT, 'request_payment', 'no-such-key-123', '--absent', '--reason', 'typo'],
+      ['recheck', TENANT, 'request_payment', operationId, '--reason', ' '],
+      ['list', '--status', 'lost'],
+      ['frobnicate'],
+    ];
+    for (const args of refused) {
+      const run = await opsInProcess(args);
+      expect(run.code, args.join(' ')).toBe(ExitCode.badInput);
+      expect(run.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(run.stderr).toMatch(/^error: /);
+      expect(run.stdout).toBe('');
+    }
+    expect(await record(operationId)).toEqual(parked);
+
+    // Logged and counted (on stderr; stdout stays the JSON answer).
+    const settled = await ops(
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'payment seen in the provider console', '--json'],
+      { POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'false' },
+    );
+    expect(settled.code, settled.stderr).toBe(0);
+    expect(JSON.parse(settled.stdout)).toMatchObject({ applied: true, before: { status: 'NEEDS_REVIEW' }, after: { status: 'SUCCEEDED', result: payment } });
+    expect(settled.stderr).toContain('review decision applied');
+    expect(settled.stderr).toMatch(/"ReviewDecisions"/);
+    expect(settled.stderr).not.toContain(operationId);
+
+    // The next call with the key replays the provider's payment; nothing is paid again.
+    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, 'payee-found'))).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: payment,
+    });
+    expect(await paymentsFor(operationId)).toHaveLength(1);
+
+    // The review log says who, when, what and why; a second decision finds the record settled.
+    const view = JSON.parse((await ops(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    expect(view.review).toEqual([
+      {
+        by: userInfo().username,
+        at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        action: 'operator_settled_found',
+        reason: 'payment seen in the provider console',
+        from: 'NEEDS_REVIEW',
+        to: 'SUCCEEDED',
+      },
+    ]);
+    const again = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'changed my mind']);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/is SUCCEEDED/);
+    expect(JSON.parse((await opsInProcess(['list', '--json'])).stdout).some((e: AttentionEntry) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
+  }, 180_000);
+
+  it('settle --absent releases the key of a payment that never happened: the retry pays exactly once', async () => {
+    const operationId = await parkedPayment('payee-absent', 'fail-before-commit');
+    expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
+    expect(await paymentsFor(operationId)).toHaveLength(0);
+
+    const settled = await ops(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment at the provider']);
+    expect(settled.code, settled.stderr).toBe(0);
+    expect(settled.stdout).toMatch(/NEEDS_REVIEW -> ABSENT/);
+    expect(await record(operationId)).toBeUndefined();
+    // The decision outlives the record it released.
+    const view = JSON.parse((await ops(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    expect(view).toMatchObject({ status: 'ABSENT', review: [{ action: 'operator_settled_absent', from: 'NEEDS_REVIEW', to: 'ABSENT' }] });
+
+    const args = paymentArgs(operationId, 'payee-absent');
+    const retry = await callWrite<{ payment_id: string }>(client, 'request_payment', args);
+    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: retry.result });
+    expect(await paymentsFor(operationId)).toHaveLength(1);
+  }, 120_000);
+
+  it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
+    const operationId = await parkedPayment('payee-recheck', 'commit-then-timeout');
+    const run = await ops(['recheck', TENANT, 'request_payment', operationId, '--reason', 'provider is back up']);
+    expect(run.code, run.stderr).toBe(0);
+    const rechecked = (await record(operationId))!;
+    expect(rechecked.status).toBe('UNKNOWN');
+    expect(rechecked.reconcileAttempts).toBeUndefined();
+    expect(JSON.parse((await opsInProcess(['list', '--json', '--status', 'unknown'])).stdout)).toContainEqual(
+      expect.objectContaining({ status: 'unknown', idempotency_key: operationId, attempts: 0 }),
+    );
+
+    expect((await stack.workers.reconciler.runOnce()).found).toBeGreaterThanOrEqual(1);
+    const [payment] = await paymentsFor(operationId);
+    expect(await record(operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment!.payment_id } });
+  }, 120_000);
+
+  it('list --status stale names a PROCESSING record whose lease passed, not a live one', async () => {
+    const now = Date.now();
+    const claim = (key: string, leaseExpiresAt: number) =>
+      stack.services.store.claim(
+        {
+          ...identity('request_payment', key),
+          fingerprint: 'f'.repeat(64),
+          status: 'PROCESSING',
+          ownerToken: `owner-${key}`,
+          createdAt: now - 60_000,
+          updatedAt: now - 60_000,
+          leaseExpiresAt,
+          retainUntil: now + 86_400_000,
+          expiresAt: Math.floor(now / 1000) + 86_400,
+        },
+        now,
+      );
+    const dead = `stale-${now}`;
+    const live = `live-${now}`;
+    await claim(dead, now - 30_000);
+    await claim(live, now + 600_000);
+    const stale = JSON.parse((await opsInProcess(['list', '--json', '--status', 'stale', '--tenant', TENANT])).stdout) as AttentionEntry[];
+    expect(stale).toContainEqual(expect.objectContaining({ kind: 'record', status: 'stale', idempotency_key: dead }));
+    expect(stale.some((e) => e.kind === 'record' && e.idempotency_key === live)).toBe(false);
+  });
+
+  it('an operator and the reconciler racing on one record: exactly one transition lands', async () => {
+    const tools = new Map(registry.filter(isWriteTool).map((t): [string, WriteToolDefinition] => [t.name, t]));
+    const desk = new ReviewDesk({
+      store: stack.services.store,
+      outbox: stack.services.outbox,
+      doc: stack.services.doc,
+      tableName: stack.services.tableName,
+      tools,
+      who: async () => 'race-test',
+      logger,
+    });
+    // UNKNOWN payments that did go through: the reconciler will find each one (SUCCEEDED), the operator releases it (ABSENT).
+    const keys = await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        const operationId = await issueOperationId(client, 'request_payment');
+        return { operationId, args: paymentArgs(operationId, `payee-race-${i}`) };
+      }),
+    );
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: keys.length });
+    await Promise.all(keys.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
+
+    // First the deterministic interleaving: read, the reconciler moves, then the write: nothing is written.
+    const [first, ...rest] = keys;
+    const stale = await desk.prepare(identity('request_payment', first!.operationId), { kind: 'absent' }, 'race: stale read');
+    await eventually(async () => ((await record(first!.operationId))!.nextCheckAt! <= Date.now() ? true : undefined), 'the check to be due');
+    const report = await stack.workers.reconciler.runOnce();
+    expect(report.found).toBe(keys.length);
+    const lost = await desk.apply(stale);
+    expect(lost).toMatchObject({ applied: false, read: { status: 'UNKNOWN' }, now: { status: 'SUCCEEDED' } });
+    expect(await stack.services.store.reviewLog(identity('request_payment', first!.operationId))).toEqual({ entries: [], version: 0 });
+
+    // Then truly concurrent: each record read by both, both write at once.
+    const fresh = await Promise.all(
+      rest.map(async () => {
+        const operationId = await issueOperationId(client, 'request_payment');
+        return { operationId, args: paymentArgs(operationId, 'payee-race-concurrent') };
+      }),
+    );
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: fresh.length });
+    await Promise.all(fresh.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
+    await eventually(
+      async () => ((await Promise.all(fresh.map(({ operationId }) => record(operationId)))).every((r) => r!.nextCheckAt! <= Date.now()) ? true : undefined),
+      'the checks to be due',
+    );
+    const prepared = await Promise.all(fresh.map(({ operationId }) => desk.prepare(identity('request_payment', operationId), { kind: 'absent' }, 'race')));
+    const [reconciled, ...decisions] = await Promise.all([stack.workers.reconciler.runOnce(), ...prepared.map((p) => desk.apply(p))]);
+    for (const [i, { operationId }] of fresh.entries()) {
+      const decision = decisions[i]!;
+      const now: IdempotencyRecord | undefined = await record(operationId);
+      const log = await stack.services.store.reviewLog(identity('request_payment', operationId));
+      if (decision.applied) {
+        expect(now, 'the operator released it; the reconciler wrote nothing').toBeUndefined();
+        expect(log.entries).toHaveLength(1);
+      } else {
+        expect(now, 'the reconciler settled it; the operator wrote nothing').toMatchObject({ status: 'SUCCEEDED' });
+        expect(log.entries).toHaveLength(0);
+      }
+    }
+    const operatorWins = decisions.filter((d) => d.applied).length;
+    expect(reconciled.found + operatorWins).toBe(fresh.length);
+  }, 120_000);
+
+  it('redrive moves a dead-letter event back to the outbox queue: delivered exactly once', async () => {
+    await armFault(stack, { target: 'tickets', mode: 'unavailable', times: 50 });
+    const key = `ticket-${Date.now()}`;
+    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const eventId = result!.event_id;
+    expect(await settledDelivery(client, 'create_ticket', key)).toMatchObject({ status: 'failed' });
+    await eventually(async () => ((await peekQueue(stack, stack.queue.deadLetterQueueUrl)).includes(eventId) ? true : undefined), 'the message in the dead-letter queue');
+
+    const failed = JSON.parse((await opsInProcess(['list', '--json', '--status', 'failed'])).stdout) as AttentionEntry[];
+    expect(failed).toContainEqual(expect.objectContaining({ kind: 'outbox_event', status: 'failed', event_id: eventId, tool: 'create_ticket' }));
+
+    await clearFaults(stack);
+    const redriven = await ops(['redrive', '--json']);
+    expect(redriven.code, redriven.stderr).toBe(0);
+    expect(JSON.parse(redriven.stdout)).toMatchObject({ moved: [{ event_id: eventId, tenant: TENANT, tool: 'create_ticket' }], skipped: 0 });
+    await eventually(async () => ((await operationStatus(client, 'create_ticket', key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+    expect(JSON.parse((await opsInProcess(['redrive', '--json'])).stdout)).toMatchObject({ moved: [] });
+
+    // A second copy of the same message (a redrive run twice) is a duplicate to the consumer: still one ticket.
+    const body = JSON.stringify({ ...(await stack.services.outbox.getEvent(eventId))!.message });
+    await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: body }));
+    await eventually(async () => ((await peekQueue(stack, stack.queue.queueUrl)).length === 0 ? true : undefined), 'the copy to be consumed');
+    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+    const listed = JSON.parse((await opsInProcess(['list', '--json'])).stdout) as AttentionEntry[];
+    expect(listed.some((e) => e.kind === 'outbox_event' && e.event_id === eventId)).toBe(false);
+  }, 120_000);
+});
