@@ -1,4 +1,4 @@
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike } from '@modelcontextprotocol/client';
 
 /**
  * A fetch that misbehaves on purpose, for tests and demos of the client's retries (give it as the client's `fetch`).
@@ -15,6 +15,11 @@ export type Fault =
 export interface FaultRule {
   /** Only `tools/call` requests for this tool; without it, every POST. */
   tool?: string;
+  /**
+   * Only the round that carries the person's answers (`inputResponses`, MCP 2026-07-28): for a tool that asks for
+   * confirmation, the request that runs the operation.
+   */
+  answered?: boolean;
   fault: Fault;
   /** How many matching requests it hits before it is spent. */
   times: number;
@@ -24,6 +29,8 @@ export interface RequestLogEntry {
   /** The JSON-RPC method, or the HTTP method for bodiless requests. */
   method: string;
   tool?: string;
+  /** It carried answers to the server's input requests. */
+  answered?: boolean;
   /** The fault applied, if any. */
   fault?: Fault['mode'];
 }
@@ -37,13 +44,14 @@ export interface FaultFetch {
   callsTo(tool: string): number;
 }
 
-function describe(init: RequestInit | undefined): { method: string; tool?: string } {
+function describe(init: RequestInit | undefined): { method: string; tool?: string; answered?: boolean } {
   if (typeof init?.body !== 'string') return { method: init?.method ?? 'GET' };
   try {
-    const message = JSON.parse(init.body) as { method?: unknown; params?: { name?: unknown } };
+    const message = JSON.parse(init.body) as { method?: unknown; params?: { name?: unknown; inputResponses?: unknown } };
     const method = typeof message.method === 'string' ? message.method : 'response';
     const tool = method === 'tools/call' && typeof message.params?.name === 'string' ? message.params.name : undefined;
-    return tool ? { method, tool } : { method };
+    const answered = message.params?.inputResponses !== undefined;
+    return { method, ...(tool ? { tool } : {}), ...(answered ? { answered } : {}) };
   } catch {
     return { method: init.method ?? 'POST' };
   }
@@ -61,7 +69,9 @@ export function createFaultFetch(base: FetchLike = (url, init) => fetch(url, ini
 
   const faultFetch: FetchLike = async (url, init) => {
     const seen = describe(init);
-    const rule = rules.find((r) => r.times > 0 && (r.tool === undefined ? init?.method === 'POST' : r.tool === seen.tool));
+    const rule = rules.find(
+      (r) => r.times > 0 && (r.tool === undefined ? init?.method === 'POST' : r.tool === seen.tool) && (!r.answered || seen.answered === true),
+    );
     requests.push(rule ? { ...seen, fault: rule.fault.mode } : seen);
     if (!rule) return base(url, init);
     rule.times -= 1;

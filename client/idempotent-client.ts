@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode as JsonRpcErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
@@ -43,6 +40,12 @@ export interface IdempotentClientOptions {
   /** One attempt's limit; past it the attempt counts as a transport failure and is retried with the same key. Default 20 s. */
   requestTimeoutMs?: number;
   clientInfo?: { name: string; version: string };
+  /**
+   * Asks the person to confirm an operation the server wants confirmed (a tool with confirmation 'required', over
+   * MCP 2026-07-28): `message` is what to show; resolve true for an explicit yes. Without it the client declares no
+   * form capability and such tools answer `rejected` / CONFIRMATION_UNAVAILABLE.
+   */
+  confirm?: (request: { message: string }) => boolean | Promise<boolean>;
   /** Called after every attempt of a write, before any wait: for logs and progress displays. */
   onAttempt?: (event: AttemptEvent) => void;
   random?: () => number;
@@ -166,6 +169,7 @@ export class IdempotentMcpClient {
   private readonly nonBusinessFields: readonly string[];
   private readonly requestTimeoutMs: number;
   private readonly clientInfo: { name: string; version: string };
+  private readonly confirm: IdempotentClientOptions['confirm'];
   private readonly onAttempt: ((event: AttemptEvent) => void) | undefined;
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -186,6 +190,7 @@ export class IdempotentMcpClient {
     this.nonBusinessFields = options.nonBusinessFields ?? DEFAULT_NON_BUSINESS_FIELDS;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 20_000;
     this.clientInfo = options.clientInfo ?? { name: 'idempotent-mcp-client', version: '0.1.0' };
+    this.confirm = options.confirm;
     this.onAttempt = options.onAttempt;
     this.random = options.random ?? Math.random;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -234,7 +239,7 @@ export class IdempotentMcpClient {
     });
     const answer = last.answer;
     return {
-      ...(answer?.structuredContent ? { structuredContent: answer.structuredContent } : {}),
+      ...(answer?.structuredContent ? { structuredContent: answer.structuredContent as Record<string, unknown> } : {}),
       isError: answer ? answer.isError === true : true,
       text: answer ? textOf(answer) : '',
       ...(last.failure ? { failure: last.failure } : {}),
@@ -405,12 +410,12 @@ export class IdempotentMcpClient {
       return { failure: classifyCallError(err), sent: false };
     }
     try {
-      const answer = (await client.callTool({ name: tool, arguments: args }, undefined, { timeout: this.requestTimeoutMs })) as CallToolResult;
+      const answer = await client.callTool({ name: tool, arguments: args }, { timeout: this.requestTimeoutMs });
       return { answer, sent: true };
     } catch (err) {
       const failure = classifyCallError(err);
       // A closed transport cannot carry the next attempt; other failures leave the stateless connection usable.
-      if (failure.jsonRpcCode === JsonRpcErrorCode.ConnectionClosed) this.dropConnection(client);
+      if (failure.connectionClosed) this.dropConnection(client);
       return { failure, sent: true };
     }
   }
@@ -418,7 +423,17 @@ export class IdempotentMcpClient {
   private connection(): Promise<Client> {
     if (!this.connecting) {
       const connecting = (async () => {
-        const client = new Client(this.clientInfo, { capabilities: {} });
+        // 'auto': MCP 2026-07-28 where the server speaks it (server/discover), the 2025 handshake otherwise.
+        const confirm = this.confirm;
+        const client = new Client(this.clientInfo, {
+          capabilities: confirm ? { elicitation: { form: {} } } : {},
+          versionNegotiation: { mode: 'auto' },
+        });
+        if (confirm) {
+          client.setRequestHandler('elicitation/create', async (request) =>
+            (await confirm({ message: request.params.message })) ? { action: 'accept', content: { confirm: true } } : { action: 'decline' },
+          );
+        }
         const transport = new StreamableHTTPClientTransport(this.url, { requestInit: this.requestInit, fetch: this.fetchSeam });
         await client.connect(transport, { timeout: this.requestTimeoutMs });
         return client;

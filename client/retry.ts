@@ -1,5 +1,4 @@
-import { ErrorCode as JsonRpcErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 
 /** How many attempts and how much time one call may spend, and how the waits between attempts grow. */
 export interface RetryOptions {
@@ -45,7 +44,10 @@ export interface TransportFailure {
   /** A short, log-safe description (no bodies, no keys). */
   message: string;
   httpStatus?: number;
+  /** The JSON-RPC error the server answered with. */
   jsonRpcCode?: number;
+  /** The SDK saw the connection close: it cannot carry the next attempt. */
+  connectionClosed?: boolean;
   retryAfterMs?: number;
 }
 
@@ -111,20 +113,17 @@ export function classifyCallError(err: unknown): TransportFailure {
       ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
     };
   }
-  if (err instanceof StreamableHTTPError) {
-    const status = err.code ?? -1;
+  if (err instanceof SdkHttpError) {
+    const status = err.status;
     const retryable = status > 0 && isRetryableHttpStatus(status);
     return { kind: retryable ? 'transport' : 'deterministic', message: status > 0 ? `HTTP ${status}` : 'unexpected HTTP answer', httpStatus: status };
   }
-  if (err instanceof McpError) {
+  if (err instanceof SdkError && (err.code === SdkErrorCode.RequestTimeout || err.code === SdkErrorCode.ConnectionClosed)) {
     // The SDK raises these two itself when no answer came: the request may have been executed.
-    const noAnswer = err.code === JsonRpcErrorCode.RequestTimeout || err.code === JsonRpcErrorCode.ConnectionClosed;
-    return {
-      kind: noAnswer ? 'transport' : 'deterministic',
-      message: noAnswer ? (err.code === JsonRpcErrorCode.RequestTimeout ? 'request timed out' : 'connection closed') : `JSON-RPC error ${err.code}`,
-      jsonRpcCode: err.code,
-    };
+    const closed = err.code === SdkErrorCode.ConnectionClosed;
+    return { kind: 'transport', message: closed ? 'connection closed' : 'request timed out', ...(closed ? { connectionClosed: true } : {}) };
   }
+  if (err instanceof ProtocolError) return { kind: 'deterministic', message: `JSON-RPC error ${err.code}`, jsonRpcCode: err.code };
   const code = networkErrorCode(err);
   if (code) return { kind: 'transport', message: `network error ${code}` };
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return { kind: 'transport', message: 'request aborted' };

@@ -14,6 +14,8 @@ export type AuthConfig =
       issuer: string;
       audience: string;
       tenantClaim: string;
+      /** Scopes every token must carry (403 insufficient_scope otherwise). */
+      requiredScopes: string[];
     }
   | {
       /** An external OpenID Connect / OAuth issuer (Cognito by default in the CDK stack). */
@@ -26,6 +28,8 @@ export type AuthConfig =
       audience?: string;
       jwksUrl: string;
       tenantClaim: string;
+      /** Scopes every token must carry (403 insufficient_scope otherwise); the stack's tools scope with Cognito. */
+      requiredScopes: string[];
     };
 
 /** Downstream systems, the outbox queue and the reconciler. Unset URLs fail the calls that need them, not the start. */
@@ -70,6 +74,11 @@ export interface AppConfig {
   sandboxEnabled: boolean;
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;
+  /**
+   * Tools with `confirmation: 'required'` that 2025-era clients may call without the server asking the person
+   * (for clients that confirm on their side). Default none.
+   */
+  confirmationOptOut: string[];
   sideEffects: SideEffectsConfig;
 }
 
@@ -79,6 +88,8 @@ export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
 export const DEFAULT_AUDIENCE = 'idempotent-mcp';
 export const DEFAULT_TENANT_CLAIM = 'tenant';
 export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
+/** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
+export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 /** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
@@ -160,16 +171,37 @@ function flag(name: string): EnvVar<boolean> {
   return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
 }
 
-/** Comma-separated; trailing slashes of origins are dropped. */
-function originList(name: string): EnvVar<string[]> {
+/** Comma-separated, each item normalized (blank items dropped). */
+function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
   return {
     name,
     parse: (raw) =>
       (trimmed(raw) ?? '')
         .split(',')
-        .map((origin) => origin.trim().replace(/\/+$/, ''))
+        .map((item) => normalize(item.trim()))
         .filter(Boolean),
     format: (value) => value.join(','),
+  };
+}
+
+/** Comma-separated; trailing slashes of origins are dropped. */
+const originList = (name: string) => commaList(name, (origin) => origin.replace(/\/+$/, ''));
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** Space-separated OAuth scopes (RFC 6749 §3.3); unset (or blank) leaves the default to the auth mode. */
+function scopeList(name: string): EnvVar<string[] | undefined> {
+  return {
+    name,
+    parse: (raw) => {
+      const value = trimmed(raw);
+      if (value === undefined) return undefined;
+      const list = value.split(' ').filter(Boolean);
+      const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
+      if (bad !== undefined) throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
+      return [...new Set(list)];
+    },
+    format: (value) => value.join(' '),
   };
 }
 
@@ -183,11 +215,15 @@ export const EnvVars = {
   authAudience: text('AUTH_AUDIENCE'),
   authJwksUrl: text('AUTH_JWKS_URL'),
   authTenantClaim: text('AUTH_TENANT_CLAIM', DEFAULT_TENANT_CLAIM),
+  /** Scopes every token must carry. Default: the dev scope locally, none with an external issuer. */
+  authRequiredScopes: scopeList('AUTH_REQUIRED_SCOPES'),
   devAuthDir: text('DEV_AUTH_DIR', DEFAULT_DEV_AUTH_DIR),
   operationIdSecret: text('OPERATION_ID_SECRET'),
   operationIdSecretArn: text('OPERATION_ID_SECRET_ARN'),
   parametersSecretsPort: positiveInt('PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', DEFAULT_PARAMETERS_SECRETS_PORT, 65_535),
   allowedOrigins: originList('ALLOWED_ORIGINS'),
+  /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
+  confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
   sandboxEnabled: flag('SANDBOX_ENABLED'),
   publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
   sqsEndpoint: httpUrl('SQS_ENDPOINT'),
@@ -249,6 +285,7 @@ export function loadAuthConfig(env: Env): AuthConfig {
       issuer: read(env, EnvVars.authIssuer) ?? DEV_ISSUER,
       audience: read(env, EnvVars.authAudience) ?? DEFAULT_AUDIENCE,
       tenantClaim,
+      requiredScopes: read(env, EnvVars.authRequiredScopes) ?? [DEFAULT_DEV_SCOPE],
     };
   }
   const jwksUrl = required(env, EnvVars.authJwksUrl);
@@ -259,6 +296,7 @@ export function loadAuthConfig(env: Env): AuthConfig {
     audience: read(env, EnvVars.authAudience),
     jwksUrl,
     tenantClaim,
+    requiredScopes: read(env, EnvVars.authRequiredScopes) ?? [],
   };
 }
 
@@ -315,6 +353,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     allowedOrigins: read(env, EnvVars.allowedOrigins),
     sandboxEnabled: read(env, EnvVars.sandboxEnabled),
     publicBaseUrl,
+    confirmationOptOut: read(env, EnvVars.confirmationOptOut),
     sideEffects: loadSideEffects(env, tableName),
   };
 }

@@ -35,13 +35,15 @@ export const LambdaBundle = {
   /** Licence comments are kept in node_modules; they add bytes to every cold start. */
   legalComments: 'none' as const,
   /**
-   * Modules replaced by stubs that throw when used. The MCP SDK's server imports Ajv statically but constructs it
-   * only for a Server given no JSON Schema validator; lambdas/mcp/server.ts always gives one (elicitation is not
-   * used), so no code path reaches them: about 130 KiB (Ajv, its formats, fast-uri) the cold start no longer loads.
+   * Modules replaced by stubs that throw when used. The MCP SDK (v2) inlines Ajv in its `_shims` entry and
+   * constructs it only for a Server given no JSON Schema validator; lambdas/mcp/server.ts always gives one (it never
+   * pushes an elicitation), so no code path reaches it: about 150 KiB the cold start no longer loads. `ajv` and
+   * `ajv-formats` are stubbed too, for any other module that imports them the same way.
    * The SDK's event-stream codec (15 KiB) serves only operations that stream events, and no function calls one.
    * test/cdk/bundle.test.ts runs the aliased bundle.
    */
   alias: {
+    '@modelcontextprotocol/server/_shims': stub('mcp-server-shims.mjs'),
     ajv: stub('ajv.mjs'),
     'ajv-formats': stub('ajv-formats.mjs'),
     'zod/v3': stub('zod-v3.mjs'),

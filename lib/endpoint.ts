@@ -26,6 +26,11 @@ export interface EndpointSettings {
   readonly downstreams?: DownstreamSettings;
   /** Browser origins allowed to call the MCP URL. Default none: only non-browser clients. */
   readonly allowedOrigins?: string[];
+  /**
+   * Tools with `confirmation: 'required'` that 2025-era clients may call without the person's confirmation through the
+   * server (for clients that confirm on their side). Default none: those clients get CONFIRMATION_UNAVAILABLE.
+   */
+  readonly confirmationOptOut?: string[];
   /** Set when a custom domain fronts the Function URL. Default: the request's own host. */
   readonly publicBaseUrl?: string;
   /** Encrypt the table with a new customer managed KMS key ($1/month) instead of the AWS managed key. Default false. */
@@ -88,6 +93,7 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
     auth: auth.verification,
     downstreams,
     allowedOrigins: props.allowedOrigins,
+    confirmationOptOut: props.confirmationOptOut,
     publicBaseUrl: props.publicBaseUrl,
     reconcilePeriod: props.reconcilePeriod,
   });

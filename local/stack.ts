@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { loadDevIssuer, type DevIssuer } from '../lambdas/auth/dev-issuer';
+import { devIssuerFor, type DevIssuer } from '../lambdas/auth/dev-issuer';
 import { EnvVars, environmentOf, loadConfig, read, type AppConfig, type Env } from '../lambdas/config';
 import { createApp } from '../lambdas/http/app';
 import { createSandboxRouter } from '../lambdas/sandbox/router';
@@ -48,7 +48,7 @@ export interface LocalStack {
   workers: Workers;
   queue: LocalQueue;
   /** A bearer token of the local dev issuer for `tenant`. */
-  tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string }): Promise<string>;
+  tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string; scope?: string }): Promise<string>;
   /** Stops everything this stack started, in reverse order. */
   stop(): Promise<void>;
 }
@@ -206,7 +206,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       workers,
       queue,
       async tokenFor(tenant, tokenOptions = {}) {
-        issuer ??= loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: auth.audience, tenantClaim: auth.tenantClaim });
+        issuer ??= devIssuerFor(auth);
         return (await issuer).sign({ tenant, ...tokenOptions });
       },
       stop: stopAll,

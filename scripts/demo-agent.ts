@@ -60,6 +60,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     retry: { maxAttempts: 10, maxElapsedMs: 60_000, ...options.retry },
     sleep,
     onAttempt,
+    // The payment asks the person first (MCP 2026-07-28); in the demo they always say yes.
+    confirm: ({ message }) => {
+      log(`   the person is asked: "${message.split('\n')[0]}" -> yes`);
+      return true;
+    },
   });
   const done = (call: WriteCall) => log(`   => ${call.status}`);
 

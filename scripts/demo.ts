@@ -3,7 +3,7 @@
  * MCP_URL (default http://127.0.0.1:3000/mcp); TOKEN, or a token of the local dev issuer (.local/auth) for tenant demo.
  * Exits 1 if any intent did not make exactly one effect.
  */
-import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
+import { devIssuerFor } from '../lambdas/auth/dev-issuer';
 import { loadAuthConfig } from '../lambdas/config';
 import { runDemo } from './demo-agent';
 
@@ -13,7 +13,7 @@ async function devToken(tenant: string): Promise<string> {
   // The same issuer `npm start` trusts and `npm run token` signs with.
   const auth = loadAuthConfig({ ...process.env, AUTH_MODE: 'dev' });
   if (auth.mode !== 'dev') throw new Error('unreachable: dev auth requested');
-  const issuer = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: auth.audience, tenantClaim: auth.tenantClaim });
+  const issuer = await devIssuerFor(auth);
   return issuer.sign({ tenant });
 }
 

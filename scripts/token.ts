@@ -1,17 +1,18 @@
 /**
- * `npm run token -- --tenant <id> [--ttl <seconds>]`: prints a bearer token of the local dev issuer (the key in
- * .local/auth that `npm start` trusts) for any tenant.
+ * `npm run token -- --tenant <id> [--ttl <seconds>] [--scope "<scopes>"]`: prints a bearer token of the local dev
+ * issuer (the key in .local/auth that `npm start` trusts) for any tenant. By default it carries the scopes the local
+ * endpoint requires; `--scope` sets others (space-separated, "" for none), to see a 403 insufficient_scope.
  */
 import { parseArgs } from 'node:util';
-import { DEV_TOKEN_TTL_SECONDS, loadDevIssuer } from '../lambdas/auth/dev-issuer';
+import { DEV_TOKEN_TTL_SECONDS, devIssuerFor } from '../lambdas/auth/dev-issuer';
 import { IdempotencyError, validateTenantId } from 'idempotent-mcp/engine';
 import { loadAuthConfig } from 'idempotent-mcp/mcp';
 
-const usage = 'usage: npm run token -- --tenant <id> [--ttl <seconds>]';
-let values: { tenant?: string; ttl?: string; help?: boolean };
+const usage = 'usage: npm run token -- --tenant <id> [--ttl <seconds>] [--scope "<space-separated scopes>"]';
+let values: { tenant?: string; ttl?: string; scope?: string; help?: boolean };
 try {
   ({ values } = parseArgs({
-    options: { tenant: { type: 'string' }, ttl: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { tenant: { type: 'string' }, ttl: { type: 'string' }, scope: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   }));
 } catch (err) {
   console.error(`${(err as Error).message}\n${usage}`);
@@ -36,5 +37,6 @@ if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0) {
 
 const auth = loadAuthConfig({ ...process.env, AUTH_MODE: 'dev' });
 if (auth.mode !== 'dev') throw new Error('unreachable: dev auth requested');
-const issuer = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: auth.audience, tenantClaim: auth.tenantClaim });
-console.log(await issuer.sign({ tenant: values.tenant, ttlSeconds }));
+const issuer = await devIssuerFor(auth);
+const scope = values.scope?.split(' ').filter(Boolean).join(' ');
+console.log(await issuer.sign({ tenant: values.tenant, ttlSeconds, scope }));

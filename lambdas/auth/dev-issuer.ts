@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { type AuthConfig, DEFAULT_DEV_SCOPE } from '../config';
 import { validateTenantId } from '../core/idempotency-key';
 import { DEV_KEY_FILE, readDevKeyPair, type StoredKeyPair } from './dev-keys';
 
@@ -17,7 +18,8 @@ export interface DevIssuer {
   tenantClaim: string;
   /** The public half, as a JWKS document, for the verifier. */
   jwks: { keys: JWK[] };
-  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; extra?: Record<string, unknown> }): Promise<string>;
+  /** `scope`: the token's space-separated scopes (default: the issuer's `defaultScope`; '' for none). */
+  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; scope?: string; extra?: Record<string, unknown> }): Promise<string>;
 }
 
 async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
@@ -50,6 +52,8 @@ export async function loadDevIssuer(options: {
   issuer: string;
   audience: string;
   tenantClaim: string;
+  /** What tokens carry when `sign` is given no scope: what the local endpoint requires. */
+  defaultScope?: string;
 }): Promise<DevIssuer> {
   const pair = await loadOrCreateKeyPair(options.dir);
   const privateKey = await importJWK(pair.privateJwk, ALGORITHM);
@@ -58,9 +62,9 @@ export async function loadDevIssuer(options: {
     audience: options.audience,
     tenantClaim: options.tenantClaim,
     jwks: { keys: [pair.publicJwk] },
-    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, extra = {} }) {
+    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, scope = options.defaultScope ?? DEFAULT_DEV_SCOPE, extra = {} }) {
       validateTenantId(tenant);
-      return new SignJWT({ ...extra, [options.tenantClaim]: tenant })
+      return new SignJWT({ ...extra, ...(scope ? { scope } : {}), [options.tenantClaim]: tenant })
         .setProtectedHeader({ alg: ALGORITHM, kid: pair.kid, typ: 'JWT' })
         .setIssuer(options.issuer)
         .setAudience(options.audience)
@@ -70,4 +74,15 @@ export async function loadDevIssuer(options: {
         .sign(privateKey);
     },
   };
+}
+
+/** The issuer a dev-mode endpoint trusts; its tokens carry the scopes that endpoint requires unless told otherwise. */
+export function devIssuerFor(auth: Extract<AuthConfig, { mode: 'dev' }>): Promise<DevIssuer> {
+  return loadDevIssuer({
+    dir: auth.devAuthDir,
+    issuer: auth.issuer,
+    audience: auth.audience,
+    tenantClaim: auth.tenantClaim,
+    defaultScope: auth.requiredScopes.join(' '),
+  });
 }

@@ -9,6 +9,21 @@ import { fetchJwks } from './jwks-fetch';
 export interface Caller {
   tenant: string;
   subject: string;
+  /** The token's scopes (`scope`, space-separated, or `scp`, a list); empty when it names none. */
+  scopes?: readonly string[];
+}
+
+/** The scopes a token's claims grant: RFC 9068 / Cognito `scope` (space-separated) or Entra / Okta `scp` (list or string). */
+export function tokenScopes(payload: Record<string, unknown>): string[] {
+  const words = (value: unknown): string[] =>
+    typeof value === 'string' ? value.split(' ').filter(Boolean) : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+  return [...new Set([...words(payload.scope), ...words(payload.scp)])];
+}
+
+/** The required scopes the caller's token does not grant. */
+export function missingScopes(caller: Caller, required: readonly string[]): string[] {
+  const granted = new Set(caller.scopes ?? []);
+  return required.filter((scope) => !granted.has(scope));
 }
 
 /** A missing or unacceptable token; the message is safe to return (it never echoes the token). */
@@ -98,7 +113,7 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
           throw new AuthenticationError(`the token's "${auth.tenantClaim}" claim is not a valid tenant id`, 'invalid_token');
         throw err;
       }
-      return { tenant: tenant as string, subject: typeof payload.sub === 'string' ? payload.sub : 'unknown' };
+      return { tenant: tenant as string, subject: typeof payload.sub === 'string' ? payload.sub : 'unknown', scopes: tokenScopes(payload) };
     },
   };
 }

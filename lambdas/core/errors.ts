@@ -10,6 +10,12 @@ export const ErrorCode = {
   OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
   REVIEW_REQUIRED: 'REVIEW_REQUIRED',
   UNKNOWN_OPERATION_ID: 'UNKNOWN_OPERATION_ID',
+  /** The person said no (or dismissed the prompt): nothing ran, nothing is recorded, the key stays free. */
+  CONFIRMATION_DECLINED: 'CONFIRMATION_DECLINED',
+  /** The tool needs the person's confirmation and this client cannot ask for it (a 2025-era client). */
+  CONFIRMATION_UNAVAILABLE: 'CONFIRMATION_UNAVAILABLE',
+  /** The confirmation's requestState is forged, expired or for other arguments: nothing ran; call again to be asked anew. */
+  CONFIRMATION_INVALID: 'CONFIRMATION_INVALID',
   RESULT_TOO_LARGE: 'RESULT_TOO_LARGE',
   TRANSIENT_FAILURE: 'TRANSIENT_FAILURE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',

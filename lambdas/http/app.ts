@@ -1,4 +1,3 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Context as LambdaContext } from 'aws-lambda';
 import type { Context, Hono as AnyHono, MiddlewareHandler } from 'hono';
 // PatternRouter: a handful of fixed routes need neither RegExpRouter nor TrieRouter, ~8 KiB of every cold start.
@@ -6,14 +5,13 @@ import { Hono } from 'hono/tiny';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
-import { AuthenticationError, AuthUnavailableError, type Caller } from '../auth/verifier';
-import { buildMcpServer } from '../mcp/server';
+import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
+import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { Services } from '../runtime/services';
 import { batchRefusal } from './json-rpc-batch';
 
-/** Larger request bodies are refused with 413 before anything parses them. */
-export const MAX_BODY_BYTES = 1024 * 1024;
+export { MAX_BODY_BYTES };
 export const MCP_PATH = '/mcp';
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
@@ -62,11 +60,26 @@ function baseUrl(c: Context<AppEnv>, services: Services): string {
   return services.config.publicBaseUrl ?? new URL(c.req.url).origin;
 }
 
-/** Bearer token to caller; 401 with the RFC 9728 pointer to our metadata so a client can discover how to log in. */
+/** RFC 6750 challenge parameters, quoted (a quote inside a value becomes an apostrophe). */
+function challenge(params: Record<string, string | undefined>): string {
+  const parts = Object.entries(params)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== '')
+    .map(([name, value]) => `${name}="${value.replace(/"/g, "'")}"`);
+  return `Bearer ${parts.join(', ')}`;
+}
+
+/**
+ * Bearer token to caller; 401 with the RFC 9728 pointer to our metadata and the scope to ask for, so a client can
+ * discover how to log in; 403 `insufficient_scope` for a valid token without the required scope. Nothing runs.
+ */
 function authenticate(services: Services): MiddlewareHandler<AppEnv> {
+  const { requiredScopes } = services.config.auth;
+  const scope = requiredScopes.length > 0 ? requiredScopes.join(' ') : undefined;
   return async (c, next) => {
+    const metadata = `${baseUrl(c, services)}${PROTECTED_RESOURCE_METADATA_PATH}`;
+    let caller: Caller;
     try {
-      c.set('caller', await services.auth.verify(c.req.header('authorization')));
+      caller = await services.auth.verify(c.req.header('authorization'));
     } catch (err) {
       if (err instanceof AuthUnavailableError) {
         services.logger.warn('token issuer unreachable', { error_name: (err.cause as Error | undefined)?.name });
@@ -74,13 +87,19 @@ function authenticate(services: Services): MiddlewareHandler<AppEnv> {
         return c.json(jsonRpcError(-32000, 'Authentication is temporarily unavailable; retry shortly.'), 503);
       }
       if (!(err instanceof AuthenticationError)) throw err;
-      const metadata = `${baseUrl(c, services)}${PROTECTED_RESOURCE_METADATA_PATH}`;
-      const problem = err.bearerError
-        ? `, error="${err.bearerError}", error_description="${err.message.replace(/"/g, "'")}"`
-        : '';
-      c.header('WWW-Authenticate', `Bearer resource_metadata="${metadata}"${problem}`);
+      c.header(
+        'WWW-Authenticate',
+        challenge({ resource_metadata: metadata, scope, error: err.bearerError, error_description: err.bearerError ? err.message : undefined }),
+      );
       return c.json(jsonRpcError(-32001, `Unauthorized: ${err.message}`), 401);
     }
+    const missing = missingScopes(caller, requiredScopes);
+    if (missing.length > 0) {
+      const message = `the token lacks the scope this endpoint requires: ${missing.join(' ')}`;
+      c.header('WWW-Authenticate', challenge({ error: 'insufficient_scope', scope, resource_metadata: metadata, error_description: message }));
+      return c.json(jsonRpcError(-32001, `Forbidden: ${message}`), 403);
+    }
+    c.set('caller', caller);
     await next();
   };
 }
@@ -92,6 +111,7 @@ function authenticate(services: Services): MiddlewareHandler<AppEnv> {
 export function createApp(services: Services, options: AppOptions = {}): Hono<AppEnv> {
   const { config, logger } = services;
   const app = new Hono<AppEnv>();
+  const mcp = createMcpRequestHandler(services, { tools: options.tools });
 
   app.use('*', originGuard(config.allowedOrigins));
   // Browser-based clients (MCP Inspector's direct mode) need CORS; the origin guard has already vetted the Origin.
@@ -100,7 +120,8 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     cors({
       origin: (origin) => origin,
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Last-Event-ID'],
+      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them.
+      allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID'],
       // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
       exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
       maxAge: 600,
@@ -138,7 +159,9 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
     }
     return c.json({
       resource: `${base}${MCP_PATH}`,
-      ...(config.auth.mode === 'oidc' ? { authorization_servers: [config.auth.issuer] } : {}),
+      // Locally the dev issuer (tokens come from `npm run token`, not from an OAuth flow).
+      authorization_servers: [config.auth.issuer],
+      ...(config.auth.requiredScopes.length > 0 ? { scopes_supported: config.auth.requiredScopes } : {}),
       bearer_methods_supported: ['header'],
       resource_name: 'Idempotent MCP endpoint',
     });
@@ -162,26 +185,11 @@ export function createApp(services: Services, options: AppOptions = {}): Hono<Ap
       return c.json(jsonRpcError(-32600, refusal), 400);
     }
     const lambda = c.env?.lambdaContext;
-    const server = buildMcpServer(services, c.get('caller'), {
-      tools: options.tools,
+    return mcp(c.req.raw, {
+      parsedBody: body,
+      caller: c.get('caller'),
       remainingTimeMs: lambda ? () => lambda.getRemainingTimeInMillis() : undefined,
     });
-    // Stateless (no session id: any Lambda instance may get the next request) with plain JSON responses,
-    // one transport per request: SDK 1.32 refuses to reuse a stateless transport.
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-      maxRequestBodySize: MAX_BODY_BYTES,
-    });
-    // Mostly a client's mistake (malformed JSON, wrong Accept): worth a line, not an alarm.
-    server.onerror = (err) => logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
-    await server.connect(transport);
-    try {
-      return await transport.handleRequest(c.req.raw, { parsedBody: body });
-    } finally {
-      // JSON mode: the response is complete once handleRequest resolves, so the server can go.
-      await server.close();
-    }
   });
   // Stateless: no server-initiated SSE stream to GET, no session to DELETE.
   app.on(['GET', 'DELETE'], MCP_PATH, (c) => {

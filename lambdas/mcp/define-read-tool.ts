@@ -1,11 +1,11 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { readErrorText } from '../core/result-contract';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
-import type { ToolCall, ToolDefinition } from './tool-types';
+import type { ToolCall, ToolDefinition, ToolRuntime } from './tool-types';
 
 /** A read tool's expected refusal (not found, not allowed): its message is shown to the model as is. */
 export class ReadToolError extends Error {
@@ -18,13 +18,14 @@ export class ReadToolError extends Error {
   }
 }
 
-export interface ReadToolContext {
-  services: Services;
+export interface ReadToolContext<S extends ToolRuntime = Services> {
+  services: S;
   caller: Caller;
-  tools: ToolCall['tools'];
+  tools: ToolCall<S>['tools'];
 }
 
-export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject> {
+/** `S`: the services the tool needs (see ToolRuntime). */
+export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = Services> {
   name: string;
   title: string;
   description: string;
@@ -34,7 +35,7 @@ export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObje
   /** `openWorldHint`: does it read a system outside this service? */
   annotations: { openWorldHint: boolean };
   /** Reads only; scope every lookup to `ctx.caller.tenant`. Throw ReadToolError for an expected refusal. */
-  execute(args: z.output<z.ZodObject<Shape>>, ctx: ReadToolContext): Promise<z.output<Out>>;
+  execute(args: z.output<z.ZodObject<Shape>>, ctx: ReadToolContext<S>): Promise<z.output<Out>>;
 }
 
 function errorResult(code: string, message: string): CallToolResult {
@@ -42,9 +43,9 @@ function errorResult(code: string, message: string): CallToolResult {
 }
 
 /** Read-only tools: validated like write tools, no idempotency (reading twice changes nothing). */
-export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject>(
-  spec: ReadToolSpec<Shape, Out>,
-): ToolDefinition {
+export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = Services>(
+  spec: ReadToolSpec<Shape, Out, S>,
+): ToolDefinition<S> {
   const inputSchema = z.object(spec.input);
   return {
     kind: 'read',

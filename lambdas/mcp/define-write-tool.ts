@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, InputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
@@ -9,14 +9,16 @@ import { DEFAULT_POLICY, type Execution, type ExecutionContext, type Idempotency
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
-import type { KeySource, ToolCall, WriteToolDefinition } from './tool-types';
+import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
+import type { KeySource, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
-export interface WriteToolContext extends ExecutionContext {
-  services: Services;
+export interface WriteToolContext<S extends ToolRuntime = Services> extends ExecutionContext {
+  services: S;
 }
 
-export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
+/** `S`: the services the tool needs (the tool helpers' own `ToolRuntime` plus the team's clients). */
+export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services> {
   /** snake_case, unique: part of the public contract and of every record's storage key. */
   name: string;
   title: string;
@@ -52,11 +54,18 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R> {
    * (known not to have happened, key released) or UncertainToolError (may have happened, reconciled).
    * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
    */
-  execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext): Promise<Execution<R>>;
+  execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext<S>): Promise<Execution<R>>;
   /** Asks the downstream what became of an operation whose outcome was lost. */
-  reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
+  reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
+  /**
+   * 'required': the person confirms every operation before it runs (MCP 2026-07-28 clients are asked through a form;
+   * 2025-era clients are refused with CONFIRMATION_UNAVAILABLE unless the deployment opts the tool out). Default 'none'.
+   */
+  confirmation?: Confirmation;
+  /** What the person is asked to confirm, from the validated arguments. Required with `confirmation: 'required'`. */
+  summarize?: (args: z.output<z.ZodObject<Shape>>) => string;
 }
 
 const KEY_PATTERN = '^[A-Za-z0-9._:-]+$';
@@ -122,9 +131,6 @@ export function toCallToolResult(result: WriteToolResult): CallToolResult {
   };
 }
 
-/** The extension's own cache answers within milliseconds once Secrets Manager is back. */
-const SECRET_RETRY_AFTER_MS = 2000;
-
 const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
 
 /**
@@ -133,7 +139,9 @@ const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
  * `rejected` + INVALID_ARGUMENTS in the result contract instead of a bare protocol error), runs the engine and
  * maps its answer to MCP.
  */
-export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolSpec<Shape, R>): WriteToolDefinition {
+export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services>(
+  spec: WriteToolSpec<Shape, R, S>,
+): WriteToolDefinition<S> {
   const keySource = spec.keySource ?? 'client';
   const keyField = keySource === 'client' ? 'idempotency_key' : 'operation_id';
   const businessSchema = z.object({ ...spec.input, trace_id: traceIdSchema });
@@ -141,7 +149,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
   const policy = spec.idempotency ?? {};
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
-  async function resolveKey(args: Record<string, unknown>, call: ToolCall): Promise<string | WriteToolResult> {
+  async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<string | WriteToolResult> {
     const value = args[keyField];
     if (keySource === 'client') {
       try {
@@ -157,12 +165,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
       check = await call.services.operationIds.verify(binding, value);
     } catch (err) {
       if (!(err instanceof SecretUnavailableError)) throw err;
-      call.services.logger.warn('operation id not checked: the key is unavailable', { tool: spec.name, reason: err.message });
-      return WriteResults.transientFailure(
-        rawKeyOf(value),
-        { code: err.code, message: 'The operation_id cannot be checked right now; nothing ran. Call again shortly with the same operation_id.' },
-        SECRET_RETRY_AFTER_MS,
-      );
+      return secretUnavailable(err, rawKeyOf(value), call, spec.name, 'operation_id');
     }
     if (check.valid) return value as string;
     if (check.reason === 'expired') {
@@ -183,13 +186,21 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     });
   }
 
-  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall): Promise<WriteToolResult> {
+  const confirmation = spec.confirmation ?? 'none';
+  if (confirmation === 'required' && !spec.summarize) throw new Error(`${spec.name}: confirmation 'required' needs summarize(args), what the person is asked`);
+
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<WriteToolResult | InputRequiredResult> {
     const args = rawArgs ?? {};
     const key = await resolveKey(args, call);
     if (typeof key !== 'string') return key;
     const parsed = parseArguments(businessSchema, args);
     if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
     const { trace_id: traceId, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
+    if (confirmation === 'required') {
+      const summary = spec.summarize!(business as z.output<z.ZodObject<Shape>>);
+      const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, policy, call });
+      if (decision !== 'run') return decision;
+    }
     return call.services.engine.run<R>(
       {
         tenant: call.caller.tenant,
@@ -222,6 +233,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     },
     keySource,
     keyField,
+    confirmation,
     idempotency: policy,
     effect: spec.effect ?? 'external',
     reconcile: spec.reconcile,
@@ -229,7 +241,8 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R>(spec: WriteToolS
     async call(rawArgs, call) {
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
-        return toCallToolResult(await run(rawArgs, call));
+        const answer = await run(rawArgs, call);
+        return isInputRequired(answer) ? answer : toCallToolResult(answer);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;

@@ -4,11 +4,15 @@
  */
 export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from './define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from './define-read-tool';
-export { isWriteTool, type KeySource, type ToolCall, type ToolDefinition, type WriteToolDefinition } from './tool-types';
+export { isWriteTool, type KeySource, type ProtocolEra, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+export { registerWriteTool, type RegisterWriteToolOptions } from './register-write-tool';
+export { createToolRuntime, type ToolRuntimeOptions } from './tool-runtime';
+export { CONFIRM_INPUT, type Confirmation } from './confirmation';
+export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from './http-handler';
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';
 export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions } from '../http/app';
 export { createLambdaHandler } from '../http/lambda';
-export { createServices, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
+export { createServices, type ConfirmationSigner, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
 export { createWorkers, type WorkerOverrides, type Workers } from '../runtime/workers';
 export { createConsumerSqsHandler, createReconcilerHandler, createRelayStreamHandler } from '../runtime/worker-handlers';
 export { loadConfig, loadWorkerConfig, loadAuthConfig, ConfigError, EnvVars, environmentOf, read, type AppConfig, type AuthConfig, type Env, type EnvVar, type EnvSettings } from '../config';

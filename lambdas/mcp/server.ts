@@ -1,16 +1,16 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import {
   type CallToolRequest,
-  CancelledNotificationSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
+  type JsonSchemaValidator,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+  type jsonSchemaValidator,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
+import { requestFacts } from './register-write-tool';
 import type { ToolDefinition } from './tool-types';
 import { tools as registeredTools } from './tools';
 
@@ -22,12 +22,11 @@ const INSTRUCTIONS =
   'with the same key, after `retry_after_ms`. Use get_operation_status to ask what became of an earlier call.';
 
 /**
- * Registered for `tools/call` in place of the SDK's CallToolRequestSchema. The SDK parses a request with the
- * registered schema before anything else, and a failed parse leaves as -32603 (internal error), which tells a client
- * the server failed and a retry may help. Registered loosely, the request reaches the SDK's own tools/call check,
- * which answers a malformed call with -32602 (invalid params): the client's mistake, not worth retrying.
+ * How long a 2026-07-28 client may keep `tools/list` and `server/discover` (SEP-2549 cache hints). The list is the
+ * same for every caller and changes only with a deployment, which replaces every instance. Private: a shared cache
+ * must not serve it to callers it never authenticated.
  */
-const AnyToolsCall = z.looseObject({ method: z.literal('tools/call') });
+export const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
 
 export interface BuildServerOptions {
   /** Defaults to the registry in ./tools; tests add tools of their own. */
@@ -37,15 +36,16 @@ export interface BuildServerOptions {
 }
 
 /**
- * The SDK's server uses a JSON Schema validator for one thing only: checking a client's answer to a form
- * elicitation (`elicitInput`), which no tool here requests. Without one it builds an Ajv instance (plus formats) for
- * every Server, i.e. for every request here. So it gets this one, which refuses: a tool that starts eliciting fails
- * loudly instead of accepting unchecked input. Because nothing constructs Ajv, lib/bundling.ts can alias `ajv` and
- * `ajv-formats` to stubs in the Lambda bundles (about 130 KiB less to load); add a real validator here, and drop
- * those aliases, before using elicitation.
+ * The SDK's server uses a JSON Schema validator for one thing only: checking a client's answer to a pushed
+ * (2025-era) form elicitation, which this server never sends (confirmations ride 2026-07-28 input requests, whose
+ * answers each tool validates itself with zod). Without one it builds an Ajv instance for every Server, i.e. for
+ * every request here. So it gets this one, which refuses: a tool that starts pushing elicitations fails loudly
+ * instead of accepting unchecked input. Because nothing constructs Ajv, lib/bundling.ts can alias the SDK's `_shims`
+ * entry (where v2 inlines Ajv) to a stub in the Lambda bundle; add a real validator here, and drop that alias,
+ * before pushing elicitations.
  */
 const noElicitationValidator: jsonSchemaValidator = {
-  getValidator: () => {
+  getValidator: (): JsonSchemaValidator<never> => {
     throw new Error('elicitation answers are not validated by this server: add a JSON Schema validator in lambdas/mcp/server.ts');
   },
 };
@@ -55,7 +55,7 @@ const listings = new WeakMap<ToolDefinition, Tool>();
 function listing(tool: ToolDefinition): Tool {
   let entry = listings.get(tool);
   if (!entry) {
-    // draft-07, like the SDK's own McpServer: the SDK client validates structuredContent with a draft-07 Ajv.
+    // draft-07, like the SDK's own McpServer: SDK clients validate structuredContent with a draft-07 validator.
     const toJson = (schema: z.ZodObject, io: 'input' | 'output') =>
       z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Tool['inputSchema'];
     entry = {
@@ -63,7 +63,7 @@ function listing(tool: ToolDefinition): Tool {
       title: tool.title,
       description: tool.description,
       inputSchema: toJson(tool.inputSchema, 'input'),
-      outputSchema: toJson(tool.outputSchema, 'output'),
+      outputSchema: toJson(tool.outputSchema, 'output') as Tool['outputSchema'],
       annotations: tool.annotations,
     };
     listings.set(tool, entry);
@@ -73,29 +73,43 @@ function listing(tool: ToolDefinition): Tool {
 
 /**
  * A NEW server for every request, bound to the authenticated caller: a server shared between clients leaks one
- * client's responses to another (CVE-2026-25536; SDK 1.32 refuses a reused stateless transport).
+ * client's responses to another (CVE-2026-25536). The same server answers both protocol eras: 2025-era requests
+ * (after `initialize`) and 2026-07-28 requests (each carrying its version in `_meta`, after `server/discover`).
  *
  * Tools are served through the SDK's low-level `Server` and its request handlers rather than
  * `McpServer.registerTool`: registerTool validates arguments itself and answers a failure with a bare text error,
  * while our contract answers it with `rejected` + INVALID_ARGUMENTS in structured content. So each tool validates its
- * own arguments. (McpServer would only wrap this Server, and add 21 KiB to the cold start.)
+ * own arguments.
  */
 export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): Server {
   const tools = options.tools ?? registeredTools;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const mcp = new Server(SERVER_INFO, { instructions: INSTRUCTIONS, jsonSchemaValidator: noElicitationValidator, capabilities: { tools: { listChanged: false } } });
+  const mcp = new Server(SERVER_INFO, {
+    instructions: INSTRUCTIONS,
+    jsonSchemaValidator: noElicitationValidator,
+    capabilities: { tools: { listChanged: false } },
+    cacheHints: { 'tools/list': LIST_CACHE_HINT, 'server/discover': LIST_CACHE_HINT },
+    // A stateless 2025-era request cannot carry a server-to-client request: tools answer those clients themselves.
+    inputRequired: { legacyShim: false },
+  });
   // Stateless, a cancel can only name a request of its own batch, and no tool here can be cut off mid-flight (a
-  // write runs to its engine deadline). The SDK would drop that request's response, and a JSON response waits for
-  // every request of its batch: the HTTP request (and the Lambda invocation) would hang until timed out. MCP lets a
-  // receiver ignore a cancel for a request that cannot be cancelled, so this one does.
-  mcp.setNotificationHandler(CancelledNotificationSchema, () => {});
-  mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: tools.map(listing) }));
-  mcp.setRequestHandler(AnyToolsCall, async (raw) => {
-    // Checked by the SDK's tools/call wrapper before this runs (see AnyToolsCall).
-    const request = raw as unknown as CallToolRequest;
+  // write runs to its engine deadline). MCP lets a receiver ignore a cancel for a request that cannot be cancelled.
+  mcp.setNotificationHandler('notifications/cancelled', () => {});
+  mcp.setRequestHandler('tools/list', (request) => {
+    // Everything fits in one page, so this server never hands out a cursor: any cursor is not one of ours.
+    if (request.params?.cursor !== undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor: this server lists every tool in one page');
+    return { tools: tools.map(listing) };
+  });
+  mcp.setRequestHandler('tools/call', async (request: CallToolRequest, ctx) => {
     const tool = byName.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
-    return tool.call(request.params.arguments, { services, caller, remainingTimeMs: options.remainingTimeMs, tools: byName });
+    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
+    return tool.call(request.params.arguments, {
+      services,
+      caller,
+      remainingTimeMs: options.remainingTimeMs,
+      tools: byName,
+      ...requestFacts(mcp, ctx),
+    });
   });
   return mcp;
 }

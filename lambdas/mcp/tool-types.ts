@@ -1,23 +1,53 @@
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, InputRequiredResult, ToolAnnotations } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
-import type { IdempotencyPolicy, ToolEffect } from '../engine/engine';
-import type { Services } from '../runtime/services';
+import type { IdempotencyEngine, IdempotencyPolicy, ToolEffect } from '../engine/engine';
+import type { IdempotencyStore } from '../engine/persistence';
+import type { Clock } from '../core/clock';
+import type { ConfirmationSigner, OperationIdSigner, Services } from '../runtime/services';
+
+/**
+ * What the tool helpers themselves need of a server's services: the engine and its store, the clock, a logger, and
+ * the signers of operation ids and confirmations. A team's own services type adds its clients to these; its tools
+ * are typed against it (`defineWriteTool<..., MyServices>`), and no project-wide Services object is imposed.
+ */
+export interface ToolRuntime {
+  engine: IdempotencyEngine;
+  store: Pick<IdempotencyStore, 'get'>;
+  clock: Clock;
+  logger: Pick<Services['logger'], 'info' | 'warn' | 'error'>;
+  operationIds: OperationIdSigner;
+  confirmations: ConfirmationSigner;
+  /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
+  config: { confirmationOptOut: readonly string[] };
+}
 
 /** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
-export interface ToolCall {
-  services: Services;
+export interface ToolCall<S extends ToolRuntime = Services> {
+  services: S;
   /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
   /** The Lambda's remaining time, so an execution never outlives its invocation. */
   remainingTimeMs?: () => number;
   /** The tools this server exposes, by name. */
-  tools: ReadonlyMap<string, ToolDefinition>;
+  tools: ReadonlyMap<string, ToolDefinition<S>>;
+  /** 'modern': a 2026-07-28 request, which can answer an input request; 'legacy': a 2025-era one, which cannot. */
+  era?: ProtocolEra;
+  /** A 2026-07-28 retry's answers to the input requests of the round before (untrusted: validate them). */
+  inputResponses?: Record<string, unknown>;
+  /** The `requestState` that retry echoes (untrusted: verify it). */
+  requestState?: string;
+  /** Whether the client of a 2026-07-28 request declared it can show a form to the person. */
+  canElicitForms?: boolean;
 }
 
+export type ProtocolEra = 'legacy' | 'modern';
+/** A tool's answer: a result, or (2026-07-28 only) a request for the person's input before it can run. */
+export type ToolAnswer = CallToolResult | InputRequiredResult;
+
 /** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
-export interface ToolDefinition {
+export interface ToolDefinition<S extends ToolRuntime = Services> {
   kind: 'read' | 'write';
   name: string;
   title: string;
@@ -26,23 +56,25 @@ export interface ToolDefinition {
   inputSchema: z.ZodObject;
   outputSchema: z.ZodObject;
   annotations: ToolAnnotations;
-  call(args: Record<string, unknown> | undefined, call: ToolCall): Promise<CallToolResult>;
+  call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
 }
 
 export type KeySource = 'client' | 'operation_id';
 
 /** A write tool also tells the reconciler how to settle its lost outcomes. */
-export interface WriteToolDefinition extends ToolDefinition {
+export interface WriteToolDefinition<S extends ToolRuntime = Services> extends ToolDefinition<S> {
   kind: 'write';
   keySource: KeySource;
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';
+  /** 'required': the person confirms each operation before it runs. */
+  confirmation: 'required' | 'none';
   idempotency: IdempotencyPolicy;
   /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
   effect: ToolEffect;
   /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
-  reconcile?: (request: ReconcileRequest, services: Services) => Promise<ReconcileFinding>;
+  reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;
 }
 
-export const isWriteTool = (tool: ToolDefinition): tool is WriteToolDefinition => tool.kind === 'write';
+export const isWriteTool = <S extends ToolRuntime>(tool: ToolDefinition<S>): tool is WriteToolDefinition<S> => tool.kind === 'write';

@@ -4,14 +4,9 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
 import { systemClock, type Clock } from '../core/clock';
-import {
-  DEFAULT_OPERATION_ID_TTL_SECONDS,
-  issueOperationId,
-  verifyOperationId,
-  type IssuedOperationId,
-  type OperationIdBinding,
-  type OperationIdCheck,
-} from '../core/operation-id';
+import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
+import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
+import { createSigners } from '../mcp/tool-runtime';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { logger as defaultLogger } from '../observability/logger';
@@ -28,6 +23,12 @@ export interface OperationIdSigner {
   verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
 }
 
+/** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
+export interface ConfirmationSigner {
+  mint(binding: ConfirmationBinding): Promise<string>;
+  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
+}
+
 /**
  * The long-lived dependencies, built once per container (Lambda) or process (local stack) and shared by every
  * request: clients keep their connections and the JWKS cache survives between invocations.
@@ -40,6 +41,7 @@ export interface Services {
   engine: IdempotencyEngine;
   clock: Clock;
   operationIds: OperationIdSigner;
+  confirmations: ConfirmationSigner;
   auth: TokenVerifier;
   observer: IdempotencyObserver;
   logger: Logger;
@@ -85,10 +87,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     store,
     engine,
     clock,
-    operationIds: {
-      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
-      verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
-    },
+    ...createSigners(secret, clock),
     auth: createTokenVerifier(config.auth),
     observer,
     logger,

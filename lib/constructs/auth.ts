@@ -5,8 +5,15 @@ import { Construct } from 'constructs';
 /** An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...). */
 export interface ExternalOidcSettings {
   issuer: string;
-  /** The `aud` the issuer puts in access tokens for this API. */
+  /**
+   * The `aud` the issuer puts in access tokens for this API; tokens for another audience get 401. Required: without
+   * it any token the issuer mints for any of its APIs would pass. Leave it unset only with `audienceNotRequiredReason`.
+   */
   audience?: string;
+  /** Why tokens of this issuer need no audience check (for example: the issuer serves this API only). Default none. */
+  audienceNotRequiredReason?: string;
+  /** Scopes every token must carry (403 insufficient_scope otherwise). Default none. */
+  requiredScopes?: string[];
   /** Default `${issuer}/.well-known/jwks.json`. */
   jwksUrl?: string;
   /** The claim holding the tenant id. Default `sub`. */
@@ -31,6 +38,8 @@ export interface TokenVerification {
   /** Unset when the issuer's access tokens carry no `aud` (Cognito client credentials). */
   audience?: string;
   tenantClaim: string;
+  /** Scopes every token must carry: with Cognito, the stack's tools scope. */
+  requiredScopes: string[];
 }
 
 export const TOOLS_SCOPE = 'tools';
@@ -52,13 +61,20 @@ export class Auth extends Construct {
   constructor(scope: Construct, id: string, props: AuthProps = {}) {
     super(scope, id);
     if (props.external) {
-      const { issuer, audience, jwksUrl, tenantClaim } = props.external;
+      const { issuer, audience, jwksUrl, tenantClaim, audienceNotRequiredReason, requiredScopes } = props.external;
+      if (!audience && !audienceNotRequiredReason?.trim())
+        throw new Error(
+          'auth.external.audience (context "authAudience") is required with an external issuer: without it, a token the issuer ' +
+            'mints for any other API would pass. If this issuer serves this API only, set auth.external.audienceNotRequiredReason ' +
+            '(context "authAudienceNotRequiredReason") to say so.',
+        );
       const trimmed = issuer.replace(/\/+$/, '');
       this.verification = {
         issuer,
         audience,
         jwksUrl: jwksUrl ?? `${trimmed}/.well-known/jwks.json`,
         tenantClaim: tenantClaim ?? 'sub',
+        requiredScopes: requiredScopes ?? [],
       };
       return;
     }
@@ -104,6 +120,8 @@ export class Auth extends Construct {
       issuer: this.userPool.userPoolProviderUrl,
       jwksUrl: `${this.userPool.userPoolProviderUrl}/.well-known/jwks.json`,
       tenantClaim: 'client_id',
+      // Cognito puts the granted scopes in `scope`: a client of this pool without the tools scope gets 403.
+      requiredScopes: [this.scope],
     };
 
     Validations.of(this.userPool).acknowledge({

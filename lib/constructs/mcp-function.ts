@@ -29,6 +29,11 @@ export interface McpFunctionProps extends CommonFunctionProps {
   reconcilePeriod?: Duration;
   /** Signing key of operation ids. Default: a new generated secret. */
   operationIdSecret?: secretsmanager.ISecret;
+  /**
+   * Tools with `confirmation: 'required'` that 2025-era clients may call without the person's confirmation through
+   * the server (for clients that confirm on their side). Default none: those clients get CONFIRMATION_UNAVAILABLE.
+   */
+  confirmationOptOut?: string[];
 }
 
 /**
@@ -63,12 +68,14 @@ export class McpFunction extends Construct {
         authJwksUrl: props.auth.jwksUrl,
         authTenantClaim: props.auth.tenantClaim,
         authAudience: props.auth.audience || undefined,
+        authRequiredScopes: props.auth.requiredScopes,
         // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
         // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
         operationIdSecretArn: this.operationIdSecret.secretArn,
         allowedOrigins: props.allowedOrigins ?? [],
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
         publicBaseUrl: props.publicBaseUrl || undefined,
+        confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
       }),
       ...downstreamEnvironment(props.downstreams ?? {}),
     };

@@ -222,6 +222,8 @@ describe('the functions', () => {
       AUTH_ISSUER: { 'Fn::GetAtt': [pool, 'ProviderURL'] },
       AUTH_JWKS_URL: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [pool, 'ProviderURL'] }, '/.well-known/jwks.json']] },
       AUTH_TENANT_CLAIM: 'client_id',
+      // The scope the stack's app client is granted: a token of this pool without it gets 403.
+      AUTH_REQUIRED_SCOPES: 'idempotent-mcp/tools',
       OPERATION_ID_SECRET_ARN: { Ref: logicalId(stack.mcp.operationIdSecret as never) },
       // `unknown` answers suggest retrying after about one reconciler period.
       RECONCILE_INTERVAL_MS: '60000',
@@ -439,6 +441,28 @@ describe('the MCP URL and auth', () => {
       AUTH_TENANT_CLAIM: 'org_id',
     });
     expect(Object.keys(oidc.template.toJSON().Outputs)).not.toContain('TokenEndpoint');
+    // No scope asked for: none required.
+    expect(vars.AUTH_REQUIRED_SCOPES).toBe('');
+  });
+
+  it('an external issuer without an audience fails the synth, naming the setting, unless a reason is given', () => {
+    expect(() => synthStack({ authIssuer: 'https://login.example.com/' })).toThrow(/authAudience.*required.*authAudienceNotRequiredReason/s);
+    const optedOut = synthStack({ authIssuer: 'https://login.example.com/', authAudienceNotRequiredReason: 'this issuer serves this API only' });
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars).not.toHaveProperty('AUTH_AUDIENCE');
+  });
+
+  it('tools opted out of server-side confirmation for 2025-era clients reach the function from context', () => {
+    const optedOut = synthStack({ confirmationOptOut: 'request_payment' });
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars.CONFIRMATION_OPT_OUT_TOOLS).toBe('request_payment');
+    expect(env(functionIds.mcp)).not.toHaveProperty('CONFIRMATION_OPT_OUT_TOOLS');
+  });
+
+  it('an external issuer with required scopes passes them to the function', () => {
+    const scoped = synthStack({ authIssuer: 'https://login.example.com/', authAudience: 'api://mcp', authRequiredScopes: 'mcp.tools  mcp.write' });
+    const vars = scoped.template.toJSON().Resources[logicalId(scoped.stack.mcp.handler.function)].Properties.Environment.Variables;
+    expect(vars.AUTH_REQUIRED_SCOPES).toBe('mcp.tools mcp.write');
   });
 });
 

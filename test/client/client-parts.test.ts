@@ -1,8 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode as JsonRpcErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import { validateIdempotencyKey } from '../../lambdas/core/idempotency-key';
@@ -52,25 +51,27 @@ describe('backoff', () => {
 
 describe('error classification', () => {
   const kind = (err: unknown) => classifyCallError(err).kind;
+  // What the SDK's Streamable HTTP transport throws for an HTTP error answer.
+  const httpError = (status: number, code = SdkErrorCode.ClientHttpNotImplemented) => new SdkHttpError(code, `HTTP ${status}`, { status });
 
   it('retries what may succeed later: 5xx, 429, 408, resets, refusals, timeouts, closed connections', () => {
     expect(kind(new HttpStatusError(503, 1000))).toBe('transport');
     expect(classifyCallError(new HttpStatusError(429, 2000)).retryAfterMs).toBe(2000);
-    expect(kind(new StreamableHTTPError(502, 'bad gateway'))).toBe('transport');
-    expect(kind(new StreamableHTTPError(408, 'timeout'))).toBe('transport');
+    expect(kind(httpError(502))).toBe('transport');
+    expect(kind(httpError(408))).toBe('transport');
     const reset = new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) });
     expect(kind(reset)).toBe('transport');
     expect(kind(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }))).toBe('transport');
-    expect(kind(new McpError(JsonRpcErrorCode.RequestTimeout, 'timed out'))).toBe('transport');
-    expect(kind(new McpError(JsonRpcErrorCode.ConnectionClosed, 'closed'))).toBe('transport');
+    expect(kind(new SdkError(SdkErrorCode.RequestTimeout, 'timed out'))).toBe('transport');
+    expect(classifyCallError(new SdkError(SdkErrorCode.ConnectionClosed, 'closed'))).toMatchObject({ kind: 'transport', connectionClosed: true });
   });
 
   it('returns at once on what will fail again: auth, other 4xx, JSON-RPC errors, bugs', () => {
-    expect(kind(new StreamableHTTPError(401, 'unauthorized'))).toBe('deterministic');
-    expect(kind(new StreamableHTTPError(403, 'forbidden'))).toBe('deterministic');
-    expect(kind(new StreamableHTTPError(413, 'too large'))).toBe('deterministic');
-    expect(kind(new McpError(JsonRpcErrorCode.InvalidParams, 'bad'))).toBe('deterministic');
-    expect(kind(new McpError(JsonRpcErrorCode.MethodNotFound, 'no'))).toBe('deterministic');
+    expect(kind(httpError(401, SdkErrorCode.ClientHttpAuthentication))).toBe('deterministic');
+    expect(kind(httpError(403, SdkErrorCode.ClientHttpForbidden))).toBe('deterministic');
+    expect(kind(httpError(413))).toBe('deterministic');
+    expect(kind(new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad'))).toBe('deterministic');
+    expect(kind(new ProtocolError(ProtocolErrorCode.MethodNotFound, 'no'))).toBe('deterministic');
     expect(kind(new RangeError('bug'))).toBe('deterministic');
   });
 });

@@ -40,6 +40,8 @@ function testClient(overrides: Partial<IdempotentClientOptions> = {}) {
     token,
     session: 'session-1',
     random: () => 0.5,
+    // The person approves every payment the server asks them to confirm.
+    confirm: () => true,
     clock: () => now,
     sleep: async (ms) => {
       sleeps.push(ms);
@@ -257,7 +259,8 @@ describe('one key per intent', () => {
 describe('operation ids', () => {
   it('are issued once per intent and reused on every retry and re-plan', async () => {
     const faults = createFaultFetch();
-    faults.inject({ tool: 'request_payment', fault: { mode: 'lose-response' }, times: 1 });
+    // The answer of the round that pays (the one carrying the person's yes) is lost.
+    faults.inject({ tool: 'request_payment', answered: true, fault: { mode: 'lose-response' }, times: 1 });
     const { client } = testClient({ fetch: faults.fetch });
     const args = { amount_minor: 1250, currency: 'EUR', payee_id: `payee-${++orderNumber}` };
 
@@ -269,7 +272,8 @@ describe('operation ids', () => {
     expect(replanned).toMatchObject({ key: first.key, newIntent: false, result: { replayed: true } });
     expect(newIntent.key).not.toBe(first.key);
     expect(faults.callsTo('issue_operation_id')).toBe(2);
-    expect(faults.callsTo('request_payment')).toBe(4);
+    // Asked and answered, then one replay (the operation ran: not asked again), one replay, asked and answered.
+    expect(faults.callsTo('request_payment')).toBe(6);
     const ledger = (await (await fetch(`${stack.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string; amount_minor: number }[] };
     const payments = ledger.payments.filter((p) => p.payee_id === args.payee_id);
     expect(payments.map((p) => p.amount_minor).sort()).toEqual([1250, 1300]);

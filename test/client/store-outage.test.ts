@@ -19,6 +19,8 @@ beforeAll(async () => {
     url: stack.mcpUrl,
     token: await stack.tokenFor('outage-tenant'),
     random: () => 0.5,
+    // The person approves the payment the server asks them to confirm.
+    confirm: () => true,
     clock: () => now,
     sleep: async (ms) => {
       now += ms;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../lambdas/http/app';
 import type { LocalStack } from '../../local/stack';
+import { DEFAULT_DEV_SCOPE, DEV_ISSUER } from '../../lambdas/config';
 import { newKey } from '../support/engine';
 import { ledger, orderArgs, startTestStack } from '../support/mcp';
 
@@ -193,10 +194,10 @@ describe('protocol hygiene', () => {
 describe('authentication', () => {
   const resourceMetadata = () => `Bearer resource_metadata="${stack.url}/.well-known/oauth-protected-resource"`;
 
-  it('no token: 401 pointing at the protected-resource metadata', async () => {
+  it('no token: 401 pointing at the protected-resource metadata and naming the scope to ask for', async () => {
     const response = await fetch(stack.mcpUrl, { method: 'POST', headers: MCP_HEADERS, body: createOrderCall(1) });
     expect(response.status).toBe(401);
-    expect(response.headers.get('www-authenticate')).toBe(resourceMetadata());
+    expect(response.headers.get('www-authenticate')).toBe(`${resourceMetadata()}, scope="${DEFAULT_DEV_SCOPE}"`);
     expectNoInternals(await response.text());
   });
 
@@ -239,11 +240,16 @@ describe('authentication', () => {
     expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
 
-  it('serves the protected-resource metadata (RFC 9728) at both well-known locations', async () => {
+  it('serves the protected-resource metadata (RFC 9728) at both well-known locations, with its issuer and scopes', async () => {
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const response = await fetch(`${stack.url}${path}`);
       expect(response.status).toBe(200);
-      expect(await response.json()).toMatchObject({ resource: stack.mcpUrl, bearer_methods_supported: ['header'] });
+      expect(await response.json()).toMatchObject({
+        resource: stack.mcpUrl,
+        bearer_methods_supported: ['header'],
+        authorization_servers: [DEV_ISSUER],
+        scopes_supported: [DEFAULT_DEV_SCOPE],
+      });
     }
   });
 
@@ -260,5 +266,36 @@ describe('authentication', () => {
     const fixed = await createApp(services).request(`http://attacker.example${path}`, request);
     expect(await fixed.json()).toMatchObject({ resource: 'https://mcp.example/mcp' });
     expect(fixed.headers.get('cache-control')).toMatch(/public/);
+  });
+
+  it('a token of the right issuer and key, but for another audience: 401 invalid_token, and nothing runs', async () => {
+    const auth = stack.config.auth as Extract<typeof stack.config.auth, { mode: 'dev' }>;
+    const { loadDevIssuer } = await import('../../lambdas/auth/dev-issuer');
+    const otherApi = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: 'another-api', tenantClaim: auth.tenantClaim });
+    const key = newKey();
+    const response = await post(createOrderCall(1, key), { Authorization: `Bearer ${await otherApi.sign({ tenant: 'tenant-hygiene' })}` });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    const body = (await (await post(createOrderCall(2, key))).json()) as { result: { structuredContent: { replayed: boolean } } };
+    expect(body.result.structuredContent.replayed).toBe(false);
+  });
+
+  it('a valid token without the required scope: 403 insufficient_scope naming the scope, and nothing runs', async () => {
+    const key = newKey();
+    for (const scope of ['', 'something/else', `${DEFAULT_DEV_SCOPE}-not`]) {
+      const unscoped = await stack.tokenFor('tenant-hygiene', { scope });
+      const response = await post(createOrderCall(1, key), { Authorization: `Bearer ${unscoped}` });
+      expect(response.status).toBe(403);
+      expect(response.headers.get('www-authenticate')).toBe(
+        `Bearer error="insufficient_scope", scope="${DEFAULT_DEV_SCOPE}", resource_metadata="${stack.url}/.well-known/oauth-protected-resource", ` +
+          `error_description="the token lacks the scope this endpoint requires: ${DEFAULT_DEV_SCOPE}"`,
+      );
+      expectNoInternals(await response.text());
+    }
+    // The key was never claimed: the first call with the scope runs the operation.
+    const scoped = await stack.tokenFor('tenant-hygiene', { scope: `openid ${DEFAULT_DEV_SCOPE}` });
+    const response = await post(createOrderCall(2, key), { Authorization: `Bearer ${scoped}` });
+    const body = (await response.json()) as { result: { structuredContent: { outcome: string; replayed: boolean } } };
+    expect(body.result.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
   });
 });

@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { inject } from 'vitest';
 import { z } from 'zod';
 import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
@@ -10,10 +11,14 @@ import { tools as registry } from '../../lambdas/mcp/tools';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
 import { deferred } from './engine';
 
-/** The local stack on the test run's shared DynamoDB Local, with its own table and a free port. */
+/**
+ * The local stack on the test run's shared DynamoDB Local, with its own table and a free port. The suites that pay
+ * through 2025-era clients test idempotency, not confirmation: their stack lets those clients confirm on their side
+ * (the deployment opt-out); test/integration/mcp-confirmation.test.ts starts one that asks the person.
+ */
 export async function startTestStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   process.env.DYNAMODB_ENDPOINT = inject('dynamodbEndpoint');
-  return startLocalStack(options);
+  return startLocalStack({ ...options, env: { CONFIRMATION_OPT_OUT_TOOLS: 'request_payment', ...options.env } });
 }
 
 /** An MCP SDK client over real HTTP, authenticated as `tenant`; tools are listed so the client checks outputSchemas. */
@@ -27,13 +32,46 @@ export async function connectClient(stack: LocalStack, tenant: string): Promise<
   return client;
 }
 
+export const MODERN_PROTOCOL = '2026-07-28';
+
+/** A 1.x or a v2 SDK client: what the call helpers below need of either. */
+export type AnyMcpClient = Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>;
+
+/**
+ * The v2 SDK client pinned to 2026-07-28 (`server/discover`, no handshake, `_meta` and Mcp-Method on every request),
+ * over real HTTP, authenticated as `tenant`. `onConfirm` answers the server's form elicitations (the person's reply).
+ */
+export async function connectModernClient(
+  stack: LocalStack,
+  tenant: string,
+  options: { onConfirm?: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> }; fetch?: typeof fetch } = {},
+): Promise<ModernClient> {
+  const token = await stack.tokenFor(tenant);
+  const client = new ModernClient(
+    { name: 'integration-test-2026', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } }, capabilities: options.onConfirm ? { elicitation: { form: {} } } : {} },
+  );
+  if (options.onConfirm) {
+    const onConfirm = options.onConfirm;
+    client.setRequestHandler('elicitation/create', (request) => {
+      const params = request.params as Record<string, unknown>;
+      return onConfirm(String(params.message), params);
+    });
+  }
+  await client.connect(
+    new ModernTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: options.fetch }),
+  );
+  await client.listTools();
+  return client;
+}
+
 /** Calls a write tool and returns its structured result (the WriteToolResult contract), checking the MCP envelope. */
 export async function callWrite<R = Record<string, unknown>>(
-  client: Client,
+  client: AnyMcpClient,
   name: string,
   args: Record<string, unknown>,
 ): Promise<WriteToolResult<R>> {
-  const answer = await client.callTool({ name, arguments: args });
+  const answer = (await client.callTool({ name, arguments: args })) as { structuredContent?: unknown; isError?: boolean };
   const structured = answer.structuredContent as unknown as WriteToolResult<R>;
   if (!structured) throw new Error(`${name} answered without structuredContent: ${JSON.stringify(answer)}`);
   if (Boolean(answer.isError) !== (structured.outcome !== 'succeeded'))
@@ -41,8 +79,8 @@ export async function callWrite<R = Record<string, unknown>>(
   return structured;
 }
 
-export async function callRead(client: Client, name: string, args: Record<string, unknown>) {
-  const answer = await client.callTool({ name, arguments: args });
+export async function callRead(client: AnyMcpClient, name: string, args: Record<string, unknown>) {
+  const answer = (await client.callTool({ name, arguments: args })) as { content?: unknown; isError?: boolean; structuredContent?: unknown };
   const content = answer.content as Array<{ type: string; text: string }>;
   return { isError: Boolean(answer.isError), structured: answer.structuredContent as Record<string, unknown> | undefined, text: content[0]?.text ?? '' };
 }

@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { LocalStack } from '../../local/stack';
 import type { FaultRequest } from '../../lambdas/sandbox/faults';
-import { callRead } from './mcp';
+import { type AnyMcpClient, callRead } from './mcp';
 
 export interface SandboxLedger {
   orders: Array<Record<string, unknown>>;
@@ -79,7 +79,7 @@ export async function settledDelivery(client: Client, tool: string, key: string,
   );
 }
 
-export async function issueOperationId(client: Client, tool: string): Promise<string> {
+export async function issueOperationId(client: AnyMcpClient, tool: string): Promise<string> {
   const { structured, isError, text } = await callRead(client, 'issue_operation_id', { tool });
   if (isError || !structured) throw new Error(`issue_operation_id failed: ${text}`);
   return structured.operation_id as string;

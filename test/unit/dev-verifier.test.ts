@@ -21,7 +21,7 @@ describe('the dev-mode verifier', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
   it('refuses tokens while the issuer has no key, then verifies its tokens once it has one', async () => {
-    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, ...auth });
+    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth });
     const stranger = await (await loadDevIssuer({ dir: join(dir, 'elsewhere'), ...auth })).sign({ tenant: 'tenant-a' });
     const refused = await verifier.verify(`Bearer ${stranger}`).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(AuthenticationError);
@@ -36,7 +36,7 @@ describe('the dev-mode verifier', () => {
 
   it('refuses a token whose exp, nbf or iat is not a finite number (1e309 parses to Infinity)', async () => {
     await loadDevIssuer({ dir, ...auth });
-    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, ...auth });
+    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth });
     const pair = await readDevKeyPair(dir);
     const key = await importJWK(pair.privateJwk, 'ES256');
     const now = Math.floor(Date.now() / 1000);

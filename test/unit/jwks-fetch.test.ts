@@ -94,7 +94,7 @@ describe('fetchJwks', () => {
     ['it answers 204', () => `${base}/no-content`],
     ['it serves something that is not a key set', () => `${base}/malformed`],
   ])('the verifier reports the issuer unavailable when %s', async (_case, jwksUrl) => {
-    const verifier = createTokenVerifier({ mode: 'oidc', issuer: 'https://issuer.example', jwksUrl: jwksUrl(), tenantClaim: 'tenant' });
+    const verifier = createTokenVerifier({ mode: 'oidc', issuer: 'https://issuer.example', jwksUrl: jwksUrl(), tenantClaim: 'tenant', requiredScopes: [] });
     // Well-formed but unverifiable: the key set is fetched before the signature is checked.
     const token = ['{"alg":"ES256","kid":"k1"}', '{"sub":"s","exp":9999999999}'].map((part) => Buffer.from(part).toString('base64url')).join('.') + '.c2ln';
     await expect(verifier.verify(`Bearer ${token}`)).rejects.toBeInstanceOf(AuthUnavailableError);

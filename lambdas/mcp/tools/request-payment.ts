@@ -28,6 +28,10 @@ export const requestPaymentTool = defineWriteTool({
   result: paymentSchema,
   annotations: { destructiveHint: true, openWorldHint: true },
   keySource: 'operation_id',
+  // Money leaves and cannot come back: the person says yes to each payment (see lambdas/mcp/confirmation.ts).
+  confirmation: 'required',
+  summarize: ({ amount_minor, currency, payee_id, memo }) =>
+    `Pay ${(amount_minor / 100).toFixed(2)} ${currency} to ${payee_id}${memo ? ` (memo: ${memo})` : ''}`,
   // The provider deduplicates on our key, so a stale execution may be re-run: it gets the first payment back.
   idempotency: { reexecuteSafe: true },
   async execute(args, ctx) {

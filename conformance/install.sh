@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The conformance suite and the Node 22 it needs, from the npm registry, into conformance/.tools (the machine's node
+# is left alone). Pinned: a new suite version may add scenarios the baseline does not know.
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p .tools
+[ -f .tools/package.json ] || echo '{"name":"conformance-tools","private":true}' > .tools/package.json
+npm install --prefix .tools --no-audit --no-fund --no-save node@22.23.3 @modelcontextprotocol/conformance@0.1.16 >/dev/null

@@ -1,0 +1,50 @@
+import type { Clock } from '../core/clock';
+import { systemClock } from '../core/clock';
+import { mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
+import { DEFAULT_OPERATION_ID_TTL_SECONDS, issueOperationId, verifyOperationId } from '../core/operation-id';
+import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
+import type { IdempotencyStore } from '../engine/persistence';
+import { logger as defaultLogger } from '../observability/logger';
+import type { ToolRuntime } from './tool-types';
+
+/** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
+export function createSigners(secret: () => Promise<string>, clock: Clock): Pick<ToolRuntime, 'operationIds' | 'confirmations'> {
+  return {
+    operationIds: {
+      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
+      verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
+    },
+    confirmations: {
+      mint: async (binding) => mintConfirmationState(await secret(), binding, clock()),
+      verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
+    },
+  };
+}
+
+export interface ToolRuntimeOptions {
+  /** Where records live: `new DynamoDbIdempotencyStore(...)` from idempotent-mcp/dynamodb, or an in-memory store. */
+  store: IdempotencyStore;
+  /** HMAC key of operation ids and confirmations (at least 32 characters), or how to read it. */
+  secret: string | (() => Promise<string>);
+  clock?: Clock;
+  logger?: ToolRuntime['logger'];
+  engine?: Omit<EngineOptions, 'store' | 'clock'>;
+  /** Tools whose confirmation 2025-era clients do on their side. Default none. */
+  confirmationOptOut?: string[];
+}
+
+/** What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it). */
+export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
+  const clock = options.clock ?? systemClock;
+  const { secret } = options;
+  if (typeof secret === 'string' && secret.length < 32) throw new Error('the tool runtime secret must be at least 32 characters');
+  const readSecret = typeof secret === 'string' ? () => Promise.resolve(secret) : secret;
+  return {
+    engine: new IdempotencyEngine({ ...options.engine, store: options.store, clock }),
+    store: options.store,
+    clock,
+    logger: options.logger ?? defaultLogger,
+    ...createSigners(readSecret, clock),
+    config: { confirmationOptOut: options.confirmationOptOut ?? [] },
+  };
+}

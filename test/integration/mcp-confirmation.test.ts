@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalStack } from '../../local/stack';
+import { callWrite, connectClient, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { issueOperationId, sandboxLedger } from '../support/side-effects';
+
+/**
+ * request_payment (confirmation: 'required') end to end on the local stack, with the sandbox payments ledger as the
+ * judge: a 2026-07-28 client is asked through a form, and only a yes pays; 2025-era clients are refused.
+ */
+let stack: LocalStack;
+const TENANT = 'tenant-confirm';
+type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, boolean> };
+
+beforeAll(async () => {
+  // No opt-out: every client of this deployment confirms through the server.
+  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
+});
+afterAll(() => stack?.stop());
+
+const paymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
+  operation_id: operationId,
+  amount_minor: 1250,
+  currency: 'EUR',
+  payee_id: 'payee-7',
+  memo: 'rent',
+  ...overrides,
+});
+
+async function paymentsWithKey(key: string) {
+  return (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+}
+
+/** A v2 client whose person answers every confirmation with `answer`; `asked` collects what they were shown. */
+async function personSaying(answer: () => Answer) {
+  const asked: string[] = [];
+  const client = await connectModernClient(stack, TENANT, {
+    onConfirm: (message) => {
+      asked.push(message);
+      return answer();
+    },
+  });
+  return { client, asked };
+}
+
+describe('a 2026-07-28 client is asked to confirm', () => {
+  it('accept pays once; a retry after acceptance replays without asking again', async () => {
+    const { client, asked } = await personSaying(() => ({ action: 'accept', content: { confirm: true } }));
+    try {
+      const operationId = await issueOperationId(client, 'request_payment');
+      const paid = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
+      expect(paid).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('Pay 12.50 EUR to payee-7 (memo: rent)');
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
+
+      const retry = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
+      expect(retry).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: paid.result!.payment_id } });
+      expect(asked).toHaveLength(1);
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it.each([
+    ['declines', { action: 'decline' } as Answer],
+    ['cancels', { action: 'cancel' } as Answer],
+    ['accepts without ticking yes', { action: 'accept', content: { confirm: false } } as Answer],
+  ])('the person %s: rejected CONFIRMATION_DECLINED, nothing paid nor recorded, and the key stays free', async (_case, refusal) => {
+    let answer = refusal;
+    const { client, asked } = await personSaying(() => answer);
+    try {
+      const operationId = await issueOperationId(client, 'request_payment');
+      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      expect(refused).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'CONFIRMATION_DECLINED' } });
+      expect(await paymentsWithKey(operationId)).toEqual([]);
+      expect(await stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId })).toBeUndefined();
+
+      // The person changes their mind: the same operation id runs, once, and they were asked again.
+      answer = { action: 'accept', content: { confirm: true } };
+      const paid = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      expect(paid).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(asked).toHaveLength(2);
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a client that declares no form elicitation is refused with CONFIRMATION_UNAVAILABLE; nothing is paid', async () => {
+    const client = await connectModernClient(stack, TENANT);
+    try {
+      const operationId = await issueOperationId(client, 'request_payment');
+      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+      expect(await paymentsWithKey(operationId)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('the requestState cannot be forged or moved to other arguments', () => {
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+  };
+  const yes = { [`confirm`]: { action: 'accept', content: { confirm: true } } };
+  let token: string;
+  beforeAll(async () => {
+    token = await stack.tokenFor(TENANT);
+  });
+
+  async function call(args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) {
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        Authorization: `Bearer ${token}`,
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'request_payment',
+        'Mcp-Protocol-Version': MODERN_PROTOCOL,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_payment', arguments: args, ...round, _meta: meta } }),
+    });
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { result: Record<string, unknown> & { structuredContent?: Record<string, unknown> } }).result;
+  }
+
+  async function operationId() {
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: `Bearer ${token}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'issue_operation_id', 'Mcp-Protocol-Version': MODERN_PROTOCOL },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'issue_operation_id', arguments: { tool: 'request_payment' }, _meta: meta } }),
+    });
+    return ((await response.json()) as { result: { structuredContent: { operation_id: string } } }).result.structuredContent.operation_id;
+  }
+
+  it('the first round asks: input_required with the summary form and a requestState', async () => {
+    const first = await call(paymentArgs(await operationId()));
+    expect(first).toMatchObject({
+      resultType: 'input_required',
+      requestState: expect.stringMatching(/^cf1\./),
+      inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: rent)') } } },
+    });
+  });
+
+  it('a forged requestState, or one minted for other arguments, is refused and nothing runs', async () => {
+    const id = await operationId();
+    const forged = await call(paymentArgs(id), { requestState: `cf1.zzzzzz.${'A'.repeat(22)}.${'B'.repeat(43)}`, inputResponses: yes });
+    expect(forged.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID' } });
+
+    // The person said yes to 12.50 EUR; the answer is replayed for 12 500.00 EUR under the same operation id.
+    const { requestState } = (await call(paymentArgs(id))) as { requestState: string };
+    const moved = await call(paymentArgs(id, { amount_minor: 1_250_000 }), { requestState, inputResponses: yes });
+    expect(moved.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID' } });
+    // And to another operation id (another key).
+    const elsewhere = await call(paymentArgs(await operationId()), { requestState, inputResponses: yes });
+    expect(elsewhere.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID' } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+
+    // The genuine state with the genuine arguments pays.
+    const paid = await call(paymentArgs(id), { requestState, inputResponses: yes });
+    expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+  });
+});
+
+describe('2025-era clients', () => {
+  it('a 1.x client gets rejected CONFIRMATION_UNAVAILABLE saying why, and nothing is paid', async () => {
+    const client = await connectClient(stack, TENANT);
+    try {
+      const operationId = await issueOperationId(client, 'request_payment');
+      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      expect(refused).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+      expect(refused.error!.message).toMatch(/2026-07-28/);
+      expect(await paymentsWithKey(operationId)).toEqual([]);
+      // Tools without confirmation are unaffected.
+      expect(await callWrite(client, 'create_order', { idempotency_key: `order-${operationId.slice(-12)}`, customer_id: 'c', items: [{ sku: 'S', quantity: 1 }], currency: 'EUR' })).toMatchObject({ outcome: 'succeeded' });
+    } finally {
+      await client.close();
+    }
+  });
+});
