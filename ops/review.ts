@@ -18,7 +18,7 @@ import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
 import { OutboxDefaults, parseOutboxMessage, type DeliveryView } from '../lambdas/outbox/outbox-event';
 import { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
-import { attentionPages } from '../lambdas/store/attention-index';
+import { attentionPages, requireAttentionIndex } from '../lambdas/store/attention-index';
 import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';
 import type { AttentionKind } from '../lambdas/store/table-schema';
 
@@ -157,6 +157,7 @@ export class ReviewDesk {
   }
 
   async list(filter: ListFilter = {}): Promise<ListResult> {
+    requireAttentionIndex(this.options.store, '`ops list`');
     const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
     const now = this.clock();
     const olderThan = filter.olderThanMs ?? 0;

@@ -10,7 +10,7 @@ import type { IdempotencyRecord } from '../core/state-machine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { countForTool, MetricName, metrics } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
-import { countAttention, queryAttention } from '../store/attention-index';
+import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
 import { itemToRecord } from '../store/dynamodb-idempotency-store';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
@@ -90,6 +90,7 @@ export class Reconciler {
   private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;
 
   constructor(options: ReconcilerOptions) {
+    requireAttentionIndex(options.store, 'The reconciler');
     this.options = { clock: systemClock, ...ReconcilerDefaults, ...options };
   }
 

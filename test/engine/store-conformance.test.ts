@@ -16,3 +16,6 @@ describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore
 describeStoreConformance('DynamoDB with a key prefix', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, keyPrefix: 'team-a:' }),
 });
+describeStoreConformance('DynamoDB without the attention index', {
+  store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: false }),
+});
