@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OwnershipLostError, TransactionRejectedError } from '../../core/errors';
-import { allows, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
+import { allows, keyIsFree, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity, ReviewStore } from '../persistence';
 
 export interface StoreConformanceOptions {
@@ -158,6 +158,31 @@ export function describeStoreConformance(name: string, options: StoreConformance
         await store.claim(second, T0);
         await store.settle(identity(second), second.ownerToken, { status: 'FAILED', error: { code: 'X', message: 'no' } }, T0 + 10);
         expect(await store.claim({ ...second, ownerToken: randomUUID() }, second.retainUntil, { onExpired: 'execute' })).toEqual({ claimed: true });
+      });
+
+      it("frees exactly the keys the core's rule (keyIsFree) frees, at each boundary and under each policy", async () => {
+        const store = await open();
+        // Retention ends off the second; the expiry (a review window) an hour later, on the second.
+        const retainUntil = T0 + HOUR + 500;
+        const expiresAt = Math.floor((retainUntil + HOUR) / 1000);
+        const nows = [retainUntil - 1, retainUntil, retainUntil + 1, expiresAt * 1000 - 1, expiresAt * 1000, expiresAt * 1000 + 1];
+        for (const status of ['SUCCEEDED', 'FAILED'] as const) {
+          for (const onExpired of ['execute', 'review', undefined] as const) {
+            for (const now of nows) {
+              /** A key settled with `status` long ago, as the store holds it. */
+              const settledKey = async () => {
+                const record = processing({ retainUntil, expiresAt });
+                await store.claim(record, T0);
+                await store.settle(identity(record), record.ownerToken, status === 'SUCCEEDED' ? { status, result: 1 } : { status, error: unknownError }, T0 + 1);
+                return (await store.get(identity(record)))!;
+              };
+              const free = keyIsFree(await settledKey(), now, onExpired);
+              const { claimed } = await store.claim(rivalOf(await settledKey()), now, { onExpired });
+              const { committed } = await store.commitOnce(settledAtOnce(identity(await settledKey())), now, { onExpired });
+              expect({ status, onExpired, at: now - T0, claimed, committed }).toEqual({ status, onExpired, at: now - T0, claimed: free, committed: free });
+            }
+          }
+        }
       });
 
       it('never frees an unsettled key by time', async () => {

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ErrorCode } from '../../core/errors';
 import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../../core/idempotency-key';
+import { leaseHasPassed } from '../../core/lease';
 import { isSettled, keyIsFree } from '../../core/state-machine';
 import { DEFAULT_POLICY } from '../../engine/engine';
 import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
@@ -78,7 +79,7 @@ export const getOperationStatusTool = defineReadTool({
     if (!record || keyIsFree(record, now, definition.idempotency.onExpired ?? DEFAULT_POLICY.onExpired)) return { ...base, status: 'not_found' as const };
     // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): whether its effect
     // happened is what the reconciler (or a retry, for a tool safe to re-execute) settles next, so: unknown.
-    const stale = record.status === 'PROCESSING' && record.leaseExpiresAt <= now;
+    const stale = record.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt, now);
     return {
       ...base,
       status: (stale ? 'unknown' : record.status.toLowerCase()) as z.infer<typeof statusSchema>['status'],
