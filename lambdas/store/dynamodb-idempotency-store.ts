@@ -156,28 +156,13 @@ function renderFromStates(event: TransitionEvent): { clause: string; values: Exp
 }
 
 type StoreWriteEvent = Exclude<TransitionEvent, 'claim' | 'expire' | 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck'>;
-const STORE_WRITE_EVENTS: readonly StoreWriteEvent[] = [
-  'complete',
-  'fail',
-  'release',
-  'uncertain',
-  'lease_expired',
-  'take_over',
-  'reconciled_found',
-  'reconciled_absent',
-  'reconciled_absent_fail',
-  'reconcile_exhausted',
-  'reconcile_deferred',
-];
-/** Rendered once: settle runs on every call. */
-const FROM_STATES = Object.fromEntries(STORE_WRITE_EVENTS.map((event) => [event, renderFromStates(event)])) as Record<
-  StoreWriteEvent,
-  { clause: string; values: ExpressionValues }
->;
+/** Rendered once per event: settle runs on every call. */
+const FROM_STATES = new Map<StoreWriteEvent, { clause: string; values: ExpressionValues }>();
+const fromStatesOf = (event: StoreWriteEvent) => FROM_STATES.get(event) ?? FROM_STATES.set(event, renderFromStates(event)).get(event)!;
 
 /** `event`'s status condition and the owner token's fence (the record is the writer's). */
 function ownedFence(event: StoreWriteEvent, ownerToken: string) {
-  const from = FROM_STATES[event];
+  const from = fromStatesOf(event);
   return { clause: `${from.clause} AND owner_token = :owner`, values: { ...from.values, ':owner': ownerToken } };
 }
 

@@ -5,6 +5,7 @@ import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, Reconcil
 import { Keys, type IdempotencyRecord, type OperatorDecision, type ReviewEntry } from 'idempotent-mcp/engine';
 import { logger } from '../../lambdas/observability/logger';
 import { ReviewDesk } from '../../ops/review';
+import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
@@ -16,21 +17,7 @@ afterAll(async () => table?.drop());
 const T0 = Date.UTC(2030, 0, 1);
 const unknownError = { code: 'OUTCOME_UNKNOWN', message: 'timed out' };
 
-function processing(): IdempotencyRecord {
-  return {
-    tenant: 'tenant-a',
-    tool: 'orders.create',
-    idempotencyKey: `key-${randomUUID()}`,
-    fingerprint: 'fp-1',
-    status: 'PROCESSING',
-    ownerToken: randomUUID(),
-    createdAt: T0,
-    updatedAt: T0,
-    leaseExpiresAt: T0 + 60_000,
-    retainUntil: T0 + 3600_000,
-    expiresAt: Math.floor((T0 + 3600_000) / 1000),
-  };
-}
+const processing = () => processingRecord();
 
 /**
  * Walks records through every write that touches the index (claim, take-over, UNKNOWN, a deferred check, review,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore, OutboxStore } from 'idempotent-mcp/dynamodb';
-import { InMemoryIdempotencyStore, leaseHasPassed, type IdempotencyRecord, type IdempotencyStore } from 'idempotent-mcp/engine';
+import { InMemoryIdempotencyStore, leaseHasPassed, type IdempotencyStore } from 'idempotent-mcp/engine';
+import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
@@ -15,21 +16,7 @@ const LEASE = T0 + 60_000;
 /** Just before the lease ends, the instant it ends, just after. */
 const AROUND_THE_END = [LEASE - 1, LEASE, LEASE + 1];
 
-function processing(): IdempotencyRecord {
-  return {
-    tenant: 'tenant-a',
-    tool: 'orders.create',
-    idempotencyKey: `key-${randomUUID()}`,
-    fingerprint: 'fp-1',
-    status: 'PROCESSING',
-    ownerToken: randomUUID(),
-    createdAt: T0,
-    updatedAt: T0,
-    leaseExpiresAt: LEASE,
-    retainUntil: T0 + 3600_000,
-    expiresAt: Math.floor((T0 + 3600_000) / 1000),
-  };
-}
+const processing = () => processingRecord();
 
 describe("one lease rule (core/lease.ts) for the engine's records and the outbox consumer's delivery claims", () => {
   const stores: Array<[string, () => IdempotencyStore]> = [
