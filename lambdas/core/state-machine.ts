@@ -1,5 +1,5 @@
 import type { FailureKind } from './errors';
-import { leaseHasPassed } from './lease';
+import { leaseHasPassed, leaseRemainingMs } from './lease';
 
 /**
  * The lifecycle of one idempotency record (tenant + tool + key).
@@ -226,7 +226,7 @@ export function decideForExisting(
       // Past retention and not free: only the review policy keeps a record this long.
       return now < record.retainUntil ? { action: 'replay' } : { action: 'review_required' };
     case 'PROCESSING':
-      if (!leaseHasPassed(record.leaseExpiresAt, now)) return { action: 'wait', leaseRemainingMs: record.leaseExpiresAt - now };
+      if (!leaseHasPassed(record.leaseExpiresAt, now)) return { action: 'wait', leaseRemainingMs: leaseRemainingMs(record.leaseExpiresAt, now) };
       return policy.reexecuteSafe ? { action: 'take_over' } : { action: 'mark_unknown' };
     case 'UNKNOWN':
       return { action: 'unknown' };
