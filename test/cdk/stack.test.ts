@@ -552,7 +552,7 @@ describe('the sandbox downstreams', () => {
 });
 
 describe('context settings', () => {
-  const read = (context: Record<string, unknown>) => settingsFromContext((key) => context[key]);
+  const read = (context: Record<string, unknown>) => settingsFromContext(context);
 
   it('default to a retained table, Cognito auth, no sandbox, and nag on', () => {
     const settings = read({});
