@@ -7,14 +7,22 @@ import { IdempotentMcpChecks, IdempotentMcpStack, settingsFromContext } from 'id
  * `cdk deploy` takes the account and region from your AWS profile. Settings: see lib/context.ts (`-c key=value`).
  */
 const app = new App();
-const settings = settingsFromContext(app.node);
-new IdempotentMcpStack(app, settings.stackName, settings.props);
-if (settings.nag) {
-  // Synth fails on any finding not acknowledged with a reason (Validations.of(construct).acknowledge); the
-  // acknowledgments are written into the template's resource metadata (`cdk_nag`) as an audit trail.
-  Validations.of(app).addPlugins(
-    new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }),
-    new IdempotentMcpChecks(app),
-  );
+try {
+  const settings = settingsFromContext(app.node);
+  new IdempotentMcpStack(app, settings.stackName, settings.props);
+  if (settings.nag) {
+    // Synth fails on any finding not acknowledged with a reason (Validations.of(construct).acknowledge); the
+    // acknowledgments are written into the template's resource metadata (`cdk_nag`) as an audit trail.
+    Validations.of(app).addPlugins(
+      new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }),
+      new IdempotentMcpChecks(app),
+    );
+  }
+} catch (err) {
+  // A setting the stack refuses (a bad `-c key=value`, a missing companion setting) is one line naming it, not a
+  // stack trace; `cdk synth --debug` (CDK_DEBUG) keeps the trace.
+  if (process.env.CDK_DEBUG === 'true') throw err;
+  console.error(`Settings refused: ${(err as Error).message}`);
+  process.exit(1);
 }
 app.synth();

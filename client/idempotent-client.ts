@@ -139,7 +139,7 @@ export function asWriteToolResult(content: unknown): WriteToolResult | undefined
     OUTCOMES.has(r.outcome) &&
     typeof r.retryable === 'boolean' &&
     typeof r.replayed === 'boolean' &&
-    typeof r.idempotency_key === 'string' &&
+    (r.idempotency_key === undefined || typeof r.idempotency_key === 'string') &&
     (r.retry_after_ms === undefined || typeof r.retry_after_ms === 'number');
   return valid ? (r as unknown as WriteToolResult) : undefined;
 }

@@ -1,6 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
+import { TOOL_NAME_PATTERN } from '../lambdas/core/idempotency-key';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
 
 /**
@@ -44,7 +45,18 @@ export interface AppSettings {
   nag: boolean;
 }
 
+/** A context value the app cannot use: one line, naming the key, that `cdk synth` prints instead of a stack trace. */
+export class ContextError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ContextError';
+  }
+}
+
 type Get = (key: string) => unknown;
+
+const bad = (key: string, expected: string, value: unknown) =>
+  new ContextError(`context "${key}" must be ${expected} (got "${String(value).slice(0, 80)}")`);
 
 function text(get: Get, key: string): string | undefined {
   const value = get(key);
@@ -53,47 +65,118 @@ function text(get: Get, key: string): string | undefined {
   return s === '' ? undefined : s;
 }
 
+/** Text that must match `pattern`, described as `expected` in the error. */
+function matching(get: Get, key: string, pattern: RegExp, expected: string): string | undefined {
+  const s = text(get, key);
+  if (s !== undefined && !pattern.test(s)) throw bad(key, expected, s);
+  return s;
+}
+
 function flag(get: Get, key: string, fallback: boolean): boolean {
   const value = get(key);
   if (value === undefined || value === null || value === '') return fallback;
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
-  throw new Error(`context "${key}" must be true or false (got "${String(value)}")`);
+  throw bad(key, 'true or false', value);
 }
 
 function integer(get: Get, key: string): number | undefined {
   const s = text(get, key);
   if (s === undefined) return undefined;
   const n = Number(s);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`context "${key}" must be a positive integer (got "${s}")`);
+  if (!Number.isInteger(n) || n <= 0) throw bad(key, 'a positive whole number', s);
   return n;
 }
 
 function oneOf<T extends string>(get: Get, key: string, allowed: readonly T[]): T | undefined {
   const s = text(get, key);
   if (s === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(s)) throw new Error(`context "${key}" must be one of ${allowed.join(', ')} (got "${s}")`);
+  if (!(allowed as readonly string[]).includes(s)) throw bad(key, `one of ${allowed.join(', ')}`, s);
   return s as T;
 }
 
-const list = (get: Get, key: string) =>
-  text(get, key)
+/** A URL with one of `schemes` (e.g. `https:`), parsed as the functions will parse it. */
+function url(get: Get, key: string, schemes: readonly string[]): string | undefined {
+  const s = text(get, key);
+  if (s === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(s);
+  } catch {
+    throw bad(key, `a URL starting with ${schemes.map((scheme) => `${scheme}//`).join(' or ')}`, s);
+  }
+  if (!schemes.includes(parsed.protocol) || !parsed.hostname) throw bad(key, `a URL starting with ${schemes.map((scheme) => `${scheme}//`).join(' or ')}`, s);
+  return s;
+}
+
+function list(get: Get, key: string, item?: { pattern: RegExp; expected: string }): string[] | undefined {
+  const items = text(get, key)
     ?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+  const wrong = item && items?.find((s) => !item.pattern.test(s));
+  if (wrong !== undefined) throw bad(key, `a comma-separated list of ${item!.expected}`, wrong);
+  return items;
+}
 
-/** Reads the app's settings from CDK context (`node.tryGetContext`), or from any key lookup in tests. */
-export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): AppSettings {
-  const get: Get = typeof node === 'function' ? node : (key) => node.tryGetContext(key);
+const HTTP = ['https:', 'http:'] as const;
+const HTTPS = ['https:'] as const;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/;
+const SCOPES = /^[\x21\x23-\x5b\x5d-\x7e]+( +[\x21\x23-\x5b\x5d-\x7e]+)*$/;
+
+/** Edit distance, case-insensitive: how far a misspelled key is from a known one. */
+function distance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  let previous = Array.from({ length: y.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= x.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= y.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[y.length]!;
+}
+
+/** The known key closest to a misspelled one. */
+export function closestContextKey(key: string): string {
+  const known: string[] = Object.values(ContextKey);
+  return known.reduce((best, candidate) => (distance(key, candidate) < distance(key, best) ? candidate : best));
+}
+
+/**
+ * This app's keys are plain camelCase words; CDK's own (`@aws-cdk/...` feature flags, `aws:cdk:...`, cached
+ * look-ups such as `availability-zones:...`, `cli-telemetry`) never are, so they are left to CDK.
+ */
+const APP_KEY_SHAPE = /^[a-z][A-Za-z0-9]*$/;
+const REMOVED_KEYS = new Set(['urlAuthType']);
+
+function refuseUnknownKeys(keys: Iterable<string>): void {
+  const known = new Set<string>(Object.values(ContextKey));
+  for (const key of keys) {
+    if (!APP_KEY_SHAPE.test(key) || known.has(key) || REMOVED_KEYS.has(key)) continue;
+    throw new ContextError(`context "${key}" is not a setting of this app; did you mean "${closestContextKey(key)}"? (every key: docs/configuration.md)`);
+  }
+}
+
+/**
+ * Reads the app's settings from CDK context (an App's `node`), or from a plain record in tests. Every value is
+ * checked, and a key this app does not know is refused with the closest one it does: a misspelled `-c sandBox=true`
+ * would otherwise be ignored in silence. Failures are `ContextError`s, one line naming the key.
+ */
+export function settingsFromContext(source: Pick<Node, 'tryGetContext' | 'getAllContext'> | Record<string, unknown>): AppSettings {
+  const isNode = typeof (source as Node).tryGetContext === 'function';
+  const get: Get = isNode ? (key) => (source as Node).tryGetContext(key) : (key) => (source as Record<string, unknown>)[key];
+  refuseUnknownKeys(Object.keys(isNode ? (source as Node).getAllContext() : source));
   const K = ContextKey;
-  const issuer = text(get, K.authIssuer);
+  const issuer = url(get, K.authIssuer, HTTPS);
   const retentionDays = integer(get, K.logRetentionDays);
   if (retentionDays !== undefined && !Object.values(logs.RetentionDays).includes(retentionDays as logs.RetentionDays)) {
-    throw new Error(`context "${K.logRetentionDays}" must be a CloudWatch retention (1, 3, 5, 7, 14, 30, 60, 90, ...)`);
+    throw bad(K.logRetentionDays, 'a CloudWatch retention in days (1, 3, 5, 7, 14, 30, 60, 90, ...)', retentionDays);
   }
   if (get('urlAuthType') !== undefined && text(get, 'urlAuthType') !== 'NONE') {
     // Removed: SigV4 needs the Authorization header that carries the MCP client's bearer token.
-    throw new Error('context "urlAuthType" is no longer supported: MCP clients send bearer tokens, so the Function URL is always NONE');
+    throw new ContextError('context "urlAuthType" is no longer supported: MCP clients send bearer tokens, so the Function URL is always NONE');
   }
   const removal = oneOf(get, K.tableRemovalPolicy, ['retain', 'destroy'] as const);
   const props: IdempotentMcpStackProps = {
@@ -103,32 +186,33 @@ export function settingsFromContext(node: Pick<Node, 'tryGetContext'> | Get): Ap
             issuer,
             audience: text(get, K.authAudience),
             audienceNotRequiredReason: text(get, K.authAudienceNotRequiredReason),
-            requiredScopes: text(get, K.authRequiredScopes)?.split(' ').filter(Boolean),
-            jwksUrl: text(get, K.authJwksUrl),
-            tenantClaim: text(get, K.authTenantClaim),
+            requiredScopes: matching(get, K.authRequiredScopes, SCOPES, 'space-separated OAuth scopes')?.split(' ').filter(Boolean),
+            jwksUrl: url(get, K.authJwksUrl, HTTPS),
+            tenantClaim: matching(get, K.authTenantClaim, /^\S+$/, 'a claim name without spaces'),
           },
         }
-      : { cognitoDomainPrefix: text(get, K.cognitoDomainPrefix) },
+      : { cognitoDomainPrefix: matching(get, K.cognitoDomainPrefix, /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'lowercase letters, digits and hyphens (a Cognito domain prefix)') },
     downstreams: {
-      paymentsUrl: text(get, K.paymentsUrl),
-      ticketsUrl: text(get, K.ticketsUrl),
-      mailboxUrl: text(get, K.mailboxUrl),
+      paymentsUrl: url(get, K.paymentsUrl, HTTP),
+      ticketsUrl: url(get, K.ticketsUrl, HTTP),
+      mailboxUrl: url(get, K.mailboxUrl, HTTP),
       emailMode: oneOf(get, K.emailMode, ['ses', 'sandbox'] as const),
-      emailFrom: text(get, K.emailFrom),
+      emailFrom: matching(get, K.emailFrom, EMAIL, 'an email address'),
       timeoutMs: integer(get, K.downstreamTimeoutMs),
     },
     sandbox: flag(get, K.sandbox, false),
-    allowedOrigins: list(get, K.allowedOrigins),
-    confirmationOptOut: list(get, K.confirmationOptOut),
-    publicBaseUrl: text(get, K.publicBaseUrl),
+    allowedOrigins: list(get, K.allowedOrigins, { pattern: ORIGIN, expected: 'origins such as https://app.example.com' }),
+    confirmationOptOut: list(get, K.confirmationOptOut, { pattern: TOOL_NAME_PATTERN, expected: 'tool names' }),
+    publicBaseUrl: url(get, K.publicBaseUrl, HTTPS),
     customerManagedKey: flag(get, K.customerManagedKey, false),
     tableRemovalPolicy: removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     powertools: { logLevel: oneOf(get, K.logLevel, ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const) },
     logRetention: retentionDays as logs.RetentionDays | undefined,
-    alarmEmail: text(get, K.alarmEmail),
-    alarmTopicArn: text(get, K.alarmTopicArn),
+    alarmEmail: matching(get, K.alarmEmail, EMAIL, 'an email address'),
+    alarmTopicArn: matching(get, K.alarmTopicArn, /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'an SNS topic ARN'),
     dashboard: flag(get, K.dashboard, true),
     reconcileMaxAttempts: integer(get, K.reconcileMaxAttempts),
   };
-  return { stackName: text(get, K.stackName) ?? 'IdempotentMcp', props, nag: flag(get, K.nag, true) };
+  const stackName = matching(get, K.stackName, /^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a CloudFormation stack name (letters, digits, hyphens)');
+  return { stackName: stackName ?? 'IdempotentMcp', props, nag: flag(get, K.nag, true) };
 }

@@ -4,8 +4,14 @@
  */
 // Set before the observability modules load: locally, metrics would only add EMF noise to the terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+// The AWS SDK's notice that it will need Node 22 from January 2027 would open every start; README says which Node to use.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { startLocalStack } = await import('../local/stack');
 const { stateOf, writeLocalState } = await import('../ops/local-state');
+const { watchStateDir } = await import('../local/state-dir');
+const { DEV_KEY_FILE } = await import('../lambdas/auth/dev-keys');
+const { existsSync } = await import('node:fs');
+const { join } = await import('node:path');
 export {};
 
 const port = Number(process.env.PORT ?? 3000);
@@ -17,13 +23,27 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 let stack: Awaited<ReturnType<typeof startLocalStack>> | undefined;
 let token: string;
 let removeState = async () => {};
+const STATE_DIR = '.local';
+let newKeyNotice = '';
+let authDir = '';
 try {
-  stack = await startLocalStack({ persistDir: '.local', port });
+  const startedBefore = existsSync(join(STATE_DIR, 'dynamodb'));
+  stack = await startLocalStack({ persistDir: STATE_DIR, port });
+  if (stack.config.auth.mode !== 'dev') throw new Error('npm start signs tokens with the local dev issuer');
+  authDir = stack.config.auth.devAuthDir;
+  // Data from an earlier start but no signing key: it was deleted, and the tokens handed out before no longer verify.
+  if (startedBefore && !existsSync(join(authDir, DEV_KEY_FILE)))
+    newKeyNotice = `\n  Note           ${authDir} had no signing key: a new one was made, so tokens printed before this start are refused.\n`;
   token = await stack.tokenFor('demo');
   // `npm run ops` finds this stack's table and queues here, with no flags.
-  removeState = await writeLocalState('.local', stateOf(stack));
+  removeState = await writeLocalState(STATE_DIR, stateOf(stack));
 } catch (err) {
-  console.error(`Could not start: ${(err as Error).message}`);
+  const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+  console.error(
+    inUse
+      ? `Could not start: port ${port} is in use (another npm start?). Stop it, or pick another port: PORT=${port + 1} npm start`
+      : `Could not start: ${(err as Error).message}`,
+  );
   await stack?.stop();
   process.exit(1);
 }
@@ -42,17 +62,26 @@ reconciler, and the sandbox payments provider, ticket system and mailbox.
   Review         npm run ops -- list      (records and events parked for a person)
 
   Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"
+${newKeyNotice}
+  ${STATE_DIR}/ holds the data, the token signing key and the operation-id secret: delete it only while stopped.
+  Logs below are JSON; POWERTOOLS_LOG_LEVEL=WARN npm start shows only warnings and errors.
 
 Ctrl-C to stop.`);
 
+// Deleting the state folder under a running server breaks every write and, at the next start, every token: say so and stop.
+watchStateDir(STATE_DIR, authDir, (explanation) => {
+  console.error(`\n${explanation}`);
+  void shutdown('state folder deleted', 1);
+});
+
 let stopping = false;
-async function shutdown(signal: string) {
+async function shutdown(reason: string, exitCode = 0) {
   if (stopping) return;
   stopping = true;
-  console.log(`\n${signal}: stopping...`);
+  console.log(`\n${reason}: stopping...`);
   await removeState();
   await stack?.stop();
-  process.exit(0);
+  process.exit(exitCode);
 }
 process.once('SIGINT', () => void shutdown('SIGINT'));
 process.once('SIGTERM', () => void shutdown('SIGTERM'));

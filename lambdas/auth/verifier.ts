@@ -52,6 +52,7 @@ export interface TokenVerifier {
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 // Asymmetric algorithms only: an 'HS256' token signed with a public key as its secret must never verify.
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
@@ -80,9 +81,21 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
 
   return {
     async verify(authorization) {
-      if (!authorization) throw new AuthenticationError('a bearer token is required');
+      if (!authorization?.trim()) throw new AuthenticationError('a bearer token is required: send the header "Authorization: Bearer <token>"');
       const match = BEARER.exec(authorization.trim());
-      if (!match) throw new AuthenticationError('the Authorization header must be "Bearer <token>"', 'invalid_token');
+      if (!match) {
+        const reason = /^Bearer\s*$/i.test(authorization.trim())
+          ? 'the Authorization header has "Bearer" but no token after it (is the variable holding the token empty?)'
+          : 'the Authorization header must be "Bearer <token>"';
+        throw new AuthenticationError(reason, 'invalid_token');
+      }
+      // A JWT is three base64url parts. Anything else (`Bearer undefined`, `Bearer $TOKEN` unexpanded) is a client
+      // that sent a placeholder: say so, rather than that a token failed verification.
+      if (!JWT_SHAPE.test(match[1]!))
+        throw new AuthenticationError(
+          `the bearer token is not a JWT (got ${match[1]!.length} characters without the three dot-separated parts of one; was the variable holding the token unset?)`,
+          'invalid_token',
+        );
       const getKey = await getKeys();
       let payload: Record<string, unknown>;
       try {

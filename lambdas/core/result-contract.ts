@@ -17,7 +17,8 @@ export interface WriteToolResult<R = unknown> {
   replayed: boolean;
   retryable: boolean;
   retry_after_ms?: number;
-  idempotency_key: string;
+  /** The key the call ran under (its `idempotency_key`, or its `operation_id`); absent when the call carried none. */
+  idempotency_key?: string;
   result?: R;
   error?: ContractError;
   /** On a replay: when the operation first ran (ISO 8601). */
@@ -26,13 +27,20 @@ export interface WriteToolResult<R = unknown> {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids. */
+export type KeyField = 'idempotency_key' | 'operation_id';
+
+/** The key as echoed; a call that carried no key echoes none (an empty `idempotency_key` would read as one). */
+const echo = (key: string) => (key === '' ? {} : { idempotency_key: key });
+const echoShort = (key: string) => echo(keyForEcho(key));
+
 export const WriteResults = {
   succeeded<R>(key: string, result: R, replay?: { firstExecutedAt: number }): WriteToolResult<R> {
     return {
       outcome: 'succeeded',
       replayed: Boolean(replay),
       retryable: false,
-      idempotency_key: key,
+      ...echo(key),
       result,
       ...(replay ? { first_executed_at: iso(replay.firstExecutedAt) } : {}),
     };
@@ -43,14 +51,14 @@ export const WriteResults = {
       outcome: 'failed',
       replayed: Boolean(replay),
       retryable: false,
-      idempotency_key: key,
+      ...echo(key),
       error,
       ...(replay ? { first_executed_at: iso(replay.firstExecutedAt) } : {}),
     };
   },
   /** Nothing happened and the key is free: calling again with the same key executes. */
   transientFailure(key: string, error: ContractError, retryAfterMs: number): WriteToolResult<never> {
-    return { outcome: 'failed', replayed: false, retryable: true, retry_after_ms: retryAfterMs, idempotency_key: keyForEcho(key), error };
+    return { outcome: 'failed', replayed: false, retryable: true, retry_after_ms: retryAfterMs, ...echoShort(key), error };
   },
   inProgress(key: string, retryAfterMs: number): WriteToolResult<never> {
     return {
@@ -58,7 +66,7 @@ export const WriteResults = {
       replayed: false,
       retryable: true,
       retry_after_ms: retryAfterMs,
-      idempotency_key: key,
+      ...echo(key),
       error: {
         code: ErrorCode.OPERATION_IN_PROGRESS,
         message: 'The first call with this key is still running; call again with the same key to get its result.',
@@ -71,7 +79,7 @@ export const WriteResults = {
       replayed: false,
       retryable: true,
       retry_after_ms: retryAfterMs,
-      idempotency_key: keyForEcho(key),
+      ...echoShort(key),
       error: {
         code: ErrorCode.OUTCOME_UNKNOWN,
         message:
@@ -80,16 +88,18 @@ export const WriteResults = {
       },
     };
   },
-  conflict(key: string): WriteToolResult<never> {
+  conflict(key: string, keyField: KeyField = 'idempotency_key'): WriteToolResult<never> {
     return {
       outcome: 'conflict',
       replayed: false,
       retryable: false,
-      idempotency_key: key,
+      ...echo(key),
       error: {
         code: ErrorCode.IDEMPOTENCY_KEY_REUSED,
         message:
-          'This idempotency_key was already used with different arguments; nothing was run. Use a new key for a new operation.',
+          keyField === 'operation_id'
+            ? 'This operation_id was already used with different arguments; nothing was run. Get a new operation_id from issue_operation_id for a new operation.'
+            : 'This idempotency_key was already used with different arguments; nothing was run. Use a new key for a new operation.',
       },
     };
   },
@@ -98,7 +108,7 @@ export const WriteResults = {
       outcome: 'failed',
       replayed: false,
       retryable: false,
-      idempotency_key: key,
+      ...echo(key),
       error: {
         code: ErrorCode.REVIEW_REQUIRED,
         message: message ?? 'This operation needs a person to review it; nothing was run. Do not retry.',
@@ -107,13 +117,13 @@ export const WriteResults = {
   },
   /** The key may be the very thing refused: only a well-formed one is echoed in full. */
   rejected(key: string, error: ContractError): WriteToolResult<never> {
-    return { outcome: 'rejected', replayed: false, retryable: false, idempotency_key: keyForEcho(key), error };
+    return { outcome: 'rejected', replayed: false, retryable: false, ...echoShort(key), error };
   },
 };
 
 /** One sentence a model can act on; the text content of every write tool's answer. */
-export function describeResult(r: WriteToolResult): string {
-  const retry = r.retry_after_ms !== undefined ? ` Retry with the same idempotency_key after ${r.retry_after_ms} ms.` : '';
+export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempotency_key'): string {
+  const retry = r.retry_after_ms !== undefined ? ` Retry with the same ${keyField} after ${r.retry_after_ms} ms.` : '';
   switch (r.outcome) {
     case 'succeeded':
       return r.replayed

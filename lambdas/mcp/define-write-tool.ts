@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
-import { describeResult, isErrorResult, WriteResults, type WriteToolResult } from '../core/result-contract';
+import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
@@ -111,7 +111,7 @@ export function writeResultSchema<R>(result: z.ZodType<R>) {
     replayed: z.boolean().describe('True when this is the stored answer of an earlier call with the same key.'),
     retryable: z.boolean().describe('Whether calling again with the same key can help.'),
     retry_after_ms: z.number().int().nonnegative().optional(),
-    idempotency_key: z.string(),
+    idempotency_key: z.string().optional().describe('The key the call ran under (idempotency_key or operation_id); absent when it carried none.'),
     result: result.optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     first_executed_at: z.string().optional().describe('On a replay: when the operation first ran (ISO 8601).'),
@@ -119,11 +119,11 @@ export function writeResultSchema<R>(result: z.ZodType<R>) {
 }
 
 /** MCP answer of every write tool: the contract as structured content, one actionable sentence, then the JSON. */
-export function toCallToolResult(result: WriteToolResult): CallToolResult {
+export function toCallToolResult(result: WriteToolResult, keyField: KeyField = 'idempotency_key'): CallToolResult {
   return {
     structuredContent: result as unknown as Record<string, unknown>,
     content: [
-      { type: 'text', text: describeResult(result) },
+      { type: 'text', text: describeResult(result, keyField) },
       // Clients that ignore structuredContent still get the data (MCP: SHOULD also return it serialized).
       { type: 'text', text: JSON.stringify(result) },
     ],
@@ -201,7 +201,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, policy, call });
       if (decision !== 'run') return decision;
     }
-    return call.services.engine.run<R>(
+    const answer = await call.services.engine.run<R>(
       {
         tenant: call.caller.tenant,
         tool: spec.name,
@@ -214,6 +214,8 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       policy,
       (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),
     );
+    // The engine speaks of keys; the caller should hear of the field it actually sent.
+    return answer.outcome === 'conflict' ? WriteResults.conflict(key, keyField) : answer;
   }
 
   return {
@@ -242,7 +244,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
         const answer = await run(rawArgs, call);
-        return isInputRequired(answer) ? answer : toCallToolResult(answer);
+        return isInputRequired(answer) ? answer : toCallToolResult(answer, keyField);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;
@@ -256,10 +258,10 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
         const message = storeDown
           ? 'The idempotency store is unavailable; call again later with the same key, never with a new one.'
           : 'An internal error interrupted the call; call again later with the same key, never with a new one.';
-        return toCallToolResult({
-          ...WriteResults.unknown(rawKey, 5000, message),
-          error: { code: storeDown ? ErrorCode.STORE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, message },
-        });
+        return toCallToolResult(
+          { ...WriteResults.unknown(rawKey, 5000, message), error: { code: storeDown ? ErrorCode.STORE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, message } },
+          keyField,
+        );
       }
     },
   };

@@ -1,6 +1,7 @@
 import { Aws, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
 import { Construct } from 'constructs';
+import { DEFAULT_TENANT_CLAIM } from '../../lambdas/config';
 
 /** An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...). */
 export interface ExternalOidcSettings {
@@ -16,7 +17,7 @@ export interface ExternalOidcSettings {
   requiredScopes?: string[];
   /** Default `${issuer}/.well-known/jwks.json`. */
   jwksUrl?: string;
-  /** The claim holding the tenant id. Default `sub`. */
+  /** The claim holding the tenant id. Default `tenant` (DEFAULT_TENANT_CLAIM, the functions' own default). */
   tenantClaim?: string;
 }
 
@@ -73,7 +74,7 @@ export class Auth extends Construct {
         issuer,
         audience,
         jwksUrl: jwksUrl ?? `${trimmed}/.well-known/jwks.json`,
-        tenantClaim: tenantClaim ?? 'sub',
+        tenantClaim: tenantClaim ?? DEFAULT_TENANT_CLAIM,
         requiredScopes: requiredScopes ?? [],
       };
       return;

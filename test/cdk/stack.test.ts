@@ -3,7 +3,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { Duration, App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { EnvVars } from '../../lambdas/config';
+import { EnvVars, read as readEnv } from '../../lambdas/config';
 import { IdempotentMcpStack } from '../../lib/idempotent-mcp-stack';
 import { describe, expect, inject, it } from 'vitest';
 import { settingsFromContext } from '../../lib/context';
@@ -445,6 +445,13 @@ describe('the MCP URL and auth', () => {
     expect(vars.AUTH_REQUIRED_SCOPES).toBe('');
   });
 
+  it('reads the tenant from the same claim the functions default to when authTenantClaim is not set', () => {
+    const oidc = synthStack({ authIssuer: 'https://login.example.com/', authAudience: 'https://mcp.example.com' });
+    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.mcp.handler.function)].Properties.Environment.Variables;
+    // One default, documented once (docs/configuration.md): the stack and AUTH_TENANT_CLAIM unset agree.
+    expect(vars.AUTH_TENANT_CLAIM).toBe(readEnv({}, EnvVars.authTenantClaim));
+  });
+
   it('an external issuer without an audience fails the synth, naming the setting, unless a reason is given', () => {
     expect(() => synthStack({ authIssuer: 'https://login.example.com/' })).toThrow(/authAudience.*required.*authAudienceNotRequiredReason/s);
     const optedOut = synthStack({ authIssuer: 'https://login.example.com/', authAudienceNotRequiredReason: 'this issuer serves this API only' });
@@ -552,7 +559,7 @@ describe('the sandbox downstreams', () => {
 });
 
 describe('context settings', () => {
-  const read = (context: Record<string, unknown>) => settingsFromContext((key) => context[key]);
+  const read = (context: Record<string, unknown>) => settingsFromContext(context);
 
   it('default to a retained table, Cognito auth, no sandbox, and nag on', () => {
     const settings = read({});

@@ -42,7 +42,9 @@ describe('tools/list', () => {
     });
     const output = createOrder.outputSchema as { properties: Record<string, { enum?: string[] }>; required: string[] };
     expect(output.properties.outcome!.enum).toEqual(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']);
-    expect(output.required).toEqual(expect.arrayContaining(['outcome', 'replayed', 'retryable', 'idempotency_key']));
+    expect(output.required).toEqual(expect.arrayContaining(['outcome', 'replayed', 'retryable']));
+    // Echoed whenever the call carried a key; a call without one echoes none.
+    expect(output.properties).toHaveProperty('idempotency_key');
 
     const operationTool = byName.get('probe_operation')!;
     expect(operationTool.inputSchema.required).toContain('operation_id');

@@ -75,6 +75,29 @@ describe('operation ids', () => {
     expect(probes.runs(TENANT_A, genuine)).toBe(0);
   });
 
+  it('speaks of operation_id to a tool that takes one: status lookup, a call without one, a conflict', async () => {
+    const id = await issue(alice, 'probe_operation_other');
+    expect(await callWrite(alice, 'probe_operation_other', { operation_id: id, note: 'first' })).toMatchObject({ outcome: 'succeeded' });
+
+    // Looked up by the field the tool takes, and echoed as asked.
+    const status = await callRead(alice, 'get_operation_status', { tool: 'probe_operation_other', operation_id: id });
+    expect(status.isError).toBe(false);
+    expect(status.structured).toMatchObject({ status: 'succeeded', operation_id: id });
+    const both = await callRead(alice, 'get_operation_status', { tool: 'probe_operation_other', operation_id: id, idempotency_key: id });
+    expect(both).toMatchObject({ isError: true, text: expect.stringContaining('as operation_id') });
+
+    // The same id with other arguments: the message names operation_id and where a new one comes from.
+    const conflict = await callWrite(alice, 'probe_operation_other', { operation_id: id, note: 'second' });
+    expect(conflict).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+    expect(conflict.error!.message).toMatch(/operation_id was already used.*issue_operation_id/);
+    expect(conflict.error!.message).not.toContain('idempotency_key');
+
+    // No id at all: nothing is echoed as if it were a key.
+    const missing = await callWrite(alice, 'probe_operation_other', { note: 'third' });
+    expect(missing).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });
+    expect(missing).not.toHaveProperty('idempotency_key');
+  });
+
   it("another tenant's id is rejected", async () => {
     const alicesId = await issue(alice, 'probe_operation');
     expect(await callProbe(bob, alicesId)).toMatchObject({ outcome: 'rejected', error: { code: 'UNKNOWN_OPERATION_ID' } });

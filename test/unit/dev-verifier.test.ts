@@ -54,3 +54,17 @@ describe('the dev-mode verifier', () => {
     }
   });
 });
+
+describe('a missing or malformed bearer token', () => {
+  const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: join(tmpdir(), 'no-such-dir'), requiredScopes: [], issuer: 'urn:test:dev', audience: 'mcp', tenantClaim: 'tenant' });
+  const refusal = (header: string | undefined) => verifier.verify(header).then(() => 'accepted', (err: Error) => err.message);
+
+  it('is answered with what is wrong with the header, not that a token failed verification', async () => {
+    // `Bearer ${process.env.TOKEN}` with TOKEN unset: the commonest first-hour mistake.
+    expect(await refusal('Bearer undefined')).toMatch(/not a JWT.*unset/);
+    expect(await refusal('Bearer ')).toMatch(/no token after it/);
+    expect(await refusal(undefined)).toMatch(/bearer token is required/);
+    expect(await refusal('Basic dXNlcjpwYXNz')).toMatch(/must be "Bearer <token>"/);
+    for (const message of await Promise.all(['Bearer undefined', 'Bearer '].map(refusal))) expect(message).not.toMatch(/not valid for this server/);
+  });
+});

@@ -10,7 +10,9 @@ import { isWriteTool } from '../tool-types';
 
 const statusSchema = z.object({
   tool: z.string(),
-  idempotency_key: z.string(),
+  /** The key as it was asked for: whichever of the two fields the caller passed. */
+  idempotency_key: z.string().optional(),
+  operation_id: z.string().optional(),
   status: z
     .enum(['not_found', 'processing', 'succeeded', 'failed', 'unknown', 'needs_review'])
     .describe(
@@ -39,6 +41,8 @@ const statusSchema = z.object({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+const keySchema = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(/^[A-Za-z0-9._:-]+$/);
+
 /** A queued effect's delivery, read from its outbox event (the event id comes from the tenant's own record). */
 async function deliveryOf(result: unknown, tenant: string, outbox: OutboxStore) {
   const eventId = (result as { event_id?: unknown } | undefined)?.event_id;
@@ -51,28 +55,29 @@ export const getOperationStatusTool = defineReadTool({
   name: 'get_operation_status',
   title: 'Get operation status',
   description:
-    'Tells what became of a write tool call: pass the tool name and the idempotency_key (or operation_id) you used. ' +
+    'Tells what became of a write tool call: pass the tool name and the key you called it with, as idempotency_key or ' +
+    'operation_id (whichever the tool takes). ' +
     'Only your own operations are visible.',
   input: {
     tool: z.string().regex(TOOL_NAME_PATTERN).describe('The write tool that was called, for example create_order.'),
-    idempotency_key: z
-      .string()
-      .min(KEY_MIN_LENGTH)
-      .max(KEY_MAX_LENGTH)
-      .regex(/^[A-Za-z0-9._:-]+$/)
-      .describe('The idempotency_key (or operation_id) of that call.'),
+    idempotency_key: keySchema.optional().describe('The idempotency_key of that call (for tools that take one).'),
+    operation_id: keySchema.optional().describe('The operation_id of that call (for tools that take one, e.g. request_payment).'),
   },
   result: statusSchema,
   annotations: { openWorldHint: false },
-  async execute({ tool, idempotency_key }, { services, caller, tools }) {
+  async execute({ tool, idempotency_key, operation_id }, { services, caller, tools }) {
     const definition = tools.get(tool);
     if (!definition || !isWriteTool(definition)) {
       const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);
       throw new ReadToolError(ErrorCode.INVALID_ARGUMENTS, `tool must be one of the write tools: ${writeTools.join(', ')}.`);
     }
+    // Both fields name the same thing, the key the call ran under; one of them, and only one.
+    const key = idempotency_key ?? operation_id;
+    if (key === undefined || (idempotency_key !== undefined && operation_id !== undefined))
+      throw new ReadToolError(ErrorCode.INVALID_ARGUMENTS, `pass the key of the ${tool} call as ${definition.keyField}.`);
     // The tenant is the caller's: another tenant's record with the same key is a different item.
-    const record = await services.store.get({ tenant: caller.tenant, tool, idempotencyKey: idempotency_key });
-    const base = { tool, idempotency_key };
+    const record = await services.store.get({ tenant: caller.tenant, tool, idempotencyKey: key });
+    const base = { tool, ...(operation_id !== undefined ? { operation_id } : { idempotency_key: key }) };
     // The engine's own rule, under the tool's policy: a record that frees its key answers for nothing any more
     // (TTL deletes it late, DynamoDB Local never).
     const now = services.clock();

@@ -1,0 +1,39 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEV_KEY_FILE } from '../lambdas/auth/dev-keys';
+
+/**
+ * What `npm start` keeps in its state folder (`.local/`), and the explanation a user gets when it vanishes under a
+ * running server: without it every write fails (DynamoDB Local's files are gone) and the next start makes a new
+ * signing key, so tokens already handed to agents stop working.
+ */
+export function stateDirContents(dir: string, authDir = join(dir, 'auth')) {
+  return [
+    { path: join(dir, 'dynamodb'), what: "DynamoDB Local's data (records, orders, outbox events, the sandbox ledger)" },
+    { path: join(authDir, DEV_KEY_FILE), what: 'the key that signs and verifies local bearer tokens' },
+    { path: join(dir, 'operation-id-secret'), what: 'the secret that signs operation ids' },
+  ];
+}
+
+/** Why the state folder no longer serves this process, or undefined while every part of it is there. */
+export function missingState(dir: string, authDir?: string): string | undefined {
+  const missing = stateDirContents(dir, authDir).filter((part) => !existsSync(part.path));
+  if (missing.length === 0) return undefined;
+  return [
+    `${dir} was deleted (or emptied) while npm start was running; gone: ${missing.map((part) => `${part.path} (${part.what})`).join('; ')}.`,
+    'Writes fail from now on, and the next start makes a new signing key: tokens printed before it will be refused.',
+    'Stopping. Run npm start again, then hand your agents the new token it prints.',
+  ].join('\n');
+}
+
+/** Checks the folder every `intervalMs`; calls `onLost` once with the explanation. Returns a function that stops watching. */
+export function watchStateDir(dir: string, authDir: string, onLost: (explanation: string) => void, intervalMs = 1000): () => void {
+  const timer = setInterval(() => {
+    const explanation = missingState(dir, authDir);
+    if (explanation === undefined) return;
+    clearInterval(timer);
+    onLost(explanation);
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

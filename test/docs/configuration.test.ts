@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TENANT_CLAIM, EnvVars } from '../../lambdas/config';
+import { ContextKey } from '../../lib/context';
+import { PACKAGE_ROOT } from '../../lib/package-root';
+
+/** docs/configuration.md cannot drift from the code: its tables are read back and compared with the declarations. */
+const page = readFileSync(join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8');
+
+/** The rows of the table under `## <heading>`: first cell's backticked names, the default cell, the description. */
+function rows(heading: string) {
+  const section = page.split(/\n## /).find((part) => part.startsWith(heading));
+  if (!section) throw new Error(`docs/configuration.md has no section "${heading}"`);
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .flatMap((line) => {
+      const [names, defaults, what] = line.split(' | ').map((cell) => cell.replace(/^\| /, '').replace(/ \|$/, ''));
+      return [...names!.matchAll(/`([^`]+)`/g)].map((match) => ({ name: match[1]!, defaults: defaults!, what: what! }));
+    });
+}
+
+describe('docs/configuration.md', () => {
+  it('lists every context key of lib/context.ts, and no other', () => {
+    const documented = rows('Context keys').map((row) => row.name);
+    expect([...documented].sort()).toEqual([...Object.values(ContextKey)].sort());
+    for (const row of rows('Context keys')) expect(row.what.length, row.name).toBeGreaterThan(10);
+  });
+
+  it('lists every environment variable of EnvVars, and no other, each with the default the code applies', () => {
+    const documented = rows('Environment variables');
+    expect(documented.map((row) => row.name).sort()).toEqual(Object.values(EnvVars).map((variable) => variable.name).sort());
+    for (const variable of Object.values(EnvVars)) {
+      const row = documented.find((r) => r.name === variable.name)!;
+      let fallback: unknown;
+      try {
+        fallback = variable.parse(undefined);
+      } catch {
+        fallback = undefined;
+      }
+      if (typeof fallback === 'string' || typeof fallback === 'number' || typeof fallback === 'boolean')
+        expect(row.defaults, variable.name).toContain(`\`${String(fallback)}\``);
+    }
+  });
+
+  it('gives the tenant claim one default, the code\'s, wherever it is named', () => {
+    const defaultsOf = (name: string) => [...rows('Context keys'), ...rows('Environment variables')].find((row) => row.name === name)!.defaults;
+    expect(defaultsOf('authTenantClaim')).toMatch(new RegExp(`^\`${DEFAULT_TENANT_CLAIM}\``));
+    expect(defaultsOf('AUTH_TENANT_CLAIM')).toBe(`\`${DEFAULT_TENANT_CLAIM}\``);
+    expect(page).not.toMatch(/custom:tenant|default `sub`/);
+  });
+});
