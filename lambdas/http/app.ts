@@ -20,8 +20,8 @@ type Bindings = { lambdaContext?: LambdaContext };
 type AppEnv = { Bindings: Bindings; Variables: { caller: Caller } };
 
 export interface AppOptions {
-  /** Defaults to the registry in lambdas/mcp/tools; tests add tools of their own. */
-  tools?: readonly ToolDefinition[];
+  /** The tools the endpoint serves, and only these: there is no default list. */
+  tools: readonly ToolDefinition[];
   /**
    * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams here; the MCP function
    * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
@@ -108,7 +108,7 @@ function authenticate(services: Services): MiddlewareHandler<AppEnv> {
  * The one HTTP app: the Lambda handler (through hono/aws-lambda) and the local server (through @hono/node-server)
  * serve exactly this.
  */
-export function createApp(services: Services, options: AppOptions = {}): Hono<AppEnv> {
+export function createApp(services: Services, options: AppOptions): Hono<AppEnv> {
   const { config, logger } = services;
   const app = new Hono<AppEnv>();
   const mcp = createMcpRequestHandler(services, { tools: options.tools });

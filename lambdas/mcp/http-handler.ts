@@ -45,7 +45,7 @@ const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo =>
  *   JSON mode, so those clients get exactly the answers they got before (the SDK's own legacy leg answers in SSE).
  * Origin checks and bearer authentication come first (lambdas/http/app.ts): `caller` is already verified.
  */
-export function createMcpRequestHandler(services: Services, options: { tools?: readonly ToolDefinition[] } = {}): McpRequestHandler {
+export function createMcpRequestHandler(services: Services, options: { tools: readonly ToolDefinition[] }): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   const serverFor = (facts: McpRequestOptions) =>
     buildMcpServer(services, facts.caller, { tools: options.tools, remainingTimeMs: facts.remainingTimeMs });

@@ -12,7 +12,6 @@ import type { Caller } from '../auth/verifier';
 import type { Services } from '../runtime/services';
 import { requestFacts } from './register-write-tool';
 import type { ToolDefinition } from './tool-types';
-import { tools as registeredTools } from './tools';
 
 export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
 
@@ -29,8 +28,8 @@ const INSTRUCTIONS =
 export const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
 
 export interface BuildServerOptions {
-  /** Defaults to the registry in ./tools; tests add tools of their own. */
-  tools?: readonly ToolDefinition[];
+  /** The tools this server serves, and only these (the reference endpoint's demo tools are in ./tools). */
+  tools: readonly ToolDefinition[];
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
 }
@@ -81,8 +80,8 @@ function listing(tool: ToolDefinition): Tool {
  * while our contract answers it with `rejected` + INVALID_ARGUMENTS in structured content. So each tool validates its
  * own arguments.
  */
-export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): Server {
-  const tools = options.tools ?? registeredTools;
+export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions): Server {
+  const { tools } = options;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const mcp = new Server(SERVER_INFO, {
     instructions: INSTRUCTIONS,

@@ -4,7 +4,9 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { handlerEntry, LambdaBundle } from '../../lib/bundling';
 import { IdempotentMcpChecks, IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { toolsFunctionEntry } from '../../lib/tools-entry';
@@ -60,4 +62,35 @@ describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
     expect(() => endpointStack({ reconcilePeriod: Duration.seconds(30) })).toThrow(/reconcilePeriod must be at least 1 minute/);
     expect(() => endpointStack({ allowedOrigins: ['https://app.example.com/path'] })).toThrow(/allowedOrigins has 'https:\/\/app\.example\.com\/path'/);
   });
+});
+
+describe("a team's endpoint serves the team's tools only", () => {
+  /** A function's bundle as esbuild builds it for the deploy (lib/bundling.ts), the subpaths resolving to the sources. */
+  async function bundleOf(entry: string) {
+    const result = await build({
+      entryPoints: [entry],
+      bundle: true,
+      platform: LambdaBundle.platform,
+      format: LambdaBundle.format,
+      target: LambdaBundle.target,
+      mainFields: [...LambdaBundle.mainFields],
+      alias: { ...LambdaBundle.alias },
+      tsconfig: join(PROJECT_ROOT, 'tsconfig.json'),
+      write: false,
+      metafile: true,
+      logLevel: 'error',
+      outfile: 'index.mjs',
+    });
+    return { code: result.outputFiles[0]!.text, inputs: Object.keys(result.metafile.inputs) };
+  }
+
+  it("bundles no demo tool into the MCP function of a team's endpoint; the reference endpoint's carries them", async () => {
+    const team = await bundleOf(toolsFunctionEntry('mcp', TOOLS));
+    expect(team.code).toContain('rooms.reserve');
+    expect(team.code).not.toContain('request_payment');
+    expect(team.inputs.filter((file) => file.includes('lambdas/mcp/tools/'))).toEqual([]);
+
+    const reference = await bundleOf(handlerEntry('mcp'));
+    expect(reference.code).toContain('request_payment');
+  }, 120_000);
 });
