@@ -11,6 +11,8 @@ import { createSandboxRouter } from '../lambdas/sandbox/router';
 import { FaultInjectingPublisher } from '../lambdas/sandbox/queue-faults';
 import { openSandboxStore } from '../lambdas/sandbox/sandbox-store';
 import { tools as demoTools } from '../lambdas/mcp/tools';
+import { createDeliveryHandlers } from '../lambdas/mcp/tools/deliveries';
+import { createEmailSender } from '../lambdas/downstream/ses-email';
 import type { ToolDefinition } from '../lambdas/mcp/tool-types';
 import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 import { ensureTable } from '../lambdas/store/table-schema';
@@ -186,6 +188,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const sandbox = openSandboxStore(services);
     const workers = createWorkers(services, {
       tools: options.tools ?? demoTools,
+      deliveries: createDeliveryHandlers({ tickets: services.downstreams.tickets, email: createEmailSender(config.sideEffects) }),
       // The sandbox's queue faults (duplicate delivery) sit between the relay and the queue.
       wrapPublisher: sandbox ? (publisher) => new FaultInjectingPublisher(publisher, sandbox) : undefined,
       ...options.workers,

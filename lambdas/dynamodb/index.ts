@@ -6,6 +6,7 @@
 export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../store/dynamodb-idempotency-store';
 export { TableSchema, ATTENTION_SHARDS, attentionPartitions, attentionPk, ensureTable, type AttentionKind } from '../store/table-schema';
 export { awsClientConfig, createDocumentClient } from '../store/clients';
-export { OutboxStore } from '../outbox/outbox-store';
+export { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../outbox/outbox-store';
+export { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 export * from '../outbox/outbox-event';
 export { Reconciler, ReconcilerDefaults, type ReconcilerOptions, type ReconcileReport, type ToolReconciler } from '../reconciler/reconciler';

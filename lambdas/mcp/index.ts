@@ -17,4 +17,8 @@ export { createWorkers, type WorkerOverrides, type Workers } from '../runtime/wo
 export { createConsumerSqsHandler, createReconcilerHandler, createRelayStreamHandler } from '../runtime/worker-handlers';
 export { loadConfig, loadWorkerConfig, loadAuthConfig, ConfigError, EnvVars, environmentOf, read, type AppConfig, type AuthConfig, type Env, type EnvVar, type EnvSettings } from '../config';
 export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Caller, type TokenVerifier } from '../auth/verifier';
-export { withMetrics } from '../observability/metrics';
+export { withMetrics, countForTool, MetricName } from '../observability/metrics';
+export { SecretUnavailableError } from '../runtime/operation-id-secret';
+export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../auth/dev-issuer';
+export { parseArguments, describeIssues, type ParsedArguments } from './arguments';
+export type { DeliveryContext, DeliveryHandler } from '../outbox/consumer';

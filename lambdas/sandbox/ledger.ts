@@ -1,4 +1,4 @@
-import { listAllOrders } from '../orders/orders';
+import { listAllOrders } from '../mcp/tools/orders';
 import type { Services } from '../runtime/services';
 import { openSandboxStore } from './sandbox-store';
 

@@ -1,11 +1,8 @@
 import * as z from 'zod';
-import { ErrorCode } from '../../core/errors';
-import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../../core/idempotency-key';
-import { isSettled, keyIsFree } from '../../core/state-machine';
-import { DEFAULT_POLICY } from '../../engine/engine';
-import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
-import { defineReadTool, ReadToolError } from '../define-read-tool';
-import { isWriteTool } from '../tool-types';
+import { toDeliveryView, type OutboxStore } from 'idempotent-mcp/dynamodb';
+import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { defineReadTool, isWriteTool, ReadToolError, type ReadToolContext, type ToolRuntime } from 'idempotent-mcp/mcp';
+import type { OutboxServices } from './services';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -63,7 +60,7 @@ export const getOperationStatusTool = defineReadTool({
   },
   result: statusSchema,
   annotations: { openWorldHint: false },
-  async execute({ tool, idempotency_key }, { services, caller, tools }) {
+  async execute({ tool, idempotency_key }, { services, caller, tools }: ReadToolContext<Pick<OutboxServices, 'outbox'> & ToolRuntime>) {
     const definition = tools.get(tool);
     if (!definition || !isWriteTool(definition)) {
       const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);

@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { newOutboxMessage } from '../../outbox/outbox-event';
-import type { Execution } from '../../engine/engine';
-import type { ReconcileFinding } from '../../core/reconcile';
-import type { WriteToolContext } from '../define-write-tool';
+import { newOutboxMessage } from 'idempotent-mcp/dynamodb';
+import type { Execution, ReconcileFinding } from 'idempotent-mcp/engine';
+import type { WriteToolContext } from 'idempotent-mcp/mcp';
+import type { OutboxServices } from './services';
 
 /** What an outbox tool answers: the effect is queued under `event_id`; get_operation_status shows its delivery. */
 export const queuedSchema = z.object({
@@ -16,7 +16,7 @@ export const OUTBOX_TOOL_NOTE =
   'the result says queued with an event_id, and get_operation_status shows the delivery (pending, delivered, failed).';
 
 /** Commits the event with the SUCCEEDED record: it exists if and only if the call succeeded. */
-export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext): Execution<Queued> {
+export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext<OutboxServices>): Execution<Queued> {
   const { services } = ctx;
   const message = newOutboxMessage({
     eventId: services.newEventId(),
