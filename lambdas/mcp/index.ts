@@ -8,6 +8,7 @@ export { isWriteTool, type KeySource, type ProtocolEra, type ToolAnswer, type To
 export { registerWriteTool, type RegisterWriteToolOptions } from './register-write-tool';
 export { createToolRuntime, type ToolRuntimeOptions } from './tool-runtime';
 export { CONFIRM_INPUT, type Confirmation } from './confirmation';
+export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from './outbox-tool';
 export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from './http-handler';
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';
 export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions } from '../http/app';

@@ -9,10 +9,11 @@ import { describe, expect, it } from 'vitest';
 import { handlerEntry, LambdaBundle } from '../../lib/bundling';
 import { IdempotentMcpChecks, IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { cdkJsonContext, logicalId, statementsOfRole } from './support';
 
 const TOOLS = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
+const DELIVERIES = join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts');
 
 function endpointStack(props: Partial<IdempotentMcpEndpointProps> = {}) {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
@@ -57,6 +58,8 @@ describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
     expect(() => endpointStack({ tools: undefined as unknown as string })).toThrow(/IdempotentMcpEndpoint: tools must be the path of your tools module/);
     expect(() => endpointStack({ tools: join(PROJECT_ROOT, 'examples/cdk-app/missing.ts') })).toThrow(/IdempotentMcpEndpoint: tools: no such file/);
     expect(() => endpointStack({ tools: join(PROJECT_ROOT, 'examples/cdk-app/cdk.json') })).toThrow(/IdempotentMcpEndpoint: tools must be a \.ts/);
+    expect(() => endpointStack({ deliveries: '' })).toThrow(/IdempotentMcpEndpoint: deliveries must be the path of your deliveries module \(a \.ts or \.js file exporting `deliveries`\)/);
+    expect(() => endpointStack({ deliveries: join(PROJECT_ROOT, 'examples/cdk-app/missing.ts') })).toThrow(/IdempotentMcpEndpoint: deliveries: no such file/);
     expect(() => endpointStack({ environment: { TABLE_NAME: 'x' } })).toThrow(/environment\.TABLE_NAME is set by the endpoint itself/);
     expect(() => endpointStack({ environment: { 'bad-name': 'x' } })).toThrow(/environment\.bad-name is not a valid variable name/);
     expect(() => endpointStack({ reconcilePeriod: Duration.seconds(30) })).toThrow(/reconcilePeriod must be at least 1 minute/);
@@ -92,5 +95,34 @@ describe("a team's endpoint serves the team's tools only", () => {
 
     const reference = await bundleOf(handlerEntry('mcp'));
     expect(reference.code).toContain('request_payment');
+  }, 120_000);
+});
+
+describe("a team's deliveries: its own event types, delivered by its own code", () => {
+  it("bundles the deliveries module into the outbox consumer, which gets the team's settings and grants", () => {
+    const grant = new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: ['arn:aws:s3:::team-bucket/*'] });
+    const { endpoint, template } = endpointStack({ deliveries: DELIVERIES, environment: { ROOMS_CHAT_WEBHOOK: 'https://chat.example' }, grants: [grant] });
+    const entry = readFileSync(deliveriesFunctionEntry(DELIVERIES, TOOLS), 'utf8');
+    expect(entry).toContain(`import * as deliveriesModule from ${JSON.stringify(DELIVERIES)};`);
+    expect(entry).toContain('consumerLambdaHandler(deliveriesModule)');
+    const resources = template.toJSON().Resources;
+    expect(resources[logicalId(endpoint.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({ ROOMS_CHAT_WEBHOOK: 'https://chat.example' });
+    expect(statementsOfRole(template, logicalId(endpoint.consumer.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:PutObject' }));
+  });
+
+  it("gives a team's consumer no demo deliveries when it has no deliveries module", async () => {
+    const entry = readFileSync(deliveriesFunctionEntry(undefined, TOOLS), 'utf8');
+    expect(entry).toContain('consumerLambdaHandler({ deliveries: {} })');
+    const { code } = await build({
+      entryPoints: [deliveriesFunctionEntry(undefined, TOOLS)],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      tsconfig: join(PROJECT_ROOT, 'tsconfig.json'),
+      alias: { ...LambdaBundle.alias },
+      write: false,
+      logLevel: 'error',
+    }).then((r) => ({ code: r.outputFiles[0]!.text }));
+    expect(code).not.toContain('ticket.create');
   }, 120_000);
 });

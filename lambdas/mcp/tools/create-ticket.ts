@@ -1,8 +1,6 @@
 import * as z from 'zod';
-import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { defineWriteTool, OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { EventType } from './deliveries';
-import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
-import type { OutboxServices } from './services';
 
 export const createTicketTool = defineWriteTool({
   name: 'create_ticket',
@@ -18,7 +16,7 @@ export const createTicketTool = defineWriteTool({
   idempotency: { reexecuteSafe: true },
   // Its whole effect is the outbox event committed with the record: one request.
   effect: 'local',
-  async execute(args, ctx: WriteToolContext<OutboxServices>) {
+  async execute(args, ctx: WriteToolContext<OutboxRuntime>) {
     return queueEffect(EventType.CreateTicket, args, ctx);
   },
   reconcile: outboxToolNeverCommitted,

@@ -2,7 +2,6 @@ import * as z from 'zod';
 import { toDeliveryView, type OutboxStore } from 'idempotent-mcp/dynamodb';
 import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
 import { defineReadTool, isWriteTool, ReadToolError, type ReadToolContext, type ToolRuntime } from 'idempotent-mcp/mcp';
-import type { OutboxServices } from './services';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -60,7 +59,7 @@ export const getOperationStatusTool = defineReadTool({
   },
   result: statusSchema,
   annotations: { openWorldHint: false },
-  async execute({ tool, idempotency_key }, { services, caller, tools }: ReadToolContext<Pick<OutboxServices, 'outbox'> & ToolRuntime>) {
+  async execute({ tool, idempotency_key }, { services, caller, tools }: ReadToolContext<ToolRuntime & { outbox: OutboxStore }>) {
     const definition = tools.get(tool);
     if (!definition || !isWriteTool(definition)) {
       const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);

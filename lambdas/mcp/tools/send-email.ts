@@ -1,8 +1,6 @@
 import * as z from 'zod';
-import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { defineWriteTool, OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { EventType } from './deliveries';
-import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
-import type { OutboxServices } from './services';
 
 export const sendEmailTool = defineWriteTool({
   name: 'send_email',
@@ -20,7 +18,7 @@ export const sendEmailTool = defineWriteTool({
   idempotency: { reexecuteSafe: true },
   // Its whole effect is the outbox event committed with the record: one request.
   effect: 'local',
-  async execute(args, ctx: WriteToolContext<OutboxServices>) {
+  async execute(args, ctx: WriteToolContext<OutboxRuntime>) {
     return queueEffect(EventType.SendEmail, args, ctx);
   },
   reconcile: outboxToolNeverCommitted,

@@ -5,5 +5,4 @@ import type { Services, ToolRuntime } from 'idempotent-mcp/mcp';
  * the tools are typed against these, not against the endpoint's whole services object.
  */
 export type OrderServices = ToolRuntime & Pick<Services, 'doc' | 'tableName'>;
-export type OutboxServices = ToolRuntime & Pick<Services, 'outbox' | 'newEventId'>;
 export type PaymentServices = ToolRuntime & { downstreams: Pick<Services['downstreams'], 'payments'> };
