@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
-import { deliveriesOf } from '../../lambdas/handlers/endpoint';
+import { deliveriesOf } from '../../lambdas/handlers/consumer-endpoint';
 
 const writeSpec = (name: string) => ({
   name,
