@@ -11,7 +11,7 @@ export { CONFIRM_INPUT, type Confirmation } from './confirmation';
 export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from './outbox-tool';
 export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from './http-handler';
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';
-export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions } from '../http/app';
+export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices } from '../http/app';
 export { createLambdaHandler } from '../http/lambda';
 export { createServices, type ConfirmationSigner, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
 export { createWorkers, type WorkerOverrides, type Workers } from '../runtime/workers';

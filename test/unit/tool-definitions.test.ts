@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
-import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { createApp, createToolRuntime, defineReadTool, defineWriteTool, type AppConfig, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { deliveriesOf } from '../../lambdas/handlers/consumer-endpoint';
 
 const writeSpec = (name: string) => ({
@@ -64,6 +64,23 @@ describe("a tool is typed against the services it needs, and runs on a runtime p
     expect(first).toMatchObject({ structuredContent: { outcome: 'succeeded', replayed: false, result: { value: 1 } } });
     expect(again).toMatchObject({ structuredContent: { outcome: 'succeeded', replayed: true, result: { value: 1 } } });
     expect(calls).toBe(1);
+  });
+
+  it("serves them over HTTP with only what the app uses: the runtime, a token verifier, the origin and auth settings", async () => {
+    const services = {
+      ...createToolRuntime({ store: new InMemoryIdempotencyStore(), secret: 's'.repeat(32) }),
+      counter: { next: () => 1 },
+      auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) },
+      config: { allowedOrigins: [], publicBaseUrl: undefined, auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'], confirmationOptOut: [] },
+    };
+    const app = createApp(services, { tools: [count] });
+    const call = await app.request('http://127.0.0.1/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer any', 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    expect(call.status).toBe(200);
+    expect(JSON.stringify(await call.json())).toContain('counter.next');
   });
 });
 
