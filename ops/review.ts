@@ -18,7 +18,8 @@ import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
 import { OutboxDefaults, parseOutboxMessage, type DeliveryView } from '../lambdas/outbox/outbox-event';
 import { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
-import { attentionPages } from '../lambdas/store/attention-index';
+import { leaseHasPassed } from '../lambdas/core/lease';
+import { attentionPages, requireAttentionIndex } from '../lambdas/store/attention-index';
 import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';
 import type { AttentionKind } from '../lambdas/store/table-schema';
 
@@ -157,6 +158,7 @@ export class ReviewDesk {
   }
 
   async list(filter: ListFilter = {}): Promise<ListResult> {
+    requireAttentionIndex(this.options.store, '`ops list`');
     const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
     const now = this.clock();
     const olderThan = filter.olderThanMs ?? 0;
@@ -320,7 +322,7 @@ export class ReviewDesk {
     const record = itemToRecord(item);
     // The index is read eventually consistent: an item may have moved on already.
     if (record.status !== status) return undefined;
-    if (status === 'PROCESSING' && record.leaseExpiresAt > now) return undefined;
+    if (status === 'PROCESSING' && !leaseHasPassed(record.leaseExpiresAt, now)) return undefined;
     const since = status === 'PROCESSING' ? record.leaseExpiresAt : record.updatedAt;
     return {
       kind: 'record',

@@ -1,4 +1,5 @@
 import type { FailureKind } from './errors';
+import { leaseHasPassed, leaseRemainingMs } from './lease';
 
 /**
  * The lifecycle of one idempotency record (tenant + tool + key).
@@ -11,6 +12,7 @@ import type { FailureKind } from './errors';
  *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
  *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
  *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
+ *           --reconcile_deferred--> UNKNOWN    (the downstream could not be asked; one more attempt counted)
  *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
  *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
  */
@@ -29,6 +31,7 @@ export type TransitionEvent =
   | 'reconciled_absent'
   | 'reconciled_absent_fail'
   | 'reconcile_exhausted'
+  | 'reconcile_deferred'
   | 'expire'
   | OperatorEvent;
 
@@ -58,6 +61,7 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
     reconciled_absent: 'ABSENT',
     reconciled_absent_fail: 'FAILED',
     reconcile_exhausted: 'NEEDS_REVIEW',
+    reconcile_deferred: 'UNKNOWN',
     ...OPERATOR_TRANSITIONS,
   },
   SUCCEEDED: { expire: 'ABSENT' },
@@ -86,6 +90,16 @@ export function transition(from: RecordState, event: TransitionEvent): RecordSta
 /** Whether `event` is legal from `from`, without throwing: the review tool refuses a wrong state before writing. */
 export function allows(from: RecordState, event: TransitionEvent): boolean {
   return TRANSITIONS[from][event] !== undefined;
+}
+
+const STATES = Object.keys(TRANSITIONS) as RecordState[];
+
+/**
+ * The stored statuses a write making `event` may start from, read off the table. Store adapters derive each write's
+ * status condition from it (ABSENT, having no stored status, is the adapter's "no item" condition).
+ */
+export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
+  return STATES.filter((state): state is RecordStatus => state !== 'ABSENT' && TRANSITIONS[state][event] !== undefined);
 }
 
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' =>
@@ -162,15 +176,39 @@ export type ExistingRecordDecision =
   | { action: 'claim_again' };
 
 /**
- * Whether a settled record no longer holds its key, so a new claim may overwrite it. The store's claim condition
- * must be this same predicate (TTL deletes late, DynamoDB Local never). Under the tool's current policy: 'execute'
- * frees the key when retention ends (even for a record written under 'review', which carries a later expiry);
- * 'review' keeps it until the expiry (the end of the review window). Unsettled records never free their key by
- * time: they are settled first.
+ * The key-expiry rule as data, so that every store renders the same predicate in its claim condition (TTL deletes
+ * late, DynamoDB Local never): a record in one of `statuses` frees its key once its `field` is at or before
+ * `freeAtOrBefore` (in the field's own unit: epoch ms for `retainUntil`, epoch seconds for `expiresAt`).
  */
-export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired']): boolean {
-  if (!isSettled(record.status)) return false;
-  return onExpired === 'execute' ? record.retainUntil <= now : record.expiresAt * 1000 <= now;
+export interface KeyExpiryRule {
+  /** The statuses the table lets `expire` (the settled ones). Unsettled records never free their key by time. */
+  statuses: readonly RecordStatus[];
+  field: 'retainUntil' | 'expiresAt';
+  freeAtOrBefore: number;
+}
+
+const EXPIRING_STATUSES = storedStatesAllowing('expire');
+
+/**
+ * Which records no longer hold their key at `now`, under the tool's policy: 'execute' frees a settled record when
+ * its retention ends (even one written under 'review', which carries a later expiry); 'review' keeps it until its
+ * expiry (the end of the review window). Without a policy (a store called with none) only the expiry frees it: the
+ * reading that never runs an operation twice too early.
+ */
+export function keyExpiryRule(now: number, onExpired: ExpiryPolicy['onExpired'] | undefined): KeyExpiryRule {
+  return onExpired === 'execute'
+    ? { statuses: EXPIRING_STATUSES, field: 'retainUntil', freeAtOrBefore: now }
+    : { statuses: EXPIRING_STATUSES, field: 'expiresAt', freeAtOrBefore: Math.floor(now / 1000) };
+}
+
+/**
+ * Whether `record` no longer holds its key, so a new claim may overwrite it: `keyExpiryRule` applied to one record.
+ * The engine, the in-memory store, `get_operation_status` and the tool's pre-checks ask this; the DynamoDB store
+ * renders the same rule as its claim condition.
+ */
+export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired'] | undefined): boolean {
+  const rule = keyExpiryRule(now, onExpired);
+  return rule.statuses.includes(record.status) && record[rule.field] <= rule.freeAtOrBefore;
 }
 
 /** What a caller that did not win the claim does with the record it found. Pure. */
@@ -188,7 +226,7 @@ export function decideForExisting(
       // Past retention and not free: only the review policy keeps a record this long.
       return now < record.retainUntil ? { action: 'replay' } : { action: 'review_required' };
     case 'PROCESSING':
-      if (now < record.leaseExpiresAt) return { action: 'wait', leaseRemainingMs: record.leaseExpiresAt - now };
+      if (!leaseHasPassed(record.leaseExpiresAt, now)) return { action: 'wait', leaseRemainingMs: leaseRemainingMs(record.leaseExpiresAt, now) };
       return policy.reexecuteSafe ? { action: 'take_over' } : { action: 'mark_unknown' };
     case 'UNKNOWN':
       return { action: 'unknown' };

@@ -1,10 +1,11 @@
 /**
  * `idempotent-mcp/dynamodb`: the DynamoDB adapters. The idempotency store (options: client, table name, key
- * prefix), the outbox store, the reconciler and its work list (the sparse attention index), and the table
+ * prefix, attention index on or off), the outbox store, the reconciler and its work list (the sparse attention index), and the table
  * definition the CDK constructs and the local setup share.
  */
 export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../store/dynamodb-idempotency-store';
 export { TableSchema, ATTENTION_SHARDS, attentionPartitions, attentionPk, ensureTable, type AttentionKind } from '../store/table-schema';
+export { AttentionIndexOffError } from '../store/attention-index';
 export { awsClientConfig, createDocumentClient } from '../store/clients';
 export { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../outbox/outbox-store';
 export { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';

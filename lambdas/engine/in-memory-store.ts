@@ -1,6 +1,7 @@
 import type { ItemKey } from '../core/keys';
 import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
-import { keyIsFree, transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
+import { leaseHasPassed } from '../core/lease';
+import { allows, keyIsFree, transition, type IdempotencyRecord, type StoredError, type TransitionEvent } from '../core/state-machine';
 import type {
   ClaimOptions,
   ClaimResult,
@@ -19,7 +20,8 @@ const copy = <T>(value: T): T => structuredClone(value);
 /**
  * The store port in one process's memory: the engine's unit tests, and single-process use where losing the records
  * with the process is acceptable. Each method checks the same condition as the DynamoDB adapter's conditional write
- * and applies it whole or not at all (the store conformance suite holds both to that).
+ * and applies it whole or not at all (the store conformance suite holds both to that). Every write's status check
+ * is the transition table's (`allows`), and a free key is `keyIsFree`'s.
  */
 export class InMemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, IdempotencyRecord>();
@@ -28,8 +30,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
     const existing = this.records.get(recordKey(record));
-    // Without a policy only the expiry frees a settled record, as the DynamoDB condition reads it.
-    if (!existing || keyIsFree(existing, now, options.onExpired ?? 'review')) {
+    if (!existing || keyIsFree(existing, now, options.onExpired)) {
       this.records.set(recordKey(record), copy(record));
       return { claimed: true };
     }
@@ -40,7 +41,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     const existing = this.records.get(recordKey(record));
-    if (existing && !keyIsFree(existing, now, options.onExpired ?? 'review')) {
+    if (existing && !keyIsFree(existing, now, options.onExpired)) {
       if (existing.ownerToken === record.ownerToken) return { committed: true };
       return { committed: false, existing: copy(existing) };
     }
@@ -64,8 +65,9 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   }
 
   async settle(identity: RecordIdentity, ownerToken: string, settlement: Settlement, now: number, writes: ExtraWrite[] = []): Promise<void> {
-    transition('PROCESSING', settlement.status === 'SUCCEEDED' ? 'complete' : 'fail');
-    const record = this.owned(identity, ownerToken);
+    const event = settlement.status === 'SUCCEEDED' ? 'complete' : 'fail';
+    transition('PROCESSING', event);
+    const record = this.owned(identity, ownerToken, event);
     if (!record) throw new OwnershipLostError();
     this.refuseTakenItems(writes);
     for (const { create } of writes) this.items.set(itemKey(create.key, create.table), copy({ ...create.item, ...create.key }));
@@ -78,7 +80,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
 
   async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
     transition('PROCESSING', 'release');
-    if (!this.owned(identity, ownerToken)) return false;
+    if (!this.owned(identity, ownerToken, 'release')) return false;
     this.records.delete(recordKey(identity));
     return true;
   }
@@ -90,7 +92,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    const record = this.owned(identity, ownerToken);
+    const record = this.owned(identity, ownerToken, 'uncertain');
     if (!record) return false;
     this.toUnknown(record, now, details.error, details.errorType, details.nextCheckAt);
     return true;
@@ -98,15 +100,15 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
 
   async expireLease(read: IdempotencyRecord, now: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
-    const record = this.owned(read, read.ownerToken);
-    if (!record || record.leaseExpiresAt !== read.leaseExpiresAt || record.leaseExpiresAt > now) return false;
+    const record = this.owned(read, read.ownerToken, 'lease_expired');
+    if (!record || record.leaseExpiresAt !== read.leaseExpiresAt || !leaseHasPassed(record.leaseExpiresAt, now)) return false;
     this.toUnknown(record, now, { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' }, 'lease_expired', now);
     return true;
   }
 
   async reconcile(read: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
-    const record = this.unknownAsRead(read);
+    const record = this.asRead(read, outcome.event);
     if (!record) return false;
     if (outcome.event === 'reconciled_absent') {
       this.records.delete(recordKey(read));
@@ -133,7 +135,8 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
   }
 
   async deferReconcile(read: IdempotencyRecord, nextCheckAt: number, reason: StoredError, _now: number): Promise<boolean> {
-    const record = this.unknownAsRead(read);
+    transition('UNKNOWN', 'reconcile_deferred');
+    const record = this.asRead(read, 'reconcile_deferred');
     if (!record) return false;
     record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
     record.nextCheckAt = nextCheckAt;
@@ -143,9 +146,9 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
 
   async takeOver(identity: RecordIdentity, expectedOwnerToken: string, newOwnerToken: string, leaseExpiresAt: number, now: number): Promise<boolean> {
     transition('PROCESSING', 'take_over');
-    const record = this.owned(identity, expectedOwnerToken);
+    const record = this.owned(identity, expectedOwnerToken, 'take_over');
     // The old lease must still be stale: a racing executor that renewed it keeps it.
-    if (!record || record.leaseExpiresAt > now) return false;
+    if (!record || !leaseHasPassed(record.leaseExpiresAt, now)) return false;
     record.ownerToken = newOwnerToken;
     record.leaseExpiresAt = leaseExpiresAt;
     record.updatedAt = now;
@@ -158,16 +161,16 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     return item && copy(item);
   }
 
-  private owned(identity: RecordIdentity, ownerToken: string): IdempotencyRecord | undefined {
+  /** The record, when `event` is legal from its status (the table) and it is held by `ownerToken`. */
+  private owned(identity: RecordIdentity, ownerToken: string, event: TransitionEvent): IdempotencyRecord | undefined {
     const record = this.records.get(recordKey(identity));
-    return record?.status === 'PROCESSING' && record.ownerToken === ownerToken ? record : undefined;
+    return record && allows(record.status, event) && record.ownerToken === ownerToken ? record : undefined;
   }
 
-  /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */
-  private unknownAsRead(read: IdempotencyRecord): IdempotencyRecord | undefined {
-    const record = this.records.get(recordKey(read));
-    if (record?.status !== 'UNKNOWN' || record.ownerToken !== read.ownerToken) return undefined;
-    return record.reconcileAttempts === read.reconcileAttempts ? record : undefined;
+  /** The version the reconciler read: `event` legal from its status, same owner, same number of attempts. */
+  private asRead(read: IdempotencyRecord, event: TransitionEvent): IdempotencyRecord | undefined {
+    const record = this.owned(read, read.ownerToken, event);
+    return record?.reconcileAttempts === read.reconcileAttempts ? record : undefined;
   }
 
   private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number) {

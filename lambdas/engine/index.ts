@@ -7,6 +7,7 @@ export * from '../core/errors';
 export * from '../core/fingerprint';
 export * from '../core/idempotency-key';
 export * from '../core/keys';
+export * from '../core/lease';
 export * from '../core/operation-id';
 export * from '../core/reconcile';
 export * from '../core/result-contract';

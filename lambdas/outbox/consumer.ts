@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../core/clock';
+import { leaseRemainingMs } from '../core/lease';
 import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientToolError } from '../core/errors';
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
@@ -108,7 +109,7 @@ export class OutboxConsumer {
         return { kind: 'duplicate' };
       }
       // Someone is delivering it right now: never run it twice; look again once their lease is over.
-      return this.retry(receiveCount, Math.max(0, claim.existing.leaseUntil - now) + 100, 'claimed by another delivery');
+      return this.retry(receiveCount, leaseRemainingMs(claim.existing.leaseUntil, now) + 100, 'claimed by another delivery');
     }
 
     // Bounded so that our settlement lands before the lease lets anyone take over. The lease runs from before the

@@ -5,6 +5,7 @@ import { OwnershipLostError } from '../core/errors';
 import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
 import { queryAttention } from '../store/attention-index';
+import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
 import { OutboxDefaults, type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
 
@@ -140,10 +141,15 @@ export class OutboxStore {
   }
 
   async getMarker(eventId: string): Promise<DeliveryMarker | undefined> {
+    const item = await this.markerItem(eventId);
+    return item ? itemToMarker(item) : undefined;
+  }
+
+  private async markerItem(eventId: string): Promise<Item | undefined> {
     const { Item } = await this.doc.send(
       new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }),
     );
-    return Item ? itemToMarker(Item) : undefined;
+    return Item;
   }
 
   /** Pending events whose next look is due, oldest first. */
@@ -212,36 +218,24 @@ export class OutboxStore {
    * live claim (a duplicate delivery while the first is working) and on a settled one.
    */
   async claimDelivery(eventId: string, owner: string, leaseUntil: number, now: number): Promise<DeliveryClaim> {
-    try {
-      const out = await this.doc.send(
-        new UpdateCommand({
+    const key = Keys.deliveredEvent(eventId);
+    const claim = await claimByCondition(
+      this.doc,
+      {
+        update: {
           TableName: this.tableName,
-          Key: Keys.deliveredEvent(eventId),
+          Key: key,
           UpdateExpression:
             'SET #state = :claimed, #owner = :owner, lease_until = :lease, claimed_at = :now, attempts = if_not_exists(attempts, :zero) + :one, #ttl = :ttl',
-          ConditionExpression: 'attribute_not_exists(pk) OR (#state = :claimed AND lease_until <= :now)',
+          ConditionExpression: `attribute_not_exists(pk) OR (#state = :claimed AND ${leasePassedClause('lease_until')})`,
           ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#ttl': TableSchema.ttlAttribute },
-          ExpressionAttributeValues: {
-            ':claimed': 'CLAIMED',
-            ':owner': owner,
-            ':lease': leaseUntil,
-            ':now': now,
-            ':zero': 0,
-            ':one': 1,
-            ':ttl': ttl(now),
-          },
-          ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { claimed: true, previous: out.Attributes ? itemToMarker(out.Attributes) : undefined };
-    } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      const old = (err as { Item?: Record<string, AttributeValue> }).Item;
-      const existing = old ? itemToMarker(unmarshall(old)) : await this.getMarker(eventId);
-      if (!existing) return this.claimDelivery(eventId, owner, leaseUntil, now);
-      return { claimed: false, existing };
-    }
+          ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner, ':lease': leaseUntil, ':now': now, ':zero': 0, ':one': 1, ':ttl': ttl(now) },
+        },
+      },
+      () => this.markerItem(eventId),
+    );
+    if (!claim.claimed) return { claimed: false, existing: itemToMarker(claim.existing) };
+    return { claimed: true, previous: claim.previous ? itemToMarker(claim.previous) : undefined };
   }
 
   /**

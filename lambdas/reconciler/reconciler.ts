@@ -4,13 +4,14 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
+import { leaseHasPassed } from '../core/lease';
 import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { countForTool, MetricName, metrics } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
-import { countAttention, queryAttention } from '../store/attention-index';
+import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
 import { itemToRecord } from '../store/dynamodb-idempotency-store';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
@@ -90,6 +91,7 @@ export class Reconciler {
   private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;
 
   constructor(options: ReconcilerOptions) {
+    requireAttentionIndex(options.store, 'The reconciler');
     this.options = { clock: systemClock, ...ReconcilerDefaults, ...options };
   }
 
@@ -127,7 +129,7 @@ export class Reconciler {
     // Stale leases become UNKNOWN now and are checked from the next run on: one transition per record per run.
     const stale = (await queryAttention(doc, tableName, 'LEASE', { dueBy: now - leaseGraceMs, limit: batchSize }))
       .map(itemToRecord)
-      .filter((r) => r.status === 'PROCESSING' && r.leaseExpiresAt < now - leaseGraceMs);
+      .filter((r) => r.status === 'PROCESSING' && leaseHasPassed(r.leaseExpiresAt + leaseGraceMs, now));
     for (const record of stale) {
       if (await this.options.store.expireLease(record, now)) {
         report.expiredLeases++;

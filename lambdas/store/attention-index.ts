@@ -3,6 +3,23 @@ import { attentionPartitions, TableSchema, type AttentionKind } from './table-sc
 
 type Item = Record<string, unknown>;
 
+/** What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions). */
+export class AttentionIndexOffError extends Error {
+  constructor(reader: string) {
+    super(
+      `${reader} reads the attention index, but the idempotency store was created with attentionIndex: false, so no ` +
+        'record carries the index key and nothing could be found. Create the store with attentionIndex: true (the ' +
+        'default) on a table that has the index (TableSchema.attentionIndex).',
+    );
+    this.name = 'AttentionIndexOffError';
+  }
+}
+
+/** Refuses a store whose records are kept out of the index: a reader would find nothing and say nothing. */
+export function requireAttentionIndex(store: object, reader: string): void {
+  if ((store as { attentionIndex?: unknown }).attentionIndex === false) throw new AttentionIndexOffError(reader);
+}
+
 export interface AttentionQuery {
   /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
   dueBy?: number;

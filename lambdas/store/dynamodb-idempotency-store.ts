@@ -1,12 +1,7 @@
-import {
-  ConditionalCheckFailedException,
-  TransactionCanceledException,
-  type AttributeValue,
-} from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   GetCommand,
-  PutCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -15,11 +10,15 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
 import {
+  keyExpiryRule,
   REVIEW_LOG_MAX_ENTRIES,
+  storedStatesAllowing,
   transition,
+  type ExpiryPolicy,
   type IdempotencyRecord,
   type ReviewEntry,
   type StoredError,
+  type TransitionEvent,
 } from '../core/state-machine';
 import type {
   ClaimOptions,
@@ -34,7 +33,8 @@ import type {
   ReviewStore,
   Settlement,
 } from '../engine/persistence';
-import { attentionPk, Keys, TableSchema } from './table-schema';
+import { claimByCondition, leasePassedClause } from './conditional-claim';
+import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
 type Item = Record<string, unknown>;
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -54,13 +54,20 @@ export interface DynamoDbStoreOptions {
    * `_ . : -` only ('#' separates the key's parts).
    */
   keyPrefix?: string;
+  /**
+   * Whether records carry the sparse attention index's key (`attention_pk`, `attention_at`) while they need a look
+   * (a lease running, UNKNOWN, NEEDS_REVIEW). Default true. With false nothing of the index is written: a table
+   * without the index works, but the reconciler cannot find UNKNOWN records or stale leases and `ops list` cannot
+   * list them (both refuse such a store, saying so).
+   */
+  attentionIndex?: boolean;
 }
 
 /**
  * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
  * repeated as attributes: every claim sends the item and every replay reads it back.
  */
-export function recordToItem(record: IdempotencyRecord, keyPrefix = ''): Item {
+export function recordToItem(record: IdempotencyRecord, keyPrefix = '', attentionIndex = true): Item {
   const key = keyOf(record, keyPrefix);
   // Properties listed one by one: `{ ...key, <15 more> }` costs tens of microseconds in V8 (Node 20), on every claim.
   const item: Item = {
@@ -81,6 +88,7 @@ export function recordToItem(record: IdempotencyRecord, keyPrefix = ''): Item {
     reconcile_attempts: record.reconcileAttempts,
     next_check_at: record.nextCheckAt,
   };
+  if (!attentionIndex) return item;
   if (record.status === 'PROCESSING') {
     item[TableSchema.attentionIndex.partitionKey] = attentionPk('LEASE', key.pk);
     item[TableSchema.attentionIndex.sortKey] = record.leaseExpiresAt;
@@ -130,7 +138,55 @@ function unavailable(action: string, err: unknown): Error {
   return new StoreUnavailableError(`DynamoDB ${action} failed: ${(err as Error)?.name ?? 'error'}`, { cause: err });
 }
 
-const OWNED_PROCESSING = '#status = :processing AND owner_token = :owner';
+type ExpressionValues = Record<string, unknown>;
+
+/**
+ * Each write's status condition, rendered from the transition table (`storedStatesAllowing`): the states the write's
+ * event may start from. Changing the table changes the conditions; the conformance suite checks both stores
+ * against the table.
+ */
+function renderFromStates(event: TransitionEvent): { clause: string; values: ExpressionValues } {
+  const states = storedStatesAllowing(event);
+  if (states.length === 0) throw new Error(`the transition table allows ${event} from no stored state`);
+  const names = states.map((_, i) => `:from${i}`);
+  return {
+    clause: names.length === 1 ? `#status = ${names[0]}` : `#status IN (${names.join(', ')})`,
+    values: Object.fromEntries(states.map((state, i) => [names[i], state])),
+  };
+}
+
+type StoreWriteEvent = Exclude<TransitionEvent, 'claim' | 'expire' | 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck'>;
+/** Rendered once per event: settle runs on every call. */
+const FROM_STATES = new Map<StoreWriteEvent, { clause: string; values: ExpressionValues }>();
+const fromStatesOf = (event: StoreWriteEvent) => FROM_STATES.get(event) ?? FROM_STATES.set(event, renderFromStates(event)).get(event)!;
+
+/** `event`'s status condition and the owner token's fence (the record is the writer's). */
+function ownedFence(event: StoreWriteEvent, ownerToken: string) {
+  const from = fromStatesOf(event);
+  return { clause: `${from.clause} AND owner_token = :owner`, values: { ...from.values, ':owner': ownerToken } };
+}
+
+/**
+ * The core's key-expiry rule (`keyExpiryRule`) as the claim condition: no item, or a record in one of the rule's
+ * statuses whose deciding attribute is at or before the rule's bound.
+ */
+function renderKeyIsFree(now: number, onExpired: ExpiryPolicy['onExpired'] | undefined) {
+  const rule = keyExpiryRule(now, onExpired);
+  const statusNames = rule.statuses.map((_, i) => `:free${i}`);
+  return {
+    ConditionExpression: `attribute_not_exists(pk) OR (#status IN (${statusNames.join(', ')}) AND #freeAfter <= :freeAtOrBefore)`,
+    ExpressionAttributeNames: { '#status': 'status', '#freeAfter': RECORD_ATTRIBUTE[rule.field] },
+    ExpressionAttributeValues: {
+      ...Object.fromEntries(rule.statuses.map((status, i) => [statusNames[i], status])),
+      ':freeAtOrBefore': rule.freeAtOrBefore,
+    },
+  };
+}
+
+/** The item attribute of each record field a condition compares. */
+const RECORD_ATTRIBUTE = { retainUntil: 'retain_until', expiresAt: TableSchema.ttlAttribute } as const;
+
+const removeClause = (attributes: string[]) => (attributes.length === 0 ? '' : ` REMOVE ${attributes.join(', ')}`);
 
 /** Review logs are an audit trail: kept well beyond the records they describe. */
 const REVIEW_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
@@ -149,6 +205,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   private readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
+  /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */
+  readonly attentionIndex: boolean;
 
   constructor(options: DynamoDbStoreOptions);
   /** @deprecated pass the options object. */
@@ -162,6 +220,21 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     this.doc = options.client;
     this.tableName = options.tableName;
     this.keyPrefix = keyPrefix;
+    if (options.attentionIndex !== undefined && typeof options.attentionIndex !== 'boolean') {
+      throw new TypeError('DynamoDbIdempotencyStore: attentionIndex must be true or false');
+    }
+    this.attentionIndex = options.attentionIndex ?? true;
+  }
+
+  /** `SET` clauses putting the record into the index under `kind`, due at the expression value `at`; none when off. */
+  private attentionSet(kind: AttentionKind, pk: string, at: string): { set: string; values: ExpressionValues } {
+    if (!this.attentionIndex) return { set: '', values: {} };
+    return { set: `, attention_pk = :attention, attention_at = ${at}`, values: { ':attention': attentionPk(kind, pk) } };
+  }
+
+  /** The index attributes to remove when a record needs no look any more; none when the index is off. */
+  private get attentionRemove(): string[] {
+    return this.attentionIndex ? ['attention_pk', 'attention_at'] : [];
   }
 
   private keyOf(identity: RecordIdentity) {
@@ -175,23 +248,18 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
+    const key = this.keyOf(record);
+    let claim;
     try {
-      await this.doc.send(
-        new PutCommand({ ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
-      );
-      return { claimed: true };
+      claim = await claimByCondition(this.doc, { put: this.putIfKeyIsFree(record, now, options) }, () => this.readItem(key));
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) {
-        const old = (err as { Item?: Record<string, AttributeValue> }).Item;
-        // ALL_OLD is always returned by DynamoDB; the read is a fallback for emulators that omit it.
-        const existing = old ? itemToRecord(unmarshall(old)) : await this.get(record);
-        if (!existing) return this.claim(record, now, options);
-        // Our own record: the SDK retried a claim whose first answer was lost after it was written.
-        if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
-        return { claimed: false, existing };
-      }
       throw unavailable('claim', err);
     }
+    if (claim.claimed) return { claimed: true };
+    const existing = itemToRecord(claim.existing);
+    // Our own record: the SDK retried a claim whose first answer was lost after it was written.
+    if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
+    return { claimed: false, existing };
   }
 
   async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
@@ -223,31 +291,20 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     }
   }
 
-  /**
-   * The record's put, conditioned on its key being free: the same predicate as `keyIsFree`, one comparison per
-   * policy (compared here because TTL deletes late and DynamoDB Local never): 'execute' frees a settled record at
-   * the end of its retention, 'review' at its expiry.
-   */
+  /** The record's put, conditioned on its key being free: the core's key-expiry rule, rendered. */
   private putIfKeyIsFree(record: IdempotencyRecord, now: number, options: ClaimOptions) {
-    const freed: { clause: string; names: Record<string, string>; values: Record<string, number> } =
-      options.onExpired === 'execute'
-        ? { clause: 'retain_until <= :now', names: {}, values: { ':now': now } }
-        : { clause: '#expires <= :nowSeconds', names: { '#expires': TableSchema.ttlAttribute }, values: { ':nowSeconds': Math.floor(now / 1000) } };
-    return {
-      TableName: this.tableName,
-      Item: recordToItem(record, this.keyPrefix),
-      ConditionExpression: `attribute_not_exists(pk) OR (#status IN (:succeeded, :failed) AND ${freed.clause})`,
-      ExpressionAttributeNames: { '#status': 'status', ...freed.names },
-      ExpressionAttributeValues: { ':succeeded': 'SUCCEEDED', ':failed': 'FAILED', ...freed.values },
-    };
+    return { TableName: this.tableName, Item: recordToItem(record, this.keyPrefix, this.attentionIndex), ...renderKeyIsFree(now, options.onExpired) };
   }
 
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
+    const item = await this.readItem(this.keyOf(identity));
+    return item ? itemToRecord(item) : undefined;
+  }
+
+  private async readItem(key: { pk: string; sk: string }): Promise<Item | undefined> {
     try {
-      const { Item } = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: this.keyOf(identity), ConsistentRead: true }),
-      );
-      return Item ? itemToRecord(Item) : undefined;
+      const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+      return Item;
     } catch (err) {
       throw unavailable('read', err);
     }
@@ -260,10 +317,12 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     now: number,
     writes: ExtraWrite[] = [],
   ): Promise<void> {
-    transition('PROCESSING', settlement.status === 'SUCCEEDED' ? 'complete' : 'fail');
+    const event = settlement.status === 'SUCCEEDED' ? 'complete' : 'fail';
+    transition('PROCESSING', event);
+    const fence = ownedFence(event, ownerToken);
     // Only what the settlement has: NULL placeholders would ride along in every replay's answer.
     const names: Record<string, string> = { '#status': 'status' };
-    const values: Record<string, unknown> = { ':status': settlement.status, ':now': now, ':processing': 'PROCESSING', ':owner': ownerToken };
+    const values: Record<string, unknown> = { ':status': settlement.status, ':now': now, ...fence.values };
     let set = '#status = :status, updated_at = :now';
     if (settlement.result !== undefined) {
       set += ', #result = :result';
@@ -282,8 +341,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const update = {
       TableName: this.tableName,
       Key: this.keyOf(identity),
-      UpdateExpression: `SET ${set} REMOVE attention_pk, attention_at`,
-      ConditionExpression: OWNED_PROCESSING,
+      UpdateExpression: `SET ${set}${removeClause(this.attentionRemove)}`,
+      ConditionExpression: fence.clause,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     };
@@ -306,14 +365,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
     transition('PROCESSING', 'release');
+    const fence = ownedFence('release', ownerToken);
     return this.conditional('release', () =>
       this.doc.send(
         new DeleteCommand({
           TableName: this.tableName,
           Key: this.keyOf(identity),
-          ConditionExpression: OWNED_PROCESSING,
+          ConditionExpression: fence.clause,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':processing': 'PROCESSING', ':owner': ownerToken },
+          ExpressionAttributeValues: fence.values,
         }),
       ),
     );
@@ -326,15 +386,16 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    const pk = this.keyOf(identity).pk;
+    const key = this.keyOf(identity);
+    const fence = ownedFence('uncertain', ownerToken);
+    const attention = this.attentionSet('UNKNOWN', key.pk, ':next');
     return this.conditional('mark unknown', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: this.keyOf(identity),
-          UpdateExpression:
-            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, attention_pk = :attention, attention_at = :next REMOVE #expires',
-          ConditionExpression: OWNED_PROCESSING,
+          Key: key,
+          UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next${attention.set} REMOVE #expires`,
+          ConditionExpression: fence.clause,
           ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':unknown': 'UNKNOWN',
@@ -342,9 +403,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
             ':error': details.error,
             ':errorType': details.errorType ?? null,
             ':next': details.nextCheckAt,
-            ':attention': attentionPk('UNKNOWN', pk),
-            ':processing': 'PROCESSING',
-            ':owner': ownerToken,
+            ...attention.values,
+            ...fence.values,
           },
         }),
       ),
@@ -359,23 +419,17 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'take_over');
+    const fence = ownedFence('take_over', expectedOwnerToken);
     return this.conditional('take over', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.keyOf(identity),
-          UpdateExpression:
-            'SET owner_token = :newOwner, lease_expires_at = :lease, attention_at = :lease, updated_at = :now',
+          UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
           // The old lease must still be stale: a racing executor that renewed it keeps it.
-          ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at <= :now`,
+          ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':newOwner': newOwnerToken,
-            ':lease': leaseExpiresAt,
-            ':now': now,
-            ':processing': 'PROCESSING',
-            ':owner': expectedOwnerToken,
-          },
+          ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
         }),
       ),
     );
@@ -384,24 +438,24 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   async expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
     const key = this.keyOf(record);
+    const fence = ownedFence('lease_expired', record.ownerToken);
+    const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
     return this.conditional('expire lease', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression:
-            'SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, attention_pk = :attention, attention_at = :now REMOVE #expires',
-          ConditionExpression: `${OWNED_PROCESSING} AND lease_expires_at = :lease AND lease_expires_at <= :now`,
+          UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now${attention.set} REMOVE #expires`,
+          ConditionExpression: `${fence.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
           ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':unknown': 'UNKNOWN',
             ':now': now,
             ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
             ':errorType': 'lease_expired',
-            ':attention': attentionPk('UNKNOWN', key.pk),
-            ':processing': 'PROCESSING',
-            ':owner': record.ownerToken,
             ':lease': record.leaseExpiresAt,
+            ...attention.values,
+            ...fence.values,
           },
         }),
       ),
@@ -411,7 +465,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
     const key = this.keyOf(record);
-    const fence = this.unknownFence(record);
+    const fence = this.versionFence(record, outcome.event);
     if (outcome.event === 'reconciled_absent') {
       return this.conditional('release after reconciliation', () =>
         this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: key, ...fence })),
@@ -425,11 +479,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       values[':retain'] = retention.retainUntil;
       values[':expires'] = retention.expiresAt;
     }
-    let remove = 'attention_pk, attention_at, next_check_at';
+    let remove = [...this.attentionRemove, 'next_check_at'];
     if (outcome.event === 'reconciled_found') {
       set += ', #result = :result';
       values[':result'] = outcome.result ?? null;
-      remove += ', #error, error_type';
+      remove.push('#error', 'error_type');
     } else {
       set += ', #error = :error, error_type = :errorType';
       values[':error'] = outcome.error;
@@ -437,17 +491,18 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     }
     if (outcome.event === 'reconcile_exhausted') {
       // Parked records stay in the index (their own kind) so the reconciler can count them for the alarm.
-      set += ', reconcile_attempts = :attempts, attention_pk = :review, attention_at = :now';
+      const attention = this.attentionSet('REVIEW', key.pk, ':now');
+      set += `, reconcile_attempts = :attempts${attention.set}`;
       values[':attempts'] = (record.reconcileAttempts ?? 0) + 1;
-      values[':review'] = attentionPk('REVIEW', key.pk);
-      remove = 'next_check_at';
+      Object.assign(values, attention.values);
+      remove = ['next_check_at'];
     }
     return this.conditional('reconcile', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: `SET ${set} REMOVE ${remove}`,
+          UpdateExpression: `SET ${set}${removeClause(remove)}`,
           ConditionExpression: fence.ConditionExpression,
           ExpressionAttributeNames: {
             ...fence.ExpressionAttributeNames,
@@ -462,14 +517,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   }
 
   async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number): Promise<boolean> {
-    const fence = this.unknownFence(record);
+    transition('UNKNOWN', 'reconcile_deferred');
+    const fence = this.versionFence(record, 'reconcile_deferred');
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
       this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.keyOf(record),
-          UpdateExpression: 'SET reconcile_attempts = :attempts, next_check_at = :next, attention_at = :next, #error = :error, last_checked_at = :now',
+          UpdateExpression: `SET reconcile_attempts = :attempts, next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
           ConditionExpression: fence.ConditionExpression,
           ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
           ExpressionAttributeValues: {
@@ -527,24 +583,25 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       const names: Record<string, string> = { ...fence.names, '#error': 'error' };
       const values: Record<string, unknown> = { ...fence.values, ':to': to, ':now': now };
       let set = '#status = :to, updated_at = :now';
-      let remove: string;
+      let remove: string[];
       if (decision.event === 'operator_recheck') {
-        set += ', next_check_at = :now, attention_pk = :attention, attention_at = :now, #error = :error';
-        values[':attention'] = attentionPk('UNKNOWN', key.pk);
+        const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
+        set += `, next_check_at = :now, #error = :error${attention.set}`;
+        Object.assign(values, attention.values);
         values[':error'] = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
-        remove = 'reconcile_attempts';
+        remove = ['reconcile_attempts'];
       } else {
         const retention = retentionFromNow(record, now);
         set += ', retain_until = :retain, #expires = :expires';
         names['#expires'] = TableSchema.ttlAttribute;
         values[':retain'] = retention.retainUntil;
         values[':expires'] = retention.expiresAt;
-        remove = 'attention_pk, attention_at, next_check_at';
+        remove = [...this.attentionRemove, 'next_check_at'];
         if (decision.event === 'operator_settled_found') {
           set += ', #result = :result';
           names['#result'] = 'result';
           values[':result'] = decision.result ?? null;
-          remove += ', #error, error_type';
+          remove.push('#error', 'error_type');
         } else if (decision.event === 'operator_settled_absent_fail') {
           set += ', #error = :error, error_type = :errorType';
           values[':error'] = decision.error;
@@ -555,7 +612,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         Update: {
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: `SET ${set} REMOVE ${remove}`,
+          UpdateExpression: `SET ${set}${removeClause(remove)}`,
           ConditionExpression: fence.ConditionExpression,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
@@ -591,19 +648,16 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     return { Put: { TableName: create.table ?? this.tableName, Item: { ...create.item, ...create.key }, ConditionExpression: 'attribute_not_exists(pk)' } };
   }
 
-  /** The version the reconciler read: still UNKNOWN, same owner, same number of attempts. */
-  private unknownFence(record: IdempotencyRecord) {
+  /** The version the reconciler read: `event` legal from its status, same owner, same number of attempts. */
+  private versionFence(record: IdempotencyRecord, event: StoreWriteEvent) {
     const attempts = record.reconcileAttempts;
+    const owned = ownedFence(event, record.ownerToken);
     return {
-      ConditionExpression: `#status = :unknown AND owner_token = :owner AND ${
+      ConditionExpression: `${owned.clause} AND ${
         attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
       }`,
       ExpressionAttributeNames: { '#status': 'status' } as Record<string, string>,
-      ExpressionAttributeValues: {
-        ':unknown': 'UNKNOWN',
-        ':owner': record.ownerToken,
-        ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
-      } as Record<string, unknown>,
+      ExpressionAttributeValues: { ...owned.values, ...(attempts === undefined ? {} : { ':readAttempts': attempts }) } as Record<string, unknown>,
     };
   }
 

@@ -12,7 +12,12 @@ beforeAll(async () => {
 });
 afterAll(async () => table?.drop());
 
-describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }) });
+describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), reviewStore: true });
 describeStoreConformance('DynamoDB with a key prefix', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, keyPrefix: 'team-a:' }),
+  reviewStore: true,
+});
+describeStoreConformance('DynamoDB without the attention index', {
+  store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: false }),
+  reviewStore: true,
 });

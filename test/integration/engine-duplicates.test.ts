@@ -20,7 +20,7 @@ afterAll(() => table.drop());
 describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
 
   function engine(options: Partial<EngineOptions> = {}) {
-    return engineFor(effect, { store: new DynamoDbIdempotencyStore(table.doc, table.tableName), ...options });
+    return engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), ...options });
   }
 
   /** A tool that counts its executions and returns which one answered. */
@@ -214,7 +214,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     ])('refuses a key that is %s: nothing runs, nothing is sent to DynamoDB', async (_, badKey) => {
       const doc = createDocumentClient(table.endpoint);
       const requests = countDynamoDbRequests(doc);
-      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore(doc, table.tableName) });
+      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       let runs = 0;
       const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: badKey, args: { a: 1 } }, {}, async () => {
         runs++;
@@ -229,7 +229,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it('refuses a bad tenant id the same way: nothing runs, nothing is sent to DynamoDB', async () => {
       const doc = createDocumentClient(table.endpoint);
       const requests = countDynamoDbRequests(doc);
-      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore(doc, table.tableName) });
+      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       let runs = 0;
       for (const tenant of ['', 'x', 't'.repeat(129), 'tenant/../x', 'tenant a b', 'tenant#other']) {
         const answer = await e.run({ tenant, tool: TOOL, idempotencyKey: newKey(), args: {} }, {}, async () => {
@@ -300,7 +300,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it.skipIf(effect === 'local')('a first call with one business write costs 2 requests, a replay 1, a conflict 1', async () => {
       const doc = createDocumentClient(table.endpoint);
       const requests = countDynamoDbRequests(doc);
-      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore(doc, table.tableName) });
+      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       const key = newKey();
       const orderId = `order-${key}`;
       const call = (amount: number) =>
@@ -327,7 +327,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it.skipIf(effect === 'local')('a first call without extra writes costs 2 requests (claim and completion)', async () => {
       const doc = createDocumentClient(table.endpoint);
       const requests = countDynamoDbRequests(doc);
-      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore(doc, table.tableName) });
+      const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: newKey(), args: {} }, {}, async () => ({ result: 1 }));
       expect(requests.byOperation).toEqual({ PutItem: 1, UpdateItem: 1 });
       doc.destroy();

@@ -18,7 +18,7 @@ let table: Awaited<ReturnType<typeof createTestTable>>;
 let store: DynamoDbIdempotencyStore;
 beforeAll(async () => {
   table = await createTestTable();
-  store = new DynamoDbIdempotencyStore(table.doc, table.tableName);
+  store = new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName });
 });
 afterAll(() => table.drop());
 
@@ -261,7 +261,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it('refuses to start without time left: nothing runs and nothing is even claimed', async () => {
       const doc = createDocumentClient(table.endpoint);
       const requests = countDynamoDbRequests(doc);
-      const engine = engineFor(effect, { store: new DynamoDbIdempotencyStore(doc, table.tableName), completionMarginMs: 1000 });
+      const engine = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), completionMarginMs: 1000 });
       const key = newKey();
       let runs = 0;
       const answer = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {}, remainingTimeMs: () => 900 }, {}, async () => {

@@ -31,7 +31,7 @@ afterAll(async () => {
 describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
 
   function engine(options: Partial<EngineOptions> = {}) {
-    return engineFor(effect, { store: new DynamoDbIdempotencyStore(proxiedDoc, table.tableName), ...options });
+    return engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: proxiedDoc, tableName: table.tableName }), ...options });
   }
   const stored = (key: string) => storedItem(table.doc, table.tableName, TENANT, TOOL, key);
 

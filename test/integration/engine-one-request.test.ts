@@ -24,7 +24,7 @@ afterAll(async () => {
   await table.drop();
 });
 
-const localEngine = (options: Parameters<typeof engineFor>[1] = { store: new DynamoDbIdempotencyStore(doc, table.tableName) }) =>
+const localEngine = (options: Parameters<typeof engineFor>[1] = { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) }) =>
   engineFor('local', options);
 
 /** A local tool: its whole effect is one order item, committed with the record. */
@@ -129,7 +129,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
 
   it('past retention the key is free on this path too: the next call commits again in one request', async () => {
     const clock = manualClock();
-    const e = localEngine({ store: new DynamoDbIdempotencyStore(doc, table.tableName), clock: clock.clock });
+    const e = localEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), clock: clock.clock });
     const key = newKey();
     let run = 0;
     const call = (amount: number) =>

@@ -3,7 +3,9 @@ import {
   allows,
   decideForExisting,
   IllegalTransitionError,
+  keyExpiryRule,
   keyIsFree,
+  storedStatesAllowing,
   transition,
   type ExpiryPolicy,
   type IdempotencyRecord,
@@ -25,6 +27,7 @@ const EVENTS: TransitionEvent[] = [
   'reconciled_absent',
   'reconciled_absent_fail',
   'reconcile_exhausted',
+  'reconcile_deferred',
   'expire',
   'operator_settled_found',
   'operator_settled_absent',
@@ -57,6 +60,7 @@ const LEGAL: Partial<Record<RecordState, Partial<Record<TransitionEvent, RecordS
     reconciled_absent: 'ABSENT',
     reconciled_absent_fail: 'FAILED',
     reconcile_exhausted: 'NEEDS_REVIEW',
+    reconcile_deferred: 'UNKNOWN',
     ...BY_OPERATOR,
   },
   SUCCEEDED: { expire: 'ABSENT' },
@@ -202,6 +206,30 @@ describe('keyIsFree (the claim condition the store must mirror)', () => {
   it('never frees unsettled records', () => {
     for (const status of ['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const) {
       expect(keyIsFree(record(status), EXPIRES_REVIEW * 1000 + 1, 'execute')).toBe(false);
+    }
+  });
+});
+
+describe('storedStatesAllowing (what store conditions are rendered from)', () => {
+  it('lists, for every event, exactly the stored states the table allows it from', () => {
+    for (const event of EVENTS) {
+      const expected = STATES.filter((from) => from !== 'ABSENT' && LEGAL[from]?.[event] !== undefined);
+      expect(storedStatesAllowing(event)).toEqual(expected);
+    }
+  });
+});
+
+describe('keyExpiryRule (the one key-expiry rule every store renders)', () => {
+  it("names the table's expiring states, the field that decides under each policy, and its bound in the field's unit", () => {
+    const now = RETAIN + 1234;
+    expect(keyExpiryRule(now, 'execute')).toEqual({ statuses: ['SUCCEEDED', 'FAILED'], field: 'retainUntil', freeAtOrBefore: now });
+    expect(keyExpiryRule(now, 'review')).toEqual({ statuses: ['SUCCEEDED', 'FAILED'], field: 'expiresAt', freeAtOrBefore: Math.floor(now / 1000) });
+  });
+
+  it('without a policy reads like review: only the expiry frees a key', () => {
+    const r = record('SUCCEEDED', { expiresAt: EXPIRES_REVIEW });
+    for (const now of [RETAIN, EXPIRES_REVIEW * 1000 - 1, EXPIRES_REVIEW * 1000]) {
+      expect(keyIsFree(r, now, undefined)).toBe(keyIsFree(r, now, 'review'));
     }
   });
 });

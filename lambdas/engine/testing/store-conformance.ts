@@ -1,19 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OwnershipLostError, TransactionRejectedError } from '../../core/errors';
-import type { IdempotencyRecord } from '../../core/state-machine';
-import type { ExtraWrite, IdempotencyStore, RecordIdentity } from '../persistence';
+import { allows, keyIsFree, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
+import type { ExtraWrite, IdempotencyStore, RecordIdentity, ReviewStore } from '../persistence';
 
 export interface StoreConformanceOptions {
   /** The store under test; called once per test. Records of different tests never share a key. */
   store: () => IdempotencyStore | Promise<IdempotencyStore>;
+  /** The store also implements ReviewStore (the review workflow): its decisions are held to the table too. */
+  reviewStore?: boolean;
 }
 
 const HOUR = 3600_000;
 const T0 = Date.UTC(2030, 0, 1);
 
-/** A PROCESSING record as the engine claims it: a lease of a minute, replayed for an hour, expiring a day later. */
-function processing(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
+/**
+ * A PROCESSING record as the engine claims it, on a new key: created at 2030-01-01T00:00Z with a lease of a minute,
+ * replayed for an hour, expiring a day later. For a store's own tests beside the suite.
+ */
+export function processingRecord(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
   const retainUntil = T0 + HOUR;
   return {
     tenant: 'tenant-a',
@@ -33,9 +38,55 @@ function processing(overrides: Partial<IdempotencyRecord> = {}): IdempotencyReco
 
 const identity = (r: IdempotencyRecord): RecordIdentity => ({ tenant: r.tenant, tool: r.tool, idempotencyKey: r.idempotencyKey });
 /** A new claim of the same key by another executor. */
+const processing = processingRecord;
 const rivalOf = (r: IdempotencyRecord) => processing(identity(r));
 const orderWrite = (id: string): ExtraWrite => ({ create: { key: { pk: `CONFORMANCE#${id}`, sk: 'ITEM' }, item: { id } } });
 const unknownError = { code: 'OUTCOME_UNKNOWN', message: 'timed out' };
+/** The record as the one-request path commits it: settled at once, with the same times as a claim. */
+const settledAtOnce = (overrides: Partial<IdempotencyRecord> = {}) => processing({ status: 'SUCCEEDED', result: { order: 'o-1' }, ...overrides });
+
+/** What one store write needs to be attempted on a record in any state, and whether the store applied it. */
+type WriteAttempt = (store: IdempotencyStore, record: IdempotencyRecord, now: number) => Promise<boolean>;
+const refusedAsOwnershipLost = async (write: Promise<void>) => {
+  try {
+    await write;
+    return true;
+  } catch (err) {
+    if (err instanceof OwnershipLostError) return false;
+    throw err;
+  }
+};
+
+/**
+ * Every write of the store port by the event it makes, each attempted with the fence of the record as read (its owner
+ * token, lease and attempts): the suite expects it applied exactly when the transition table allows the event from
+ * the record's state. A new event in the table fails the type check here until its write is listed.
+ */
+const WRITES: Record<Exclude<TransitionEvent, 'claim' | 'expire' | OperatorEvent>, WriteAttempt> = {
+  complete: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'SUCCEEDED', result: 1 }, now)),
+  fail: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'FAILED', error: unknownError }, now)),
+  release: (store, r) => store.release(identity(r), r.ownerToken),
+  uncertain: (store, r, now) => store.markUnknown(identity(r), r.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: now }, now),
+  lease_expired: (store, r, now) => store.expireLease(r, now),
+  take_over: (store, r, now) => store.takeOver(identity(r), r.ownerToken, randomUUID(), now + 60_000, now),
+  reconciled_found: (store, r, now) => store.reconcile(r, { event: 'reconciled_found', result: 1 }, now),
+  reconciled_absent: (store, r, now) => store.reconcile(r, { event: 'reconciled_absent' }, now),
+  reconciled_absent_fail: (store, r, now) => store.reconcile(r, { event: 'reconciled_absent_fail', error: unknownError }, now),
+  reconcile_exhausted: (store, r, now) => store.reconcile(r, { event: 'reconcile_exhausted', error: unknownError }, now),
+  reconcile_deferred: (store, r, now) => store.deferReconcile(r, now + 60_000, unknownError, now),
+};
+
+const OPERATOR_EVENTS: readonly OperatorEvent[] = ['operator_settled_found', 'operator_settled_absent', 'operator_settled_absent_fail', 'operator_recheck'];
+const isReviewStore = (store: IdempotencyStore): store is IdempotencyStore & ReviewStore => 'decide' in store && 'reviewLog' in store;
+const operatorDecision = (event: OperatorEvent) =>
+  event === 'operator_settled_found'
+    ? { event, result: 1 }
+    : event === 'operator_settled_absent_fail'
+      ? { event, error: unknownError }
+      : { event };
+
+/** A record's states the port can reach, each made through the port; ABSENT: the key was never claimed. */
+const STATES: readonly RecordState[] = ['ABSENT', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'UNKNOWN', 'NEEDS_REVIEW'];
 
 /**
  * What every adapter of the store port must do, as a vitest suite: call it at the top level of a test file with a
@@ -51,6 +102,23 @@ export function describeStoreConformance(name: string, options: StoreConformance
     await store.claim(record, T0);
     expect(await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000 }, T0 + 1000)).toBe(true);
     return { store, record: (await store.get(identity(record)))! };
+  };
+
+  /** A fresh record in `state`, as the store holds it (for ABSENT: the record a claim would have written). */
+  const recordIn = async (store: IdempotencyStore, state: RecordState): Promise<IdempotencyRecord> => {
+    const record = processing();
+    if (state === 'ABSENT') return record;
+    await store.claim(record, T0);
+    if (state === 'SUCCEEDED' || state === 'FAILED') {
+      await store.settle(identity(record), record.ownerToken, state === 'SUCCEEDED' ? { status: state, result: 0 } : { status: state, error: unknownError }, T0 + 1);
+    }
+    if (state === 'UNKNOWN' || state === 'NEEDS_REVIEW') {
+      await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1 }, T0 + 1);
+    }
+    if (state === 'NEEDS_REVIEW') await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 2);
+    const stored = await store.get(identity(record));
+    expect(stored?.status).toBe(state);
+    return stored!;
   };
 
   describe(`${name}: the idempotency store contract`, () => {
@@ -96,6 +164,31 @@ export function describeStoreConformance(name: string, options: StoreConformance
         await store.claim(second, T0);
         await store.settle(identity(second), second.ownerToken, { status: 'FAILED', error: { code: 'X', message: 'no' } }, T0 + 10);
         expect(await store.claim({ ...second, ownerToken: randomUUID() }, second.retainUntil, { onExpired: 'execute' })).toEqual({ claimed: true });
+      });
+
+      it("frees exactly the keys the core's rule (keyIsFree) frees, at each boundary and under each policy", async () => {
+        const store = await open();
+        // Retention ends off the second; the expiry (a review window) an hour later, on the second.
+        const retainUntil = T0 + HOUR + 500;
+        const expiresAt = Math.floor((retainUntil + HOUR) / 1000);
+        const nows = [retainUntil - 1, retainUntil, retainUntil + 1, expiresAt * 1000 - 1, expiresAt * 1000, expiresAt * 1000 + 1];
+        for (const status of ['SUCCEEDED', 'FAILED'] as const) {
+          for (const onExpired of ['execute', 'review', undefined] as const) {
+            for (const now of nows) {
+              /** A key settled with `status` long ago, as the store holds it. */
+              const settledKey = async () => {
+                const record = processing({ retainUntil, expiresAt });
+                await store.claim(record, T0);
+                await store.settle(identity(record), record.ownerToken, status === 'SUCCEEDED' ? { status, result: 1 } : { status, error: unknownError }, T0 + 1);
+                return (await store.get(identity(record)))!;
+              };
+              const free = keyIsFree(await settledKey(), now, onExpired);
+              const { claimed } = await store.claim(rivalOf(await settledKey()), now, { onExpired });
+              const { committed } = await store.commitOnce(settledAtOnce(identity(await settledKey())), now, { onExpired });
+              expect({ status, onExpired, at: now - T0, claimed, committed }).toEqual({ status, onExpired, at: now - T0, claimed: free, committed: free });
+            }
+          }
+        }
       });
 
       it('never frees an unsettled key by time', async () => {
@@ -197,6 +290,108 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.expireLease(current, T0 + 120_000)).toBe(true);
         expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', nextCheckAt: T0 + 120_000 });
         expect(await store.expireLease(current, T0 + 120_001)).toBe(false);
+      });
+    });
+
+    describe('commitOnce (the one-request path)', () => {
+      it("commits the settled record and the tool's writes on a free key", async () => {
+        const store = await open();
+        const record = settledAtOnce();
+        const item = `item-${randomUUID()}`;
+        expect(await store.commitOnce(record, T0, { onExpired: 'execute' }, [orderWrite(item)])).toEqual({ committed: true });
+        expect(await store.get(identity(record))).toEqual(record);
+        // The item committed with it: another transaction creating it is refused, and commits nothing.
+        const other = settledAtOnce();
+        await expect(store.commitOnce(other, T0, {}, [orderWrite(item)])).rejects.toBeInstanceOf(TransactionRejectedError);
+        expect(await store.get(identity(other))).toBeUndefined();
+      });
+
+      it('on a held key returns the holder and writes nothing; a retried commit of the same owner counts as committed', async () => {
+        const store = await open();
+        for (const holder of ['PROCESSING', 'SUCCEEDED', 'UNKNOWN', 'NEEDS_REVIEW'] as const) {
+          const held = await recordIn(store, holder);
+          const item = `item-${randomUUID()}`;
+          const rival = settledAtOnce({ ...identity(held), result: { order: 'o-2' } });
+          expect(await store.commitOnce(rival, T0 + 10, { onExpired: 'execute' }, [orderWrite(item)]), holder).toEqual({
+            committed: false,
+            existing: await store.get(identity(held)),
+          });
+          expect(await store.get(identity(held)), holder).toEqual(held);
+          // Its item was not written: a later transaction still creates it.
+          const later = settledAtOnce();
+          expect(await store.commitOnce(later, T0, {}, [orderWrite(item)]), holder).toEqual({ committed: true });
+        }
+        const mine = settledAtOnce();
+        await store.commitOnce(mine, T0);
+        expect(await store.commitOnce(mine, T0 + 1)).toEqual({ committed: true });
+      });
+
+      it('returns the record to a call with other arguments (a conflict), writing nothing', async () => {
+        const store = await open();
+        const first = settledAtOnce();
+        await store.commitOnce(first, T0);
+        const conflicting = settledAtOnce({ ...identity(first), fingerprint: 'fp-2', result: { order: 'o-2' } });
+        expect(await store.commitOnce(conflicting, T0 + 1, { onExpired: 'execute' })).toEqual({ committed: false, existing: first });
+        expect(await store.get(identity(first))).toEqual(first);
+      });
+
+      it("frees an expired key by the same rule as claim: 'execute' at the end of retention, otherwise at the expiry", async () => {
+        const store = await open();
+        const first = settledAtOnce();
+        await store.commitOnce(first, T0);
+        const again = () => settledAtOnce({ ...identity(first), result: { order: 'o-2' } });
+        expect(await store.commitOnce(again(), first.retainUntil - 1, { onExpired: 'execute' })).toMatchObject({ committed: false });
+        expect(await store.commitOnce(again(), first.retainUntil, { onExpired: 'review' })).toMatchObject({ committed: false });
+        expect(await store.commitOnce(again(), first.retainUntil)).toMatchObject({ committed: false });
+        const second = again();
+        expect(await store.commitOnce(second, first.retainUntil, { onExpired: 'execute' })).toEqual({ committed: true });
+        expect(await store.get(identity(first))).toEqual(second);
+        const third = again();
+        expect(await store.commitOnce(third, second.expiresAt * 1000, { onExpired: 'review' })).toEqual({ committed: true });
+        expect((await store.get(identity(first)))?.ownerToken).toBe(third.ownerToken);
+      });
+    });
+
+    describe('the transition table (lambdas/core/state-machine.ts) decides every write', () => {
+      /** Late enough that every lease has passed and no settled record is free yet under the default policy. */
+      const late = T0 + 30 * 60_000;
+      it.each(Object.entries(WRITES))('%s: applied exactly from the states the table allows it from; refused (nothing written) from the others', async (event, attempt) => {
+        const store = await open();
+        for (const state of STATES) {
+          const record = await recordIn(store, state);
+          const before = await store.get(identity(record));
+          const applied = await attempt(store, record, late);
+          expect({ state, applied }).toEqual({ state, applied: allows(state, event as TransitionEvent) });
+          if (!applied) expect(await store.get(identity(record)), `${event} from ${state}`).toEqual(before);
+        }
+      });
+
+      it('claim and commitOnce: applied on an absent key only (a settled key once it expired: see above)', async () => {
+        const store = await open();
+        for (const state of STATES) {
+          const claimed = (await store.claim(rivalOf(await recordIn(store, state)), T0 + 2)).claimed;
+          const committed = (await store.commitOnce(settledAtOnce(identity(await recordIn(store, state))), T0 + 2)).committed;
+          expect({ state, claimed, committed }).toEqual({ state, claimed: allows(state, 'claim'), committed: allows(state, 'claim') });
+        }
+      });
+
+      it.skipIf(!options.reviewStore).each(OPERATOR_EVENTS)("%s (review stores): applied exactly from the table's states, refused from the others", async (event) => {
+        const store = await open();
+        if (!isReviewStore(store)) throw new Error('reviewStore: true, but the store has no decide/reviewLog');
+        for (const state of STATES.filter((s) => s !== 'ABSENT')) {
+          const record = await recordIn(store, state);
+          const entry = { by: 'conformance', at: late, action: event, reason: 'checked by hand', from: record.status, to: 'ABSENT' as const };
+          let applied: boolean;
+          try {
+            applied = await store.decide(record, await store.reviewLog(identity(record)), operatorDecision(event), entry, late);
+          } catch (err) {
+            // The table refuses before anything is sent.
+            if ((err as Error).name !== 'IllegalTransitionError') throw err;
+            applied = false;
+          }
+          expect({ state, applied }).toEqual({ state, applied: allows(state, event) });
+          if (!applied) expect(await store.get(identity(record))).toEqual(record);
+        }
       });
     });
 

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { toDeliveryView, type OutboxStore } from 'idempotent-mcp/dynamodb';
-import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, leaseHasPassed, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
 import { defineReadTool, isWriteTool, ReadToolError, type ReadToolContext, type ToolRuntime } from 'idempotent-mcp/mcp';
 
 const statusSchema = z.object({
@@ -74,7 +74,7 @@ export const getOperationStatusTool = defineReadTool({
     if (!record || keyIsFree(record, now, definition.idempotency.onExpired ?? DEFAULT_POLICY.onExpired)) return { ...base, status: 'not_found' as const };
     // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): whether its effect
     // happened is what the reconciler (or a retry, for a tool safe to re-execute) settles next, so: unknown.
-    const stale = record.status === 'PROCESSING' && record.leaseExpiresAt <= now;
+    const stale = record.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt, now);
     return {
       ...base,
       status: (stale ? 'unknown' : record.status.toLowerCase()) as z.infer<typeof statusSchema>['status'],

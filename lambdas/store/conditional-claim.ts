@@ -1,0 +1,47 @@
+import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient, type PutCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+
+type Item = Record<string, unknown>;
+
+/**
+ * The core's lease rule (`leaseHasPassed`: a lease at or before now protects no one) as a DynamoDB condition on
+ * `attribute`, compared with the expression value `:now`. Every claim that may take over a lease renders it here.
+ */
+export const leasePassedClause = (attribute: string): string => `${attribute} <= :now`;
+
+export type ItemClaim =
+  /** `previous`: the item the claim replaced (an update's ALL_OLD), if any. */
+  | { claimed: true; previous?: Item }
+  /** The holder's item, as the refused write found it. */
+  | { claimed: false; existing: Item };
+
+/**
+ * One claim by one conditional write: the mechanism behind the idempotency store's claim of a key and the outbox
+ * consumer's claim of an event's delivery. The write's condition says when the key is free (no item, an expired
+ * record, a passed lease); when it is not, the holder comes back with the refusal (ALL_OLD), so a duplicate costs
+ * one request. `read` is a fallback for emulators that omit ALL_OLD; a holder gone in between means the key is free
+ * again, so the claim is written again. Errors other than the refusal are thrown as they are, for the caller to
+ * classify.
+ */
+export async function claimByCondition(
+  doc: DynamoDBDocumentClient,
+  write: { put: PutCommandInput } | { update: UpdateCommandInput },
+  read: () => Promise<Item | undefined>,
+): Promise<ItemClaim> {
+  for (;;) {
+    try {
+      if ('put' in write) {
+        await doc.send(new PutCommand({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+        return { claimed: true };
+      }
+      const out = await doc.send(new UpdateCommand({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+      return out.Attributes ? { claimed: true, previous: out.Attributes } : { claimed: true };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      const old = (err as { Item?: Record<string, AttributeValue> }).Item;
+      const existing = old ? unmarshall(old) : await read();
+      if (existing) return { claimed: false, existing };
+    }
+  }
+}
