@@ -7,7 +7,7 @@ import type { ExtraWrite } from '../lambdas/engine/persistence';
 import { createOrderTool } from '../lambdas/mcp/tools/create-order';
 import { requestPaymentTool } from '../lambdas/mcp/tools/request-payment';
 import { sendEmailTool } from '../lambdas/mcp/tools/send-email';
-import { orderIdFor, putOrderWrite } from '../lambdas/orders/orders';
+import { orderIdFor, putOrderWrite } from '../lambdas/mcp/tools/orders';
 import { newOutboxMessage } from '../lambdas/outbox/outbox-event';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';

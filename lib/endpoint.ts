@@ -16,7 +16,7 @@ import { OutboxQueue } from './constructs/outbox-queue';
 import { OutboxRelayFunction } from './constructs/outbox-relay';
 import { DEFAULT_RECONCILE_PERIOD, ReconcilerFunction } from './constructs/reconciler';
 import type { CommonFunctionProps, PowertoolsSettings } from './constructs/service-function';
-import { checkToolsModule, toolsFunctionEntry } from './tools-entry';
+import { checkToolsModule, deliveriesFunctionEntry, toolsFunctionEntry } from './tools-entry';
 
 /** What every endpoint is configured with, the reference stack and a team's IdempotentMcpEndpoint alike. */
 export interface EndpointSettings {
@@ -64,8 +64,8 @@ export interface EndpointParts {
 }
 
 export interface EndpointPartsProps extends EndpointSettings {
-  /** The MCP and reconciler functions' entries (they carry the tools). Default: the reference endpoint's. */
-  readonly entries?: { mcp: string; reconciler: string };
+  /** The MCP, reconciler and consumer functions' entries (they carry the tools and deliveries). Default: the reference endpoint's. */
+  readonly entries?: { mcp: string; reconciler: string; consumer: string };
   /** More functions whose errors and throttles raise alarms. */
   readonly monitoredFunctions?: Record<string, lambda.IFunction>;
 }
@@ -99,7 +99,7 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
   });
   const outbox = new OutboxQueue(scope, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
   const relay = new OutboxRelayFunction(scope, 'Relay', { ...common, store, queue: outbox });
-  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, store, queue: outbox, downstreams, timeout: DEFAULT_CONSUMER_TIMEOUT });
+  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, entry: props.entries?.consumer, store, queue: outbox, downstreams, timeout: DEFAULT_CONSUMER_TIMEOUT });
   const reconciler = new ReconcilerFunction(scope, 'Reconciler', {
     ...common,
     entry: props.entries?.reconciler,
@@ -132,9 +132,15 @@ export interface IdempotentMcpEndpointProps extends EndpointSettings {
    * Required: an endpoint serves only the tools you give it.
    */
   readonly tools: string;
-  /** Settings your tools read, added to the MCP and reconciler functions. Default none. The endpoint's own names are refused. */
+  /**
+   * Your deliveries module: a .ts or .js file exporting `deliveries`, an object of delivery handlers by outbox event
+   * type (`{ 'invoice.send': { deliver, verify } }`), for the events your tools commit. esbuild bundles it into the
+   * outbox consumer, which runs each event's `deliver` once. Default none: the consumer has no handlers.
+   */
+  readonly deliveries?: string;
+  /** Settings your code reads, added to the functions that run it (MCP, reconciler; the consumer with `deliveries`). Default none. The endpoint's own names are refused. */
   readonly environment?: Record<string, string>;
-  /** What your tools may do (a bucket, another table, a queue), granted to the MCP and reconciler functions. Default none. */
+  /** What your code may do (a bucket, another table, a queue), granted to the functions that run it, as `environment`. Default none. */
   readonly grants?: iam.PolicyStatement[];
 }
 
@@ -160,6 +166,7 @@ export class IdempotentMcpEndpoint extends Construct {
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
+    const deliveries = props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
     checkEnvironment(props.environment ?? {});
     if (props.reconcilePeriod && props.reconcilePeriod.toMilliseconds() < DEFAULT_RECONCILE_PERIOD.toMilliseconds()) {
       throw new Error('IdempotentMcpEndpoint: reconcilePeriod must be at least 1 minute (the shortest EventBridge rate)');
@@ -169,9 +176,13 @@ export class IdempotentMcpEndpoint extends Construct {
     }
     Object.assign(this, addEndpointParts(this, {
       ...props,
-      entries: { mcp: toolsFunctionEntry('mcp', tools), reconciler: toolsFunctionEntry('reconciler', tools) },
+      entries: {
+        mcp: toolsFunctionEntry('mcp', tools),
+        reconciler: toolsFunctionEntry('reconciler', tools),
+        consumer: deliveriesFunctionEntry(deliveries, tools),
+      },
     }));
-    for (const fn of [this.mcp.handler, this.reconciler.handler]) {
+    for (const fn of [this.mcp.handler, this.reconciler.handler, ...(deliveries ? [this.consumer.handler] : [])]) {
       for (const [name, value] of Object.entries(props.environment ?? {})) fn.function.addEnvironment(name, value);
       for (const statement of props.grants ?? []) fn.role.addToPrincipalPolicy(statement);
     }

@@ -6,7 +6,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
-import { awsClientConfig } from '../lambdas/store/clients';
+import { awsClientConfig } from 'idempotent-mcp/dynamodb';
 
 export interface LocalQueue {
   endpoint: string;

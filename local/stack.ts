@@ -4,17 +4,30 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { devIssuerFor, type DevIssuer } from '../lambdas/auth/dev-issuer';
-import { EnvVars, environmentOf, loadConfig, read, type AppConfig, type Env } from '../lambdas/config';
-import { createApp } from '../lambdas/http/app';
+import { ensureTable } from 'idempotent-mcp/dynamodb';
+import {
+  createApp,
+  createServices,
+  createWorkers,
+  devIssuerFor,
+  EnvVars,
+  environmentOf,
+  loadConfig,
+  read,
+  type AppConfig,
+  type DevIssuer,
+  type Env,
+  type ServiceOverrides,
+  type Services,
+  type ToolDefinition,
+  type WorkerOverrides,
+  type Workers,
+} from 'idempotent-mcp/mcp';
 import { createSandboxRouter } from '../lambdas/sandbox/router';
 import { FaultInjectingPublisher } from '../lambdas/sandbox/queue-faults';
 import { openSandboxStore } from '../lambdas/sandbox/sandbox-store';
 import { tools as demoTools } from '../lambdas/mcp/tools';
-import type { ToolDefinition } from '../lambdas/mcp/tool-types';
-import { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { createWorkers, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
+import { referenceDeliveries } from '../lambdas/mcp/tools/reference-deliveries';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { startLocalQueue, type LocalQueue } from './sqs-local';
 import { startLocalWorkers, type LocalWorkerOptions } from './workers';
@@ -186,6 +199,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const sandbox = openSandboxStore(services);
     const workers = createWorkers(services, {
       tools: options.tools ?? demoTools,
+      deliveries: referenceDeliveries(services),
       // The sandbox's queue faults (duplicate delivery) sit between the relay and the queue.
       wrapPublisher: sandbox ? (publisher) => new FaultInjectingPublisher(publisher, sandbox) : undefined,
       ...options.workers,

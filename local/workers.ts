@@ -2,9 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createConsumerSqsHandler, createReconcilerHandler } from '../lambdas/runtime/worker-handlers';
-import type { Workers } from '../lambdas/runtime/workers';
-import type { Services } from '../lambdas/runtime/services';
+import { createConsumerSqsHandler, createReconcilerHandler, type Services, type Workers } from 'idempotent-mcp/mcp';
 
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */

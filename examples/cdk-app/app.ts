@@ -8,7 +8,9 @@ const stack = new Stack(app, 'MyTeamEndpoint');
 const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', {
   // esbuild bundles this file into the MCP function and the reconciler.
   tools: fileURLToPath(new URL('./tools.ts', import.meta.url)),
-  environment: { ROOMS_CALENDAR: 'team-calendar' },
+  // esbuild bundles this one into the outbox consumer: it delivers the events the tools commit.
+  deliveries: fileURLToPath(new URL('./deliveries.ts', import.meta.url)),
+  environment: { ROOMS_CALENDAR: 'team-calendar', ROOMS_CHAT_WEBHOOK: 'https://chat.example.com/hooks/rooms' },
 });
 new CfnOutput(stack, 'McpUrl', { value: endpoint.mcpUrl });
 

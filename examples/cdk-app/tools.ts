@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { defineWriteTool } from 'idempotent-mcp/mcp';
+import {
+  defineWriteTool,
+  outboxToolNeverCommitted,
+  queueEffect,
+  queuedSchema,
+  type OutboxRuntime,
+  type WriteToolContext,
+} from 'idempotent-mcp/mcp';
 import * as z from 'zod';
 
 /**
@@ -27,4 +34,23 @@ const reserveRoom = defineWriteTool({
   },
 });
 
-export const tools = [reserveRoom];
+/**
+ * A tool whose effect happens elsewhere (a chat message): it commits an outbox event with its record, and the
+ * endpoint's consumer delivers it once through the handler for its type in ./deliveries.ts.
+ */
+const announceRoom = defineWriteTool({
+  name: 'rooms.announce',
+  title: 'Announce a reservation',
+  description: 'Posts a reservation to the team chat. The message is queued and delivered once.',
+  input: { reservation_id: z.string().min(1).max(64), text: z.string().min(1).max(500) },
+  result: queuedSchema,
+  annotations: { destructiveHint: false, openWorldHint: true },
+  // Its whole effect is the event committed with the record.
+  effect: 'local',
+  async execute(args, ctx: WriteToolContext<OutboxRuntime>) {
+    return queueEffect('room.announce', args, ctx);
+  },
+  reconcile: outboxToolNeverCommitted,
+});
+
+export const tools = [reserveRoom, announceRoom];

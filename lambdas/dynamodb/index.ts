@@ -7,6 +7,7 @@ export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../store/dy
 export { TableSchema, ATTENTION_SHARDS, attentionPartitions, attentionPk, ensureTable, type AttentionKind } from '../store/table-schema';
 export { AttentionIndexOffError } from '../store/attention-index';
 export { awsClientConfig, createDocumentClient } from '../store/clients';
-export { OutboxStore } from '../outbox/outbox-store';
+export { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../outbox/outbox-store';
+export { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 export * from '../outbox/outbox-event';
 export { Reconciler, ReconcilerDefaults, type ReconcilerOptions, type ReconcileReport, type ToolReconciler } from '../reconciler/reconciler';

@@ -1,4 +1,5 @@
 import { loadWorkerConfig } from '../config';
+import { referenceDeliveries } from '../mcp/tools/reference-deliveries';
 import { withMetrics } from '../observability/metrics';
 import { createServices } from '../runtime/services';
 import { createConsumerSqsHandler } from '../runtime/worker-handlers';
@@ -7,7 +8,8 @@ import { createWorkers } from '../runtime/workers';
 const services = createServices(loadWorkerConfig());
 
 /**
- * The outbox queue's SQS event source (ReportBatchItemFailures). Needs sqs:ChangeMessageVisibility besides the
- * usual receive/delete permissions: retries are delayed per message.
+ * The reference endpoint's outbox consumer: the demo tools' emails and tickets. A team's endpoint bundles its own
+ * deliveries module instead (consumerLambdaHandler). The outbox queue's SQS event source (ReportBatchItemFailures)
+ * needs sqs:ChangeMessageVisibility besides the usual receive/delete permissions: retries are delayed per message.
  */
-export const handler = withMetrics(createConsumerSqsHandler(createWorkers(services), services.logger));
+export const handler = withMetrics(createConsumerSqsHandler(createWorkers(services, { deliveries: referenceDeliveries(services) }), services.logger));

@@ -8,7 +8,9 @@ import { HTTPException } from 'hono/http-exception';
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
-import type { Services } from '../runtime/services';
+import type { AppConfig } from '../config';
+import type { TokenVerifier } from '../auth/verifier';
+import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
 export { MAX_BODY_BYTES };
@@ -19,9 +21,18 @@ export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-re
 type Bindings = { lambdaContext?: LambdaContext };
 type AppEnv = { Bindings: Bindings; Variables: { caller: Caller } };
 
-export interface AppOptions {
-  /** Defaults to the registry in lambdas/mcp/tools; tests add tools of their own. */
-  tools?: readonly ToolDefinition[];
+/**
+ * What the HTTP app uses: the tool runtime its tools run on, the bearer verifier and the settings of origins, base
+ * URL and auth. `S`: the services the tools need (the endpoint's own services object satisfies it).
+ */
+export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
+  config: Pick<AppConfig, 'allowedOrigins' | 'publicBaseUrl' | 'auth'>;
+  auth: TokenVerifier;
+};
+
+export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
+  /** The tools the endpoint serves, and only these: there is no default list. */
+  tools: readonly ToolDefinition<S>[];
   /**
    * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams here; the MCP function
    * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
@@ -56,7 +67,7 @@ function originGuard(allowedOrigins: readonly string[]): MiddlewareHandler<AppEn
   };
 }
 
-function baseUrl(c: Context<AppEnv>, services: Services): string {
+function baseUrl(c: Context<AppEnv>, services: AppServices): string {
   return services.config.publicBaseUrl ?? new URL(c.req.url).origin;
 }
 
@@ -72,7 +83,7 @@ function challenge(params: Record<string, string | undefined>): string {
  * Bearer token to caller; 401 with the RFC 9728 pointer to our metadata and the scope to ask for, so a client can
  * discover how to log in; 403 `insufficient_scope` for a valid token without the required scope. Nothing runs.
  */
-function authenticate(services: Services): MiddlewareHandler<AppEnv> {
+function authenticate(services: AppServices): MiddlewareHandler<AppEnv> {
   const { requiredScopes } = services.config.auth;
   const scope = requiredScopes.length > 0 ? requiredScopes.join(' ') : undefined;
   return async (c, next) => {
@@ -108,10 +119,10 @@ function authenticate(services: Services): MiddlewareHandler<AppEnv> {
  * The one HTTP app: the Lambda handler (through hono/aws-lambda) and the local server (through @hono/node-server)
  * serve exactly this.
  */
-export function createApp(services: Services, options: AppOptions = {}): Hono<AppEnv> {
+export function createApp<S extends ToolRuntime>(services: AppServices<S>, options: AppOptions<S>): Hono<AppEnv> {
   const { config, logger } = services;
   const app = new Hono<AppEnv>();
-  const mcp = createMcpRequestHandler(services, { tools: options.tools });
+  const mcp = createMcpRequestHandler<S>(services, { tools: options.tools });
 
   app.use('*', originGuard(config.allowedOrigins));
   // Browser-based clients (MCP Inspector's direct mode) need CORS; the origin guard has already vetted the Origin.

@@ -3,9 +3,8 @@ import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { readErrorText } from '../core/result-contract';
 import type { Caller } from '../auth/verifier';
-import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
-import type { ToolCall, ToolDefinition, ToolRuntime } from './tool-types';
+import { definedToolName, type ToolCall, type ToolDefinition, type ToolRuntime } from './tool-types';
 
 /** A read tool's expected refusal (not found, not allowed): its message is shown to the model as is. */
 export class ReadToolError extends Error {
@@ -18,14 +17,14 @@ export class ReadToolError extends Error {
   }
 }
 
-export interface ReadToolContext<S extends ToolRuntime = Services> {
+export interface ReadToolContext<S extends ToolRuntime = ToolRuntime> {
   services: S;
   caller: Caller;
   tools: ToolCall<S>['tools'];
 }
 
 /** `S`: the services the tool needs (see ToolRuntime). */
-export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = Services> {
+export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = ToolRuntime> {
   name: string;
   title: string;
   description: string;
@@ -43,9 +42,10 @@ function errorResult(code: string, message: string): CallToolResult {
 }
 
 /** Read-only tools: validated like write tools, no idempotency (reading twice changes nothing). */
-export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = Services>(
+export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = ToolRuntime>(
   spec: ReadToolSpec<Shape, Out, S>,
 ): ToolDefinition<S> {
+  definedToolName('defineReadTool', spec?.name);
   const inputSchema = z.object(spec.input);
   return {
     kind: 'read',

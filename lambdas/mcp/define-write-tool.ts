@@ -7,19 +7,18 @@ import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteT
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
-import type { Services } from '../runtime/services';
 import { parseArguments } from './arguments';
 import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
-import type { KeySource, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
+import { definedToolName, type KeySource, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
-export interface WriteToolContext<S extends ToolRuntime = Services> extends ExecutionContext {
+export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
   services: S;
 }
 
 /** `S`: the services the tool needs (the tool helpers' own `ToolRuntime` plus the team's clients). */
-export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services> {
-  /** snake_case, unique: part of the public contract and of every record's storage key. */
+export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = ToolRuntime> {
+  /** MCP's tool-name charset (`create_order`, `createOrder`, `orders.create`), unique: part of every record's storage key. */
   name: string;
   title: string;
   /** What the tool does, for the model. The key's usage is appended for you. */
@@ -139,9 +138,10 @@ const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
  * `rejected` + INVALID_ARGUMENTS in the result contract instead of a bare protocol error), runs the engine and
  * maps its answer to MCP.
  */
-export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRuntime = Services>(
+export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRuntime = ToolRuntime>(
   spec: WriteToolSpec<Shape, R, S>,
 ): WriteToolDefinition<S> {
+  definedToolName('defineWriteTool', spec?.name);
   const keySource = spec.keySource ?? 'client';
   const keyField = keySource === 'client' ? 'idempotency_key' : 'operation_id';
   const businessSchema = z.object({ ...spec.input, trace_id: traceIdSchema });

@@ -5,9 +5,8 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import type { Caller } from '../auth/verifier';
-import type { Services } from '../runtime/services';
 import { buildMcpServer } from './server';
-import type { ToolDefinition } from './tool-types';
+import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 /** Larger request bodies are refused with 413 before anything parses them. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -47,7 +46,7 @@ const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo =>
  *   JSON mode, so those clients get exactly the answers they got before (the SDK's own legacy leg answers in SSE).
  * Origin checks and bearer authentication come first (lambdas/http/app.ts): `caller` is already verified.
  */
-export function createMcpRequestHandler(services: Services, options: { tools?: readonly ToolDefinition[] } = {}): McpRequestHandler {
+export function createMcpRequestHandler<S extends ToolRuntime>(services: S, options: { tools: readonly ToolDefinition<S>[] }): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   const serverFor = (facts: McpRequestOptions) =>
     buildMcpServer(services, facts.caller, { tools: options.tools, remainingTimeMs: facts.remainingTimeMs });

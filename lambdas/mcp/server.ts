@@ -9,10 +9,8 @@ import {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
-import type { Services } from '../runtime/services';
 import { requestFacts } from './register-write-tool';
-import type { ToolDefinition } from './tool-types';
-import { tools as registeredTools } from './tools';
+import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
 
@@ -28,9 +26,9 @@ const INSTRUCTIONS =
  */
 export const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
 
-export interface BuildServerOptions {
-  /** Defaults to the registry in ./tools; tests add tools of their own. */
-  tools?: readonly ToolDefinition[];
+export interface BuildServerOptions<S extends ToolRuntime = ToolRuntime> {
+  /** The tools this server serves, and only these (the reference endpoint's demo tools are in ./tools). */
+  tools: readonly ToolDefinition<S>[];
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
 }
@@ -81,8 +79,8 @@ function listing(tool: ToolDefinition): Tool {
  * while our contract answers it with `rejected` + INVALID_ARGUMENTS in structured content. So each tool validates its
  * own arguments.
  */
-export function buildMcpServer(services: Services, caller: Caller, options: BuildServerOptions = {}): Server {
-  const tools = options.tools ?? registeredTools;
+export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Caller, options: BuildServerOptions<S>): Server {
+  const { tools } = options;
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const mcp = new Server(SERVER_INFO, {
     instructions: INSTRUCTIONS,

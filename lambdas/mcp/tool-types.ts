@@ -5,6 +5,7 @@ import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/r
 import type { IdempotencyEngine, IdempotencyPolicy, ToolEffect } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
+import { validateToolName } from '../core/idempotency-key';
 import type { ConfirmationSigner, OperationIdSigner, Services } from '../runtime/services';
 
 /**
@@ -24,7 +25,7 @@ export interface ToolRuntime {
 }
 
 /** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
-export interface ToolCall<S extends ToolRuntime = Services> {
+export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   services: S;
   /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
@@ -47,7 +48,7 @@ export type ProtocolEra = 'legacy' | 'modern';
 export type ToolAnswer = CallToolResult | InputRequiredResult;
 
 /** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
-export interface ToolDefinition<S extends ToolRuntime = Services> {
+export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   kind: 'read' | 'write';
   name: string;
   title: string;
@@ -62,7 +63,7 @@ export interface ToolDefinition<S extends ToolRuntime = Services> {
 export type KeySource = 'client' | 'operation_id';
 
 /** A write tool also tells the reconciler how to settle its lost outcomes. */
-export interface WriteToolDefinition<S extends ToolRuntime = Services> extends ToolDefinition<S> {
+export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
   kind: 'write';
   keySource: KeySource;
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
@@ -75,6 +76,15 @@ export interface WriteToolDefinition<S extends ToolRuntime = Services> extends T
   /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
   reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;
+}
+
+/** A tool's name checked where it is defined, so a bad one fails at import (deploy, start) naming the helper. */
+export function definedToolName(helper: 'defineWriteTool' | 'defineReadTool', name: unknown): string {
+  try {
+    return validateToolName(name);
+  } catch (err) {
+    throw new TypeError(`${helper}: ${(err as Error).message}`);
+  }
 }
 
 export const isWriteTool = <S extends ToolRuntime>(tool: ToolDefinition<S>): tool is WriteToolDefinition<S> => tool.kind === 'write';

@@ -1,10 +1,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../core/clock';
-import type { EmailSender } from '../downstream/email';
-import { createEmailSender } from '../downstream/ses-email';
 import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
-import { OutboxConsumer, type ConsumerOptions } from '../outbox/consumer';
-import { createDeliveryHandlers } from '../outbox/deliveries';
+import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../outbox/consumer';
 import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
@@ -30,8 +27,12 @@ export interface WorkerOverrides {
   /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
   wrapPublisher?: (publisher: EventPublisher) => EventPublisher;
   clock?: Clock;
-  /** The consumer's email sender; the configured one (sandbox mailbox or SES) by default. */
-  email?: EmailSender;
+  /**
+   * How the consumer performs each outbox event type: the endpoint's own deliveries (a team's `deliveries` module,
+   * the reference endpoint's emails and tickets). Default none: an event of a type without a handler is retried,
+   * then dead-lettered, never dropped.
+   */
+  deliveries?: Readonly<Record<string, DeliveryHandler>>;
   relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
   consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
   reconciler?: Partial<
@@ -57,8 +58,7 @@ export function createWorkers(services: Services, overrides: WorkerOverrides = {
   const relay = new OutboxRelay({ outbox: services.outbox, publisher, logger, clock, ...overrides.relay });
   const consumer = new OutboxConsumer({
     outbox: services.outbox,
-    // Built here, not in the shared services: only the consumer sends email, so only worker bundles carry SES.
-    handlers: createDeliveryHandlers({ tickets: services.downstreams.tickets, email: overrides.email ?? createEmailSender(sideEffects) }),
+    handlers: overrides.deliveries ?? {},
     logger,
     clock,
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,

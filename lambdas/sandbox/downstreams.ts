@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Hono, type Context } from 'hono';
 import * as z from 'zod';
-import type { Clock } from '../core/clock';
-import { canonicalJson } from '../core/fingerprint';
-import { parseArguments } from '../mcp/arguments';
+import { canonicalJson, type Clock } from 'idempotent-mcp/engine';
+import { parseArguments } from 'idempotent-mcp/mcp';
 import { faultRequestSchema, type DownstreamTarget } from './faults';
 import { sandboxId, type PaymentEntry, type SandboxStore } from './sandbox-store';
 

@@ -1,5 +1,5 @@
-import { listAllOrders } from '../orders/orders';
-import type { Services } from '../runtime/services';
+import { listAllOrders } from '../mcp/tools/orders';
+import type { Services } from 'idempotent-mcp/mcp';
 import { openSandboxStore } from './sandbox-store';
 
 /** One section per sandbox downstream: what it executed, with the tenant and key (or event id) on every entry. */

@@ -1,5 +1,4 @@
-import type { OutboxMessage } from '../outbox/outbox-event';
-import type { EventPublisher } from '../outbox/publisher';
+import type { EventPublisher, OutboxMessage } from 'idempotent-mcp/dynamodb';
 import type { SandboxStore } from './sandbox-store';
 
 /**

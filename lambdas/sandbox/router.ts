@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import type { Services } from '../runtime/services';
+import type { Services } from 'idempotent-mcp/mcp';
 import { createSandboxDownstreams } from './downstreams';
 import { readLedger } from './ledger';
 import { openSandboxStore } from './sandbox-store';

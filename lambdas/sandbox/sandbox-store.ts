@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, paginateQuery, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Services } from '../runtime/services';
+import type { Services } from 'idempotent-mcp/mcp';
 import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
 
 type Item = Record<string, unknown>;

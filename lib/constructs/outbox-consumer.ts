@@ -13,6 +13,8 @@ import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from '
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
+  /** The handler file to bundle. Default: the reference endpoint's (the demo tools' emails and tickets); IdempotentMcpEndpoint passes one delivering your event types. */
+  entry?: string;
   store: IdempotencyTable;
   queue: OutboxQueue;
   downstreams?: DownstreamSettings;
@@ -39,7 +41,7 @@ export class OutboxConsumerFunction extends Construct {
     const downstreams = props.downstreams ?? {};
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      entry: handlerEntry('consumer'),
+      entry: props.entry ?? handlerEntry('consumer'),
       description: 'Outbox consumer: performs queued side effects once per event',
       timeout: props.timeout ?? DEFAULT_CONSUMER_TIMEOUT,
       environment: {

@@ -256,14 +256,14 @@ describe('authentication', () => {
   it('keeps the metadata out of shared caches while it is derived from the Host header (PUBLIC_BASE_URL unset)', async () => {
     const path = '/.well-known/oauth-protected-resource';
     const request = { headers: { Host: 'attacker.example' } };
-    const derived = await createApp(stack.services).request(`http://attacker.example${path}`, request);
+    const derived = await createApp(stack.services, { tools: [] }).request(`http://attacker.example${path}`, request);
     expect(await derived.json()).toMatchObject({ resource: 'http://attacker.example/mcp' });
     expect(derived.headers.get('cache-control')).not.toMatch(/public/);
     expect(derived.headers.get('cache-control')).toMatch(/private|no-store/);
     expect(derived.headers.get('vary')?.toLowerCase()).toContain('host');
 
     const services = { ...stack.services, config: { ...stack.services.config, publicBaseUrl: 'https://mcp.example' } };
-    const fixed = await createApp(services).request(`http://attacker.example${path}`, request);
+    const fixed = await createApp(services, { tools: [] }).request(`http://attacker.example${path}`, request);
     expect(await fixed.json()).toMatchObject({ resource: 'https://mcp.example/mcp' });
     expect(fixed.headers.get('cache-control')).toMatch(/public/);
   });

@@ -40,7 +40,8 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, ...args], {
         cwd: workDir,
-        env: { ...process.env, ...env },
+        // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
+        env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';

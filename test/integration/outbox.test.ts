@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { SQSEvent } from 'aws-lambda';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
 import { createWorkers } from '../../lambdas/runtime/workers';
+import { referenceDeliveries } from '../../lambdas/mcp/tools/reference-deliveries';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 import { TransientToolError } from '../../lambdas/core/errors';
@@ -18,28 +18,12 @@ import type { LocalStack } from '../../local/stack';
 import { stopChild } from '../../local/dynamodb-local';
 import { manualClock, newKey, storedItem } from '../support/engine';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { armedFaults, armFault, clearFaults, eventually, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
+import { armedFaults, armFault, clearFaults, eventually, operationStatus, peekQueue, sandboxLedger, settledDelivery, sqsEvent } from '../support/side-effects';
 
 const TENANT = 'tenant-outbox';
 const emailArgs = (key: string) => ({ idempotency_key: key, to: 'grace@example.com', subject: 'Hello', body: 'Hi Grace.' });
 const emailsFor = async (stack: LocalStack, eventId: string) => (await sandboxLedger(stack)).emails.filter((e) => e.event_id === eventId);
 
-/** An SQS batch as the event source mapping delivers it (the consumer handler is the Lambda's). */
-function sqsEvent(bodies: string[], receiveCount = 1): SQSEvent {
-  return {
-    Records: bodies.map((body, index) => ({
-      messageId: `m-${index}-${Math.random()}`,
-      receiptHandle: `fake-${index}`,
-      body,
-      attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:local:000000000000:outbox',
-      awsRegion: 'local',
-    })),
-  };
-}
 
 describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   let stack: LocalStack;
@@ -223,7 +207,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     // A consumer whose delivery budget (one second) is spent by the time it tries.
     const shortBudget = createWorkers(
       { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxDeliveryBudgetMs: 1000 } } },
-      { tools: [], clock: time.clock },
+      { tools: [], clock: time.clock, deliveries: referenceDeliveries(stack.services) },
     );
     const handler = createConsumerSqsHandler(shortBudget, logger);
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 const run = promisify(execFile);
@@ -15,7 +15,8 @@ const npmEnv = { ...process.env, npm_config_update_notifier: 'false', npm_config
  * A stranger's view of the package: `npm pack`, the tarball installed into an empty folder, and every example in
  * examples/ run there. The package and its dependencies come from the tarball's install; the examples' own tools
  * (aws-cdk-lib, esbuild, tsx, typescript) are found in this repository's node_modules, one folder up, rather than
- * downloaded again. Nothing resolves to the repository's sources: the tarball holds only dist/.
+ * downloaded again. Nothing resolves to the repository's sources: the tarball holds only dist/. Each example is a
+ * project of its own (package.json with a `test` script); those that need DynamoDB get the test run's DynamoDB Local.
  */
 describe('the packed package, installed elsewhere', () => {
   let work: string;
@@ -42,6 +43,10 @@ describe('the packed package, installed elsewhere', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  it('finds every example a project of its own, with a test script', () => {
+    for (const example of examples) expect(JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts?.test, example).toBeTruthy();
+  });
+
   it('ships the build only: no sources, tests or local state', () => {
     expect(files).toContain('dist/engine.js');
     expect(files).toContain('dist/types/lambdas/engine/index.d.ts');
@@ -49,9 +54,10 @@ describe('the packed package, installed elsewhere', () => {
   });
 
   it.each(examples)('runs examples/%s against the installed package', async (example) => {
-    const result = await run('npm', ['test', '--silent'], { cwd: join(app, 'examples', example), env: npmEnv, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 }).catch(
+    const env = { ...npmEnv, DYNAMODB_ENDPOINT: inject('dynamodbEndpoint') };
+    const result = await run('npm', ['test'], { cwd: join(app, 'examples', example), env, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 }).catch(
       (err: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`examples/${example} failed:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
+        throw new Error(`examples/${example} failed (${err.message.split('\n')[0]}):\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
       },
     );
     expect(result.stdout).toMatch(/passed/);

@@ -7,9 +7,10 @@ const { loadConfig } = await import('../../lambdas/config');
 const { createServices } = await import('../../lambdas/runtime/services');
 const { createWorkers } = await import('../../lambdas/runtime/workers');
 const { startLocalWorkers } = await import('../../local/workers');
+const { referenceDeliveries } = await import('../../lambdas/mcp/tools/reference-deliveries');
 
 const services = createServices(loadConfig());
-const workers = createWorkers(services, { consumer: { retryBaseMs: 0 } });
+const workers = createWorkers(services, { deliveries: referenceDeliveries(services), consumer: { retryBaseMs: 0 } });
 const running = startLocalWorkers(services, workers, { relayPoller: false, reconcilerTimer: false, consumerPoller: true });
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => {

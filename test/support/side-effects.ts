@@ -1,5 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
 import type { LocalStack } from '../../local/stack';
 import type { FaultRequest } from '../../lambdas/sandbox/faults';
 import { type AnyMcpClient, callRead } from './mcp';
@@ -91,4 +92,21 @@ export async function peekQueue(stack: LocalStack, queueUrl: string, visibilityS
     new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: visibilitySeconds }),
   );
   return (Messages ?? []).map((m) => (JSON.parse(m.Body ?? '{}') as { event_id: string }).event_id);
+}
+
+/** An SQS batch as the event source mapping delivers it (the consumer handler is the Lambda's). */
+export function sqsEvent(bodies: string[], receiveCount = 1): SQSEvent {
+  return {
+    Records: bodies.map((body, index) => ({
+      messageId: `m-${index}-${Math.random()}`,
+      receiptHandle: `fake-${index}`,
+      body,
+      attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:local:000000000000:outbox',
+      awsRegion: 'local',
+    })),
+  };
 }

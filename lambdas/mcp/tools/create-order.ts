@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { ErrorCode, TerminalToolError } from '../../core/errors';
-import { canonicalJson } from '../../core/fingerprint';
-import { getOrder, identifier, orderIdFor, orderLineSchema, orderSchema, putOrderWrite, type Order } from '../../orders/orders';
-import { defineWriteTool } from '../define-write-tool';
+import { canonicalJson, ErrorCode, TerminalToolError } from 'idempotent-mcp/engine';
+import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { getOrder, identifier, orderIdFor, orderLineSchema, orderSchema, putOrderWrite, type Order } from './orders';
+import type { OrderServices } from './services';
 
 export const createOrderTool = defineWriteTool({
   name: 'create_order',
@@ -24,7 +24,7 @@ export const createOrderTool = defineWriteTool({
   idempotency: { reexecuteSafe: true },
   // Its whole effect is the order item: record and order commit in one request.
   effect: 'local',
-  async execute(args, ctx) {
+  async execute(args, ctx: WriteToolContext<OrderServices>) {
     const orderId = orderIdFor(ctx.tenant, ctx.tool, ctx.idempotencyKey);
     const order: Order = { order_id: orderId, status: 'created', ...args, created_at: new Date(ctx.now()).toISOString() };
     const write = putOrderWrite(ctx.tenant, ctx.idempotencyKey, order);

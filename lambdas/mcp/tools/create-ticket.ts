@@ -1,7 +1,6 @@
 import * as z from 'zod';
-import { EventType } from '../../outbox/deliveries';
-import { defineWriteTool } from '../define-write-tool';
-import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
+import { defineWriteTool, OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { EventType } from './deliveries';
 
 export const createTicketTool = defineWriteTool({
   name: 'create_ticket',
@@ -17,7 +16,7 @@ export const createTicketTool = defineWriteTool({
   idempotency: { reexecuteSafe: true },
   // Its whole effect is the outbox event committed with the record: one request.
   effect: 'local',
-  async execute(args, ctx) {
+  async execute(args, ctx: WriteToolContext<OutboxRuntime>) {
     return queueEffect(EventType.CreateTicket, args, ctx);
   },
   reconcile: outboxToolNeverCommitted,

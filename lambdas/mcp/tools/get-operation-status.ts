@@ -1,12 +1,7 @@
 import * as z from 'zod';
-import { ErrorCode } from '../../core/errors';
-import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../../core/idempotency-key';
-import { leaseHasPassed } from '../../core/lease';
-import { isSettled, keyIsFree } from '../../core/state-machine';
-import { DEFAULT_POLICY } from '../../engine/engine';
-import { toDeliveryView, type OutboxStore } from '../../outbox/outbox-store';
-import { defineReadTool, ReadToolError } from '../define-read-tool';
-import { isWriteTool } from '../tool-types';
+import { toDeliveryView, type OutboxStore } from 'idempotent-mcp/dynamodb';
+import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, leaseHasPassed, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { defineReadTool, isWriteTool, ReadToolError, type ReadToolContext, type ToolRuntime } from 'idempotent-mcp/mcp';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -65,7 +60,7 @@ export const getOperationStatusTool = defineReadTool({
   },
   result: statusSchema,
   annotations: { openWorldHint: false },
-  async execute({ tool, idempotency_key, operation_id }, { services, caller, tools }) {
+  async execute({ tool, idempotency_key, operation_id }, { services, caller, tools }: ReadToolContext<ToolRuntime & { outbox: OutboxStore }>) {
     const definition = tools.get(tool);
     if (!definition || !isWriteTool(definition)) {
       const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);

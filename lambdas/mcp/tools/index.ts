@@ -1,4 +1,4 @@
-import type { ToolDefinition } from '../tool-types';
+import type { ToolDefinition } from 'idempotent-mcp/mcp';
 import { createOrderTool } from './create-order';
 import { createTicketTool } from './create-ticket';
 import { getOperationStatusTool } from './get-operation-status';

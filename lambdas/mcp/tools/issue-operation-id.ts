@@ -1,9 +1,6 @@
 import * as z from 'zod';
-import { ErrorCode } from '../../core/errors';
-import { defineReadTool, ReadToolError } from '../define-read-tool';
-import { isWriteTool } from '../tool-types';
-import { SecretUnavailableError } from '../../runtime/operation-id-secret';
-import { TOOL_NAME_PATTERN } from '../../core/idempotency-key';
+import { ErrorCode, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { defineReadTool, isWriteTool, ReadToolError, SecretUnavailableError } from 'idempotent-mcp/mcp';
 
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',

@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { hashForLog } from '../../core/idempotency-key';
-import { countForTool, MetricName } from '../../observability/metrics';
-import { identifier } from '../../orders/orders';
-import { defineWriteTool } from '../define-write-tool';
+import { hashForLog } from 'idempotent-mcp/engine';
+import { countForTool, defineWriteTool, MetricName, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { identifier } from './orders';
+import type { PaymentServices } from './services';
 
 const paymentSchema = z.object({
   payment_id: z.string(),
@@ -34,7 +34,7 @@ export const requestPaymentTool = defineWriteTool({
     `Pay ${(amount_minor / 100).toFixed(2)} ${currency} to ${payee_id}${memo ? ` (memo: ${memo})` : ''}`,
   // The provider deduplicates on our key, so a stale execution may be re-run: it gets the first payment back.
   idempotency: { reexecuteSafe: true },
-  async execute(args, ctx) {
+  async execute(args, ctx: WriteToolContext<PaymentServices>) {
     const { payments } = ctx.services.downstreams;
     const { payment, replayed } = await payments.create(args, { idempotencyKey: ctx.idempotencyKey, tenant: ctx.tenant, signal: ctx.signal });
     if (replayed) {

@@ -1,7 +1,6 @@
 import * as z from 'zod';
-import { EventType } from '../../outbox/deliveries';
-import { defineWriteTool } from '../define-write-tool';
-import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema } from './outbox-tool';
+import { defineWriteTool, OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { EventType } from './deliveries';
 
 export const sendEmailTool = defineWriteTool({
   name: 'send_email',
@@ -19,7 +18,7 @@ export const sendEmailTool = defineWriteTool({
   idempotency: { reexecuteSafe: true },
   // Its whole effect is the outbox event committed with the record: one request.
   effect: 'local',
-  async execute(args, ctx) {
+  async execute(args, ctx: WriteToolContext<OutboxRuntime>) {
     return queueEffect(EventType.SendEmail, args, ctx);
   },
   reconcile: outboxToolNeverCommitted,

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { GetCommand, paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import type { ExtraWrite } from '../engine/persistence';
-import { Keys } from '../store/table-schema';
+import { Keys, type ExtraWrite } from 'idempotent-mcp/engine';
 
 /** Identifiers a model passes around: the idempotency-key charset, so they are safe in storage keys too. */
 export const identifier = (max: number) =>

@@ -1,8 +1,19 @@
 import * as z from 'zod';
-import { newOutboxMessage } from '../../outbox/outbox-event';
-import type { Execution } from '../../engine/engine';
-import type { ReconcileFinding } from '../../core/reconcile';
-import type { WriteToolContext } from '../define-write-tool';
+import type { ReconcileFinding } from '../core/reconcile';
+import type { Execution } from '../engine/engine';
+import { newOutboxMessage } from '../outbox/outbox-event';
+import type { OutboxStore } from '../outbox/outbox-store';
+import type { WriteToolContext } from './define-write-tool';
+import type { ToolRuntime } from './tool-types';
+
+/**
+ * What a tool that queues an effect needs besides the tool runtime: the outbox (the endpoint's services have it)
+ * and new event ids.
+ */
+export interface OutboxRuntime extends ToolRuntime {
+  outbox: Pick<OutboxStore, 'eventWrite'>;
+  newEventId(): string;
+}
 
 /** What an outbox tool answers: the effect is queued under `event_id`; get_operation_status shows its delivery. */
 export const queuedSchema = z.object({
@@ -15,8 +26,11 @@ export const OUTBOX_TOOL_NOTE =
   'The effect is queued in the same transaction that records this call and delivered exactly once shortly after; ' +
   'the result says queued with an event_id, and get_operation_status shows the delivery (pending, delivered, failed).';
 
-/** Commits the event with the SUCCEEDED record: it exists if and only if the call succeeded. */
-export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext): Execution<Queued> {
+/**
+ * Commits an outbox event of `type` with the SUCCEEDED record: it exists if and only if the call succeeded, and
+ * the outbox consumer delivers it once (its handler for `type`). For a tool with `effect: 'local'`.
+ */
+export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext<OutboxRuntime>): Execution<Queued> {
   const { services } = ctx;
   const message = newOutboxMessage({
     eventId: services.newEventId(),
