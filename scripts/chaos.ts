@@ -119,7 +119,9 @@ async function startServer(): Promise<boolean> {
       ...process.env,
       PORT: String(port),
       // Short periods, so that what the reconciler settles is settled within the run.
-      ...environmentOf({ reconcileIntervalMs: 500, downstreamTimeoutMs: 1000, powertoolsLogLevel: read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel) }),
+      // The run speaks the 2025-era protocol, which cannot carry the person's confirmation: the payments it makes are
+      // confirmed on the run's side, as a deployment's opt-out allows.
+      ...environmentOf({ confirmationOptOut: ['request_payment'], reconcileIntervalMs: 500, downstreamTimeoutMs: 1000, powertoolsLogLevel: read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel) }),
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
