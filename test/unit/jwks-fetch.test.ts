@@ -124,6 +124,14 @@ describe('the verifier and the issuer key set', () => {
   };
   const verifier = () => createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
   const nextGet = () => new Promise<void>((resolve) => (onGet = resolve));
+  /** A verifier whose prefetch has reached the issuer (served or refused). */
+  const prefetched = async () => {
+    const v = verifier();
+    const reached = nextGet();
+    v.prefetch();
+    await reached;
+    return v;
+  };
 
   beforeAll(async () => {
     server = createServer((_req, res) => {
@@ -156,10 +164,7 @@ describe('the verifier and the issuer key set', () => {
   it('prefetch reads the key set before any request, and the first request then verifies without fetching it', async () => {
     const current = await issuer();
     served = current.jwks;
-    const v = verifier();
-    const fetched = nextGet();
-    v.prefetch();
-    await fetched;
+    const v = await prefetched();
     expect(gets).toBe(1);
     await expect(v.verify(`Bearer ${await current.sign({ tenant: 't1' })}`)).resolves.toMatchObject({ tenant: 't1' });
     expect(gets).toBe(1);
@@ -168,11 +173,8 @@ describe('the verifier and the issuer key set', () => {
   it('a key set the prefetch could not get is fetched by the first request that needs it', async () => {
     const current = await issuer();
     served = current.jwks;
-    const v = verifier();
     failNext = 1;
-    const refused = nextGet();
-    v.prefetch();
-    await refused;
+    const v = await prefetched();
     await expect(v.verify(`Bearer ${await current.sign({ tenant: 't2' })}`)).resolves.toMatchObject({ tenant: 't2' });
     expect(gets).toBe(2);
   });
@@ -181,10 +183,7 @@ describe('the verifier and the issuer key set', () => {
     const before = await issuer();
     const after = await issuer();
     served = before.jwks;
-    const v = verifier();
-    const fetched = nextGet();
-    v.prefetch();
-    await fetched;
+    const v = await prefetched();
     // The issuer rotates: its set now names the new key (and still the old one, as issuers do during a rotation).
     served = { keys: [...after.jwks.keys, ...before.jwks.keys] };
     const token = `Bearer ${await after.sign({ tenant: 't3' })}`;
