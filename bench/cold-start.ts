@@ -210,6 +210,8 @@ export interface ColdStartFigures {
   ratio_to_bare_node: number;
   /** init_ms / the floor peer's init_ms (same run): what the endpoint adds to the mandated dependencies. The target. */
   ratio_init_to_floor: number;
+  /** cpu_ms / the floor peer's cpu_ms: the same comparison in CPU time, which a loaded machine stretches far less. */
+  ratio_cpu_to_floor: number;
   bundle: BundleFigures;
   peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }>;
   runs: number;
@@ -363,6 +365,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
       bare_node_ms: bare,
       ratio_to_bare_node: round(deployed.process_ms / bare, 2),
       ratio_init_to_floor: ratioToFloor,
+      ratio_cpu_to_floor: round(deployed.cpu_ms / stats('floor').cpu_ms, 2),
       bundle: bundleFigures,
       peers: { unminified: peer('unminified'), sdkExternal: peer('sdkExternal'), floor: peer('floor') },
       runs: RUNS,
@@ -397,7 +400,7 @@ export const coldStartBench: BenchSection = {
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}; init, SDK external / deployed: x${f.peers.sdkExternal.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
       `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,
-      `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'}; target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'} (gzip ${kib(f.bundle.gzip_bytes)} KiB)`,
+      `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.ratio_cpu_to_floor}); target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'} (gzip ${kib(f.bundle.gzip_bytes)} KiB)`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };
   },
