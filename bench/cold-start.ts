@@ -130,7 +130,8 @@ interface ChildTimes {
   body: string;
 }
 
-function functionUrlEvent(body: string, token: string) {
+/** A Lambda Function URL event carrying one MCP POST (2025-06-18 headers unless `headers` says otherwise). */
+export function functionUrlEvent(body: string, token: string, headers: Record<string, string> = {}) {
   const domain = 'abcdefghijklmnop.lambda-url.us-east-1.on.aws';
   return {
     version: '2.0',
@@ -145,6 +146,7 @@ function functionUrlEvent(body: string, token: string) {
       'mcp-protocol-version': PROTOCOL_VERSION,
       authorization: `Bearer ${token}`,
       'content-length': String(Buffer.byteLength(body)),
+      ...headers,
     },
     requestContext: {
       accountId: 'anonymous',
@@ -225,6 +227,8 @@ export interface ColdStartFixture {
   run(bundleFile: string, nodeArgs?: string[]): Promise<ChildTimes & { wallMs: number }>;
   /** The deployed function's environment, with the local endpoints. */
   env: NodeJS.ProcessEnv;
+  /** A bearer token the function accepts. */
+  token: string;
   stop(): Promise<void>;
 }
 
@@ -306,7 +310,7 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       }
       return { ...times, wallMs };
     };
-    return { run, env, stop };
+    return { run, env, token, stop };
   } catch (err) {
     await stop();
     throw err;

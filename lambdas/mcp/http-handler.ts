@@ -40,7 +40,9 @@ const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo =>
  * One stateless Request → Response handler for both protocol eras, with a new server and a new transport for every
  * request (CVE-2026-25536):
  * - 2026-07-28 requests (no handshake; version, capabilities and `Mcp-Method` on each request; `server/discover`)
- *   go to the SDK's per-request handler, answering in plain JSON.
+ *   go to the SDK's per-request handler, answering in plain JSON: its default `auto` mode streams only when a
+ *   handler emits a message before its result, which no tool here does. (`json` mode would force the same answers
+ *   but prints a warning about dropped notifications at every start, which nobody running this can act on.)
  * - 2025-era requests (`initialize`, then calls without `_meta`) go to the stateless Streamable HTTP transport in
  *   JSON mode, so those clients get exactly the answers they got before (the SDK's own legacy leg answers in SSE).
  * Origin checks and bearer authentication come first (lambdas/http/app.ts): `caller` is already verified.
@@ -55,7 +57,7 @@ export function createMcpRequestHandler(services: Services, options: { tools?: r
       if (!facts?.caller) throw new Error('an MCP request reached the server without its authenticated caller');
       return serverFor(facts);
     },
-    { legacy: 'reject', responseMode: 'json', maxRequestBodySize: MAX_BODY_BYTES, onerror, keepAliveMs: 0 },
+    { legacy: 'reject', maxRequestBodySize: MAX_BODY_BYTES, onerror, keepAliveMs: 0 },
   );
 
   return async (request, facts) => {

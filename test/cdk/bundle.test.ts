@@ -1,9 +1,25 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildLambdaBundle, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
+import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
+import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { MODERN_PROTOCOL, orderArgs } from '../support/mcp';
+
+/** Imports the bundle in a fresh Node process, passes it the events in order, and prints what it answered. */
+const SERVE_EVENTS = `
+import { pathToFileURL } from 'node:url';
+const { handler } = await import(pathToFileURL(process.argv[2]).href);
+const context = { functionName: 'mcp', awsRequestId: 'bundle-test', getRemainingTimeInMillis: () => 29000, callbackWaitsForEmptyEventLoop: true };
+const answers = [];
+for (const event of JSON.parse(process.env.BUNDLE_EVENTS)) answers.push(await handler(event, context));
+process.stdout.write('\\n@@answers@@' + JSON.stringify(answers) + '\\n');
+process.exit(0);
+`;
 
 /**
  * The MCP bundle exactly as `cdk deploy` ships it (lib/bundling.ts): a fresh Node process imports it and serves
@@ -28,6 +44,50 @@ describe('the deployed MCP bundle', () => {
     // run() throws unless both answers are HTTP 200 and the write succeeded.
     const times = await fixture.run(bundle.file);
     expect(times.statuses).toEqual([200, 200]);
+  });
+
+  it('serves tools/list and create_order twice with one key (the second replayed) to both protocol eras', async () => {
+    const rpc = (id: number, method: string, params: Record<string, unknown>) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+    const legacyKey = `bundle-${randomUUID()}`;
+    const modernKey = `bundle-${randomUUID()}`;
+    const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const modern = (id: number, method: string, params: Record<string, unknown>, name?: string) =>
+      functionUrlEvent(rpc(id, method, { ...params, _meta: meta }), fixture.token, {
+        'mcp-protocol-version': MODERN_PROTOCOL,
+        'mcp-method': method,
+        ...(name ? { 'mcp-name': name } : {}),
+      });
+    const legacy = (id: number, method: string, params: Record<string, unknown>) => functionUrlEvent(rpc(id, method, params), fixture.token);
+    const order = (key: string) => ({ name: 'create_order', arguments: orderArgs(key) });
+    const events = [
+      legacy(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bundle-test', version: '1' } }),
+      legacy(2, 'tools/list', {}),
+      legacy(3, 'tools/call', order(legacyKey)),
+      legacy(4, 'tools/call', order(legacyKey)),
+      modern(5, 'server/discover', {}),
+      modern(6, 'tools/list', {}),
+      modern(7, 'tools/call', order(modernKey), 'create_order'),
+      modern(8, 'tools/call', order(modernKey), 'create_order'),
+    ];
+    const script = join(dir, 'serve-events.mjs');
+    writeFileSync(script, SERVE_EVENTS);
+    const { stdout } = await promisify(execFile)(process.execPath, [script, bundle.file], {
+      env: { ...fixture.env, BUNDLE_EVENTS: JSON.stringify(events) },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const answers = (JSON.parse(stdout.split('@@answers@@')[1]!) as Array<{ statusCode: number; body: string }>).map((answer) => ({
+      status: answer.statusCode,
+      ...(JSON.parse(answer.body) as { result?: Record<string, any>; error?: unknown }),
+    }));
+    expect(answers.map((answer) => [answer.status, answer.error])).toEqual(events.map(() => [200, undefined]));
+    const [, legacyList, legacyFirst, legacySecond, discover, modernList, modernFirst, modernSecond] = answers.map((answer) => answer.result!);
+    expect(discover!.supportedVersions).toEqual([MODERN_PROTOCOL]);
+    for (const list of [legacyList, modernList]) expect(list!.tools.map((tool: { name: string }) => tool.name)).toContain('create_order');
+    expect(modernList!.resultType).toBe('complete');
+    for (const [first, second] of [[legacyFirst, legacySecond], [modernFirst, modernSecond]]) {
+      expect(first!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(second!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first!.structuredContent.result });
+    }
   });
 
   it("runs with the MCP SDK's inlined Ajv stubbed out: nothing on the initialize or tools/call path constructs it", () => {
@@ -74,6 +134,16 @@ describe('the deployed MCP bundle', () => {
   it('carries no Secrets Manager client (the operation-id key comes through the extension) and no event-stream codec', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /@aws-sdk\/client-secrets-manager\/|@smithy\/core\/dist-es\/submodules\/event-streams\//.test(file))).toEqual([]);
+  });
+
+  it('leaves the MCP SDK out of the reconciler, the demo one and a team\'s (its factory is not the MCP function\'s)', async () => {
+    // The generated entry of IdempotentMcpEndpoint, here over the demo's tools module.
+    const team = toolsFunctionEntry('reconciler', join(PROJECT_ROOT, 'lambdas/mcp/tools/index.ts'));
+    for (const [name, entry] of [['demo', 'lambdas/handlers/reconciler.ts'], ['team', team]] as const) {
+      const { metafile } = await buildLambdaBundle(join(dir, `reconciler-${name}.mjs`), { entry });
+      const inputs = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
+      expect(inputs.filter((file) => file.includes('@modelcontextprotocol/'))).toEqual([]);
+    }
   });
 
   it('carries no SES client: the MCP function only commits outbox events, the consumer sends the email', () => {

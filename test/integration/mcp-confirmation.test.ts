@@ -9,11 +9,13 @@ import { issueOperationId, sandboxLedger } from '../support/side-effects';
  */
 let stack: LocalStack;
 const TENANT = 'tenant-confirm';
+/** How far the server's clock runs ahead of this one (a test moves it to let a confirmation expire). */
+let clockAheadMs = 0;
 type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, boolean> };
 
 beforeAll(async () => {
   // No opt-out: every client of this deployment confirms through the server.
-  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
+  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } });
 });
 afterAll(() => stack?.stop());
 
@@ -161,10 +163,24 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(elsewhere.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID' } });
     expect(await paymentsWithKey(id)).toEqual([]);
 
-    // The genuine state with the genuine arguments pays.
+    // The genuine state with the genuine arguments pays (below: but not once it expired).
     const paid = await call(paymentArgs(id), { requestState, inputResponses: yes });
     expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(await paymentsWithKey(id)).toHaveLength(1);
+  });
+
+  it('an expired requestState is refused, nothing runs, and calling again asks anew', async () => {
+    const id = await operationId();
+    const { requestState } = (await call(paymentArgs(id))) as { requestState: string };
+    clockAheadMs = 11 * 60_000;
+    try {
+      const late = await call(paymentArgs(id), { requestState, inputResponses: yes });
+      expect(late.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID', message: expect.stringMatching(/too late/) } });
+      expect(await paymentsWithKey(id)).toEqual([]);
+      expect(await call(paymentArgs(id))).toMatchObject({ resultType: 'input_required' });
+    } finally {
+      clockAheadMs = 0;
+    }
   });
 });
 

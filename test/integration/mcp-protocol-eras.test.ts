@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { issueOperationId, sandboxLedger } from '../support/side-effects';
@@ -8,13 +8,31 @@ import { callWrite, connectClient, connectModernClient, ledger, MODERN_PROTOCOL,
 let stack: LocalStack;
 let token: string;
 const TENANT = 'tenant-eras';
+/** What the endpoint (it runs in this process) warned or wrote to stderr from its start on. */
+const stderrLines: string[] = [];
+const writeStderr = process.stderr.write.bind(process.stderr);
 
 beforeAll(async () => {
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    stderrLines.push(String(chunk));
+    return writeStderr(chunk, ...rest);
+  }) as typeof process.stderr.write;
+  for (const level of ['warn', 'error'] as const) {
+    const original = console[level].bind(console);
+    vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+      stderrLines.push(args.map(String).join(' '));
+      original(...args);
+    });
+  }
   // startTestStack opts request_payment out of server-side confirmation for 2025-era clients.
   stack = await startTestStack();
   token = await stack.tokenFor(TENANT);
 });
-afterAll(() => stack?.stop());
+afterAll(async () => {
+  process.stderr.write = writeStderr;
+  vi.restoreAllMocks();
+  await stack?.stop();
+});
 
 type Order = { order_id: string };
 
@@ -79,6 +97,16 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
 
     const paged = await rawPost({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'not-ours', _meta: modernMeta } }, headers);
     expect(((await paged.json()) as { error: { code: number } }).error.code).toBe(-32602);
+  });
+
+  it('a tools/call is answered in plain JSON, and nothing warns about modes the operator cannot act on', async () => {
+    const response = await rawPost(
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'create_order', arguments: orderArgs(newKey()), _meta: modernMeta } },
+      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_order', 'Mcp-Protocol-Version': MODERN_PROTOCOL },
+    );
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await response.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    expect(stderrLines.filter((line) => line.includes('responseMode'))).toEqual([]);
   });
 
   it('a browser client may send the 2026-07-28 headers (CORS preflight allows Mcp-Method and Mcp-Name)', async () => {
