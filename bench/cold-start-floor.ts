@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../lambdas/store/clients';
 
 /**
  * The cold-start floor (a peer in bench/cold-start.ts): only what any MCP write tool on this stack loads, namely the
- * MCP SDK's server and web-standard transport, zod and the DynamoDB document client, answering the same two Function
+ * MCP SDK's server and web-standard transport (v2, the SDK the endpoint is built on), zod and the DynamoDB document
+ * client, answering the same two Function
  * URL events. Its `create_order` is one PutItem: no auth, idempotency, routing, logs or metrics. Bundled with the
  * deployed options, it measures how fast the mandated dependencies alone can start on this machine.
  */
@@ -31,12 +31,12 @@ export async function handler(event: FunctionUrlEvent) {
     'create_order',
     {
       description: 'Creates an order.',
-      inputSchema: {
+      inputSchema: z.object({
         idempotency_key: z.string(),
         customer_id: z.string(),
         items: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })),
         currency: z.string().length(3),
-      },
+      }),
     },
     async (args) => {
       const orderId = randomUUID();

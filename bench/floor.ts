@@ -27,9 +27,9 @@ import type { BenchSection, SectionReport } from './section';
 const TOOLS = [createOrderTool, sendEmailTool, requestPaymentTool] as const;
 const CALLS = 300;
 const WARMUP = 100;
-const TENANT = 'bench-tenant';
+export const TENANT = 'bench-tenant';
 
-interface ToolCase {
+export interface ToolCase {
   name: string;
   effect: 'local' | 'external';
   args: Record<string, unknown>;
@@ -154,7 +154,8 @@ async function runFloorBench(): Promise<SectionReport> {
   }
 }
 
-function toolCases(tableName: string): ToolCase[] {
+/** The three tools' executions and unprotected items, built from their own write builders (also bench/endpoint.ts). */
+export function toolCases(tableName: string): ToolCase[] {
   const outbox = new OutboxStore(createDocumentClient('http://127.0.0.1:1'), tableName);
   const order = { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity: 1 }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
   const email = { to: 'someone@example.com', subject: 'Your order', body: 'It ships tomorrow.' };

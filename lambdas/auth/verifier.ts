@@ -49,6 +49,11 @@ export class AuthUnavailableError extends Error {
 export interface TokenVerifier {
   /** Verifies an `Authorization` header value; throws AuthenticationError. */
   verify(authorization: string | undefined): Promise<Caller>;
+  /**
+   * Starts reading the issuer's key set now (a cold start's init), so that the first request does not wait for it.
+   * Never fails: a key set it could not get is fetched by the first request that needs it, as without it.
+   */
+  prefetch(): void;
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
@@ -60,14 +65,14 @@ const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
 
 export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
+  // jose caches the key set and refetches it when a token names an unknown key id (key rotation), at most once per
+  // cooldown; a failed fetch is not kept, the next request fetches again.
+  let remote: ReturnType<typeof createRemoteJWKSet> | undefined;
+  const remoteKeys = (url: string) =>
+    (remote ??= createRemoteJWKSet(new URL(url), { timeoutDuration: 3000, cooldownDuration: 30_000, [customFetch]: fetchJwks }));
   // Built once per container, lazily.
   const getKeys = (): Promise<JWTVerifyGetKey> => {
-    if (auth.mode === 'oidc') {
-      // jose caches the key set and refetches it when a token names an unknown key id (key rotation).
-      return (keys ??= Promise.resolve(
-        createRemoteJWKSet(new URL(auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000, [customFetch]: fetchJwks }),
-      ));
-    }
+    if (auth.mode === 'oidc') return (keys ??= Promise.resolve(remoteKeys(auth.jwksUrl)));
     // The local issuer's public key, from the file the issuer wrote when it made its key. Until then no token of it
     // can exist: the request is refused. A failed read (or a file caught half-written) is not kept: the next reads again.
     return (keys ??= readDevJwks(auth.devAuthDir)
@@ -80,6 +85,10 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
   };
 
   return {
+    prefetch() {
+      if (auth.mode === 'oidc') remoteKeys(auth.jwksUrl).reload().catch(() => {});
+      else getKeys().catch(() => {});
+    },
     async verify(authorization) {
       if (!authorization?.trim()) throw new AuthenticationError('a bearer token is required: send the header "Authorization: Bearer <token>"');
       const match = BEARER.exec(authorization.trim());

@@ -6,11 +6,15 @@ import { type ToolsModule, toolsOf } from './tools-module';
 
 /**
  * The MCP function of an endpoint serving these tools. Once per container, outside the handler: clients, the JWKS
- * cache and the app serve every invocation; the operation-id key is read by the first call that needs one.
+ * cache (its fetch started here) and the app serve every invocation; the operation-id key is read by the first call
+ * that needs one.
  */
 export function mcpLambdaHandler(module: ToolsModule) {
   // Zod compiles a fast path (new Function) for each schema on its first parse: on Lambda the cold request pays for
   // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see bench/cold-start.ts).
   z.config({ jitless: true });
-  return createLambdaHandler(createServices(loadConfig()), { tools: toolsOf(module) });
+  const services = createServices(loadConfig());
+  // The issuer's key set is read while the rest of the cold start goes on, not by the first request.
+  services.auth.prefetch();
+  return createLambdaHandler(services, { tools: toolsOf(module) });
 }

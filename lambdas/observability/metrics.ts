@@ -71,11 +71,17 @@ const EVENT_METRIC: Record<EngineEventType, MetricName> = {
   store_unavailable: MetricName.StoreUnavailable,
 };
 
+/**
+ * Publishes each metric at once and drops its `tool` dimension after it. One for the process: `singleMetric()` builds
+ * a whole Metrics instance (environment reads, a Console) on every call, i.e. on every request.
+ */
+let perToolMetric: Metrics | undefined;
+
 /** Counts a per-tool event now (its own EMF line, so tools in one invocation never share dimensions). */
 export function countForTool(name: MetricName, tool: string, value = 1, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
-  const single = metrics.singleMetric();
-  single.addDimension('tool', tool);
-  single.addMetric(name, unit, value);
+  perToolMetric ??= metrics.singleMetric();
+  perToolMetric.addDimension('tool', tool);
+  perToolMetric.addMetric(name, unit, value);
 }
 
 /** Engine events become per-tool metrics and one structured log line (key hashed, no arguments). */

@@ -33,12 +33,18 @@ const probes = createProbeTools();
 let extension: SecretsExtensionStandIn;
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids-AbCdEf';
 const SESSION_TOKEN = 'session-token-of-this-container';
+/** Invocations so far, and whether the key set's first GET came before any (the cold start reads it at init). */
+let invocations = 0;
+let firstKeySetGetBeforeAnyRequest: Promise<boolean>;
 
 beforeAll(async () => {
   table = await createTestTable();
   keyDir = await mkdtemp(join(tmpdir(), 'lambda-jwks-'));
   issuer = await loadDevIssuer({ dir: keyDir, issuer: ISSUER, audience: AUDIENCE, tenantClaim: TENANT_CLAIM });
+  let onFirstGet: (beforeAnyRequest: boolean) => void;
+  firstKeySetGetBeforeAnyRequest = new Promise((resolve) => (onFirstGet = resolve));
   jwksServer = createServer((_req, res) => {
+    onFirstGet(invocations === 0);
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(issuer.jwks));
   });
@@ -66,10 +72,16 @@ beforeAll(async () => {
   vi.stubEnv('OPERATION_ID_SECRET', undefined);
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   // The real module: services built once from the environment at import, as in a Lambda container.
-  handler = (await import('../../lambdas/handlers/mcp')).handler as unknown as typeof handler;
+  const counted =
+    (h: typeof handler): typeof handler =>
+    (event, context) => {
+      invocations++;
+      return h(event, context);
+    };
+  handler = counted((await import('../../lambdas/handlers/mcp')).handler as unknown as typeof handler);
   // The same parts with test tools, for the outcomes create_order cannot produce on demand.
   const services = createServices(loadConfig(process.env), { engine: { inProgressWaitMs: 100 } });
-  probeHandler = createLambdaHandler(services, { tools: probes.tools }) as unknown as typeof handler;
+  probeHandler = counted(createLambdaHandler(services, { tools: probes.tools }) as unknown as typeof handler);
 });
 
 afterAll(async () => {
@@ -151,6 +163,11 @@ async function callTool(target: typeof handler, name: string, args: Record<strin
 }
 
 describe('Lambda handler (Function URL, payload 2.0)', () => {
+  // First: nothing has invoked the function yet. Without the prefetch the key set would wait for a request.
+  it("reads the issuer's key set at init, so that its first request does not wait for it", async () => {
+    expect(await firstKeySetGetBeforeAnyRequest).toBe(true);
+  });
+
   it('answers initialize and tools/list statelessly, without a session id', async () => {
     const init = await invoke(handler, {
       body: rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } }),

@@ -79,4 +79,19 @@ describe('observability of the engine', () => {
     expect(text).not.toContain(key);
     expect(text).not.toContain(unknownKey);
   });
+
+  it('gives each per-tool count its own EMF line with only its own tool, however many come in a row', async () => {
+    const { countForTool, MetricName } = await import('../../lambdas/observability/metrics');
+    const before = emittedMetrics().length;
+    countForTool(MetricName.Executions, 'tool_a');
+    countForTool(MetricName.Replays, 'tool_b');
+    countForTool(MetricName.Executions, 'tool_a', 2);
+    const lines = output.join('').split('\n').filter((line) => line.includes('"_aws"')).slice(-3).map((line) => JSON.parse(line));
+    expect(emittedMetrics().slice(before)).toEqual([
+      { name: 'Executions', value: 1, tool: 'tool_a' },
+      { name: 'Replays', value: 1, tool: 'tool_b' },
+      { name: 'Executions', value: 2, tool: 'tool_a' },
+    ]);
+    for (const line of lines) expect(line._aws.CloudWatchMetrics[0].Dimensions).toEqual([['service', 'tool']]);
+  });
 });
