@@ -52,8 +52,9 @@ export interface TokenVerifier {
   /**
    * Starts reading the issuer's key set now (a cold start's init), so that the first request does not wait for it.
    * Never fails: a key set it could not get is fetched by the first request that needs it, as without it.
+   * Optional: a verifier with nothing to fetch (or a team's own) leaves it out.
    */
-  prefetch(): void;
+  prefetch?(): void;
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;

@@ -15,6 +15,6 @@ export function mcpLambdaHandler(module: ToolsModule) {
   z.config({ jitless: true });
   const services = createServices(loadConfig());
   // The issuer's key set is read while the rest of the cold start goes on, not by the first request.
-  services.auth.prefetch();
+  services.auth.prefetch?.();
   return createLambdaHandler(services, { tools: toolsOf(module) });
 }

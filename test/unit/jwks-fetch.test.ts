@@ -128,7 +128,7 @@ describe('the verifier and the issuer key set', () => {
   const prefetched = async () => {
     const v = verifier();
     const reached = nextGet();
-    v.prefetch();
+    v.prefetch!();
     await reached;
     return v;
   };
