@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE } from '../lambdas/auth/dev-keys';
+import { DEV_KEY_FILE } from 'idempotent-mcp/mcp';
 
 /**
  * What `npm start` keeps in its state folder (`.local/`), and the explanation a user gets when it vanishes under a

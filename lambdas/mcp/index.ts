@@ -21,5 +21,6 @@ export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Ca
 export { withMetrics, countForTool, MetricName } from '../observability/metrics';
 export { SecretUnavailableError } from '../runtime/operation-id-secret';
 export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../auth/dev-issuer';
+export { DEV_KEY_FILE } from '../auth/dev-keys';
 export { parseArguments, describeIssues, type ParsedArguments } from './arguments';
 export type { DeliveryContext, DeliveryHandler } from '../outbox/consumer';
