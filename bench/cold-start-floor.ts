@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient } from '../lambdas/store/clients';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { awsClientConfig } from '../lambdas/store/clients';
 
 /**
  * The cold-start floor (a peer in bench/cold-start.ts): only what any MCP write tool on this stack loads, namely the
@@ -12,7 +13,8 @@ import { createDocumentClient } from '../lambdas/store/clients';
  * deployed options, it measures how fast the mandated dependencies alone can start on this machine.
  */
 z.config({ jitless: true });
-const doc = createDocumentClient();
+// The AWS SDK's document client, as a bare MCP write tool would use it.
+const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ ...awsClientConfig(process.env.DYNAMODB_ENDPOINT), maxAttempts: 3 }));
 
 interface FunctionUrlEvent {
   rawPath: string;

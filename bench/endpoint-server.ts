@@ -38,13 +38,17 @@ async function startBare(): Promise<ServerReady> {
   const z = await import('zod');
   const { McpServer, createMcpHandler } = await import('@modelcontextprotocol/server');
   const { serve } = await import('@hono/node-server');
-  const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
-  const { createDocumentClient } = await import('../lambdas/store/clients');
+  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+  const { DynamoDBDocumentClient, PutCommand } = await import('@aws-sdk/lib-dynamodb');
+  const { awsClientConfig, createDocumentClient } = await import('../lambdas/store/clients');
   const { ensureTable } = await import('../lambdas/store/table-schema');
 
-  const doc = createDocumentClient(process.env.DYNAMODB_ENDPOINT);
+  // The table is set up with the package's client; the tool writes with the AWS SDK, as a bare server would.
+  const admin = createDocumentClient(process.env.DYNAMODB_ENDPOINT);
   const tableName = `bench-bare-${randomUUID().slice(0, 8)}`;
-  await ensureTable(doc, tableName);
+  await ensureTable(admin, tableName);
+  admin.destroy();
+  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ ...awsClientConfig(process.env.DYNAMODB_ENDPOINT), maxAttempts: 3 }));
   const inputSchema = z.object({
     idempotency_key: z.string(),
     customer_id: z.string(),

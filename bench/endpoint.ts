@@ -256,7 +256,7 @@ async function startStoreFloor(dynamodbEndpoint: string) {
     },
     async put() {
       const { create } = order.unprotectedItem();
-      await doc.send(new PutCommand({ TableName: tableName, Item: { ...create.item, ...create.key } }));
+      await doc.put({ TableName: tableName, Item: { ...create.item, ...create.key } });
       return true;
     },
     stop: () => doc.destroy(),

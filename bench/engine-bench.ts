@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
-import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { IdempotencyEngine } from '../lambdas/engine/engine';
 import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
+import type { DocumentClient } from '../lambdas/store/document-client';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable, Keys } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -57,6 +58,7 @@ interface Contender {
   variant: Variant;
   requests: RequestCounter;
   call(key: string, args: OrderArgs): Promise<Outcome>;
+  destroy(): void;
 }
 
 export interface CellFigures {
@@ -84,18 +86,14 @@ async function runEngineBench(): Promise<SectionReport> {
     business: `bench-orders-${suffix}`,
   };
   const admin = createDocumentClient(dynamo.endpoint);
-  const clients: DynamoDBClient[] = [];
+  const contenders: Contender[] = [];
   try {
     await ensureTable(admin, tables.engine);
     await ensureTable(admin, tables.business);
     await createPowertoolsTable(admin, tables.powertools);
     await createTableWithoutIndex(admin, tables.engineWithoutIndex);
 
-    const contenders = VARIANTS.map((variant) => {
-      const client = new DynamoDBClient({ ...awsClientConfig(dynamo.endpoint), maxAttempts: 3 });
-      clients.push(client);
-      return makeContender(variant, client, tables);
-    });
+    contenders.push(...VARIANTS.map((variant) => makeContender(variant, dynamo.endpoint, tables)));
 
     // Execute the keys the replay and conflict paths use, then warm the JVM and Node up on all three paths.
     const pools = new Map<Variant, string[]>();
@@ -153,9 +151,9 @@ async function runEngineBench(): Promise<SectionReport> {
     }
     return report(cells);
   } finally {
-    for (const name of Object.values(tables)) await admin.send(new DeleteTableCommand({ TableName: name })).catch(() => {});
+    for (const name of Object.values(tables)) await admin.call('DeleteTable', { TableName: name }).catch(() => {});
     admin.destroy();
-    for (const client of clients) client.destroy();
+    for (const contender of contenders) contender.destroy();
     await dynamo.stop();
   }
 }
@@ -168,27 +166,33 @@ interface BenchTables {
   business: string;
 }
 
-function makeContender(variant: Variant, client: DynamoDBClient, tables: BenchTables): Contender {
-  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  const requests = countDynamoDbRequests(client); // the document client shares this stack
+/**
+ * The engine and the unprotected tool use the package's DynamoDB client (as the functions do); Powertools takes an
+ * AWS SDK client, so its contender writes the business item through the SDK too, as a team using it would.
+ */
+function makeContender(variant: Variant, endpoint: string, tables: BenchTables): Contender {
   const orderItem = (args: OrderArgs) => {
     const orderId = randomUUID();
     return { orderId, item: { ...Keys.order(TENANT, orderId), order_id: orderId, ...args } };
   };
 
   if (variant === 'none') {
+    const doc = createDocumentClient(endpoint);
     return {
       variant,
-      requests,
+      requests: countDynamoDbRequests(doc),
+      destroy: () => doc.destroy(),
       async call(_key, args) {
         const { item } = orderItem(args);
-        await doc.send(new PutCommand({ TableName: tables.business, Item: item }));
+        await doc.put({ TableName: tables.business, Item: item });
         return 'executed';
       },
     };
   }
 
   if (variant === 'powertools' || variant === 'powertools_same_table') {
+    const client = new DynamoDBClient({ ...awsClientConfig(endpoint), maxAttempts: 3 });
+    const sdkDoc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
     const persistenceStore =
       variant === 'powertools'
         ? new DynamoDBPersistenceLayer({ tableName: tables.powertools, awsSdkV3Client: client })
@@ -196,7 +200,7 @@ function makeContender(variant: Variant, client: DynamoDBClient, tables: BenchTa
     const createOrder = makeIdempotent(
       async (event: { tenant: string; idempotency_key: string; args: OrderArgs; trace_id: string }) => {
         const { orderId, item } = orderItem(event.args);
-        await doc.send(new PutCommand({ TableName: tables.business, Item: item }));
+        await sdkDoc.send(new PutCommand({ TableName: tables.business, Item: item }));
         // The call's trace id comes back only from a fresh execution (Powertools does not mark replays).
         return { order_id: orderId, trace_id: event.trace_id };
       },
@@ -207,7 +211,8 @@ function makeContender(variant: Variant, client: DynamoDBClient, tables: BenchTa
     );
     return {
       variant,
-      requests,
+      requests: countDynamoDbRequests(client), // the document client shares this stack
+      destroy: () => client.destroy(),
       async call(key, args) {
         const traceId = randomUUID();
         try {
@@ -221,10 +226,12 @@ function makeContender(variant: Variant, client: DynamoDBClient, tables: BenchTa
   }
 
   const table = variant === 'engine_without_index' ? tables.engineWithoutIndex : tables.engine;
+  const doc = createDocumentClient(endpoint);
   const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, table) });
   return {
     variant,
-    requests,
+    requests: countDynamoDbRequests(doc),
+    destroy: () => doc.destroy(),
     async call(key, args) {
       const answer = await engine.run(
         { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args, trace_id: randomUUID() }, remainingTimeMs: () => LAMBDA_REMAINING_MS },
@@ -262,9 +269,8 @@ function orderArgs(quantity: number): OrderArgs {
 }
 
 /** The project's key (pk/sk) without the attention index. */
-export async function createTableWithoutIndex(doc: DynamoDBDocumentClient, tableName: string) {
-  await doc.send(
-    new CreateTableCommand({
+export async function createTableWithoutIndex(doc: DocumentClient, tableName: string) {
+  await doc.call('CreateTable', {
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: [
@@ -275,20 +281,17 @@ export async function createTableWithoutIndex(doc: DynamoDBDocumentClient, table
         { AttributeName: 'pk', KeyType: 'HASH' },
         { AttributeName: 'sk', KeyType: 'RANGE' },
       ],
-    }),
-  );
+  });
 }
 
 /** Powertools' default schema: partition key `id`. */
-async function createPowertoolsTable(doc: DynamoDBDocumentClient, tableName: string) {
-  await doc.send(
-    new CreateTableCommand({
+async function createPowertoolsTable(doc: DocumentClient, tableName: string) {
+  await doc.call('CreateTable', {
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
       KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-    }),
-  );
+  });
 }
 
 /** Runs the calls with `concurrency` workers; returns each call's latency (ms) and the wall time. */

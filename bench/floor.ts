@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyEngine, type Execution } from '../lambdas/engine/engine';
 import type { ExtraWrite } from '../lambdas/engine/persistence';
 import { createOrderTool } from '../lambdas/mcp/tools/create-order';
@@ -48,9 +46,8 @@ async function runFloorBench(): Promise<SectionReport> {
   const dynamo = await startDynamoDbLocal();
   const tableName = `bench-floor-${randomUUID().slice(0, 8)}`;
   const admin = createDocumentClient(dynamo.endpoint);
-  const client = new DynamoDBClient({ ...awsClientConfig(dynamo.endpoint), maxAttempts: 3 });
-  const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  const requests = countDynamoDbRequests(client);
+  const doc = createDocumentClient(dynamo.endpoint);
+  const requests = countDynamoDbRequests(doc);
   try {
     await ensureTable(admin, tableName);
     const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, tableName) });
@@ -58,12 +55,12 @@ async function runFloorBench(): Promise<SectionReport> {
     const run = (c: ToolCase, key: string) =>
       engine.run({ tenant: TENANT, tool: c.name, idempotencyKey: key, args: c.args, effect: c.effect }, {}, async () => c.execution(key));
     const asPut = ({ create }: ExtraWrite) => ({ TableName: tableName, Item: { ...create.item, ...create.key } });
-    const unprotected = (c: ToolCase) => doc.send(new PutCommand(asPut(c.unprotectedItem())));
+    const unprotected = (c: ToolCase) => doc.put(asPut(c.unprotectedItem()));
     // What sets the floor on DynamoDB Local: the same record and items in one unconditioned transaction.
     const bareTransaction = (c: ToolCase) => {
       const key = randomUUID();
       const record = { Put: { TableName: tableName, Item: { pk: `BARE#${key}`, sk: 'IDEM', status: 'SUCCEEDED', result: c.execution(key).result } } };
-      return doc.send(new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] }));
+      return doc.transactWrite({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] });
     };
 
     for (let i = 0; i < WARMUP; i++) for (const c of cases) await Promise.all([run(c, randomUUID()), unprotected(c)]);
@@ -149,7 +146,7 @@ async function runFloorBench(): Promise<SectionReport> {
     };
   } finally {
     admin.destroy();
-    client.destroy();
+    doc.destroy();
     await dynamo.stop();
   }
 }

@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { ConditionalCheckFailedException, CreateTableCommand } from '@aws-sdk/client-dynamodb';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { IdempotencyRecord } from '../lambdas/core/state-machine';
 import { createDocumentClient } from '../lambdas/store/clients';
+import { ConditionalCheckFailedError } from '../lambdas/store/document-client';
 import { recordToItem } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -37,14 +36,12 @@ async function runTableShapeBench(): Promise<SectionReport> {
   try {
     const suffix = randomUUID().slice(0, 8);
     const tables = { keyOnly: `shape-key-${suffix}`, composite: `shape-composite-${suffix}`, indexed: `shape-indexed-${suffix}` };
-    await doc.send(
-      new CreateTableCommand({
-        TableName: tables.keyOnly,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      }),
-    );
+    await doc.call('CreateTable', {
+      TableName: tables.keyOnly,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    });
     await createTableWithoutIndex(doc, tables.composite);
     await ensureTable(doc, tables.indexed);
 
@@ -89,7 +86,7 @@ async function runTableShapeBench(): Promise<SectionReport> {
     const pools = new Map<Shape, string[]>();
     for (const name of names) {
       const pool = Array.from({ length: POOL }, () => `IDEM#bench-tenant#create_order#${randomUUID()}`);
-      for (const pk of pool) await doc.send(new PutCommand({ TableName: shapes[name].table, Item: shapes[name].stored(pk) }));
+      for (const pk of pool) await doc.put({ TableName: shapes[name].table, Item: shapes[name].stored(pk) });
       pools.set(name, pool);
     }
 
@@ -101,17 +98,15 @@ async function runTableShapeBench(): Promise<SectionReport> {
         const pk = pools.get(name)![i % POOL]!;
         const started = performance.now();
         try {
-          await doc.send(
-            new PutCommand({
+          await doc.put({
               TableName: shapes[name].table,
               Item: shapes[name].claim(pk),
               ConditionExpression: 'attribute_not_exists(pk)',
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          );
+            });
           throw new Error(`${name}: the claim of an existing key succeeded`);
         } catch (err) {
-          if (!(err instanceof ConditionalCheckFailedException) || !err.Item) throw err;
+          if (!(err instanceof ConditionalCheckFailedError) || !err.Item) throw err;
         }
         if (i >= WARMUP) latencies.get(name)!.push(performance.now() - started);
       }

@@ -3,7 +3,9 @@ import { resolve } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { AwsSdkTransport } from '../lambdas/store/aws-sdk-transport';
+import { DocumentClient } from '../lambdas/store/document-client';
 import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
 import { readLocalState } from './local-state';
 import { ReviewInputError } from './review';
@@ -12,7 +14,7 @@ import { ReviewInputError } from './review';
 export interface Target {
   /** For messages: "local npm start", "stack idempotent-mcp", "table my-table". */
   name: string;
-  doc: DynamoDBDocumentClient;
+  doc: DocumentClient;
   tableName: string;
   queue: QueueTarget;
   who: () => Promise<string>;
@@ -84,7 +86,8 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
     }
   }
   if (!tableName) throw new ReviewInputError('--table is required with --queue');
-  const doc = createDocumentClient(undefined);
+  // An operator's machine: the AWS SDK's credential and region chain (profiles, SSO), not a function's environment.
+  const doc = new DocumentClient(new AwsSdkTransport(new DynamoDBClient({ maxAttempts: 3 })));
   const sqs = new SQSClient({ maxAttempts: 3 });
   let caller: Promise<string> | undefined;
   return {

@@ -1,15 +1,13 @@
-import { ConditionalCheckFailedException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { GetCommand, TransactWriteCommand, UpdateCommand, DeleteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError } from '../core/errors';
 import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
 import { queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
+import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item } from '../store/document-client';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
 import { OutboxDefaults, type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
 
-type Item = Record<string, unknown>;
 
 /** A pending (or settled) outbox event as stored. */
 export interface StoredOutboxEvent {
@@ -91,7 +89,7 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
  */
 export class OutboxStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     readonly tableName: string,
   ) {}
 
@@ -129,14 +127,13 @@ export class OutboxStore {
     return item.sk === Keys.outboxEvent('x').sk && typeof item.event_id === 'string' ? itemToEvent(item) : undefined;
   }
 
-  static eventFromImage(image: Record<string, AttributeValue>): StoredOutboxEvent | undefined {
-    return OutboxStore.eventFromItem(unmarshall(image));
+  /** A DynamoDB Streams image (attribute values typed, as the relay's event source delivers them). */
+  static eventFromImage(image: Record<string, unknown>): StoredOutboxEvent | undefined {
+    return OutboxStore.eventFromItem(unmarshall(image as Parameters<typeof unmarshall>[0]));
   }
 
   async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
-    const { Item } = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
-    );
+    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
     return Item ? itemToEvent(Item) : undefined;
   }
 
@@ -146,9 +143,7 @@ export class OutboxStore {
   }
 
   private async markerItem(eventId: string): Promise<Item | undefined> {
-    const { Item } = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }),
-    );
+    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true });
     return Item;
   }
 
@@ -179,14 +174,14 @@ export class OutboxStore {
   /** One conditional SET on an event still PENDING; false when it settled meanwhile. */
   private updatePending(eventId: string, set: string, values: Record<string, unknown>): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
+      this.doc.update({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         UpdateExpression: `SET ${set}`,
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
-      })),
+      }),
     );
   }
 
@@ -194,7 +189,7 @@ export class OutboxStore {
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
+      this.doc.update({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
@@ -208,7 +203,7 @@ export class OutboxStore {
           ':pending': 'PENDING',
           ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
         },
-      })),
+      }),
     );
   }
 
@@ -252,8 +247,7 @@ export class OutboxStore {
     const result = outcome.state === 'DELIVERED' ? (outcome.result ?? null) : null;
     const error = outcome.state === 'FAILED' ? outcome.error : null;
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
+      await this.doc.transactWrite({
           TransactItems: [
             {
               Update: {
@@ -277,10 +271,9 @@ export class OutboxStore {
               },
             },
           ],
-        }),
-      );
+      });
     } catch (err) {
-      if (err instanceof TransactionCanceledException && err.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+      if (err instanceof TransactionCanceledError && err.CancellationReasons[0]?.Code === 'ConditionalCheckFailed') {
         throw new OwnershipLostError();
       }
       throw err;
@@ -290,13 +283,13 @@ export class OutboxStore {
   /** Gives our claim up: the effect is known not to have happened, so the next delivery runs it. */
   async releaseDelivery(eventId: string, owner: string): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new DeleteCommand({
+      this.doc.delete({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
         ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
-      })),
+      }),
     );
   }
 
@@ -306,14 +299,14 @@ export class OutboxStore {
    */
   async deferDelivery(eventId: string, owner: string, leaseUntil: number, error: StoredError): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
+      this.doc.update({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         UpdateExpression: 'SET lease_until = :lease, #error = :error',
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
         ExpressionAttributeValues: { ':lease': leaseUntil, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
-      })),
+      }),
     );
   }
 
@@ -322,7 +315,7 @@ export class OutboxStore {
       await send();
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
+      if (err instanceof ConditionalCheckFailedError) return false;
       throw err;
     }
   }

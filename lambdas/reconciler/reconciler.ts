@@ -1,6 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
@@ -12,6 +11,7 @@ import type { IdempotencyStore } from '../engine/persistence';
 import { countForTool, MetricName, metrics } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
 import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
+import type { DocumentClient } from '../store/document-client';
 import { itemToRecord } from '../store/dynamodb-idempotency-store';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
@@ -24,7 +24,7 @@ export interface ToolReconciler {
 export interface ReconcilerOptions {
   store: IdempotencyStore;
   /** For the attention index queries (the store's port has no queries: the engine never needs them). */
-  doc: DynamoDBDocumentClient;
+  doc: DocumentClient;
   tableName: string;
   tools: ReadonlyMap<string, ToolReconciler>;
   logger: Logger;

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
@@ -12,6 +11,7 @@ import type { IdempotencyObserver } from '../engine/observer';
 import { logger as defaultLogger } from '../observability/logger';
 import { createEngineObserver } from '../observability/metrics';
 import { createDocumentClient } from '../store/clients';
+import type { DocumentClient } from '../store/document-client';
 import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
 import { createDownstreams, type Downstreams } from '../downstream';
 import { OutboxStore } from '../outbox/outbox-store';
@@ -35,7 +35,7 @@ export interface ConfirmationSigner {
  */
 export interface Services {
   config: AppConfig;
-  doc: DynamoDBDocumentClient;
+  doc: DocumentClient;
   tableName: string;
   store: DynamoDbIdempotencyStore;
   engine: IdempotencyEngine;
@@ -57,7 +57,7 @@ export interface ServiceOverrides {
   clock?: Clock;
   observer?: IdempotencyObserver;
   logger?: Logger;
-  doc?: DynamoDBDocumentClient;
+  doc?: DocumentClient;
   /** Engine tuning (tests shorten the in-progress wait, for instance). */
   engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer'>;
   downstreams?: Partial<Downstreams>;

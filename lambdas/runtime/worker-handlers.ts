@@ -1,7 +1,6 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { OutboxDefaults, parseOutboxMessage } from '../outbox/outbox-event';
 import { OutboxStore } from '../outbox/outbox-store';
@@ -27,7 +26,7 @@ export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const inserts = event.Records.flatMap((record) => {
       const image = record.eventName === 'INSERT' ? record.dynamodb?.NewImage : undefined;
-      const outboxEvent = image ? OutboxStore.eventFromImage(image as Record<string, AttributeValue>) : undefined;
+      const outboxEvent = image ? OutboxStore.eventFromImage(image) : undefined;
       return outboxEvent ? [{ sequence: record.dynamodb?.SequenceNumber ?? '', outboxEvent }] : [];
     });
     const { failed } = await workers.relay.publish(inserts.map((i) => i.outboxEvent));

@@ -1,7 +1,5 @@
-import { paginateQuery, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DocumentClient, Item } from './document-client';
 import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
-
-type Item = Record<string, unknown>;
 
 /** What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions). */
 export class AttentionIndexOffError extends Error {
@@ -32,7 +30,7 @@ export interface AttentionQuery {
  * never a table scan. Results are eventually consistent; every write that acts on them is conditional.
  */
 export async function queryAttention(
-  doc: DynamoDBDocumentClient,
+  doc: DocumentClient,
   tableName: string,
   kind: AttentionKind,
   query: AttentionQuery,
@@ -41,18 +39,16 @@ export async function queryAttention(
   const perShard = await Promise.all(
     attentionPartitions(kind).map(async (partition) => {
       const items: Item[] = [];
-      const pages = paginateQuery(
-        { client: doc, pageSize: query.limit },
-        {
+      const pages = doc.queryPages({
+          Limit: query.limit,
           TableName: tableName,
           IndexName: name,
           KeyConditionExpression: query.dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
           ExpressionAttributeNames: { '#pk': partitionKey, ...(query.dueBy === undefined ? {} : { '#at': sortKey }) },
           ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
-        },
-      );
+      });
       for await (const page of pages) {
-        items.push(...((page.Items ?? []) as Item[]));
+        items.push(...page.Items);
         if (items.length >= query.limit) break;
       }
       return items;
@@ -65,22 +61,19 @@ export async function queryAttention(
 }
 
 /** How many items of a kind are in the index (a COUNT query per shard: no items are read back). */
-export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
+export async function countAttention(doc: DocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
   const { name, partitionKey } = TableSchema.attentionIndex;
   let total = 0;
   for (const partition of attentionPartitions(kind)) {
-    const pages = paginateQuery(
-      { client: doc },
-      {
-        TableName: tableName,
-        IndexName: name,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': partitionKey },
-        ExpressionAttributeValues: { ':pk': partition },
-        Select: 'COUNT',
-      },
-    );
-    for await (const page of pages) total += page.Count ?? 0;
+    const pages = doc.queryPages({
+      TableName: tableName,
+      IndexName: name,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': partitionKey },
+      ExpressionAttributeValues: { ':pk': partition },
+      Select: 'COUNT',
+    });
+    for await (const page of pages) total += page.Count;
   }
   return total;
 }
@@ -90,7 +83,7 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
  * needs (the review tool), and still never scans the table.
  */
 export async function* attentionPages(
-  doc: DynamoDBDocumentClient,
+  doc: DocumentClient,
   tableName: string,
   kind: AttentionKind,
   pageSize: number,
@@ -99,16 +92,14 @@ export async function* attentionPages(
 ): AsyncGenerator<Item[]> {
   const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
   for (const partition of attentionPartitions(kind)) {
-    const pages = paginateQuery(
-      { client: doc, pageSize },
-      {
+    const pages = doc.queryPages({
+        Limit: pageSize,
         TableName: tableName,
         IndexName: name,
         KeyConditionExpression: dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
         ExpressionAttributeNames: { '#pk': partitionKey, ...(dueBy === undefined ? {} : { '#at': sortKey }) },
         ExpressionAttributeValues: { ':pk': partition, ...(dueBy === undefined ? {} : { ':due': dueBy }) },
-      },
-    );
-    for await (const page of pages) yield (page.Items ?? []) as Item[];
+    });
+    for await (const page of pages) yield page.Items;
   }
 }

@@ -1,8 +1,4 @@
-import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { PutCommand, UpdateCommand, type DynamoDBDocumentClient, type PutCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-
-type Item = Record<string, unknown>;
+import { ConditionalCheckFailedError, type DocumentClient, type Item, type PutInput, type UpdateInput } from './document-client';
 
 /**
  * The core's lease rule (`leaseHasPassed`: a lease at or before now protects no one) as a DynamoDB condition on
@@ -25,22 +21,21 @@ export type ItemClaim =
  * classify.
  */
 export async function claimByCondition(
-  doc: DynamoDBDocumentClient,
-  write: { put: PutCommandInput } | { update: UpdateCommandInput },
+  doc: DocumentClient,
+  write: { put: PutInput } | { update: UpdateInput },
   read: () => Promise<Item | undefined>,
 ): Promise<ItemClaim> {
   for (;;) {
     try {
       if ('put' in write) {
-        await doc.send(new PutCommand({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+        await doc.put({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
         return { claimed: true };
       }
-      const out = await doc.send(new UpdateCommand({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+      const out = await doc.update({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
       return out.Attributes ? { claimed: true, previous: out.Attributes } : { claimed: true };
     } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      const old = (err as { Item?: Record<string, AttributeValue> }).Item;
-      const existing = old ? unmarshall(old) : await read();
+      if (!(err instanceof ConditionalCheckFailedError)) throw err;
+      const existing = err.Item ?? (await read());
       if (existing) return { claimed: false, existing };
     }
   }

@@ -1,13 +1,3 @@
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  GetCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-  type TransactWriteCommandInput,
-} from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
 import {
   keyExpiryRule,
@@ -34,10 +24,9 @@ import type {
   Settlement,
 } from '../engine/persistence';
 import { claimByCondition, leasePassedClause } from './conditional-claim';
+import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item, type TransactWriteItem } from './document-client';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
-type Item = Record<string, unknown>;
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const keyOf = (id: RecordIdentity, keyPrefix = '') => {
   const key = Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
@@ -45,8 +34,11 @@ const keyOf = (id: RecordIdentity, keyPrefix = '') => {
 };
 
 export interface DynamoDbStoreOptions {
-  /** A DocumentClient (`DynamoDBDocumentClient.from(new DynamoDBClient())`, or createDocumentClient()). */
-  client: DynamoDBDocumentClient;
+  /**
+   * The DynamoDB client: `createDocumentClient()` (lean signed HTTP, what the functions use), or
+   * `new DocumentClient(new AwsSdkTransport(yourDynamoDBClient))` to bring a configured AWS SDK client.
+   */
+  client: DocumentClient;
   /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
   tableName: string;
   /**
@@ -202,7 +194,7 @@ function retentionFromNow(record: IdempotencyRecord, now: number) {
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
 export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
-  private readonly doc: DynamoDBDocumentClient;
+  private readonly doc: DocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
   /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */
@@ -210,10 +202,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   constructor(options: DynamoDbStoreOptions);
   /** @deprecated pass the options object. */
-  constructor(client: DynamoDBDocumentClient, tableName: string);
-  constructor(clientOrOptions: DynamoDBDocumentClient | DynamoDbStoreOptions, tableName?: string) {
+  constructor(client: DocumentClient, tableName: string);
+  constructor(clientOrOptions: DocumentClient | DynamoDbStoreOptions, tableName?: string) {
     const options: DynamoDbStoreOptions =
-      'client' in clientOrOptions && tableName === undefined ? clientOrOptions : { client: clientOrOptions as DynamoDBDocumentClient, tableName: tableName! };
+      'client' in clientOrOptions && tableName === undefined ? clientOrOptions : { client: clientOrOptions as DocumentClient, tableName: tableName! };
     if (typeof options.tableName !== 'string' || options.tableName === '') throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
     const keyPrefix = options.keyPrefix ?? '';
     if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
@@ -265,22 +257,20 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-            ...writes.map((w) => this.createItem(w)),
-          ],
-        }),
-      );
+      await this.doc.transactWrite({
+        TransactItems: [
+          { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+          ...writes.map((w) => this.createItem(w)),
+        ],
+      });
       return { committed: true };
     } catch (err) {
-      if (!(err instanceof TransactionCanceledException)) throw unavailable('one-request commit', err);
-      const reasons = err.CancellationReasons ?? [];
+      if (!(err instanceof TransactionCanceledError)) throw unavailable('one-request commit', err);
+      const reasons = err.CancellationReasons;
       const ours = reasons[0];
       if (ours?.Code === 'ConditionalCheckFailed') {
         // ALL_OLD is always returned by DynamoDB; the read is a fallback for emulators that omit it.
-        const existing = ours.Item ? itemToRecord(unmarshall(ours.Item)) : await this.get(record);
+        const existing = ours.Item ? itemToRecord(ours.Item) : await this.get(record);
         if (!existing) return { committed: false, contended: true }; // deleted in between: the key is free again
         // Our own record: the SDK retried a commit whose first answer was lost after it was applied.
         if (existing.ownerToken === record.ownerToken) return { committed: true };
@@ -303,7 +293,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   private async readItem(key: { pk: string; sk: string }): Promise<Item | undefined> {
     try {
-      const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+      const { Item } = await this.doc.get({ TableName: this.tableName, Key: key, ConsistentRead: true });
       return Item;
     } catch (err) {
       throw unavailable('read', err);
@@ -348,14 +338,14 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     };
     try {
       if (writes.length === 0) {
-        await this.doc.send(new UpdateCommand(update));
+        await this.doc.update(update);
       } else {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] }));
+        await this.doc.transactWrite({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] });
       }
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) throw new OwnershipLostError();
-      if (err instanceof TransactionCanceledException) {
-        const reasons = err.CancellationReasons?.map((r) => r.Code) ?? [];
+      if (err instanceof ConditionalCheckFailedError) throw new OwnershipLostError();
+      if (err instanceof TransactionCanceledError) {
+        const reasons = err.CancellationReasons.map((r) => r.Code ?? 'None');
         if (reasons[0] === 'ConditionalCheckFailed') throw new OwnershipLostError();
         throw new TransactionRejectedError(reasons);
       }
@@ -367,15 +357,13 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     transition('PROCESSING', 'release');
     const fence = ownedFence('release', ownerToken);
     return this.conditional('release', () =>
-      this.doc.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: this.keyOf(identity),
-          ConditionExpression: fence.clause,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: fence.values,
-        }),
-      ),
+      this.doc.delete({
+        TableName: this.tableName,
+        Key: this.keyOf(identity),
+        ConditionExpression: fence.clause,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: fence.values,
+      }),
     );
   }
 
@@ -390,24 +378,22 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = ownedFence('uncertain', ownerToken);
     const attention = this.attentionSet('UNKNOWN', key.pk, ':next');
     return this.conditional('mark unknown', () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next${attention.set} REMOVE #expires`,
-          ConditionExpression: fence.clause,
-          ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
-          ExpressionAttributeValues: {
-            ':unknown': 'UNKNOWN',
-            ':now': now,
-            ':error': details.error,
-            ':errorType': details.errorType ?? null,
-            ':next': details.nextCheckAt,
-            ...attention.values,
-            ...fence.values,
-          },
-        }),
-      ),
+      this.doc.update({
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next${attention.set} REMOVE #expires`,
+        ConditionExpression: fence.clause,
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
+        ExpressionAttributeValues: {
+          ':unknown': 'UNKNOWN',
+          ':now': now,
+          ':error': details.error,
+          ':errorType': details.errorType ?? null,
+          ':next': details.nextCheckAt,
+          ...attention.values,
+          ...fence.values,
+        },
+      }),
     );
   }
 
@@ -421,17 +407,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     transition('PROCESSING', 'take_over');
     const fence = ownedFence('take_over', expectedOwnerToken);
     return this.conditional('take over', () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.keyOf(identity),
-          UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
-          // The old lease must still be stale: a racing executor that renewed it keeps it.
-          ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
-        }),
-      ),
+      this.doc.update({
+        TableName: this.tableName,
+        Key: this.keyOf(identity),
+        UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
+        // The old lease must still be stale: a racing executor that renewed it keeps it.
+        ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
+      }),
     );
   }
 
@@ -441,24 +425,22 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = ownedFence('lease_expired', record.ownerToken);
     const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
     return this.conditional('expire lease', () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now${attention.set} REMOVE #expires`,
-          ConditionExpression: `${fence.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
-          ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
-          ExpressionAttributeValues: {
-            ':unknown': 'UNKNOWN',
-            ':now': now,
-            ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
-            ':errorType': 'lease_expired',
-            ':lease': record.leaseExpiresAt,
-            ...attention.values,
-            ...fence.values,
-          },
-        }),
-      ),
+      this.doc.update({
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now${attention.set} REMOVE #expires`,
+        ConditionExpression: `${fence.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
+        ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
+        ExpressionAttributeValues: {
+          ':unknown': 'UNKNOWN',
+          ':now': now,
+          ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
+          ':errorType': 'lease_expired',
+          ':lease': record.leaseExpiresAt,
+          ...attention.values,
+          ...fence.values,
+        },
+      }),
     );
   }
 
@@ -468,7 +450,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = this.versionFence(record, outcome.event);
     if (outcome.event === 'reconciled_absent') {
       return this.conditional('release after reconciliation', () =>
-        this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: key, ...fence })),
+        this.doc.delete({ TableName: this.tableName, Key: key, ...fence }),
       );
     }
     const values: Record<string, unknown> = { ':to': to, ':now': now };
@@ -498,21 +480,19 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       remove = ['next_check_at'];
     }
     return this.conditional('reconcile', () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `SET ${set}${removeClause(remove)}`,
-          ConditionExpression: fence.ConditionExpression,
-          ExpressionAttributeNames: {
-            ...fence.ExpressionAttributeNames,
-            ...(outcome.event === 'reconciled_found' ? { '#result': 'result' } : {}),
-            '#error': 'error',
-            ...(to === 'SUCCEEDED' || to === 'FAILED' ? { '#expires': TableSchema.ttlAttribute } : {}),
-          },
-          ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
-        }),
-      ),
+      this.doc.update({
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: `SET ${set}${removeClause(remove)}`,
+        ConditionExpression: fence.ConditionExpression,
+        ExpressionAttributeNames: {
+          ...fence.ExpressionAttributeNames,
+          ...(outcome.event === 'reconciled_found' ? { '#result': 'result' } : {}),
+          '#error': 'error',
+          ...(to === 'SUCCEEDED' || to === 'FAILED' ? { '#expires': TableSchema.ttlAttribute } : {}),
+        },
+        ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
+      }),
     );
   }
 
@@ -521,30 +501,26 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = this.versionFence(record, 'reconcile_deferred');
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
-      this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.keyOf(record),
-          UpdateExpression: `SET reconcile_attempts = :attempts, next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
-          ConditionExpression: fence.ConditionExpression,
-          ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
-          ExpressionAttributeValues: {
-            ...fence.ExpressionAttributeValues,
-            ':attempts': (record.reconcileAttempts ?? 0) + 1,
-            ':next': nextCheckAt,
-            ':error': reason,
-            ':now': now,
-          },
-        }),
-      ),
+      this.doc.update({
+        TableName: this.tableName,
+        Key: this.keyOf(record),
+        UpdateExpression: `SET reconcile_attempts = :attempts, next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
+        ConditionExpression: fence.ConditionExpression,
+        ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
+        ExpressionAttributeValues: {
+          ...fence.ExpressionAttributeValues,
+          ':attempts': (record.reconcileAttempts ?? 0) + 1,
+          ':next': nextCheckAt,
+          ':error': reason,
+          ':now': now,
+        },
+      }),
     );
   }
 
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
     try {
-      const { Item } = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }),
-      );
+      const { Item } = await this.doc.get({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true });
       return { entries: (Item?.entries as ReviewEntry[] | undefined) ?? [], version: Number(Item?.version ?? 0) };
     } catch (err) {
       throw unavailable('read', err);
@@ -568,7 +544,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
       } as Record<string, unknown>,
     };
-    let recordWrite: TransactItem;
+    let recordWrite: TransactWriteItem;
     if (decision.event === 'operator_settled_absent') {
       recordWrite = {
         Delete: {
@@ -620,7 +596,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       };
     }
     const logKey = this.reviewLogKey(record);
-    const logWrite: TransactItem = {
+    const logWrite: TransactWriteItem = {
       Put: {
         TableName: this.tableName,
         Item: {
@@ -635,10 +611,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       },
     };
     try {
-      await this.doc.send(new TransactWriteCommand({ TransactItems: [recordWrite, logWrite] }));
+      await this.doc.transactWrite({ TransactItems: [recordWrite, logWrite] });
       return true;
     } catch (err) {
-      if (err instanceof TransactionCanceledException && err.CancellationReasons?.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
+      if (err instanceof TransactionCanceledError && err.CancellationReasons.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
       throw unavailable('review decision', err);
     }
   }
@@ -666,7 +642,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       await send();
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
+      if (err instanceof ConditionalCheckFailedError) return false;
       throw unavailable(action, err);
     }
   }

@@ -1,11 +1,6 @@
 import { createHash } from 'node:crypto';
-import {
-  CreateTableCommand,
-  DescribeTableCommand,
-  ResourceInUseException,
-  UpdateTimeToLiveCommand,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import type { DocumentClient } from './document-client';
+import { DynamoDbServiceError } from './dynamodb-transport';
 
 /**
  * One table holds idempotency records, the business items committed with them (orders), and outbox events,
@@ -45,11 +40,10 @@ export function attentionPartitions(kind: AttentionKind): string[] {
 export { Keys, type ItemKey } from '../core/keys';
 
 /** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
-export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
+export async function ensureTable(client: DocumentClient, tableName: string): Promise<void> {
   const { partitionKey, sortKey, attentionIndex, ttlAttribute } = TableSchema;
   try {
-    await client.send(
-      new CreateTableCommand({
+    await client.call('CreateTable', {
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
@@ -72,21 +66,18 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
             Projection: { ProjectionType: 'ALL' },
           },
         ],
-      }),
-    );
+    });
   } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw err;
+    if (!(err instanceof DynamoDbServiceError && err.code === 'ResourceInUseException')) throw err;
     return;
   }
   for (let i = 0; i < 100; i++) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const { Table } = (await client.call('DescribeTable', { TableName: tableName })) as { Table?: { TableStatus?: string } };
     if (Table?.TableStatus === 'ACTIVE') break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
-    }),
-  );
+  await client.call('UpdateTimeToLive', {
+    TableName: tableName,
+    TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
+  });
 }

@@ -94,13 +94,7 @@ describe('the deployed MCP bundle', () => {
     // The first test answered both requests with this bundle; here, that it really was the stubbed one.
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /node_modules\/(ajv|ajv-formats|fast-uri)\/|@modelcontextprotocol\/server\/dist\/(ajvProvider|shimsNode)/.test(file))).toEqual([]);
-    expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/')).sort()).toEqual(
-      [
-        'lib/bundle-stubs/mcp-server-shims.mjs',
-        'lib/bundle-stubs/credential-provider-lambda.ts',
-        'lib/bundle-stubs/smithy-event-streams.mjs',
-      ].sort(),
-    );
+    expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/'))).toEqual(['lib/bundle-stubs/mcp-server-shims.mjs']);
   });
 
   it('carries neither the sandbox downstreams (deployed, a function of their own) nor Hono\'s larger routers', () => {
@@ -114,11 +108,12 @@ describe('the deployed MCP bundle', () => {
     expect(inputs.filter((file) => /node_modules\/(zod\/v3\/|zod-to-json-schema\/)/.test(file))).toEqual([]);
   });
 
-  it('carries the environment and container credential providers only, not the chain with its STS and SSO clients', () => {
+  it('carries no AWS SDK client: DynamoDB goes through the lean signed-HTTP transport, and the bundle keeps its budget', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
-    expect(inputs.some((file) => file.includes('@aws-sdk/credential-provider-env/'))).toBe(true);
-    expect(inputs.some((file) => file.includes('@aws-sdk/credential-provider-http/'))).toBe(true);
-    expect(inputs.filter((file) => /@aws-sdk\/(credential-provider-(node|ini|sso|process|web-identity|login)|nested-clients)\//.test(file))).toEqual([]);
+    expect(inputs.some((file) => file.endsWith('lambdas/store/http-transport.ts'))).toBe(true);
+    expect(inputs.filter((file) => /@aws-sdk\/(client-|lib-dynamodb|credential-provider)|@smithy\/(node-http-handler|core\/dist-es\/submodules\/(schema|protocols\/json))/.test(file))).toEqual([]);
+    // The budget of the MCP function (500 KiB minified): what every cold start reads and parses.
+    expect(bundle.figures.bytes).toBeLessThan(500 * 1024);
   });
 
   it("gives the bundled SDK clients Lambda's environment credentials, and fails plainly without them", async () => {

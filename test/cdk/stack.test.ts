@@ -1,4 +1,6 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { AwsSdkTransport } from '../../lambdas/store/aws-sdk-transport';
+import { DocumentClient } from '../../lambdas/store/document-client';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { Duration, App, Stack } from 'aws-cdk-lib';
@@ -78,7 +80,7 @@ describe('the idempotency table', () => {
     const client = new DynamoDBClient({ ...awsClientConfig(inject('dynamodbEndpoint')) });
     const name = `cdk-drift-${Date.now()}`;
     try {
-      await ensureTable(client, name);
+      await ensureTable(new DocumentClient(new AwsSdkTransport(client)), name);
       const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
       const { TimeToLiveDescription } = await client.send(new DescribeTimeToLiveCommand({ TableName: name }));
       const byName = (a: { AttributeName?: string }, b: { AttributeName?: string }) => a.AttributeName!.localeCompare(b.AttributeName!);

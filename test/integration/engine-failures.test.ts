@@ -1,4 +1,3 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
@@ -109,7 +108,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const takenId = `taken-${key}`;
       const newId = `new-${key}`;
       // The order id is already used: the write's ConditionExpression fails, cancelling the whole transaction.
-      await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...Keys.order(TENANT, takenId), order_id: takenId, owner: 'someone else' } }));
+      await table.doc.put({ TableName: table.tableName, Item: { ...Keys.order(TENANT, takenId), order_id: takenId, owner: 'someone else' } });
       let runs = 0;
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {

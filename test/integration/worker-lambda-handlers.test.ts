@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { APIGatewayProxyEventV2, Context, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
@@ -67,9 +66,7 @@ describe('the worker Lambda handlers', () => {
       body: 'Hello.',
     });
     const eventId = result!.event_id;
-    const { Item } = await stack.services.doc.send(
-      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
-    );
+    const { Item } = await stack.services.doc.get({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
     const stream = {
       Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: '100' } }],
     } as unknown as DynamoDBStreamEvent;

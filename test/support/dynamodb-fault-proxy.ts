@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 /**
  * What the proxy does to a matching request:
  * - `fail`: answers HTTP 500 InternalServerError without forwarding (nothing is applied);
+ * - `throttle`: answers HTTP 400 ProvisionedThroughputExceededException without forwarding (nothing is applied);
  * - `drop-response`: forwards it (DynamoDB applies it), then cuts the connection before the answer arrives.
  */
-export type DynamoDbFault = 'fail' | 'drop-response';
+export type DynamoDbFault = 'fail' | 'throttle' | 'drop-response';
 
 export interface FaultRule {
   /** The DynamoDB operation, e.g. `TransactWriteItems`, `UpdateItem`, `PutItem`. */
@@ -23,6 +24,8 @@ export interface DynamoDbFaultProxy {
   inject(rule: FaultRule): void;
   /** How many requests each rule has faulted so far, in injection order. */
   faulted(): number[];
+  /** Every request the proxy received, in order: its operation and body. */
+  received(): ReadonlyArray<{ operation: string; body: string }>;
   clear(): void;
   stop(): Promise<void>;
 }
@@ -34,15 +37,22 @@ export interface DynamoDbFaultProxy {
 export async function startDynamoDbFaultProxy(target: string): Promise<DynamoDbFaultProxy> {
   const targetUrl = new URL(target);
   const rules: (FaultRule & { used: number })[] = [];
+  const seen: { operation: string; body: string }[] = [];
 
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     const text = body.toString('utf8');
     const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+    seen.push({ operation, body: text });
     const rule = rules.find(
       (r) => r.used < r.times && r.operation === operation && (!r.bodyIncludes || text.includes(r.bodyIncludes)),
     );
     if (rule) rule.used++;
+    if (rule?.fault === 'throttle') {
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
+      res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', message: 'injected throttling' }));
+      return;
+    }
     if (rule?.fault === 'fail') {
       res.writeHead(500, { 'content-type': 'application/x-amz-json-1.0' });
       res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'injected fault' }));
@@ -76,8 +86,10 @@ export async function startDynamoDbFaultProxy(target: string): Promise<DynamoDbF
     endpoint: `http://127.0.0.1:${port}`,
     inject: (rule) => rules.push({ ...rule, used: 0 }),
     faulted: () => rules.map((r) => r.used),
+    received: () => seen,
     clear: () => {
       rules.length = 0;
+      seen.length = 0;
     },
     stop: () =>
       new Promise<void>((resolve) => {

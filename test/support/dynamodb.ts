@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { createDocumentClient } from '../../lambdas/store/clients';
 import { ensureTable } from '../../lambdas/store/table-schema';
@@ -15,7 +14,7 @@ export async function createTestTable() {
     doc,
     tableName,
     drop: async () => {
-      await doc.send(new DeleteTableCommand({ TableName: tableName })).catch(() => {});
+      await doc.call('DeleteTable', { TableName: tableName }).catch(() => {});
       doc.destroy();
     },
   };
