@@ -54,7 +54,7 @@ export interface BundleFigures {
 /** Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers. */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[]; entry?: string } = {},
+  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const result = await build({
     entryPoints: [overrides.entry ?? handlerEntry('mcp')],
@@ -72,6 +72,8 @@ export async function buildLambdaBundle(
     outfile,
     metafile: true,
     logLevel: 'error',
+    // A project without the package installed (examples/) resolves its `idempotent-mcp/*` imports through this one.
+    ...(overrides.tsconfig ? { tsconfig: overrides.tsconfig } : {}),
   });
   const code = await readFile(outfile);
   return {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { OutboxDefaults, receivesWithinBudget } from './outbox/outbox-event';
 import { MIN_SECRET_LENGTH, type SecretSource } from './runtime/operation-id-secret';
 
@@ -344,36 +343,26 @@ function loadSecretSource(env: Env): SecretSource {
 export function loadConfig(env: Env = process.env): AppConfig {
   const operationIdSecret = loadSecretSource(env);
   const publicBaseUrl = read(env, EnvVars.publicBaseUrl);
-  const tableName = required(env, EnvVars.tableName);
   return {
-    tableName,
-    dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint),
+    ...loadWorkerConfig(env),
     auth: loadAuthConfig(env),
     operationIdSecret,
     allowedOrigins: read(env, EnvVars.allowedOrigins),
     sandboxEnabled: read(env, EnvVars.sandboxEnabled),
     publicBaseUrl,
     confirmationOptOut: read(env, EnvVars.confirmationOptOut),
-    sideEffects: loadSideEffects(env, tableName),
   };
 }
 
-const WORKERS_VERIFY_NO_TOKENS = 'urn:idempotent-mcp:workers-verify-no-tokens';
-
 /**
- * The background functions (relay, consumer, reconciler) serve no MCP requests: their deployment carries the table,
- * queue and downstream settings, not the issuer or the operation-id secret. What the shared services need of those
- * is filled with values that can never verify anything (an unresolvable JWKS host, a throwaway secret).
+ * What the background functions (relay, consumer, reconciler) read: the table, the queue and the downstream
+ * settings. They serve no MCP request, so they need neither the issuer nor the operation-id secret.
  */
-export function loadWorkerConfig(env: Env = process.env): AppConfig {
-  return loadConfig({
-    AUTH_MODE: 'oidc',
-    AUTH_ISSUER: WORKERS_VERIFY_NO_TOKENS,
-    AUTH_AUDIENCE: WORKERS_VERIFY_NO_TOKENS,
-    AUTH_JWKS_URL: 'https://workers-verify-no-tokens.invalid/jwks.json',
-    OPERATION_ID_SECRET: randomBytes(32).toString('base64url'),
-    ...env,
-  });
+export type WorkerConfig = Pick<AppConfig, 'tableName' | 'dynamodbEndpoint' | 'sideEffects'>;
+
+export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
+  const tableName = required(env, EnvVars.tableName);
+  return { tableName, dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint), sideEffects: loadSideEffects(env, tableName) };
 }
 
 export interface SandboxConfig {

@@ -28,6 +28,7 @@ import { FaultInjectingPublisher } from '../lambdas/sandbox/queue-faults';
 import { openSandboxStore } from '../lambdas/sandbox/sandbox-store';
 import { tools as demoTools } from '../lambdas/mcp/tools';
 import { referenceDeliveries } from '../lambdas/mcp/tools/reference-deliveries';
+import { withReferenceClients, type ReferenceClients } from '../lambdas/mcp/tools/services';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { startLocalQueue, type LocalQueue } from './sqs-local';
 import { startLocalWorkers, type LocalWorkerOptions } from './workers';
@@ -56,7 +57,8 @@ export interface LocalStack {
   config: AppConfig;
   /** The settings `config` was loaded from (a worker in a child process gets the same). */
   env: Env;
-  services: Services;
+  /** The MCP function's services with the reference endpoint's clients, as the deployed reference builds them. */
+  services: Services & ReferenceClients;
   /** The workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
   workers: Workers;
   queue: LocalQueue;
@@ -182,7 +184,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ...environmentOf({ outboxMaxReceiveCount: maxReceiveCount }),
     };
     const config = loadConfig(configEnv);
-    const services = createServices(config, options.services);
+    const services = withReferenceClients(createServices(config, options.services));
     stops.push(async () => services.doc.destroy());
     log = (line) => services.logger.warn(line);
     await ensureTable(services.doc, config.tableName);

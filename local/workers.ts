@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createConsumerSqsHandler, createReconcilerHandler, type Services, type Workers } from 'idempotent-mcp/mcp';
+import { createConsumerSqsHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/mcp';
 
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */
@@ -88,7 +88,7 @@ function toSqsRecord(message: { MessageId?: string; ReceiptHandle?: string; Body
  * consumer poller (receive, handler, delete what succeeded, as the event source mapping does) and the reconciler
  * timer. `npm start` and the tests run them; `stop` ends them all.
  */
-export function startLocalWorkers(services: Services, workers: Workers, options: LocalWorkerOptions = {}): LocalWorkers {
+export function startLocalWorkers(services: Pick<WorkerServices, 'config' | 'logger'>, workers: Workers, options: LocalWorkerOptions = {}): LocalWorkers {
   const { logger } = services;
   const stops: Array<() => Promise<void>> = [];
 

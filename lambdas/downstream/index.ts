@@ -3,18 +3,14 @@ import { PaymentsClient } from './payments';
 import { TicketsClient } from './tickets';
 
 /**
- * The clients of the systems the MCP tools and the reconciler call; built once per container. The email sender
- * is not among them: only the outbox consumer sends email (createEmailSender in ./ses-email, used by createWorkers).
+ * The reference endpoint's downstream clients, each built only where it is called: the payments provider by the MCP
+ * function and the reconciler (request_payment and its reconcile hook, lambdas/mcp/tools/services.ts), the ticket
+ * system and the email sender by the outbox consumer (lambdas/mcp/tools/reference-deliveries.ts).
  */
-export interface Downstreams {
-  payments: PaymentsClient;
-  tickets: TicketsClient;
+export function createPaymentsClient(config: SideEffectsConfig): PaymentsClient {
+  return new PaymentsClient({ baseUrl: config.paymentsUrl, timeoutMs: config.downstreamTimeoutMs });
 }
 
-export function createDownstreams(config: SideEffectsConfig): Downstreams {
-  const timeoutMs = config.downstreamTimeoutMs;
-  return {
-    payments: new PaymentsClient({ baseUrl: config.paymentsUrl, timeoutMs }),
-    tickets: new TicketsClient({ baseUrl: config.ticketsUrl, timeoutMs }),
-  };
+export function createTicketsClient(config: SideEffectsConfig): TicketsClient {
+  return new TicketsClient({ baseUrl: config.ticketsUrl, timeoutMs: config.downstreamTimeoutMs });
 }

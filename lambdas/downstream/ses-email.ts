@@ -1,21 +1,13 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
-import type { SideEffectsConfig } from '../config';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
-import { MailboxEmailSender, type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
+import { type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
 import { DownstreamErrorCode } from './http';
 
 /**
- * The SES sender lives apart from ./email so that only code that delivers email (the outbox consumer, built by
- * createWorkers) imports the SES client: the MCP function only commits outbox events and its bundle stays without it.
+ * The SES sender lives apart from ./email so that only code that delivers email (the outbox consumer's deliveries,
+ * lambdas/mcp/tools/reference-deliveries.ts) imports the SES client: the MCP function only commits outbox events and
+ * its bundle stays without it.
  */
-
-/** The configured email sender: the sandbox mailbox, or SES. */
-export function createEmailSender(config: SideEffectsConfig): EmailSender {
-  const timeoutMs = config.downstreamTimeoutMs;
-  return config.emailMode === 'sandbox'
-    ? new MailboxEmailSender({ baseUrl: config.mailboxUrl, from: config.emailFrom, timeoutMs })
-    : new SesEmailSender({ from: config.emailFrom, timeoutMs });
-}
 
 const SES = 'SES';
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);

@@ -1,9 +1,9 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
 import type { DeliveryHandler } from '../outbox/consumer';
-import { createServices } from '../runtime/services';
 import { createConsumerSqsHandler } from '../runtime/worker-handlers';
-import { createWorkers } from '../runtime/workers';
+import { createWorkerServices } from '../runtime/worker-services';
+import { createConsumer } from '../runtime/workers';
 
 /** A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export). */
 export interface DeliveriesModule {
@@ -32,7 +32,6 @@ export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, 
  * module of its own, like the reconciler's factory: the MCP function's (./endpoint.ts) would bundle the MCP SDK here.
  */
 export function consumerLambdaHandler(module: DeliveriesModule) {
-  const services = createServices(loadWorkerConfig());
-  const workers = createWorkers(services, { deliveries: deliveriesOf(module) });
-  return withMetrics(createConsumerSqsHandler(workers, services.logger));
+  const services = createWorkerServices(loadWorkerConfig());
+  return withMetrics(createConsumerSqsHandler(createConsumer(services, { deliveries: deliveriesOf(module) }), services.logger));
 }

@@ -1,16 +1,21 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
-import { createServices } from '../runtime/services';
 import { createReconcilerHandler } from '../runtime/worker-handlers';
-import { createWorkers } from '../runtime/workers';
+import { createWorkerServices, type WorkerServices } from '../runtime/worker-services';
+import { createReconciler, type ReconcilerServices } from '../runtime/workers';
 import { type ToolsModule, toolsOf } from './tools-module';
 
 /**
- * The reconciler of an endpoint serving these tools: their reconcile hooks settle lost outcomes. A module of its
- * own, apart from the MCP function's factory (./endpoint.ts): importing that one would bundle the MCP SDK here, whose
- * modules run code at load and so survive tree-shaking even when nothing calls them.
+ * The reconciler of an endpoint serving these tools: their reconcile hooks settle lost outcomes. Each hook gets the
+ * workers' services, with the clients `withClients` adds (the reference endpoint's payments provider); no engine,
+ * signers or token verifier are built. A module of its own, apart from the MCP function's factory (./endpoint.ts):
+ * importing that one would bundle the MCP SDK here, whose modules run code at load and so survive tree-shaking
+ * even when nothing calls them.
  */
-export function reconcilerLambdaHandler(module: ToolsModule) {
-  const services = createServices(loadWorkerConfig());
-  return withMetrics(createReconcilerHandler(createWorkers(services, { tools: toolsOf(module) }), services.logger));
+export function reconcilerLambdaHandler(
+  module: ToolsModule,
+  withClients: (services: WorkerServices) => ReconcilerServices = (services) => services,
+) {
+  const services = withClients(createWorkerServices(loadWorkerConfig()));
+  return withMetrics(createReconcilerHandler(createReconciler(services, { tools: toolsOf(module) }), services.logger));
 }

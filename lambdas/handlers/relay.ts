@@ -1,10 +1,11 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
-import { createServices } from '../runtime/services';
 import { createRelayStreamHandler } from '../runtime/worker-handlers';
-import { createWorkers } from '../runtime/workers';
+import { createWorkerServices } from '../runtime/worker-services';
+import { createRelay } from '../runtime/workers';
 
-const services = createServices(loadWorkerConfig());
-
-/** DynamoDB Streams on the table, filtered to INSERTs of outbox events (sk = EVENT), with ReportBatchItemFailures. */
-export const handler = withMetrics(createRelayStreamHandler(createWorkers(services)));
+/**
+ * DynamoDB Streams on the table, filtered to INSERTs of outbox events (sk = EVENT), with ReportBatchItemFailures.
+ * The same function for every endpoint: it moves events to the queue and builds nothing else.
+ */
+export const handler = withMetrics(createRelayStreamHandler(createRelay(createWorkerServices(loadWorkerConfig()))));

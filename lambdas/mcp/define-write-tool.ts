@@ -9,7 +9,7 @@ import { DEFAULT_POLICY, type Execution, type ExecutionContext, type Idempotency
 import { SecretUnavailableError } from '../runtime/operation-id-secret';
 import { parseArguments } from './arguments';
 import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
-import { definedToolName, type KeySource, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+import { definedToolName, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
 export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
@@ -55,7 +55,7 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    */
   execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext<S>): Promise<Execution<R>>;
   /** Asks the downstream what became of an operation whose outcome was lost. */
-  reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
+  reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
   /**

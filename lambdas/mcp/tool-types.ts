@@ -62,6 +62,13 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
 
 export type KeySource = 'client' | 'operation_id';
 
+/**
+ * What a reconcile hook gets: the tool's services without the parts only a request uses (the engine, the signers,
+ * the request settings). The reconciler runs outside any request, so it builds none of those; it passes its own
+ * store, clock and logger and the clients the endpoint adds for its tools.
+ */
+export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config'>;
+
 /** A write tool also tells the reconciler how to settle its lost outcomes. */
 export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
   kind: 'write';
@@ -74,7 +81,7 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
   /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
   effect: ToolEffect;
   /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
-  reconcile?: (request: ReconcileRequest, services: S) => Promise<ReconcileFinding>;
+  reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;
 }
 

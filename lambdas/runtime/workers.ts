@@ -1,4 +1,5 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SideEffectsConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
 import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../outbox/consumer';
@@ -7,82 +8,139 @@ import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
 import { Reconciler, type ReconcilerOptions, type ToolReconciler } from '../reconciler/reconciler';
 import { awsClientConfig } from '../store/clients';
-import type { Services } from './services';
+import type { WorkerServices } from './worker-services';
 
-/** The background side of the service: the outbox relay, its consumer and the reconciler. */
-export interface Workers {
+/** The outbox queue as the workers reach it. */
+export interface OutboxQueue {
   sqs: SQSClient;
   /** Undefined when OUTBOX_QUEUE_URL is not set. */
   queueUrl?: string;
   /** Where the consumer moves a message whose delivery budget is spent. */
   deadLetterQueueUrl?: string;
+}
+
+/** The background side of the service: the outbox relay, its consumer and the reconciler. */
+export interface Workers extends OutboxQueue {
   relay: OutboxRelay;
   consumer: OutboxConsumer;
   reconciler: Reconciler;
 }
 
-export interface WorkerOverrides {
-  /** Write tools whose reconcile hooks the reconciler uses. Default none: their UNKNOWN records go to review. */
-  tools?: readonly ToolDefinition[];
+/** What each worker uses of the workers' services. */
+export type RelayServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
+export type ConsumerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
+export type ReconcilerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock' | 'store' | 'doc' | 'tableName'>;
+
+export interface RelayOverrides {
   /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
   wrapPublisher?: (publisher: EventPublisher) => EventPublisher;
   clock?: Clock;
+  relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
+}
+
+export interface ConsumerOverrides {
   /**
    * How the consumer performs each outbox event type: the endpoint's own deliveries (a team's `deliveries` module,
    * the reference endpoint's emails and tickets). Default none: an event of a type without a handler is retried,
    * then dead-lettered, never dropped.
    */
   deliveries?: Readonly<Record<string, DeliveryHandler>>;
-  relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
+  clock?: Clock;
   consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
+}
+
+export interface ReconcilerOverrides extends RelayOverrides {
+  /**
+   * Write tools whose reconcile hooks the reconciler uses. Default none: their UNKNOWN records go to review. Each
+   * hook gets the services passed to the factory: give them the clients the tools' hooks call.
+   */
+  tools?: readonly ToolDefinition[];
   reconciler?: Partial<
     Pick<ReconcilerOptions, 'leaseGraceMs' | 'backoffBaseMs' | 'backoffMaxMs' | 'maxAttempts' | 'outboxGraceMs' | 'batchSize'>
   >;
 }
+
+export type WorkerOverrides = RelayOverrides & ConsumerOverrides & ReconcilerOverrides;
 
 /** Without a queue the relay keeps every event pending (and logs it), so nothing is lost once one is configured. */
 const noQueue: EventPublisher = {
   publish: async (messages: OutboxMessage[]) => ({ failed: messages.map((m) => m.event_id) }),
 };
 
-/** Builds the workers from the services; the Lambda handlers and the local pollers share exactly these. */
-export function createWorkers(services: Services, overrides: WorkerOverrides = {}): Workers {
-  const { config, logger } = services;
-  const clock = overrides.clock ?? services.clock;
-  const sideEffects = config.sideEffects;
-  const sqs = new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 });
-  const queueUrl = sideEffects.outboxQueueUrl;
-  const queuePublisher: EventPublisher = queueUrl ? new SqsEventPublisher(sqs, queueUrl) : noQueue;
-  const publisher = overrides.wrapPublisher?.(queuePublisher) ?? queuePublisher;
+function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueue {
+  return {
+    sqs: new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 }),
+    queueUrl: sideEffects.outboxQueueUrl,
+    deadLetterQueueUrl: sideEffects.outboxDeadLetterQueueUrl,
+  };
+}
 
-  const relay = new OutboxRelay({ outbox: services.outbox, publisher, logger, clock, ...overrides.relay });
-  const consumer = new OutboxConsumer({
+function relayOn(queue: OutboxQueue, services: RelayServices, overrides: RelayOverrides): OutboxRelay {
+  const queuePublisher: EventPublisher = queue.queueUrl ? new SqsEventPublisher(queue.sqs, queue.queueUrl) : noQueue;
+  const publisher = overrides.wrapPublisher?.(queuePublisher) ?? queuePublisher;
+  const clock = overrides.clock ?? services.clock;
+  return new OutboxRelay({ outbox: services.outbox, publisher, logger: services.logger, clock, ...overrides.relay });
+}
+
+function consumerOf(services: ConsumerServices, overrides: ConsumerOverrides): OutboxConsumer {
+  const { sideEffects } = services.config;
+  return new OutboxConsumer({
     outbox: services.outbox,
     handlers: overrides.deliveries ?? {},
-    logger,
-    clock,
+    logger: services.logger,
+    clock: overrides.clock ?? services.clock,
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,
     deliveryBudgetMs: sideEffects.outboxDeliveryBudgetMs,
     ...overrides.consumer,
   });
+}
+
+function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, overrides: ReconcilerOverrides): Reconciler {
+  const { sideEffects } = services.config;
   const reconcilers = new Map<string, ToolReconciler>();
   for (const tool of overrides.tools ?? []) {
     if (!isWriteTool(tool)) continue;
     const hook = tool.reconcile;
     reconcilers.set(tool.name, { onAbsent: tool.onAbsent, reconcile: hook && ((request) => hook(request, services)) });
   }
-  const reconciler = new Reconciler({
+  return new Reconciler({
     store: services.store,
     doc: services.doc,
     tableName: services.tableName,
     tools: reconcilers,
-    logger,
-    clock,
+    logger: services.logger,
+    clock: overrides.clock ?? services.clock,
     relay,
     backoffBaseMs: sideEffects.reconcileIntervalMs,
     checkTimeoutMs: sideEffects.downstreamTimeoutMs,
     maxAttempts: sideEffects.reconcileMaxAttempts,
     ...overrides.reconciler,
   });
-  return { sqs, queueUrl, deadLetterQueueUrl: sideEffects.outboxDeadLetterQueueUrl, relay, consumer, reconciler };
+}
+
+/** The relay alone (the DynamoDB Streams function): the outbox and the queue, nothing else. */
+export function createRelay(services: RelayServices, overrides: RelayOverrides = {}): OutboxQueue & Pick<Workers, 'relay'> {
+  const queue = outboxQueue(services.config.sideEffects);
+  return { ...queue, relay: relayOn(queue, services, overrides) };
+}
+
+/** The consumer alone (the SQS function): the outbox, the queue and the endpoint's deliveries. */
+export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueue & Pick<Workers, 'consumer'> {
+  return { ...outboxQueue(services.config.sideEffects), consumer: consumerOf(services, overrides) };
+}
+
+/**
+ * The reconciler (the scheduled function), with the relay it re-sends stuck outbox events through. `services` is
+ * also what the tools' reconcile hooks get: the workers' services plus the clients those hooks call.
+ */
+export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueue & Pick<Workers, 'relay' | 'reconciler'> {
+  const { relay, ...queue } = createRelay(services, overrides);
+  return { ...queue, relay, reconciler: reconcilerOf(services, relay, overrides) };
+}
+
+/** All three on one queue client: the local pollers of `npm start` run exactly the Lambda handlers' workers. */
+export function createWorkers(services: WorkerServices, overrides: WorkerOverrides = {}): Workers {
+  const queue = outboxQueue(services.config.sideEffects);
+  const relay = relayOn(queue, services, overrides);
+  return { ...queue, relay, consumer: consumerOf(services, overrides), reconciler: reconcilerOf(services, relay, overrides) };
 }

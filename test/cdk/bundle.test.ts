@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
-import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { MODERN_PROTOCOL, orderArgs } from '../support/mcp';
 
@@ -149,5 +149,56 @@ describe('the deployed MCP bundle', () => {
   it('carries no zod locales: `import * as z from "zod"` lets esbuild drop them (an `import { z }` pulls in ~260 KB)', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => file.includes('zod/v4/locales/') && !file.endsWith('/en.js'))).toEqual([]);
+  });
+});
+
+/**
+ * Each worker function bundles what it uses and nothing of what serving a request takes: no token verifier (jose),
+ * no engine, no signers; and no downstream client unless its own deliveries or reconcile hooks call one.
+ */
+describe('the deployed worker bundles', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'worker-bundles-'));
+  const teamTools = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
+  const entries = {
+    relay: 'lambdas/handlers/relay.ts',
+    'demo consumer': 'lambdas/handlers/consumer.ts',
+    "a team's consumer": deliveriesFunctionEntry(join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts'), teamTools),
+    'demo reconciler': 'lambdas/handlers/reconciler.ts',
+    "a team's reconciler": toolsFunctionEntry('reconciler', teamTools),
+  };
+  const inputs: Record<string, string[]> = {};
+
+  beforeAll(async () => {
+    for (const [name, entry] of Object.entries(entries)) {
+      const { metafile } = await buildLambdaBundle(join(dir, `${name.replace(/\W+/g, '-')}.mjs`), { entry, tsconfig: join(PROJECT_ROOT, 'tsconfig.json') });
+      inputs[name] = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
+    }
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const matching = (name: string, pattern: RegExp) => inputs[name]!.filter((file) => pattern.test(file));
+  const TOKEN_VERIFIER = /node_modules\/jose\/|lambdas\/auth\//;
+  const REQUEST_PARTS = /lambdas\/(engine\/engine|mcp\/tool-runtime|runtime\/services|runtime\/operation-id-secret)\.ts$/;
+  const DOWNSTREAM_CLIENTS = /lambdas\/downstream\/|@aws-sdk\/client-sesv2\//;
+
+  it('no worker carries the token verifier, the engine or the signers', () => {
+    for (const name of Object.keys(entries)) {
+      expect(inputs[name]!.length, name).toBeGreaterThan(20);
+      expect(matching(name, TOKEN_VERIFIER), name).toEqual([]);
+    }
+    for (const name of ['relay', 'demo consumer', "a team's consumer"]) expect(matching(name, REQUEST_PARTS), name).toEqual([]);
+  });
+
+  it('the relay and a team\'s workers carry no downstream client; the demo\'s carry only those their deliveries and hooks call', () => {
+    for (const name of ['relay', "a team's consumer", "a team's reconciler"]) expect(matching(name, DOWNSTREAM_CLIENTS), name).toEqual([]);
+    expect(matching('demo consumer', DOWNSTREAM_CLIENTS).filter((file) => file.endsWith('.ts')).sort()).toEqual([
+      'lambdas/downstream/email.ts',
+      'lambdas/downstream/http.ts',
+      'lambdas/downstream/index.ts',
+      'lambdas/downstream/ses-email.ts',
+      'lambdas/downstream/tickets.ts',
+    ]);
+    // request_payment's reconcile hook asks the payments provider; nothing sends email or opens tickets here.
+    expect(matching('demo reconciler', DOWNSTREAM_CLIENTS).sort()).toEqual(['lambdas/downstream/http.ts', 'lambdas/downstream/index.ts', 'lambdas/downstream/payments.ts']);
   });
 });

@@ -68,6 +68,8 @@ beforeAll(async () => {
     AWS_SESSION_TOKEN: SESSION_TOKEN,
     PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
     SANDBOX_ENABLED: 'false',
+    // request_payment runs for a 2025-era client here; no payments provider is configured.
+    CONFIRMATION_OPT_OUT_TOOLS: 'request_payment',
   };
   vi.stubEnv('OPERATION_ID_SECRET', undefined);
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
@@ -257,6 +259,14 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
       structuredContent: { outcome: 'succeeded', replayed: false },
     });
     expect(probes.runs('tenant-lambda', id)).toBe(1);
+  });
+
+  it("gives request_payment the reference endpoint's payments client, configured from the environment", async () => {
+    const issued = await callTool(handler, 'issue_operation_id', { tool: 'request_payment' });
+    const operationId = (issued.structuredContent as { operation_id: string }).operation_id;
+    const paid = await callTool(handler, 'request_payment', { operation_id: operationId, amount_minor: 700, currency: 'EUR', payee_id: 'payee-1' });
+    // The client exists and reads PAYMENTS_URL, which is unset: nothing was sent, and the key is free for a retry.
+    expect(paid).toMatchObject({ isError: true, structuredContent: { retryable: true, error: { code: 'DOWNSTREAM_NOT_CONFIGURED' } } });
   });
 
   it("bounds the execution by the invocation's remaining time", async () => {

@@ -8,7 +8,7 @@ import { Keys } from '../../lambdas/store/table-schema';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { sandboxLedger } from '../support/side-effects';
+import { armFault, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
 
 /**
  * The deployed entry points themselves (lambdas/handlers/*), imported as Lambda imports them, configured only by
@@ -19,7 +19,7 @@ let client: Client;
 type Handler<E, R> = (event: E, context: Context) => Promise<R>;
 let relay: Handler<DynamoDBStreamEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
 let consumer: Handler<SQSEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
-let reconciler: Handler<unknown, { unknown: number; needsReview: number }>;
+let reconciler: Handler<unknown, { unknown: number; needsReview: number; found: number }>;
 let sandbox: Handler<APIGatewayProxyEventV2, { statusCode: number; body: string }>;
 const context = { getRemainingTimeInMillis: () => 60_000 } as Context;
 
@@ -100,6 +100,17 @@ describe('the worker Lambda handlers', () => {
 
     const report = await reconciler({}, context);
     expect(report).toMatchObject({ unknown: 0, needsReview: 0 });
+  });
+
+  it("the reconciler function settles a lost payment through request_payment's hook: it builds the payments client itself", async () => {
+    const operationId = await issueOperationId(client, 'request_payment');
+    const args = { operation_id: operationId, amount_minor: 1900, currency: 'EUR', payee_id: 'payee-lambda' };
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
+    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' });
+
+    expect(await reconciler({}, context)).toMatchObject({ found: 1 });
+    const [payment] = (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
+    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded', result: { payment_id: payment!.payment_id } });
   });
 
   it('the sandbox function serves the same routes through a Function URL event, from its own table only', async () => {

@@ -3,13 +3,13 @@
  * (the local stack's `env`). Tests kill it with SIGKILL mid-effect and start another.
  */
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-const { loadConfig } = await import('../../lambdas/config');
-const { createServices } = await import('../../lambdas/runtime/services');
+const { loadWorkerConfig } = await import('../../lambdas/config');
+const { createWorkerServices } = await import('../../lambdas/runtime/worker-services');
 const { createWorkers } = await import('../../lambdas/runtime/workers');
 const { startLocalWorkers } = await import('../../local/workers');
 const { referenceDeliveries } = await import('../../lambdas/mcp/tools/reference-deliveries');
 
-const services = createServices(loadConfig());
+const services = createWorkerServices(loadWorkerConfig());
 const workers = createWorkers(services, { deliveries: referenceDeliveries(services), consumer: { retryBaseMs: 0 } });
 const running = startLocalWorkers(services, workers, { relayPoller: false, reconcilerTimer: false, consumerPoller: true });
 process.stdout.write('ready\n');

@@ -49,3 +49,54 @@ it('finds a relative import into the toolkit, static or dynamic', () => {
   // A Lambda handler is the toolkit's inside: it may, and does, import it relatively, and the scan says so.
   expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/handlers/consumer.ts')])).toContain('lambdas/handlers/consumer.ts imports ../config');
 });
+
+/** The public subpaths' sources, as tsconfig.json maps them (`idempotent-mcp/mcp` -> lambdas/mcp/index.ts, ...). */
+const SUBPATHS: Record<string, string> = Object.fromEntries(
+  Object.entries((JSON.parse(readFileSync(join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } }).compilerOptions.paths).map(
+    ([name, [target]]) => [name, resolve(PROJECT_ROOT, target!)],
+  ),
+);
+
+const CANDIDATES = ['', '.ts', '/index.ts'];
+
+/** Every project module `entry` reaches through its imports (static, dynamic, type-only), itself included. */
+function reachableFrom(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const specifier of specifiersOf(readFileSync(file, 'utf8'))) {
+      const base = specifier.startsWith('.') ? resolve(dirname(file), specifier) : SUBPATHS[specifier];
+      if (!base) continue; // a package outside the project
+      const target = CANDIDATES.map((suffix) => base + suffix).find((path) => path.endsWith('.ts') && statSync(path, { throwIfNoEntry: false })?.isFile());
+      if (!target) throw new Error(`${relative(PROJECT_ROOT, file)}: cannot resolve ${specifier}`);
+      visit(target);
+    }
+  };
+  visit(resolve(PROJECT_ROOT, entry));
+  return seen;
+}
+
+const reachedUnder = (entries: string[], folders: string[]) =>
+  entries.flatMap((entry) =>
+    [...reachableFrom(entry)].filter((file) => folders.some((folder) => within(file, folder))).map((file) => `${entry} reaches ${relative(PROJECT_ROOT, file)}`),
+  );
+
+/** The handler factories every team's endpoint runs (its tools and deliveries modules are bundled with them). */
+const TEAM_HANDLERS = ['lambdas/handlers/endpoint.ts', 'lambdas/handlers/relay.ts', 'lambdas/handlers/consumer-endpoint.ts', 'lambdas/handlers/reconciler-endpoint.ts'];
+
+it('the public subpaths and the handlers every team runs reach no reference code: no sandbox, no demo downstream clients', () => {
+  const publicEntries = [...new Set(Object.values(SUBPATHS))].map((file) => relative(PROJECT_ROOT, file));
+  expect(publicEntries).toEqual(expect.arrayContaining(['lambdas/engine/index.ts', 'lambdas/dynamodb/index.ts', 'lambdas/mcp/index.ts', 'client/index.ts']));
+  expect(reachedUnder([...publicEntries, ...TEAM_HANDLERS], REFERENCE_CODE)).toEqual([]);
+});
+
+it('no Lambda handler but the sandbox function reaches the sandbox: the reference endpoint chooses its sandbox clients itself', () => {
+  const handlers = readdirSync(join(PROJECT_ROOT, 'lambdas/handlers')).map((name) => `lambdas/handlers/${name}`);
+  expect(handlers).toEqual(expect.arrayContaining(['lambdas/handlers/consumer.ts', 'lambdas/handlers/reconciler.ts', 'lambdas/handlers/sandbox.ts']));
+  expect(reachedUnder(handlers.filter((file) => file !== 'lambdas/handlers/sandbox.ts'), ['lambdas/sandbox'])).toEqual([]);
+  // The walk sees through the public subpaths: the reference consumer reaches its deliveries through `idempotent-mcp/mcp`.
+  expect([...reachableFrom('lambdas/handlers/consumer.ts')].map((file) => relative(PROJECT_ROOT, file))).toEqual(
+    expect.arrayContaining(['lambdas/mcp/tools/reference-deliveries.ts', 'lambdas/mcp/index.ts', 'lambdas/downstream/ses-email.ts']),
+  );
+});

@@ -64,10 +64,10 @@ describe('side-effect settings', () => {
     });
   });
 
-  it('the worker functions start without the issuer or the operation-id secret, and verify no token', async () => {
+  it('the worker functions read the table, queue and downstream settings only: no issuer, no operation-id secret', async () => {
     const config = loadWorkerConfig({ TABLE_NAME: 'records', OUTBOX_QUEUE_URL: 'https://sqs.example/q' });
     expect(config.sideEffects.outboxQueueUrl).toBe('https://sqs.example/q');
-    expect(config.auth).toMatchObject({ mode: 'oidc', jwksUrl: expect.stringContaining('.invalid/') });
+    expect(Object.keys(config).sort()).toEqual(['dynamodbEndpoint', 'sideEffects', 'tableName']);
     expect(() => loadConfig({ TABLE_NAME: 'records' })).toThrow(ConfigError);
   });
 

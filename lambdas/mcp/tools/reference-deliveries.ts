@@ -1,11 +1,27 @@
-import type { DeliveryHandler, Services } from 'idempotent-mcp/mcp';
-import { createEmailSender } from '../../downstream/ses-email';
+import type { DeliveryHandler, WorkerServices } from 'idempotent-mcp/mcp';
+import { createTicketsClient } from '../../downstream';
+import { MailboxEmailSender, type EmailSender } from '../../downstream/email';
+import { SesEmailSender } from '../../downstream/ses-email';
 import { createDeliveryHandlers } from './deliveries';
 
+type SideEffects = WorkerServices['config']['sideEffects'];
+
 /**
- * The reference endpoint's deliveries (the demo tools' emails and tickets) from its services. Apart from
+ * The reference endpoint's email sender: the sandbox mailbox (EMAIL_MODE=sandbox, `npm start`, the deployed demo),
+ * or SES. The choice is the reference endpoint's: a team's consumer delivers through its own deliveries module.
+ */
+export function createEmailSender(config: SideEffects): EmailSender {
+  const timeoutMs = config.downstreamTimeoutMs;
+  return config.emailMode === 'sandbox'
+    ? new MailboxEmailSender({ baseUrl: config.mailboxUrl, from: config.emailFrom, timeoutMs })
+    : new SesEmailSender({ from: config.emailFrom, timeoutMs });
+}
+
+/**
+ * The reference endpoint's deliveries (the demo tools' emails and tickets), with the clients they call. Apart from
  * ./deliveries so that only consumer code imports it: only the consumer's bundle carries the SES client.
  */
-export function referenceDeliveries(services: Pick<Services, 'config' | 'downstreams'>): Record<string, DeliveryHandler> {
-  return createDeliveryHandlers({ tickets: services.downstreams.tickets, email: createEmailSender(services.config.sideEffects) });
+export function referenceDeliveries(services: Pick<WorkerServices, 'config'>): Record<string, DeliveryHandler> {
+  const { sideEffects } = services.config;
+  return createDeliveryHandlers({ tickets: createTicketsClient(sideEffects), email: createEmailSender(sideEffects) });
 }

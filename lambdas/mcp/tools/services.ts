@@ -1,8 +1,23 @@
-import type { Services, ToolRuntime } from 'idempotent-mcp/mcp';
+import type { ToolRuntime, WorkerServices } from 'idempotent-mcp/mcp';
+import { createPaymentsClient } from '../../downstream';
+import type { PaymentsClient } from '../../downstream/payments';
+
+/** The reference endpoint's own clients next to the toolkit's services: the payments provider of request_payment. */
+export interface ReferenceClients {
+  downstreams: { payments: PaymentsClient };
+}
 
 /**
  * What the reference endpoint's tools reach besides the tool runtime, each type naming only what its tools use:
  * the tools are typed against these, not against the endpoint's whole services object.
  */
-export type OrderServices = ToolRuntime & Pick<Services, 'doc' | 'tableName'>;
-export type PaymentServices = ToolRuntime & { downstreams: Pick<Services['downstreams'], 'payments'> };
+export type OrderServices = ToolRuntime & Pick<WorkerServices, 'doc' | 'tableName'>;
+export type PaymentServices = ToolRuntime & ReferenceClients;
+
+/**
+ * The reference endpoint's services: the toolkit's (the MCP function's, or the reconciler's for the reconcile
+ * hooks) with its own clients added. The toolkit builds no downstream client of its own.
+ */
+export function withReferenceClients<S extends Pick<WorkerServices, 'config'>>(services: S): S & ReferenceClients {
+  return { ...services, downstreams: { payments: createPaymentsClient(services.config.sideEffects) } };
+}
