@@ -1,58 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import * as z from 'zod';
-import { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { awsClientConfig } from '../lambdas/store/clients';
+import { floorHandler } from './cold-start-floor-server';
 
 /**
- * The cold-start floor (a peer in bench/cold-start.ts): only what any MCP write tool on this stack loads, namely the
- * MCP SDK's server and web-standard transport (v2, the SDK the endpoint is built on), zod and the DynamoDB document
- * client, answering the same two Function
- * URL events. Its `create_order` is one PutItem: no auth, idempotency, routing, logs or metrics. Bundled with the
- * deployed options, it measures how fast the mandated dependencies alone can start on this machine.
+ * The cold-start floor: a bare MCP write tool as a team writes it, with the AWS SDK's DynamoDB document client.
+ * Bundled with the deployed options, it measures how fast the mandated dependencies alone start on this machine.
  */
-z.config({ jitless: true });
-// The AWS SDK's document client, as a bare MCP write tool would use it.
 const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ ...awsClientConfig(process.env.DYNAMODB_ENDPOINT), maxAttempts: 3 }));
 
-interface FunctionUrlEvent {
-  rawPath: string;
-  headers: Record<string, string>;
-  body: string;
-  requestContext: { domainName: string; http: { method: string } };
-}
-
-export async function handler(event: FunctionUrlEvent) {
-  // As in lambdas/mcp/server.ts: no Ajv (the bundle stubs it), since no elicitation answer is validated.
-  const unused = () => {
-    throw new Error('no elicitation');
-  };
-  const server = new McpServer({ name: 'floor', version: '1.0.0' }, { jsonSchemaValidator: { getValidator: unused } });
-  server.registerTool(
-    'create_order',
-    {
-      description: 'Creates an order.',
-      inputSchema: z.object({
-        idempotency_key: z.string(),
-        customer_id: z.string(),
-        items: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })),
-        currency: z.string().length(3),
-      }),
-    },
-    async (args) => {
-      const orderId = randomUUID();
-      await doc.send(new PutCommand({ TableName: process.env.TABLE_NAME, Item: { pk: `ORDER#floor#${orderId}`, sk: 'ORDER', ...args } }));
-      return { content: [{ type: 'text', text: orderId }], structuredContent: { outcome: 'succeeded', order_id: orderId } };
-    },
-  );
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
-  const request = new Request(`https://${event.requestContext.domainName}${event.rawPath}`, {
-    method: event.requestContext.http.method,
-    headers: event.headers,
-    body: event.body,
-  });
-  const response = await transport.handleRequest(request);
-  return { statusCode: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
-}
+export const handler = floorHandler((TableName, Item) => doc.send(new PutCommand({ TableName, Item })));

@@ -1,0 +1,10 @@
+import { createDocumentClient } from '../lambdas/store/clients';
+import { floorHandler } from './cold-start-floor-server';
+
+/**
+ * The cold-start floor on the package's own DynamoDB client (the lean transport the deployed function uses): the
+ * same bare MCP write tool, so that what the endpoint adds beyond its own dependencies shows on its own.
+ */
+const doc = createDocumentClient();
+
+export const handler = floorHandler((TableName, Item) => doc.put({ TableName, Item }));
