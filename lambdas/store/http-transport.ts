@@ -188,15 +188,19 @@ export class HttpTransport implements DynamoDbTransport {
       req.on('error', reject);
       req.end(body);
     });
-    let parsed: WireBody;
+    let parsed: WireBody | undefined;
     try {
       parsed = text ? (JSON.parse(text, decodeBinary) as WireBody) : {};
     } catch {
-      throw new TransientHttpError(`DynamoDB answered HTTP ${status} with a body that is not JSON`);
+      parsed = undefined;
     }
-    if (status >= 200 && status < 300) return parsed;
-    const type = typeof parsed.__type === 'string' ? parsed.__type : undefined;
-    if (!type) throw new TransientHttpError(`DynamoDB answered HTTP ${status} without an error type`);
+    if (parsed && status >= 200 && status < 300) return parsed;
+    const type = typeof parsed?.__type === 'string' ? (parsed.__type as string) : undefined;
+    if (!parsed || !type) {
+      // Not DynamoDB's answer (a proxy's, a load balancer's): worth another attempt only if it says it is transient.
+      const message = `DynamoDB endpoint answered HTTP ${status} ${parsed ? 'without an error type' : 'with a body that is not JSON'}`;
+      throw TRANSIENT_STATUS.has(status) ? new TransientHttpError(message) : new Error(message);
+    }
     throw new DynamoDbServiceError(errorCodeOf(type), String(parsed.message ?? parsed.Message ?? ''), parsed, status);
   }
 }
