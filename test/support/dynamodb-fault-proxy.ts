@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -79,11 +79,10 @@ export async function startDynamoDbFaultProxy(target: string): Promise<DynamoDbF
     upstream.on('error', () => req.socket.destroy());
     upstream.end(body);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { endpoint, stop } = await listenOnLoopback(server);
 
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     inject: (rule) => rules.push({ ...rule, used: 0 }),
     faulted: () => rules.map((r) => r.used),
     received: () => seen,
@@ -91,6 +90,16 @@ export async function startDynamoDbFaultProxy(target: string): Promise<DynamoDbF
       rules.length = 0;
       seen.length = 0;
     },
+    stop,
+  };
+}
+
+/** Serves `server` on a free loopback port; `stop` also cuts open connections (a test never waits for keep-alive). */
+export async function listenOnLoopback(server: Server): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './dynamodb-fault-proxy';
 
 /**
  * An HTTP proxy in front of DynamoDB Local that checks AWS Signature Version 4 the way DynamoDB does, written from
@@ -99,15 +99,5 @@ export async function startSigV4VerifyingProxy(
     upstream.on('error', () => req.socket.destroy());
     upstream.end(body);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    checked: () => checked,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...(await listenOnLoopback(server)), checked: () => checked };
 }
