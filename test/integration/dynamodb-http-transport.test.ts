@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -10,7 +11,7 @@ import {
   type DynamoDbOperation,
 } from 'idempotent-mcp/dynamodb';
 import { defaultEndpoint } from '../../lambdas/store/http-transport';
-import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
+import { listenOnLoopback, startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { createTestTable } from '../support/dynamodb';
 import { startSigV4VerifyingProxy, type SigV4VerifyingProxy } from '../support/sigv4-verifying-proxy';
 
@@ -108,6 +109,25 @@ describe('signing (SigV4, checked by a proxy written from the specification)', (
     }
   });
 
+  it('asks a credentials provider once, and again only when its credentials near their expiry', async () => {
+    let asked = 0;
+    let expiresIn = 60 * 60_000;
+    const provider = async (): Promise<AwsCredentials> => {
+      asked++;
+      return { ...ROLE, expiration: new Date(Date.now() + expiresIn) };
+    };
+    const doc = new DocumentClient(new HttpTransport({ endpoint: verifier.endpoint, region: 'us-east-1', credentials: provider }));
+    opened.push(doc);
+    for (let i = 0; i < 3; i++) await doc.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } });
+    expect(asked).toBe(1);
+    expiresIn = 60_000; // the next credentials are already within the refresh window
+    const soon = new DocumentClient(new HttpTransport({ endpoint: verifier.endpoint, region: 'us-east-1', credentials: provider }));
+    opened.push(soon);
+    await soon.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } });
+    await soon.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } });
+    expect(asked).toBe(3);
+  });
+
   it("reads Lambda's environment credentials at each request, so a rotated session is used", async () => {
     const saved = { ...process.env };
     try {
@@ -124,6 +144,28 @@ describe('signing (SigV4, checked by a proxy written from the specification)', (
 });
 
 describe('retries (the AWS SDK standard mode: what, how often)', () => {
+  it("an answer that is not DynamoDB's (a proxy's HTML page) is retried only when its status says transient", async () => {
+    const statuses = [502, 502, 502, 403];
+    let answered = 0;
+    const server = createServer((_req, res) => {
+      res.writeHead(statuses[answered++] ?? 403, { 'content-type': 'text/html' });
+      res.end('<html>gateway</html>');
+    });
+    const { endpoint, stop } = await listenOnLoopback(server);
+    try {
+      const { doc, attempts } = client(endpoint);
+      await expect(doc.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } })).rejects.toThrow(/HTTP 502 with a body that is not JSON/);
+      expect(attempts).toHaveLength(3);
+      answered = 3;
+      attempts.length = 0;
+      await expect(doc.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } })).rejects.toThrow(/HTTP 403 with a body that is not JSON/);
+      expect(attempts).toHaveLength(1);
+    } finally {
+      await stop();
+    }
+  });
+
+
   it('retries a 500 and a throttling answer, up to three attempts in all', async () => {
     const { doc, attempts } = client(faults.endpoint);
     const written = item();
