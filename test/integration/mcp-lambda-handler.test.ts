@@ -269,6 +269,23 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect(paid).toMatchObject({ isError: true, structuredContent: { retryable: true, error: { code: 'DOWNSTREAM_NOT_CONFIGURED' } } });
   });
 
+  it("takes the clients of a team's tools module from its `withClients` export, as the generated entry passes the module", async () => {
+    const { mcpLambdaHandler } = await import('../../lambdas/handlers/endpoint');
+    const { tools } = await import('../../lambdas/mcp/tools');
+    const { withReferenceClients } = await import('../../lambdas/mcp/tools/services');
+    const call = async (module: Parameters<typeof mcpLambdaHandler>[0]) => {
+      const teamHandler = mcpLambdaHandler(module) as unknown as typeof handler;
+      const issued = await callTool(teamHandler, 'issue_operation_id', { tool: 'request_payment' });
+      const operationId = (issued.structuredContent as { operation_id: string }).operation_id;
+      return callTool(teamHandler, 'request_payment', { operation_id: operationId, amount_minor: 700, currency: 'EUR', payee_id: 'payee-1' });
+    };
+    // With the module's clients: the payments client exists (and finds PAYMENTS_URL unset, so nothing is sent).
+    expect(await call({ tools, withClients: withReferenceClients })).toMatchObject({ structuredContent: { error: { code: 'DOWNSTREAM_NOT_CONFIGURED' } } });
+    // Without them the tool has no client: its execution throws, which the engine cannot tell from a crash after the
+    // effect, so the outcome is `unknown` (to be verified), never a guess.
+    expect(await call({ tools })).toMatchObject({ structuredContent: { outcome: 'unknown', error: { code: 'OUTCOME_UNKNOWN' } } });
+  });
+
   it("bounds the execution by the invocation's remaining time", async () => {
     const call = await invoke(handler, { body: rpc('tools/call', { name: 'create_order', arguments: orderArgs(newKey()) }) });
     expect(call.json().result.structuredContent.outcome).toBe('succeeded');

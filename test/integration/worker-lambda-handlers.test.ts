@@ -113,6 +113,24 @@ describe('the worker Lambda handlers', () => {
     expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded', result: { payment_id: payment!.payment_id } });
   });
 
+  it("a team's tools module hands its reconcile hooks its own clients through `withClients`; anything else is refused", async () => {
+    const { reconcilerLambdaHandler } = await import('../../lambdas/handlers/reconciler-endpoint');
+    const { tools } = await import('../../lambdas/mcp/tools');
+    const { withReferenceClients } = await import('../../lambdas/mcp/tools/services');
+    // The reference tools as a team's module would export them, clients included: the generated entry passes the module.
+    const teamReconciler = reconcilerLambdaHandler({ tools, withClients: withReferenceClients }) as unknown as typeof reconciler;
+    const operationId = await issueOperationId(client, 'request_payment');
+    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
+    expect(await callWrite(client, 'request_payment', { operation_id: operationId, amount_minor: 2100, currency: 'EUR', payee_id: 'payee-team' })).toMatchObject({
+      outcome: 'unknown',
+    });
+    expect(await teamReconciler({}, context)).toMatchObject({ found: 1 });
+    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded' });
+
+    // A `withClients` that is not a function fails the cold start, saying why.
+    expect(() => reconcilerLambdaHandler({ tools, withClients: 'payments' })).toThrow(/exports `withClients`, but not as a function/);
+  });
+
   it('the sandbox function serves the same routes through a Function URL event, from its own table only', async () => {
     const event = {
       version: '2.0',
