@@ -25,6 +25,11 @@ export interface HttpTransportOptions {
   credentials?: AwsCredentials | (() => Promise<AwsCredentials>);
   /** Attempts per operation, the first included (as the AWS SDK's `maxAttempts`). Default 3. */
   maxAttempts?: number;
+  /**
+   * A request whose socket stays silent this long is abandoned and retried like a lost connection (a keep-alive
+   * socket whose path died while the function was frozen, say). Default 10 s.
+   */
+  socketTimeoutMs?: number;
   /** Called as every HTTP request is sent, retries included (request budgets in tests, requests per call in the bench). */
   onRequest?: (operation: DynamoDbOperation) => void;
 }
@@ -34,8 +39,9 @@ const TARGET_PREFIX = 'DynamoDB_20120810.';
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 
 /**
- * What the AWS SDK's standard retry mode retries: throttling (a longer backoff) and transient failures. A refusal
- * (a failed condition, a cancelled transaction, a validation error) is an answer, never retried.
+ * Modelled on the AWS SDK v3 standard retry mode (and the DynamoDB client's own retryable errors): throttling (a
+ * longer backoff) and transient failures are retried. A refusal (a failed condition, a cancelled transaction, a
+ * validation error) is an answer, never retried.
  */
 const THROTTLING = new Set([
   'ThrottlingException',
@@ -46,10 +52,19 @@ const THROTTLING = new Set([
   'TransactionInProgressException',
   'LimitExceededException',
 ]);
-const TRANSIENT_CODES = new Set(['InternalServerError', 'InternalFailure', 'ServiceUnavailable', 'RequestTimeout', 'RequestTimeoutException']);
+const TRANSIENT_CODES = new Set([
+  'InternalServerError',
+  'InternalFailure',
+  'ServiceUnavailable',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'ReplicatedWriteConflictException',
+]);
+const THROTTLING_STATUS = 429;
 const TRANSIENT_STATUS = new Set([500, 502, 503, 504]);
 /** Connection failures, as Node names them: the request may or may not have reached DynamoDB. */
-const NETWORK_ERRORS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND']);
+const NETWORK_ERRORS = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const DEFAULT_SOCKET_TIMEOUT_MS = 10_000;
 const BACKOFF_BASE_MS = 100;
 const THROTTLING_BACKOFF_BASE_MS = 500;
 const BACKOFF_CAP_MS = 20_000;
@@ -86,13 +101,17 @@ async function credentialsFromEnvironment(): Promise<AwsCredentials> {
 }
 
 export function defaultEndpoint(region: string): string {
-  const configured = process.env.AWS_ENDPOINT_URL_DYNAMODB ?? process.env.AWS_ENDPOINT_URL;
+  const configured = process.env.AWS_ENDPOINT_URL_DYNAMODB || process.env.AWS_ENDPOINT_URL;
   if (configured) return configured;
   return `https://dynamodb.${region}.${region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com'}`;
 }
 
 /** Binary attributes travel as base64 in DynamoDB's JSON: encoded on the way out, decoded on the way back. */
-const encodeBinary = (_key: string, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value);
+function encodeBinary(this: Record<string, unknown>, key: string, value: unknown) {
+  // The raw value: JSON.stringify has already turned a Buffer into { type: 'Buffer', data } by its toJSON.
+  const raw = this[key];
+  return raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64') : value;
+}
 const decodeBinary = (key: string, value: unknown) => {
   if (key === 'B' && typeof value === 'string') return Buffer.from(value, 'base64');
   if (key === 'BS' && Array.isArray(value) && value.every((entry) => typeof entry === 'string')) return value.map((entry) => Buffer.from(entry, 'base64'));
@@ -103,8 +122,8 @@ class TransientHttpError extends Error {}
 
 /**
  * DynamoDB over signed HTTPS, without the AWS SDK: SigV4 by the SDK's own signer (`@smithy/signature-v4`), one
- * keep-alive connection pool, and the SDK's standard retry policy (attempts, what is retried, exponential backoff
- * with full jitter). A TransactWriteItems without a ClientRequestToken gets one, kept across its retries, as the
+ * keep-alive connection pool with a socket timeout, and a retry policy modelled on the SDK's standard mode (what is
+ * retried, exponential backoff with full jitter; the attempts the project always configured). A TransactWriteItems without a ClientRequestToken gets one, kept across its retries, as the
  * SDK does: a retried transaction whose first attempt committed is answered as committed, not cancelled.
  * What it leaves out, by design: the credential chain beyond Lambda's environment (pass `credentials`), endpoint
  * rules beyond the region's public endpoint (pass `endpoint` for FIPS, dual-stack or a VPC endpoint), clock-skew
@@ -114,6 +133,7 @@ export class HttpTransport implements DynamoDbTransport {
   private readonly url: URL;
   private readonly signer: SignatureV4;
   private readonly maxAttempts: number;
+  private readonly socketTimeoutMs: number;
   private readonly agent: HttpAgent;
   private readonly send: typeof httpRequest;
   private readonly listeners: Array<(operation: DynamoDbOperation) => void> = [];
@@ -122,6 +142,7 @@ export class HttpTransport implements DynamoDbTransport {
     const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
     this.url = new URL(options.endpoint ?? defaultEndpoint(region));
     if (this.url.protocol !== 'https:' && this.url.protocol !== 'http:') throw new Error(`DynamoDB endpoint must be http(s): ${this.url.href}`);
+    if (this.url.search || this.url.hash) throw new Error(`DynamoDB endpoint must not carry a query or fragment: ${this.url.href}`);
     const credentials = options.credentials;
     this.signer = new SignatureV4({
       service: 'dynamodb',
@@ -129,7 +150,10 @@ export class HttpTransport implements DynamoDbTransport {
       credentials: typeof credentials === 'function' ? memoizeCredentials(credentials) : credentials ? credentials : credentialsFromEnvironment,
       sha256: Sha256,
     });
-    this.maxAttempts = Math.max(1, options.maxAttempts ?? 3);
+    this.maxAttempts = options.maxAttempts ?? 3;
+    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) throw new RangeError(`maxAttempts must be a whole number of at least 1 (got ${options.maxAttempts})`);
+    this.socketTimeoutMs = options.socketTimeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS;
+    if (!(this.socketTimeoutMs > 0)) throw new RangeError(`socketTimeoutMs must be positive (got ${options.socketTimeoutMs})`);
     const secure = this.url.protocol === 'https:';
     this.agent = secure ? new HttpsAgent({ keepAlive: true, maxSockets: 50 }) : new HttpAgent({ keepAlive: true, maxSockets: 50 });
     this.send = secure ? httpsRequest : httpRequest;
@@ -186,6 +210,9 @@ export class HttpTransport implements DynamoDbTransport {
         res.on('error', reject);
       });
       req.on('error', reject);
+      req.setTimeout(this.socketTimeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no answer from DynamoDB for ${this.socketTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      );
       req.end(body);
     });
     let parsed: WireBody | undefined;
@@ -199,7 +226,7 @@ export class HttpTransport implements DynamoDbTransport {
     if (!parsed || !type) {
       // Not DynamoDB's answer (a proxy's, a load balancer's): worth another attempt only if it says it is transient.
       const message = `DynamoDB endpoint answered HTTP ${status} ${parsed ? 'without an error type' : 'with a body that is not JSON'}`;
-      throw TRANSIENT_STATUS.has(status) ? new TransientHttpError(message) : new Error(message);
+      throw TRANSIENT_STATUS.has(status) || status === THROTTLING_STATUS ? new TransientHttpError(message) : new Error(message);
     }
     throw new DynamoDbServiceError(errorCodeOf(type), String(parsed.message ?? parsed.Message ?? ''), parsed, status);
   }
@@ -208,7 +235,7 @@ export class HttpTransport implements DynamoDbTransport {
 /** The base of the backoff when `err` is worth another attempt, undefined when it is not. */
 function retryBackoffBase(err: unknown): number | undefined {
   if (err instanceof DynamoDbServiceError) {
-    if (THROTTLING.has(err.code)) return THROTTLING_BACKOFF_BASE_MS;
+    if (THROTTLING.has(err.code) || err.statusCode === THROTTLING_STATUS) return THROTTLING_BACKOFF_BASE_MS;
     if (TRANSIENT_CODES.has(err.code) || (err.statusCode !== undefined && TRANSIENT_STATUS.has(err.statusCode))) return BACKOFF_BASE_MS;
     return undefined;
   }
@@ -219,13 +246,18 @@ function retryBackoffBase(err: unknown): number | undefined {
   return undefined;
 }
 
-/** Asks the provider once, and again within five minutes of the credentials' expiry. */
+/** Asks the provider once, and again within five minutes of the credentials' expiry; callers meanwhile share one ask. */
 function memoizeCredentials(provider: () => Promise<AwsCredentials>): () => Promise<AwsCredentials> {
-  let current: Promise<AwsCredentials> | undefined;
+  let held: AwsCredentials | undefined;
+  let asking: Promise<AwsCredentials> | undefined;
+  const fresh = (credentials: AwsCredentials) => !credentials.expiration || credentials.expiration.getTime() - Date.now() > 5 * 60_000;
   return async () => {
-    const held = current && (await current.catch(() => undefined));
-    if (held && (!held.expiration || held.expiration.getTime() - Date.now() > 5 * 60_000)) return held;
-    current = provider();
-    return current;
+    if (held && fresh(held)) return held;
+    asking ??= provider()
+      .then((credentials) => (held = credentials))
+      .finally(() => {
+        asking = undefined;
+      });
+    return asking;
   };
 }

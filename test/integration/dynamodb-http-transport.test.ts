@@ -126,6 +126,12 @@ describe('signing (SigV4, checked by a proxy written from the specification)', (
     await soon.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } });
     await soon.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } });
     expect(asked).toBe(3);
+    // Callers at once share one ask.
+    asked = 0;
+    const together = new DocumentClient(new HttpTransport({ endpoint: verifier.endpoint, region: 'us-east-1', credentials: provider }));
+    opened.push(together);
+    await Promise.all(Array.from({ length: 5 }, () => together.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } })));
+    expect(asked).toBe(1);
   });
 
   it("reads Lambda's environment credentials at each request, so a rotated session is used", async () => {
@@ -182,6 +188,33 @@ describe('retries (the AWS SDK standard mode: what, how often)', () => {
     expect(attempts).toHaveLength(3);
   });
 
+  it('a request that gets no answer is abandoned after the socket timeout and retried, not left hanging', async () => {
+    let received = 0;
+    const server = createServer(() => {
+      received++; // accepted, never answered
+    });
+    const { endpoint, stop } = await listenOnLoopback(server);
+    try {
+      const attempts: DynamoDbOperation[] = [];
+      const doc = new DocumentClient(
+        new HttpTransport({ endpoint, region: 'us-east-1', credentials: ROLE, socketTimeoutMs: 150, onRequest: (operation) => attempts.push(operation) }),
+      );
+      opened.push(doc);
+      await expect(doc.get({ TableName: table.tableName, Key: { pk: 'x', sk: 'y' } })).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+      expect(attempts).toHaveLength(3);
+      expect(received).toBe(3);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('refuses settings it cannot honour, saying which', () => {
+    expect(() => new HttpTransport({ maxAttempts: 0, credentials: ROLE })).toThrow(/maxAttempts must be a whole number of at least 1/);
+    expect(() => new HttpTransport({ maxAttempts: Number.NaN, credentials: ROLE })).toThrow(/maxAttempts/);
+    expect(() => new HttpTransport({ endpoint: 'http://127.0.0.1:8000/?x=1', credentials: ROLE })).toThrow(/must not carry a query/);
+    expect(() => new HttpTransport({ endpoint: 'ftp://127.0.0.1', credentials: ROLE })).toThrow(/must be http\(s\)/);
+  });
+
   it('never retries a refused condition: one request, and the refusing item comes back', async () => {
     const { doc, attempts } = client(faults.endpoint);
     const written = item({ owner: 'first' });
@@ -227,6 +260,19 @@ describe('values', () => {
     expect(Buffer.from(Item!.blob as Uint8Array)).toEqual(Buffer.from([0, 1, 2, 250, 255]));
     expect([...(Item!.blobs as Set<Uint8Array>)].map((bytes) => [...bytes]).sort()).toEqual([[1], [2, 3]]);
     expect(Item!.tags).toEqual(new Set(['a', 'b']));
+  });
+
+  it('a Buffer is written as bytes too, and an item read back can be written again as it came', async () => {
+    const { doc } = client(table.endpoint, { accessKeyId: 'local', secretAccessKey: 'local' });
+    const written = item({ blob: Buffer.from('hi'), blobs: new Set([Buffer.from('a'), Buffer.from('bc')]) });
+    await doc.put({ TableName: table.tableName, Item: written });
+    const key = { pk: written.pk, sk: 'ITEM' };
+    const read = (await doc.get({ TableName: table.tableName, Key: key, ConsistentRead: true })).Item!;
+    expect(Buffer.from(read.blob as Uint8Array).toString()).toBe('hi');
+    await doc.put({ TableName: table.tableName, Item: { ...read, n: 2 } });
+    const again = (await doc.get({ TableName: table.tableName, Key: key, ConsistentRead: true })).Item!;
+    expect(Buffer.from(again.blob as Uint8Array).toString()).toBe('hi');
+    expect([...(again.blobs as Set<Uint8Array>)].map((bytes) => Buffer.from(bytes).toString()).sort()).toEqual(['a', 'bc']);
   });
 
   it('pages a query to the end', async () => {
