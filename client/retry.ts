@@ -1,4 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { fullJitterBackoffMs } from '../lambdas/core/backoff';
 
 /** How many attempts and how much time one call may spend, and how the waits between attempts grow. */
 export interface RetryOptions {
@@ -32,8 +33,7 @@ export function backoffDelay(
   random: () => number,
   serverRetryAfterMs?: number,
 ): number {
-  const ceiling = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** Math.min(retryIndex, 30));
-  const jittered = Math.floor(random() * ceiling);
+  const jittered = fullJitterBackoffMs(retryIndex, { baseMs: options.baseDelayMs, capMs: options.maxDelayMs }, random);
   return Math.max(jittered, serverRetryAfterMs ?? 0);
 }
 

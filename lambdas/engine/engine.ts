@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { fullJitterBackoffMs } from '../core/backoff';
 import { systemClock, type Clock } from '../core/clock';
 import {
   classifyFailure,
@@ -137,6 +138,8 @@ type OneRequestOutcome<R> =
 
 /** Attempts of the one-request commit that meet another transaction on the same key before taking the claimed path. */
 const CONTENDED_COMMIT_ATTEMPTS = 4;
+/** The other transaction settles within milliseconds: the waits between contended commits start this short. */
+const CONTENDED_COMMIT_BACKOFF_BASE_MS = 10;
 
 /**
  * The one place that owns the idempotency state machine: claim, execute once, settle, and answer duplicates.
@@ -444,7 +447,7 @@ export class IdempotencyEngine {
       if ('existing' in commit) return { held: commit.existing };
       if (attempt >= CONTENDED_COMMIT_ATTEMPTS) return { claimFirst: runClaimed, mayHaveCommitted: false };
       // Concurrent first calls: the other transaction settles within milliseconds; jitter keeps the retries apart.
-      await this.sleep(Math.round(Math.random() * 10 * 2 ** attempt));
+      await this.sleep(fullJitterBackoffMs(attempt, { baseMs: CONTENDED_COMMIT_BACKOFF_BASE_MS }));
     }
   }
 

@@ -205,7 +205,6 @@ export class DocumentClient {
   private async page(operation: 'Query' | 'Scan', input: QueryInput | ScanInput): Promise<Page> {
     const wire = expressionsToWire(input);
     if (input.ExclusiveStartKey) wire.ExclusiveStartKey = toWire(input.ExclusiveStartKey);
-    else delete wire.ExclusiveStartKey;
     const out = await this.send(operation, wire);
     return {
       Items: ((out.Items as unknown[] | undefined) ?? []).map(fromWire),

@@ -2,6 +2,7 @@ import { createHash, createHmac, randomUUID, type BinaryLike } from 'node:crypto
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { fullJitterBackoffMs } from '../core/backoff';
 import { DynamoDbServiceError, errorCodeOf, type DynamoDbOperation, type DynamoDbTransport, type WireBody } from './dynamodb-transport';
 
 export interface AwsCredentials {
@@ -123,8 +124,9 @@ class TransientHttpError extends Error {}
 /**
  * DynamoDB over signed HTTPS, without the AWS SDK: SigV4 by the SDK's own signer (`@smithy/signature-v4`), one
  * keep-alive connection pool with a socket timeout, and a retry policy modelled on the SDK's standard mode (what is
- * retried, exponential backoff with full jitter; the attempts the project always configured). A TransactWriteItems without a ClientRequestToken gets one, kept across its retries, as the
- * SDK does: a retried transaction whose first attempt committed is answered as committed, not cancelled.
+ * retried, exponential backoff with full jitter; the attempts the project always configured). A TransactWriteItems
+ * without a ClientRequestToken gets one, kept across its retries, as the SDK does: a retried transaction whose first
+ * attempt committed is answered as committed, not cancelled.
  * What it leaves out, by design: the credential chain beyond Lambda's environment (pass `credentials`), endpoint
  * rules beyond the region's public endpoint (pass `endpoint` for FIPS, dual-stack or a VPC endpoint), clock-skew
  * correction.
@@ -170,13 +172,14 @@ export class HttpTransport implements DynamoDbTransport {
       operation === 'TransactWriteItems' && input.ClientRequestToken === undefined ? { ...input, ClientRequestToken: randomUUID() } : input,
       encodeBinary,
     );
+    const contentLength = String(Buffer.byteLength(body));
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.attempt(operation, body);
+        return await this.attempt(operation, body, contentLength);
       } catch (err) {
         const backoffBase = retryBackoffBase(err);
         if (backoffBase === undefined || attempt >= this.maxAttempts) throw err;
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(BACKOFF_CAP_MS, backoffBase * 2 ** (attempt - 1))));
+        await new Promise((resolve) => setTimeout(resolve, fullJitterBackoffMs(attempt - 1, { baseMs: backoffBase, capMs: BACKOFF_CAP_MS })));
       }
     }
   }
@@ -185,7 +188,7 @@ export class HttpTransport implements DynamoDbTransport {
     this.agent.destroy();
   }
 
-  private async attempt(operation: DynamoDbOperation, body: string): Promise<WireBody> {
+  private async attempt(operation: DynamoDbOperation, body: string, contentLength: string): Promise<WireBody> {
     const signed = await this.signer.sign({
       method: 'POST',
       protocol: this.url.protocol,
@@ -197,7 +200,7 @@ export class HttpTransport implements DynamoDbTransport {
         host: this.url.host,
         'content-type': CONTENT_TYPE,
         'x-amz-target': `${TARGET_PREFIX}${operation}`,
-        'content-length': String(Buffer.byteLength(body)),
+        'content-length': contentLength,
       },
       body,
     });
