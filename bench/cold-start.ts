@@ -8,7 +8,9 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile } from 'esbuild';
-import { handlerEntry, LambdaBundle } from '../lib/bundling';
+import { fileURLToPath } from 'node:url';
+import { LambdaBundle } from '../lib/bundling';
+import { toolsFunctionEntry } from '../lib/tools-entry';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
 import { createDocumentClient } from '../lambdas/store/clients';
 import { ensureTable } from '../lambdas/store/table-schema';
@@ -59,7 +61,7 @@ export async function buildLambdaBundle(
   overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const result = await build({
-    entryPoints: [overrides.entry ?? handlerEntry('mcp')],
+    entryPoints: [overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)))],
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,

@@ -1,6 +1,8 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { IdempotentMcpChecks, IdempotentMcpStack, settingsFromContext } from 'idempotent-mcp/cdk';
+import { IdempotentMcpChecks } from 'idempotent-mcp/cdk';
+import { settingsFromContext } from '../reference/cdk/context';
+import { IdempotentMcpStack } from '../reference/cdk/idempotent-mcp-stack';
 
 /**
  * `cdk synth` / `cdk deploy`. Environment-agnostic (no account or region lookups), so synth works offline;

@@ -31,20 +31,13 @@ export type AuthConfig =
       requiredScopes: string[];
     };
 
-/** Downstream systems, the outbox queue and the reconciler. Unset URLs fail the calls that need them, not the start. */
+/** The outbox queue, its deliveries and the reconciler. An unset queue keeps events pending, it does not fail the start. */
 export interface SideEffectsConfig {
   /** Local SQS-compatible server (fauxqs); unset on AWS. */
   sqsEndpoint?: string;
   /** The outbox queue the relay sends to and the consumer reads. */
   outboxQueueUrl?: string;
-  /** Base URLs of the payments provider, the ticket system and (EMAIL_MODE=sandbox) the mailbox. */
-  paymentsUrl?: string;
-  ticketsUrl?: string;
-  mailboxUrl?: string;
-  /** 'ses': SES v2 from `emailFrom`; 'sandbox': the sandbox mailbox at `mailboxUrl`. */
-  emailMode: 'ses' | 'sandbox';
-  emailFrom: string;
-  /** Bound of every downstream call, under the engine's own deadline. */
+  /** Bound of every downstream call a delivery or a reconcile check makes, under the engine's own deadline. */
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
   reconcileIntervalMs: number;
@@ -56,8 +49,6 @@ export interface SideEffectsConfig {
   outboxDeliveryBudgetMs: number;
   /** The outbox queue's redrive count: a backstop that must outlast the delivery budget (receivesWithinBudget). */
   outboxMaxReceiveCount: number;
-  /** The sandbox downstreams' ledger and faults (their own table). */
-  sandboxTableName: string;
 }
 
 export interface AppConfig {
@@ -69,8 +60,6 @@ export interface AppConfig {
   operationIdSecret: SecretSource;
   /** Browser origins allowed to call the endpoint besides localhost (DNS-rebinding protection). */
   allowedOrigins: string[];
-  /** The sandbox downstreams are in use: their store is built, and `npm start` mounts `/sandbox/*`. Off unless asked for. */
-  sandboxEnabled: boolean;
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;
   /**
@@ -95,7 +84,6 @@ export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
-export const DEFAULT_EMAIL_FROM = 'agent@example.com';
 export const DEFAULT_PARAMETERS_SECRETS_PORT = 2773;
 
 export class ConfigError extends Error {
@@ -122,13 +110,13 @@ const trimmed = (raw: string | undefined) => {
   return value ? value : undefined;
 };
 
-function text(name: string): EnvVar<string | undefined>;
-function text(name: string, fallback: string): EnvVar<string>;
-function text(name: string, fallback?: string): EnvVar<string | undefined> {
+export function text(name: string): EnvVar<string | undefined>;
+export function text(name: string, fallback: string): EnvVar<string>;
+export function text(name: string, fallback?: string): EnvVar<string | undefined> {
   return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
 }
 
-function httpUrl(name: string): EnvVar<string | undefined> {
+export function httpUrl(name: string): EnvVar<string | undefined> {
   return {
     name,
     parse: (raw) => {
@@ -140,7 +128,7 @@ function httpUrl(name: string): EnvVar<string | undefined> {
   };
 }
 
-function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
+export function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
   return {
     name,
     parse: (raw) => {
@@ -154,7 +142,7 @@ function positiveInt(name: string, fallback: number, max: number): EnvVar<number
   };
 }
 
-function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
+export function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
   return {
     name,
     parse: (raw) => {
@@ -166,12 +154,12 @@ function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: 
   };
 }
 
-function flag(name: string): EnvVar<boolean> {
+export function flag(name: string): EnvVar<boolean> {
   return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
 }
 
 /** Comma-separated, each item normalized (blank items dropped). */
-function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
+export function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
   return {
     name,
     parse: (raw) =>
@@ -223,15 +211,9 @@ export const EnvVars = {
   allowedOrigins: originList('ALLOWED_ORIGINS'),
   /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
   confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
-  sandboxEnabled: flag('SANDBOX_ENABLED'),
   publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
   sqsEndpoint: httpUrl('SQS_ENDPOINT'),
   outboxQueueUrl: httpUrl('OUTBOX_QUEUE_URL'),
-  paymentsUrl: httpUrl('PAYMENTS_URL'),
-  ticketsUrl: httpUrl('TICKETS_URL'),
-  mailboxUrl: httpUrl('MAILBOX_URL'),
-  emailMode: oneOf('EMAIL_MODE', ['ses', 'sandbox'] as const, 'ses'),
-  emailFrom: text('EMAIL_FROM', DEFAULT_EMAIL_FROM),
   downstreamTimeoutMs: positiveInt('DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
   reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
   /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
@@ -239,7 +221,6 @@ export const EnvVars = {
   outboxDeadLetterQueueUrl: httpUrl('OUTBOX_DEAD_LETTER_QUEUE_URL'),
   outboxDeliveryBudgetSeconds: positiveInt('OUTBOX_DELIVERY_BUDGET_SECONDS', OutboxDefaults.deliveryBudgetSeconds, OutboxDefaults.maxDeliveryBudgetSeconds),
   outboxMaxReceiveCount: positiveInt('OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
-  sandboxTableName: text('SANDBOX_TABLE_NAME'),
   /** Powertools reads these itself; the constructs set them and lambdas/observability reads the defaults here. */
   powertoolsServiceName: text('POWERTOOLS_SERVICE_NAME', 'idempotent-mcp'),
   powertoolsMetricsNamespace: text('POWERTOOLS_METRICS_NAMESPACE', 'IdempotentMcp'),
@@ -251,16 +232,22 @@ type ValueOf<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['
 /** Settings by declared name; what a construct puts into a function's environment. */
 export type EnvSettings = { [K in EnvVarKey]?: ValueOf<K> };
 
-/** A function's environment from typed settings: the one way the constructs write variables (unset ones are left out). */
-export function environmentOf(settings: EnvSettings): Record<string, string> {
+/** Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's). */
+export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
+
+/** A function's environment from typed settings of `variables` (unset ones are left out). */
+export function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
   const environment: Record<string, string> = {};
-  for (const [key, value] of Object.entries(settings) as [EnvVarKey, unknown][]) {
+  for (const [key, value] of Object.entries(settings)) {
     if (value === undefined) continue;
-    const variable = EnvVars[key] as EnvVar<unknown>;
+    const variable = variables[key] as EnvVar<unknown>;
     environment[variable.name] = variable.format(value as NonNullable<unknown>);
   }
   return environment;
 }
+
+/** A function's environment from typed settings: the one way the constructs write the toolkit's variables. */
+export const environmentOf = (settings: EnvSettings): Record<string, string> => environmentFor(EnvVars, settings);
 
 /** A declared variable's value from an environment record. */
 export const read = <T>(env: Env, variable: EnvVar<T>): T => variable.parse(env[variable.name]);
@@ -299,24 +286,16 @@ export function loadAuthConfig(env: Env): AuthConfig {
   };
 }
 
-function loadSideEffects(env: Env, tableName: string): SideEffectsConfig {
-  const emailFrom = read(env, EnvVars.emailFrom);
-  if (!/^[^\s@]+@[^\s@]+$/.test(emailFrom)) throw new ConfigError('EMAIL_FROM must be an email address');
+function loadSideEffects(env: Env): SideEffectsConfig {
   return {
     sqsEndpoint: read(env, EnvVars.sqsEndpoint),
     outboxQueueUrl: read(env, EnvVars.outboxQueueUrl),
-    paymentsUrl: read(env, EnvVars.paymentsUrl),
-    ticketsUrl: read(env, EnvVars.ticketsUrl),
-    mailboxUrl: read(env, EnvVars.mailboxUrl),
-    emailMode: read(env, EnvVars.emailMode),
-    emailFrom,
     downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
     reconcileIntervalMs: read(env, EnvVars.reconcileIntervalMs),
     reconcileMaxAttempts: read(env, EnvVars.reconcileMaxAttempts),
     outboxDeadLetterQueueUrl: read(env, EnvVars.outboxDeadLetterQueueUrl),
     outboxDeliveryBudgetMs: read(env, EnvVars.outboxDeliveryBudgetSeconds) * 1000,
     outboxMaxReceiveCount: read(env, EnvVars.outboxMaxReceiveCount),
-    sandboxTableName: read(env, EnvVars.sandboxTableName) ?? `${tableName}-sandbox`,
   };
 }
 
@@ -348,7 +327,6 @@ export function loadConfig(env: Env = process.env): AppConfig {
     auth: loadAuthConfig(env),
     operationIdSecret,
     allowedOrigins: read(env, EnvVars.allowedOrigins),
-    sandboxEnabled: read(env, EnvVars.sandboxEnabled),
     publicBaseUrl,
     confirmationOptOut: read(env, EnvVars.confirmationOptOut),
   };
@@ -362,21 +340,5 @@ export type WorkerConfig = Pick<AppConfig, 'tableName' | 'dynamodbEndpoint' | 's
 
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
-  return { tableName, dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint), sideEffects: loadSideEffects(env, tableName) };
-}
-
-export interface SandboxConfig {
-  sandboxTableName: string;
-  dynamodbEndpoint?: string;
-  /** The callers' downstream timeout: `commit-then-timeout` holds its answer past it. */
-  downstreamTimeoutMs: number;
-}
-
-/** The deployed sandbox function: its own table only. */
-export function loadSandboxConfig(env: Env = process.env): SandboxConfig {
-  return {
-    sandboxTableName: required(env, EnvVars.sandboxTableName),
-    dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint),
-    downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
-  };
+  return { tableName, dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint), sideEffects: loadSideEffects(env) };
 }

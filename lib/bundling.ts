@@ -59,8 +59,8 @@ export const lambdaEsbuildArgs = (): Record<string, string | string[]> => ({
   '--alias': Object.entries(LambdaBundle.alias).map(([module, replacement]) => `${module}=${replacement}`),
 });
 
-/** The functions whose entry ships with the package (the MCP and reconciler functions of a team bundle its tools). */
-export type BuiltInHandler = 'mcp' | 'relay' | 'consumer' | 'reconciler' | 'sandbox';
+/** The functions whose entry ships with the package as it is (the others bundle a team's tools or deliveries). */
+export type BuiltInHandler = 'relay';
 
 /** The entry file of a built-in handler: its source in the repository, its build once installed. */
 export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/handlers/${name}.ts`, `dist/handlers/${name}.js`);

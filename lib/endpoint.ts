@@ -7,7 +7,6 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { EnvVars } from '../lambdas/config';
 import { Auth, type AuthProps } from './constructs/auth';
-import { validateDownstreams, type DownstreamSettings } from './constructs/downstreams';
 import { IdempotencyTable } from './constructs/idempotency-store';
 import { McpFunction } from './constructs/mcp-function';
 import { Monitoring } from './constructs/monitoring';
@@ -22,8 +21,8 @@ import { checkToolsModule, deliveriesFunctionEntry, toolsFunctionEntry } from '.
 export interface EndpointSettings {
   /** Who may call. Default: a new Cognito user pool issuing client-credentials tokens (tenant = app client id). */
   readonly auth?: AuthProps;
-  /** Payments, tickets and email settings of the outbox deliveries. Default none (those deliveries report unconfigured). */
-  readonly downstreams?: DownstreamSettings;
+  /** Bound of one downstream call by a delivery or a reconcile check (DOWNSTREAM_TIMEOUT_MS). Default 3 seconds. */
+  readonly downstreamTimeout?: Duration;
   /** Browser origins allowed to call the MCP URL. Default none: only non-browser clients. */
   readonly allowedOrigins?: string[];
   /**
@@ -43,6 +42,8 @@ export interface EndpointSettings {
   readonly logRetention?: logs.RetentionDays;
   /** Where alarms go. Default: nowhere (they still show in the console). */
   readonly alarmTopic?: sns.ITopic;
+  /** More functions whose errors and throttles raise the endpoint's alarms. Default none. */
+  readonly monitoredFunctions?: Record<string, lambda.IFunction>;
   /** A small CloudWatch dashboard. Default true. */
   readonly dashboard?: boolean;
   /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute (the shortest). */
@@ -64,18 +65,14 @@ export interface EndpointParts {
 }
 
 export interface EndpointPartsProps extends EndpointSettings {
-  /** The MCP, reconciler and consumer functions' entries (they carry the tools and deliveries). Default: the reference endpoint's. */
-  readonly entries?: { mcp: string; reconciler: string; consumer: string };
-  /** More functions whose errors and throttles raise alarms. */
-  readonly monitoredFunctions?: Record<string, lambda.IFunction>;
+  /** The MCP, reconciler and consumer functions' entries (they carry the tools and deliveries). */
+  readonly entries: { mcp: string; reconciler: string; consumer: string };
 }
 
 /** Creates table, auth, MCP function and URL, outbox (queue, relay, consumer), reconciler and alarms in `scope`. */
 export function addEndpointParts(scope: Construct, props: EndpointPartsProps): EndpointParts {
   const common: CommonFunctionProps = { powertools: props.powertools, logRetention: props.logRetention };
   const tableRemovalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
-  const downstreams = props.downstreams ?? {};
-  validateDownstreams(downstreams);
   const encryptionKey = props.customerManagedKey
     ? new kms.Key(scope, 'TableKey', {
         description: 'Encrypts the idempotency table and its stream',
@@ -88,10 +85,9 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
   const auth = new Auth(scope, 'Auth', props.auth);
   const mcp = new McpFunction(scope, 'Mcp', {
     ...common,
-    entry: props.entries?.mcp,
+    entry: props.entries.mcp,
     store,
     auth: auth.verification,
-    downstreams,
     allowedOrigins: props.allowedOrigins,
     confirmationOptOut: props.confirmationOptOut,
     publicBaseUrl: props.publicBaseUrl,
@@ -99,13 +95,13 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
   });
   const outbox = new OutboxQueue(scope, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
   const relay = new OutboxRelayFunction(scope, 'Relay', { ...common, store, queue: outbox });
-  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, entry: props.entries?.consumer, store, queue: outbox, downstreams, timeout: DEFAULT_CONSUMER_TIMEOUT });
+  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, entry: props.entries.consumer, store, queue: outbox, downstreamTimeout: props.downstreamTimeout, timeout: DEFAULT_CONSUMER_TIMEOUT });
   const reconciler = new ReconcilerFunction(scope, 'Reconciler', {
     ...common,
-    entry: props.entries?.reconciler,
+    entry: props.entries.reconciler,
     store,
     queue: outbox,
-    downstreams,
+    downstreamTimeout: props.downstreamTimeout,
     period: props.reconcilePeriod,
     maxAttempts: props.reconcileMaxAttempts,
   });

@@ -3,9 +3,7 @@
  * module; the others are its parts, for a layout of your own.
  */
 export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings } from './endpoint';
-export { IdempotentMcpStack, type IdempotentMcpStackProps } from './idempotent-mcp-stack';
 export { Auth, TOOLS_SCOPE, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
-export { validateDownstreams, downstreamEnvironment, type DownstreamSettings } from './constructs/downstreams';
 export { IdempotencyTable, type IdempotencyTableProps, type TableItemAction } from './constructs/idempotency-store';
 export { McpFunction, MCP_TABLE_ACTIONS, type McpFunctionProps } from './constructs/mcp-function';
 export { Monitoring, ReconcilerMetric, type MonitoringProps } from './constructs/monitoring';
@@ -13,7 +11,5 @@ export { OutboxConsumerFunction, CONSUMER_TABLE_ACTIONS, DEFAULT_CONSUMER_TIMEOU
 export { OutboxQueue, type OutboxQueueProps } from './constructs/outbox-queue';
 export { OutboxRelayFunction, RELAY_TABLE_ACTIONS, type OutboxRelayFunctionProps } from './constructs/outbox-relay';
 export { ReconcilerFunction, RECONCILER_TABLE_ACTIONS, DEFAULT_RECONCILE_PERIOD, type ReconcilerFunctionProps } from './constructs/reconciler';
-export { SandboxDownstreams, type SandboxDownstreamsProps } from './constructs/sandbox-downstreams';
 export { ServiceFunction, type CommonFunctionProps, type PowertoolsSettings, type ServiceFunctionProps } from './constructs/service-function';
 export { IdempotentMcpChecks } from './nag-checks';
-export { settingsFromContext, ContextKey, type AppSettings } from './context';

@@ -5,30 +5,15 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { ensureTable } from 'idempotent-mcp/dynamodb';
-import {
-  createApp,
-  createServices,
-  createWorkers,
-  devIssuerFor,
-  EnvVars,
-  environmentOf,
-  loadConfig,
-  read,
-  type AppConfig,
-  type DevIssuer,
-  type Env,
-  type ServiceOverrides,
-  type Services,
-  type ToolDefinition,
-  type WorkerOverrides,
-  type Workers,
-} from 'idempotent-mcp/mcp';
-import { createSandboxRouter } from '../lambdas/sandbox/router';
-import { FaultInjectingPublisher } from '../lambdas/sandbox/queue-faults';
-import { openSandboxStore } from '../lambdas/sandbox/sandbox-store';
-import { tools as demoTools } from '../lambdas/mcp/tools';
-import { referenceDeliveries } from '../lambdas/mcp/tools/reference-deliveries';
-import { withReferenceClients, type ReferenceClients } from '../lambdas/mcp/tools/services';
+import { type ToolDefinition } from 'idempotent-mcp/mcp';
+import { createApp, createServices, createWorkers, devIssuerFor, EnvVars, environmentOf, loadConfig, read, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
+import { createSandboxRouter } from '../reference/sandbox/router';
+import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
+import { openSandboxStore } from '../reference/sandbox/sandbox-store';
+import { tools as demoTools } from '../reference/tools';
+import { referenceDeliveries } from '../reference/tools/reference-deliveries';
+import { withReferenceClients, type ReferenceClients } from '../reference/tools/services';
+import { loadReferenceConfig, type ReferenceConfig } from '../reference/config';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { startLocalQueue, type LocalQueue } from './sqs-local';
 import { startLocalWorkers, type LocalWorkerOptions } from './workers';
@@ -55,6 +40,8 @@ export interface LocalStack {
   url: string;
   mcpUrl: string;
   config: AppConfig;
+  /** The reference endpoint's own settings (its downstreams, the sandbox). */
+  referenceConfig: ReferenceConfig;
   /** The settings `config` was loaded from (a worker in a child process gets the same). */
   env: Env;
   /** The MCP function's services with the reference endpoint's clients, as the deployed reference builds them. */
@@ -184,24 +171,25 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       ...environmentOf({ outboxMaxReceiveCount: maxReceiveCount }),
     };
     const config = loadConfig(configEnv);
-    const services = withReferenceClients(createServices(config, options.services));
+    const referenceConfig = loadReferenceConfig(configEnv);
+    const services = withReferenceClients(createServices(config, options.services), referenceConfig);
     stops.push(async () => services.doc.destroy());
     log = (line) => services.logger.warn(line);
     await ensureTable(services.doc, config.tableName);
-    if (config.sandboxEnabled) await ensureTable(services.doc, config.sideEffects.sandboxTableName);
+    if (referenceConfig.sandboxEnabled) await ensureTable(services.doc, referenceConfig.sandboxTableName);
 
     // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
     app = createApp(services, {
       tools: options.tools ?? demoTools,
       storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
-      mounts: config.sandboxEnabled ? { '/sandbox': createSandboxRouter(services) } : {},
+      mounts: referenceConfig.sandboxEnabled ? { '/sandbox': createSandboxRouter(services, referenceConfig) } : {},
     });
 
     // 4. Background workers: the relay, the consumer and the reconciler around the Lambda handlers' code.
-    const sandbox = openSandboxStore(services);
+    const sandbox = openSandboxStore(services, referenceConfig);
     const workers = createWorkers(services, {
       tools: options.tools ?? demoTools,
-      deliveries: referenceDeliveries(services),
+      deliveries: referenceDeliveries(referenceConfig),
       // The sandbox's queue faults (duplicate delivery) sit between the relay and the queue.
       wrapPublisher: sandbox ? (publisher) => new FaultInjectingPublisher(publisher, sandbox) : undefined,
       ...options.workers,
@@ -217,6 +205,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       url,
       mcpUrl: `${url}/mcp`,
       config,
+      referenceConfig,
       env: configEnv,
       services,
       workers,

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE } from 'idempotent-mcp/mcp';
+import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
 
 /**
  * What `npm start` keeps in its state folder (`.local/`), and the explanation a user gets when it vanishes under a

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createConsumerSqsHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/mcp';
+import { createConsumerSqsHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/lambda';
 
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */

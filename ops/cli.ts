@@ -1,7 +1,9 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { tools as registry } from '../lambdas/mcp/tools';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
+import { toolsOf, type ToolsModule } from '../lambdas/handlers/tools-module';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import {
@@ -25,6 +27,8 @@ export const USAGE = `Usage: npm run ops -- <command> [options]
   recheck <tenant> <tool> <key> --reason "..." [--json]
   redrive [--max N] [--json]
 
+Tools: --tools <module>, the endpoint's tools module (checks a --found result against the tool's result schema,
+and tells what --absent means for it). This repository's \`npm run ops\` passes the reference endpoint's.
 Where: the running npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
 (AWS: the SDK's default credentials and region).
 Exit codes: 0 done; 2 bad input, nothing written; 3 the record changed meanwhile, nothing written; 1 other failures.`;
@@ -39,13 +43,29 @@ export interface CliIo {
 
 export interface CliDeps {
   logger: Logger;
-  /** Write tools by name; the registry by default. */
+  /** Write tools by name; by default those of the `--tools` module, else none. */
   tools?: readonly ToolDefinition[];
   /** Where; resolved from the flags by default. */
   target?: (options: TargetOptions) => Promise<Target>;
 }
 
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+
+/** The tools of the `--tools` module (a .ts module needs a TypeScript loader, as `npm run ops` has), or none. */
+async function toolsModule(path: string | undefined): Promise<readonly ToolDefinition[]> {
+  if (path === undefined) return [];
+  let module: ToolsModule;
+  try {
+    module = (await import(pathToFileURL(resolve(path)).href)) as ToolsModule;
+  } catch (err) {
+    throw new ReviewInputError(`--tools ${path} could not be loaded: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+  }
+  try {
+    return toolsOf(module);
+  } catch (err) {
+    throw new ReviewInputError(`--tools ${path}: ${(err as Error).message}`);
+  }
+}
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 function duration(value: string): number {
@@ -101,6 +121,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
           stack: { type: 'string' },
           table: { type: 'string' },
           queue: { type: 'string' },
+          tools: { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
       });
@@ -178,7 +199,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
 
     target = await (deps.target ?? resolveTarget)({ stack: values.stack, table: values.table, queue: values.queue });
     const tools = new Map<string, WriteToolDefinition>();
-    for (const tool of deps.tools ?? registry) if (isWriteTool(tool)) tools.set(tool.name, tool);
+    for (const tool of deps.tools ?? (await toolsModule(values.tools))) if (isWriteTool(tool)) tools.set(tool.name, tool);
     const desk = new ReviewDesk({
       store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
       outbox: new OutboxStore(target.doc, target.tableName),

@@ -1,6 +1,5 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LocalStack } from '../local/stack';
 
 /** Where a running `npm start` keeps its data, so `npm run ops` finds it with no flags. */
 export interface LocalStackState {
@@ -17,7 +16,12 @@ export interface LocalStackState {
 export const LOCAL_STATE_FILE = 'stack.json';
 
 /** What a started local stack tells the review tool (`pid`: the process serving it). */
-export function stateOf(stack: Pick<LocalStack, 'config' | 'queue'>, pid = process.pid): LocalStackState {
+export interface LocalStackFacts {
+  config: { dynamodbEndpoint?: string; tableName: string };
+  queue: { endpoint: string; queueUrl: string; deadLetterQueueUrl: string };
+}
+
+export function stateOf(stack: LocalStackFacts, pid = process.pid): LocalStackState {
   if (!stack.config.dynamodbEndpoint) throw new Error('the local stack has no DynamoDB endpoint');
   return {
     dynamodbEndpoint: stack.config.dynamodbEndpoint,

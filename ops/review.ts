@@ -222,7 +222,7 @@ export class ReviewDesk {
       decision = { event: ACTION_EVENT.recheck };
     } else {
       // What an absence means is the tool's call; without the tool, releasing the key could run the operation twice.
-      if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here`);
+      if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`);
       decision =
         tool.onAbsent === 'fail'
           ? { event: 'operator_settled_absent_fail', error: { code: 'NOT_EXECUTED', message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }

@@ -12,7 +12,7 @@ const root = resolve(import.meta.dirname, '..');
 const dist = join(root, 'dist');
 const PACKAGE = 'idempotent-mcp';
 const paths: Record<string, [string]> = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths;
-const HANDLERS = ['endpoint', 'reconciler-endpoint', 'consumer-endpoint', 'mcp', 'relay', 'consumer', 'reconciler', 'sandbox'];
+const HANDLERS = ['endpoint', 'reconciler-endpoint', 'consumer-endpoint', 'relay'];
 
 /** `idempotent-mcp/engine/testing` -> `engine/testing` (dist/engine/testing.js). */
 const subpaths = Object.entries(paths).map(([name, [source]]) => ({ name, out: name.slice(PACKAGE.length + 1), source: source.replace(/^\.\//, '') }));

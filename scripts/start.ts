@@ -9,7 +9,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const { startLocalStack } = await import('../local/stack');
 const { stateOf, writeLocalState } = await import('../ops/local-state');
 const { watchStateDir } = await import('../local/state-dir');
-const { DEV_KEY_FILE } = await import('idempotent-mcp/mcp');
+const { DEV_KEY_FILE } = await import('idempotent-mcp/lambda');
 const { existsSync } = await import('node:fs');
 const { join } = await import('node:path');
 export {};

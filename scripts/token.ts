@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { DEV_TOKEN_TTL_SECONDS, devIssuerFor } from '../lambdas/auth/dev-issuer';
 import { IdempotencyError, validateTenantId } from 'idempotent-mcp/engine';
-import { loadAuthConfig } from 'idempotent-mcp/mcp';
+import { loadAuthConfig } from 'idempotent-mcp/lambda';
 
 const usage = 'usage: npm run token -- --tenant <id> [--ttl <seconds>] [--scope "<space-separated scopes>"]';
 let values: { tenant?: string; ttl?: string; scope?: string; help?: boolean };

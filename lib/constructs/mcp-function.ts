@@ -5,18 +5,15 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import type { TokenVerification } from './auth';
-import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
-import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface McpFunctionProps extends CommonFunctionProps {
-  /** The handler file to bundle. Default: the reference endpoint's (the demo tools); IdempotentMcpEndpoint passes one serving your tools. */
-  entry?: string;
+  /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
+  entry: string;
   store: IdempotencyTable;
   auth: TokenVerification;
-  downstreams?: DownstreamSettings;
   /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
   allowedOrigins?: string[];
   /** Public base URL when a custom domain fronts the Function URL; by default the function uses the request's host. */
@@ -77,12 +74,11 @@ export class McpFunction extends Construct {
         publicBaseUrl: props.publicBaseUrl || undefined,
         confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
       }),
-      ...downstreamEnvironment(props.downstreams ?? {}),
     };
 
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      entry: props.entry ?? handlerEntry('mcp'),
+      entry: props.entry,
       description: 'Idempotent MCP endpoint (streamable HTTP, stateless)',
       timeout: props.timeout ?? Duration.seconds(29),
       memorySize: props.memorySize ?? 1024,

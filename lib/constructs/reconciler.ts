@@ -3,19 +3,18 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS, environmentOf } from '../../lambdas/config';
-import { downstreamEnvironment, type DownstreamSettings } from './downstreams';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
-  /** The handler file to bundle. Default: the reference endpoint's (the demo tools' reconcile hooks). */
-  entry?: string;
+  /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
+  entry: string;
   store: IdempotencyTable;
   /** The sweep re-sends outbox events the stream relay missed. */
   queue: OutboxQueue;
-  downstreams?: DownstreamSettings;
+  /** Bound of one reconcile check of a downstream (DOWNSTREAM_TIMEOUT_MS). Default: the functions' own default. */
+  downstreamTimeout?: Duration;
   /**
    * How often it runs. Default 1 minute (the shortest EventBridge rate). The function gets it as
    * RECONCILE_INTERVAL_MS too: its retry backoff starts at one period, so a downstream outage is re-checked over
@@ -50,7 +49,7 @@ export class ReconcilerFunction extends Construct {
     }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
-      entry: props.entry ?? handlerEntry('reconciler'),
+      entry: props.entry,
       description: 'Reconciler: settles UNKNOWN and stale records, re-sends stuck outbox events',
       timeout: props.timeout ?? Duration.seconds(50),
       environment: {
@@ -59,8 +58,8 @@ export class ReconcilerFunction extends Construct {
           outboxQueueUrl: props.queue.queue.queueUrl,
           reconcileIntervalMs: period.toMilliseconds(),
           reconcileMaxAttempts: props.maxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS,
+          downstreamTimeoutMs: props.downstreamTimeout?.toMilliseconds(),
         }),
-        ...downstreamEnvironment(props.downstreams ?? {}),
       },
     });
     props.store.grantItems(this.handler.role, RECONCILER_TABLE_ACTIONS);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { checkedResult, measureEndpoint } from '../../bench/endpoint';
 import { TENANT } from '../../bench/floor';
-import { orderIdFor } from '../../lambdas/mcp/tools/orders';
+import { orderIdFor } from '../../reference/tools/orders';
 
 /**
  * The `endpoint` section of `npm run bench` measures what it says only if both servers really answered the tool

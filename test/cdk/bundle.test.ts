@@ -133,7 +133,7 @@ describe('the deployed MCP bundle', () => {
 
   it('leaves the MCP SDK out of the reconciler, the demo one and a team\'s (its factory is not the MCP function\'s)', async () => {
     // The generated entry of IdempotentMcpEndpoint, here over the demo's tools module.
-    const team = toolsFunctionEntry('reconciler', join(PROJECT_ROOT, 'lambdas/mcp/tools/index.ts'));
+    const team = toolsFunctionEntry('reconciler', join(PROJECT_ROOT, 'reference/tools/index.ts'));
     for (const [name, entry] of [['demo', 'lambdas/handlers/reconciler.ts'], ['team', team]] as const) {
       const { metafile } = await buildLambdaBundle(join(dir, `reconciler-${name}.mjs`), { entry });
       const inputs = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
@@ -192,13 +192,13 @@ describe('the deployed worker bundles', () => {
   it('the relay and a team\'s workers carry no downstream client; the demo\'s carry only those their deliveries and hooks call', () => {
     for (const name of ['relay', "a team's consumer", "a team's reconciler"]) expect(matching(name, DOWNSTREAM_CLIENTS), name).toEqual([]);
     expect(matching('demo consumer', DOWNSTREAM_CLIENTS).filter((file) => file.endsWith('.ts')).sort()).toEqual([
-      'lambdas/downstream/email.ts',
-      'lambdas/downstream/http.ts',
-      'lambdas/downstream/index.ts',
-      'lambdas/downstream/ses-email.ts',
-      'lambdas/downstream/tickets.ts',
+      'reference/downstream/email.ts',
+      'reference/downstream/http.ts',
+      'reference/downstream/index.ts',
+      'reference/downstream/ses-email.ts',
+      'reference/downstream/tickets.ts',
     ]);
     // request_payment's reconcile hook asks the payments provider; nothing sends email or opens tickets here.
-    expect(matching('demo reconciler', DOWNSTREAM_CLIENTS).sort()).toEqual(['lambdas/downstream/http.ts', 'lambdas/downstream/index.ts', 'lambdas/downstream/payments.ts']);
+    expect(matching('demo reconciler', DOWNSTREAM_CLIENTS).sort()).toEqual(['reference/downstream/http.ts', 'reference/downstream/index.ts', 'reference/downstream/payments.ts']);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContextError, ContextKey, settingsFromContext } from '../../lib/context';
+import { ContextError, ContextKey, settingsFromContext } from '../../reference/cdk/context';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 import { cdkJsonContext } from './support';
 

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -6,7 +7,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { handlerEntry, LambdaBundle } from '../../lib/bundling';
+import { LambdaBundle } from '../../lib/bundling';
 import { IdempotentMcpChecks, IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
@@ -91,9 +92,9 @@ describe("a team's endpoint serves the team's tools only", () => {
     const team = await bundleOf(toolsFunctionEntry('mcp', TOOLS));
     expect(team.code).toContain('rooms.reserve');
     expect(team.code).not.toContain('request_payment');
-    expect(team.inputs.filter((file) => file.includes('lambdas/mcp/tools/'))).toEqual([]);
+    expect(team.inputs.filter((file) => file.includes('reference/tools/'))).toEqual([]);
 
-    const reference = await bundleOf(handlerEntry('mcp'));
+    const reference = await bundleOf(toolsFunctionEntry('mcp', fileURLToPath(new URL('../../reference/tools/index.ts', import.meta.url))));
     expect(reference.code).toContain('request_payment');
   }, 120_000);
 });

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { settingsFromContext } from '../../lib/context';
-import { IdempotentMcpStack } from '../../lib/idempotent-mcp-stack';
+import { settingsFromContext } from '../../reference/cdk/context';
+import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TENANT_CLAIM, EnvVars } from '../../lambdas/config';
-import { ContextKey } from '../../lib/context';
+import { ContextKey } from '../../reference/cdk/context';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 
 /** docs/configuration.md cannot drift from the code: its tables are read back and compared with the declarations. */

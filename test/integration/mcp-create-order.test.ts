@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isWriteTool } from '../../lambdas/mcp/tool-types';
-import { createOrderTool } from '../../lambdas/mcp/tools/create-order';
+import { createOrderTool } from '../../reference/tools/create-order';
 import type { LocalStack } from '../../local/stack';
 import { manualClock, newKey } from '../support/engine';
 import { callWrite, connectClient, ledger, orderArgs, startTestStack } from '../support/mcp';

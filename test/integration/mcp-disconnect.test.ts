@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import type { LocalStack } from '../../local/stack';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
-import { tools as registry } from '../../lambdas/mcp/tools';
+import { tools as registry } from '../../reference/tools';
 import { deferred, newKey } from '../support/engine';
 import { callWrite, connectClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
 

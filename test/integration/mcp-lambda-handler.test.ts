@@ -80,7 +80,7 @@ beforeAll(async () => {
       invocations++;
       return h(event, context);
     };
-  handler = counted((await import('../../lambdas/handlers/mcp')).handler as unknown as typeof handler);
+  handler = counted((await import('../../reference/handlers/mcp')).handler as unknown as typeof handler);
   // The same parts with test tools, for the outcomes create_order cannot produce on demand.
   const services = createServices(loadConfig(process.env), { engine: { inProgressWaitMs: 100 } });
   probeHandler = counted(createLambdaHandler(services, { tools: probes.tools }) as unknown as typeof handler);
@@ -271,8 +271,8 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
 
   it("takes the clients of a team's tools module from its `withClients` export, as the generated entry passes the module", async () => {
     const { mcpLambdaHandler } = await import('../../lambdas/handlers/endpoint');
-    const { tools } = await import('../../lambdas/mcp/tools');
-    const { withReferenceClients } = await import('../../lambdas/mcp/tools/services');
+    const { tools } = await import('../../reference/tools');
+    const { withReferenceClients } = await import('../../reference/tools/services');
     const call = async (module: Parameters<typeof mcpLambdaHandler>[0]) => {
       const teamHandler = mcpLambdaHandler(module) as unknown as typeof handler;
       const issued = await callTool(teamHandler, 'issue_operation_id', { tool: 'request_payment' });

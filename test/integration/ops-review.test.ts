@@ -7,7 +7,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
-import { tools as registry } from '../../lambdas/mcp/tools';
+import { tools as registry } from '../../reference/tools';
 import { isWriteTool, type WriteToolDefinition } from '../../lambdas/mcp/tool-types';
 import { logger } from '../../lambdas/observability/logger';
 import type { LocalStack } from '../../local/stack';

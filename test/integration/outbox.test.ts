@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
 import { createWorkers } from '../../lambdas/runtime/workers';
-import { referenceDeliveries } from '../../lambdas/mcp/tools/reference-deliveries';
+import { referenceDeliveries } from '../../reference/tools/reference-deliveries';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 import { TransientToolError } from '../../lambdas/core/errors';
@@ -204,7 +204,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     // A consumer whose delivery budget (one second) is spent by the time it tries.
     const shortBudget = createWorkers(
       { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxDeliveryBudgetMs: 1000 } } },
-      { tools: [], clock: time.clock, deliveries: referenceDeliveries(stack.services) },
+      { tools: [], clock: time.clock, deliveries: referenceDeliveries(stack.referenceConfig) },
     );
     const handler = createConsumerSqsHandler(shortBudget, logger);
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));

@@ -7,7 +7,7 @@ import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
-import { tools as registry } from '../../lambdas/mcp/tools';
+import { tools as registry } from '../../reference/tools';
 import { createWorkers } from '../../lambdas/runtime/workers';
 import type { LocalStack } from '../../local/stack';
 import { manualClock, newKey } from '../support/engine';

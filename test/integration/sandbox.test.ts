@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { openSandboxStore } from '../../lambdas/sandbox/sandbox-store';
+import { openSandboxStore } from '../../reference/sandbox/sandbox-store';
 import { newKey } from '../support/engine';
 import { startTestStack } from '../support/mcp';
 import { armedFaults, armFault, clearFaults, sandboxLedger } from '../support/side-effects';
@@ -101,7 +101,7 @@ describe('the downstreams', () => {
     expect((await lookup()).status).toBe(404);
     // The armed faults are items in the sandbox table, not this server's memory.
     await armFault(stack, { target: 'tickets', mode: 'unavailable' });
-    expect(await openSandboxStore(stack.services)!.takeFault('tickets')).toMatchObject({ mode: 'unavailable', remaining: 0 });
-    expect(await openSandboxStore(stack.services)!.takeFault('tickets')).toBeUndefined();
+    expect(await openSandboxStore(stack.services, stack.referenceConfig)!.takeFault('tickets')).toMatchObject({ mode: 'unavailable', remaining: 0 });
+    expect(await openSandboxStore(stack.services, stack.referenceConfig)!.takeFault('tickets')).toBeUndefined();
   });
 });

@@ -40,15 +40,15 @@ beforeAll(async () => {
     TICKETS_URL: env.TICKETS_URL,
     MAILBOX_URL: env.MAILBOX_URL,
     EMAIL_MODE: 'sandbox',
-    SANDBOX_TABLE_NAME: stack.config.sideEffects.sandboxTableName,
+    SANDBOX_TABLE_NAME: stack.referenceConfig.sandboxTableName,
     AUTH_MODE: undefined,
     OPERATION_ID_SECRET: undefined,
   };
   for (const [name, value] of Object.entries(deployed)) vi.stubEnv(name, value);
   relay = (await import('../../lambdas/handlers/relay')).handler as unknown as typeof relay;
-  consumer = (await import('../../lambdas/handlers/consumer')).handler as unknown as typeof consumer;
-  reconciler = (await import('../../lambdas/handlers/reconciler')).handler as unknown as typeof reconciler;
-  sandbox = (await import('../../lambdas/handlers/sandbox')).handler as unknown as typeof sandbox;
+  consumer = (await import('../../reference/handlers/consumer')).handler as unknown as typeof consumer;
+  reconciler = (await import('../../reference/handlers/reconciler')).handler as unknown as typeof reconciler;
+  sandbox = (await import('../../reference/handlers/sandbox')).handler as unknown as typeof sandbox;
 });
 afterAll(async () => {
   vi.unstubAllEnvs();
@@ -115,8 +115,8 @@ describe('the worker Lambda handlers', () => {
 
   it("a team's tools module hands its reconcile hooks its own clients through `withClients`; anything else is refused", async () => {
     const { reconcilerLambdaHandler } = await import('../../lambdas/handlers/reconciler-endpoint');
-    const { tools } = await import('../../lambdas/mcp/tools');
-    const { withReferenceClients } = await import('../../lambdas/mcp/tools/services');
+    const { tools } = await import('../../reference/tools');
+    const { withReferenceClients } = await import('../../reference/tools/services');
     // The reference tools as a team's module would export them, clients included: the generated entry passes the module.
     const teamReconciler = reconcilerLambdaHandler({ tools, withClients: withReferenceClients }) as unknown as typeof reconciler;
     const operationId = await issueOperationId(client, 'request_payment');

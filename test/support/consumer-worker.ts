@@ -7,10 +7,11 @@ const { loadWorkerConfig } = await import('../../lambdas/config');
 const { createWorkerServices } = await import('../../lambdas/runtime/worker-services');
 const { createWorkers } = await import('../../lambdas/runtime/workers');
 const { startLocalWorkers } = await import('../../local/workers');
-const { referenceDeliveries } = await import('../../lambdas/mcp/tools/reference-deliveries');
+const { referenceDeliveries } = await import('../../reference/tools/reference-deliveries');
+const { loadReferenceConfig } = await import('../../reference/config');
 
 const services = createWorkerServices(loadWorkerConfig());
-const workers = createWorkers(services, { deliveries: referenceDeliveries(services), consumer: { retryBaseMs: 0 } });
+const workers = createWorkers(services, { deliveries: referenceDeliveries(loadReferenceConfig()), consumer: { retryBaseMs: 0 } });
 const running = startLocalWorkers(services, workers, { relayPoller: false, reconcilerTimer: false, consumerPoller: true });
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => {

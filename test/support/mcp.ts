@@ -7,7 +7,7 @@ import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } 
 import type { WriteToolResult } from '../../lambdas/core/result-contract';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
-import { tools as registry } from '../../lambdas/mcp/tools';
+import { tools as registry } from '../../reference/tools';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
 import { deferred } from './engine';
 

@@ -17,7 +17,6 @@ describe('loadConfig', () => {
       tableName: 'records',
       auth: { mode: 'oidc', issuer: 'https://issuer.example', audience: 'mcp', tenantClaim: 'tenant' },
       allowedOrigins: [],
-      sandboxEnabled: false,
     });
     expect(config.dynamodbEndpoint).toBeUndefined();
     expect(config.publicBaseUrl).toBeUndefined();
@@ -61,12 +60,10 @@ describe('loadConfig', () => {
       ...oidc,
       AUTH_TENANT_CLAIM: 'custom:tenant',
       ALLOWED_ORIGINS: ' https://app.example , https://admin.example/ ,',
-      SANDBOX_ENABLED: 'true',
       PUBLIC_BASE_URL: 'https://mcp.example/',
     });
     expect(config.auth.tenantClaim).toBe('custom:tenant');
     expect(config.allowedOrigins).toEqual(['https://app.example', 'https://admin.example']);
-    expect(config.sandboxEnabled).toBe(true);
     expect(config.publicBaseUrl).toBe('https://mcp.example');
   });
 });

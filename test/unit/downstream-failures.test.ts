@@ -4,9 +4,9 @@ import { MessageRejected, SendEmailCommand, SESv2Client, TooManyRequestsExceptio
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
-import { SesEmailSender } from '../../lambdas/downstream/ses-email';
-import { failureForStatus, requestJson } from '../../lambdas/downstream/http';
-import { PaymentsClient } from '../../lambdas/downstream/payments';
+import { SesEmailSender } from '../../reference/downstream/ses-email';
+import { failureForStatus, requestJson } from '../../reference/downstream/http';
+import { PaymentsClient } from '../../reference/downstream/payments';
 import { freePort } from '../../local/free-port';
 
 /**

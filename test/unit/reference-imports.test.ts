@@ -4,13 +4,14 @@ import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
- * The reference endpoint is the toolkit's first user: its tools, its sandbox and `npm start` reach the toolkit only
- * through the public subpaths (`idempotent-mcp/engine`, `/dynamodb`, `/mcp`, ...), as a team's code does.
- * A relative import may stay within the reference endpoint's own code: its tools folder, its sandbox and the demo
- * downstream clients they call. Anything else under lambdas/ is the toolkit's inside.
+ * The toolkit is what a team installs: `lambdas/` (the runtime), `lib/` (the constructs), `client/` and `ops/`.
+ * The reference endpoint (`reference/`: its demo tools, their downstream clients, the sandbox, its settings and
+ * stack) is the toolkit's first user: it, `npm start` (`local/`, `scripts/`) and the CDK app (`bin/`) reach the
+ * toolkit only through the public subpaths (`idempotent-mcp/engine`, `/mcp`, `/lambda`, ...), as a team's code does.
  */
-const REFERENCE_CODE = ['lambdas/mcp/tools', 'lambdas/sandbox', 'lambdas/downstream'];
-const SCANNED = ['lambdas/mcp/tools', 'lambdas/sandbox', 'local', 'scripts/start.ts'];
+const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
+const REFERENCE_CODE = ['reference'];
+const SCANNED = ['reference', 'local', 'scripts/start.ts', 'bin/app.ts'];
 
 const filesUnder = (path: string): string[] =>
   statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => filesUnder(join(path, name))) : path.endsWith('.ts') ? [path] : [];
@@ -26,17 +27,17 @@ function toolkitInternalsImported(files: string[]): string[] {
       .filter((specifier) => specifier.startsWith('.'))
       .filter((specifier) => {
         const target = resolve(dirname(file), specifier);
-        if (!within(target, 'lambdas')) return false;
-        if (dirname(target) === dirname(file)) return false;
-        return !REFERENCE_CODE.some((folder) => within(target, folder));
+        // The state file `npm start` writes for the ops bin is the ops bin's own format, written by its own code.
+        if (within(target, 'ops/local-state')) return false;
+        return TOOLKIT.some((folder) => within(target, folder));
       })
       .map((specifier) => `${relative(PROJECT_ROOT, file)} imports ${specifier}`),
   );
 }
 
-it('the reference tools, the sandbox and `npm start` import the toolkit through its public subpaths only', () => {
+it('the reference endpoint, `npm start` and the CDK app import the toolkit through its public subpaths only', () => {
   const files = SCANNED.flatMap((path) => filesUnder(join(PROJECT_ROOT, path)));
-  expect(files.length).toBeGreaterThan(15);
+  expect(files.length).toBeGreaterThan(25);
   expect(toolkitInternalsImported(files)).toEqual([]);
 });
 
@@ -46,8 +47,8 @@ it('finds a relative import into the toolkit, static or dynamic', () => {
     '../lambdas/engine/engine',
     '../lambdas/core/keys',
   ]);
-  // A Lambda handler is the toolkit's inside: it may, and does, import it relatively, and the scan says so.
-  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/handlers/consumer.ts')])).toContain('lambdas/handlers/consumer.ts imports ../config');
+  // A toolkit handler is the toolkit's inside: it may, and does, import it relatively, and the scan says so.
+  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/handlers/consumer-endpoint.ts')])).toContain('lambdas/handlers/consumer-endpoint.ts imports ../config');
 });
 
 /** The public subpaths' sources, as tsconfig.json maps them (`idempotent-mcp/mcp` -> lambdas/mcp/index.ts, ...). */
@@ -85,18 +86,17 @@ const reachedUnder = (entries: string[], folders: string[]) =>
 /** The handler factories every team's endpoint runs (its tools and deliveries modules are bundled with them). */
 const TEAM_HANDLERS = ['lambdas/handlers/endpoint.ts', 'lambdas/handlers/relay.ts', 'lambdas/handlers/consumer-endpoint.ts', 'lambdas/handlers/reconciler-endpoint.ts'];
 
-it('the public subpaths and the handlers every team runs reach no reference code: no sandbox, no demo downstream clients', () => {
+it('the public subpaths, the handlers every team runs and every toolkit module reach no reference code', () => {
   const publicEntries = [...new Set(Object.values(SUBPATHS))].map((file) => relative(PROJECT_ROOT, file));
-  expect(publicEntries).toEqual(expect.arrayContaining(['lambdas/engine/index.ts', 'lambdas/dynamodb/index.ts', 'lambdas/mcp/index.ts', 'client/index.ts']));
-  expect(reachedUnder([...publicEntries, ...TEAM_HANDLERS], REFERENCE_CODE)).toEqual([]);
+  expect(publicEntries).toEqual(expect.arrayContaining(['lambdas/engine/index.ts', 'lambdas/dynamodb/index.ts', 'lambdas/mcp/index.ts', 'lambdas/handlers/index.ts', 'lib/index.ts', 'client/index.ts']));
+  const toolkitModules = TOOLKIT.flatMap((folder) => filesUnder(join(PROJECT_ROOT, folder))).map((file) => relative(PROJECT_ROOT, file));
+  expect(toolkitModules.length).toBeGreaterThan(60);
+  expect(reachedUnder([...publicEntries, ...TEAM_HANDLERS, ...toolkitModules], REFERENCE_CODE)).toEqual([]);
 });
 
-it('no Lambda handler but the sandbox function reaches the sandbox: the reference endpoint chooses its sandbox clients itself', () => {
-  const handlers = readdirSync(join(PROJECT_ROOT, 'lambdas/handlers')).map((name) => `lambdas/handlers/${name}`);
-  expect(handlers).toEqual(expect.arrayContaining(['lambdas/handlers/consumer.ts', 'lambdas/handlers/reconciler.ts', 'lambdas/handlers/sandbox.ts']));
-  expect(reachedUnder(handlers.filter((file) => file !== 'lambdas/handlers/sandbox.ts'), ['lambdas/sandbox'])).toEqual([]);
-  // The walk sees through the public subpaths: the reference consumer reaches its deliveries through `idempotent-mcp/mcp`.
-  expect([...reachableFrom('lambdas/handlers/consumer.ts')].map((file) => relative(PROJECT_ROOT, file))).toEqual(
-    expect.arrayContaining(['lambdas/mcp/tools/reference-deliveries.ts', 'lambdas/mcp/index.ts', 'lambdas/downstream/ses-email.ts']),
+it('the walk sees through the public subpaths: the reference consumer reaches its deliveries and the toolkit', () => {
+  expect([...reachableFrom('reference/handlers/consumer.ts')].map((file) => relative(PROJECT_ROOT, file))).toEqual(
+    expect.arrayContaining(['reference/tools/reference-deliveries.ts', 'lambdas/handlers/index.ts', 'reference/downstream/ses-email.ts']),
   );
+  expect(reachedUnder(['reference/handlers/consumer.ts'], REFERENCE_CODE).length).toBeGreaterThan(0);
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadSandboxConfig, loadWorkerConfig } from '../../lambdas/config';
+import { ConfigError, loadConfig, loadWorkerConfig } from '../../lambdas/config';
+import { loadReferenceConfig } from '../../reference/config';
 import { receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
 
 const base = {
@@ -12,20 +13,33 @@ const base = {
 };
 
 describe('side-effect settings', () => {
-  it('defaults: SES email, a 3 s downstream timeout, a 5 s reconciler period, 8 checks before review, a 24 h delivery budget and receives for it, no downstream URLs', () => {
+  it('defaults: a 3 s downstream timeout, a 5 s reconciler period, 8 checks before review, a 24 h delivery budget and receives for it, no queue', () => {
     const { sideEffects } = loadConfig(base);
     expect(sideEffects).toMatchObject({
-      emailMode: 'ses',
-      emailFrom: 'agent@example.com',
       downstreamTimeoutMs: 3000,
       reconcileIntervalMs: 5000,
       reconcileMaxAttempts: 8,
       outboxDeliveryBudgetMs: 24 * 3600_000,
       outboxMaxReceiveCount: receivesWithinBudget(24 * 3600_000),
+    });
+    for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'outboxDeadLetterQueueUrl'] as const) expect(sideEffects[url]).toBeUndefined();
+  });
+
+  it('the reference endpoint reads its own settings: SES email by default, no downstream URLs, the sandbox table beside the service table', () => {
+    expect(loadReferenceConfig(base)).toEqual({
+      emailMode: 'ses',
+      emailFrom: 'agent@example.com',
+      downstreamTimeoutMs: 3000,
+      sandboxEnabled: false,
       sandboxTableName: 'records-sandbox',
     });
-    for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'outboxDeadLetterQueueUrl', 'paymentsUrl', 'ticketsUrl', 'mailboxUrl'] as const)
-      expect(sideEffects[url]).toBeUndefined();
+    const config = loadReferenceConfig({ ...base, PAYMENTS_URL: 'https://pay.example/', TICKETS_URL: 'https://tickets.example', MAILBOX_URL: 'http://127.0.0.1:3000/sandbox/mailbox', EMAIL_MODE: 'sandbox', EMAIL_FROM: 'noreply@shop.example', SANDBOX_ENABLED: 'true', SANDBOX_TABLE_NAME: 'demo-sandbox' });
+    expect(config).toMatchObject({ paymentsUrl: 'https://pay.example', ticketsUrl: 'https://tickets.example', mailboxUrl: 'http://127.0.0.1:3000/sandbox/mailbox', emailMode: 'sandbox', emailFrom: 'noreply@shop.example', sandboxEnabled: true, sandboxTableName: 'demo-sandbox' });
+  });
+
+  it('a team endpoint\'s settings carry nothing of the reference endpoint', () => {
+    const config = loadConfig({ ...base, PAYMENTS_URL: 'https://pay.example', EMAIL_MODE: 'sandbox', SANDBOX_ENABLED: 'true' });
+    expect(JSON.stringify(config)).not.toMatch(/pay\.example|payments|mailbox|sandbox|email/i);
   });
 
   it('reads every key', () => {
@@ -33,34 +47,22 @@ describe('side-effect settings', () => {
       ...base,
       SQS_ENDPOINT: 'http://127.0.0.1:4566',
       OUTBOX_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox',
-      PAYMENTS_URL: 'https://pay.example/',
-      TICKETS_URL: 'https://tickets.example',
-      MAILBOX_URL: 'http://127.0.0.1:3000/sandbox/mailbox',
-      EMAIL_MODE: 'sandbox',
-      EMAIL_FROM: 'noreply@shop.example',
       DOWNSTREAM_TIMEOUT_MS: '1500',
       RECONCILE_INTERVAL_MS: '200',
       RECONCILE_MAX_ATTEMPTS: '2',
       OUTBOX_DEAD_LETTER_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq',
       OUTBOX_DELIVERY_BUDGET_SECONDS: '3600',
       OUTBOX_MAX_RECEIVE_COUNT: '30',
-      SANDBOX_TABLE_NAME: 'demo-sandbox',
     });
     expect(config.sideEffects).toEqual({
       sqsEndpoint: 'http://127.0.0.1:4566',
       outboxQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox',
-      paymentsUrl: 'https://pay.example',
-      ticketsUrl: 'https://tickets.example',
-      mailboxUrl: 'http://127.0.0.1:3000/sandbox/mailbox',
-      emailMode: 'sandbox',
-      emailFrom: 'noreply@shop.example',
       downstreamTimeoutMs: 1500,
       reconcileIntervalMs: 200,
       reconcileMaxAttempts: 2,
       outboxDeadLetterQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq',
       outboxDeliveryBudgetMs: 3600_000,
       outboxMaxReceiveCount: 30,
-      sandboxTableName: 'demo-sandbox',
     });
   });
 
@@ -72,8 +74,8 @@ describe('side-effect settings', () => {
   });
 
   it('the sandbox function needs only its table', () => {
-    expect(loadSandboxConfig({ SANDBOX_TABLE_NAME: 'demo-sandbox' })).toEqual({ sandboxTableName: 'demo-sandbox', downstreamTimeoutMs: 3000 });
-    expect(() => loadSandboxConfig({})).toThrow(/SANDBOX_TABLE_NAME/);
+    expect(loadReferenceConfig({ SANDBOX_TABLE_NAME: 'demo-sandbox' })).toMatchObject({ sandboxTableName: 'demo-sandbox', downstreamTimeoutMs: 3000 });
+    expect(() => loadReferenceConfig({})).toThrow(/SANDBOX_TABLE_NAME/);
   });
 
   it.each([
@@ -88,7 +90,11 @@ describe('side-effect settings', () => {
     ['OUTBOX_DELIVERY_BUDGET_SECONDS', 'a day'],
     ['PAYMENTS_URL', 'ftp://pay.example'],
   ])('refuses %s=%s at start, naming it', (name, value) => {
-    expect(() => loadConfig({ ...base, [name]: value })).toThrow(ConfigError);
-    expect(() => loadConfig({ ...base, [name]: value })).toThrow(name);
+    const load = (env: Record<string, string>) => {
+      loadConfig(env);
+      loadReferenceConfig(env);
+    };
+    expect(() => load({ ...base, [name]: value })).toThrow(ConfigError);
+    expect(() => load({ ...base, [name]: value })).toThrow(name);
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
-import { createApp, createToolRuntime, defineReadTool, defineWriteTool, type AppConfig, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { createApp, type AppConfig } from 'idempotent-mcp/lambda';
 import { deliveriesOf } from '../../lambdas/handlers/consumer-endpoint';
 
 const writeSpec = (name: string) => ({

@@ -1,8 +1,8 @@
 import type { OutboxMessage } from 'idempotent-mcp/dynamodb';
 import type { ReconcileFinding } from 'idempotent-mcp/engine';
 import type { DeliveryHandler } from 'idempotent-mcp/mcp';
-import type { EmailMessage, EmailSender } from '../../downstream/email';
-import type { TicketRequest, TicketsClient } from '../../downstream/tickets';
+import type { EmailMessage, EmailSender } from '../downstream/email';
+import type { TicketRequest, TicketsClient } from '../downstream/tickets';
 
 /** Outbox event types: the tool that commits the event and the handler that performs it agree on these. */
 export const EventType = {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedError, type DocumentClient } from 'idempotent-mcp/dynamodb';
-import type { Services } from 'idempotent-mcp/mcp';
+import type { Services } from 'idempotent-mcp/lambda';
+import type { ReferenceConfig } from '../config';
 import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
 
 type Item = Record<string, unknown>;
@@ -60,9 +61,8 @@ const strip = <T>(item: Item): T => {
  * The sandbox store when the sandbox is enabled. Opened where it is used (the sandbox routes, the relay's fault
  * injection), not in the shared services: the MCP function never touches it, so its bundle does not carry it.
  */
-export function openSandboxStore(services: Pick<Services, 'config' | 'doc'>): SandboxStore | undefined {
-  const { config, doc } = services;
-  return config.sandboxEnabled ? new SandboxStore(doc, config.sideEffects.sandboxTableName) : undefined;
+export function openSandboxStore(services: Pick<Services, 'doc'>, config: ReferenceConfig): SandboxStore | undefined {
+  return config.sandboxEnabled ? new SandboxStore(services.doc, config.sandboxTableName) : undefined;
 }
 
 /**

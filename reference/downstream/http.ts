@@ -1,4 +1,4 @@
-import { TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
+import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
 
 /** Every downstream call is bounded twice: by the caller's signal (the engine's deadline) and by its own timeout. */
 export interface CallOptions {

@@ -1,4 +1,4 @@
-import { UncertainToolError } from '../core/errors';
+import { UncertainToolError } from 'idempotent-mcp/engine';
 import { baseUrlOf, DownstreamErrorCode, failureForStatus, LookupFailedError, lookupJson, requestJson, type CallOptions } from './http';
 
 export interface EmailMessage {

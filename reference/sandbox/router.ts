@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
-import type { Services } from 'idempotent-mcp/mcp';
+import type { Services } from 'idempotent-mcp/lambda';
+import type { ReferenceConfig } from '../config';
 import { createSandboxDownstreams } from './downstreams';
 import { readLedger } from './ledger';
 import { openSandboxStore } from './sandbox-store';
@@ -8,12 +9,12 @@ import { openSandboxStore } from './sandbox-store';
  * The local sandbox (`/sandbox/*`): served only when SANDBOX_ENABLED=true, never by a default deployment.
  * Unauthenticated on purpose: it is a test fixture showing every tenant's effects, so one call = one effect can be seen.
  */
-export function createSandboxRouter(services: Services): Hono {
+export function createSandboxRouter(services: Services, config: ReferenceConfig): Hono {
   const router = new Hono();
-  router.get('/ledger', async (c) => c.json(await readLedger(services)));
-  const store = openSandboxStore(services);
+  router.get('/ledger', async (c) => c.json(await readLedger(services, config)));
+  const store = openSandboxStore(services, config);
   if (store) {
-    const timeoutMs = services.config.sideEffects.downstreamTimeoutMs;
+    const timeoutMs = config.downstreamTimeoutMs;
     // Payments, tickets and mailbox (with fault injection) and POST /sandbox/faults.
     router.route(
       '/',

@@ -1,13 +1,14 @@
 import { Hono } from 'hono';
 import { handle } from 'hono/aws-lambda';
-import { loadSandboxConfig } from '../config';
-import { systemClock } from '../core/clock';
+import { createDocumentClient } from 'idempotent-mcp/dynamodb';
+import { systemClock } from 'idempotent-mcp/engine';
+import { read, EnvVars } from 'idempotent-mcp/lambda';
+import { loadReferenceConfig } from '../config';
 import { createSandboxDownstreams, sandboxLedger } from '../sandbox/downstreams';
 import { SandboxStore } from '../sandbox/sandbox-store';
-import { createDocumentClient } from '../store/clients';
 
-const config = loadSandboxConfig();
-const store = new SandboxStore(createDocumentClient(config.dynamodbEndpoint), config.sandboxTableName);
+const config = loadReferenceConfig();
+const store = new SandboxStore(createDocumentClient(read(process.env, EnvVars.dynamodbEndpoint)), config.sandboxTableName);
 
 /**
  * The sandbox downstreams (payments, tickets, mailbox, faults and their ledger) as a function of their own, for a

@@ -1,6 +1,8 @@
-import type { ToolRuntime, WorkerServices } from 'idempotent-mcp/mcp';
-import { createPaymentsClient } from '../../downstream';
-import type { PaymentsClient } from '../../downstream/payments';
+import type { WorkerServices } from 'idempotent-mcp/lambda';
+import type { ToolRuntime } from 'idempotent-mcp/mcp';
+import { loadReferenceConfig } from '../config';
+import { createPaymentsClient } from '../downstream';
+import type { PaymentsClient } from '../downstream/payments';
 
 /** The reference endpoint's own clients next to the toolkit's services: the payments provider of request_payment. */
 export interface ReferenceClients {
@@ -18,6 +20,6 @@ export type PaymentServices = ToolRuntime & ReferenceClients;
  * The reference endpoint's services: the toolkit's (the MCP function's, or the reconciler's for the reconcile
  * hooks) with its own clients added. The toolkit builds no downstream client of its own.
  */
-export function withReferenceClients<S extends Pick<WorkerServices, 'config'>>(services: S): S & ReferenceClients {
-  return { ...services, downstreams: { payments: createPaymentsClient(services.config.sideEffects) } };
+export function withReferenceClients<S>(services: S, config = loadReferenceConfig()): S & ReferenceClients {
+  return { ...services, downstreams: { payments: createPaymentsClient(config) } };
 }

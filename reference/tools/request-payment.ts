@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { hashForLog } from 'idempotent-mcp/engine';
-import { countForTool, defineWriteTool, MetricName, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { countForTool, MetricName } from 'idempotent-mcp/lambda';
+import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { identifier } from './orders';
 import type { PaymentServices } from './services';
 

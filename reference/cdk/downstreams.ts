@@ -1,4 +1,4 @@
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, environmentOf } from '../../lambdas/config';
+import { referenceEnvironmentOf } from '../config';
 
 /** Where the side-effect tools send their work; the sandbox construct fills these in for a demo. */
 export interface DownstreamSettings {
@@ -12,7 +12,7 @@ export interface DownstreamSettings {
   emailMode?: 'ses' | 'sandbox';
   /** SES verified sender identity (address or domain address). Required with emailMode `ses`. */
   emailFrom?: string;
-  /** Timeout of one downstream call. Default: the functions' own default (lambdas/config.ts). */
+  /** Timeout of one downstream call. Default: the functions' own default (the toolkit's DOWNSTREAM_TIMEOUT_MS). */
   timeoutMs?: number;
 }
 
@@ -21,8 +21,7 @@ export const emailModeOf = (settings: DownstreamSettings) => settings.emailMode 
 
 /** The downstream part of a function's environment; unset URLs are left out (the tool then reports it unconfigured). */
 export function downstreamEnvironment(settings: DownstreamSettings): Record<string, string> {
-  return environmentOf({
-    downstreamTimeoutMs: settings.timeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS,
+  return referenceEnvironmentOf({
     emailMode: emailModeOf(settings),
     paymentsUrl: settings.paymentsUrl || undefined,
     ticketsUrl: settings.ticketsUrl || undefined,

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { ErrorCode, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
-import { defineReadTool, isWriteTool, ReadToolError, SecretUnavailableError } from 'idempotent-mcp/mcp';
+import { SecretUnavailableError } from 'idempotent-mcp/lambda';
+import { defineReadTool, isWriteTool, ReadToolError } from 'idempotent-mcp/mcp';
 
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
-import { TOOL_NAME_PATTERN } from '../lambdas/core/idempotency-key';
+import { TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
 
 /**

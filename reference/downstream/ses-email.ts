@@ -1,5 +1,5 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
-import { TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
+import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
 import { type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
 import { DownstreamErrorCode } from './http';
 

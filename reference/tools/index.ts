@@ -7,7 +7,10 @@ import { issueOperationIdTool } from './issue-operation-id';
 import { requestPaymentTool } from './request-payment';
 import { sendEmailTool } from './send-email';
 
-/** Every tool the endpoint serves. Add a tool: one file in this folder, one line here. */
+/** The reference endpoint's clients (the payments provider), added for its tools and their reconcile hooks. */
+export { withReferenceClients as withClients } from './services';
+
+/** Every tool the endpoint serves. Add a tool: one file in this folder, its import and one line here. */
 export const tools: readonly ToolDefinition[] = [
   createOrderTool,
   getOrderTool,

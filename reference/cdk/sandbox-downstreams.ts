@@ -2,11 +2,12 @@ import { Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { TableSchema } from '../../lambdas/store/table-schema';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, environmentOf } from '../../lambdas/config';
+import { fileURLToPath } from 'node:url';
+import { ServiceFunction, type CommonFunctionProps } from 'idempotent-mcp/cdk';
+import { TableSchema } from 'idempotent-mcp/dynamodb';
+import { EnvVars, environmentOf } from 'idempotent-mcp/lambda';
+import { referenceEnvironmentOf } from '../config';
 import type { DownstreamSettings } from './downstreams';
-import { handlerEntry } from '../bundling';
-import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface SandboxDownstreamsProps extends CommonFunctionProps {
   /** The callers' downstream timeout: the `commit-then-timeout` fault holds its answer past it. */
@@ -26,7 +27,7 @@ export class SandboxDownstreams extends Construct {
 
   constructor(scope: Construct, id: string, props: SandboxDownstreamsProps = {}) {
     super(scope, id);
-    this.timeoutMs = props.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
+    this.timeoutMs = props.downstreamTimeoutMs ?? EnvVars.downstreamTimeoutMs.parse(undefined);
     this.table = new dynamodb.Table(this, 'Table', {
       partitionKey: { name: TableSchema.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TableSchema.sortKey, type: dynamodb.AttributeType.STRING },
@@ -37,11 +38,13 @@ export class SandboxDownstreams extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     this.handler = new ServiceFunction(this, 'Handler', {
-      ...commonFunctionProps(props),
-      entry: handlerEntry('sandbox'),
+      powertools: props.powertools,
+      logRetention: props.logRetention,
+      architecture: props.architecture,
+      entry: fileURLToPath(new URL('../handlers/sandbox.ts', import.meta.url)),
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),
-      environment: environmentOf({ sandboxTableName: this.table.tableName, downstreamTimeoutMs: this.timeoutMs }),
+      environment: { ...referenceEnvironmentOf({ sandboxTableName: this.table.tableName }), ...environmentOf({ downstreamTimeoutMs: this.timeoutMs }) },
     });
     // The sandbox's own table only; it holds no real data, so the full item API is fine (still no Scan).
     this.table.grant(this.handler.role, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query');

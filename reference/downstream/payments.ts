@@ -1,4 +1,4 @@
-import { TransientToolError, UncertainToolError } from '../core/errors';
+import { TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
 import { baseUrlOf, DownstreamErrorCode, failureForStatus, LookupFailedError, lookupJson, requestJson, type CallOptions } from './http';
 
 export interface PaymentRequest {

@@ -1,0 +1,58 @@
+/**
+ * `idempotent-mcp/lambda`: the Lambda wiring of an endpoint (what the constructs bundle around a tools module):
+ * the handler factories, the services built once per container, the workers, the typed environment and its
+ * loader, the HTTP app. A team serving its tools with `IdempotentMcpEndpoint` needs none of it; an endpoint with a
+ * layout of its own (like this repository's reference endpoint) builds on it.
+ */
+export { mcpLambdaHandler } from './endpoint';
+export { reconcilerLambdaHandler } from './reconciler-endpoint';
+export { consumerLambdaHandler, deliveriesOf, type DeliveriesModule } from './consumer-endpoint';
+export { clientsOf, toolsOf, type ToolsModule } from './tools-module';
+export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices } from '../http/app';
+export { createLambdaHandler } from '../http/lambda';
+export { createServices, type ConfirmationSigner, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
+export { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from '../runtime/worker-services';
+export {
+  createConsumer,
+  createReconciler,
+  createRelay,
+  createWorkers,
+  type ConsumerOverrides,
+  type ConsumerServices,
+  type OutboxQueue,
+  type ReconcilerOverrides,
+  type ReconcilerServices,
+  type RelayOverrides,
+  type RelayServices,
+  type WorkerOverrides,
+  type Workers,
+} from '../runtime/workers';
+export { createConsumerSqsHandler, createReconcilerHandler, createRelayStreamHandler } from '../runtime/worker-handlers';
+export {
+  loadConfig,
+  loadWorkerConfig,
+  loadAuthConfig,
+  ConfigError,
+  EnvVars,
+  environmentOf,
+  environmentFor,
+  read,
+  text,
+  httpUrl,
+  positiveInt,
+  oneOf,
+  flag,
+  commaList,
+  type AppConfig,
+  type WorkerConfig,
+  type AuthConfig,
+  type Env,
+  type EnvVar,
+  type EnvSettings,
+  type SettingsOf,
+} from '../config';
+export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Caller, type TokenVerifier } from '../auth/verifier';
+export { withMetrics, countForTool, MetricName } from '../observability/metrics';
+export { SecretUnavailableError } from '../runtime/operation-id-secret';
+export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../auth/dev-issuer';
+export { DEV_KEY_FILE } from '../auth/dev-keys';

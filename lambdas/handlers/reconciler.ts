@@ -1,9 +1,0 @@
-import { tools } from '../mcp/tools';
-import { withReferenceClients } from '../mcp/tools/services';
-import { reconcilerLambdaHandler } from './reconciler-endpoint';
-
-/**
- * EventBridge schedule (every minute): settles UNKNOWN and stale records of the demo tools, re-sends stuck outbox
- * events. request_payment's reconcile hook asks the payments provider, so its client is added to the services.
- */
-export const handler = reconcilerLambdaHandler({ tools }, withReferenceClients);
