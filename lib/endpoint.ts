@@ -88,6 +88,7 @@ export function addEndpointParts(scope: Construct, props: EndpointPartsProps): E
     entry: props.entries.mcp,
     store,
     auth: auth.verification,
+    downstreamTimeout: props.downstreamTimeout,
     allowedOrigins: props.allowedOrigins,
     confirmationOptOut: props.confirmationOptOut,
     publicBaseUrl: props.publicBaseUrl,

@@ -7,13 +7,15 @@ import { environmentOf } from '../../lambdas/config';
 import type { TokenVerification } from './auth';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
-import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   entry: string;
   store: IdempotencyTable;
   auth: TokenVerification;
+  /** Bound of one downstream call a tool makes (DOWNSTREAM_TIMEOUT_MS). Default: the functions' own default, 3 seconds. */
+  downstreamTimeout?: Duration;
   /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
   allowedOrigins?: string[];
   /** Public base URL when a custom domain fronts the Function URL; by default the function uses the request's host. */
@@ -73,6 +75,7 @@ export class McpFunction extends Construct {
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
         publicBaseUrl: props.publicBaseUrl || undefined,
         confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
+        downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
       }),
     };
 

@@ -4,7 +4,7 @@ import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 /** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
@@ -47,7 +47,7 @@ export class OutboxConsumerFunction extends Construct {
         outboxDeadLetterQueueUrl: props.queue.deadLetterQueue.queueUrl,
         outboxDeliveryBudgetSeconds: props.queue.deliveryBudget.toSeconds(),
         outboxMaxReceiveCount: props.queue.maxReceiveCount,
-        downstreamTimeoutMs: props.downstreamTimeout?.toMilliseconds(),
+        downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
       }),
     });
     props.store.grantItems(this.handler.role, CONSUMER_TABLE_ACTIONS);

@@ -5,7 +5,7 @@ import { Construct } from 'constructs';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS, environmentOf } from '../../lambdas/config';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
-import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
+import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
@@ -58,7 +58,7 @@ export class ReconcilerFunction extends Construct {
           outboxQueueUrl: props.queue.queue.queueUrl,
           reconcileIntervalMs: period.toMilliseconds(),
           reconcileMaxAttempts: props.maxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS,
-          downstreamTimeoutMs: props.downstreamTimeout?.toMilliseconds(),
+          downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
         }),
       },
     });

@@ -27,6 +27,9 @@ export const resolvePowertools = (p: PowertoolsSettings = {}): Required<Powertoo
   logLevel: p.logLevel ?? 'INFO',
 });
 
+/** DOWNSTREAM_TIMEOUT_MS of a function: the prop's, else the functions' own default, written out so the template shows it. */
+export const downstreamTimeoutMs = (timeout: Duration | undefined): number => timeout?.toMilliseconds() ?? EnvVars.downstreamTimeoutMs.parse(undefined);
+
 /** What every function of the stack shares; each concern's construct adds its own settings. */
 export interface CommonFunctionProps {
   powertools?: PowertoolsSettings;

@@ -134,7 +134,7 @@ describe('the deployed MCP bundle', () => {
   it('leaves the MCP SDK out of the reconciler, the demo one and a team\'s (its factory is not the MCP function\'s)', async () => {
     // The generated entry of IdempotentMcpEndpoint, here over the demo's tools module.
     const team = toolsFunctionEntry('reconciler', join(PROJECT_ROOT, 'reference/tools/index.ts'));
-    for (const [name, entry] of [['demo', 'lambdas/handlers/reconciler.ts'], ['team', team]] as const) {
+    for (const [name, entry] of [['demo', 'reference/handlers/reconciler.ts'], ['team', team]] as const) {
       const { metafile } = await buildLambdaBundle(join(dir, `reconciler-${name}.mjs`), { entry });
       const inputs = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
       expect(inputs.filter((file) => file.includes('@modelcontextprotocol/'))).toEqual([]);
@@ -161,9 +161,9 @@ describe('the deployed worker bundles', () => {
   const teamTools = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
   const entries = {
     relay: 'lambdas/handlers/relay.ts',
-    'demo consumer': 'lambdas/handlers/consumer.ts',
+    'demo consumer': 'reference/handlers/consumer.ts',
     "a team's consumer": deliveriesFunctionEntry(join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts'), teamTools),
-    'demo reconciler': 'lambdas/handlers/reconciler.ts',
+    'demo reconciler': 'reference/handlers/reconciler.ts',
     "a team's reconciler": toolsFunctionEntry('reconciler', teamTools),
   };
   const inputs: Record<string, string[]> = {};
@@ -179,7 +179,7 @@ describe('the deployed worker bundles', () => {
   const matching = (name: string, pattern: RegExp) => inputs[name]!.filter((file) => pattern.test(file));
   const TOKEN_VERIFIER = /node_modules\/jose\/|lambdas\/auth\//;
   const REQUEST_PARTS = /lambdas\/(engine\/engine|mcp\/tool-runtime|runtime\/services|runtime\/operation-id-secret)\.ts$/;
-  const DOWNSTREAM_CLIENTS = /lambdas\/downstream\/|@aws-sdk\/client-sesv2\//;
+  const DOWNSTREAM_CLIENTS = /reference\/downstream\/|@aws-sdk\/client-sesv2\//;
 
   it('no worker carries the token verifier, the engine or the signers', () => {
     for (const name of Object.keys(entries)) {

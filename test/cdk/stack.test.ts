@@ -97,7 +97,7 @@ describe('the idempotency table', () => {
   it('can use a customer managed key that rotates and is kept as long as the table', () => {
     const cmk = synthStack({ customerManagedKey: 'true' });
     const json = cmk.template.toJSON().Resources;
-    const keyId = logicalId(cmk.stack.node.findChild('TableKey') as never);
+    const keyId = logicalId(cmk.stack.endpoint.node.findChild('TableKey') as never);
     expect(json[keyId].Properties.EnableKeyRotation).toBe(true);
     expect(json[keyId].DeletionPolicy).toBe('Retain');
     expect(json[logicalId(cmk.stack.endpoint.store.table)].Properties.SSESpecification).toEqual({

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TENANT_CLAIM, EnvVars } from '../../lambdas/config';
 import { ContextKey } from '../../reference/cdk/context';
+import { ReferenceEnvVars } from '../../reference/config';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 
 /** docs/configuration.md cannot drift from the code: its tables are read back and compared with the declarations. */
@@ -22,16 +23,19 @@ function rows(heading: string) {
 }
 
 describe('docs/configuration.md', () => {
-  it('lists every context key of lib/context.ts, and no other', () => {
+  it('lists every context key of reference/cdk/context.ts, and no other', () => {
     const documented = rows('Context keys').map((row) => row.name);
     expect([...documented].sort()).toEqual([...Object.values(ContextKey)].sort());
     for (const row of rows('Context keys')) expect(row.what.length, row.name).toBeGreaterThan(10);
   });
 
-  it('lists every environment variable of EnvVars, and no other, each with the default the code applies', () => {
-    const documented = rows('Environment variables');
-    expect(documented.map((row) => row.name).sort()).toEqual(Object.values(EnvVars).map((variable) => variable.name).sort());
-    for (const variable of Object.values(EnvVars)) {
+  it.each([
+    ['Environment variables of the functions', EnvVars],
+    ['Environment variables of the reference endpoint', ReferenceEnvVars],
+  ] as const)('lists every variable under "%s", and no other, each with the default the code applies', (heading, variables) => {
+    const documented = rows(heading);
+    expect(documented.map((row) => row.name).sort()).toEqual(Object.values(variables).map((variable) => variable.name).sort());
+    for (const variable of Object.values(variables) as { name: string; parse: (raw: undefined) => unknown }[]) {
       const row = documented.find((r) => r.name === variable.name)!;
       let fallback: unknown;
       try {

@@ -21,6 +21,9 @@ import { armFault, clearFaults, eventually, issueOperationId, operationStatus, p
 const TENANT = 'tenant-ops';
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const opsBin = join(repoRoot, 'bin/ops.ts');
+/** The endpoint's tools module, as `npm run ops` passes it. */
+const referenceTools = join(repoRoot, 'reference/tools/index.ts');
+const referenceToolList = (await import('../../reference/tools')).tools;
 const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
 
 interface OpsRun {
@@ -38,7 +41,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   /** The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. */
   function ops(args: string[], env: Record<string, string> = {}): Promise<OpsRun> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, ...args], {
+      const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', referenceTools, ...args], {
         cwd: workDir,
         // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
         env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), ...env },
@@ -59,6 +62,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     let stderr = '';
     const code = await runOps(args, { out: (t) => (stdout += `${t}\n`), err: (t) => (stderr += `${t}\n`) }, {
       logger,
+      tools: referenceToolList,
       target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
     });
     return { code, stdout, stderr };
@@ -184,8 +188,18 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
   it('settle --absent releases the key of a payment that never happened: the retry pays exactly once', async () => {
     const operationId = await parkedPayment('payee-absent', 'fail-before-commit');
+    let blindErr = '';
     expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
     expect(await paymentsFor(operationId)).toHaveLength(0);
+
+    // Without the endpoint's tools module, what an absence means for the tool is not known: refused, nothing written.
+    const blind = await runOps(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment'], { out: () => {}, err: (t) => (blindErr += t) }, {
+      logger,
+      target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
+    });
+    expect(blind).toBe(ExitCode.badInput);
+    expect(blindErr).toMatch(/--tools <module>/);
+    expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
 
     const settled = await ops(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment at the provider']);
     expect(settled.code, settled.stderr).toBe(0);
