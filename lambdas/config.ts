@@ -1,5 +1,4 @@
-import { OutboxDefaults, receivesWithinBudget } from './outbox/outbox-event';
-import { MIN_SECRET_LENGTH, type SecretSource } from './runtime/operation-id-secret';
+import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -69,6 +68,23 @@ export interface AppConfig {
   confirmationOptOut: string[];
   sideEffects: SideEffectsConfig;
 }
+
+/** Shorter keys make operation ids guessable by brute force. */
+export const MIN_SECRET_LENGTH = 32;
+
+/**
+ * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
+ * Manager secret read through the AWS Parameters and Secrets Lambda Extension (a layer the stack adds).
+ */
+export type SecretSource =
+  | { value: string }
+  | {
+      secretArn: string;
+      /** The extension's port (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT, 2773 by default). */
+      extensionPort: number;
+      /** The function's AWS_SESSION_TOKEN: the extension serves only callers that present it. */
+      sessionToken: string;
+    };
 
 export type Env = Record<string, string | undefined>;
 

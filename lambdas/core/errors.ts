@@ -132,3 +132,10 @@ export class TransactionRejectedError extends Error {
     this.name = 'TransactionRejectedError';
   }
 }
+
+/** The operation-id key could not be read: nothing that needs it ran, and a retry may succeed. */
+export class SecretUnavailableError extends IdempotencyError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.TRANSIENT_FAILURE, message, options);
+  }
+}

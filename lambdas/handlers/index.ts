@@ -10,7 +10,7 @@ export { consumerLambdaHandler, deliveriesOf, type DeliveriesModule } from './co
 export { clientsOf, toolsOf, type ToolsModule } from './tools-module';
 export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices } from '../http/app';
 export { createLambdaHandler } from '../http/lambda';
-export { createServices, type ConfirmationSigner, type OperationIdSigner, type ServiceOverrides, type Services } from '../runtime/services';
+export { createServices, type ServiceOverrides, type Services } from '../runtime/services';
 export { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from '../runtime/worker-services';
 export {
   createConsumer,
@@ -53,6 +53,6 @@ export {
 } from '../config';
 export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Caller, type TokenVerifier } from '../auth/verifier';
 export { withMetrics, countForTool, MetricName } from '../observability/metrics';
-export { SecretUnavailableError } from '../runtime/operation-id-secret';
+export { SecretUnavailableError } from '../core/errors';
 export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../auth/dev-issuer';
 export { DEV_KEY_FILE } from '../auth/dev-keys';

@@ -6,7 +6,7 @@ import { fingerprint } from '../core/fingerprint';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type IdempotencyPolicy } from '../engine/engine';
-import { SecretUnavailableError } from '../runtime/operation-id-secret';
+import { SecretUnavailableError } from '../core/errors';
 import type { ToolCall, ToolRuntime } from './tool-types';
 
 /**

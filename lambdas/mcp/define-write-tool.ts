@@ -6,7 +6,7 @@ import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/r
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
 import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
-import { SecretUnavailableError } from '../runtime/operation-id-secret';
+import { SecretUnavailableError } from '../core/errors';
 import { parseArguments } from './arguments';
 import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
 import { definedToolName, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';

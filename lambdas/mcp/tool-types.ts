@@ -6,7 +6,21 @@ import type { IdempotencyEngine, IdempotencyPolicy, ToolEffect } from '../engine
 import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';
-import type { ConfirmationSigner, OperationIdSigner, Services } from '../runtime/services';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
+import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
+
+/** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
+export interface OperationIdSigner {
+  issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
+  verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
+}
+
+/** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
+export interface ConfirmationSigner {
+  mint(binding: ConfirmationBinding): Promise<string>;
+  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
+}
 
 /**
  * What the tool helpers themselves need of a server's services: the engine and its store, the clock, a logger, and
@@ -17,7 +31,7 @@ export interface ToolRuntime {
   engine: IdempotencyEngine;
   store: Pick<IdempotencyStore, 'get'>;
   clock: Clock;
-  logger: Pick<Services['logger'], 'info' | 'warn' | 'error'>;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */

@@ -6,7 +6,8 @@ import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientT
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
-import { OutboxDefaults, type OutboxMessage } from './outbox-event';
+import { type OutboxMessage } from './outbox-event';
+import { OutboxDefaults } from '../core/outbox-budget';
 import type { OutboxStore } from './outbox-store';
 
 export interface DeliveryContext {

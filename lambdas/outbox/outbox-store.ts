@@ -6,7 +6,8 @@ import { queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
 import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item } from '../store/document-client';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
-import { OutboxDefaults, type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
+import { type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
+import { OutboxDefaults } from '../core/outbox-budget';
 
 
 /** A pending (or settled) outbox event as stored. */

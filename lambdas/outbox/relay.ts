@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../core/clock';
 import { countForTool, MetricName } from '../observability/metrics';
-import { OutboxDefaults } from './outbox-event';
+import { OutboxDefaults } from '../core/outbox-budget';
 import type { OutboxStore, StoredOutboxEvent } from './outbox-store';
 import type { EventPublisher } from './publisher';
 

@@ -1,29 +1,7 @@
 import { request } from 'node:http';
-import { IdempotencyError, ErrorCode } from '../core/errors';
+import { MIN_SECRET_LENGTH, type SecretSource } from '../config';
+import { SecretUnavailableError } from '../core/errors';
 
-/** Shorter keys make operation ids guessable by brute force. */
-export const MIN_SECRET_LENGTH = 32;
-
-/**
- * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
- * Manager secret read through the AWS Parameters and Secrets Lambda Extension (a layer the stack adds).
- */
-export type SecretSource =
-  | { value: string }
-  | {
-      secretArn: string;
-      /** The extension's port (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT, 2773 by default). */
-      extensionPort: number;
-      /** The function's AWS_SESSION_TOKEN: the extension serves only callers that present it. */
-      sessionToken: string;
-    };
-
-/** The key could not be read: nothing that needs it ran, and a retry may succeed. */
-export class SecretUnavailableError extends IdempotencyError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(ErrorCode.TRANSIENT_FAILURE, message, options);
-  }
-}
 
 const EXTENSION_TIMEOUT_MS = 3000;
 const MAX_RESPONSE_BYTES = 256 * 1024;

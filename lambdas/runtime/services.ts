@@ -1,26 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
-import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
-import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
 import { createSigners } from '../mcp/tool-runtime';
+import type { ConfirmationSigner, OperationIdSigner } from '../mcp/tool-types';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { createEngineObserver } from '../observability/metrics';
 import { lazySecret } from './operation-id-secret';
 import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from './worker-services';
-
-/** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
-export interface OperationIdSigner {
-  issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
-  verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
-}
-
-/** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
-export interface ConfirmationSigner {
-  mint(binding: ConfirmationBinding): Promise<string>;
-  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
-}
 
 /**
  * The long-lived dependencies of the MCP function, built once per container (Lambda) or process (local stack) and

@@ -2,7 +2,8 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { OutboxDefaults, parseOutboxMessage } from '../outbox/outbox-event';
+import { parseOutboxMessage } from '../outbox/outbox-event';
+import { OutboxDefaults } from '../core/outbox-budget';
 import { OutboxStore } from '../outbox/outbox-store';
 import type { ReconcileReport } from '../reconciler/reconciler';
 import type { Workers } from './workers';

@@ -2,7 +2,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
+import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 
 /** AWS: the source queue's visibility timeout should be at least six times the consuming function's timeout. */
 export const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;

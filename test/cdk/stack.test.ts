@@ -16,7 +16,7 @@ import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
 import { StackOutput } from '../../ops/target';
 import { MetricName } from '../../lambdas/observability/metrics';
-import { receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
+import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { awsClientConfig } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
 import { actionsOf, actionsOn, logicalId, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';

@@ -9,7 +9,7 @@ import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambda
 import { createWorkers } from '../../lambdas/runtime/workers';
 import { referenceDeliveries } from '../../reference/tools/reference-deliveries';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
-import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/outbox/outbox-event';
+import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { Keys } from '../../lambdas/store/table-schema';
