@@ -271,9 +271,10 @@ export class IdempotentMcpClient {
     const newIntent = entry === undefined;
     let keyKind: LedgerEntry['keyKind'] = entry?.keyKind ?? 'idempotency_key';
     if (!entry) {
-      // Nothing was sent for this intent yet: a failure to learn its key kind or to get its id leaves nothing behind.
+      // Nothing was sent for this intent yet: a failure to learn its key kind or to get its id leaves nothing behind
+      // (no key, no ledger entry); a transport failure leaves the intent to be called again later.
       const refused = (failure: TransportFailure, attempts: number): WriteCall<R> => {
-        const call = { tool, key: '', state: 'failed' as const, attempts, failure };
+        const call = { tool, key: '', state: failure.kind === 'transport' ? ('submitted' as const) : ('failed' as const), attempts, failure };
         return { ...call, keyKind, newIntent, status: statusLine(call), ...(request.intent !== undefined ? { intent: request.intent } : {}) };
       };
       const known = await this.operationIdToolNames();
