@@ -7,7 +7,7 @@ import { DEFAULT_POLICY } from '../engine/engine';
 import { toDeliveryView } from '../outbox/outbox-event';
 import type { OutboxStore } from '../outbox/outbox-store';
 import { defineReadTool, ReadToolError, type ReadToolContext } from './define-read-tool';
-import { isWriteTool, type ToolRuntime } from './tool-types';
+import { isWriteTool, type ToolDefinition, type ToolRuntime } from './tool-types';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -62,7 +62,7 @@ async function deliveryOf(result: unknown, tenant: string, outbox: StatusService
  * What became of a write call, for the write tools of the server that serves it (`ctx.tools`): the endpoint adds it
  * to every tools module with a write tool; on your own McpServer, `registerReadTool` with `tools` puts it there.
  */
-export const getOperationStatusTool = defineReadTool({
+export const getOperationStatusTool: ToolDefinition = defineReadTool({
   name: 'get_operation_status',
   title: 'Get operation status',
   description:
