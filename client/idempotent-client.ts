@@ -33,7 +33,10 @@ export interface IdempotentClientOptions {
   /** Where keys are kept; pass `await CallLedger.open({ file })` to keep them across restarts. Default: in memory. */
   ledger?: CallLedger;
   retry?: RetryOptions;
-  /** Tools that take a server-issued `operation_id` instead of a client key. Default: request_payment. */
+  /**
+   * Tools that take a server-issued `operation_id` instead of a client key. Default: learnt from the server, once
+   * per client (`tools/list`: the tools whose input schema requires `operation_id`).
+   */
   operationIdTools?: readonly string[];
   /** Arguments that do not change the intent (must match the server's policy). Default: trace_id, request_id, requested_at. */
   nonBusinessFields?: readonly string[];
@@ -154,6 +157,11 @@ const SETTLED_STATES: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
 
 const IDENTITY_ARGUMENTS = ['idempotency_key', 'operation_id'];
 
+/** A listed tool takes a server-issued id when its input schema requires `operation_id` (defineWriteTool's key field). */
+function takesOperationId(inputSchema: { required?: unknown } | undefined): boolean {
+  return Array.isArray(inputSchema?.required) && inputSchema.required.includes('operation_id');
+}
+
 /**
  * An MCP client for write tools that must not run twice: every intent gets one key, kept in a ledger across
  * retries, re-plans and (with a file) restarts; only what can help is retried, always with that key.
@@ -165,7 +173,8 @@ export class IdempotentMcpClient {
   private readonly requestInit: RequestInit;
   private readonly fetchSeam: FetchLike;
   private readonly retry: ResolvedRetryOptions;
-  private readonly operationIdTools: ReadonlySet<string>;
+  /** Given, or learnt from the server's tool list on the first new intent. */
+  private operationIdTools: ReadonlySet<string> | undefined;
   private readonly nonBusinessFields: readonly string[];
   private readonly requestTimeoutMs: number;
   private readonly clientInfo: { name: string; version: string };
@@ -186,7 +195,7 @@ export class IdempotentMcpClient {
     this.clock = options.clock ?? systemClock;
     this.ledger = options.ledger ?? new CallLedger({ clock: this.clock });
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
-    this.operationIdTools = new Set(options.operationIdTools ?? ['request_payment']);
+    this.operationIdTools = options.operationIdTools ? new Set(options.operationIdTools) : undefined;
     this.nonBusinessFields = options.nonBusinessFields ?? DEFAULT_NON_BUSINESS_FIELDS;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 20_000;
     this.clientInfo = options.clientInfo ?? { name: 'idempotent-mcp-client', version: '0.1.0' };
@@ -258,17 +267,23 @@ export class IdempotentMcpClient {
 
   private async runWrite<R>(request: WriteCallRequest, identity: CallIdentity): Promise<WriteCall<R>> {
     const tool = identity.tool;
-    const keyKind: LedgerEntry['keyKind'] = this.operationIdTools.has(tool) ? 'operation_id' : 'idempotency_key';
     let entry = this.ledger.find(identity);
     const newIntent = entry === undefined;
+    let keyKind: LedgerEntry['keyKind'] = entry?.keyKind ?? 'idempotency_key';
     if (!entry) {
+      // Nothing was sent for this intent yet: a failure to learn its key kind or to get its id leaves nothing behind
+      // (no key, no ledger entry); a transport failure leaves the intent to be called again later.
+      const refused = (failure: TransportFailure, attempts: number): WriteCall<R> => {
+        const call = { tool, key: '', state: failure.kind === 'transport' ? ('submitted' as const) : ('failed' as const), attempts, failure };
+        return { ...call, keyKind, newIntent, status: statusLine(call), ...(request.intent !== undefined ? { intent: request.intent } : {}) };
+      };
+      const known = await this.operationIdToolNames();
+      if ('failure' in known) return refused(known.failure, known.attempts);
+      keyKind = known.names.has(tool) ? 'operation_id' : 'idempotency_key';
       let key: string;
       if (keyKind === 'operation_id') {
         const issued = await this.issueOperationId(tool);
-        if ('failure' in issued) {
-          const call = { tool, key: '', state: 'failed' as const, attempts: issued.attempts, failure: issued.failure };
-          return { ...call, keyKind, newIntent, status: statusLine(call), ...(request.intent !== undefined ? { intent: request.intent } : {}) };
-        }
+        if ('failure' in issued) return refused(issued.failure, known.attempts + issued.attempts);
         key = issued.operationId;
       } else {
         key = newIdempotencyKey();
@@ -365,6 +380,43 @@ export class IdempotentMcpClient {
     args.operation_id = issued.operationId;
     await this.ledger.persist();
     return true;
+  }
+
+  /**
+   * The tools that take a server-issued operation id: as given, or as the server lists them (a tool whose input
+   * schema requires `operation_id`), asked once and kept for this client's life.
+   */
+  private async operationIdToolNames(): Promise<{ names: ReadonlySet<string>; attempts: number } | { failure: TransportFailure; attempts: number }> {
+    if (this.operationIdTools) return { names: this.operationIdTools, attempts: 0 };
+    let names: Set<string> | undefined;
+    let failure: TransportFailure | undefined;
+    const attempts = await this.retrying(async () => {
+      let client: Client;
+      try {
+        client = await this.connection();
+      } catch (err) {
+        failure = classifyCallError(err);
+        return { done: failure.kind !== 'transport', retryAfterMs: failure.retryAfterMs };
+      }
+      try {
+        const found = new Set<string>();
+        let cursor: string | undefined;
+        do {
+          const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: this.requestTimeoutMs });
+          for (const listed of page.tools) if (takesOperationId(listed.inputSchema)) found.add(listed.name);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        names = found;
+        return { done: true };
+      } catch (err) {
+        failure = classifyCallError(err);
+        if (failure.connectionClosed) this.dropConnection(client);
+        return { done: failure.kind !== 'transport', retryAfterMs: failure.retryAfterMs };
+      }
+    });
+    if (!names) return { failure: failure ?? { kind: 'transport', message: 'the server did not list its tools' }, attempts };
+    this.operationIdTools = names;
+    return { names, attempts };
   }
 
   /** Asks the server for an operation id for `tool`; an id obtained but never used is harmless. */

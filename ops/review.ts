@@ -16,9 +16,9 @@ import {
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
-import { parseOutboxMessage, type DeliveryView } from '../lambdas/outbox/outbox-event';
+import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../lambdas/outbox/outbox-event';
 import { OutboxDefaults } from '../lambdas/core/outbox-budget';
-import { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
+import { OutboxStore, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
 import { leaseHasPassed } from '../lambdas/core/lease';
 import { attentionPages, requireAttentionIndex } from '../lambdas/store/attention-index';
 import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';

@@ -4,11 +4,19 @@
  * Tokens are this example's own (`Bearer <tenant>.<shared secret>`): use your real bearer verification instead.
  */
 import { randomUUID } from 'node:crypto';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
 import { createDocumentClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
-import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
+import {
+  createToolRuntime,
+  defineWriteTool,
+  getOperationStatusTool,
+  registerReadTool,
+  registerWriteTool,
+  serverInstructions,
+  type ToolRuntime,
+} from 'idempotent-mcp/mcp';
 
 /** The services this team's tools need: the tool runtime plus its own client (here an in-memory invoice book). */
 interface InvoiceServices extends ToolRuntime {
@@ -47,10 +55,14 @@ export async function startInvoiceServer(options: { dynamodbEndpoint?: string; t
     invoices: new Map(),
   };
 
-  // One new McpServer per request (stateless): both MCP eras, 2026-07-28 and 2025.
+  // The tenant your verification found, or nothing: a call without one is refused and nothing runs.
+  const registration = { services, tenant: (authInfo?: AuthInfo) => authInfo?.extra?.tenant };
+  // One new McpServer per request (stateless): both MCP eras, 2026-07-28 and 2025. Beside the write tool, the
+  // toolkit's get_operation_status answers what became of its calls; the instructions name only what is served.
   const handler = createMcpHandler(() => {
-    const server = new McpServer({ name: 'invoices', version: '1.0.0' });
-    registerWriteTool(server, createInvoice, { services, tenant: (authInfo) => String(authInfo?.extra?.tenant) });
+    const server = new McpServer({ name: 'invoices', version: '1.0.0' }, { instructions: serverInstructions([createInvoice, getOperationStatusTool]) });
+    registerWriteTool(server, createInvoice, registration);
+    registerReadTool(server, getOperationStatusTool, { ...registration, tools: [createInvoice] });
     return server;
   });
   const http = serve({

@@ -16,7 +16,7 @@ export async function checkRetryReplays(server: StartedServer, era: keyof typeof
   await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
   try {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((tool) => tool.name), ['create_invoice']);
+    assert.deepEqual(tools.map((tool) => tool.name), ['create_invoice', 'get_operation_status']);
     const args = { idempotency_key: `inv-${randomUUID()}`, customer: 'c-1', amount_minor: 4200 };
     const first = (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as Record<string, unknown>;
     const again = (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as Record<string, unknown>;

@@ -29,7 +29,8 @@ export {
 export { DynamoDbServiceError, type DynamoDbTransport, type DynamoDbOperation, type WireBody } from '../store/dynamodb-transport';
 export { HttpTransport, type HttpTransportOptions, type AwsCredentials } from '../store/http-transport';
 export { AwsSdkTransport } from '../store/aws-sdk-transport';
-export { OutboxStore, toDeliveryView, type StoredOutboxEvent } from '../outbox/outbox-store';
+export { OutboxStore, type StoredOutboxEvent } from '../outbox/outbox-store';
+export { toDeliveryView } from '../outbox/outbox-event';
 export { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 export * from '../outbox/outbox-event';
 export { Reconciler, ReconcilerDefaults, type ReconcilerOptions, type ReconcileReport, type ToolReconciler } from '../reconciler/reconciler';

@@ -144,8 +144,9 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   definedToolName('defineWriteTool', spec?.name);
   const keySource = spec.keySource ?? 'client';
   const keyField = keySource === 'client' ? 'idempotency_key' : 'operation_id';
-  const businessSchema = z.object({ ...spec.input, trace_id: traceIdSchema });
-  const inputSchema = z.object({ [keyField]: keyFieldSchema(keySource, spec.name), ...spec.input, trace_id: traceIdSchema });
+  // Strict: an argument the tool does not declare (a misspelled optional field) is refused, never dropped, and
+  // the published schema says so (`additionalProperties: false`).
+  const inputSchema = z.strictObject({ [keyField]: keyFieldSchema(keySource, spec.name), ...spec.input, trace_id: traceIdSchema });
   const policy = spec.idempotency ?? {};
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
@@ -193,9 +194,9 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
     const args = rawArgs ?? {};
     const key = await resolveKey(args, call);
     if (typeof key !== 'string') return key;
-    const parsed = parseArguments(businessSchema, args);
+    const parsed = parseArguments(inputSchema, args);
     if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
-    const { trace_id: traceId, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
+    const { trace_id: traceId, [keyField]: _key, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
     if (confirmation === 'required') {
       const summary = spec.summarize!(business as z.output<z.ZodObject<Shape>>);
       const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, policy, call });

@@ -5,6 +5,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import type { Caller } from '../auth/verifier';
+import { servedTools } from './served-tools';
 import { buildMcpServer } from './server';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
@@ -48,8 +49,9 @@ const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo =>
  */
 export function createMcpRequestHandler<S extends ToolRuntime>(services: S, options: { tools: readonly ToolDefinition<S>[] }): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
-  const serverFor = (facts: McpRequestOptions) =>
-    buildMcpServer(services, facts.caller, { tools: options.tools, remainingTimeMs: facts.remainingTimeMs });
+  // Once, here: a tool list the server cannot serve (two tools of one name) fails the start, not every request.
+  const tools = servedTools(options.tools);
+  const serverFor = (facts: McpRequestOptions) => buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs });
   const modern = createMcpHandler(
     ({ authInfo }) => {
       const facts = authInfo?.extra as RequestFacts | undefined;

@@ -10,14 +10,10 @@ import {
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import { requestFacts } from './register-write-tool';
+import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
-
-const INSTRUCTIONS =
-  'Write tools never run twice for the same idempotency_key (or operation_id): generate a key once per intended ' +
-  'operation and reuse it on every retry. Every write result has an `outcome`; retry only when `retryable` is true, ' +
-  'with the same key, after `retry_after_ms`. Use get_operation_status to ask what became of an earlier call.';
 
 /**
  * How long a 2026-07-28 client may keep `tools/list` and `server/discover` (SEP-2549 cache hints). The list is the
@@ -27,7 +23,10 @@ const INSTRUCTIONS =
 export const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
 
 export interface BuildServerOptions<S extends ToolRuntime = ToolRuntime> {
-  /** The tools this server serves, and only these (the reference endpoint's demo tools are in ./tools). */
+  /**
+   * The tools this server serves: these, and the toolkit's tools they need (`get_operation_status` with any write
+   * tool, `issue_operation_id` with a tool that takes an operation id), and no others.
+   */
   tools: readonly ToolDefinition<S>[];
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
@@ -69,6 +68,13 @@ function listing(tool: ToolDefinition): Tool {
   return entry;
 }
 
+// Written once per tool list, not on every request (one server per request).
+const instructions = new WeakMap<readonly ToolDefinition[], string | undefined>();
+function instructionsFor(tools: readonly ToolDefinition[]): string | undefined {
+  if (!instructions.has(tools)) instructions.set(tools, serverInstructions(tools));
+  return instructions.get(tools);
+}
+
 /**
  * A NEW server for every request, bound to the authenticated caller: a server shared between clients leaks one
  * client's responses to another (CVE-2026-25536). The same server answers both protocol eras: 2025-era requests
@@ -80,10 +86,10 @@ function listing(tool: ToolDefinition): Tool {
  * own arguments.
  */
 export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Caller, options: BuildServerOptions<S>): Server {
-  const { tools } = options;
+  const tools = servedTools(options.tools);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const mcp = new Server(SERVER_INFO, {
-    instructions: INSTRUCTIONS,
+    instructions: instructionsFor(tools),
     jsonSchemaValidator: noElicitationValidator,
     capabilities: { tools: { listChanged: false } },
     cacheHints: { 'tools/list': LIST_CACHE_HINT, 'server/discover': LIST_CACHE_HINT },

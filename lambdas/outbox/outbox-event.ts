@@ -79,3 +79,21 @@ export interface DeliveryView {
   updated_at: string;
 }
 
+/** An outbox event (as OutboxStore reads it) as get_operation_status shows it. */
+export function toDeliveryView(event: {
+  message: Pick<OutboxMessage, 'event_id'>;
+  status: DeliveryStatus;
+  sendCount: number;
+  updatedAt: number;
+  result?: unknown;
+  error?: { code: string; message: string };
+}): DeliveryView {
+  return {
+    event_id: event.message.event_id,
+    status: event.status === 'PENDING' ? 'pending' : event.status === 'DELIVERED' ? 'delivered' : 'failed',
+    ...(event.result !== undefined ? { result: event.result } : {}),
+    ...(event.error ? { error: event.error } : {}),
+    sends: event.sendCount,
+    updated_at: new Date(event.updatedAt).toISOString(),
+  };
+}

@@ -6,7 +6,7 @@ import { queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
 import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item } from '../store/document-client';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
-import { type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
+import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 
 
@@ -68,17 +68,6 @@ function itemToMarker(item: Item): DeliveryMarker {
     owner: item.owner as string,
     leaseUntil: Number(item.lease_until),
     attempts: Number(item.attempts ?? 0),
-  };
-}
-
-export function toDeliveryView(event: StoredOutboxEvent): DeliveryView {
-  return {
-    event_id: event.message.event_id,
-    status: event.status === 'PENDING' ? 'pending' : event.status === 'DELIVERED' ? 'delivered' : 'failed',
-    ...(event.result !== undefined ? { result: event.result } : {}),
-    ...(event.error ? { error: event.error } : {}),
-    sends: event.sendCount,
-    updated_at: new Date(event.updatedAt).toISOString(),
   };
 }
 

@@ -130,8 +130,10 @@ describe('transport errors', () => {
 
     expect(counter.count()).toBe(3);
     expect(sleeps).toHaveLength(2);
-    expect(call).toMatchObject({ state: 'submitted', attempts: 3, failure: { kind: 'transport' } });
-    expect(call.status).toMatch(/: not sent \(network error ECONNREFUSED\); call again later, the key is kept \[3 attempts\]$/);
+    // It could not even learn which key the tool takes (tools/list): no key was minted, and nothing was sent.
+    expect(call).toMatchObject({ state: 'submitted', key: '', attempts: 3, failure: { kind: 'transport' } });
+    expect(call.status).toMatch(/: not sent \(network error ECONNREFUSED\); call again later \[3 attempts\]$/);
+    expect(client.ledger.entries()).toEqual([]);
   });
 });
 
@@ -257,6 +259,17 @@ describe('one key per intent', () => {
 });
 
 describe('operation ids', () => {
+  it("are used for the tools the server lists as taking one (an input schema requiring operation_id), and no tool name is built in", async () => {
+    const args = { amount_minor: 410, currency: 'EUR', payee_id: `payee-${++orderNumber}` };
+    const learnt = await testClient().client.callWrite({ tool: 'request_payment', args });
+    expect(learnt).toMatchObject({ keyKind: 'operation_id', state: 'succeeded', key: expect.stringMatching(/^op_/) });
+    const order = await testClient().client.callWrite({ tool: 'create_order', args: orderArgs() });
+    expect(order).toMatchObject({ keyKind: 'idempotency_key', state: 'succeeded' });
+    // Told otherwise, the client believes it: the server then refuses the client key, and nothing is paid.
+    const told = await testClient({ operationIdTools: [] }).client.callWrite({ tool: 'request_payment', args: { ...args, amount_minor: 411 } });
+    expect(told).toMatchObject({ keyKind: 'idempotency_key', state: 'failed', result: { outcome: 'rejected' } });
+  });
+
   it('are issued once per intent and reused on every retry and re-plan', async () => {
     const faults = createFaultFetch();
     // The answer of the round that pays (the one carrying the person's yes) is lost.

@@ -24,22 +24,23 @@ afterAll(async () => {
 });
 
 describe('tenant isolation', () => {
-  it('an argument named like a tenant changes nothing: the token decides, and it is not part of the operation', async () => {
+  it('an argument named like a tenant is refused, naming it: the token decides, and nothing ran under the key', async () => {
     const key = newKey();
-    const made = await callWrite<Order>(alice, 'create_order', orderArgs(key, { tenant: TENANT_B, tenant_id: TENANT_B }));
+    const refused = await callWrite<Order>(alice, 'create_order', orderArgs(key, { tenant: TENANT_B, tenant_id: TENANT_B }));
+    expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/tenant/) } });
+    expect((await ledger(stack)).orders.filter((o) => o.idempotency_key === key)).toEqual([]);
+    // The key stayed free: without those arguments it runs, as the token's tenant.
+    const made = await callWrite<Order>(alice, 'create_order', orderArgs(key));
     expect(made).toMatchObject({ outcome: 'succeeded', replayed: false });
-    // Without those arguments the same key replays (no conflict): they never entered the fingerprint.
-    expect(await callWrite(alice, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: true });
-
     const orders = (await ledger(stack)).orders.filter((o) => o.idempotency_key === key);
     expect(orders).toEqual([expect.objectContaining({ tenant: TENANT_A, order_id: made.result!.order_id })]);
-    // The executing tool saw the token's tenant too.
-    const probe = await callWrite<{ tenant_seen: string }>(alice, 'probe_write', {
-      idempotency_key: newKey(),
-      behavior: 'succeed',
-      tenant: TENANT_B,
-    });
+    // The executing tool sees the token's tenant too.
+    const probe = await callWrite<{ tenant_seen: string }>(alice, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed' });
     expect(probe.result!.tenant_seen).toBe(TENANT_A);
+    expect(await callWrite(alice, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed', tenant: TENANT_B })).toMatchObject({
+      outcome: 'rejected',
+      error: { code: 'INVALID_ARGUMENTS' },
+    });
   });
 
   it("the same key in another tenant is another operation: no replay of A's result, no conflict", async () => {

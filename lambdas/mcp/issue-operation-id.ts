@@ -1,8 +1,13 @@
 import * as z from 'zod';
-import { ErrorCode, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
-import { SecretUnavailableError } from 'idempotent-mcp/lambda';
-import { defineReadTool, isWriteTool, ReadToolError } from 'idempotent-mcp/mcp';
+import { ErrorCode, SecretUnavailableError } from '../core/errors';
+import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
+import { defineReadTool, ReadToolError } from './define-read-tool';
+import { isWriteTool } from './tool-types';
 
+/**
+ * Mints the operation ids of the server's tools with `keySource: 'operation_id'` (`ctx.tools`): the endpoint adds it
+ * to every tools module with such a tool; on your own McpServer, `registerReadTool` with `tools` puts it there.
+ */
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',
   title: 'Issue operation id',

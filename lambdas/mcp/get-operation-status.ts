@@ -1,7 +1,13 @@
 import * as z from 'zod';
-import { toDeliveryView, type OutboxStore } from 'idempotent-mcp/dynamodb';
-import { DEFAULT_POLICY, ErrorCode, isSettled, KEY_MAX_LENGTH, KEY_MIN_LENGTH, keyIsFree, leaseHasPassed, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
-import { defineReadTool, isWriteTool, ReadToolError, type ReadToolContext, type ToolRuntime } from 'idempotent-mcp/mcp';
+import { ErrorCode } from '../core/errors';
+import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../core/idempotency-key';
+import { leaseHasPassed } from '../core/lease';
+import { isSettled, keyIsFree } from '../core/state-machine';
+import { DEFAULT_POLICY } from '../engine/engine';
+import { toDeliveryView } from '../outbox/outbox-event';
+import type { OutboxStore } from '../outbox/outbox-store';
+import { defineReadTool, ReadToolError, type ReadToolContext } from './define-read-tool';
+import { isWriteTool, type ToolDefinition, type ToolRuntime } from './tool-types';
 
 const statusSchema = z.object({
   tool: z.string(),
@@ -31,22 +37,32 @@ const statusSchema = z.object({
       updated_at: z.string(),
     })
     .optional()
-    .describe('For tools that queue their effect (send_email, create_ticket): whether it was delivered yet.'),
+    .describe('For tools that queue their effect (their result has an event_id): whether it was delivered yet.'),
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const keySchema = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(/^[A-Za-z0-9._:-]+$/);
 
-/** A queued effect's delivery, read from its outbox event (the event id comes from the tenant's own record). */
-async function deliveryOf(result: unknown, tenant: string, outbox: OutboxStore) {
+/** What get_operation_status reads besides the records: the outbox, where the endpoint has one (its services do). */
+type StatusServices = ToolRuntime & { outbox?: Pick<OutboxStore, 'getEvent'> };
+
+/**
+ * A queued effect's delivery, read from its outbox event (the event id comes from the tenant's own record). A
+ * server without an outbox (your own McpServer with no queued tools) has none to show.
+ */
+async function deliveryOf(result: unknown, tenant: string, outbox: StatusServices['outbox']) {
   const eventId = (result as { event_id?: unknown } | undefined)?.event_id;
-  if (typeof eventId !== 'string') return {};
+  if (typeof eventId !== 'string' || typeof outbox?.getEvent !== 'function') return {};
   const event = await outbox.getEvent(eventId);
   return event && event.message.tenant === tenant ? { delivery: toDeliveryView(event) } : {};
 }
 
-export const getOperationStatusTool = defineReadTool({
+/**
+ * What became of a write call, for the write tools of the server that serves it (`ctx.tools`): the endpoint adds it
+ * to every tools module with a write tool; on your own McpServer, `registerReadTool` with `tools` puts it there.
+ */
+export const getOperationStatusTool: ToolDefinition = defineReadTool({
   name: 'get_operation_status',
   title: 'Get operation status',
   description:
@@ -56,11 +72,11 @@ export const getOperationStatusTool = defineReadTool({
   input: {
     tool: z.string().regex(TOOL_NAME_PATTERN).describe('The write tool that was called, for example create_order.'),
     idempotency_key: keySchema.optional().describe('The idempotency_key of that call (for tools that take one).'),
-    operation_id: keySchema.optional().describe('The operation_id of that call (for tools that take one, e.g. request_payment).'),
+    operation_id: keySchema.optional().describe('The operation_id of that call (for tools that take one).'),
   },
   result: statusSchema,
   annotations: { openWorldHint: false },
-  async execute({ tool, idempotency_key, operation_id }, { services, caller, tools }: ReadToolContext<ToolRuntime & { outbox: OutboxStore }>) {
+  async execute({ tool, idempotency_key, operation_id }, { services, caller, tools }: ReadToolContext<StatusServices>) {
     const definition = tools.get(tool);
     if (!definition || !isWriteTool(definition)) {
       const writeTools = [...tools.values()].filter(isWriteTool).map((t) => t.name);

@@ -1,0 +1,312 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1ClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport as V1Transport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import * as z from 'zod';
+import { createDocumentClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import {
+  createToolRuntime,
+  defineReadTool,
+  defineWriteTool,
+  getOperationStatusTool,
+  issueOperationIdTool,
+  registerReadTool,
+  registerWriteTool,
+  serverInstructions,
+  type ToolDefinition,
+  type ToolRuntime,
+} from 'idempotent-mcp/mcp';
+import { createApp } from '../../lambdas/http/app';
+import type { AppConfig } from '../../lambdas/config';
+
+/**
+ * A team's own MCP server, on either SDK line (`@modelcontextprotocol/sdk` 1.x, still `latest`, and the v2
+ * `@modelcontextprotocol/server`), with its write tool put there by registerWriteTool and the toolkit's
+ * get_operation_status by registerReadTool, over real HTTP on DynamoDB Local. The server lets a request without a
+ * token through to the tools (optional auth), so the tools themselves must refuse it.
+ */
+
+const runs: string[] = [];
+const bookRoom = defineWriteTool({
+  name: 'book_room',
+  title: 'Book a room',
+  description: 'Books a meeting room.',
+  input: { room: z.string().min(1).max(32), memo: z.string().max(200).optional() },
+  result: z.object({ booking_id: z.string(), room: z.string(), memo: z.string().optional() }),
+  annotations: { destructiveHint: false, openWorldHint: false },
+  async execute(args, ctx) {
+    runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+    return { result: { booking_id: `bk_${randomUUID()}`, ...args } };
+  },
+});
+const payInvoice = defineWriteTool({
+  name: 'pay_invoice',
+  title: 'Pay an invoice',
+  description: 'Pays an invoice.',
+  input: { invoice_id: z.string().min(1).max(32) },
+  result: z.object({ paid: z.boolean() }),
+  annotations: { destructiveHint: true, openWorldHint: true },
+  keySource: 'operation_id',
+  confirmation: 'required',
+  summarize: (args) => `Pay invoice ${args.invoice_id}?`,
+  async execute(_args, ctx) {
+    runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+    return { result: { paid: true } };
+  },
+});
+const writeTools = [bookRoom, payInvoice];
+
+let services: ToolRuntime;
+let store: DynamoDbIdempotencyStore;
+let doc: ReturnType<typeof createDocumentClient>;
+const servers: ServerType[] = [];
+
+/** `Bearer <tenant>` or nothing: the server's own (toy) verification, passing on what it found, maybe nothing. */
+const authInfoOf = (request: Request): AuthInfo | undefined => {
+  const tenant = request.headers.get('authorization')?.replace(/^Bearer /, '');
+  return tenant ? { token: tenant, clientId: `agent-${tenant}`, scopes: [], extra: { tenant } } : undefined;
+};
+
+/** The tenant functions a team writes: the one the docs showed before (fails open without this toolkit's check), and the plain one. */
+const stringified = (authInfo: AuthInfo | undefined) => String(authInfo?.extra?.tenant);
+const plain = (authInfo: AuthInfo | undefined) => authInfo?.extra?.tenant;
+
+/** What both lines get registered: the write tools, and get_operation_status / issue_operation_id answering for them. */
+function registerAll(server: Parameters<typeof registerWriteTool>[0]) {
+  registerWriteTool(server, bookRoom, { services, tenant: stringified });
+  registerWriteTool(server, payInvoice, { services, tenant: plain });
+  for (const tool of [getOperationStatusTool, issueOperationIdTool]) registerReadTool(server, tool, { services, tenant: plain, tools: writeTools });
+}
+const INSTRUCTIONS = () => serverInstructions([...writeTools, getOperationStatusTool, issueOperationIdTool]);
+
+async function listen(fetch: (request: Request) => Promise<Response> | Response): Promise<string> {
+  const http = serve({ port: 0, hostname: '127.0.0.1', fetch });
+  servers.push(http);
+  await new Promise<void>((resolve) => http.once('listening', () => resolve()));
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+}
+
+/** 1.x: one McpServer and stateless transport per request, JSON answers. */
+function startV1Server(): Promise<string> {
+  return listen(async (request) => {
+    const server = new V1McpServer({ name: 'rooms-v1', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
+    registerAll(server);
+    const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { authInfo: authInfoOf(request) });
+    } finally {
+      await server.close();
+    }
+  });
+}
+
+/** v2: one McpServer per request through createMcpHandler, both eras. */
+function startV2Server(): Promise<string> {
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: 'rooms-v2', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
+    registerAll(server);
+    return server;
+  });
+  return listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
+}
+
+interface AnyClient {
+  listTools(): Promise<{ tools: Array<{ name: string; inputSchema: Record<string, unknown> }> }>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+async function connect(kind: 'v1' | '2025-11-25' | '2026-07-28', url: string, tenant?: string): Promise<{ client: AnyClient; instructions?: string }> {
+  const requestInit = { headers: tenant ? { Authorization: `Bearer ${tenant}` } : {} } as RequestInit;
+  if (kind === 'v1') {
+    const client = new V1Client({ name: 'own-server-test', version: '1' });
+    await client.connect(new V1ClientTransport(new URL(url), { requestInit }));
+    return { client: client as unknown as AnyClient, instructions: client.getInstructions() };
+  }
+  const client = new ModernClient(
+    { name: 'own-server-test', version: '1' },
+    { versionNegotiation: kind === '2026-07-28' ? { mode: { pin: '2026-07-28' } } : { mode: 'legacy' } },
+  );
+  await client.connect(new ModernTransport(new URL(url), { requestInit }));
+  return { client: client as unknown as AnyClient, instructions: client.getInstructions() };
+}
+
+type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: Array<{ type: string; text?: string }> };
+const call = async (client: AnyClient, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as Answer;
+const newKey = () => `key-${randomUUID()}`;
+
+let urls: Record<'v1' | 'v2', string>;
+
+beforeAll(async () => {
+  doc = createDocumentClient(inject('dynamodbEndpoint'));
+  const tableName = `own-server-${randomUUID()}`;
+  await ensureTable(doc, tableName);
+  store = new DynamoDbIdempotencyStore(doc, tableName);
+  services = createToolRuntime({ store, secret: randomUUID() + randomUUID() });
+  urls = { v1: await startV1Server(), v2: await startV2Server() };
+});
+
+afterAll(async () => {
+  await Promise.all(servers.map((http) => new Promise<void>((resolve) => http.close(() => resolve()))));
+  doc?.destroy();
+});
+
+const LINES = [
+  { line: 'v1', client: 'v1' },
+  { line: 'v2', client: '2025-11-25' },
+  { line: 'v2', client: '2026-07-28' },
+] as const;
+
+describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $client client', ({ line, client: kind }) => {
+  it('lists the tools with their strict schemas and instructions that name only the tools served', async () => {
+    const { client, instructions } = await connect(kind, urls[line], 'acme');
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name).sort()).toEqual(['book_room', 'get_operation_status', 'issue_operation_id', 'pay_invoice']);
+      const book = tools.find((tool) => tool.name === 'book_room')!;
+      expect(book.inputSchema).toMatchObject({
+        type: 'object',
+        additionalProperties: false,
+        required: expect.arrayContaining(['idempotency_key', 'room']),
+        properties: { idempotency_key: { type: 'string' }, room: { type: 'string' }, memo: { type: 'string' } },
+      });
+      expect(tools.find((tool) => tool.name === 'pay_invoice')!.inputSchema).toMatchObject({ additionalProperties: false, required: expect.arrayContaining(['operation_id']) });
+      expect(instructions).toMatch(/get_operation_status/);
+      expect(instructions).toMatch(/pay_invoice take an operation_id from issue_operation_id/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a call without a verified tenant (even as String(undefined)): nothing runs, nothing is recorded', async () => {
+    const { client } = await connect(kind, urls[line]);
+    try {
+      const key = newKey();
+      const answer = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3' });
+      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'UNAUTHORIZED' } } });
+      expect(answer.content[0]!.text).toMatch(/no verified tenant/);
+      const status = await call(client, 'get_operation_status', { tool: 'book_room', idempotency_key: key });
+      expect(status.isError).toBe(true);
+      expect(status.content[0]!.text).toMatch(/^UNAUTHORIZED: /);
+      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      for (const tenant of ['undefined', 'null', ''])
+        expect(await store.get({ tenant, tool: 'book_room', idempotencyKey: key }).catch(() => undefined)).toBeUndefined();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('answers invalid arguments with the contract (rejected, INVALID_ARGUMENTS, structured), not the SDK text', async () => {
+    const { client } = await connect(kind, urls[line], 'acme');
+    try {
+      const key = newKey();
+      const answer = await call(client, 'book_room', { idempotency_key: key, room: 42 });
+      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/room/) } } });
+      expect(JSON.stringify(answer)).not.toMatch(/Input validation error/);
+      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses an argument the tool does not declare, naming it; nothing runs, and the key stays free', async () => {
+    const { client } = await connect(kind, urls[line], 'acme');
+    try {
+      const key = newKey();
+      const misspelled = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', mem: 'projector please' });
+      expect(misspelled).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/mem\b/) } } });
+      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
+
+      // The corrected call runs once under the same key; its retry replays, and get_operation_status sees it.
+      const first = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', memo: 'projector please' });
+      expect(first.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false, result: { memo: 'projector please' } });
+      const again = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', memo: 'projector please' });
+      expect(again.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.structuredContent!.result });
+      expect(runs.filter((run) => run === `acme/${key}`)).toHaveLength(1);
+      const status = await call(client, 'get_operation_status', { tool: 'book_room', idempotency_key: key });
+      expect(status.structuredContent).toMatchObject({ status: 'succeeded', result: first.structuredContent!.result });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('registerWriteTool on a 1.x McpServer with a tool that needs confirmation', () => {
+  it('answers CONFIRMATION_UNAVAILABLE (the 1.x line cannot ask the person), nothing runs', async () => {
+    const { client } = await connect('v1', urls.v1, 'acme');
+    try {
+      const issued = await call(client, 'issue_operation_id', { tool: 'pay_invoice' });
+      const id = (issued.structuredContent as { operation_id: string }).operation_id;
+      const answer = await call(client, 'pay_invoice', { operation_id: id, invoice_id: 'inv-1' });
+      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
+      expect(runs.filter((run) => run.endsWith(`/${id}`))).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('registering', () => {
+  it('refuses a server it cannot serve, in one sentence naming the SDK versions it needs', () => {
+    const notAServer = { tool() {} } as unknown as Parameters<typeof registerWriteTool>[0];
+    expect(() => registerWriteTool(notAServer, bookRoom, { services, tenant: plain })).toThrow(
+      /^registerWriteTool needs an McpServer of @modelcontextprotocol\/server 2\.x or @modelcontextprotocol\/sdk 1\.23 or later/,
+    );
+    expect(() => registerReadTool(new McpServer({ name: 'x', version: '1' }), bookRoom, { services, tenant: plain })).toThrow(/use registerWriteTool/);
+  });
+});
+
+describe("the endpoint's server (createApp) around a team's tools", () => {
+  const config = {
+    allowedOrigins: [],
+    publicBaseUrl: undefined,
+    auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'],
+    confirmationOptOut: [],
+  };
+  const serveTools = (tools: readonly ToolDefinition[]) =>
+    listen(createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch);
+  const getRoom = defineReadTool({
+    name: 'get_room',
+    title: 'Get a room',
+    description: 'Reads a room.',
+    input: { room: z.string() },
+    result: z.object({ room: z.string() }),
+    annotations: { openWorldHint: false },
+    execute: async ({ room }) => ({ room }),
+  });
+
+  it('adds get_operation_status for its write tools, issue_operation_id only with a tool that takes an operation id, and says only that', async () => {
+    for (const [tools, expected] of [
+      [[bookRoom], ['book_room', 'get_operation_status']],
+      [[bookRoom, payInvoice], ['book_room', 'get_operation_status', 'issue_operation_id', 'pay_invoice']],
+      [[getRoom], ['get_room']],
+    ] as const) {
+      const { client, instructions } = await connect('2025-11-25', await serveTools(tools), 'acme');
+      try {
+        expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(expected);
+        if (expected.includes('get_operation_status' as never)) expect(instructions).toMatch(/get_operation_status/);
+        else expect(instructions ?? '').not.toMatch(/get_operation_status|idempotency_key/);
+        if (!expected.includes('issue_operation_id' as never)) expect(instructions ?? '').not.toMatch(/issue_operation_id|operation_id/);
+        else expect(instructions).toMatch(/issue_operation_id/);
+      } finally {
+        await client.close();
+      }
+    }
+  });
+
+  it("refuses a tools list with a tool named like the toolkit's own, at start", () => {
+    const mine = { ...getRoom, name: 'get_operation_status' };
+    expect(() => createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'a', scopes: [] }) }, config }, { tools: [bookRoom, mine] })).toThrow(
+      /get_operation_status is the toolkit's own tool/,
+    );
+  });
+});
