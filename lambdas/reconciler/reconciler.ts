@@ -64,6 +64,12 @@ export interface ReconcileReport {
   outboxPending?: number;
 }
 
+/** Whether a run changed anything (runs that did not are logged at debug level only: they come every few seconds locally). */
+export function runActed(report: ReconcileReport): boolean {
+  const { found, released, failed, deferred, needsReviewNew, expiredLeases, outbox } = report;
+  return found + released + failed + deferred + needsReviewNew + expiredLeases + (outbox?.sent ?? 0) + (outbox?.abandoned ?? 0) > 0;
+}
+
 export const ReconcilerDefaults = {
   leaseGraceMs: 5_000,
   backoffBaseMs: 5_000,
