@@ -2,7 +2,7 @@ import type { ToolDefinition } from '../mcp/tool-types';
 import type { WorkerServices } from '../runtime/worker-services';
 
 /**
- * A tools module as loaded (`import * as toolsModule from './tools'`), before it is checked: what a team writes is
+ * A tools module as loaded (the namespace object of the team's tools file), before it is checked: what a team writes is
  * typed by `ToolsModule` (idempotent-mcp/mcp); `toolsOf` and `clientsOf` check what the bundle actually exports,
  * which may also be a default export of the tool list.
  */
