@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { InvoiceBook, invoiceTools } from '../../examples/own-mcp-server/server';
 import { PACKAGE_ROOT as PROJECT_ROOT } from '../../lib/package-root';
+import { createToolRuntime, reconcileOnce, startReconciler } from '../../lambdas/mcp';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
 
@@ -127,4 +129,35 @@ it('settles a lost outcome through the tool reconcile hook; the retry gets the i
 
   expect(stdio.stdoutLines.length).toBeGreaterThanOrEqual(3);
   expect(stdio.notJsonRpc()).toEqual([]);
+});
+
+it('reconcileOnce: one pass for a scheduler of your own, logging and counting where it is told', async () => {
+  // A table of its own: the stdio server's reconciler, which knows nothing of this invoice, must not reach it first.
+  const own = await createTestTable();
+  const book = new InvoiceBook();
+  const { tools, withClients } = invoiceTools(book);
+  const store = new DynamoDbIdempotencyStore({ client: own.doc, tableName: own.tableName });
+  const runtime = withClients(createToolRuntime({ store, secret: randomUUID() + randomUUID() }));
+  const request = { tenant: 'beta', tool: 'create_invoice', idempotencyKey: `inv-${randomUUID()}`, args: { customer: 'c-2', amount_minor: 99 } };
+  const lost = await runtime.engine.run(request, {}, async (ctx) => {
+    await book.create(ctx.tenant, ctx.idempotencyKey, { customer: 'c-2', amount_minor: 99 });
+    throw new Error('socket hang up');
+  });
+  expect(lost.outcome).toBe('unknown');
+
+  const lines: string[] = [];
+  const logged: string[] = [];
+  const logger = { debug: () => {}, info: (message: string) => logged.push(message), warn: (message: string) => logged.push(message), error: (message: string) => logged.push(message) };
+  const report = await reconcileOnce({ tools, withClients, store, logger, serviceName: 'billing', metrics: { namespace: 'Billing', write: (line) => lines.push(line) } });
+  expect(report.found).toBe(1);
+  const record = await store.get({ tenant: 'beta', tool: 'create_invoice', idempotencyKey: request.idempotencyKey });
+  expect(record).toMatchObject({ status: 'SUCCEEDED', result: await book.findByKey('beta', request.idempotencyKey) });
+  expect(logged).toContain('reconciled: the downstream has the effect');
+  const emf = lines.map((line) => JSON.parse(line) as { _aws: { CloudWatchMetrics: { Namespace: string }[] }; service: string });
+  expect(emf.length).toBeGreaterThan(0);
+  expect(emf.every((doc) => doc._aws.CloudWatchMetrics[0]!.Namespace === 'Billing' && doc.service === 'billing')).toBe(true);
+
+  // A store without the attention index's reader is refused in one sentence, before anything runs.
+  expect(() => startReconciler({ tools, withClients, store: {} as DynamoDbIdempotencyStore })).toThrow(/needs `store`: the DynamoDbIdempotencyStore/);
+  await own.drop();
 });
