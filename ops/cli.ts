@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
-import { toolsOf, type ToolsModule } from '../lambdas/handlers/tools-module';
+import { toolsOf, type ToolsModuleExports } from '../lambdas/handlers/tools-module';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import {
@@ -54,9 +54,9 @@ const DURATION = /^(\d+)(ms|s|m|h|d)$/;
 /** The tools of the `--tools` module (a .ts module needs a TypeScript loader, as `npm run ops` has), or none. */
 async function toolsModule(path: string | undefined): Promise<readonly ToolDefinition[]> {
   if (path === undefined) return [];
-  let module: ToolsModule;
+  let module: ToolsModuleExports;
   try {
-    module = (await import(pathToFileURL(resolve(path)).href)) as ToolsModule;
+    module = (await import(pathToFileURL(resolve(path)).href)) as ToolsModuleExports;
   } catch (err) {
     throw new ReviewInputError(`--tools ${path} could not be loaded: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
   }

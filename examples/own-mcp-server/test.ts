@@ -26,7 +26,7 @@ export async function checkRetryReplays(server: StartedServer, era: keyof typeof
     assert.equal(again.replayed, true);
     assert.deepEqual(again.result, first.result);
     const id = (first.result as { invoice_id: string }).invoice_id;
-    assert.equal([...server.services.invoices.values()].filter((invoice) => invoice.invoice_id === id).length, 1);
+    assert.equal([...server.services.invoices.byKey.values()].filter((invoice) => invoice.invoice_id === id).length, 1);
   } finally {
     await client.close();
   }

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { loadConfig } from '../config';
 import { createLambdaHandler } from '../http/lambda';
 import { createServices, type Services } from '../runtime/services';
-import { clientsOf, type ToolsModule, toolsOf } from './tools-module';
+import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-module';
 
 /**
  * The MCP function of an endpoint serving these tools. Once per container, outside the handler: clients, the JWKS
@@ -10,7 +10,7 @@ import { clientsOf, type ToolsModule, toolsOf } from './tools-module';
  * that needs one. `withClients` adds the clients the tools call to the services (the reference endpoint's payments
  * provider); by default the tools module's own `withClients`, if it exports one. The toolkit builds none of its own.
  */
-export function mcpLambdaHandler(module: ToolsModule, withClients: (services: Services) => Services = clientsOf(module, (services) => services)) {
+export function mcpLambdaHandler(module: ToolsModuleExports, withClients: (services: Services) => Services = clientsOf(module, (services) => services)) {
   // Zod compiles a fast path (new Function) for each schema on its first parse: on Lambda the cold request pays for
   // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see bench/cold-start.ts).
   z.config({ jitless: true });

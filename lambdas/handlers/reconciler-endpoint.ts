@@ -3,7 +3,7 @@ import { withMetrics } from '../observability/metrics';
 import { createReconcilerHandler } from '../runtime/worker-handlers';
 import { createWorkerServices, type WorkerServices } from '../runtime/worker-services';
 import { createReconciler, type ReconcilerServices } from '../runtime/workers';
-import { clientsOf, type ToolsModule, toolsOf } from './tools-module';
+import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-module';
 
 /**
  * The reconciler of an endpoint serving these tools: their reconcile hooks settle lost outcomes. Each hook gets the
@@ -14,7 +14,7 @@ import { clientsOf, type ToolsModule, toolsOf } from './tools-module';
  * even when nothing calls them.
  */
 export function reconcilerLambdaHandler(
-  module: ToolsModule,
+  module: ToolsModuleExports,
   withClients: (services: WorkerServices) => ReconcilerServices = clientsOf<WorkerServices>(module, (services) => services),
 ) {
   const services = withClients(createWorkerServices(loadWorkerConfig()));

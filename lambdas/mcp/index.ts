@@ -1,6 +1,7 @@
 /**
  * `idempotent-mcp/mcp`: define idempotent write tools and read tools, and serve them over MCP (on your own
- * McpServer, or as the stateless per-request server). The Lambda wiring is `idempotent-mcp/lambda`.
+ * McpServer, or as the stateless per-request server), with the reconciler that settles their lost outcomes. The
+ * Lambda wiring is `idempotent-mcp/lambda`.
  */
 export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from './define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from './define-read-tool';
@@ -16,3 +17,8 @@ export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';
 export { parseArguments, describeIssues, type ParsedArguments } from './arguments';
 export type { DeliveryContext, DeliveryHandler } from '../outbox/consumer';
+export type { ToolsModule, WithClients, ClientsOf } from './tools-module';
+export { startReconciler, reconcileOnce, DEFAULT_RECONCILE_INTERVAL_MS, type OwnReconcilerOptions, type RunningReconciler } from '../reconciler/start';
+export type { ReconcileReport } from '../reconciler/reconciler';
+export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../observability/logger';
+export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../observability/metrics';

@@ -4,7 +4,7 @@ import { mintConfirmationState, verifyConfirmationState } from '../core/confirma
 import { DEFAULT_OPERATION_ID_TTL_SECONDS, issueOperationId, verifyOperationId } from '../core/operation-id';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
-import { logger as defaultLogger } from '../observability/logger';
+import { stderrLogger } from '../observability/logger';
 import type { ToolRuntime } from './tool-types';
 
 /** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
@@ -27,6 +27,7 @@ export interface ToolRuntimeOptions {
   /** HMAC key of operation ids and confirmations (at least 32 characters), or how to read it. */
   secret: string | (() => Promise<string>);
   clock?: Clock;
+  /** Where the tools log. Default JSON lines on standard error (standard output is a stdio MCP server's protocol channel). */
   logger?: ToolRuntime['logger'];
   engine?: Omit<EngineOptions, 'store' | 'clock'>;
   /** Tools whose confirmation 2025-era clients do on their side. Default none. */
@@ -43,7 +44,7 @@ export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
     engine: new IdempotencyEngine({ ...options.engine, store: options.store, clock }),
     store: options.store,
     clock,
-    logger: options.logger ?? defaultLogger,
+    logger: options.logger ?? stderrLogger(),
     ...createSigners(readSecret, clock),
     config: { confirmationOptOut: options.confirmationOptOut ?? [] },
   };

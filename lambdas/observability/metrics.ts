@@ -1,7 +1,7 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { EngineEvent, EngineEventType, IdempotencyObserver } from '../engine/observer';
 import { EnvVars, read } from '../config';
-import { logger as defaultLogger } from './logger';
+import { logger as defaultLogger, stderrLogger, type ToolkitLogger } from './logger';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
 export const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
@@ -82,6 +82,74 @@ export function countForTool(name: MetricName, tool: string, value = 1, unit: (t
   perToolMetric ??= metrics.singleMetric();
   perToolMetric.addDimension('tool', tool);
   perToolMetric.addMetric(name, unit, value);
+}
+
+type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
+
+/**
+ * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions
+ * (`lambdaMetrics`), EMF lines on standard error or anywhere else in a server of your own (`emfMetrics`).
+ */
+export interface MetricsPublisher {
+  /** A count or gauge of the service (no tool dimension), kept until `flush()`. */
+  add(name: MetricName, unit: Unit, value: number): void;
+  /** A count for one tool (dimension `tool`), written at once. */
+  countForTool(name: MetricName, tool: string, value?: number, unit?: Unit): void;
+  /** Writes what `add` kept. */
+  flush(): void;
+}
+
+/** The Lambda functions' publisher: the process's Metrics instance (flushed after each invocation by `withMetrics`). */
+export const lambdaMetrics: MetricsPublisher = {
+  add: (name, unit, value) => metrics.addMetric(name, unit, value),
+  countForTool,
+  flush: () => {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  },
+};
+
+export interface EmfMetricsOptions {
+  /** CloudWatch namespace. Default POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`. */
+  namespace?: string;
+  /** The `service` dimension. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
+  serviceName?: string;
+  /** Where each EMF line goes. Default standard error (standard output is a stdio MCP server's protocol channel). */
+  write?: (line: string) => void;
+  /** Where Powertools' own warnings go. Default a stderr logger. */
+  logger?: ToolkitLogger;
+}
+
+/**
+ * Metrics as CloudWatch EMF JSON lines written where you say (standard error by default), for a server of your own.
+ * Powertools builds the EMF documents; only where they are written differs from `lambdaMetrics`.
+ */
+export function emfMetrics(options: EmfMetricsOptions = {}): MetricsPublisher {
+  const config = {
+    namespace: options.namespace ?? METRICS_NAMESPACE,
+    serviceName: options.serviceName ?? read(process.env, EnvVars.powertoolsServiceName),
+    logger: options.logger ?? stderrLogger({ serviceName: options.serviceName }),
+  };
+  const write = options.write ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const service = new Metrics(config);
+  const perTool = new Metrics(config);
+  const emit = (instance: Metrics) => {
+    if (!instance.hasStoredMetrics()) return;
+    try {
+      write(JSON.stringify(instance.serializeMetrics()));
+    } finally {
+      instance.clearMetrics();
+      instance.clearDimensions();
+    }
+  };
+  return {
+    add: (name, unit, value) => service.addMetric(name, unit, value),
+    countForTool(name, tool, value = 1, unit = MetricUnit.Count) {
+      perTool.addDimension('tool', tool);
+      perTool.addMetric(name, unit, value);
+      emit(perTool);
+    },
+    flush: () => emit(service),
+  };
 }
 
 /** Engine events become per-tool metrics and one structured log line (key hashed, no arguments). */

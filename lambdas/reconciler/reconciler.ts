@@ -1,4 +1,3 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
@@ -8,7 +7,8 @@ import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
 import type { IdempotencyStore } from '../engine/persistence';
-import { countForTool, MetricName, metrics } from '../observability/metrics';
+import type { ToolkitLogger } from '../observability/logger';
+import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
 import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
 import type { DocumentClient } from '../store/document-client';
@@ -27,7 +27,9 @@ export interface ReconcilerOptions {
   doc: DocumentClient;
   tableName: string;
   tools: ReadonlyMap<string, ToolReconciler>;
-  logger: Logger;
+  logger: Pick<ToolkitLogger, 'info' | 'warn' | 'error'>;
+  /** Where its counts and gauges go. Default the Lambda functions' (EMF on standard output, see `lambdaMetrics`). */
+  metrics?: MetricsPublisher;
   clock?: Clock;
   /** Sweeps stuck outbox events in the same run. */
   relay?: OutboxRelay;
@@ -62,6 +64,12 @@ export interface ReconcileReport {
   outboxPending?: number;
 }
 
+/** Whether a run changed anything (runs that did not are logged at debug level only: they come every few seconds locally). */
+export function runActed(report: ReconcileReport): boolean {
+  const { found, released, failed, deferred, needsReviewNew, expiredLeases, outbox } = report;
+  return found + released + failed + deferred + needsReviewNew + expiredLeases + (outbox?.sent ?? 0) + (outbox?.abandoned ?? 0) > 0;
+}
+
 export const ReconcilerDefaults = {
   leaseGraceMs: 5_000,
   backoffBaseMs: 5_000,
@@ -92,7 +100,7 @@ export class Reconciler {
 
   constructor(options: ReconcilerOptions) {
     requireAttentionIndex(options.store, 'The reconciler');
-    this.options = { clock: systemClock, ...ReconcilerDefaults, ...options };
+    this.options = { clock: systemClock, metrics: lambdaMetrics, ...ReconcilerDefaults, ...options };
   }
 
   nextCheckAfter(attempts: number): number {
@@ -101,7 +109,7 @@ export class Reconciler {
   }
 
   async runOnce(): Promise<ReconcileReport> {
-    const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs } = this.options;
+    const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs, metrics } = this.options;
     const report: ReconcileReport = {
       found: 0,
       released: 0,
@@ -133,7 +141,7 @@ export class Reconciler {
     for (const record of stale) {
       if (await this.options.store.expireLease(record, now)) {
         report.expiredLeases++;
-        countForTool(MetricName.StuckProcessing, record.tool);
+        metrics.countForTool(MetricName.StuckProcessing, record.tool);
         this.options.logger.warn('stale PROCESSING record marked UNKNOWN', logFields(record));
       }
     }
@@ -141,16 +149,16 @@ export class Reconciler {
     if (relay) {
       report.outbox = await relay.sweep({ graceMs: outboxGraceMs, limit: batchSize });
       report.outboxPending = await countAttention(doc, tableName, 'OUTBOX');
-      metrics.addMetric(MetricName.OutboxPending, MetricUnit.Count, report.outboxPending);
+      metrics.add(MetricName.OutboxPending, MetricUnit.Count, report.outboxPending);
     }
 
     const remaining = unknown.filter((r) => !settled.has(r));
     report.unknown = remaining.length + report.expiredLeases;
     report.oldestUnknownAgeSeconds = Math.max(0, ...remaining.map((r) => Math.floor((now - r.updatedAt) / 1000)));
     report.needsReview = await countAttention(doc, tableName, 'REVIEW');
-    metrics.addMetric(MetricName.UnknownRecords, MetricUnit.Count, report.unknown);
-    metrics.addMetric(MetricName.OldestUnknownAgeSeconds, MetricUnit.Seconds, report.oldestUnknownAgeSeconds);
-    metrics.addMetric(MetricName.NeedsReview, MetricUnit.Count, report.needsReview);
+    metrics.add(MetricName.UnknownRecords, MetricUnit.Count, report.unknown);
+    metrics.add(MetricName.OldestUnknownAgeSeconds, MetricUnit.Seconds, report.oldestUnknownAgeSeconds);
+    metrics.add(MetricName.NeedsReview, MetricUnit.Count, report.needsReview);
     return report;
   }
 
@@ -159,13 +167,13 @@ export class Reconciler {
     record: IdempotencyRecord,
     now: number,
   ): Promise<'found' | 'released' | 'failed' | 'deferred' | 'needsReviewNew'> {
-    const { store, logger, tools, checkTimeoutMs, maxAttempts } = this.options;
+    const { store, logger, tools, checkTimeoutMs, maxAttempts, metrics } = this.options;
     const tool = tools.get(record.tool);
     const finding = await this.ask(record, tool, checkTimeoutMs);
     const log = { ...logFields(record), finding: finding.kind };
     if (finding.kind === 'found') {
       if (!(await store.reconcile(record, { event: 'reconciled_found', result: finding.result }, now))) return 'deferred';
-      countForTool(MetricName.ReconciledSucceeded, record.tool);
+      metrics.countForTool(MetricName.ReconciledSucceeded, record.tool);
       logger.info('reconciled: the downstream has the effect', log);
       return 'found';
     }
@@ -173,12 +181,12 @@ export class Reconciler {
       if (tool?.onAbsent === 'fail') {
         const error = { code: 'NOT_EXECUTED', message: 'The downstream confirms the operation did not happen; it will not be run again with this key.' };
         if (!(await store.reconcile(record, { event: 'reconciled_absent_fail', error }, now))) return 'deferred';
-        countForTool(MetricName.ReconciledFailed, record.tool);
+        metrics.countForTool(MetricName.ReconciledFailed, record.tool);
         logger.info('reconciled: absent, failed by policy', log);
         return 'failed';
       }
       if (!(await store.reconcile(record, { event: 'reconciled_absent' }, now))) return 'deferred';
-      countForTool(MetricName.ReconciledReleased, record.tool);
+      metrics.countForTool(MetricName.ReconciledReleased, record.tool);
       logger.info('reconciled: absent, key released', log);
       return 'released';
     }
@@ -191,12 +199,12 @@ export class Reconciler {
           : 'This tool cannot verify a lost outcome; a person must check it. Do not retry.',
       };
       if (!(await store.reconcile(record, { event: 'reconcile_exhausted', error }, now))) return 'deferred';
-      countForTool(MetricName.ReconcileExhausted, record.tool);
+      metrics.countForTool(MetricName.ReconcileExhausted, record.tool);
       logger.error('operation needs review: outcome could not be verified', { ...log, attempts, reason: finding.reason });
       return 'needsReviewNew';
     }
     await store.deferReconcile(record, now + this.nextCheckAfter(attempts), { code: ErrorCode.OUTCOME_UNKNOWN, message: finding.reason }, now);
-    countForTool(MetricName.ReconcileDeferred, record.tool);
+    metrics.countForTool(MetricName.ReconcileDeferred, record.tool);
     logger.warn('reconcile check deferred: downstream unreachable', { ...log, attempts, reason: finding.reason });
     return 'deferred';
   }

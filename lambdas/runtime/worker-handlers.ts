@@ -5,7 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSE
 import { parseOutboxMessage } from '../outbox/outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import { OutboxStore } from '../outbox/outbox-store';
-import type { ReconcileReport } from '../reconciler/reconciler';
+import { runActed, type ReconcileReport } from '../reconciler/reconciler';
 import type { Workers } from './workers';
 
 /** SQS visibility timeouts are whole seconds, at most 12 hours (OutboxDefaults.maxRetryDelayMs). */
@@ -88,10 +88,7 @@ export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sq
 export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
   return async (): Promise<ReconcileReport> => {
     const report = await workers.reconciler.runOnce();
-    const { found, released, failed, deferred, needsReviewNew, expiredLeases, outbox } = report;
-    const acted = found + released + failed + deferred + needsReviewNew + expiredLeases + (outbox?.sent ?? 0) + (outbox?.abandoned ?? 0) > 0;
-    // Runs that changed nothing (every few seconds locally) only at debug level.
-    if (acted) logger.info('reconciler run', { ...report });
+    if (runActed(report)) logger.info('reconciler run', { ...report });
     else logger.debug('reconciler run: nothing to do', { ...report });
     return report;
   };

@@ -1,12 +1,13 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { SideEffectsConfig } from '../config';
 import type { Clock } from '../core/clock';
-import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
+import type { ToolDefinition } from '../mcp/tool-types';
 import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../outbox/consumer';
 import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
-import { Reconciler, type ReconcilerOptions, type ToolReconciler } from '../reconciler/reconciler';
+import { Reconciler, type ReconcilerOptions } from '../reconciler/reconciler';
+import { toolReconcilers } from '../reconciler/tool-hooks';
 import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
 
@@ -97,17 +98,11 @@ function consumerOf(services: ConsumerServices, overrides: ConsumerOverrides): O
 
 function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, overrides: ReconcilerOverrides): Reconciler {
   const { sideEffects } = services.config;
-  const reconcilers = new Map<string, ToolReconciler>();
-  for (const tool of overrides.tools ?? []) {
-    if (!isWriteTool(tool)) continue;
-    const hook = tool.reconcile;
-    reconcilers.set(tool.name, { onAbsent: tool.onAbsent, reconcile: hook && ((request) => hook(request, services)) });
-  }
   return new Reconciler({
     store: services.store,
     doc: services.doc,
     tableName: services.tableName,
-    tools: reconcilers,
+    tools: toolReconcilers(overrides.tools ?? [], services),
     logger: services.logger,
     clock: overrides.clock ?? services.clock,
     relay,

@@ -194,7 +194,8 @@ function retentionFromNow(record: IdempotencyRecord, now: number) {
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
 export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
-  private readonly doc: DocumentClient;
+  /** The document client the store writes with (the outbox and the tools' writes may share it). */
+  readonly doc: DocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
   /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */

@@ -1,0 +1,148 @@
+import { systemClock, type Clock } from '../core/clock';
+import type { ReconcileServices, ToolRuntime } from '../mcp/tool-types';
+import type { ToolsModule } from '../mcp/tools-module';
+import { stderrLogger, type ToolkitLogger } from '../observability/logger';
+import { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../observability/metrics';
+import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
+import { Reconciler, ReconcilerDefaults, runActed, type ReconcileReport } from './reconciler';
+import { toolReconcilers } from './tool-hooks';
+
+/** How often a started reconciler runs, unless told otherwise (the deployed endpoint's schedule is the same). */
+export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
+
+/** What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports. */
+export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
+  /** The store your tool runtime writes to: the reconciler finds lost outcomes through its attention index and settles them there. */
+  store: DynamoDbIdempotencyStore;
+  /**
+   * Time between runs (`startReconciler`), and the first wait before a downstream that did not answer is asked
+   * again (doubling per attempt). Default one minute.
+   */
+  intervalMs?: number;
+  /** Where it logs. Default JSON lines on standard error (`stderrLogger`); never standard output. */
+  logger?: ToolkitLogger;
+  /** The `service` of its log lines and metrics. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
+  serviceName?: string;
+  /**
+   * Its metrics (unknown records, the oldest one's age, records parked for review, settlements per tool): CloudWatch
+   * EMF lines on standard error by default; `{ namespace, write }` to name the namespace or write them elsewhere, a
+   * `MetricsPublisher` of your own, or `false` for none.
+   */
+  metrics?: false | EmfMetricsOptions | MetricsPublisher;
+  /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW for a person. */
+  maxAttempts?: number;
+  /** Budget of one reconcile hook call (its `signal` aborts after it). */
+  checkTimeoutMs?: number;
+  /** Records handled per run. */
+  batchSize?: number;
+  clock?: Clock;
+}
+
+/** A reconciler running on a schedule in this process. */
+export interface RunningReconciler {
+  /** Runs once now (after a run under way ends); the schedule goes on. */
+  runOnce(): Promise<ReconcileReport>;
+  /** Stops the schedule and waits for a run under way. Call it when your server shuts down: the timer keeps the process alive. */
+  stop(): Promise<void>;
+}
+
+const noMetrics: MetricsPublisher = { add: () => {}, countForTool: () => {}, flush: () => {} };
+
+function publisherOf(metrics: OwnReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
+  if (metrics === false) return noMetrics;
+  if (metrics && 'flush' in metrics) return metrics;
+  return emfMetrics({ serviceName, logger, ...metrics });
+}
+
+/**
+ * One pass of the reconciler over the store, built once: the tools module's `withClients` adds its clients to the
+ * reconciler's services (the store, the clock, the logger), and each write tool's `reconcile(request, services)` asks
+ * its downstream what became of an operation whose outcome was lost.
+ */
+function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
+  if (!(options?.store instanceof DynamoDbIdempotencyStore)) {
+    throw new TypeError('the reconciler needs `store`: the DynamoDbIdempotencyStore your tool runtime writes to (it finds lost outcomes through its attention index)');
+  }
+  if (!Array.isArray(options.tools)) throw new TypeError('the reconciler needs `tools`: the array of your tools module');
+  if (options.withClients !== undefined && typeof options.withClients !== 'function') {
+    throw new TypeError('`withClients` must be a function: function withClients(services) { return { ...services, yourClient } }');
+  }
+  const { store } = options;
+  const logger = options.logger ?? stderrLogger({ serviceName: options.serviceName });
+  const metrics = publisherOf(options.metrics, options.serviceName, logger);
+  const clock = options.clock ?? systemClock;
+  const base = { store, clock, logger };
+  // What a hook gets: the tool's services without what only a request uses (ReconcileServices), i.e. this base and
+  // the module's clients; the compiler cannot see that Omit<S, ...> is exactly that.
+  const services = (options.withClients ? options.withClients(base) : base) as unknown as ReconcileServices<S>;
+  const reconciler = new Reconciler({
+    store,
+    doc: store.doc,
+    tableName: store.tableName,
+    tools: toolReconcilers(options.tools, services),
+    logger,
+    metrics,
+    clock,
+    backoffBaseMs: options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
+    maxAttempts: options.maxAttempts ?? ReconcilerDefaults.maxAttempts,
+    checkTimeoutMs: options.checkTimeoutMs ?? ReconcilerDefaults.checkTimeoutMs,
+    batchSize: options.batchSize ?? ReconcilerDefaults.batchSize,
+  });
+  const pass = async () => {
+    try {
+      const report = await reconciler.runOnce();
+      if (runActed(report)) logger.info('reconciler run', { ...report });
+      else logger.debug('reconciler run: nothing to do', { ...report });
+      return report;
+    } finally {
+      metrics.flush();
+    }
+  };
+  return { pass, logger };
+}
+
+/**
+ * One reconciler run, for your own scheduler (a cron job, a queue worker): settles the UNKNOWN records of your
+ * tools through their reconcile hooks, marks stale leases UNKNOWN, and reports. It builds its clients each call;
+ * in a long-lived process, `startReconciler` keeps them.
+ */
+export function reconcileOnce<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): Promise<ReconcileReport> {
+  return reconcilerPass(options).pass();
+}
+
+/**
+ * Runs the reconciler in this process: once at start (settling what an earlier process left), then `intervalMs`
+ * after each run ends, so runs never overlap. A failed run (the store unreachable) is logged and the next one
+ * tries again. Logs and metrics go to standard error unless you say otherwise, so a stdio MCP server keeps its
+ * protocol channel clean.
+ */
+export function startReconciler<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): RunningReconciler {
+  const { pass, logger } = reconcilerPass(options);
+  const intervalMs = options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
+  if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new TypeError('intervalMs must be a positive number of milliseconds');
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<unknown> = Promise.resolve();
+  const runOnce = () => {
+    const run = current.then(pass);
+    current = run.catch(() => undefined);
+    return run;
+  };
+  const tick = async () => {
+    try {
+      await runOnce();
+    } catch (err) {
+      logger.error('reconciler run failed; the next run tries again', { error_name: (err as Error)?.name, error_message: (err as Error)?.message });
+    }
+    if (!stopped) timer = setTimeout(tick, intervalMs);
+  };
+  timer = setTimeout(tick, 0);
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await current;
+    },
+  };
+}
