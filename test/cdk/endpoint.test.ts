@@ -44,11 +44,11 @@ describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
   it("gives the tools' settings and grants to the functions that run them, and only those", () => {
     expect(envOf(endpoint.mcp.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', TABLE_NAME: expect.anything() });
     expect(envOf(endpoint.reconciler.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', RECONCILE_INTERVAL_MS: '60000' });
-    expect(envOf(endpoint.consumer.handler.function)).not.toHaveProperty('ROOMS_CALENDAR');
+    expect(envOf(endpoint.consumer!.handler.function)).not.toHaveProperty('ROOMS_CALENDAR');
     for (const fn of [endpoint.mcp, endpoint.reconciler]) {
       expect(statementsOfRole(template, logicalId(fn.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:GetObject' }));
     }
-    expect(statementsOfRole(template, logicalId(endpoint.relay.handler.role)).flatMap((s) => s.Action)).not.toContain('s3:GetObject');
+    expect(statementsOfRole(template, logicalId(endpoint.relay!.handler.role)).flatMap((s) => s.Action)).not.toContain('s3:GetObject');
   });
 
   it('is cdk-nag clean', () => {
@@ -107,8 +107,8 @@ describe("a team's deliveries: its own event types, delivered by its own code", 
     expect(entry).toContain(`import * as deliveriesModule from ${JSON.stringify(DELIVERIES)};`);
     expect(entry).toContain('consumerLambdaHandler(deliveriesModule)');
     const resources = template.toJSON().Resources;
-    expect(resources[logicalId(endpoint.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({ ROOMS_CHAT_WEBHOOK: 'https://chat.example' });
-    expect(statementsOfRole(template, logicalId(endpoint.consumer.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:PutObject' }));
+    expect(resources[logicalId(endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({ ROOMS_CHAT_WEBHOOK: 'https://chat.example' });
+    expect(statementsOfRole(template, logicalId(endpoint.consumer!.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:PutObject' }));
   });
 
   it("gives a team's consumer no demo deliveries when it has no deliveries module", async () => {
