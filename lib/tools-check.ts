@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type * as esbuild from 'esbuild';
+import { environmentOf } from '../lambdas/config';
 import { LambdaBundle } from './bundling';
 import { packageFile, projectOf } from './package-root';
 
@@ -19,11 +20,22 @@ export interface ModuleCheck {
   readonly environment?: Record<string, string>;
 }
 
+/** What TABLE_NAME reads while the modules are checked: the real name exists only once deployed. */
+const SYNTH_TABLE_NAME = 'idempotent-mcp-synth-check';
+
 /** How long loading the modules may take before the synth gives up on them. */
 const LOAD_TIMEOUT_MS = 60_000;
 
 /** Results by modules and environment, with the files the check read: a later synth in the process reuses it. */
-const checked = new Map<string, { inputs: Array<[string, number]>; problem?: string }>();
+const checked = new Map<string, CheckResult>();
+
+interface CheckResult {
+  inputs: Array<[string, number]>;
+  /** The module does not build, or does not export what the handlers require: the synth is refused. */
+  problem?: string;
+  /** The module did not load here (it may read a value that exists only deployed): its exports are checked at cold start. */
+  unchecked?: string;
+}
 
 const mtimeOf = (file: string) => {
   try {
@@ -37,14 +49,16 @@ const mtimeOf = (file: string) => {
  * Refuses, at synth, a tools module (or deliveries module) the functions would refuse at cold start: it is bundled
  * as the functions bundle it and loaded once in a child process (its top-level code runs there, not in the CDK
  * app), then read by the same checks the handlers run (`toolsOf`, `clientsOf`, `deliveriesOf`). Throws one sentence
- * naming the module and what is wrong.
+ * naming the module and what is wrong. A module that throws while loading here (a setting that exists only once
+ * deployed, say) is not refused: the answer says why it could not be checked, for a synth warning.
  */
-export function checkModuleExports(check: ModuleCheck): void {
+export function checkModuleExports(check: ModuleCheck): { unchecked?: string } {
   const key = JSON.stringify([check.tools, check.deliveries ?? null, check.environment ?? {}]);
   const previous = checked.get(key);
   const result = previous && previous.inputs.every(([file, mtime]) => mtimeOf(file) === mtime) ? previous : runCheck(check);
   checked.set(key, result);
   if (result.problem) throw new Error(result.problem);
+  return { unchecked: result.unchecked };
 }
 
 /** The esbuild the team's project bundles its functions with (the CDK's NodejsFunction finds the same one). */
@@ -59,7 +73,7 @@ function loadEsbuild(projectRoot: string, prop: string): typeof esbuild {
   throw new Error(`${prop}: checking the tools module at synth needs esbuild, which also bundles the functions: npm install -D esbuild`);
 }
 
-function runCheck(check: ModuleCheck): { inputs: Array<[string, number]>; problem?: string } {
+function runCheck(check: ModuleCheck): CheckResult {
   const { projectRoot } = projectOf(check.tools);
   const dir = join(projectRoot, 'node_modules', '.cache', 'idempotent-mcp');
   mkdirSync(dir, { recursive: true });
@@ -72,21 +86,21 @@ function runCheck(check: ModuleCheck): { inputs: Array<[string, number]>; proble
     `import { clientsOf, toolsOf } from ${JSON.stringify(toolsChecks)};`,
     ...(check.deliveries ? [`import { deliveriesOf } from ${JSON.stringify(deliveriesChecks)};`] : []),
     `const message = (err) => (err instanceof Error ? err.message : String(err)).split('\\n')[0];`,
-    `async function problem() {`,
+    `async function check() {`,
     `  let tools;`,
-    `  try { tools = await import(${JSON.stringify(check.tools)}); } catch (err) { return ${JSON.stringify(`${label('tools', check.tools)} fails to load: `)} + message(err); }`,
-    `  try { toolsOf(tools); clientsOf(tools, (s) => s); } catch (err) { return ${JSON.stringify(`${label('tools', check.tools)} is refused: `)} + message(err); }`,
+    `  try { tools = await import(${JSON.stringify(check.tools)}); } catch (err) { return { unchecked: ${JSON.stringify(`${label('tools', check.tools)} did not load at synth, so its exports are checked at cold start only: `)} + message(err) }; }`,
+    `  try { toolsOf(tools); clientsOf(tools, (s) => s); } catch (err) { return { problem: ${JSON.stringify(`${label('tools', check.tools)} is refused: `)} + message(err) }; }`,
     ...(check.deliveries
       ? [
           `  let deliveries;`,
-          `  try { deliveries = await import(${JSON.stringify(check.deliveries)}); } catch (err) { return ${JSON.stringify(`${label('deliveries', check.deliveries)} fails to load: `)} + message(err); }`,
-          `  try { deliveriesOf(deliveries); } catch (err) { return ${JSON.stringify(`${label('deliveries', check.deliveries)} is refused: `)} + message(err); }`,
+          `  try { deliveries = await import(${JSON.stringify(check.deliveries)}); } catch (err) { return { unchecked: ${JSON.stringify(`${label('deliveries', check.deliveries)} did not load at synth, so its exports are checked at cold start only: `)} + message(err) }; }`,
+          `  try { deliveriesOf(deliveries); } catch (err) { return { problem: ${JSON.stringify(`${label('deliveries', check.deliveries)} is refused: `)} + message(err) }; }`,
         ]
       : []),
-    `  return null;`,
+    `  return {};`,
     `}`,
     // Exit at once: a module's timers or sockets must not keep the synth waiting.
-    `problem().then((p) => { writeFileSync(process.argv[2], JSON.stringify({ problem: p })); process.exit(0); });`,
+    `check().then((result) => { writeFileSync(process.argv[2], JSON.stringify(result)); process.exit(0); });`,
     '',
   ].join('\n');
   const name = `check-${createHash('sha256').update(source).digest('hex').slice(0, 16)}`;
@@ -126,17 +140,18 @@ function runCheck(check: ModuleCheck): { inputs: Array<[string, number]>; proble
   try {
     execFileSync(process.execPath, [bundle, resultFile], {
       cwd: projectRoot,
-      env: { ...process.env, ...check.environment },
+      // As on Lambda: the team's settings, and the toolkit's table name (a deploy-time value: a stand-in here).
+      env: { ...process.env, ...environmentOf({ tableName: SYNTH_TABLE_NAME }), ...check.environment },
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: LOAD_TIMEOUT_MS,
     });
     if (!existsSync(resultFile)) throw new Error('it exited before the check ended');
-    const { problem } = JSON.parse(readFileSync(resultFile, 'utf8')) as { problem: string | null };
-    return { inputs, problem: problem ?? undefined };
+    const { problem, unchecked } = JSON.parse(readFileSync(resultFile, 'utf8')) as Pick<CheckResult, 'problem' | 'unchecked'>;
+    return { inputs, problem, unchecked };
   } catch (err) {
     const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
     const reason = stderr.split('\n').find((line) => /Error|error/.test(line)) ?? stderr.split('\n')[0] ?? (err as Error).message;
-    return { inputs, problem: `${label('tools', check.tools)} fails to load: ${reason || (err as Error).message}` };
+    return { inputs, unchecked: `${label('tools', check.tools)} did not load at synth, so its exports are checked at cold start only: ${reason || (err as Error).message}` };
   } finally {
     rmSync(resultFile, { force: true });
   }
