@@ -22,10 +22,15 @@ afterAll(() => project.remove());
 const TOOLS = project.file('tools.ts');
 const DELIVERIES = project.file('deliveries.ts');
 
-function endpointStack(props: Partial<IdempotentMcpEndpointProps> = {}, configure?: (stack: Stack) => Partial<IdempotentMcpEndpointProps>) {
+function endpointStack(
+  props: Partial<IdempotentMcpEndpointProps> = {},
+  configure?: (stack: Stack) => Partial<IdempotentMcpEndpointProps>,
+  use?: (endpoint: IdempotentMcpEndpoint, stack: Stack) => void,
+) {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
   const stack = new Stack(app, 'Team');
   const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', { tools: TOOLS, ...props, ...configure?.(stack) });
+  use?.(endpoint, stack);
   return { app, stack, endpoint, template: Template.fromStack(stack) };
 }
 
@@ -266,17 +271,14 @@ describe('in a VPC', () => {
 });
 
 describe('grants for the people and roles around the endpoint', () => {
-  const { endpoint, template } = endpointStack({ deliveries: DELIVERIES }, (stack) => {
-    new iam.Role(stack, 'Ops', { assumedBy: new iam.AccountRootPrincipal() });
-    new iam.Role(stack, 'Reviewer', { assumedBy: new iam.AccountRootPrincipal() });
-    return {};
+  let ops!: iam.Role;
+  let reviewer!: iam.Role;
+  const { endpoint, template: after } = endpointStack({ deliveries: DELIVERIES }, undefined, (endpoint, stack) => {
+    ops = new iam.Role(stack, 'Ops', { assumedBy: new iam.AccountRootPrincipal() });
+    reviewer = new iam.Role(stack, 'Reviewer', { assumedBy: new iam.AccountRootPrincipal() });
+    endpoint.grantReadRecords(ops);
+    endpoint.grantReview(reviewer);
   });
-  const stack = Stack.of(endpoint);
-  const ops = stack.node.findChild('Ops') as iam.Role;
-  const reviewer = stack.node.findChild('Reviewer') as iam.Role;
-  endpoint.grantReadRecords(ops);
-  endpoint.grantReview(reviewer);
-  const after = Template.fromStack(stack);
   const tableArn = { 'Fn::GetAtt': [logicalId(endpoint.store.table as dynamodb.Table), 'Arn'] };
   const actionsOn = (role: iam.Role) => statementsOfRole(after, logicalId(role)).map((s) => ({ actions: ([] as string[]).concat(s.Action).sort(), resource: s.Resource }));
 
