@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type * as esbuild from 'esbuild';
@@ -26,7 +26,7 @@ const SYNTH_TABLE_NAME = 'idempotent-mcp-synth-check';
 /** How long loading the modules may take before the synth gives up on them. */
 const LOAD_TIMEOUT_MS = 60_000;
 
-/** Results by modules and environment, with the files the check read: a later synth in the process reuses it. */
+/** Results by modules and environment, with the files the check read (and their mtimes): a later synth reuses it while none changed. */
 const checked = new Map<string, CheckResult>();
 
 interface CheckResult {
@@ -54,8 +54,25 @@ const mtimeOf = (file: string) => {
  */
 export function checkModuleExports(check: ModuleCheck): { unchecked?: string } {
   const key = JSON.stringify([check.tools, check.deliveries ?? null, check.environment ?? {}]);
-  const previous = checked.get(key);
-  const result = previous && previous.inputs.every(([file, mtime]) => mtimeOf(file) === mtime) ? previous : runCheck(check);
+  // Kept on disk too, so each synth of an unchanged project (a test run, a second `cdk synth`) reuses it.
+  const cacheFile = join(projectOf(check.tools).projectRoot, 'node_modules', '.cache', 'idempotent-mcp', `check-${createHash('sha256').update(key).digest('hex').slice(0, 16)}.json`);
+  const fresh = (result: CheckResult | undefined): result is CheckResult => result !== undefined && result.inputs.length > 0 && result.inputs.every(([file, mtime]) => mtimeOf(file) === mtime);
+  let result = checked.get(key);
+  if (!fresh(result)) {
+    try {
+      result = JSON.parse(readFileSync(cacheFile, 'utf8')) as CheckResult;
+    } catch {
+      result = undefined;
+    }
+  }
+  if (!fresh(result)) {
+    result = runCheck(check);
+    if (result.inputs.length > 0) {
+      const temporary = `${cacheFile}.${process.pid}.tmp`;
+      writeFileSync(temporary, JSON.stringify(result));
+      renameSync(temporary, cacheFile);
+    }
+  }
   checked.set(key, result);
   if (result.problem) throw new Error(result.problem);
   return { unchecked: result.unchecked };
