@@ -19,4 +19,3 @@ export {
   type PowertoolsSettings,
   type ServiceFunctionProps,
 } from './constructs/service-function';
-export { IdempotentMcpChecks } from './nag-checks';
