@@ -36,6 +36,11 @@ export interface SideEffectsConfig {
   sqsEndpoint?: string;
   /** The outbox queue the relay sends to and the consumer reads. */
   outboxQueueUrl?: string;
+  /**
+   * False on an endpoint deployed without an outbox (no deliveries: OUTBOX=off): a tool that queues an effect is
+   * refused instead of committing an event nobody delivers. Default true.
+   */
+  outboxEnabled?: boolean;
   /** Bound of every downstream call a delivery or a reconcile check makes, under the engine's own deadline. */
   downstreamTimeoutMs: number;
   /** How often the local reconciler runs (deployed: the EventBridge schedule). */
@@ -230,6 +235,8 @@ export const EnvVars = {
   publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
   sqsEndpoint: httpUrl('SQS_ENDPOINT'),
   outboxQueueUrl: httpUrl('OUTBOX_QUEUE_URL'),
+  /** `off` on an endpoint without an outbox (no deliveries): queueing an effect is refused. */
+  outbox: oneOf('OUTBOX', ['on', 'off'] as const, 'on'),
   downstreamTimeoutMs: positiveInt('DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
   reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
   /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
@@ -306,6 +313,7 @@ function loadSideEffects(env: Env): SideEffectsConfig {
   return {
     sqsEndpoint: read(env, EnvVars.sqsEndpoint),
     outboxQueueUrl: read(env, EnvVars.outboxQueueUrl),
+    outboxEnabled: read(env, EnvVars.outbox) === 'on',
     downstreamTimeoutMs: read(env, EnvVars.downstreamTimeoutMs),
     reconcileIntervalMs: read(env, EnvVars.reconcileIntervalMs),
     reconcileMaxAttempts: read(env, EnvVars.reconcileMaxAttempts),

@@ -1,5 +1,6 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import type * as iam from 'aws-cdk-lib/aws-iam';
+import { Annotations, Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -14,130 +15,148 @@ import { DEFAULT_CONSUMER_TIMEOUT, OutboxConsumerFunction } from './constructs/o
 import { OutboxQueue } from './constructs/outbox-queue';
 import { OutboxRelayFunction } from './constructs/outbox-relay';
 import { DEFAULT_RECONCILE_PERIOD, ReconcilerFunction } from './constructs/reconciler';
-import type { CommonFunctionProps, PowertoolsSettings } from './constructs/service-function';
+import {
+  checkFunctionOptions,
+  type CommonFunctionProps,
+  type FunctionNetwork,
+  type FunctionOptions,
+  type PowertoolsSettings,
+} from './constructs/service-function';
+import { checkModuleExports } from './tools-check';
 import { checkToolsModule, deliveriesFunctionEntry, toolsFunctionEntry } from './tools-entry';
 
+/** Settings of each of the endpoint's functions (`relay` and `consumer` exist only with deliveries). */
+export interface EndpointFunctions {
+  /** @default memory 1024 MB, timeout 29 s, no reserved concurrency, ARM_64 */
+  readonly mcp?: FunctionOptions;
+  /** @default memory 512 MB, timeout 50 s, no reserved concurrency, ARM_64 */
+  readonly reconciler?: FunctionOptions;
+  /**
+   * Its timeout sizes the queue's visibility timeout (six times it); a reserved concurrency must be at least 5 (the
+   * event source's maximum concurrency).
+   * @default memory 512 MB, timeout 60 s, no reserved concurrency, ARM_64
+   */
+  readonly consumer?: FunctionOptions;
+  /** @default memory 512 MB, timeout 30 s, no reserved concurrency, ARM_64 */
+  readonly relay?: FunctionOptions;
+}
+
+const FUNCTION_NAMES = ['mcp', 'reconciler', 'consumer', 'relay'] as const;
+
 /** What every endpoint is configured with, the reference stack and a team's IdempotentMcpEndpoint alike. */
-export interface EndpointSettings {
-  /** Who may call. Default: a new Cognito user pool issuing client-credentials tokens (tenant = app client id). */
+export interface EndpointSettings extends FunctionNetwork {
+  /**
+   * Who may call.
+   * @default a new Cognito user pool issuing client-credentials tokens (tenant = app client id)
+   */
   readonly auth?: AuthProps;
-  /** Bound of one downstream call by a delivery or a reconcile check (DOWNSTREAM_TIMEOUT_MS). Default 3 seconds. */
+  /**
+   * Bound of one downstream call by a tool, a delivery or a reconcile check (DOWNSTREAM_TIMEOUT_MS).
+   * @default Duration.seconds(3)
+   */
   readonly downstreamTimeout?: Duration;
-  /** Browser origins allowed to call the MCP URL. Default none: only non-browser clients. */
+  /**
+   * Browser origins allowed to call the MCP URL.
+   * @default none: only non-browser clients
+   */
   readonly allowedOrigins?: string[];
   /**
    * Tools with `confirmation: 'required'` that 2025-era clients may call without the person's confirmation through the
-   * server (for clients that confirm on their side). Default none: those clients get CONFIRMATION_UNAVAILABLE.
+   * server (for clients that confirm on their side).
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
    */
   readonly confirmationOptOut?: string[];
-  /** Set when a custom domain fronts the Function URL. Default: the request's own host. */
+  /**
+   * Set when a custom domain fronts the Function URL.
+   * @default the request's own host
+   */
   readonly publicBaseUrl?: string;
-  /** Encrypt the table with a new customer managed KMS key ($1/month) instead of the AWS managed key. Default false. */
+  /**
+   * A table you already have, instead of a new one. It must have the schema the toolkit writes (`TableSchema`):
+   * partition key `pk` (string), sort key `sk` (string), TTL on `expires_at`, a global secondary index `attention`
+   * (partition key `attention_pk` string, sort key `attention_at` number, ALL projected), and with deliveries a
+   * stream with NEW_IMAGE, its ARN given as `tableStreamArn` (`Table.fromTableAttributes`, with `encryptionKey` if
+   * it has a customer managed key). `customerManagedKey` and `tableRemovalPolicy` do not apply to it.
+   * @default a new table with that schema
+   */
+  readonly existingTable?: dynamodb.ITable;
+  /**
+   * Encrypt the new table with a new customer managed KMS key ($1/month) instead of the AWS managed key.
+   * @default false
+   */
   readonly customerManagedKey?: boolean;
-  /** Default RETAIN: a duplicate after a redeploy must still replay. DESTROY only for throw-away stacks. */
+  /**
+   * A duplicate after a redeploy must still replay: DESTROY only for throw-away stacks.
+   * @default RemovalPolicy.RETAIN
+   */
   readonly tableRemovalPolicy?: RemovalPolicy;
-  /** Service name, metrics namespace and log level of every function. Default `idempotent-mcp`, `IdempotentMcp`, INFO. */
+  /**
+   * Memory, timeout, reserved concurrency and architecture, per function.
+   * @default each function's own (see EndpointFunctions)
+   */
+  readonly functions?: EndpointFunctions;
+  /**
+   * Service name, metrics namespace and log level of every function.
+   * @default `idempotent-mcp`, `IdempotentMcp`, INFO
+   */
   readonly powertools?: PowertoolsSettings;
-  /** Default one month. */
+  /** @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
-  /** Where alarms go. Default: nowhere (they still show in the console). */
+  /**
+   * Where alarms go.
+   * @default nowhere (they still show in the console)
+   */
   readonly alarmTopic?: sns.ITopic;
-  /** More functions whose errors and throttles raise the endpoint's alarms. Default none. */
+  /**
+   * More functions whose errors and throttles raise the endpoint's alarms.
+   * @default none
+   */
   readonly monitoredFunctions?: Record<string, lambda.IFunction>;
-  /** A small CloudWatch dashboard. Default true. */
+  /**
+   * A small CloudWatch dashboard.
+   * @default true
+   */
   readonly dashboard?: boolean;
-  /** How often the reconciler runs; also what `unknown` answers suggest waiting. Default 1 minute (the shortest). */
+  /**
+   * How often the reconciler runs (at least 1 minute, the shortest EventBridge rate); also what `unknown` answers
+   * suggest waiting.
+   * @default Duration.minutes(1)
+   */
   readonly reconcilePeriod?: Duration;
-  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW. Default 8. */
+  /**
+   * Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW.
+   * @default 8
+   */
   readonly reconcileMaxAttempts?: number;
-}
-
-/** The parts of an endpoint, created directly in a scope (a stack keeps the logical ids it always had). */
-export interface EndpointParts {
-  readonly store: IdempotencyTable;
-  readonly outbox: OutboxQueue;
-  readonly mcp: McpFunction;
-  readonly relay: OutboxRelayFunction;
-  readonly consumer: OutboxConsumerFunction;
-  readonly reconciler: ReconcilerFunction;
-  readonly auth: Auth;
-  readonly monitoring: Monitoring;
-}
-
-export interface EndpointPartsProps extends EndpointSettings {
-  /** The MCP, reconciler and consumer functions' entries (they carry the tools and deliveries). */
-  readonly entries: { mcp: string; reconciler: string; consumer: string };
-}
-
-/** Creates table, auth, MCP function and URL, outbox (queue, relay, consumer), reconciler and alarms in `scope`. */
-export function addEndpointParts(scope: Construct, props: EndpointPartsProps): EndpointParts {
-  const common: CommonFunctionProps = { powertools: props.powertools, logRetention: props.logRetention };
-  const tableRemovalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
-  const encryptionKey = props.customerManagedKey
-    ? new kms.Key(scope, 'TableKey', {
-        description: 'Encrypts the idempotency table and its stream',
-        enableKeyRotation: true,
-        // The key must outlive the retained table, or its data becomes unreadable.
-        removalPolicy: tableRemovalPolicy,
-      })
-    : undefined;
-  const store = new IdempotencyTable(scope, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy });
-  const auth = new Auth(scope, 'Auth', props.auth);
-  const mcp = new McpFunction(scope, 'Mcp', {
-    ...common,
-    entry: props.entries.mcp,
-    store,
-    auth: auth.verification,
-    downstreamTimeout: props.downstreamTimeout,
-    allowedOrigins: props.allowedOrigins,
-    confirmationOptOut: props.confirmationOptOut,
-    publicBaseUrl: props.publicBaseUrl,
-    reconcilePeriod: props.reconcilePeriod,
-  });
-  const outbox = new OutboxQueue(scope, 'Outbox', { consumerTimeout: DEFAULT_CONSUMER_TIMEOUT });
-  const relay = new OutboxRelayFunction(scope, 'Relay', { ...common, store, queue: outbox });
-  const consumer = new OutboxConsumerFunction(scope, 'Consumer', { ...common, entry: props.entries.consumer, store, queue: outbox, downstreamTimeout: props.downstreamTimeout, timeout: DEFAULT_CONSUMER_TIMEOUT });
-  const reconciler = new ReconcilerFunction(scope, 'Reconciler', {
-    ...common,
-    entry: props.entries.reconciler,
-    store,
-    queue: outbox,
-    downstreamTimeout: props.downstreamTimeout,
-    period: props.reconcilePeriod,
-    maxAttempts: props.reconcileMaxAttempts,
-  });
-  const monitoring = new Monitoring(scope, 'Monitoring', {
-    functions: {
-      Mcp: mcp.handler.function,
-      Relay: relay.handler.function,
-      Consumer: consumer.handler.function,
-      Reconciler: reconciler.handler.function,
-      ...props.monitoredFunctions,
-    },
-    deadLetterQueue: outbox.deadLetterQueue,
-    powertools: props.powertools,
-    alarmTopic: props.alarmTopic,
-    dashboard: props.dashboard,
-  });
-  return { store, outbox, mcp, relay, consumer, reconciler, auth, monitoring };
 }
 
 export interface IdempotentMcpEndpointProps extends EndpointSettings {
   /**
-   * Your tools module: a .ts or .js file exporting `tools`, an array of defineWriteTool / defineReadTool results.
-   * esbuild bundles it into the MCP function and the reconciler (whose reconcile hooks settle lost outcomes).
-   * Required: an endpoint serves only the tools you give it.
+   * Your tools module: a .ts or .js file exporting `tools`, an array of defineWriteTool / defineReadTool results
+   * (and optionally `withClients`). esbuild bundles it into the MCP function and the reconciler (whose reconcile
+   * hooks settle lost outcomes). The synth loads it once in a child process and refuses a module that does not
+   * export that. Required: an endpoint serves only the tools you give it.
    */
   readonly tools: string;
   /**
    * Your deliveries module: a .ts or .js file exporting `deliveries`, an object of delivery handlers by outbox event
    * type (`{ 'invoice.send': { deliver, verify } }`), for the events your tools commit. esbuild bundles it into the
-   * outbox consumer, which runs each event's `deliver` once. Default none: the consumer has no handlers.
+   * outbox consumer, which runs each event's `deliver` once. With it the endpoint has an outbox (the table's stream,
+   * a relay, a queue and its dead-letter queue, the consumer).
+   * @default none: no outbox; a tool that queues an effect answers `failed` / OUTBOX_DISABLED
    */
   readonly deliveries?: string;
-  /** Settings your code reads, added to the functions that run it (MCP, reconciler; the consumer with `deliveries`). Default none. The endpoint's own names are refused. */
+  /**
+   * Settings your code reads, added to the functions that run it (MCP, reconciler; the consumer with `deliveries`).
+   * The endpoint's own names are refused.
+   * @default none
+   */
   readonly environment?: Record<string, string>;
-  /** What your code may do (a bucket, another table, a queue), granted to the functions that run it, as `environment`. Default none. */
+  /**
+   * What your code may do (a bucket, another table, a queue), granted to the functions that run it, as `environment`.
+   * Or grant to `mcpFunction`, `reconcilerFunction` and `consumerFunction` yourself.
+   * @default none
+   */
   readonly grants?: iam.PolicyStatement[];
 }
 
@@ -153,40 +172,180 @@ function checkEnvironment(environment: Record<string, string>) {
   }
 }
 
+function checkSettings(props: IdempotentMcpEndpointProps, outbox: boolean) {
+  if (props.reconcilePeriod && props.reconcilePeriod.toMilliseconds() < DEFAULT_RECONCILE_PERIOD.toMilliseconds()) {
+    throw new Error('IdempotentMcpEndpoint: reconcilePeriod must be at least 1 minute (the shortest EventBridge rate)');
+  }
+  for (const origin of props.allowedOrigins ?? []) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`IdempotentMcpEndpoint: allowedOrigins has '${origin}', not an origin (scheme://host[:port])`);
+  }
+  for (const name of Object.keys(props.functions ?? {})) {
+    if (!(FUNCTION_NAMES as readonly string[]).includes(name)) throw new Error(`IdempotentMcpEndpoint: functions.${name} is not one of the endpoint's functions (${FUNCTION_NAMES.join(', ')})`);
+  }
+  for (const name of FUNCTION_NAMES) {
+    const options = props.functions?.[name];
+    if (!outbox && options && (name === 'consumer' || name === 'relay')) {
+      throw new Error(`IdempotentMcpEndpoint: functions.${name} is set, but the endpoint has no ${name} without a deliveries module`);
+    }
+    checkFunctionOptions(`IdempotentMcpEndpoint: functions.${name}`, options);
+  }
+  if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error('IdempotentMcpEndpoint: vpcSubnets and securityGroups need a vpc');
+  if (props.existingTable) {
+    for (const prop of ['customerManagedKey', 'tableRemovalPolicy'] as const) {
+      if (props[prop] !== undefined) throw new Error(`IdempotentMcpEndpoint: ${prop} cannot be set with existingTable (your stack owns that table)`);
+    }
+    if (outbox && !props.existingTable.tableStreamArn) {
+      throw new Error(
+        'IdempotentMcpEndpoint: existingTable needs its stream (NEW_IMAGE) with deliveries: give its tableStreamArn (Table.fromTableAttributes), the outbox relay reads it',
+      );
+    }
+  }
+}
+
 /**
- * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the outbox (queue,
- * relay, consumer), the reconciler and the alarms. A misconfigured prop fails the synth with the prop's name.
+ * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the reconciler and the
+ * alarms; with a deliveries module also the outbox (the table's stream, relay, queue, dead-letter queue, consumer).
+ * A misconfigured prop, or a tools module that does not export its tools, fails the synth with the prop's name.
  */
-// The parts are the endpoint's own fields (declaration merging), assigned once from addEndpointParts.
-export interface IdempotentMcpEndpoint extends EndpointParts {}
 export class IdempotentMcpEndpoint extends Construct {
+  /** The table and its exact grants. */
+  readonly store: IdempotencyTable;
+  /** The table of records, business items and outbox events (the new one, or `existingTable`). */
+  readonly table: dynamodb.ITable;
+  /** Who may call: the Cognito user pool, or the external issuer's settings. */
+  readonly auth: Auth;
+  readonly mcp: McpFunction;
+  readonly reconciler: ReconcilerFunction;
+  /** The outbox queue and its dead-letter queue; only with `deliveries`. */
+  readonly outbox?: OutboxQueue;
+  /** Only with `deliveries`. */
+  readonly relay?: OutboxRelayFunction;
+  /** Only with `deliveries`. */
+  readonly consumer?: OutboxConsumerFunction;
+  readonly monitoring: Monitoring;
+  /** The MCP function (its `grantPrincipal` is its role): grant it what your tools call. */
+  readonly mcpFunction: lambda.IFunction;
+  /** The reconciler (its `grantPrincipal` is its role): grant it what your reconcile hooks call. */
+  readonly reconcilerFunction: lambda.IFunction;
+  /** The outbox consumer, only with `deliveries`: grant it what your deliveries call. */
+  readonly consumerFunction?: lambda.IFunction;
+  /** The outbox relay, only with `deliveries`. */
+  readonly relayFunction?: lambda.IFunction;
+
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
     const deliveries = props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
+    const outbox = deliveries !== undefined;
     checkEnvironment(props.environment ?? {});
-    if (props.reconcilePeriod && props.reconcilePeriod.toMilliseconds() < DEFAULT_RECONCILE_PERIOD.toMilliseconds()) {
-      throw new Error('IdempotentMcpEndpoint: reconcilePeriod must be at least 1 minute (the shortest EventBridge rate)');
+    checkSettings(props, outbox);
+    // Values known only once deployed (tokens) are left out: the modules load here as far as the synth can tell.
+    const knownEnvironment = Object.fromEntries(Object.entries(props.environment ?? {}).filter(([, value]) => !Token.isUnresolved(value)));
+    const { unchecked } = checkModuleExports({ prop: 'IdempotentMcpEndpoint', tools, deliveries, environment: knownEnvironment });
+    if (unchecked) Annotations.of(this).addWarningV2('idempotent-mcp:modules-unchecked', unchecked);
+
+    const fn = (name: (typeof FUNCTION_NAMES)[number]): CommonFunctionProps => ({
+      powertools: props.powertools,
+      logRetention: props.logRetention,
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
+      ...props.functions?.[name],
+    });
+    const tableRemovalPolicy = props.tableRemovalPolicy ?? RemovalPolicy.RETAIN;
+    const encryptionKey = props.customerManagedKey
+      ? new kms.Key(this, 'TableKey', {
+          description: 'Encrypts the idempotency table and its stream',
+          enableKeyRotation: true,
+          // The key must outlive the retained table, or its data becomes unreadable.
+          removalPolicy: tableRemovalPolicy,
+        })
+      : undefined;
+    this.store = props.existingTable
+      ? new IdempotencyTable(this, 'Store', { existingTable: props.existingTable })
+      : new IdempotencyTable(this, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy, stream: outbox });
+    this.table = this.store.table;
+    this.auth = new Auth(this, 'Auth', props.auth);
+    this.mcp = new McpFunction(this, 'Mcp', {
+      ...fn('mcp'),
+      entry: toolsFunctionEntry('mcp', tools),
+      store: this.store,
+      auth: this.auth.verification,
+      downstreamTimeout: props.downstreamTimeout,
+      allowedOrigins: props.allowedOrigins,
+      confirmationOptOut: props.confirmationOptOut,
+      publicBaseUrl: props.publicBaseUrl,
+      reconcilePeriod: props.reconcilePeriod,
+      outbox,
+    });
+    if (deliveries !== undefined) {
+      const consumerTimeout = props.functions?.consumer?.timeout ?? DEFAULT_CONSUMER_TIMEOUT;
+      this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout });
+      this.relay = new OutboxRelayFunction(this, 'Relay', { ...fn('relay'), store: this.store, queue: this.outbox });
+      this.consumer = new OutboxConsumerFunction(this, 'Consumer', {
+        ...fn('consumer'),
+        entry: deliveriesFunctionEntry(deliveries, tools),
+        store: this.store,
+        queue: this.outbox,
+        downstreamTimeout: props.downstreamTimeout,
+        timeout: consumerTimeout,
+      });
     }
-    for (const origin of props.allowedOrigins ?? []) {
-      if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`IdempotentMcpEndpoint: allowedOrigins has '${origin}', not an origin (scheme://host[:port])`);
-    }
-    Object.assign(this, addEndpointParts(this, {
-      ...props,
-      entries: {
-        mcp: toolsFunctionEntry('mcp', tools),
-        reconciler: toolsFunctionEntry('reconciler', tools),
-        consumer: deliveriesFunctionEntry(deliveries, tools),
+    this.reconciler = new ReconcilerFunction(this, 'Reconciler', {
+      ...fn('reconciler'),
+      entry: toolsFunctionEntry('reconciler', tools),
+      store: this.store,
+      queue: this.outbox,
+      downstreamTimeout: props.downstreamTimeout,
+      period: props.reconcilePeriod,
+      maxAttempts: props.reconcileMaxAttempts,
+    });
+    this.mcpFunction = this.mcp.handler.function;
+    this.reconcilerFunction = this.reconciler.handler.function;
+    this.relayFunction = this.relay?.handler.function;
+    this.consumerFunction = this.consumer?.handler.function;
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      functions: {
+        Mcp: this.mcpFunction,
+        ...(this.relayFunction ? { Relay: this.relayFunction } : {}),
+        ...(this.consumerFunction ? { Consumer: this.consumerFunction } : {}),
+        Reconciler: this.reconcilerFunction,
+        ...props.monitoredFunctions,
       },
-    }));
-    for (const fn of [this.mcp.handler, this.reconciler.handler, ...(deliveries ? [this.consumer.handler] : [])]) {
-      for (const [name, value] of Object.entries(props.environment ?? {})) fn.function.addEnvironment(name, value);
-      for (const statement of props.grants ?? []) fn.role.addToPrincipalPolicy(statement);
+      deadLetterQueue: this.outbox?.deadLetterQueue,
+      powertools: props.powertools,
+      alarmTopic: props.alarmTopic,
+      dashboard: props.dashboard,
+    });
+
+    for (const handler of [this.mcp.handler, this.reconciler.handler, ...(this.consumer ? [this.consumer.handler] : [])]) {
+      for (const [name, value] of Object.entries(props.environment ?? {})) handler.function.addEnvironment(name, value);
+      for (const statement of props.grants ?? []) handler.role.addToPrincipalPolicy(statement);
     }
   }
 
   /** The MCP endpoint's URL (streamable HTTP), e.g. for a CfnOutput. */
   get mcpUrl(): string {
     return this.mcp.mcpUrl;
+  }
+
+  /**
+   * Read the records, business items, review logs and outbox events one at a time (GetItem) and list what needs
+   * attention (Query on the attention index): what `idempotent-mcp-ops list` and `show` need. No Scan, no write.
+   */
+  grantReadRecords(grantee: iam.IGrantable): iam.Grant {
+    return this.store.grantReadRecords(grantee);
+  }
+
+  /**
+   * Everything `idempotent-mcp-ops` does: read (as grantReadRecords), settle or re-check a record (its fenced
+   * writes), and with an outbox redrive the dead-letter queue to the queue.
+   */
+  grantReview(grantee: iam.IGrantable): iam.Grant {
+    let grant = this.grantReadRecords(grantee).combine(this.store.grantItems(grantee, ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']));
+    if (this.outbox) {
+      grant = grant.combine(this.outbox.deadLetterQueue.grantConsumeMessages(grantee)).combine(this.outbox.queue.grantSendMessages(grantee));
+    }
+    return grant;
   }
 }

@@ -2,7 +2,7 @@
  * `idempotent-mcp/cdk`: the constructs. `IdempotentMcpEndpoint` is the whole endpoint around your own tools
  * module; the others are its parts, for a layout of your own.
  */
-export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings } from './endpoint';
+export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions } from './endpoint';
 export { Auth, TOOLS_SCOPE, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
 export { IdempotencyTable, type IdempotencyTableProps, type TableItemAction } from './constructs/idempotency-store';
 export { McpFunction, MCP_TABLE_ACTIONS, type McpFunctionProps } from './constructs/mcp-function';
@@ -11,4 +11,11 @@ export { OutboxConsumerFunction, CONSUMER_TABLE_ACTIONS, DEFAULT_CONSUMER_TIMEOU
 export { OutboxQueue, type OutboxQueueProps } from './constructs/outbox-queue';
 export { OutboxRelayFunction, RELAY_TABLE_ACTIONS, type OutboxRelayFunctionProps } from './constructs/outbox-relay';
 export { ReconcilerFunction, RECONCILER_TABLE_ACTIONS, DEFAULT_RECONCILE_PERIOD, type ReconcilerFunctionProps } from './constructs/reconciler';
-export { ServiceFunction, type CommonFunctionProps, type PowertoolsSettings, type ServiceFunctionProps } from './constructs/service-function';
+export {
+  ServiceFunction,
+  type CommonFunctionProps,
+  type FunctionNetwork,
+  type FunctionOptions,
+  type PowertoolsSettings,
+  type ServiceFunctionProps,
+} from './constructs/service-function';

@@ -39,12 +39,10 @@ export function toolsFunctionEntry(fn: ToolsFunction, toolsModule: string): stri
 
 /**
  * The outbox consumer's entry of a team's endpoint: its deliveries module performs the event types its tools queue.
- * Without one the consumer has no handlers (an event of an unknown type is retried, then dead-lettered).
+ * (An endpoint without deliveries has no outbox, so no consumer.)
  */
-export function deliveriesFunctionEntry(deliveriesModule: string | undefined, toolsModule: string): string {
-  return deliveriesModule
-    ? generatedEntry('consumer', toolsModule, [`import * as deliveriesModule from ${JSON.stringify(deliveriesModule)};`], 'deliveriesModule')
-    : generatedEntry('consumer', toolsModule, [], '{ deliveries: {} }');
+export function deliveriesFunctionEntry(deliveriesModule: string, toolsModule: string): string {
+  return generatedEntry('consumer', toolsModule, [`import * as deliveriesModule from ${JSON.stringify(deliveriesModule)};`], 'deliveriesModule');
 }
 
 /** `export const handler = <factory>(<argument>)`, written next to the team project's modules (see above). */

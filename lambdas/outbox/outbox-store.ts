@@ -1,5 +1,5 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { OwnershipLostError } from '../core/errors';
+import { OwnershipLostError, TerminalToolError } from '../core/errors';
 import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
 import { queryAttention } from '../store/attention-index';
@@ -81,6 +81,8 @@ export class OutboxStore {
   constructor(
     private readonly doc: DocumentClient,
     readonly tableName: string,
+    /** `enabled: false` on an endpoint without an outbox (OUTBOX=off): eventWrite refuses. Default true. */
+    private readonly options: { enabled?: boolean } = {},
   ) {}
 
   /**
@@ -88,6 +90,13 @@ export class OutboxStore {
    * Pending events carry the attention index key, due at once: the relay (or the sweep) sends them.
    */
   eventWrite(message: OutboxMessage): ExtraWrite {
+    // Refused before anything commits: an event nobody delivers would stay pending, the call reported as queued.
+    if (this.options.enabled === false) {
+      throw new TerminalToolError(
+        'OUTBOX_DISABLED',
+        `This endpoint has no outbox, so ${message.tool} cannot queue a '${message.type}' event: deploy it with a deliveries module that delivers that type (IdempotentMcpEndpoint's deliveries).`,
+      );
+    }
     const key = Keys.outboxEvent(message.event_id);
     // Created, never overwritten: a colliding id cancels the whole transaction rather than replace someone else's event.
     return {

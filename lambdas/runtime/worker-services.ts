@@ -39,6 +39,6 @@ export function createWorkerServices(config: WorkerConfig, overrides: WorkerServ
     store: new DynamoDbIdempotencyStore({ client: doc, tableName: config.tableName }),
     clock: overrides.clock ?? systemClock,
     logger: overrides.logger ?? defaultLogger,
-    outbox: new OutboxStore(doc, config.tableName),
+    outbox: new OutboxStore(doc, config.tableName, { enabled: config.sideEffects.outboxEnabled }),
   };
 }

@@ -5,31 +5,54 @@ import { DEFAULT_TENANT_CLAIM } from '../../lambdas/config';
 
 /** An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...). */
 export interface ExternalOidcSettings {
-  issuer: string;
+  /** The issuer URL (`iss` of its tokens). */
+  readonly issuer: string;
   /**
    * The `aud` the issuer puts in access tokens for this API; tokens for another audience get 401. Required: without
    * it any token the issuer mints for any of its APIs would pass. Leave it unset only with `audienceNotRequiredReason`.
+   * @default none (then `audienceNotRequiredReason` is required)
    */
-  audience?: string;
-  /** Why tokens of this issuer need no audience check (for example: the issuer serves this API only). Default none. */
-  audienceNotRequiredReason?: string;
-  /** Scopes every token must carry (403 insufficient_scope otherwise). Default none. */
-  requiredScopes?: string[];
-  /** Default `${issuer}/.well-known/jwks.json`. */
-  jwksUrl?: string;
-  /** The claim holding the tenant id. Default `tenant` (DEFAULT_TENANT_CLAIM, the functions' own default). */
-  tenantClaim?: string;
+  readonly audience?: string;
+  /**
+   * Why tokens of this issuer need no audience check (for example: the issuer serves this API only).
+   * @default none
+   */
+  readonly audienceNotRequiredReason?: string;
+  /**
+   * Scopes every token must carry (403 insufficient_scope otherwise).
+   * @default none
+   */
+  readonly requiredScopes?: string[];
+  /** @default `${issuer}/.well-known/jwks.json` */
+  readonly jwksUrl?: string;
+  /**
+   * The claim holding the tenant id.
+   * @default 'tenant' (DEFAULT_TENANT_CLAIM, the functions' own default)
+   */
+  readonly tenantClaim?: string;
 }
 
 export interface AuthProps {
-  /** Verify tokens of an existing issuer instead of creating a Cognito user pool. */
-  external?: ExternalOidcSettings;
-  /** Cognito hosted domain prefix for the token endpoint. Default `idempotent-mcp-<8 hex of the stack id>`. */
-  cognitoDomainPrefix?: string;
-  /** Resource server identifier, also the scope prefix. Default `idempotent-mcp`. */
-  resourceServerIdentifier?: string;
-  /** Access token lifetime for the client-credentials client. Default 1 hour. */
-  accessTokenValidity?: Duration;
+  /**
+   * Verify tokens of an existing issuer instead of creating a Cognito user pool.
+   * @default none: a new Cognito user pool issuing client-credentials tokens (tenant = app client id)
+   */
+  readonly external?: ExternalOidcSettings;
+  /**
+   * Cognito hosted domain prefix for the token endpoint.
+   * @default `idempotent-mcp-<8 hex of the stack id>`
+   */
+  readonly cognitoDomainPrefix?: string;
+  /**
+   * Resource server identifier, also the scope prefix.
+   * @default 'idempotent-mcp'
+   */
+  readonly resourceServerIdentifier?: string;
+  /**
+   * Access token lifetime for the client-credentials client.
+   * @default Duration.hours(1)
+   */
+  readonly accessTokenValidity?: Duration;
 }
 
 /** What the MCP function needs to verify bearer tokens (the AUTH_* environment). */

@@ -11,28 +11,56 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
-  entry: string;
-  store: IdempotencyTable;
-  auth: TokenVerification;
-  /** Bound of one downstream call a tool makes (DOWNSTREAM_TIMEOUT_MS). Default: the functions' own default, 3 seconds. */
-  downstreamTimeout?: Duration;
-  /** Browser origins allowed to call (DNS-rebinding protection). Default none: only non-browser clients. */
-  allowedOrigins?: string[];
-  /** Public base URL when a custom domain fronts the Function URL; by default the function uses the request's host. */
-  publicBaseUrl?: string;
-  /** Default 29 s: the engine's budget is cut from the remaining time, leaving its completion margin. */
-  timeout?: Duration;
-  /** Default 1024 MB: more CPU for the cold start; billed only while running. */
-  memorySize?: number;
-  /** How often the reconciler runs: `unknown` answers suggest retrying after about one period. Default 1 minute. */
-  reconcilePeriod?: Duration;
-  /** Signing key of operation ids. Default: a new generated secret. */
-  operationIdSecret?: secretsmanager.ISecret;
+  readonly entry: string;
+  readonly store: IdempotencyTable;
+  readonly auth: TokenVerification;
+  /**
+   * Bound of one downstream call a tool makes (DOWNSTREAM_TIMEOUT_MS).
+   * @default 3 seconds (the functions' own default)
+   */
+  readonly downstreamTimeout?: Duration;
+  /**
+   * Browser origins allowed to call (DNS-rebinding protection).
+   * @default none: only non-browser clients
+   */
+  readonly allowedOrigins?: string[];
+  /**
+   * Public base URL when a custom domain fronts the Function URL.
+   * @default the request's own host
+   */
+  readonly publicBaseUrl?: string;
+  /**
+   * The engine's budget is cut from the remaining time, leaving its completion margin.
+   * @default Duration.seconds(29)
+   */
+  readonly timeout?: Duration;
+  /**
+   * More CPU for the cold start; billed only while running.
+   * @default 1024
+   */
+  readonly memorySize?: number;
+  /**
+   * How often the reconciler runs: `unknown` answers suggest retrying after about one period.
+   * @default Duration.minutes(1)
+   */
+  readonly reconcilePeriod?: Duration;
+  /**
+   * Signing key of operation ids.
+   * @default a new generated secret
+   */
+  readonly operationIdSecret?: secretsmanager.ISecret;
   /**
    * Tools with `confirmation: 'required'` that 2025-era clients may call without the person's confirmation through
-   * the server (for clients that confirm on their side). Default none: those clients get CONFIRMATION_UNAVAILABLE.
+   * the server (for clients that confirm on their side).
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
    */
-  confirmationOptOut?: string[];
+  readonly confirmationOptOut?: string[];
+  /**
+   * Whether the endpoint has an outbox (queue, relay, consumer). Without one (OUTBOX=off) a tool that queues an
+   * effect answers a clear error instead of committing an event nobody delivers.
+   * @default true
+   */
+  readonly outbox?: boolean;
 }
 
 /**
@@ -76,6 +104,7 @@ export class McpFunction extends Construct {
         publicBaseUrl: props.publicBaseUrl || undefined,
         confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
         downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
+        outbox: props.outbox === false ? 'off' : undefined,
       }),
     };
 

@@ -15,15 +15,29 @@ export const ReconcilerMetric = {
 
 export interface MonitoringProps {
   /** The functions whose errors and throttles raise an alarm, by a short name used in alarm ids and titles. */
-  functions: Record<string, lambda.IFunction>;
-  deadLetterQueue: sqs.IQueue;
-  powertools?: PowertoolsSettings;
-  /** Alarm when the oldest UNKNOWN record is older than this. Default 15 minutes. */
-  oldestUnknownAgeThreshold?: Duration;
-  /** Where alarms (and their recoveries) are sent. Default: nowhere (they still show in the console). */
-  alarmTopic?: sns.ITopic;
-  /** Default true: one small dashboard ($3/month beyond the account's first three). */
-  dashboard?: boolean;
+  readonly functions: Record<string, lambda.IFunction>;
+  /**
+   * The outbox's dead-letter queue: a message there raises an alarm.
+   * @default none: the endpoint has no outbox
+   */
+  readonly deadLetterQueue?: sqs.IQueue;
+  /** @default the Powertools defaults of PowertoolsSettings */
+  readonly powertools?: PowertoolsSettings;
+  /**
+   * Alarm when the oldest UNKNOWN record is older than this.
+   * @default Duration.minutes(15)
+   */
+  readonly oldestUnknownAgeThreshold?: Duration;
+  /**
+   * Where alarms (and their recoveries) are sent.
+   * @default nowhere (they still show in the console)
+   */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * One small dashboard ($3/month beyond the account's first three).
+   * @default true
+   */
+  readonly dashboard?: boolean;
 }
 
 const FIVE_MINUTES = Duration.minutes(5);
@@ -49,15 +63,17 @@ export class Monitoring extends Construct {
         period: FIVE_MINUTES,
       });
 
-    const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+    const dlqDepth = props.deadLetterQueue?.metricApproximateNumberOfMessagesVisible({
       statistic: cloudwatch.Stats.MAXIMUM,
       period: Duration.minutes(1),
     });
-    this.add('DeadLetterQueueDepth', dlqDepth, {
-      threshold: 1,
-      description: 'An outbox side effect failed on every delivery and is in the dead-letter queue: look at it, then redrive or settle it.',
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    if (dlqDepth) {
+      this.add('DeadLetterQueueDepth', dlqDepth, {
+        threshold: 1,
+        description: 'An outbox side effect failed on every delivery and is in the dead-letter queue: look at it, then redrive or settle it.',
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
 
     // Gauges the reconciler emits on every run (every minute).
     const needsReview = reconcilerMetric(ReconcilerMetric.NeedsReview);
@@ -112,13 +128,13 @@ export class Monitoring extends Construct {
             new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 4 }),
           ],
           [
-            new cloudwatch.GraphWidget({ title: 'Dead-letter queue depth', left: [dlqDepth], width: 8 }),
-            new cloudwatch.GraphWidget({ title: 'NEEDS_REVIEW records', left: [needsReview], width: 8 }),
+            ...(dlqDepth ? [new cloudwatch.GraphWidget({ title: 'Dead-letter queue depth', left: [dlqDepth], width: 8 })] : []),
+            new cloudwatch.GraphWidget({ title: 'NEEDS_REVIEW records', left: [needsReview], width: dlqDepth ? 8 : 12 }),
             new cloudwatch.GraphWidget({
               title: 'Oldest UNKNOWN (s)',
               left: [oldestUnknown],
               leftAnnotations: [{ value: maxAge.toSeconds(), label: 'alarm' }],
-              width: 8,
+              width: dlqDepth ? 8 : 12,
             }),
           ],
           [

@@ -9,19 +9,34 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 /** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
+/** How many consumer instances SQS runs at most, by default. */
+export const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
+
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */
-  entry: string;
-  store: IdempotencyTable;
-  queue: OutboxQueue;
-  /** Bound of one delivery or verification (DOWNSTREAM_TIMEOUT_MS). Default: the functions' own default. */
-  downstreamTimeout?: Duration;
-  /** Must match the timeout the OutboxQueue was sized for. Default 60 s. */
-  timeout?: Duration;
-  /** Messages per invocation. Default 5. */
-  batchSize?: number;
-  /** Upper bound of concurrent consumer instances (protects the downstreams). Default 5. */
-  maxConcurrency?: number;
+  readonly entry: string;
+  readonly store: IdempotencyTable;
+  readonly queue: OutboxQueue;
+  /**
+   * Bound of one delivery or verification (DOWNSTREAM_TIMEOUT_MS).
+   * @default 3 seconds (the functions' own default)
+   */
+  readonly downstreamTimeout?: Duration;
+  /**
+   * Must match the timeout the OutboxQueue was sized for.
+   * @default DEFAULT_CONSUMER_TIMEOUT (60 s)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Messages per invocation.
+   * @default 5
+   */
+  readonly batchSize?: number;
+  /**
+   * Upper bound of concurrent consumer instances (protects the downstreams); at most its reserved concurrency.
+   * @default 5
+   */
+  readonly maxConcurrency?: number;
 }
 
 /**
@@ -36,6 +51,13 @@ export class OutboxConsumerFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: OutboxConsumerFunctionProps) {
     super(scope, id);
+    const maxConcurrency = props.maxConcurrency ?? DEFAULT_CONSUMER_MAX_CONCURRENCY;
+    // SQS keeps polling up to maxConcurrency; a lower reserved concurrency throttles batches, each throttle a receive.
+    if (props.reservedConcurrentExecutions !== undefined && props.reservedConcurrentExecutions < maxConcurrency) {
+      throw new Error(
+        `OutboxConsumerFunction: reservedConcurrentExecutions must be at least its maxConcurrency (${maxConcurrency}), or throttled batches use up their receives`,
+      );
+    }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
       entry: props.entry,
@@ -58,7 +80,7 @@ export class OutboxConsumerFunction extends Construct {
       new SqsEventSource(props.queue.queue, {
         batchSize: props.batchSize ?? 5,
         reportBatchItemFailures: true,
-        maxConcurrency: props.maxConcurrency ?? 5,
+        maxConcurrency,
       }),
     );
   }

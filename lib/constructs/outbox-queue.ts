@@ -9,25 +9,39 @@ export const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
 
 export interface OutboxQueueProps {
   /** The consumer function's timeout; the visibility timeout is derived from it. */
-  consumerTimeout: Duration;
-  /** The event source's batching window, added to the visibility timeout. Default none. */
-  maxBatchingWindow?: Duration;
-  /** Explicit visibility timeout; must be at least six times the consumer timeout plus the batching window. */
-  visibilityTimeout?: Duration;
+  readonly consumerTimeout: Duration;
+  /**
+   * The event source's batching window, added to the visibility timeout.
+   * @default none
+   */
+  readonly maxBatchingWindow?: Duration;
+  /**
+   * Explicit visibility timeout; must be at least six times the consumer timeout plus the batching window.
+   * @default exactly that
+   */
+  readonly visibilityTimeout?: Duration;
   /**
    * How long the consumer retries a delivery the downstream refuses for now (from the event's commit) before it
-   * moves the message to the dead-letter queue. Default 24 h, at most 13 days.
+   * moves the message to the dead-letter queue; at most 13 days.
+   * @default Duration.hours(24)
    */
-  deliveryBudget?: Duration;
+  readonly deliveryBudget?: Duration;
   /**
    * The redrive count, a backstop (a consumer that crashes on a message): never below what the delivery budget
-   * needs (receivesWithinBudget), at most 1000. Default exactly that.
+   * needs (receivesWithinBudget), at most 1000.
+   * @default exactly what the delivery budget needs
    */
-  maxReceiveCount?: number;
-  /** Customer managed key. Default: SQS managed encryption (SSE-SQS, no key cost). */
-  encryptionKey?: kms.IKey;
-  /** How long the dead-letter queue keeps a message for a person to look at. Default 14 days (the maximum). */
-  deadLetterRetention?: Duration;
+  readonly maxReceiveCount?: number;
+  /**
+   * Customer managed key.
+   * @default SQS managed encryption (SSE-SQS, no key cost)
+   */
+  readonly encryptionKey?: kms.IKey;
+  /**
+   * How long the dead-letter queue keeps a message for a person to look at.
+   * @default Duration.days(14) (the maximum)
+   */
+  readonly deadLetterRetention?: Duration;
 }
 
 /**

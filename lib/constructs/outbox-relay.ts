@@ -10,12 +10,16 @@ import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
 export interface OutboxRelayFunctionProps extends CommonFunctionProps {
-  store: IdempotencyTable;
-  queue: OutboxQueue;
-  /** Default 30 s. */
-  timeout?: Duration;
-  /** Stream records per invocation. Default 50. */
-  batchSize?: number;
+  /** Its table must have a stream (NEW_IMAGE): the relay reads committed outbox events from it. */
+  readonly store: IdempotencyTable;
+  readonly queue: OutboxQueue;
+  /** @default Duration.seconds(30) */
+  readonly timeout?: Duration;
+  /**
+   * Stream records per invocation.
+   * @default 50
+   */
+  readonly batchSize?: number;
 }
 
 /** The relay only records each send on the event (send count, next look for the sweep). */
@@ -36,6 +40,9 @@ export class OutboxRelayFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: OutboxRelayFunctionProps) {
     super(scope, id);
+    if (!props.store.table.tableStreamArn) {
+      throw new Error('OutboxRelayFunction: the table has no stream; an existing table needs its stream (NEW_IMAGE) enabled and its tableStreamArn given (Table.fromTableAttributes)');
+    }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
       entry: handlerEntry('relay'),

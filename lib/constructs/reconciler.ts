@@ -9,22 +9,35 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
-  entry: string;
-  store: IdempotencyTable;
-  /** The sweep re-sends outbox events the stream relay missed. */
-  queue: OutboxQueue;
-  /** Bound of one reconcile check of a downstream (DOWNSTREAM_TIMEOUT_MS). Default: the functions' own default. */
-  downstreamTimeout?: Duration;
+  readonly entry: string;
+  readonly store: IdempotencyTable;
   /**
-   * How often it runs. Default 1 minute (the shortest EventBridge rate). The function gets it as
+   * The sweep re-sends outbox events the stream relay missed.
+   * @default none: the endpoint has no outbox (OUTBOX=off)
+   */
+  readonly queue?: OutboxQueue;
+  /**
+   * Bound of one reconcile check of a downstream (DOWNSTREAM_TIMEOUT_MS).
+   * @default 3 seconds (the functions' own default)
+   */
+  readonly downstreamTimeout?: Duration;
+  /**
+   * How often it runs (at least 1 minute, the shortest EventBridge rate). The function gets it as
    * RECONCILE_INTERVAL_MS too: its retry backoff starts at one period, so a downstream outage is re-checked over
    * hours, not minutes, before a record is parked for review.
+   * @default Duration.minutes(1)
    */
-  period?: Duration;
-  /** Default 50 s: a run ends before the next one starts (overlaps would still be safe: every write is fenced). */
-  timeout?: Duration;
-  /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW (RECONCILE_MAX_ATTEMPTS). Default 8. */
-  maxAttempts?: number;
+  readonly period?: Duration;
+  /**
+   * A run ends before the next one starts (overlaps would still be safe: every write is fenced).
+   * @default Duration.seconds(50)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW (RECONCILE_MAX_ATTEMPTS).
+   * @default 8
+   */
+  readonly maxAttempts?: number;
 }
 
 /** How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long. */
@@ -55,7 +68,8 @@ export class ReconcilerFunction extends Construct {
       environment: {
         ...environmentOf({
           tableName: props.store.tableName,
-          outboxQueueUrl: props.queue.queue.queueUrl,
+          outboxQueueUrl: props.queue?.queue.queueUrl,
+          outbox: props.queue ? undefined : 'off',
           reconcileIntervalMs: period.toMilliseconds(),
           reconcileMaxAttempts: props.maxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS,
           downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
@@ -64,7 +78,7 @@ export class ReconcilerFunction extends Construct {
     });
     props.store.grantItems(this.handler.role, RECONCILER_TABLE_ACTIONS);
     props.store.grantAttentionQuery(this.handler.role);
-    props.queue.queue.grantSendMessages(this.handler.role);
+    props.queue?.queue.grantSendMessages(this.handler.role);
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the reconciler',

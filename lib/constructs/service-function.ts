@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -13,12 +14,21 @@ export const PROJECT_ROOT = PACKAGE_ROOT;
 
 /** Powertools settings every function shares, so all metrics carry the same `service` dimension the alarms read. */
 export interface PowertoolsSettings {
-  /** POWERTOOLS_SERVICE_NAME. Default `idempotent-mcp`. */
-  serviceName?: string;
-  /** POWERTOOLS_METRICS_NAMESPACE. Default `IdempotentMcp`. */
-  metricsNamespace?: string;
-  /** POWERTOOLS_LOG_LEVEL. Default `INFO`. */
-  logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /**
+   * POWERTOOLS_SERVICE_NAME.
+   * @default 'idempotent-mcp'
+   */
+  readonly serviceName?: string;
+  /**
+   * POWERTOOLS_METRICS_NAMESPACE.
+   * @default 'IdempotentMcp'
+   */
+  readonly metricsNamespace?: string;
+  /**
+   * POWERTOOLS_LOG_LEVEL.
+   * @default 'INFO'
+   */
+  readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 }
 
 export const resolvePowertools = (p: PowertoolsSettings = {}): Required<PowertoolsSettings> => ({
@@ -30,45 +40,115 @@ export const resolvePowertools = (p: PowertoolsSettings = {}): Required<Powertoo
 /** DOWNSTREAM_TIMEOUT_MS of a function: the prop's, else the functions' own default, written out so the template shows it. */
 export const downstreamTimeoutMs = (timeout: Duration | undefined): number => timeout?.toMilliseconds() ?? EnvVars.downstreamTimeoutMs.parse(undefined);
 
+/** What a team may tune on each function of an endpoint (IdempotentMcpEndpoint's `functions`). */
+export interface FunctionOptions {
+  /**
+   * Memory in MB (128 to 10240); more memory is more CPU, which shortens the cold start.
+   * @default each function's own: 1024 for the MCP function, 512 for the others
+   */
+  readonly memorySize?: number;
+  /**
+   * @default each function's own: MCP 29 s, reconciler 50 s, consumer 60 s (the queue's visibility timeout is six
+   * times it), relay 30 s
+   */
+  readonly timeout?: Duration;
+  /**
+   * Concurrency reserved for the function (and its ceiling).
+   * @default none: the function shares the account's unreserved concurrency
+   */
+  readonly reservedConcurrentExecutions?: number;
+  /**
+   * @default lambda.Architecture.ARM_64 (cheaper per ms; the bundle has no native code)
+   */
+  readonly architecture?: lambda.Architecture;
+}
+
+/** Where the functions run in a VPC of yours (all of an endpoint's functions alike). */
+export interface FunctionNetwork {
+  /**
+   * Run the functions in this VPC. Their subnets need a way to DynamoDB and SQS (gateway / interface endpoints or a
+   * NAT), and the MCP function one to the token issuer's JWKS URL and to Secrets Manager.
+   * @default none: the functions run outside any VPC
+   */
+  readonly vpc?: ec2.IVpc;
+  /**
+   * Which subnets of `vpc`.
+   * @default the VPC's private subnets (CDK's default selection)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /**
+   * @default one new security group per function, all outbound traffic allowed
+   */
+  readonly securityGroups?: ec2.ISecurityGroup[];
+}
+
 /** What every function of the stack shares; each concern's construct adds its own settings. */
-export interface CommonFunctionProps {
-  powertools?: PowertoolsSettings;
-  /** Default one month. */
-  logRetention?: logs.RetentionDays;
-  /** Default ARM_64 (cheaper per ms, and the bundle has no native code). */
-  architecture?: lambda.Architecture;
+export interface CommonFunctionProps extends FunctionOptions, FunctionNetwork {
+  /** @default the Powertools defaults of PowertoolsSettings */
+  readonly powertools?: PowertoolsSettings;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
 }
 
 /** Just the shared settings out of a construct's props. */
-export const commonFunctionProps = ({ powertools, logRetention, architecture }: CommonFunctionProps): CommonFunctionProps => ({
+export const commonFunctionProps = ({
   powertools,
   logRetention,
   architecture,
-});
+  memorySize,
+  reservedConcurrentExecutions,
+  vpc,
+  vpcSubnets,
+  securityGroups,
+}: CommonFunctionProps): CommonFunctionProps => ({ powertools, logRetention, architecture, memorySize, reservedConcurrentExecutions, vpc, vpcSubnets, securityGroups });
+
+/** The largest timeout and memory Lambda allows. */
+const MAX_TIMEOUT = Duration.minutes(15);
+const MEMORY_MB = { min: 128, max: 10_240 };
+
+/** A function's options checked, or an error naming the prop (thrown at synth, not at deploy). */
+export function checkFunctionOptions(prop: string, options: FunctionOptions = {}): void {
+  const { memorySize, timeout, reservedConcurrentExecutions } = options;
+  if (memorySize !== undefined && (!Number.isInteger(memorySize) || memorySize < MEMORY_MB.min || memorySize > MEMORY_MB.max)) {
+    throw new Error(`${prop}.memorySize must be a whole number of MB from ${MEMORY_MB.min} to ${MEMORY_MB.max} (got ${memorySize})`);
+  }
+  if (timeout !== undefined && (timeout.toMilliseconds() < 1000 || timeout.toMilliseconds() > MAX_TIMEOUT.toMilliseconds())) {
+    throw new Error(`${prop}.timeout must be from 1 second to 15 minutes (got ${timeout.toHumanString()})`);
+  }
+  if (reservedConcurrentExecutions !== undefined && (!Number.isInteger(reservedConcurrentExecutions) || reservedConcurrentExecutions < 1)) {
+    throw new Error(`${prop}.reservedConcurrentExecutions must be a whole number of at least 1 (got ${reservedConcurrentExecutions}); to stop a function, remove the endpoint instead`);
+  }
+}
 
 export interface ServiceFunctionProps extends CommonFunctionProps {
   /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
-  entry: string;
-  description: string;
-  timeout: Duration;
-  /** More memory is more CPU, which shortens the cold start. Default 512 MB. */
-  memorySize?: number;
-  environment?: Record<string, string>;
-  /** The AWS Parameters and Secrets Lambda Extension, for functions that read a secret. */
-  paramsAndSecrets?: lambda.ParamsAndSecretsLayerVersion;
+  readonly entry: string;
+  readonly description: string;
+  readonly timeout: Duration;
+  /** @default none */
+  readonly environment?: Record<string, string>;
+  /**
+   * The AWS Parameters and Secrets Lambda Extension, for functions that read a secret.
+   * @default none
+   */
+  readonly paramsAndSecrets?: lambda.ParamsAndSecretsLayerVersion;
 }
 
 /**
  * One Lambda function: Node.js 22, bundled by the local esbuild (never Docker) with the shared bundle settings,
  * its own log group and a role that may write only to that log group until the owning construct grants more.
  */
-export class ServiceFunction extends Construct {
+export class ServiceFunction extends Construct implements iam.IGrantable {
   readonly function: NodejsFunction;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
+  /** The function's role: grant it what your code calls. */
+  readonly grantPrincipal: iam.IPrincipal;
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     super(scope, id);
+    checkFunctionOptions(this.node.path, props);
+    if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error(`${this.node.path}: vpcSubnets and securityGroups need a vpc`);
     const powertools = resolvePowertools(props.powertools);
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -80,6 +160,17 @@ export class ServiceFunction extends Construct {
       description: `${props.description} (least privilege: grants are added per concern)`,
     });
     this.logGroup.grantWrite(this.role);
+    this.grantPrincipal = this.role;
+    if (props.vpc) {
+      // Lambda creates and removes the function's network interfaces with these (what a function's own role gets
+      // from CDK when CDK makes the role).
+      this.role.addManagedPolicy(iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaVPCAccessExecutionRole'));
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]',
+        reason:
+          "AWS's own policy for a function in a VPC: only the EC2 network-interface actions Lambda needs to attach the function to its subnets, kept current by AWS.",
+      });
+    }
 
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry,
@@ -91,6 +182,10 @@ export class ServiceFunction extends Construct {
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
       role: this.role,
       logGroup: this.logGroup,
       paramsAndSecrets: props.paramsAndSecrets,

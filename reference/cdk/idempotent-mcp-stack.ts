@@ -82,15 +82,19 @@ export class IdempotentMcpStack extends Stack {
     }
     new CfnOutput(this, 'TableName', { value: endpoint.store.tableName });
     // `npm run ops -- --stack <name>` reads these three.
-    new CfnOutput(this, 'OutboxQueueUrl', { value: endpoint.outbox.queue.queueUrl });
-    new CfnOutput(this, 'DeadLetterQueueUrl', { value: endpoint.outbox.deadLetterQueue.queueUrl });
+    if (endpoint.outbox) {
+      new CfnOutput(this, 'OutboxQueueUrl', { value: endpoint.outbox.queue.queueUrl });
+      new CfnOutput(this, 'DeadLetterQueueUrl', { value: endpoint.outbox.deadLetterQueue.queueUrl });
+    }
     if (endpoint.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: endpoint.monitoring.dashboard.dashboardName });
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });
   }
 
   /** The consumer sends the demo's emails through SES, only as `from`. */
   private allowSesSending(from: string) {
-    const role = this.endpoint.consumer.handler.role;
+    // The reference endpoint always has deliveries, so always a consumer.
+    const role = this.endpoint.consumer?.handler.role;
+    if (!role) return;
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['ses:SendEmail'],

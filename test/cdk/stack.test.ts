@@ -29,17 +29,17 @@ const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.T
 
 const tableId = logicalId(stack.endpoint.store.table);
 const tableArn = { 'Fn::GetAtt': [tableId, 'Arn'] };
-const queueArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox.queue), 'Arn'] };
+const queueArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.queue), 'Arn'] };
 const functionIds = {
   mcp: logicalId(stack.endpoint.mcp.handler.function),
-  relay: logicalId(stack.endpoint.relay.handler.function),
-  consumer: logicalId(stack.endpoint.consumer.handler.function),
+  relay: logicalId(stack.endpoint.relay!.handler.function),
+  consumer: logicalId(stack.endpoint.consumer!.handler.function),
   reconciler: logicalId(stack.endpoint.reconciler.handler.function),
 };
 const roleIds = {
   mcp: logicalId(stack.endpoint.mcp.handler.role),
-  relay: logicalId(stack.endpoint.relay.handler.role),
-  consumer: logicalId(stack.endpoint.consumer.handler.role),
+  relay: logicalId(stack.endpoint.relay!.handler.role),
+  consumer: logicalId(stack.endpoint.consumer!.handler.role),
   reconciler: logicalId(stack.endpoint.reconciler.handler.role),
 };
 const fnProps = (id: string) => resources[id]!.Properties;
@@ -118,13 +118,13 @@ describe('the idempotency table', () => {
       'kms:ReEncryptTo',
     ]);
     // The relay reads the encrypted stream: it may decrypt.
-    expect(actionsOn(statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.relay.handler.role)), keyArn)).toContain('kms:Decrypt');
+    expect(actionsOn(statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.relay!.handler.role)), keyArn)).toContain('kms:Decrypt');
   });
 });
 
 describe('the outbox queue', () => {
-  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.outbox.deadLetterQueue)) as [[string, any]];
-  const queue = resources[logicalId(stack.endpoint.outbox.queue)]!;
+  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.outbox!.deadLetterQueue)) as [[string, any]];
+  const queue = resources[logicalId(stack.endpoint.outbox!.queue)]!;
 
   it('retries a delivery for its time budget (24 h by default) before the dead-letter queue, and receives outlast it', () => {
     const consumerEnv = env(functionIds.consumer);
@@ -139,7 +139,7 @@ describe('the outbox queue', () => {
     expect(receivesWithinBudget(24 * 3600_000)).toBeGreaterThanOrEqual(18);
     expect(queue.Properties.MessageRetentionPeriod).toBeGreaterThan(24 * 3600);
     expect(dlq.Properties.MessageRetentionPeriod).toBe(Duration.days(14).toSeconds());
-    expect(actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumer.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] })).toContain('sqs:SendMessage');
+    expect(actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumer!.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] })).toContain('sqs:SendMessage');
   });
 
   it('sizes the redrive count and the retention from an operator-set budget, and refuses a count that would run out first', () => {
@@ -305,14 +305,14 @@ describe('least-privilege IAM', () => {
 
   it('with SES email, lets only the consumer send, and only as the configured sender', () => {
     const ses = synthStack({ emailFrom: 'agent@mail.example.com' });
-    const consumer = statementsOfRole(ses.template, logicalId(ses.stack.endpoint.consumer.handler.role));
+    const consumer = statementsOfRole(ses.template, logicalId(ses.stack.endpoint.consumer!.handler.role));
     const send = consumer.find((s) => actionsOf(s).includes('ses:SendEmail'))!;
     expect(actionsOf(send)).toEqual(['ses:SendEmail']);
     expect(send.Condition).toEqual({ StringEquals: { 'ses:FromAddress': 'agent@mail.example.com' } });
-    for (const role of [ses.stack.endpoint.mcp, ses.stack.endpoint.relay, ses.stack.endpoint.reconciler].map((c) => logicalId(c.handler.role))) {
+    for (const role of [ses.stack.endpoint.mcp, ses.stack.endpoint.relay!, ses.stack.endpoint.reconciler].map((c) => logicalId(c.handler.role))) {
       expect(serviceActions(statementsOfRole(ses.template, role), 'ses')).toEqual([]);
     }
-    expect(ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({
+    expect(ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
       EMAIL_MODE: 'ses',
       EMAIL_FROM: 'agent@mail.example.com',
     });
@@ -423,8 +423,8 @@ describe('the MCP URL and auth', () => {
   it('outputs the table and both queues, which the review tool reads with --stack', () => {
     const outputs = template.toJSON().Outputs;
     expect(outputs[StackOutput.table].Value).toEqual({ Ref: tableId });
-    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox.queue) });
-    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox.deadLetterQueue) });
+    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox!.queue) });
+    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox!.deadLetterQueue) });
   });
 
   it('verifies an existing OIDC issuer instead, from context, and then creates no Cognito resources', () => {
@@ -483,7 +483,7 @@ describe('alarms and dashboard', () => {
     expect(alarmOn('ApproximateNumberOfMessagesVisible')).toEqual([
       expect.objectContaining({
         Namespace: 'AWS/SQS',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox.deadLetterQueue), 'QueueName'] } }],
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'QueueName'] } }],
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       }),
@@ -544,7 +544,7 @@ describe('the sandbox downstreams', () => {
     const url = { 'Fn::GetAtt': [logicalId(sandbox.url as never), 'FunctionUrl'] };
     const vars = json[logicalId(demo.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
     expect(vars.PAYMENTS_URL).toEqual({ 'Fn::Join': ['', [url, 'sandbox/payments']] });
-    expect(json[logicalId(demo.stack.endpoint.consumer.handler.function)].Properties.Environment.Variables).toMatchObject({
+    expect(json[logicalId(demo.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
       EMAIL_MODE: 'sandbox',
       MAILBOX_URL: { 'Fn::Join': ['', [url, 'sandbox/mailbox']] },
       TICKETS_URL: { 'Fn::Join': ['', [url, 'sandbox/tickets']] },

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { App, CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { settingsFromContext } from '../../reference/cdk/context';
@@ -66,3 +66,18 @@ export function actionsOn(statements: Statement[], resource: unknown): string[] 
 /** The actions of one service prefix, over all resources. */
 export const serviceActions = (statements: Statement[], service: string) =>
   statements.flatMap(actionsOf).filter((a) => a.startsWith(`${service}:`)).sort();
+
+/**
+ * A copy of examples/cdk-app as a team's project inside this repository (so its packages resolve from here), with
+ * a tsconfig that maps the `idempotent-mcp/*` subpaths to the sources, for tsx and esbuild alike. The example's own
+ * tsconfig resolves them from the installed package instead (test/package/pack.test.ts runs it that way).
+ */
+export function teamProject(): { dir: string; file: (name: string) => string; remove: () => void } {
+  const scratch = join(PROJECT_ROOT, '.scratch');
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, 'team-app-'));
+  const example = join(PROJECT_ROOT, 'examples/cdk-app');
+  for (const name of readdirSync(example)) if (name !== 'tsconfig.json' && name !== 'node_modules') cpSync(join(example, name), join(dir, name), { recursive: true });
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: relative(dir, join(PROJECT_ROOT, 'tsconfig.json')), include: ['*.ts'] }));
+  return { dir, file: (name) => join(dir, name), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}

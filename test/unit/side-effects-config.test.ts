@@ -21,6 +21,7 @@ describe('side-effect settings', () => {
       reconcileMaxAttempts: 8,
       outboxDeliveryBudgetMs: 24 * 3600_000,
       outboxMaxReceiveCount: receivesWithinBudget(24 * 3600_000),
+      outboxEnabled: true,
     });
     for (const url of ['sqsEndpoint', 'outboxQueueUrl', 'outboxDeadLetterQueueUrl'] as const) expect(sideEffects[url]).toBeUndefined();
   });
@@ -53,10 +54,12 @@ describe('side-effect settings', () => {
       OUTBOX_DEAD_LETTER_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq',
       OUTBOX_DELIVERY_BUDGET_SECONDS: '3600',
       OUTBOX_MAX_RECEIVE_COUNT: '30',
+      OUTBOX: 'off',
     });
     expect(config.sideEffects).toEqual({
       sqsEndpoint: 'http://127.0.0.1:4566',
       outboxQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/outbox',
+      outboxEnabled: false,
       downstreamTimeoutMs: 1500,
       reconcileIntervalMs: 200,
       reconcileMaxAttempts: 2,

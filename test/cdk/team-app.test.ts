@@ -1,0 +1,104 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReferenceEnvVars } from '../../reference/config';
+import { tools as referenceTools } from '../../reference/tools/index';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { teamProject } from './support';
+
+const run = promisify(execFile);
+
+/** Every endpoint serves these (issue 21 item 3): they are the toolkit's, not the reference endpoint's. */
+const TOOLKIT_TOOLS = new Set(['get_operation_status', 'issue_operation_id']);
+/** The reference endpoint's demo tools, by name. */
+const DEMO_TOOLS = referenceTools.map((tool) => tool.name).filter((name) => !TOOLKIT_TOOLS.has(name));
+/** The reference endpoint's settings (payments, tickets, mailbox, email, sandbox), by variable name. */
+const REFERENCE_VARIABLES = Object.values(ReferenceEnvVars).map((variable) => variable.name);
+
+/** A machine with no AWS account: no credentials, no instance metadata, no Docker. */
+function offlineEnv(outdir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
+  return {
+    ...env,
+    CDK_OUTDIR: outdir,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
+    AWS_CONFIG_FILE: '/nonexistent/config',
+    CDK_DOCKER: '/nonexistent/docker',
+  };
+}
+
+/**
+ * A team's endpoint is the team's only: examples/cdk-app (what a stranger writes from docs/toolkit.md) synthesized
+ * as its own app does it (`tsx app.ts`, nag included, every function bundled by the local esbuild), then its
+ * template and its four bundles searched for anything of the reference endpoint.
+ */
+describe("a team's CDK app (examples/cdk-app) carries nothing of the reference endpoint", () => {
+  const project = teamProject();
+  const outdir = mkdtempSync(join(tmpdir(), 'team-app-'));
+  let template: { Resources: Record<string, { Type: string; Properties?: any }> };
+  let templateText: string;
+  const bundles: string[] = [];
+
+  beforeAll(async () => {
+    const tsx = join(PROJECT_ROOT, 'node_modules/.bin/tsx');
+    const { stdout } = await run(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv(outdir), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch(
+      (err: { stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`the team's app did not synthesize: ${err.message.split('\n')[0]}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+      },
+    );
+    expect(stdout).toMatch(/synth passed, cdk-nag clean: 4 functions/);
+    templateText = readFileSync(join(outdir, 'MyTeamEndpoint.template.json'), 'utf8');
+    template = JSON.parse(templateText);
+    const assets = JSON.parse(readFileSync(join(outdir, 'MyTeamEndpoint.assets.json'), 'utf8')).files;
+    for (const fn of Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')) {
+      const hash = fn.Properties.Code.S3Key.replace(/\.zip$/, '');
+      bundles.push(readFileSync(join(outdir, assets[hash].source.path, 'index.mjs'), 'utf8'));
+    }
+  }, 420_000);
+  afterAll(() => {
+    project.remove();
+    rmSync(outdir, { recursive: true, force: true });
+  });
+
+  it('knows what to look for: the demo tools and the reference settings', () => {
+    expect(DEMO_TOOLS).toEqual(expect.arrayContaining(['create_order', 'send_email', 'create_ticket', 'request_payment']));
+    expect(REFERENCE_VARIABLES).toEqual(expect.arrayContaining(['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_FROM', 'SANDBOX_TABLE_NAME']));
+  });
+
+  it("gives its functions only the endpoint's variables and the team's, none of the reference endpoint's", () => {
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(functions).toHaveLength(4);
+    const names = functions.flatMap((fn) => Object.keys(fn.Properties.Environment?.Variables ?? {}));
+    expect(names).toContain('ROOMS_CHAT_WEBHOOK');
+    expect(names.filter((name) => REFERENCE_VARIABLES.includes(name) || /^(EMAIL|SANDBOX)_/.test(name))).toEqual([]);
+    for (const name of REFERENCE_VARIABLES) expect(templateText, name).not.toContain(name);
+  });
+
+  it('has no sandbox resources and no demo tool names in its template', () => {
+    expect(Object.keys(template.Resources).filter((id) => /sandbox/i.test(id))).toEqual([]);
+    for (const name of DEMO_TOOLS) expect(templateText, name).not.toContain(name);
+  });
+
+  it("bundles the team's tools and deliveries, and no demo tool, reference setting or sandbox code", () => {
+    expect(bundles).toHaveLength(4);
+    expect(bundles.filter((code) => code.includes('rooms.reserve'))).toHaveLength(2); // the MCP function and the reconciler
+    expect(bundles.filter((code) => code.includes('room.announce')).length).toBeGreaterThanOrEqual(1); // the consumer delivers it
+    for (const code of bundles) {
+      for (const name of [...DEMO_TOOLS, ...REFERENCE_VARIABLES]) expect(code.includes(name), name).toBe(false);
+      expect(code).not.toMatch(/sandbox/i);
+    }
+  });
+
+  it('has an outbox because it has deliveries: a queue and its dead-letter queue, a relay on the table stream, a consumer', () => {
+    const types = Object.values(template.Resources).map((r) => r.Type);
+    expect(types.filter((t) => t === 'AWS::SQS::Queue')).toHaveLength(2);
+    expect(types.filter((t) => t === 'AWS::Lambda::EventSourceMapping')).toHaveLength(2);
+    const table = Object.values(template.Resources).find((r) => r.Type === 'AWS::DynamoDB::Table')!;
+    expect(table.Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_IMAGE' });
+  });
+});
