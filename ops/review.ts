@@ -3,6 +3,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchComma
 import type { DocumentClient } from '../lambdas/store/document-client';
 import type * as z from 'zod';
 import { systemClock, type Clock } from '../lambdas/core/clock';
+import { ErrorCode } from '../lambdas/core/errors';
 import { hashForLog } from '../lambdas/core/idempotency-key';
 import {
   allows,
@@ -226,7 +227,7 @@ export class ReviewDesk {
       if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`);
       decision =
         tool.onAbsent === 'fail'
-          ? { event: 'operator_settled_absent_fail', error: { code: 'NOT_EXECUTED', message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
+          ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
           : { event: 'operator_settled_absent' };
     }
     if (!allows(record.status, decision.event)) {

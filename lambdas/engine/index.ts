@@ -3,6 +3,7 @@
  * contract), the engine, the store port (no AWS types) and an in-memory store. Nothing here does I/O of its own.
  */
 export * from '../core/clock';
+export * from '../core/closest-name';
 export * from '../core/errors';
 export * from '../core/fingerprint';
 export * from '../core/idempotency-key';
