@@ -10,6 +10,8 @@ export interface DynamoDbLocal {
   endpoint: string;
   /** The running Java process, if we started one (it changes when the emulator is restarted). */
   readonly pid: number | undefined;
+  /** The data folder of an emulator we launched on one; undefined in memory or for a user-provided DYNAMODB_ENDPOINT. */
+  readonly dbPath?: string;
   /** Whether the emulator answers now (a user-provided endpoint is asked; ours is asked only while it runs). */
   reachable(): Promise<boolean>;
   /** Stops the emulator if we started it (gracefully: its data is flushed); a no-op for a user-provided DYNAMODB_ENDPOINT. */
@@ -137,6 +139,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
 
   return {
     endpoint,
+    dbPath: options.dbPath ? resolve(options.dbPath) : undefined,
     get pid() {
       return current.running ? current.pid : undefined;
     },

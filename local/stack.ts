@@ -49,6 +49,8 @@ export interface LocalStack {
   /** The workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
   workers: Workers;
   queue: LocalQueue;
+  /** DynamoDB Local's data folder, when this stack launched the emulator on one (not with DYNAMODB_ENDPOINT). */
+  dynamoDbDataDir?: string;
   /** A bearer token of the local dev issuer for `tenant`. */
   tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string; scope?: string }): Promise<string>;
   /** Stops everything this stack started, in reverse order. */
@@ -210,6 +212,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       services,
       workers,
       queue,
+      dynamoDbDataDir: dynamo.dbPath,
       async tokenFor(tenant, tokenOptions = {}) {
         issuer ??= devIssuerFor(auth);
         return (await issuer).sign({ tenant, ...tokenOptions });
