@@ -13,6 +13,7 @@ import {
   type RecordState,
   type ReviewEntry,
   type StoredError,
+  REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
@@ -31,6 +32,15 @@ export class ReviewInputError extends Error {
     super(message);
     this.name = 'ReviewInputError';
   }
+}
+
+/** The reason for the review log, trimmed; refused (nothing written) when missing or longer than a log entry may be. */
+export function reviewReason(reason: string | undefined): string {
+  const text = reason?.trim() ?? '';
+  if (!text) throw new ReviewInputError('--reason is required: say why, for the review log');
+  if (text.length > REVIEW_REASON_MAX_CHARS)
+    throw new ReviewInputError(`--reason is ${text.length} characters; at most ${REVIEW_REASON_MAX_CHARS} (link a ticket or a document for more)`);
+  return text;
 }
 
 /** What `list` can be narrowed to: records by state, outbox events pending too long or given up on. */
@@ -212,7 +222,7 @@ export class ReviewDesk {
 
   /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */
   async prepare(identity: RecordIdentity, action: OperatorAction, reason: string | undefined): Promise<PreparedDecision> {
-    if (!reason?.trim()) throw new ReviewInputError('--reason is required: say why, for the review log');
+    const why = reviewReason(reason);
     const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
     if (!record) throw new ReviewInputError(`no record for ${describe(identity)}${log.entries.length ? ' (already released by a review decision)' : ''}`);
     const tool = this.options.tools.get(identity.tool);
@@ -237,7 +247,7 @@ export class ReviewDesk {
       by: await this.options.who(),
       at: this.clock(),
       action: decision.event,
-      reason: reason.trim(),
+      reason: why,
       from: record.status,
       to: transition(record.status, decision.event),
     };

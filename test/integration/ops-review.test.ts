@@ -39,18 +39,19 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   let workDir: string;
 
   /** The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. */
-  function ops(args: string[], env: Record<string, string> = {}): Promise<OpsRun> {
+  function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', referenceTools, ...args], {
         cwd: workDir,
         // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
         env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
+      child.stdin?.end(stdin);
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (chunk) => (stdout += chunk));
-      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.stdout!.on('data', (chunk) => (stdout += chunk));
+      child.stderr!.on('data', (chunk) => (stderr += chunk));
       child.once('error', reject);
       child.once('close', (code) => resolve({ code, stdout, stderr }));
     });
@@ -137,6 +138,15 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       ['settle', TENANT, 'request_payment', operationId, '--found', '--absent', '--reason', 'both'],
       ['settle', TENANT, 'request_payment', 'no-such-key-123', '--absent', '--reason', 'typo'],
       ['recheck', TENANT, 'request_payment', operationId, '--reason', ' '],
+      // A reason longer than a review log entry may be: refused before anything is read or written.
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'x'.repeat(1001)],
+      ['recheck', TENANT, 'request_payment', operationId, '--reason', 'y'.repeat(125_000)],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{}', '--result-file', '-', '--reason', 'twice'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', join(workDir, 'no-such-file.json'), '--reason', 'seen'],
+      // Tenant ids the endpoint never accepts name no record.
+      ['show', 'undefined', 'request_payment', operationId],
+      ['settle', '__proto__', 'request_payment', operationId, '--absent', '--reason', 'typo'],
+      ['list', '--tenant', 'null'],
       ['list', '--status', 'lost'],
       ['frobnicate'],
     ];
@@ -149,10 +159,12 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     }
     expect(await record(operationId)).toEqual(parked);
 
-    // Logged and counted (on stderr; stdout stays the JSON answer).
+    // Logged and counted (on stderr; stdout stays the JSON answer). The result comes on stdin (--result-file -), as
+    // one too long for a command line would.
     const settled = await ops(
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'payment seen in the provider console', '--json'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', '-', '--reason', 'payment seen in the provider console', '--json'],
       { POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'false' },
+      JSON.stringify(payment),
     );
     expect(settled.code, settled.stderr).toBe(0);
     expect(JSON.parse(settled.stdout)).toMatchObject({ applied: true, before: { status: 'NEEDS_REVIEW' }, after: { status: 'SUCCEEDED', result: payment } });
