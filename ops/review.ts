@@ -187,8 +187,8 @@ export class ReviewDesk {
     if (wanted('unknown')) sources.push({ kind: 'UNKNOWN', read: (item) => this.recordEntry(item, 'UNKNOWN', now) });
     // A lease's index time is its expiry: live executions are not read at all.
     if (wanted('stale')) sources.push({ kind: 'LEASE', dueBy: now, read: (item) => this.recordEntry(item, 'PROCESSING', now) });
-    // A pending event is expected for a moment after its commit; by default only one the sweep has looked at again.
-    const pendingAfter = filter.olderThanMs ?? OutboxDefaults.redeliverAfterMs;
+    // A pending event is expected for a moment after its commit; by default one past its expected delivery is shown.
+    const pendingAfter = filter.olderThanMs ?? OutboxDefaults.expectedDeliveryMs;
     if (wanted('pending')) sources.push({ kind: 'OUTBOX', read: (item) => eventEntry(item, 'PENDING', now, pendingAfter) });
     if (wanted('failed')) sources.push({ kind: 'UNDELIVERED', read: (item) => eventEntry(item, 'FAILED', now, 0) });
 

@@ -15,6 +15,7 @@ import { ExitCode, runOps } from '../../ops/cli';
 import { stateOf, writeLocalState } from '../../ops/local-state';
 import { resolveTarget } from '../../ops/target';
 import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
+import { OutboxDefaults } from '../../lambdas/core/outbox-budget';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
 
@@ -330,6 +331,37 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     }
     const operatorWins = decisions.filter((d) => d.applied).length;
     expect(reconciled.found + operatorWins).toBe(fresh.length);
+  }, 120_000);
+
+  it('list shows an outbox event still pending past its expected delivery, long before the sweep sends it again', async () => {
+    // The relay is not running: as after a crash between the commit and the send.
+    const halted = await startTestStack({ workers: { relayPoller: false } });
+    try {
+      const agent = await connectClient(halted, TENANT);
+      const key = `email-${Date.now()}`;
+      const { result } = await callWrite<{ event_id: string }>(agent, 'send_email', { idempotency_key: key, to: 'ops@example.com', subject: 'Late', body: 'queued' });
+      await agent.close();
+      const pendingAt = async (at: number) => {
+        const desk = new ReviewDesk({
+          store: halted.services.store,
+          outbox: halted.services.outbox,
+          doc: halted.services.doc,
+          tableName: halted.services.tableName,
+          tools: new Map(),
+          who: async () => 'test',
+          logger,
+          clock: () => at,
+        });
+        return (await desk.list({ status: 'pending' })).entries.flatMap((e) => (e.kind === 'outbox_event' ? [e.event_id] : []));
+      };
+      // Just committed: expected to be delivered in a moment, not worth a person's attention.
+      expect(await pendingAt(Date.now())).not.toContain(result!.event_id);
+      // Past its expected delivery, and before the sweep's first look would send it again: late, and shown.
+      expect(OutboxDefaults.expectedDeliveryMs).toBeLessThan(OutboxDefaults.redeliverAfterMs);
+      expect(await pendingAt(Date.now() + OutboxDefaults.expectedDeliveryMs + 1000)).toContain(result!.event_id);
+    } finally {
+      await halted.stop();
+    }
   }, 120_000);
 
   it('redrive moves a dead-letter event back to the outbox queue: delivered exactly once', async () => {
