@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
 
@@ -58,25 +59,29 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   const port = options.port ?? (await freePort());
   const endpoint = `http://127.0.0.1:${port}`;
   const log = options.log ?? ((line: string) => console.error(line));
+  // Not `-jar DynamoDBLocal.jar`: its launcher listens on every interface, and the emulator takes any credentials.
+  // The same emulator, built by the Jetty the jar ships from local/dynamodb-local.xml, listens on 127.0.0.1 only.
   const args = [
     `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
+    '-Dorg.eclipse.jetty.LEVEL=WARN',
+    '-Dorg.eclipse.jetty.util.log.announce=false',
     '-Xms64m',
     '-XX:+UseSerialGC',
-    '-jar',
-    join(emulatorDir, 'DynamoDBLocal.jar'),
-    '-port',
-    String(port),
-    '-sharedDb',
+    '-cp',
+    `${join(emulatorDir, 'DynamoDBLocal.jar')}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`,
+    'org.eclipse.jetty.xml.XmlConfiguration',
+    `port=${port}`,
   ];
   let lock: DataFolderLock | undefined;
   if (options.dbPath) {
     const dbPath = resolve(options.dbPath);
     mkdirSync(dbPath, { recursive: true });
     lock = await DataFolderLock.acquire(dbPath, log);
-    args.push('-dbPath', dbPath);
+    args.push('inMemory=false', `dbPath=${dbPath}`);
   } else {
-    args.push('-inMemory');
+    args.push('inMemory=true');
   }
+  args.push(fileURLToPath(new URL('./dynamodb-local.xml', import.meta.url)));
 
   let current: Emulator;
   try {
