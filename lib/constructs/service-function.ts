@@ -1,7 +1,7 @@
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVars, environmentOf } from '../../lambdas/config';
@@ -112,6 +112,8 @@ export class ServiceFunction extends Construct {
         banner: LambdaBundle.banner,
         externalModules: [...LambdaBundle.external],
         esbuildArgs: lambdaEsbuildArgs(),
+        // esbuild's size table and timing per function would fill `npm run synth --quiet`; warnings still show.
+        logLevel: LogLevel.WARNING,
       },
     });
     Validations.of(this.function).acknowledge({
