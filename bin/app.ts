@@ -25,6 +25,8 @@ try {
   // stack trace; `cdk synth --debug` (CDK_DEBUG) keeps the trace.
   if (process.env.CDK_DEBUG === 'true') throw err;
   console.error(`Settings refused: ${(err as Error).message}`);
+  // The CDK CLI adds its own "Subprocess exited with error 1" for any app that exits non-zero; only exiting 0 would
+  // silence it, and that would tell scripts and CI the synth succeeded.
   process.exit(1);
 }
 app.synth();

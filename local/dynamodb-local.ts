@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
 
@@ -10,6 +11,8 @@ export interface DynamoDbLocal {
   endpoint: string;
   /** The running Java process, if we started one (it changes when the emulator is restarted). */
   readonly pid: number | undefined;
+  /** The data folder of an emulator we launched on one; undefined in memory or for a user-provided DYNAMODB_ENDPOINT. */
+  readonly dbPath?: string;
   /** Whether the emulator answers now (a user-provided endpoint is asked; ours is asked only while it runs). */
   reachable(): Promise<boolean>;
   /** Stops the emulator if we started it (gracefully: its data is flushed); a no-op for a user-provided DYNAMODB_ENDPOINT. */
@@ -56,25 +59,29 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   const port = options.port ?? (await freePort());
   const endpoint = `http://127.0.0.1:${port}`;
   const log = options.log ?? ((line: string) => console.error(line));
+  // Not `-jar DynamoDBLocal.jar`: its launcher listens on every interface, and the emulator takes any credentials.
+  // The same emulator, built by the Jetty the jar ships from local/dynamodb-local.xml, listens on 127.0.0.1 only.
   const args = [
     `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
+    '-Dorg.eclipse.jetty.LEVEL=WARN',
+    '-Dorg.eclipse.jetty.util.log.announce=false',
     '-Xms64m',
     '-XX:+UseSerialGC',
-    '-jar',
-    join(emulatorDir, 'DynamoDBLocal.jar'),
-    '-port',
-    String(port),
-    '-sharedDb',
+    '-cp',
+    `${join(emulatorDir, 'DynamoDBLocal.jar')}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`,
+    'org.eclipse.jetty.xml.XmlConfiguration',
+    `port=${port}`,
   ];
   let lock: DataFolderLock | undefined;
   if (options.dbPath) {
     const dbPath = resolve(options.dbPath);
     mkdirSync(dbPath, { recursive: true });
     lock = await DataFolderLock.acquire(dbPath, log);
-    args.push('-dbPath', dbPath);
+    args.push('inMemory=false', `dbPath=${dbPath}`);
   } else {
-    args.push('-inMemory');
+    args.push('inMemory=true');
   }
+  args.push(fileURLToPath(new URL('./dynamodb-local.xml', import.meta.url)));
 
   let current: Emulator;
   try {
@@ -137,6 +144,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
 
   return {
     endpoint,
+    dbPath: options.dbPath ? resolve(options.dbPath) : undefined,
     get pid() {
       return current.running ? current.pid : undefined;
     },

@@ -33,6 +33,8 @@ export interface LocalStackOptions {
   workers?: LocalWorkerOptions & WorkerOverrides;
   /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
   queueVisibilityTimeoutSeconds?: number;
+  /** How long a client may take to send its request (default LOCAL_HTTP_TIMEOUTS; tests shorten it). */
+  httpTimeouts?: Partial<Record<keyof typeof LOCAL_HTTP_TIMEOUTS, number>>;
 }
 
 export interface LocalStack {
@@ -49,6 +51,8 @@ export interface LocalStack {
   /** The workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
   workers: Workers;
   queue: LocalQueue;
+  /** DynamoDB Local's data folder, when this stack launched the emulator on one (not with DYNAMODB_ENDPOINT). */
+  dynamoDbDataDir?: string;
   /** A bearer token of the local dev issuer for `tenant`. */
   tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string; scope?: string }): Promise<string>;
   /** Stops everything this stack started, in reverse order. */
@@ -83,9 +87,17 @@ function cachedProbe(probe: () => Promise<boolean>, ttlMs: number): () => Promis
 
 type Fetch = (request: Request) => Response | Promise<Response>;
 
-function listen(fetch: Fetch, port: number): Promise<{ server: ServerType; port: number }> {
+/**
+ * How long a client may take to send a request (not how long the answer may take: a tool runs to its own deadline).
+ * An MCP call is one small JSON body (at most 1 MB), sent at once; a client slower than this holds a connection for
+ * nothing. Node checks them every `checkMs` (its default, 30 s, would let a slow client stay that much longer).
+ */
+export const LOCAL_HTTP_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, checkMs: 1_000 } as const;
+
+function listen(fetch: Fetch, port: number, timeouts: { headersMs: number; requestMs: number; checkMs: number }): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolvePromise, reject) => {
-    const server = serve({ fetch, port, hostname: '127.0.0.1' }, (info: AddressInfo) =>
+    const serverOptions = { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkMs };
+    const server = serve({ fetch, port, hostname: '127.0.0.1', serverOptions }, (info: AddressInfo) =>
       resolvePromise({ server, port: info.port }),
     );
     server.once('error', reject);
@@ -134,6 +146,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const { server, port } = await listen(
       (request) => (app ? app.fetch(request) : new Response('starting', { status: 503 })),
       options.port ?? 0,
+      { ...LOCAL_HTTP_TIMEOUTS, ...options.httpTimeouts },
     );
     stops.push(() => closeServer(server));
     const url = `http://127.0.0.1:${port}`;
@@ -210,6 +223,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       services,
       workers,
       queue,
+      dynamoDbDataDir: dynamo.dbPath,
       async tokenFor(tenant, tokenOptions = {}) {
         issuer ??= devIssuerFor(auth);
         return (await issuer).sign({ tenant, ...tokenOptions });

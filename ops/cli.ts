@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -6,10 +7,13 @@ import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../l
 import { toolsOf, type ToolsModuleExports } from '../lambdas/handlers/tools-module';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
+import { validateTenantId } from '../lambdas/core/idempotency-key';
+import { REVIEW_REASON_MAX_CHARS } from '../lambdas/core/state-machine';
 import {
   LIST_STATUSES,
   ReviewDesk,
   ReviewInputError,
+  reviewReason,
   type AttentionEntry,
   type DecisionOutcome,
   type ListStatus,
@@ -22,13 +26,15 @@ export const USAGE = `Usage: npm run ops -- <command> [options]
 
   list [--status needs_review|unknown|stale|pending|failed] [--tenant T] [--tool X] [--older-than 15m] [--limit N] [--json]
   show <tenant> <tool> <key> [--json]
-  settle <tenant> <tool> <key> --found --result '<json>' --reason "..." [--json]
+  settle <tenant> <tool> <key> --found --result '<json>' | --result-file <path>|- --reason "..." [--json]
   settle <tenant> <tool> <key> --absent --reason "..." [--json]
   recheck <tenant> <tool> <key> --reason "..." [--json]
   redrive [--max N] [--json]
 
 Tools: --tools <module>, the endpoint's tools module (checks a --found result against the tool's result schema,
 and tells what --absent means for it). This repository's \`npm run ops\` passes the reference endpoint's.
+--result-file reads the result from a file, or from stdin with -, for one too long for the command line.
+--reason: at most ${REVIEW_REASON_MAX_CHARS} characters.
 Where: the running npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
 (AWS: the SDK's default credentials and region).
 Exit codes: 0 done; 2 bad input, nothing written; 3 the record changed meanwhile, nothing written; 1 other failures.`;
@@ -39,6 +45,14 @@ export const ExitCode = { ok: 0, failure: 1, badInput: 2, changedMeanwhile: 3 } 
 export interface CliIo {
   out: (text: string) => void;
   err: (text: string) => void;
+  /** All of stdin, for `--result-file -`; process.stdin by default. */
+  stdin?: () => Promise<string>;
+}
+
+async function readStdin(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  return text;
 }
 
 export interface CliDeps {
@@ -84,15 +98,36 @@ function positiveInt(name: string, value: string | undefined, fallback: number):
 function identityOf(command: string, positionals: string[]) {
   const [tenant, tool, idempotencyKey, ...extra] = positionals;
   if (!tenant || !tool || !idempotencyKey || extra.length > 0) throw new ReviewInputError(`${command} takes <tenant> <tool> <key>`);
-  return { tenant, tool, idempotencyKey };
+  return { tenant: tenantId(tenant), tool, idempotencyKey };
 }
 
-function parseResult(text: string | undefined): unknown {
-  if (text === undefined) throw new ReviewInputError("--found needs --result '<json>': the downstream's result, as the tool returns it");
+/** A tenant as the endpoint would accept it from a token; anything else names no record. */
+function tenantId(tenant: string): string {
   try {
-    return JSON.parse(text);
+    return validateTenantId(tenant);
   } catch (err) {
-    throw new ReviewInputError(`--result is not valid JSON: ${(err as Error).message.split('\n')[0]}`);
+    throw new ReviewInputError(`${JSON.stringify(tenant.slice(0, 140))} is not a tenant id: ${(err as Error).message}`);
+  }
+}
+
+/** The result of `--found`: `--result '<json>'`, or `--result-file <path>` (`-`: stdin) for one too long for a command line. */
+async function parseResult(inline: string | undefined, file: string | undefined, io: CliIo): Promise<unknown> {
+  if (inline !== undefined && file !== undefined) throw new ReviewInputError('give the result once: --result or --result-file');
+  if (inline === undefined && file === undefined)
+    throw new ReviewInputError("--found needs --result '<json>' or --result-file <path> (- for stdin): the downstream's result, as the tool returns it");
+  let text = inline;
+  const flag = inline !== undefined ? '--result' : `--result-file ${file}`;
+  if (file !== undefined) {
+    try {
+      text = file === '-' ? await (io.stdin ?? readStdin)() : await readFile(file, 'utf8');
+    } catch (err) {
+      throw new ReviewInputError(`${flag} could not be read: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  try {
+    return JSON.parse(text!);
+  } catch (err) {
+    throw new ReviewInputError(`${flag} is not valid JSON: ${(err as Error).message.split('\n')[0]}`);
   }
 }
 
@@ -116,6 +151,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
           found: { type: 'boolean' },
           absent: { type: 'boolean' },
           result: { type: 'string' },
+          'result-file': { type: 'string' },
           reason: { type: 'string' },
           max: { type: 'string' },
           stack: { type: 'string' },
@@ -146,7 +182,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       if (status !== undefined && !LIST_STATUSES.includes(status)) throw new ReviewInputError(`--status must be one of ${LIST_STATUSES.join(', ')} (got '${status}')`);
       const filter = {
         status,
-        tenant: values.tenant,
+        tenant: values.tenant === undefined ? undefined : tenantId(values.tenant),
         tool: values.tool,
         olderThanMs: values['older-than'] === undefined ? undefined : duration(values['older-than']),
         limit: positiveInt('limit', values.limit, 200),
@@ -169,15 +205,17 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       const identity = identityOf(command, args);
       let action: OperatorAction;
       if (command === 'recheck') {
-        if (values.found || values.absent || values.result !== undefined) throw new ReviewInputError('recheck takes no --found, --absent or --result');
+        if (values.found || values.absent || values.result !== undefined || values['result-file'] !== undefined)
+          throw new ReviewInputError('recheck takes no --found, --absent or --result');
         action = { kind: 'recheck' };
       } else {
         if (values.found === values.absent) throw new ReviewInputError('settle needs exactly one of --found or --absent');
-        if (values.absent && values.result !== undefined) throw new ReviewInputError('--absent takes no --result');
-        action = values.found ? { kind: 'found', result: parseResult(values.result) } : { kind: 'absent' };
+        if (values.absent && (values.result !== undefined || values['result-file'] !== undefined)) throw new ReviewInputError('--absent takes no --result');
+        // The reason first: a too-long one is refused before stdin is read.
+        reviewReason(values.reason);
+        action = values.found ? { kind: 'found', result: await parseResult(values.result, values['result-file'], io) } : { kind: 'absent' };
       }
-      if (!values.reason?.trim()) throw new ReviewInputError('--reason is required: say why, for the review log');
-      const reason = values.reason;
+      const reason = reviewReason(values.reason);
       run = async (desk) => {
         const outcome = await desk.decide(identity, action, reason);
         print(outcome, () => formatDecision(outcome));

@@ -3,6 +3,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchComma
 import type { DocumentClient } from '../lambdas/store/document-client';
 import type * as z from 'zod';
 import { systemClock, type Clock } from '../lambdas/core/clock';
+import { ErrorCode } from '../lambdas/core/errors';
 import { hashForLog } from '../lambdas/core/idempotency-key';
 import {
   allows,
@@ -12,6 +13,7 @@ import {
   type RecordState,
   type ReviewEntry,
   type StoredError,
+  REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
@@ -30,6 +32,15 @@ export class ReviewInputError extends Error {
     super(message);
     this.name = 'ReviewInputError';
   }
+}
+
+/** The reason for the review log, trimmed; refused (nothing written) when missing or longer than a log entry may be. */
+export function reviewReason(reason: string | undefined): string {
+  const text = reason?.trim() ?? '';
+  if (!text) throw new ReviewInputError('--reason is required: say why, for the review log');
+  if (text.length > REVIEW_REASON_MAX_CHARS)
+    throw new ReviewInputError(`--reason is ${text.length} characters; at most ${REVIEW_REASON_MAX_CHARS} (link a ticket or a document for more)`);
+  return text;
 }
 
 /** What `list` can be narrowed to: records by state, outbox events pending too long or given up on. */
@@ -176,8 +187,8 @@ export class ReviewDesk {
     if (wanted('unknown')) sources.push({ kind: 'UNKNOWN', read: (item) => this.recordEntry(item, 'UNKNOWN', now) });
     // A lease's index time is its expiry: live executions are not read at all.
     if (wanted('stale')) sources.push({ kind: 'LEASE', dueBy: now, read: (item) => this.recordEntry(item, 'PROCESSING', now) });
-    // A pending event is expected for a moment after its commit; by default only one the sweep has looked at again.
-    const pendingAfter = filter.olderThanMs ?? OutboxDefaults.redeliverAfterMs;
+    // A pending event is expected for a moment after its commit; by default one past its expected delivery is shown.
+    const pendingAfter = filter.olderThanMs ?? OutboxDefaults.expectedDeliveryMs;
     if (wanted('pending')) sources.push({ kind: 'OUTBOX', read: (item) => eventEntry(item, 'PENDING', now, pendingAfter) });
     if (wanted('failed')) sources.push({ kind: 'UNDELIVERED', read: (item) => eventEntry(item, 'FAILED', now, 0) });
 
@@ -211,7 +222,7 @@ export class ReviewDesk {
 
   /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */
   async prepare(identity: RecordIdentity, action: OperatorAction, reason: string | undefined): Promise<PreparedDecision> {
-    if (!reason?.trim()) throw new ReviewInputError('--reason is required: say why, for the review log');
+    const why = reviewReason(reason);
     const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
     if (!record) throw new ReviewInputError(`no record for ${describe(identity)}${log.entries.length ? ' (already released by a review decision)' : ''}`);
     const tool = this.options.tools.get(identity.tool);
@@ -226,7 +237,7 @@ export class ReviewDesk {
       if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`);
       decision =
         tool.onAbsent === 'fail'
-          ? { event: 'operator_settled_absent_fail', error: { code: 'NOT_EXECUTED', message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
+          ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
           : { event: 'operator_settled_absent' };
     }
     if (!allows(record.status, decision.event)) {
@@ -236,7 +247,7 @@ export class ReviewDesk {
       by: await this.options.who(),
       at: this.clock(),
       action: decision.event,
-      reason: reason.trim(),
+      reason: why,
       from: record.status,
       to: transition(record.status, decision.event),
     };

@@ -27,14 +27,17 @@ const STATE_DIR = '.local';
 let newKeyNotice = '';
 let authDir = '';
 try {
-  const startedBefore = existsSync(join(STATE_DIR, 'dynamodb'));
+  // Where the stack will look for its signing key (DEV_AUTH_DIR, else .local/auth), read before it makes one.
+  const keyFile = join(process.env.DEV_AUTH_DIR || join(STATE_DIR, 'auth'), DEV_KEY_FILE);
+  const hadKey = existsSync(keyFile);
   stack = await startLocalStack({ persistDir: STATE_DIR, port });
   if (stack.config.auth.mode !== 'dev') throw new Error('npm start signs tokens with the local dev issuer');
   authDir = stack.config.auth.devAuthDir;
-  // Data from an earlier start but no signing key: it was deleted, and the tokens handed out before no longer verify.
-  if (startedBefore && !existsSync(join(authDir, DEV_KEY_FILE)))
-    newKeyNotice = `\n  Note           ${authDir} had no signing key: a new one was made, so tokens printed before this start are refused.\n`;
   token = await stack.tokenFor('demo');
+  // A key made by this start (the first token makes it: a fresh clone, or the folder or key deleted): tokens of any
+  // earlier start no longer verify. Nothing tells a first start from one after `.local/` was deleted, so both say it.
+  if (!hadKey && existsSync(join(authDir, DEV_KEY_FILE)))
+    newKeyNotice = `\n  Note           A new signing key was made in ${authDir}: tokens printed by an earlier start are refused.\n`;
   // `npm run ops` finds this stack's table and queues here, with no flags.
   removeState = await writeLocalState(STATE_DIR, stateOf(stack));
 } catch (err) {
@@ -69,7 +72,8 @@ ${newKeyNotice}
 Ctrl-C to stop.`);
 
 // Deleting the state folder under a running server breaks every write and, at the next start, every token: say so and stop.
-watchStateDir(STATE_DIR, authDir, (explanation) => {
+// The emulator's data is watched only where this start put it: with DYNAMODB_ENDPOINT it lives elsewhere.
+watchStateDir(STATE_DIR, { authDir, dataDir: stack.dynamoDbDataDir }, (explanation) => {
   console.error(`\n${explanation}`);
   void shutdown('state folder deleted', 1);
 });

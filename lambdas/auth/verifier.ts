@@ -5,6 +5,9 @@ import { validateTenantId } from '../core/idempotency-key';
 import { readDevJwks } from './dev-keys';
 import { fetchJwks } from './jwks-fetch';
 
+/** How far the token issuer's clock and ours may disagree on `exp` and `nbf` (docs/security.md says it). */
+export const CLOCK_TOLERANCE_SECONDS = 30;
+
 /** Who is calling: the tenant comes from the verified token and nowhere else. */
 export interface Caller {
   tenant: string;
@@ -113,7 +116,7 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
           issuer: auth.issuer,
           audience: auth.audience,
           algorithms: ALGORITHMS,
-          clockTolerance: 30,
+          clockTolerance: CLOCK_TOLERANCE_SECONDS,
           requiredClaims: ['exp'],
         }));
       } catch (err) {

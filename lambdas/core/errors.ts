@@ -9,6 +9,8 @@ export const ErrorCode = {
   OPERATION_IN_PROGRESS: 'OPERATION_IN_PROGRESS',
   OUTCOME_UNKNOWN: 'OUTCOME_UNKNOWN',
   REVIEW_REQUIRED: 'REVIEW_REQUIRED',
+  /** Verified not to have happened (by the downstream or a person), for a tool that is not run again with this key. */
+  NOT_EXECUTED: 'NOT_EXECUTED',
   UNKNOWN_OPERATION_ID: 'UNKNOWN_OPERATION_ID',
   /** The person said no (or dismissed the prompt): nothing ran, nothing is recorded, the key stays free. */
   CONFIRMATION_DECLINED: 'CONFIRMATION_DECLINED',
@@ -20,6 +22,7 @@ export const ErrorCode = {
   TRANSIENT_FAILURE: 'TRANSIENT_FAILURE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   NOT_FOUND: 'NOT_FOUND',
+  /** @deprecated No answer carries it: a refused token is answered with HTTP 401 before any tool runs. */
   UNAUTHORIZED: 'UNAUTHORIZED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;

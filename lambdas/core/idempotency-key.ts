@@ -7,6 +7,7 @@ export const KEY_MAX_LENGTH = 128;
 const KEY_CHARSET = /^[A-Za-z0-9._:-]+$/;
 
 function checkIdentifier(value: unknown, what: string, minLength = KEY_MIN_LENGTH): string {
+  if (value === undefined || value === null) return `${what} is required`;
   if (typeof value !== 'string') return `${what} must be a string`;
   if (value.length < minLength || value.length > KEY_MAX_LENGTH)
     return `${what} must be ${minLength} to ${KEY_MAX_LENGTH} characters long (got ${value.length})`;
@@ -38,8 +39,15 @@ export function keyForEcho(key: string): string {
  * they are assigned by the identity provider, not guessed, so short names like `demo` or `acme` are fine.
  */
 export const TENANT_MIN_LENGTH = 2;
+/**
+ * Words a bug writes in place of a tenant (`String(undefined)`, a template of a missing claim) or that name an
+ * object's own machinery: as a tenant they would merge the callers of every such bug into one tenant.
+ */
+const RESERVED_TENANTS: ReadonlySet<string> = new Set(['undefined', 'null', 'nan', 'infinity', 'true', 'false', '__proto__', 'constructor', 'prototype']);
 export function validateTenantId(tenant: unknown): string {
-  const problem = checkIdentifier(tenant, 'tenant id', TENANT_MIN_LENGTH);
+  const problem =
+    checkIdentifier(tenant, 'tenant id', TENANT_MIN_LENGTH) ||
+    (RESERVED_TENANTS.has((tenant as string).toLowerCase()) ? `tenant id may not be the word "${tenant as string}"` : '');
   if (problem) throw new InvalidTenantError(problem);
   return tenant as string;
 }

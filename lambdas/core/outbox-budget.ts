@@ -3,6 +3,12 @@
  * read them from here, so they agree.
  */
 export const OutboxDefaults = {
+  /**
+   * A committed event is normally delivered within this long: the relay sends it as it commits and the consumer takes
+   * it at once. One still pending after it is late (a crashed relay or consumer, a refusing downstream) and `ops list`
+   * shows it, before the sweep's first look sends it again.
+   */
+  expectedDeliveryMs: 10_000,
   /** The sweep looks again at a sent but undelivered event after this long, doubling each time. */
   redeliverAfterMs: 60_000,
   redeliverMaxBackoffMs: 60 * 60_000,

@@ -27,6 +27,9 @@ export interface WriteToolResult<R = unknown> {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** A message as a sentence: ended (with its own `.`, `?` or `!`, else a period), so the next one reads apart. */
+export const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`);
+
 /** The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids. */
 export type KeyField = 'idempotency_key' | 'operation_id';
 
@@ -117,7 +120,7 @@ export const WriteResults = {
   },
   /** The key may be the very thing refused: only a well-formed one is echoed in full. */
   rejected(key: string, error: ContractError): WriteToolResult<never> {
-    return { outcome: 'rejected', replayed: false, retryable: false, ...echoShort(key), error };
+    return { outcome: 'rejected', replayed: false, retryable: false, ...echoShort(key), error: { ...error, message: asSentence(error.message) } };
   },
 };
 
@@ -130,15 +133,15 @@ export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempot
         ? `Succeeded earlier (replayed result of the first call at ${r.first_executed_at}); nothing was executed again.`
         : 'Succeeded.';
     case 'failed':
-      return `Failed (${r.error?.code}): ${r.error?.message}${r.retryable ? retry : ' Do not retry this call.'}`;
+      return `Failed (${r.error?.code}): ${asSentence(r.error?.message ?? '')}${r.retryable ? retry : ' Do not retry this call.'}`;
     case 'in_progress':
       return `In progress: the first call with this key is still running.${retry}`;
     case 'unknown':
       return `Outcome unknown, being verified.${retry} Do not use a new key: that could do it twice.`;
     case 'conflict':
-      return `Conflict (${r.error?.code}): ${r.error?.message}`;
+      return `Conflict (${r.error?.code}): ${asSentence(r.error?.message ?? '')}`;
     case 'rejected':
-      return `Rejected (${r.error?.code}): ${r.error?.message} Fix the call; retrying it unchanged will not help.`;
+      return `Rejected (${r.error?.code}): ${asSentence(r.error?.message ?? '')} Fix the call; retrying it unchanged will not help.`;
   }
 }
 

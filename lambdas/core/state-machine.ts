@@ -149,6 +149,25 @@ export interface ReviewEntry {
 
 /** The review log is short: an incident's few decisions, not a history. */
 export const REVIEW_LOG_MAX_ENTRIES = 20;
+/** A decision's reason: a sentence or a short paragraph, with a ticket link, not a document. */
+export const REVIEW_REASON_MAX_CHARS = 1000;
+/**
+ * The log is one DynamoDB item (at most 400 KB): kept well under it, so a log written before reasons were bounded
+ * can never block the next decision on its key.
+ */
+export const REVIEW_LOG_MAX_BYTES = 100_000;
+
+/** The log with `entry` appended: the newest entries that fit both the entry count and the byte budget. */
+export function appendReviewEntry(entries: readonly ReviewEntry[], entry: ReviewEntry): ReviewEntry[] {
+  const kept: ReviewEntry[] = [];
+  let bytes = 0;
+  for (const e of [...entries, entry].reverse()) {
+    bytes += Buffer.byteLength(JSON.stringify(e));
+    if (kept.length === REVIEW_LOG_MAX_ENTRIES || (kept.length > 0 && bytes > REVIEW_LOG_MAX_BYTES)) break;
+    kept.unshift(e);
+  }
+  return kept;
+}
 
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */

@@ -4,6 +4,7 @@
  * Nothing here does I/O of its own. The transition table and the storage-key layout are internal.
  */
 export { systemClock, type Clock } from '../core/clock';
+export { closestName } from '../core/closest-name';
 export {
   ErrorCode,
   IdempotencyError,

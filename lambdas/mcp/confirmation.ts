@@ -85,13 +85,16 @@ export async function confirmBeforeRunning(request: ConfirmationRequest): Promis
       message:
         `${tool} runs only after the person confirms it, and this server asks through an MCP 2026-07-28 input request, ` +
         'which a client of an earlier protocol version cannot answer; nothing ran. Use a client that speaks MCP 2026-07-28 ' +
-        '(for example Claude Code or Claude Desktop), or ask the operator to let this client confirm on its side.',
+        'and can show a form (elicitation), for example Claude Code or Claude Desktop; or, where this client asks the person ' +
+        `itself, the operator lists ${tool} in CONFIRMATION_OPT_OUT_TOOLS (deployed: the confirmationOptOut setting).`,
     });
   }
   if (!call.canElicitForms) {
     return WriteResults.rejected(key, {
       code: ErrorCode.CONFIRMATION_UNAVAILABLE,
-      message: `${tool} runs only after the person confirms it in a form, and this client declares no form elicitation capability; nothing ran.`,
+      message:
+        `${tool} runs only after the person confirms it in a form, and this client declares no form elicitation capability; nothing ran. ` +
+        'Use a client that declares elicitation (form mode), for example Claude Code or Claude Desktop.',
     });
   }
 

@@ -9,6 +9,8 @@ import {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
+import { closestName } from '../core/closest-name';
+import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
 import { requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
@@ -106,7 +108,15 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
   });
   mcp.setRequestHandler('tools/call', async (request: CallToolRequest, ctx) => {
     const tool = byName.get(request.params.name);
-    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
+    if (!tool) {
+      // Only a name that could be a tool's (a long one would cost the distance computation per character).
+      const name = request.params.name;
+      const meant = TOOL_NAME_PATTERN.test(name) ? closestName(name, byName.keys(), { within: Math.max(2, Math.floor(name.length / 3)) }) : undefined;
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool: ${name.slice(0, 64)}.${meant ? ` Did you mean ${meant}?` : ''} tools/list names every tool.`,
+      );
+    }
     return tool.call(request.params.arguments, {
       services,
       caller,

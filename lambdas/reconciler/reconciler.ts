@@ -179,7 +179,7 @@ export class Reconciler {
     }
     if (finding.kind === 'absent') {
       if (tool?.onAbsent === 'fail') {
-        const error = { code: 'NOT_EXECUTED', message: 'The downstream confirms the operation did not happen; it will not be run again with this key.' };
+        const error = { code: ErrorCode.NOT_EXECUTED, message: 'The downstream confirms the operation did not happen; it will not be run again with this key.' };
         if (!(await store.reconcile(record, { event: 'reconciled_absent_fail', error }, now))) return 'deferred';
         metrics.countForTool(MetricName.ReconciledFailed, record.tool);
         logger.info('reconciled: absent, failed by policy', log);

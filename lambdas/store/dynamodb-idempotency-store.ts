@@ -1,7 +1,7 @@
 import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } from '../core/errors';
 import {
   keyExpiryRule,
-  REVIEW_LOG_MAX_ENTRIES,
+  appendReviewEntry,
   storedStatesAllowing,
   transition,
   type ExpiryPolicy,
@@ -602,7 +602,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         TableName: this.tableName,
         Item: {
           ...logKey,
-          entries: [...log.entries, entry].slice(-REVIEW_LOG_MAX_ENTRIES),
+          entries: appendReviewEntry(log.entries, entry),
           version: log.version + 1,
           [TableSchema.ttlAttribute]: Math.floor(now / 1000) + REVIEW_LOG_RETENTION_SECONDS,
         },

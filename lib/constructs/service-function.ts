@@ -2,7 +2,7 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVars, environmentOf } from '../../lambdas/config';
@@ -207,6 +207,8 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
         banner: LambdaBundle.banner,
         externalModules: [...LambdaBundle.external],
         esbuildArgs: lambdaEsbuildArgs(),
+        // esbuild's size table and timing per function would fill `npm run synth --quiet`; warnings still show.
+        logLevel: LogLevel.WARNING,
       },
     });
     Validations.of(this.function).acknowledge({

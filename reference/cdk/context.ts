@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
-import { TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { closestName, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
 
 /**
@@ -125,23 +125,9 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/;
 const SCOPES = /^[\x21\x23-\x5b\x5d-\x7e]+( +[\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
-/** Edit distance, case-insensitive: how far a misspelled key is from a known one. */
-function distance(a: string, b: string): number {
-  const x = a.toLowerCase();
-  const y = b.toLowerCase();
-  let previous = Array.from({ length: y.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= x.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= y.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[y.length]!;
-}
-
 /** The known key closest to a misspelled one. */
 export function closestContextKey(key: string): string {
-  const known: string[] = Object.values(ContextKey);
-  return known.reduce((best, candidate) => (distance(key, candidate) < distance(key, best) ? candidate : best));
+  return closestName(key, Object.values(ContextKey))!;
 }
 
 /**

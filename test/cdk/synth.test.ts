@@ -31,7 +31,10 @@ describe('npm run synth', () => {
 
   it('synthesizes offline with the real CLI, bundling every function with the local esbuild, nag included', async () => {
     // Exit code 0 also means no unacknowledged cdk-nag finding: bin/app.ts registers the packs.
-    await run('npm', ['run', 'synth', '--', '--output', outdir], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+    const { stderr } = await run('npm', ['run', 'synth', '--', '--output', outdir], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+    // --quiet is quiet: no esbuild size table or timing per function (CDK's own "Bundling asset ..." line remains).
+    expect(stderr).not.toMatch(/Done in \d+ms/);
+    expect(stderr).not.toMatch(/index\.mjs\s+\d/);
 
     const template = JSON.parse(readFileSync(join(outdir, 'IdempotentMcp.template.json'), 'utf8'));
     const functions = Object.entries<any>(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function');

@@ -17,7 +17,7 @@ import { callWrite, connectClient, startTestStack } from '../support/mcp';
  */
 const run = promisify(execFile);
 const CODE = new Set(['bash', 'sh', 'ts', 'typescript']);
-const NOT_RUN_OFFLINE = ['npm ci && npm start', 'claude mcp add', 'npx -y -p node@22.23.3 -p @modelcontextprotocol/inspector', 'npm run typecheck', 'npx cdk bootstrap', 'npm run ops -- list'];
+const NOT_RUN_OFFLINE = ['npm ci && npm start', 'CONFIRMATION_OPT_OUT_TOOLS=request_payment npm start', 'claude mcp add', 'npx -y -p node@22.23.3 -p @modelcontextprotocol/inspector', 'npm run typecheck', 'npx cdk bootstrap', 'npm run ops -- list'];
 
 interface Block {
   lang: string;

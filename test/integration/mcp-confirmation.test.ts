@@ -95,6 +95,7 @@ describe('a 2026-07-28 client is asked to confirm', () => {
       const operationId = await issueOperationId(client, 'request_payment');
       const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
       expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+      expect(refused.error!.message).toMatch(/declares elicitation \(form mode\)/);
       expect(await paymentsWithKey(operationId)).toEqual([]);
     } finally {
       await client.close();
@@ -192,6 +193,9 @@ describe('2025-era clients', () => {
       const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
       expect(refused).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'CONFIRMATION_UNAVAILABLE' } });
       expect(refused.error!.message).toMatch(/2026-07-28/);
+      // ...and what would work: a client that can show the form, or the operator's switch.
+      expect(refused.error!.message).toMatch(/elicitation/);
+      expect(refused.error!.message).toContain('CONFIRMATION_OPT_OUT_TOOLS');
       expect(await paymentsWithKey(operationId)).toEqual([]);
       // Tools without confirmation are unaffected.
       expect(await callWrite(client, 'create_order', { idempotency_key: `order-${operationId.slice(-12)}`, customer_id: 'c', items: [{ sku: 'S', quantity: 1 }], currency: 'EUR' })).toMatchObject({ outcome: 'succeeded' });

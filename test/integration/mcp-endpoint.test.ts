@@ -115,6 +115,19 @@ describe('the result contract, outcome by outcome', () => {
     }
   });
 
+  it('rejected: a missing key is "required", and every sentence of the answer ends before the next begins', async () => {
+    const { idempotency_key: _omitted, ...withoutKey } = orderArgs('unused-key');
+    const answer = await client.callTool({ name: 'create_order', arguments: withoutKey });
+    expect(answer.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotency_key is required.' } });
+    const text = (answer.content as Array<{ text: string }>)[0]!.text;
+    expect(text).toBe('Rejected (INVALID_IDEMPOTENCY_KEY): idempotency_key is required. Fix the call; retrying it unchanged will not help.');
+    // Whatever the refusal, no sentence runs into the next ("... must be a string Fix the call").
+    for (const args of [orderArgs('short'), { ...orderArgs(newKey()), currency: 'euro' }]) {
+      const refused = await client.callTool({ name: 'create_order', arguments: args });
+      expect((refused.content as Array<{ text: string }>)[0]!.text).toMatch(/[.!?] Fix the call;/);
+    }
+  });
+
   it('failed: a business rejection is stored and replayed, never executed twice', async () => {
     const key = newKey();
     const first = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'terminal' });
@@ -267,5 +280,8 @@ describe('read tools', () => {
 
   it('an unknown tool is a protocol error, not a result', async () => {
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
+    // A misspelled name says which tool was meant; an unrelated one suggests nothing.
+    await expect(client.callTool({ name: 'create_ordr', arguments: {} })).rejects.toThrow(/Unknown tool: create_ordr\. Did you mean create_order\?/);
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.not.toThrow(/Did you mean/);
   });
 });

@@ -15,6 +15,7 @@ import { ExitCode, runOps } from '../../ops/cli';
 import { stateOf, writeLocalState } from '../../ops/local-state';
 import { resolveTarget } from '../../ops/target';
 import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
+import { OutboxDefaults } from '../../lambdas/core/outbox-budget';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
 
@@ -39,18 +40,19 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   let workDir: string;
 
   /** The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. */
-  function ops(args: string[], env: Record<string, string> = {}): Promise<OpsRun> {
+  function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', referenceTools, ...args], {
         cwd: workDir,
         // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
         env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
+      child.stdin?.end(stdin);
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (chunk) => (stdout += chunk));
-      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.stdout!.on('data', (chunk) => (stdout += chunk));
+      child.stderr!.on('data', (chunk) => (stderr += chunk));
       child.once('error', reject);
       child.once('close', (code) => resolve({ code, stdout, stderr }));
     });
@@ -137,6 +139,15 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       ['settle', TENANT, 'request_payment', operationId, '--found', '--absent', '--reason', 'both'],
       ['settle', TENANT, 'request_payment', 'no-such-key-123', '--absent', '--reason', 'typo'],
       ['recheck', TENANT, 'request_payment', operationId, '--reason', ' '],
+      // A reason longer than a review log entry may be: refused before anything is read or written.
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'x'.repeat(1001)],
+      ['recheck', TENANT, 'request_payment', operationId, '--reason', 'y'.repeat(125_000)],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{}', '--result-file', '-', '--reason', 'twice'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', join(workDir, 'no-such-file.json'), '--reason', 'seen'],
+      // Tenant ids the endpoint never accepts name no record.
+      ['show', 'undefined', 'request_payment', operationId],
+      ['settle', '__proto__', 'request_payment', operationId, '--absent', '--reason', 'typo'],
+      ['list', '--tenant', 'null'],
       ['list', '--status', 'lost'],
       ['frobnicate'],
     ];
@@ -149,10 +160,12 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     }
     expect(await record(operationId)).toEqual(parked);
 
-    // Logged and counted (on stderr; stdout stays the JSON answer).
+    // Logged and counted (on stderr; stdout stays the JSON answer). The result comes on stdin (--result-file -), as
+    // one too long for a command line would.
     const settled = await ops(
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'payment seen in the provider console', '--json'],
+      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', '-', '--reason', 'payment seen in the provider console', '--json'],
       { POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'false' },
+      JSON.stringify(payment),
     );
     expect(settled.code, settled.stderr).toBe(0);
     expect(JSON.parse(settled.stdout)).toMatchObject({ applied: true, before: { status: 'NEEDS_REVIEW' }, after: { status: 'SUCCEEDED', result: payment } });
@@ -318,6 +331,37 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     }
     const operatorWins = decisions.filter((d) => d.applied).length;
     expect(reconciled.found + operatorWins).toBe(fresh.length);
+  }, 120_000);
+
+  it('list shows an outbox event still pending past its expected delivery, long before the sweep sends it again', async () => {
+    // The relay is not running: as after a crash between the commit and the send.
+    const halted = await startTestStack({ workers: { relayPoller: false } });
+    try {
+      const agent = await connectClient(halted, TENANT);
+      const key = `email-${Date.now()}`;
+      const { result } = await callWrite<{ event_id: string }>(agent, 'send_email', { idempotency_key: key, to: 'ops@example.com', subject: 'Late', body: 'queued' });
+      await agent.close();
+      const pendingAt = async (at: number) => {
+        const desk = new ReviewDesk({
+          store: halted.services.store,
+          outbox: halted.services.outbox,
+          doc: halted.services.doc,
+          tableName: halted.services.tableName,
+          tools: new Map(),
+          who: async () => 'test',
+          logger,
+          clock: () => at,
+        });
+        return (await desk.list({ status: 'pending' })).entries.flatMap((e) => (e.kind === 'outbox_event' ? [e.event_id] : []));
+      };
+      // Just committed: expected to be delivered in a moment, not worth a person's attention.
+      expect(await pendingAt(Date.now())).not.toContain(result!.event_id);
+      // Past its expected delivery, and before the sweep's first look would send it again: late, and shown.
+      expect(OutboxDefaults.expectedDeliveryMs).toBeLessThan(OutboxDefaults.redeliverAfterMs);
+      expect(await pendingAt(Date.now() + OutboxDefaults.expectedDeliveryMs + 1000)).toContain(result!.event_id);
+    } finally {
+      await halted.stop();
+    }
   }, 120_000);
 
   it('redrive moves a dead-letter event back to the outbox queue: delivered exactly once', async () => {

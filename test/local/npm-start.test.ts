@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,10 +17,11 @@ interface Started {
   exited: Promise<number | null>;
 }
 
-function npmStart(cwd: string): Promise<Started> {
+function npmStart(cwd: string, userEnv: NodeJS.ProcessEnv = {}): Promise<Started> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0' };
-  // As in a user's shell: no test-run settings, no emulator of the test run.
+  // As in a user's shell: no test-run settings, no emulator of the test run (unless the user names one).
   for (const name of ['DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED', 'POWERTOOLS_LOG_LEVEL']) delete env[name];
+  Object.assign(env, userEnv);
   const child = spawn(join(PROJECT_ROOT, 'node_modules/.bin/tsx'), ['--tsconfig', join(PROJECT_ROOT, 'tsconfig.json'), join(PROJECT_ROOT, 'scripts/start.ts')], {
     cwd,
     env,
@@ -44,25 +46,46 @@ describe('npm start', () => {
   });
   afterAll(() => rm(cwd, { recursive: true, force: true }));
 
-  it('prints no notice a user cannot act on, says how to quiet the logs and what .local/ holds, and stops saying why when .local/ is deleted', async () => {
+  const NEW_KEY = /A new signing key was made in .*: tokens printed by an earlier start are refused/;
+
+  it('prints no notice a user cannot act on, says how to quiet the logs, what .local/ holds and when it made a new signing key, and stops saying why when .local/ is deleted', async () => {
     const first = await npmStart(cwd);
     expect(first.stderr()).not.toContain('NodeVersionSupportWarning');
     expect(first.stdout()).toContain('POWERTOOLS_LOG_LEVEL=WARN npm start');
     expect(first.stdout()).toMatch(/\.local\/ holds the data, the token signing key and the operation-id secret/);
-    expect(first.stdout()).not.toContain('no signing key');
-    // Stopped (how a stop ends is the lifecycle tests' business): the next start finds the data of this one.
+    expect(first.stdout()).toMatch(NEW_KEY);
+    // Stopped (how a stop ends is the lifecycle tests' business): the next start finds the data and key of this one.
     first.child.kill('SIGTERM');
     await first.exited;
-
-    // The signing key deleted while stopped: the next start says that earlier tokens are now refused.
-    await rm(join(cwd, '.local', 'auth'), { recursive: true, force: true });
     const second = await npmStart(cwd);
-    expect(second.stdout()).toMatch(/had no signing key: a new one was made, so tokens printed before this start are refused/);
+    expect(second.stdout()).not.toMatch(/new signing key/);
 
     // The whole folder deleted while running: it says what is gone and what follows, and stops.
     await rm(join(cwd, '.local'), { recursive: true, force: true });
     expect(await second.exited).toBe(1);
     expect(second.stderr()).toMatch(/\.local was deleted .* while npm start was running/);
     expect(second.stderr()).toMatch(/tokens printed before it will be refused/);
+
+    // The next start, as README's troubleshooting says, tells that earlier tokens are now refused.
+    const third = await npmStart(cwd);
+    expect(third.stdout()).toMatch(NEW_KEY);
+    third.child.kill('SIGTERM');
+    await third.exited;
+  }, 180_000);
+
+  it('with DYNAMODB_ENDPOINT (README troubleshooting), runs on that DynamoDB Local and does not stop itself', async () => {
+    const own = await mkdtemp(join(tmpdir(), 'npm-start-endpoint-'));
+    try {
+      const started = await npmStart(own, { DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT! });
+      // The state folder is checked every second: a few checks pass without a data folder of its own.
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      expect(started.child.exitCode, started.stderr()).toBeNull();
+      expect(started.stderr()).not.toMatch(/was deleted/);
+      expect(existsSync(join(own, '.local', 'dynamodb'))).toBe(false);
+      started.child.kill('SIGTERM');
+      await started.exited;
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
   }, 120_000);
 });

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
 import { AuthenticationError, createTokenVerifier } from '../../lambdas/auth/verifier';
+import { InvalidTenantError } from '../../lambdas/core/errors';
+import { validateTenantId } from '../../lambdas/core/idempotency-key';
 
 /**
  * The verifier of `npm start` reads the local issuer's public key from the file the issuer writes (it does not make
@@ -54,6 +56,37 @@ describe('the dev-mode verifier', () => {
     }
   });
 });
+
+describe('tenant ids that are words of the language', () => {
+  let dir: string;
+  const auth = { issuer: 'urn:test:dev', audience: 'mcp', tenantClaim: 'tenant' };
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dev-verifier-words-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it.each(['undefined', 'null', '__proto__', 'constructor', 'NaN'])('refuses a token whose tenant claim is %s, and the dev issuer will not sign one', async (tenant) => {
+    await expect(validateTenantIdAsync(tenant)).rejects.toBeInstanceOf(InvalidTenantError);
+    const issuer = await loadDevIssuer({ dir, ...auth });
+    await expect(issuer.sign({ tenant })).rejects.toThrow(/tenant/);
+    // Signed by hand, as a compromised or careless issuer would: the verifier refuses it all the same.
+    const pair = await readDevKeyPair(dir);
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, aud: auth.audience, tenant, exp: now + 600, iat: now })))
+      .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+      .sign(await importJWK(pair.privateJwk, 'ES256'));
+    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth });
+    const refused = await verifier.verify(`Bearer ${token}`).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(AuthenticationError);
+    expect((refused as Error).message).toMatch(/not a valid tenant id/);
+  });
+
+  it('still accepts tenants that merely contain such a word', async () => {
+    for (const tenant of ['null-corp', 'undefined.team', 'proto', 'acme']) expect(validateTenantId(tenant)).toBe(tenant);
+  });
+});
+
+const validateTenantIdAsync = async (tenant: unknown) => validateTenantId(tenant);
 
 describe('a missing or malformed bearer token', () => {
   const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: join(tmpdir(), 'no-such-dir'), requiredScopes: [], issuer: 'urn:test:dev', audience: 'mcp', tenantClaim: 'tenant' });

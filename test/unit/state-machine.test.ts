@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   allows,
+  appendReviewEntry,
+  REVIEW_LOG_MAX_BYTES,
+  REVIEW_LOG_MAX_ENTRIES,
+  REVIEW_REASON_MAX_CHARS,
+  type ReviewEntry,
   decideForExisting,
   IllegalTransitionError,
   keyExpiryRule,
@@ -231,5 +236,23 @@ describe('keyExpiryRule (the one key-expiry rule every store renders)', () => {
     for (const now of [RETAIN, EXPIRES_REVIEW * 1000 - 1, EXPIRES_REVIEW * 1000]) {
       expect(keyIsFree(r, now, undefined)).toBe(keyIsFree(r, now, 'review'));
     }
+  });
+});
+
+describe('appendReviewEntry (the review log stays within its item)', () => {
+  const entry = (reason: string, at: number): ReviewEntry => ({ by: 'ops', at, action: 'operator_recheck', reason, from: 'NEEDS_REVIEW', to: 'UNKNOWN' });
+  const bytes = (entries: ReviewEntry[]) => entries.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0);
+
+  it('keeps the newest entries within the byte budget, however large the entries written before the bound', () => {
+    // Three 125 KB reasons, as accepted before reasons were bounded: the fourth decision must still fit one item.
+    const legacy = [1, 2, 3].map((at) => entry('r'.repeat(125_000), at));
+    const log = appendReviewEntry(legacy, entry('found at the provider', 4));
+    expect(log.at(-1)).toMatchObject({ reason: 'found at the provider', at: 4 });
+    expect(bytes(log)).toBeLessThanOrEqual(REVIEW_LOG_MAX_BYTES);
+    // Entries of the largest allowed reason all fit: the byte budget never drops what the count would keep.
+    const full = Array.from({ length: 30 }, (_, i) => entry('é'.repeat(REVIEW_REASON_MAX_CHARS), i));
+    const kept = full.reduce<ReviewEntry[]>((log, e) => appendReviewEntry(log, e), []);
+    expect(kept).toHaveLength(REVIEW_LOG_MAX_ENTRIES);
+    expect(kept.map((e) => e.at)).toEqual(full.slice(-REVIEW_LOG_MAX_ENTRIES).map((e) => e.at));
   });
 });

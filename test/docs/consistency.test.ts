@@ -1,0 +1,75 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLOCK_TOLERANCE_SECONDS } from '../../lambdas/auth/verifier';
+import { ErrorCode } from '../../lambdas/core/errors';
+import { DEFAULT_POLICY } from '../../lambdas/engine/engine';
+import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
+
+/** What the documents say about the code agrees with the code, and the documents agree with each other. */
+const read = (path: string) => readFile(join(ROOT, path), 'utf8');
+const readme = await read('README.md');
+const docs = await Promise.all((await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map(async (f) => ({ file: `docs/${f}`, text: await read(`docs/${f}`) })));
+
+/** README's section on the contract, up to the next section. */
+function section(title: string): string {
+  const start = readme.indexOf(`## ${title}`);
+  expect(start, title).toBeGreaterThan(-1);
+  const end = readme.indexOf('\n## ', start + 1);
+  return readme.slice(start, end === -1 ? undefined : end);
+}
+
+describe('the result contract in README', () => {
+  it('lists every error code an answer can carry, and no code the code does not have', () => {
+    const table = section('The tools and the result contract')
+      .split('\n')
+      .map((line) => /^\| `([A-Z][A-Z_]+)` \|/.exec(line)?.[1])
+      .filter((code): code is string => code !== undefined);
+    // UNAUTHORIZED is kept for compatibility only: a refused token is an HTTP 401, never an answer.
+    const answered = Object.values(ErrorCode).filter((code) => code !== ErrorCode.UNAUTHORIZED);
+    expect([...table].sort()).toEqual([...answered].sort());
+  });
+
+  it('says how long an outcome is kept by default, as the engine keeps it', () => {
+    expect(DEFAULT_POLICY.retentionSeconds).toBe(24 * 3600);
+    expect(section('The tools and the result contract')).toMatch(/kept 24 hours by default/);
+  });
+});
+
+describe('the documents agree', () => {
+  it('every Inspector command is pinned, with its own Node 22 (docs/clients.md: unpinned breaks on Node 20)', () => {
+    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs]) {
+      for (const line of text.split('\n')) {
+        // docs/clients.md says what the unpinned command resolves to, as the reason for the pin.
+        const match = /npx [^`\n]*@modelcontextprotocol\/inspector[^`\n]*/.exec(line);
+        if (!match || /resolves to/.test(line)) continue;
+        expect(match[0], file).toMatch(/-p node@22\.\d+\.\d+ -p @modelcontextprotocol\/inspector@\d+\.\d+\.\d+ mcp-inspector/);
+      }
+    }
+  });
+
+  it("README's cost at rest names the Cognito machine client that docs/deploy.md adds", () => {
+    const deploy = docs.find((d) => d.file === 'docs/deploy.md')!.text;
+    expect(deploy).toMatch(/\$6 per active M2M client/);
+    expect(section('Deploy')).toMatch(/about \$3\/month, plus \$6\/month for the Cognito machine client/);
+  });
+
+  it('the clock tolerance on tokens is documented as the verifier applies it', () => {
+    const security = docs.find((d) => d.file === 'docs/security.md')!.text;
+    expect(security).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
+    expect(readme).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
+  });
+
+  it('Java is the reader\'s to install; npm ci installs DynamoDB Local only', () => {
+    expect(readme).not.toMatch(/Java 17\+ for DynamoDB Local,\s+which `npm ci` installs/);
+    expect(section('Quick start')).toMatch(/Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/);
+  });
+
+  it('adding a tool is as many lines in index.ts as the printed registration adds', () => {
+    const add = section('Add your own tool');
+    const patch = /<!-- readme-test: patch reference\/tools\/index.ts -->\n```ts\n([\s\S]*?)```/.exec(add)![1]!;
+    const added = patch.split('\n').filter((line) => line.startsWith('import ') || /^ {2}\w+,$/.test(line) && line.trim() !== 'createOrderTool,');
+    expect(added).toHaveLength(2);
+    expect(add).toMatch(/two lines in `reference\/tools\/index.ts`/);
+  });
+});
