@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { LambdaBundle } from '../lib/bundling';
 import { toolsFunctionEntry } from '../lib/tools-entry';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
-import { createDocumentClient } from '../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
 import { orderArgs } from '../test/support/mcp';
@@ -261,10 +261,10 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       stops.push(dynamo.stop);
       endpoint = dynamo.endpoint;
     }
-    const doc = createDocumentClient(endpoint);
+    const doc = createDynamoDbClient({ endpoint: endpoint });
     const tableName = `cold-start-${randomUUID()}`;
     await ensureTable(doc, tableName);
-    doc.destroy();
+    closeDynamoDbClient(doc);
 
     const keyDir = await mkdtemp(join(tmpdir(), 'cold-start-issuer-'));
     stops.push(() => rm(keyDir, { recursive: true, force: true }));

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
-import { createDocumentClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
 
 /** The services this team's tools need: the tool runtime plus its own client (here an in-memory invoice book). */
@@ -38,7 +38,7 @@ export interface StartedServer {
 }
 
 export async function startInvoiceServer(options: { dynamodbEndpoint?: string; tableName?: string; port?: number } = {}): Promise<StartedServer> {
-  const doc = createDocumentClient(options.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT);
+  const doc = createDynamoDbClient({ endpoint: options.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT });
   const tableName = options.tableName ?? `invoices-${randomUUID()}`;
   await ensureTable(doc, tableName);
   const secret = process.env.EXAMPLE_SECRET ?? randomUUID() + randomUUID();
@@ -71,7 +71,7 @@ export async function startInvoiceServer(options: { dynamodbEndpoint?: string; t
     stop: async () => {
       await handler.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
-      doc.destroy();
+      closeDynamoDbClient(doc);
     },
   };
 }

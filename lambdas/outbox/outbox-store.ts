@@ -4,7 +4,8 @@ import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
 import { queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
-import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item } from '../store/document-client';
+import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
 import { type DeliveryStatus, type DeliveryView, type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
@@ -90,7 +91,7 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
  */
 export class OutboxStore {
   constructor(
-    private readonly doc: DocumentClient,
+    private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
   ) {}
 
@@ -134,7 +135,7 @@ export class OutboxStore {
   }
 
   async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
-    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
     return Item ? itemToEvent(Item) : undefined;
   }
 
@@ -144,7 +145,7 @@ export class OutboxStore {
   }
 
   private async markerItem(eventId: string): Promise<Item | undefined> {
-    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true });
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }));
     return Item;
   }
 
@@ -175,14 +176,14 @@ export class OutboxStore {
   /** One conditional SET on an event still PENDING; false when it settled meanwhile. */
   private updatePending(eventId: string, set: string, values: Record<string, unknown>): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         UpdateExpression: `SET ${set}`,
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
-      }),
+      })),
     );
   }
 
@@ -190,7 +191,7 @@ export class OutboxStore {
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
@@ -204,7 +205,7 @@ export class OutboxStore {
           ':pending': 'PENDING',
           ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
         },
-      }),
+      })),
     );
   }
 
@@ -248,7 +249,7 @@ export class OutboxStore {
     const result = outcome.state === 'DELIVERED' ? (outcome.result ?? null) : null;
     const error = outcome.state === 'FAILED' ? outcome.error : null;
     try {
-      await this.doc.transactWrite({
+      await this.doc.send(new TransactWriteCommand({
           TransactItems: [
             {
               Update: {
@@ -272,9 +273,9 @@ export class OutboxStore {
               },
             },
           ],
-      });
+      }));
     } catch (err) {
-      if (err instanceof TransactionCanceledError && err.CancellationReasons[0]?.Code === 'ConditionalCheckFailed') {
+      if (cancellationReasons(err)?.[0]?.Code === 'ConditionalCheckFailed') {
         throw new OwnershipLostError();
       }
       throw err;
@@ -284,13 +285,13 @@ export class OutboxStore {
   /** Gives our claim up: the effect is known not to have happened, so the next delivery runs it. */
   async releaseDelivery(eventId: string, owner: string): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.delete({
+      this.doc.send(new DeleteCommand({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
         ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
-      }),
+      })),
     );
   }
 
@@ -300,14 +301,14 @@ export class OutboxStore {
    */
   async deferDelivery(eventId: string, owner: string, leaseUntil: number, error: StoredError): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         UpdateExpression: 'SET lease_until = :lease, #error = :error',
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
         ExpressionAttributeValues: { ':lease': leaseUntil, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
-      }),
+      })),
     );
   }
 
@@ -316,7 +317,7 @@ export class OutboxStore {
       await send();
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedError) return false;
+      if (isConditionRefusal(err)) return false;
       throw err;
     }
   }

@@ -1,7 +1,8 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
-import { createDocumentClient } from '../../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { Keys } from '../../lambdas/store/table-schema';
 import { createTestTable } from '../support/dynamodb';
@@ -14,15 +15,15 @@ const TENANT = 'tenant-faults';
 let table: Awaited<ReturnType<typeof createTestTable>>;
 let proxy: DynamoDbFaultProxy;
 /** The engine's client goes through the proxy; the test reads DynamoDB Local directly. */
-let proxiedDoc: ReturnType<typeof createDocumentClient>;
+let proxiedDoc: ReturnType<typeof createDynamoDbClient>;
 beforeAll(async () => {
   table = await createTestTable();
   proxy = await startDynamoDbFaultProxy(table.endpoint);
-  proxiedDoc = createDocumentClient(proxy.endpoint);
+  proxiedDoc = createDynamoDbClient({ endpoint: proxy.endpoint });
 });
 afterEach(() => proxy.clear());
 afterAll(async () => {
-  proxiedDoc.destroy();
+  closeDynamoDbClient(proxiedDoc);
   await proxy.stop();
   await table.drop();
 });
@@ -108,7 +109,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const takenId = `taken-${key}`;
       const newId = `new-${key}`;
       // The order id is already used: the write's ConditionExpression fails, cancelling the whole transaction.
-      await table.doc.put({ TableName: table.tableName, Item: { ...Keys.order(TENANT, takenId), order_id: takenId, owner: 'someone else' } });
+      await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...Keys.order(TENANT, takenId), order_id: takenId, owner: 'someone else' } }));
       let runs = 0;
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
