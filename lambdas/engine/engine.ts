@@ -397,8 +397,8 @@ export class IdempotencyEngine {
   /**
    * The one-request path: execute first, then commit the settled record and the tool's writes in one request
    * conditioned on the key being free. A duplicate learns the holder's record from the same failed request. What
-   * cannot be concluded in one request (a failure to record, a refused write, a commit the store could not confirm)
-   * takes the claimed path, which records it exactly as a tool that is not local would.
+   * cannot be concluded in one request (a failure to record, a refused write) takes the claimed path, which records
+   * it exactly as a tool that is not local would; a commit the store could not confirm is answered unknown.
    */
   private async runOnce<R>(
     record: IdempotencyRecord,
