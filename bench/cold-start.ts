@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { LambdaBundle } from '../lib/bundling';
 import { toolsFunctionEntry } from '../lib/tools-entry';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
-import { createDocumentClient } from '../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
 import { orderArgs } from '../test/support/mcp';
@@ -25,27 +25,25 @@ import type { BenchSection, SectionReport } from './section';
  * against DynamoDB Local and a JWKS served over loopback (the deployed auth path). Medians of several runs.
  *
  * Peers measured in the same run: a bare `node` process (the floor no bundle can beat), the same bundle unminified,
- * the floor (a bare MCP write tool with the AWS SDK's DynamoDB client, the target's peer) and the same floor on the
- * package's lean DynamoDB transport.
+ * and the floor (a bare MCP write tool on the same AWS SDK DynamoDB client, the target's peer). The bundle size is
+ * reported, not targeted: a user feels the cold start, not the byte count.
  */
 
 /** Init against the floor peer's, measured in the same run (an absolute figure would measure the machine's load). */
-export const COLD_START_TARGETS = { ratioInitToFloor: 1.2, bundleBytes: 500 * 1024 } as const;
+export const COLD_START_TARGETS = { ratioInitToFloor: 1.2 } as const;
 const RUNS = 7;
 const MARK = '@@cold-start@@';
 const WORK_DIR = resolve('.bench/cold-start');
 const PROTOCOL_VERSION = '2025-06-18';
 const TENANT = 'bench-tenant';
 
-type Variant = 'deployed' | 'unminified' | 'floor' | 'floorLean';
+type Variant = 'deployed' | 'unminified' | 'floor';
 const VARIANTS: Record<Variant, { minify: boolean; external: string[]; entry?: string }> = {
   deployed: { minify: LambdaBundle.minify, external: [...LambdaBundle.external] },
   unminified: { minify: false, external: [...LambdaBundle.external] },
   // The mandated dependencies alone (MCP SDK, zod, the AWS SDK's DynamoDB document client) on the same two
   // requests, as a bare MCP write tool is written: the floor.
   floor: { minify: LambdaBundle.minify, external: [...LambdaBundle.external], entry: 'bench/cold-start-floor.ts' },
-  // The same bare tool on the package's lean DynamoDB transport: what the endpoint adds beyond its own dependencies.
-  floorLean: { minify: LambdaBundle.minify, external: [...LambdaBundle.external], entry: 'bench/cold-start-floor-lean.ts' },
 };
 
 export interface BundleFigures {
@@ -220,14 +218,12 @@ export interface ColdStartFigures {
   ratio_init_to_floor: number;
   /** cpu_ms / the floor peer's cpu_ms: the same comparison in CPU time, which a loaded machine stretches far less. */
   ratio_cpu_to_floor: number;
-  /** init_ms / the lean floor peer's (the bare tool on the package's own DynamoDB transport): what the endpoint adds beyond its own dependencies. */
-  ratio_init_to_lean_floor: number;
   bundle: BundleFigures;
   peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }>;
   runs: number;
   /** 1-minute load average when the runs ended: wall times on a shared machine stretch with it, CPU times much less. */
   load_avg: number;
-  targets: { ratio_init_to_floor: number; bundle_bytes: number; ratio_met: boolean; bundle_met: boolean };
+  targets: { ratio_init_to_floor: number; ratio_met: boolean };
 }
 
 export interface ColdStartFixture {
@@ -261,10 +257,10 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       stops.push(dynamo.stop);
       endpoint = dynamo.endpoint;
     }
-    const doc = createDocumentClient(endpoint);
+    const doc = createDynamoDbClient({ endpoint: endpoint });
     const tableName = `cold-start-${randomUUID()}`;
     await ensureTable(doc, tableName);
-    doc.destroy();
+    closeDynamoDbClient(doc);
 
     const keyDir = await mkdtemp(join(tmpdir(), 'cold-start-issuer-'));
     stops.push(() => rm(keyDir, { recursive: true, force: true }));
@@ -378,16 +374,13 @@ export async function coldStart(): Promise<ColdStartFigures> {
       ratio_to_bare_node: round(deployed.process_ms / bare, 2),
       ratio_init_to_floor: ratioToFloor,
       ratio_cpu_to_floor: round(deployed.cpu_ms / stats('floor').cpu_ms, 2),
-      ratio_init_to_lean_floor: round(deployed.init_ms / stats('floorLean').init_ms, 2),
       bundle: bundleFigures,
-      peers: { unminified: peer('unminified'), floor: peer('floor'), floorLean: peer('floorLean') },
+      peers: { unminified: peer('unminified'), floor: peer('floor') },
       runs: RUNS,
       load_avg: round(loadavg()[0]!, 2),
       targets: {
         ratio_init_to_floor: COLD_START_TARGETS.ratioInitToFloor,
-        bundle_bytes: COLD_START_TARGETS.bundleBytes,
         ratio_met: ratioToFloor <= COLD_START_TARGETS.ratioInitToFloor,
-        bundle_met: bundleFigures.bytes < COLD_START_TARGETS.bundleBytes,
       },
     };
   } finally {
@@ -405,15 +398,14 @@ export const coldStartBench: BenchSection = {
       ['deployed (minified)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.wait_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
       ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.wait_ms, f.peers.unminified.import_ms, '', '', ''],
       ['peer: floor (MCP SDK + zod + AWS SDK DynamoDB)', kib(f.peers.floor.bytes), '', f.peers.floor.init_ms, f.peers.floor.cpu_ms, f.peers.floor.wait_ms, f.peers.floor.import_ms, '', '', ''],
-      ['peer: floor on the lean transport', kib(f.peers.floorLean.bytes), '', f.peers.floorLean.init_ms, f.peers.floorLean.cpu_ms, f.peers.floorLean.wait_ms, f.peers.floorLean.import_ms, '', '', ''],
       ['peer: bare node -e 0', '', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
       'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; wait = event-loop idle over the same span (I/O: DynamoDB Local, the key set); process = spawn to exit.',
-      `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}; init / floor on the lean transport: x${f.ratio_init_to_lean_floor}`,
+      `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
       `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,
-      `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.ratio_cpu_to_floor}); target bundle < ${kib(f.targets.bundle_bytes)} KiB: ${f.targets.bundle_met ? 'met' : 'MISSED'} (gzip ${kib(f.bundle.gzip_bytes)} KiB)`,
+      `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.ratio_cpu_to_floor}); bundle ${kib(f.bundle.bytes)} KiB (gzip ${kib(f.bundle.gzip_bytes)} KiB), reported, not targeted`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };
   },

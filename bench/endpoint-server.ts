@@ -11,6 +11,7 @@
  *
  * Both use DYNAMODB_ENDPOINT from the environment; each tells its parent (IPC) where it listens once it does.
  */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 
@@ -38,17 +39,14 @@ async function startBare(): Promise<ServerReady> {
   const z = await import('zod');
   const { McpServer, createMcpHandler } = await import('@modelcontextprotocol/server');
   const { serve } = await import('@hono/node-server');
-  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
-  const { DynamoDBDocumentClient, PutCommand } = await import('@aws-sdk/lib-dynamodb');
-  const { awsClientConfig, createDocumentClient } = await import('../lambdas/store/clients');
+  const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
+  const { closeDynamoDbClient, createDynamoDbClient } = await import('../lambdas/store/clients');
   const { ensureTable } = await import('../lambdas/store/table-schema');
 
-  // The table is set up with the package's client; the tool writes with the AWS SDK, as a bare server would.
-  const admin = createDocumentClient(process.env.DYNAMODB_ENDPOINT);
+  // The same SDK client as the engine's endpoint: the comparison is the engine, not the client.
+  const doc = createDynamoDbClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
   const tableName = `bench-bare-${randomUUID().slice(0, 8)}`;
-  await ensureTable(admin, tableName);
-  admin.destroy();
-  const doc = DynamoDBDocumentClient.from(new DynamoDBClient({ ...awsClientConfig(process.env.DYNAMODB_ENDPOINT), maxAttempts: 3 }));
+  await ensureTable(doc, tableName);
   const inputSchema = z.object({
     idempotency_key: z.string(),
     customer_id: z.string(),
@@ -74,7 +72,7 @@ async function startBare(): Promise<ServerReady> {
   });
   process.once('disconnect', () => {
     server.close();
-    doc.destroy();
+    closeDynamoDbClient(doc);
     process.exit(0);
   });
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, token: 'unused', tableName, tenant: TENANT };

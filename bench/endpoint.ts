@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyEngine } from '../lambdas/engine/engine';
-import { createDocumentClient } from '../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -233,7 +233,7 @@ async function runStoreTurn(call: () => Promise<boolean>, options: { connections
 
 /** The engine with create_order's own execution, and the bare server's PutItem, on a table of their own. */
 async function startStoreFloor(dynamodbEndpoint: string) {
-  const doc = createDocumentClient(dynamodbEndpoint);
+  const doc = createDynamoDbClient({ endpoint: dynamodbEndpoint });
   const tableName = `bench-endpoint-floor-${randomUUID().slice(0, 8)}`;
   await ensureTable(doc, tableName);
   const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName }) });
@@ -256,10 +256,10 @@ async function startStoreFloor(dynamodbEndpoint: string) {
     },
     async put() {
       const { create } = order.unprotectedItem();
-      await doc.put({ TableName: tableName, Item: { ...create.item, ...create.key } });
+      await doc.send(new PutCommand({ TableName: tableName, Item: { ...create.item, ...create.key } }));
       return true;
     },
-    stop: () => doc.destroy(),
+    stop: () => closeDynamoDbClient(doc),
   };
 }
 

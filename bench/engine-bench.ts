@@ -2,13 +2,12 @@ import { orderKey } from '../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { IdempotencyEngine } from '../lambdas/engine/engine';
-import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
-import type { DocumentClient } from '../lambdas/store/document-client';
+import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -86,7 +85,7 @@ async function runEngineBench(): Promise<SectionReport> {
     powertools: `bench-powertools-${suffix}`,
     business: `bench-orders-${suffix}`,
   };
-  const admin = createDocumentClient(dynamo.endpoint);
+  const admin = createDynamoDbClient({ endpoint: dynamo.endpoint });
   const contenders: Contender[] = [];
   try {
     await ensureTable(admin, tables.engine);
@@ -152,8 +151,8 @@ async function runEngineBench(): Promise<SectionReport> {
     }
     return report(cells);
   } finally {
-    for (const name of Object.values(tables)) await admin.call('DeleteTable', { TableName: name }).catch(() => {});
-    admin.destroy();
+    for (const name of Object.values(tables)) await admin.send(new DeleteTableCommand({ TableName: name })).catch(() => {});
+    closeDynamoDbClient(admin);
     for (const contender of contenders) contender.destroy();
     await dynamo.stop();
   }
@@ -178,14 +177,14 @@ function makeContender(variant: Variant, endpoint: string, tables: BenchTables):
   };
 
   if (variant === 'none') {
-    const doc = createDocumentClient(endpoint);
+    const doc = createDynamoDbClient({ endpoint: endpoint });
     return {
       variant,
       requests: countDynamoDbRequests(doc),
-      destroy: () => doc.destroy(),
+      destroy: () => closeDynamoDbClient(doc),
       async call(_key, args) {
         const { item } = orderItem(args);
-        await doc.put({ TableName: tables.business, Item: item });
+        await doc.send(new PutCommand({ TableName: tables.business, Item: item }));
         return 'executed';
       },
     };
@@ -227,12 +226,12 @@ function makeContender(variant: Variant, endpoint: string, tables: BenchTables):
   }
 
   const table = variant === 'engine_without_index' ? tables.engineWithoutIndex : tables.engine;
-  const doc = createDocumentClient(endpoint);
+  const doc = createDynamoDbClient({ endpoint: endpoint });
   const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, table) });
   return {
     variant,
     requests: countDynamoDbRequests(doc),
-    destroy: () => doc.destroy(),
+    destroy: () => closeDynamoDbClient(doc),
     async call(key, args) {
       const answer = await engine.run(
         { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args, trace_id: randomUUID() }, remainingTimeMs: () => LAMBDA_REMAINING_MS },
@@ -270,8 +269,9 @@ function orderArgs(quantity: number): OrderArgs {
 }
 
 /** The project's key (pk/sk) without the attention index. */
-export async function createTableWithoutIndex(doc: DocumentClient, tableName: string) {
-  await doc.call('CreateTable', {
+export async function createTableWithoutIndex(doc: DynamoDBDocumentClient, tableName: string) {
+  await doc.send(
+    new CreateTableCommand({
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: [
@@ -282,17 +282,20 @@ export async function createTableWithoutIndex(doc: DocumentClient, tableName: st
         { AttributeName: 'pk', KeyType: 'HASH' },
         { AttributeName: 'sk', KeyType: 'RANGE' },
       ],
-  });
+    }),
+  );
 }
 
 /** Powertools' default schema: partition key `id`. */
-async function createPowertoolsTable(doc: DocumentClient, tableName: string) {
-  await doc.call('CreateTable', {
+async function createPowertoolsTable(doc: DynamoDBDocumentClient, tableName: string) {
+  await doc.send(
+    new CreateTableCommand({
       TableName: tableName,
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
       KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-  });
+    }),
+  );
 }
 
 /** Runs the calls with `concurrency` workers; returns each call's latency (ms) and the wall time. */

@@ -1,3 +1,4 @@
+import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { IdempotencyEngine, type Execution } from '../lambdas/engine/engine';
@@ -8,7 +9,7 @@ import { sendEmailTool } from '../reference/tools/send-email';
 import { orderIdFor, putOrderWrite } from '../reference/tools/orders';
 import { newOutboxMessage } from '../lambdas/outbox/outbox-event';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
-import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
+import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -45,8 +46,8 @@ export const floorBench: BenchSection = {
 async function runFloorBench(): Promise<SectionReport> {
   const dynamo = await startDynamoDbLocal();
   const tableName = `bench-floor-${randomUUID().slice(0, 8)}`;
-  const admin = createDocumentClient(dynamo.endpoint);
-  const doc = createDocumentClient(dynamo.endpoint);
+  const admin = createDynamoDbClient({ endpoint: dynamo.endpoint });
+  const doc = createDynamoDbClient({ endpoint: dynamo.endpoint });
   const requests = countDynamoDbRequests(doc);
   try {
     await ensureTable(admin, tableName);
@@ -55,12 +56,12 @@ async function runFloorBench(): Promise<SectionReport> {
     const run = (c: ToolCase, key: string) =>
       engine.run({ tenant: TENANT, tool: c.name, idempotencyKey: key, args: c.args, effect: c.effect }, {}, async () => c.execution(key));
     const asPut = ({ create }: ExtraWrite) => ({ TableName: tableName, Item: { ...create.item, ...create.key } });
-    const unprotected = (c: ToolCase) => doc.put(asPut(c.unprotectedItem()));
+    const unprotected = (c: ToolCase) => doc.send(new PutCommand(asPut(c.unprotectedItem())));
     // What sets the floor on DynamoDB Local: the same record and items in one unconditioned transaction.
     const bareTransaction = (c: ToolCase) => {
       const key = randomUUID();
       const record = { Put: { TableName: tableName, Item: { pk: `BARE#${key}`, sk: 'IDEM', status: 'SUCCEEDED', result: c.execution(key).result } } };
-      return doc.transactWrite({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] });
+      return doc.send(new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] }));
     };
 
     for (let i = 0; i < WARMUP; i++) for (const c of cases) await Promise.all([run(c, randomUUID()), unprotected(c)]);
@@ -145,15 +146,15 @@ async function runFloorBench(): Promise<SectionReport> {
       ],
     };
   } finally {
-    admin.destroy();
-    doc.destroy();
+    closeDynamoDbClient(admin);
+    closeDynamoDbClient(doc);
     await dynamo.stop();
   }
 }
 
 /** The three tools' executions and unprotected items, built from their own write builders (also bench/endpoint.ts). */
 export function toolCases(tableName: string): ToolCase[] {
-  const outbox = new OutboxStore(createDocumentClient('http://127.0.0.1:1'), tableName);
+  const outbox = new OutboxStore(createDynamoDbClient({ endpoint: 'http://127.0.0.1:1' }), tableName);
   const order = { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity: 1 }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
   const email = { to: 'someone@example.com', subject: 'Your order', body: 'It ships tomorrow.' };
   const payment = { amount_minor: 1250, currency: 'EUR', payee_id: 'payee-1' };

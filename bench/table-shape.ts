@@ -1,8 +1,10 @@
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { IdempotencyRecord } from '../lambdas/core/state-machine';
-import { createDocumentClient } from '../lambdas/store/clients';
-import { ConditionalCheckFailedError } from '../lambdas/store/document-client';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
+import { refusingItem } from '../lambdas/store/refusals';
 import { recordToItem } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -32,16 +34,18 @@ export const tableShapeBench: BenchSection = {
 
 async function runTableShapeBench(): Promise<SectionReport> {
   const dynamo = await startDynamoDbLocal();
-  const doc = createDocumentClient(dynamo.endpoint);
+  const doc = createDynamoDbClient({ endpoint: dynamo.endpoint });
   try {
     const suffix = randomUUID().slice(0, 8);
     const tables = { keyOnly: `shape-key-${suffix}`, composite: `shape-composite-${suffix}`, indexed: `shape-indexed-${suffix}` };
-    await doc.call('CreateTable', {
-      TableName: tables.keyOnly,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-    });
+    await doc.send(
+      new CreateTableCommand({
+        TableName: tables.keyOnly,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
     await createTableWithoutIndex(doc, tables.composite);
     await ensureTable(doc, tables.indexed);
 
@@ -86,7 +90,7 @@ async function runTableShapeBench(): Promise<SectionReport> {
     const pools = new Map<Shape, string[]>();
     for (const name of names) {
       const pool = Array.from({ length: POOL }, () => `IDEM#bench-tenant#create_order#${randomUUID()}`);
-      for (const pk of pool) await doc.put({ TableName: shapes[name].table, Item: shapes[name].stored(pk) });
+      for (const pk of pool) await doc.send(new PutCommand({ TableName: shapes[name].table, Item: shapes[name].stored(pk) }));
       pools.set(name, pool);
     }
 
@@ -98,15 +102,15 @@ async function runTableShapeBench(): Promise<SectionReport> {
         const pk = pools.get(name)![i % POOL]!;
         const started = performance.now();
         try {
-          await doc.put({
+          await doc.send(new PutCommand({
               TableName: shapes[name].table,
               Item: shapes[name].claim(pk),
               ConditionExpression: 'attribute_not_exists(pk)',
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            });
+            }));
           throw new Error(`${name}: the claim of an existing key succeeded`);
         } catch (err) {
-          if (!(err instanceof ConditionalCheckFailedError) || !err.Item) throw err;
+          if (!refusingItem(err)) throw err;
         }
         if (i >= WARMUP) latencies.get(name)!.push(performance.now() - started);
       }
@@ -128,7 +132,7 @@ async function runTableShapeBench(): Promise<SectionReport> {
     ];
     return { figures: { ...figures, calls: CALLS }, table, notes };
   } finally {
-    doc.destroy();
+    closeDynamoDbClient(doc);
     await dynamo.stop();
   }
 }

@@ -35,21 +35,20 @@ export const LambdaBundle = {
   /** Licence comments are kept in node_modules; they add bytes to every cold start. */
   legalComments: 'none' as const,
   /**
-   * Modules replaced by stubs that throw when used. The MCP SDK (v2) inlines Ajv in its `_shims` entry and
-   * constructs it only for a Server given no JSON Schema validator; lambdas/mcp/server.ts always gives one (it never
-   * pushes an elicitation), so no code path reaches it: about 150 KiB the cold start no longer loads. `ajv` and
-   * `ajv-formats` are stubbed too, for any other module that imports them the same way.
-   * The SDK's event-stream codec (15 KiB) serves only operations that stream events, and no function calls one.
-   * test/cdk/bundle.test.ts runs the aliased bundle.
+   * Modules replaced by stubs that throw when used, each proven unreachable by test/cdk/bundle.test.ts (which serves
+   * both protocol eras with the aliased bundle); none of the AWS SDK, which is bundled whole as AWS ships it.
    */
   alias: {
+    // The MCP SDK (v2) constructs its inlined Ajv only for a Server given no validator; lambdas/mcp/server.ts gives one.
     '@modelcontextprotocol/server/_shims': stub('mcp-server-shims.mjs'),
+    // Imported only by that shim and by nothing else the functions load.
     ajv: stub('ajv.mjs'),
+    // Likewise: only Ajv's format plug-in, reached through the stubbed shim.
     'ajv-formats': stub('ajv-formats.mjs'),
+    // The MCP SDK converts zod 3 schemas only; every schema here is zod 4 (test: "carries one zod").
     'zod/v3': stub('zod-v3.mjs'),
+    // Its zod 3 JSON Schema converter, for the same zod 3 schemas only.
     'zod-to-json-schema': stub('zod-to-json-schema.mjs'),
-    '@aws-sdk/credential-provider-node': stub('credential-provider-lambda.ts'),
-    '@smithy/core/event-streams': stub('smithy-event-streams.mjs'),
   } as Record<string, string>,
 } as const;
 

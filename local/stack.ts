@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { ensureTable } from 'idempotent-mcp/dynamodb';
+import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
 import { type ToolDefinition } from 'idempotent-mcp/mcp';
 import { createApp, createServices, createWorkers, devIssuerFor, EnvVars, environmentOf, loadConfig, read, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../reference/sandbox/router';
@@ -186,7 +186,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const config = loadConfig(configEnv);
     const referenceConfig = loadReferenceConfig(configEnv);
     const services = withReferenceClients(createServices(config, options.services), referenceConfig);
-    stops.push(async () => services.doc.destroy());
+    stops.push(async () => closeDynamoDbClient(services.doc));
     log = (line) => services.logger.warn(line);
     await ensureTable(services.doc, config.tableName);
     if (referenceConfig.sandboxEnabled) await ensureTable(services.doc, referenceConfig.sandboxTableName);

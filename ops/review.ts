@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { DocumentClient } from '../lambdas/store/document-client';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type * as z from 'zod';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { ErrorCode } from '../lambdas/core/errors';
@@ -135,7 +135,7 @@ export interface ReviewDeskOptions {
   store: IdempotencyStore & ReviewStore;
   outbox: OutboxStore;
   /** For the attention index (the store's port has no queries). */
-  doc: DocumentClient;
+  doc: DynamoDBDocumentClient;
   tableName: string;
   /** The write tools this deployment serves: result schemas and absence policies. */
   tools: ReadonlyMap<string, WriteToolDefinition>;

@@ -3,10 +3,8 @@ import { resolve } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { AwsSdkTransport } from '../lambdas/store/aws-sdk-transport';
-import { DocumentClient } from '../lambdas/store/document-client';
-import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { readLocalState } from './local-state';
 import { ReviewInputError } from './review';
 
@@ -14,7 +12,7 @@ import { ReviewInputError } from './review';
 export interface Target {
   /** For messages: "local npm start", "stack idempotent-mcp", "table my-table". */
   name: string;
-  doc: DocumentClient;
+  doc: DynamoDBDocumentClient;
   tableName: string;
   queue: QueueTarget;
   who: () => Promise<string>;
@@ -50,7 +48,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   const dir = resolve(options.localDir ?? '.local');
   const local = await readLocalState(dir);
   if (!local) throw new ReviewInputError(`no running npm start found (${dir}/stack.json): start it, or name a deployment with --stack or --table`);
-  const doc = createDocumentClient(local.dynamodbEndpoint);
+  const doc = createDynamoDbClient({ endpoint: local.dynamodbEndpoint });
   const sqs = new SQSClient({ ...awsClientConfig(local.sqsEndpoint), maxAttempts: 3 });
   return {
     name: 'local npm start',
@@ -59,7 +57,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
     queue: { sqs, queueUrl: local.queueUrl, deadLetterQueueUrl: async () => local.deadLetterQueueUrl },
     who: async () => userInfo().username,
     close: () => {
-      doc.destroy();
+      closeDynamoDbClient(doc);
       sqs.destroy();
     },
   };
@@ -87,7 +85,7 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
   }
   if (!tableName) throw new ReviewInputError('--table is required with --queue');
   // An operator's machine: the AWS SDK's credential and region chain (profiles, SSO), not a function's environment.
-  const doc = new DocumentClient(new AwsSdkTransport(new DynamoDBClient({ maxAttempts: 3 })));
+  const doc = createDynamoDbClient({ endpoint: undefined });
   const sqs = new SQSClient({ maxAttempts: 3 });
   let caller: Promise<string> | undefined;
   return {
@@ -112,7 +110,7 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
         }
       })()),
     close: () => {
-      doc.destroy();
+      closeDynamoDbClient(doc);
       sqs.destroy();
     },
   };

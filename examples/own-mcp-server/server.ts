@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
-import { createDocumentClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import {
   createToolRuntime,
   defineWriteTool,
@@ -97,7 +97,7 @@ export interface InvoiceServerOptions {
 }
 
 export async function startInvoiceServer(options: InvoiceServerOptions = {}): Promise<StartedServer> {
-  const doc = createDocumentClient(options.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT);
+  const doc = createDynamoDbClient({ endpoint: options.dynamodbEndpoint ?? process.env.DYNAMODB_ENDPOINT });
   const tableName = options.tableName ?? `invoices-${randomUUID()}`;
   await ensureTable(doc, tableName);
   const secret = process.env.EXAMPLE_SECRET ?? randomUUID() + randomUUID();
@@ -137,7 +137,7 @@ export async function startInvoiceServer(options: InvoiceServerOptions = {}): Pr
       await reconciler.stop();
       await handler.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
-      doc.destroy();
+      closeDynamoDbClient(doc);
     },
   };
 }

@@ -133,8 +133,8 @@ type OneRequestOutcome<R> =
   | { answer: WriteToolResult<R> }
   /** The key is held: answer as a duplicate. */
   | { held: IdempotencyRecord }
-  /** Not concluded in one request: claim the key, then `afterClaim`. */
-  | { claimFirst: AfterClaim<R>; mayHaveCommitted: boolean };
+  /** Not concluded in one request (nothing was committed): claim the key, then `afterClaim`. */
+  | { claimFirst: AfterClaim<R> };
 
 /** Attempts of the one-request commit that meet another transaction on the same key before taking the claimed path. */
 const CONTENDED_COMMIT_ATTEMPTS = 4;
@@ -152,6 +152,8 @@ export class IdempotencyEngine {
   private readonly inProgressWaitMs: number;
   private readonly completionMarginMs: number;
   private readonly unknownRetryAfterMs: number;
+  /** Claims whose store said an earlier attempt's answer was lost (`ClaimResult.answerLost`). */
+  private readonly lostClaimAnswers = new WeakSet<IdempotencyRecord>();
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(options: EngineOptions) {
@@ -199,8 +201,6 @@ export class IdempotencyEngine {
         errorCode,
       });
 
-    // The one-request path wrote and may have committed: from then on, a store failure is not "nothing ran".
-    let mayHaveCommitted = false;
     try {
       let oneRequest = request.effect === 'local';
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -235,12 +235,14 @@ export class IdempotencyEngine {
           else {
             oneRequest = false;
             afterClaim = once.claimFirst;
-            mayHaveCommitted = once.mayHaveCommitted;
           }
         }
         if (!existing) {
           const claim = await this.store.claim(record, now, { onExpired: policy.onExpired });
-          if (claim.claimed) return await afterClaim(record);
+          if (claim.claimed) {
+            if (claim.answerLost) this.lostClaimAnswers.add(record);
+            return await afterClaim(record);
+          }
           existing = claim.existing;
           // Our own settled record: a one-request commit whose answer was lost did apply.
           if (existing.ownerToken === record.ownerToken) return this.answerFromRecord<R>(existing, record, emit);
@@ -252,11 +254,6 @@ export class IdempotencyEngine {
       }
       throw new StoreUnavailableError('the key kept changing state while claiming it');
     } catch (err) {
-      if (err instanceof StoreUnavailableError && mayHaveCommitted) {
-        // The one-request commit may have applied and the store cannot tell: never claim either way.
-        emit('unknown', ErrorCode.STORE_UNAVAILABLE);
-        return WriteResults.unknown(key, this.unknownRetryAfterMs);
-      }
       if (err instanceof StoreUnavailableError) {
         // Only claims and reads before execution get here (execute() answers its own store errors). Nothing ran in
         // this call, but the key's state cannot be read: an earlier call with it may have run, so never "failed".
@@ -400,8 +397,8 @@ export class IdempotencyEngine {
   /**
    * The one-request path: execute first, then commit the settled record and the tool's writes in one request
    * conditioned on the key being free. A duplicate learns the holder's record from the same failed request. What
-   * cannot be concluded in one request (a failure to record, a refused write, a commit the store could not confirm)
-   * takes the claimed path, which records it exactly as a tool that is not local would.
+   * cannot be concluded in one request (a failure to record, a refused write) takes the claimed path, which records
+   * it exactly as a tool that is not local would; a commit the store could not confirm is answered unknown.
    */
   private async runOnce<R>(
     record: IdempotencyRecord,
@@ -414,11 +411,11 @@ export class IdempotencyEngine {
     const key = record.idempotencyKey;
     const runClaimed: AfterClaim<R> = (claimed) => this.execute(claimed, policy, request, execute, emit);
     const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'one_request');
-    if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit), mayHaveCommitted: false };
+    if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit) };
     let settled: IdempotencyRecord;
     if ('failure' in outcome) {
       if (outcome.failure !== 'terminal') {
-        return { claimFirst: (claimed) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit), mayHaveCommitted: false };
+        return { claimFirst: (claimed) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit) };
       }
       transition('PROCESSING', 'fail');
       settled = { ...record, status: 'FAILED', error: toStoredError(outcome.err), errorType: 'terminal', updatedAt: this.clock() };
@@ -431,9 +428,14 @@ export class IdempotencyEngine {
         commit = await this.store.commitOnce(settled, this.clock(), { onExpired: policy.onExpired }, 'failure' in outcome ? [] : outcome.writes);
       } catch (err) {
         // A refused write of the tool's own: nothing committed; the claimed path runs the tool again and settles it.
-        if (err instanceof TransactionRejectedError) return { claimFirst: runClaimed, mayHaveCommitted: false };
-        // May have committed: claiming with our owner token finds our record if it did, and fences it out if not.
-        if (err instanceof StoreUnavailableError) return { claimFirst: runClaimed, mayHaveCommitted: true };
+        if (err instanceof TransactionRejectedError) return { claimFirst: runClaimed };
+        if (err instanceof StoreUnavailableError) {
+          // May have committed, and the store did not answer its own retries (same ClientRequestToken): a brownout.
+          // No second path against a store that is down: the outcome is unknown, and a call with the same key
+          // later either replays this commit or makes it.
+          emit('unknown', ErrorCode.STORE_UNAVAILABLE);
+          return { answer: WriteResults.unknown(key, this.unknownRetryAfterMs) };
+        }
         throw err;
       }
       if (commit.committed) {
@@ -445,7 +447,7 @@ export class IdempotencyEngine {
         return { answer: WriteResults.failed(key, storedErrorOf(settled)) };
       }
       if ('existing' in commit) return { held: commit.existing };
-      if (attempt >= CONTENDED_COMMIT_ATTEMPTS) return { claimFirst: runClaimed, mayHaveCommitted: false };
+      if (attempt >= CONTENDED_COMMIT_ATTEMPTS) return { claimFirst: runClaimed };
       // Concurrent first calls: the other transaction settles within milliseconds; jitter keeps the retries apart.
       await this.sleep(fullJitterBackoffMs(attempt, { baseMs: CONTENDED_COMMIT_BACKOFF_BASE_MS }));
     }
@@ -527,6 +529,9 @@ export class IdempotencyEngine {
           emit('failed', error.code);
           return WriteResults.failed(key, error);
         case 'transient': {
+          // Our claim was sent more than once and an earlier attempt may still land: releasing the key now could let
+          // it recreate the record after a "nothing ran" answer. Recorded as UNKNOWN instead (the reconciler frees it).
+          if (this.lostClaimAnswers.has(record)) return await this.onExecutionFailure(record, 'uncertain', err, emit);
           transition('PROCESSING', 'release');
           const retryAfter = err instanceof TransientToolError && err.retryAfterMs !== undefined ? err.retryAfterMs : 1000;
           const released = WriteResults.transientFailure(key, error, retryAfter);

@@ -25,7 +25,13 @@ export interface ClaimOptions {
   onExpired?: ExpiryPolicy['onExpired'];
 }
 
-export type ClaimResult = { claimed: true } | { claimed: false; existing: IdempotencyRecord };
+export type ClaimResult =
+  /**
+   * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
+   * be applied later; the engine then never releases the key with a "nothing ran" answer.
+   */
+  | { claimed: true; answerLost?: boolean }
+  | { claimed: false; existing: IdempotencyRecord };
 
 export type CommitOnceResult =
   | { committed: true }

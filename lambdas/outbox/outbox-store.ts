@@ -4,7 +4,8 @@ import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
 import { queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
-import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item } from '../store/document-client';
+import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
 import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
@@ -79,7 +80,7 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
  */
 export class OutboxStore {
   constructor(
-    private readonly doc: DocumentClient,
+    private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
     /** `enabled: false` on an endpoint without an outbox (OUTBOX=off): eventWrite refuses. Default true. */
     private readonly options: { enabled?: boolean } = {},
@@ -132,7 +133,7 @@ export class OutboxStore {
   }
 
   async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
-    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
     return Item ? itemToEvent(Item) : undefined;
   }
 
@@ -142,7 +143,7 @@ export class OutboxStore {
   }
 
   private async markerItem(eventId: string): Promise<Item | undefined> {
-    const { Item } = await this.doc.get({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true });
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }));
     return Item;
   }
 
@@ -173,14 +174,14 @@ export class OutboxStore {
   /** One conditional SET on an event still PENDING; false when it settled meanwhile. */
   private updatePending(eventId: string, set: string, values: Record<string, unknown>): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         UpdateExpression: `SET ${set}`,
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
-      }),
+      })),
     );
   }
 
@@ -188,7 +189,7 @@ export class OutboxStore {
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.outboxEvent(eventId),
         // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
@@ -202,7 +203,7 @@ export class OutboxStore {
           ':pending': 'PENDING',
           ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
         },
-      }),
+      })),
     );
   }
 
@@ -246,7 +247,7 @@ export class OutboxStore {
     const result = outcome.state === 'DELIVERED' ? (outcome.result ?? null) : null;
     const error = outcome.state === 'FAILED' ? outcome.error : null;
     try {
-      await this.doc.transactWrite({
+      await this.doc.send(new TransactWriteCommand({
           TransactItems: [
             {
               Update: {
@@ -270,9 +271,9 @@ export class OutboxStore {
               },
             },
           ],
-      });
+      }));
     } catch (err) {
-      if (err instanceof TransactionCanceledError && err.CancellationReasons[0]?.Code === 'ConditionalCheckFailed') {
+      if (cancellationReasons(err)?.[0]?.Code === 'ConditionalCheckFailed') {
         throw new OwnershipLostError();
       }
       throw err;
@@ -282,13 +283,13 @@ export class OutboxStore {
   /** Gives our claim up: the effect is known not to have happened, so the next delivery runs it. */
   async releaseDelivery(eventId: string, owner: string): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.delete({
+      this.doc.send(new DeleteCommand({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
         ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
-      }),
+      })),
     );
   }
 
@@ -298,14 +299,14 @@ export class OutboxStore {
    */
   async deferDelivery(eventId: string, owner: string, leaseUntil: number, error: StoredError): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
         UpdateExpression: 'SET lease_until = :lease, #error = :error',
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
         ExpressionAttributeValues: { ':lease': leaseUntil, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
-      }),
+      })),
     );
   }
 
@@ -314,7 +315,7 @@ export class OutboxStore {
       await send();
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedError) return false;
+      if (isConditionRefusal(err)) return false;
       throw err;
     }
   }

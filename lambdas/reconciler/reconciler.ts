@@ -11,7 +11,7 @@ import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
 import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
-import type { DocumentClient } from '../store/document-client';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { itemToRecord } from '../store/dynamodb-idempotency-store';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
@@ -24,7 +24,7 @@ export interface ToolReconciler {
 export interface ReconcilerOptions {
   store: IdempotencyStore;
   /** For the attention index queries (the store's port has no queries: the engine never needs them). */
-  doc: DocumentClient;
+  doc: DynamoDBDocumentClient;
   tableName: string;
   tools: ReadonlyMap<string, ToolReconciler>;
   logger: Pick<ToolkitLogger, 'info' | 'warn' | 'error'>;

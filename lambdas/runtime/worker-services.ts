@@ -1,9 +1,9 @@
-import type { DocumentClient } from '../store/document-client';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { WorkerConfig } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { logger as defaultLogger } from '../observability/logger';
-import { createDocumentClient } from '../store/clients';
+import { createDynamoDbClient } from '../store/clients';
 import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
 import { OutboxStore } from '../outbox/outbox-store';
 
@@ -14,7 +14,7 @@ import { OutboxStore } from '../outbox/outbox-store';
  */
 export interface WorkerServices {
   config: WorkerConfig;
-  doc: DocumentClient;
+  doc: DynamoDBDocumentClient;
   tableName: string;
   store: DynamoDbIdempotencyStore;
   clock: Clock;
@@ -26,12 +26,12 @@ export interface WorkerServices {
 export interface WorkerServiceOverrides {
   clock?: Clock;
   logger?: Logger;
-  doc?: DocumentClient;
+  doc?: DynamoDBDocumentClient;
 }
 
 /** Built once per container (Lambda) or process (local stack): the clients keep their connections. */
 export function createWorkerServices(config: WorkerConfig, overrides: WorkerServiceOverrides = {}): WorkerServices {
-  const doc = overrides.doc ?? createDocumentClient(config.dynamodbEndpoint);
+  const doc = overrides.doc ?? createDynamoDbClient({ endpoint: config.dynamodbEndpoint });
   return {
     config,
     doc,

@@ -1,4 +1,5 @@
-import type { DocumentClient, Item } from './document-client';
+import { paginateQuery, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Item } from './refusals';
 import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
 
 /** What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions). */
@@ -30,7 +31,7 @@ export interface AttentionQuery {
  * never a table scan. Results are eventually consistent; every write that acts on them is conditional.
  */
 export async function queryAttention(
-  doc: DocumentClient,
+  doc: DynamoDBDocumentClient,
   tableName: string,
   kind: AttentionKind,
   query: AttentionQuery,
@@ -39,7 +40,7 @@ export async function queryAttention(
   const perShard = await Promise.all(
     attentionPartitions(kind).map(async (partition) => {
       const items: Item[] = [];
-      const pages = doc.queryPages({
+      const pages = paginateQuery({ client: doc }, {
           Limit: query.limit,
           TableName: tableName,
           IndexName: name,
@@ -48,7 +49,7 @@ export async function queryAttention(
           ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
       });
       for await (const page of pages) {
-        items.push(...page.Items);
+        items.push(...(page.Items ?? []));
         if (items.length >= query.limit) break;
       }
       return items;
@@ -61,11 +62,11 @@ export async function queryAttention(
 }
 
 /** How many items of a kind are in the index (a COUNT query per shard: no items are read back). */
-export async function countAttention(doc: DocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
+export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
   const { name, partitionKey } = TableSchema.attentionIndex;
   let total = 0;
   for (const partition of attentionPartitions(kind)) {
-    const pages = doc.queryPages({
+    const pages = paginateQuery({ client: doc }, {
       TableName: tableName,
       IndexName: name,
       KeyConditionExpression: '#pk = :pk',
@@ -73,7 +74,7 @@ export async function countAttention(doc: DocumentClient, tableName: string, kin
       ExpressionAttributeValues: { ':pk': partition },
       Select: 'COUNT',
     });
-    for await (const page of pages) total += page.Count;
+    for await (const page of pages) total += page.Count ?? 0;
   }
   return total;
 }
@@ -83,7 +84,7 @@ export async function countAttention(doc: DocumentClient, tableName: string, kin
  * needs (the review tool), and still never scans the table.
  */
 export async function* attentionPages(
-  doc: DocumentClient,
+  doc: DynamoDBDocumentClient,
   tableName: string,
   kind: AttentionKind,
   pageSize: number,
@@ -92,7 +93,7 @@ export async function* attentionPages(
 ): AsyncGenerator<Item[]> {
   const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
   for (const partition of attentionPartitions(kind)) {
-    const pages = doc.queryPages({
+    const pages = paginateQuery({ client: doc }, {
         Limit: pageSize,
         TableName: tableName,
         IndexName: name,
@@ -100,6 +101,6 @@ export async function* attentionPages(
         ExpressionAttributeNames: { '#pk': partitionKey, ...(dueBy === undefined ? {} : { '#at': sortKey }) },
         ExpressionAttributeValues: { ':pk': partition, ...(dueBy === undefined ? {} : { ':due': dueBy }) },
     });
-    for await (const page of pages) yield page.Items;
+    for await (const page of pages) yield page.Items ?? [];
   }
 }

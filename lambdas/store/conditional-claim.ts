@@ -1,4 +1,5 @@
-import { ConditionalCheckFailedError, type DocumentClient, type Item, type PutInput, type UpdateInput } from './document-client';
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient, type PutCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { attemptsOf, isConditionRefusal, refusingItem, type Item } from './refusals';
 
 /**
  * The core's lease rule (`leaseHasPassed`: a lease at or before now protects no one) as a DynamoDB condition on
@@ -7,10 +8,13 @@ import { ConditionalCheckFailedError, type DocumentClient, type Item, type PutIn
 export const leasePassedClause = (attribute: string): string => `${attribute} <= :now`;
 
 export type ItemClaim =
-  /** `previous`: the item the claim replaced (an update's ALL_OLD), if any. */
-  | { claimed: true; previous?: Item }
+  /**
+   * `previous`: the item the claim replaced (an update's ALL_OLD), if any. `retried`: the SDK sent the write more
+   * than once, so an earlier attempt whose answer was lost may still land later.
+   */
+  | { claimed: true; previous?: Item; retried: boolean }
   /** The holder's item, as the refused write found it. */
-  | { claimed: false; existing: Item };
+  | { claimed: false; existing: Item; retried: boolean };
 
 /**
  * One claim by one conditional write: the mechanism behind the idempotency store's claim of a key and the outbox
@@ -21,22 +25,23 @@ export type ItemClaim =
  * classify.
  */
 export async function claimByCondition(
-  doc: DocumentClient,
-  write: { put: PutInput } | { update: UpdateInput },
+  doc: DynamoDBDocumentClient,
+  write: { put: PutCommandInput } | { update: UpdateCommandInput },
   read: () => Promise<Item | undefined>,
 ): Promise<ItemClaim> {
   for (;;) {
     try {
       if ('put' in write) {
-        await doc.put({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
-        return { claimed: true };
+        const out = await doc.send(new PutCommand({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+        return { claimed: true, retried: attemptsOf(out) > 1 };
       }
-      const out = await doc.update({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' });
-      return out.Attributes ? { claimed: true, previous: out.Attributes } : { claimed: true };
+      const out = await doc.send(new UpdateCommand({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+      const retried = attemptsOf(out) > 1;
+      return out.Attributes ? { claimed: true, previous: out.Attributes, retried } : { claimed: true, retried };
     } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedError)) throw err;
-      const existing = err.Item ?? (await read());
-      if (existing) return { claimed: false, existing };
+      if (!isConditionRefusal(err)) throw err;
+      const existing = refusingItem(err) ?? (await read());
+      if (existing) return { claimed: false, existing, retried: attemptsOf(err) > 1 };
     }
   }
 }

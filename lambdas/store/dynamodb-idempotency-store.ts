@@ -23,8 +23,18 @@ import type {
   ReviewStore,
   Settlement,
 } from '../engine/persistence';
+import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { createDynamoDbClient } from './clients';
 import { claimByCondition, leasePassedClause } from './conditional-claim';
-import { ConditionalCheckFailedError, TransactionCanceledError, type DocumentClient, type Item, type TransactWriteItem } from './document-client';
+import { cancellationReasons, isConditionRefusal, type Item } from './refusals';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
 
@@ -33,12 +43,18 @@ const keyOf = (id: RecordIdentity, keyPrefix = '') => {
   return keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key;
 };
 
+type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
 export interface DynamoDbStoreOptions {
   /**
-   * The DynamoDB client: `createDocumentClient()` (lean signed HTTP, what the functions use), or
-   * `new DocumentClient(new AwsSdkTransport(yourDynamoDBClient))` to bring a configured AWS SDK client.
+   * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of
+   * `client`, `awsSdkV3Client` or `clientConfig`; with none, a client made by `createDynamoDbClient()`.
    */
-  client: DocumentClient;
+  client?: DynamoDBDocumentClient;
+  /** Your own AWS SDK DynamoDB client, used as configured (as Powertools' `DynamoDBPersistenceLayer` takes it). */
+  awsSdkV3Client?: DynamoDBClient;
+  /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
+  clientConfig?: DynamoDBClientConfig;
   /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
   tableName: string;
   /**
@@ -195,7 +211,7 @@ function retentionFromNow(record: IdempotencyRecord, now: number) {
  */
 export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   /** The document client the store writes with (the outbox and the tools' writes may share it). */
-  readonly doc: DocumentClient;
+  readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
   /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */
@@ -203,14 +219,18 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   constructor(options: DynamoDbStoreOptions);
   /** @deprecated pass the options object. */
-  constructor(client: DocumentClient, tableName: string);
-  constructor(clientOrOptions: DocumentClient | DynamoDbStoreOptions, tableName?: string) {
+  constructor(client: DynamoDBDocumentClient, tableName: string);
+  constructor(clientOrOptions: DynamoDBDocumentClient | DynamoDbStoreOptions, tableName?: string) {
     const options: DynamoDbStoreOptions =
-      'client' in clientOrOptions && tableName === undefined ? clientOrOptions : { client: clientOrOptions as DocumentClient, tableName: tableName! };
+      tableName === undefined ? (clientOrOptions as DynamoDbStoreOptions) : { client: clientOrOptions as DynamoDBDocumentClient, tableName };
+    if ([options.client, options.awsSdkV3Client, options.clientConfig].filter((given) => given !== undefined).length > 1) {
+      throw new TypeError('DynamoDbIdempotencyStore: pass one of client, awsSdkV3Client or clientConfig');
+    }
     if (typeof options.tableName !== 'string' || options.tableName === '') throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
     const keyPrefix = options.keyPrefix ?? '';
     if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
-    this.doc = options.client;
+    this.doc =
+      options.client ?? createDynamoDbClient(options.awsSdkV3Client ? { awsSdkV3Client: options.awsSdkV3Client } : { clientConfig: options.clientConfig });
     this.tableName = options.tableName;
     this.keyPrefix = keyPrefix;
     if (options.attentionIndex !== undefined && typeof options.attentionIndex !== 'boolean') {
@@ -248,32 +268,36 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     } catch (err) {
       throw unavailable('claim', err);
     }
-    if (claim.claimed) return { claimed: true };
+    if (claim.claimed) return claim.retried ? { claimed: true, answerLost: true } : { claimed: true };
     const existing = itemToRecord(claim.existing);
     // Our own record: the SDK retried a claim whose first answer was lost after it was written.
-    if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
+    if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true, answerLost: true };
     return { claimed: false, existing };
   }
 
   async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     try {
-      await this.doc.transactWrite({
-        TransactItems: [
-          { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-          ...writes.map((w) => this.createItem(w)),
-        ],
-      });
+      // The SDK gives the transaction a ClientRequestToken and keeps it across its retries: a retry of a commit
+      // whose answer was lost is the same transaction, answered as committed.
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { ...this.putIfKeyIsFree(record, now, options), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+            ...writes.map((w) => this.createItem(w)),
+          ],
+        }),
+      );
       return { committed: true };
     } catch (err) {
-      if (!(err instanceof TransactionCanceledError)) throw unavailable('one-request commit', err);
-      const reasons = err.CancellationReasons;
+      const reasons = cancellationReasons(err);
+      if (!reasons) throw unavailable('one-request commit', err);
       const ours = reasons[0];
       if (ours?.Code === 'ConditionalCheckFailed') {
         // ALL_OLD is always returned by DynamoDB; the read is a fallback for emulators that omit it.
         const existing = ours.Item ? itemToRecord(ours.Item) : await this.get(record);
         if (!existing) return { committed: false, contended: true }; // deleted in between: the key is free again
-        // Our own record: the SDK retried a commit whose first answer was lost after it was applied.
+        // Our own record: a commit whose first answer was lost did apply.
         if (existing.ownerToken === record.ownerToken) return { committed: true };
         return { committed: false, existing };
       }
@@ -294,7 +318,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   private async readItem(key: { pk: string; sk: string }): Promise<Item | undefined> {
     try {
-      const { Item } = await this.doc.get({ TableName: this.tableName, Key: key, ConsistentRead: true });
+      const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
       return Item;
     } catch (err) {
       throw unavailable('read', err);
@@ -339,14 +363,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     };
     try {
       if (writes.length === 0) {
-        await this.doc.update(update);
+        await this.doc.send(new UpdateCommand(update));
       } else {
-        await this.doc.transactWrite({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] });
+        await this.doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...writes.map((w) => this.createItem(w))] }));
       }
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedError) throw new OwnershipLostError();
-      if (err instanceof TransactionCanceledError) {
-        const reasons = err.CancellationReasons.map((r) => r.Code ?? 'None');
+      if (isConditionRefusal(err)) throw new OwnershipLostError();
+      const cancelled = cancellationReasons(err);
+      if (cancelled) {
+        const reasons = cancelled.map((r) => r.Code ?? 'None');
         if (reasons[0] === 'ConditionalCheckFailed') throw new OwnershipLostError();
         throw new TransactionRejectedError(reasons);
       }
@@ -358,13 +383,13 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     transition('PROCESSING', 'release');
     const fence = ownedFence('release', ownerToken);
     return this.conditional('release', () =>
-      this.doc.delete({
+      this.doc.send(new DeleteCommand({
         TableName: this.tableName,
         Key: this.keyOf(identity),
         ConditionExpression: fence.clause,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: fence.values,
-      }),
+      })),
     );
   }
 
@@ -379,7 +404,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = ownedFence('uncertain', ownerToken);
     const attention = this.attentionSet('UNKNOWN', key.pk, ':next');
     return this.conditional('mark unknown', () =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: key,
         UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next${attention.set} REMOVE #expires`,
@@ -394,7 +419,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ...attention.values,
           ...fence.values,
         },
-      }),
+      })),
     );
   }
 
@@ -408,7 +433,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     transition('PROCESSING', 'take_over');
     const fence = ownedFence('take_over', expectedOwnerToken);
     return this.conditional('take over', () =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: this.keyOf(identity),
         UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
@@ -416,7 +441,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
-      }),
+      })),
     );
   }
 
@@ -426,7 +451,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = ownedFence('lease_expired', record.ownerToken);
     const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
     return this.conditional('expire lease', () =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: key,
         UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now${attention.set} REMOVE #expires`,
@@ -441,7 +466,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ...attention.values,
           ...fence.values,
         },
-      }),
+      })),
     );
   }
 
@@ -451,7 +476,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = this.versionFence(record, outcome.event);
     if (outcome.event === 'reconciled_absent') {
       return this.conditional('release after reconciliation', () =>
-        this.doc.delete({ TableName: this.tableName, Key: key, ...fence }),
+        this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: key, ...fence })),
       );
     }
     const values: Record<string, unknown> = { ':to': to, ':now': now };
@@ -481,7 +506,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       remove = ['next_check_at'];
     }
     return this.conditional('reconcile', () =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: key,
         UpdateExpression: `SET ${set}${removeClause(remove)}`,
@@ -493,7 +518,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ...(to === 'SUCCEEDED' || to === 'FAILED' ? { '#expires': TableSchema.ttlAttribute } : {}),
         },
         ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
-      }),
+      })),
     );
   }
 
@@ -502,7 +527,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     const fence = this.versionFence(record, 'reconcile_deferred');
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
-      this.doc.update({
+      this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: this.keyOf(record),
         UpdateExpression: `SET reconcile_attempts = :attempts, next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
@@ -515,13 +540,13 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ':error': reason,
           ':now': now,
         },
-      }),
+      })),
     );
   }
 
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
     try {
-      const { Item } = await this.doc.get({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true });
+      const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }));
       return { entries: (Item?.entries as ReviewEntry[] | undefined) ?? [], version: Number(Item?.version ?? 0) };
     } catch (err) {
       throw unavailable('read', err);
@@ -612,10 +637,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       },
     };
     try {
-      await this.doc.transactWrite({ TransactItems: [recordWrite, logWrite] });
+      await this.doc.send(new TransactWriteCommand({ TransactItems: [recordWrite, logWrite] }));
       return true;
     } catch (err) {
-      if (err instanceof TransactionCanceledError && err.CancellationReasons.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
+      if (cancellationReasons(err)?.some((r) => r.Code === 'ConditionalCheckFailed')) return false;
       throw unavailable('review decision', err);
     }
   }
@@ -643,7 +668,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       await send();
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedError) return false;
+      if (isConditionRefusal(err)) return false;
       throw unavailable(action, err);
     }
   }

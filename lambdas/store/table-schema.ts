@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { DocumentClient } from './document-client';
-import { DynamoDbServiceError } from './dynamodb-transport';
+import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isTableInUse } from './refusals';
 
 /**
  * One table holds idempotency records, the business items committed with them (orders), and outbox events,
@@ -40,10 +41,10 @@ export function attentionPartitions(kind: AttentionKind): string[] {
 export { Keys, type ItemKey } from '../core/keys';
 
 /** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
-export async function ensureTable(client: DocumentClient, tableName: string): Promise<void> {
+export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
   const { partitionKey, sortKey, attentionIndex, ttlAttribute } = TableSchema;
   try {
-    await client.call('CreateTable', {
+    await client.send(new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
@@ -66,18 +67,17 @@ export async function ensureTable(client: DocumentClient, tableName: string): Pr
             Projection: { ProjectionType: 'ALL' },
           },
         ],
-    });
+    }));
   } catch (err) {
-    if (!(err instanceof DynamoDbServiceError && err.code === 'ResourceInUseException')) throw err;
+    if (!isTableInUse(err)) throw err;
     return;
   }
   for (let i = 0; i < 100; i++) {
-    const { Table } = (await client.call('DescribeTable', { TableName: tableName })) as { Table?: { TableStatus?: string } };
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
     if (Table?.TableStatus === 'ACTIVE') break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  await client.call('UpdateTimeToLive', {
-    TableName: tableName,
-    TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true },
-  });
+  await client.send(
+    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+  );
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { handle } from 'hono/aws-lambda';
-import { createDocumentClient } from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient } from 'idempotent-mcp/dynamodb';
 import { systemClock } from 'idempotent-mcp/engine';
 import { read, EnvVars } from 'idempotent-mcp/lambda';
 import { loadReferenceConfig } from '../config';
@@ -8,7 +8,7 @@ import { createSandboxDownstreams, sandboxLedger } from '../sandbox/downstreams'
 import { SandboxStore } from '../sandbox/sandbox-store';
 
 const config = loadReferenceConfig();
-const store = new SandboxStore(createDocumentClient(read(process.env, EnvVars.dynamodbEndpoint)), config.sandboxTableName);
+const store = new SandboxStore(createDynamoDbClient({ endpoint: read(process.env, EnvVars.dynamodbEndpoint) }), config.sandboxTableName);
 
 /**
  * The sandbox downstreams (payments, tickets, mailbox, faults and their ledger) as a function of their own, for a

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ConditionalCheckFailedError, type DocumentClient } from 'idempotent-mcp/dynamodb';
+import { DeleteCommand, GetCommand, paginateQuery, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { isConditionRefusal } from 'idempotent-mcp/dynamodb';
 import type { Services } from 'idempotent-mcp/lambda';
 import type { ReferenceConfig } from '../config';
 import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
@@ -71,13 +72,13 @@ export function openSandboxStore(services: Pick<Services, 'doc'>, config: Refere
  */
 export class SandboxStore {
   constructor(
-    private readonly doc: DocumentClient,
+    private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
   ) {}
 
   async armFault(fault: FaultRequest): Promise<ArmedFault> {
     const armed: ArmedFault = { target: fault.target, mode: fault.mode, remaining: fault.times, ...(fault.delay_ms === undefined ? {} : { delay_ms: fault.delay_ms }) };
-    await this.doc.put({ TableName: this.tableName, Item: { pk: Partition.faults, sk: fault.target, ...armed } });
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.faults, sk: fault.target, ...armed } }));
     return armed;
   }
 
@@ -87,23 +88,23 @@ export class SandboxStore {
 
   async clearFaults(): Promise<void> {
     const items = await this.query(Partition.faults);
-    await Promise.all(items.map((item) => this.doc.delete({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } })));
+    await Promise.all(items.map((item) => this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } }))));
   }
 
   /** Takes one use of the armed fault for `target`, atomically across processes; undefined when none is armed. */
   async takeFault(target: FaultTarget): Promise<ArmedFault | undefined> {
     try {
-      const out = await this.doc.update({
+      const out = await this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: { pk: Partition.faults, sk: target },
         UpdateExpression: 'SET remaining = remaining - :one',
         ConditionExpression: 'remaining > :zero',
         ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
         ReturnValues: 'ALL_NEW',
-      });
+      }));
       return out.Attributes ? strip<ArmedFault>(out.Attributes) : undefined;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedError) return undefined;
+      if (isConditionRefusal(err)) return undefined;
       throw err;
     }
   }
@@ -111,14 +112,14 @@ export class SandboxStore {
   /** Stores the payment under its idempotency key unless one exists; then returns the existing one. */
   async putPayment(payment: PaymentEntry): Promise<{ created: true } | { created: false; existing: PaymentEntry }> {
     try {
-      await this.doc.put({
+      await this.doc.send(new PutCommand({
         TableName: this.tableName,
         Item: { pk: Partition.payments, sk: `KEY#${payment.idempotency_key}`, ...payment },
         ConditionExpression: 'attribute_not_exists(pk)',
-      });
+      }));
       return { created: true };
     } catch (err) {
-      if (!(err instanceof ConditionalCheckFailedError)) throw err;
+      if (!isConditionRefusal(err)) throw err;
       const existing = await this.paymentByKey(payment.idempotency_key);
       if (!existing) throw err;
       return { created: false, existing };
@@ -126,16 +127,16 @@ export class SandboxStore {
   }
 
   async paymentByKey(idempotencyKey: string): Promise<PaymentEntry | undefined> {
-    const { Item } = await this.doc.get({ TableName: this.tableName, Key: { pk: Partition.payments, sk: `KEY#${idempotencyKey}` }, ConsistentRead: true });
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: { pk: Partition.payments, sk: `KEY#${idempotencyKey}` }, ConsistentRead: true }));
     return Item ? strip<PaymentEntry>(Item) : undefined;
   }
 
   async addTicket(ticket: TicketEntry): Promise<void> {
-    await this.doc.put({ TableName: this.tableName, Item: { pk: Partition.tickets, sk: ticket.ticket_id, ...ticket } });
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.tickets, sk: ticket.ticket_id, ...ticket } }));
   }
 
   async addEmail(email: EmailEntry): Promise<void> {
-    await this.doc.put({ TableName: this.tableName, Item: { pk: Partition.emails, sk: email.message_id, ...email } });
+    await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.emails, sk: email.message_id, ...email } }));
   }
 
   /** The ledger's view: without the request hash (an internal of the deduplication). */
@@ -157,13 +158,13 @@ export class SandboxStore {
 
   private async query(partition: string): Promise<Item[]> {
     const items: Item[] = [];
-    const pages = this.doc.queryPages({
+    const pages = paginateQuery({ client: this.doc }, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': partition },
       ConsistentRead: true,
     });
-    for await (const page of pages) items.push(...page.Items);
+    for await (const page of pages) items.push(...(page.Items ?? []));
     return items;
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import type { DocumentClient } from 'idempotent-mcp/dynamodb';
+import { GetCommand, paginateScan, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ExtraWrite } from 'idempotent-mcp/engine';
 
 /** An order's item in the endpoint's table: a kind of its own, so it never meets the toolkit's `IDEM#` and `OUTBOX#` items. */
@@ -54,8 +54,8 @@ function toOrder(item: Record<string, unknown>): Order {
 }
 
 /** Tenant-scoped by construction: the tenant is part of the key, so another tenant's id finds nothing. */
-export async function getOrder(doc: DocumentClient, tableName: string, tenant: string, orderId: string) {
-  const { Item } = await doc.get({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true });
+export async function getOrder(doc: DynamoDBDocumentClient, tableName: string, tenant: string, orderId: string) {
+  const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true }));
   return Item ? toOrder(Item) : undefined;
 }
 
@@ -65,16 +65,16 @@ export interface OrderLedgerEntry extends Order {
 }
 
 /** Every order of every tenant: for the local sandbox ledger only (a scan, never on a request path in AWS). */
-export async function listAllOrders(doc: DocumentClient, tableName: string): Promise<OrderLedgerEntry[]> {
+export async function listAllOrders(doc: DynamoDBDocumentClient, tableName: string): Promise<OrderLedgerEntry[]> {
   const orders: OrderLedgerEntry[] = [];
-  const pages = doc.scanPages({
+  const pages = paginateScan({ client: doc }, {
     TableName: tableName,
     FilterExpression: 'kind = :order',
     ExpressionAttributeValues: { ':order': 'order' },
     ConsistentRead: true,
   });
   for await (const page of pages)
-    for (const item of page.Items)
+    for (const item of page.Items ?? [])
       orders.push({ tenant: item.tenant as string, idempotency_key: item.idempotency_key as string, ...toOrder(item) });
   return orders.sort((a, b) => a.created_at.localeCompare(b.created_at));
 }

@@ -1,6 +1,4 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { AwsSdkTransport } from '../../lambdas/store/aws-sdk-transport';
-import { DocumentClient } from '../../lambdas/store/document-client';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { Duration, App, Stack } from 'aws-cdk-lib';
@@ -17,7 +15,7 @@ import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
 import { StackOutput } from '../../ops/target';
 import { MetricName } from '../../lambdas/observability/metrics';
 import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
-import { awsClientConfig } from '../../lambdas/store/clients';
+import { awsClientConfig, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
 import { actionsOf, actionsOn, logicalId, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';
 
@@ -80,7 +78,7 @@ describe('the idempotency table', () => {
     const client = new DynamoDBClient({ ...awsClientConfig(inject('dynamodbEndpoint')) });
     const name = `cdk-drift-${Date.now()}`;
     try {
-      await ensureTable(new DocumentClient(new AwsSdkTransport(client)), name);
+      await ensureTable(createDynamoDbClient({ awsSdkV3Client: client }), name);
       const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
       const { TimeToLiveDescription } = await client.send(new DescribeTimeToLiveCommand({ TableName: name }));
       const byName = (a: { AttributeName?: string }, b: { AttributeName?: string }) => a.AttributeName!.localeCompare(b.AttributeName!);

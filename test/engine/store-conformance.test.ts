@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
 import { describeStoreConformance } from 'idempotent-mcp/engine/testing';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { AwsSdkTransport, awsClientConfig, DocumentClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { awsClientConfig, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createTestTable } from '../support/dynamodb';
 
 describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore() });
@@ -12,10 +12,9 @@ beforeAll(async () => {
   table = await createTestTable();
 });
 afterAll(async () => table?.drop());
-// The same table through a DynamoDB client of the AWS SDK (a team's own, configured client).
-let sdkClient: DocumentClient | undefined;
-const throughAwsSdk = () =>
-  (sdkClient ??= new DocumentClient(new AwsSdkTransport(new DynamoDBClient({ ...awsClientConfig(table.endpoint), maxAttempts: 3 }))));
+// The same table through a team's own DynamoDB client of the AWS SDK (as Powertools' awsSdkV3Client).
+let sdkClient: DynamoDBClient | undefined;
+const teamClient = () => (sdkClient ??= new DynamoDBClient({ ...awsClientConfig(table.endpoint), maxAttempts: 2 }));
 afterAll(() => sdkClient?.destroy());
 
 describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), reviewStore: true });
@@ -27,7 +26,11 @@ describeStoreConformance('DynamoDB without the attention index', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: false }),
   reviewStore: true,
 });
-describeStoreConformance('DynamoDB through the AWS SDK client', {
-  store: () => new DynamoDbIdempotencyStore({ client: throughAwsSdk(), tableName: table.tableName }),
+describeStoreConformance("DynamoDB through a team's own AWS SDK client (awsSdkV3Client)", {
+  store: () => new DynamoDbIdempotencyStore({ awsSdkV3Client: teamClient(), tableName: table.tableName }),
+  reviewStore: true,
+});
+describeStoreConformance('DynamoDB through a client made from clientConfig', {
+  store: () => new DynamoDbIdempotencyStore({ clientConfig: awsClientConfig(table.endpoint), tableName: table.tableName }),
   reviewStore: true,
 });

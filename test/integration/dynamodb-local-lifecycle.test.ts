@@ -1,3 +1,4 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -180,6 +181,6 @@ describe('npm start\'s stack notices its store is gone', () => {
     expect(warnings.filter((w) => w.startsWith('reconciler failed')).length).toBeLessThanOrEqual(allowed);
     const body = await (await fetch(`${stack.url}/health`)).json();
     expect(body).toEqual({ status: 'ok' });
-    await expect(stack.services.doc.scan({ TableName: stack.config.tableName, Limit: 1 })).resolves.toBeDefined();
+    await expect(stack.services.doc.send(new ScanCommand({ TableName: stack.config.tableName, Limit: 1 }))).resolves.toBeDefined();
   }, 90_000);
 });

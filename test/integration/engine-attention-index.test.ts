@@ -1,3 +1,4 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, Reconciler, TableSchema } from 'idempotent-mcp/dynamodb';
@@ -27,7 +28,9 @@ const processing = () => processingRecord();
 async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Promise<Array<[string, boolean]>> {
   const seen: Array<[string, boolean]> = [];
   const look = async (step: string, record: IdempotencyRecord) => {
-    const { Item } = await table.doc.get({ TableName: table.tableName, Key: Keys.idempotency(record.tenant, record.tool, record.idempotencyKey), ConsistentRead: true });
+    const { Item } = await table.doc.send(
+      new GetCommand({ TableName: table.tableName, Key: Keys.idempotency(record.tenant, record.tool, record.idempotencyKey), ConsistentRead: true }),
+    );
     const { partitionKey, sortKey } = TableSchema.attentionIndex;
     seen.push([step, Item?.[partitionKey] !== undefined || Item?.[sortKey] !== undefined]);
   };

@@ -3,7 +3,7 @@ import { TerminalToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import { IdempotencyEngine, type EngineOptions, type Executor } from '../../lambdas/engine/engine';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
-import { createDocumentClient } from '../../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, engineFor, ran } from '../support/engine';
@@ -212,7 +212,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       ['not a string', 12345678],
       ['missing', undefined],
     ])('refuses a key that is %s: nothing runs, nothing is sent to DynamoDB', async (_, badKey) => {
-      const doc = createDocumentClient(table.endpoint);
+      const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
       const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       let runs = 0;
@@ -223,11 +223,11 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(answer).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'INVALID_IDEMPOTENCY_KEY' } });
       expect(runs).toBe(0);
       expect(requests.total()).toBe(0);
-      doc.destroy();
+      closeDynamoDbClient(doc);
     });
 
     it('refuses a bad tenant id the same way: nothing runs, nothing is sent to DynamoDB', async () => {
-      const doc = createDocumentClient(table.endpoint);
+      const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
       const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       let runs = 0;
@@ -240,7 +240,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       }
       expect(runs).toBe(0);
       expect(requests.total()).toBe(0);
-      doc.destroy();
+      closeDynamoDbClient(doc);
     });
 
     it('accepts keys of 8 and 128 characters from the whole alphabet', async () => {
@@ -298,7 +298,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   describe('DynamoDB requests per call', () => {
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
     it.skipIf(effect === 'local')('a first call with one business write costs 2 requests, a replay 1, a conflict 1', async () => {
-      const doc = createDocumentClient(table.endpoint);
+      const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
       const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       const key = newKey();
@@ -320,17 +320,17 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       requests.reset();
       expect(await call(2)).toMatchObject({ outcome: 'conflict' });
       expect(requests.byOperation).toEqual({ PutItem: 1 });
-      doc.destroy();
+      closeDynamoDbClient(doc);
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
     it.skipIf(effect === 'local')('a first call without extra writes costs 2 requests (claim and completion)', async () => {
-      const doc = createDocumentClient(table.endpoint);
+      const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
       const e = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) });
       await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: newKey(), args: {} }, {}, async () => ({ result: 1 }));
       expect(requests.byOperation).toEqual({ PutItem: 1, UpdateItem: 1 });
-      doc.destroy();
+      closeDynamoDbClient(doc);
     });
   });
 });

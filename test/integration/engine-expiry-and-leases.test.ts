@@ -4,7 +4,7 @@ import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { IdempotencyEngine, type EngineOptions, type ExecutionContext, type IdempotencyPolicy } from '../../lambdas/engine/engine';
-import { createDocumentClient } from '../../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { createTestTable } from '../support/dynamodb';
@@ -259,7 +259,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     });
 
     it('refuses to start without time left: nothing runs and nothing is even claimed', async () => {
-      const doc = createDocumentClient(table.endpoint);
+      const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
       const engine = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), completionMarginMs: 1000 });
       const key = newKey();
@@ -272,7 +272,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(runs).toBe(0);
       expect(requests.total()).toBe(0);
       expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toBeUndefined();
-      doc.destroy();
+      closeDynamoDbClient(doc);
     });
   });
 

@@ -1,7 +1,8 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { orderKey } from '../../reference/tools/orders';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionPath } from '../../lambdas/engine/engine';
-import { createDocumentClient } from '../../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
@@ -11,15 +12,15 @@ const TOOL = 'create_order';
 const TENANT = 'tenant-once';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
-let doc: ReturnType<typeof createDocumentClient>;
+let doc: ReturnType<typeof createDynamoDbClient>;
 let requests: ReturnType<typeof countDynamoDbRequests>;
 beforeAll(async () => {
   table = await createTestTable();
-  doc = createDocumentClient(table.endpoint);
+  doc = createDynamoDbClient({ endpoint: table.endpoint });
   requests = countDynamoDbRequests(doc);
 });
 afterAll(async () => {
-  doc.destroy();
+  closeDynamoDbClient(doc);
   await table.drop();
 });
 
@@ -113,7 +114,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const key = newKey();
     const orderId = `order-${key}`;
     // An order left by an earlier use of the key whose record expired: the one-request put is refused.
-    await table.doc.put({ TableName: table.tableName, Item: { ...orderKey(TENANT, orderId), order_id: orderId, left: 'before' } });
+    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...orderKey(TENANT, orderId), order_id: orderId, left: 'before' } }));
     const paths: ExecutionPath[] = [];
     const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async (ctx) => {
       paths.push(ctx.path);

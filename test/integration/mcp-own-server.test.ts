@@ -9,7 +9,7 @@ import { WebStandardStreamableHTTPServerTransport as V1Transport } from '@modelc
 import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
-import { createDocumentClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import {
   createToolRuntime,
   defineReadTool,
@@ -64,7 +64,7 @@ const writeTools = [bookRoom, payInvoice];
 
 let services: ToolRuntime;
 let store: DynamoDbIdempotencyStore;
-let doc: ReturnType<typeof createDocumentClient>;
+let doc: ReturnType<typeof createDynamoDbClient>;
 const servers: ServerType[] = [];
 
 /** `Bearer <tenant>` or nothing: the server's own (toy) verification, passing on what it found, maybe nothing. */
@@ -145,7 +145,7 @@ const newKey = () => `key-${randomUUID()}`;
 let urls: Record<'v1' | 'v2', string>;
 
 beforeAll(async () => {
-  doc = createDocumentClient(inject('dynamodbEndpoint'));
+  doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
   const tableName = `own-server-${randomUUID()}`;
   await ensureTable(doc, tableName);
   store = new DynamoDbIdempotencyStore(doc, tableName);
@@ -155,7 +155,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(servers.map((http) => new Promise<void>((resolve) => http.close(() => resolve()))));
-  doc?.destroy();
+  if (doc) closeDynamoDbClient(doc);
 });
 
 const LINES = [

@@ -1,3 +1,4 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { orderKey } from '../../reference/tools/orders';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +51,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const eventId = `evt_collision-${newKey()}`;
     // Someone else's event already holds the id the tool will use: DynamoDB cancels the whole transaction.
     const foreign = { ...Keys.outboxEvent(eventId), owner: 'someone else' };
-    await stack.services.doc.put({ TableName: stack.config.tableName, Item: foreign });
+    await stack.services.doc.send(new PutCommand({ TableName: stack.config.tableName, Item: foreign }));
     const newEventId = stack.services.newEventId;
     stack.services.newEventId = () => eventId;
     try {
@@ -60,7 +61,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       stack.services.newEventId = newEventId;
     }
     expect(await storedItem(stack.services.doc, stack.config.tableName, TENANT, 'send_email', key)).toBeUndefined();
-    const { Item } = await stack.services.doc.get({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
+    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
     expect(Item).toEqual(foreign);
     expect(await operationStatus(client, 'send_email', key)).toMatchObject({ status: 'not_found' });
     // The key was released: the same call executes now, with a fresh event.
@@ -310,7 +311,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
-    const { Item } = await stack.services.doc.get({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true });
+    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true }));
     const image = marshall(Item!, { removeUndefinedValues: true }) as never;
     const record = (eventName: 'INSERT' | 'MODIFY', sequence: string, newImage = image) => ({
       eventName,

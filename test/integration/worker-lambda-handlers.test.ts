@@ -1,3 +1,4 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
@@ -66,7 +67,7 @@ describe('the worker Lambda handlers', () => {
       body: 'Hello.',
     });
     const eventId = result!.event_id;
-    const { Item } = await stack.services.doc.get({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true });
+    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
     const stream = {
       Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: '100' } }],
     } as unknown as DynamoDBStreamEvent;

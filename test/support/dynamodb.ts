@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
-import { createDocumentClient } from '../../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable } from '../../lambdas/store/table-schema';
 
 /** A fresh table on the shared DynamoDB Local, so test files never see each other's records. */
 export async function createTestTable() {
   const endpoint = inject('dynamodbEndpoint');
-  const doc = createDocumentClient(endpoint);
+  const doc = createDynamoDbClient({ endpoint });
   const tableName = `test-${randomUUID()}`;
   await ensureTable(doc, tableName);
   return {
@@ -14,8 +15,8 @@ export async function createTestTable() {
     doc,
     tableName,
     drop: async () => {
-      await doc.call('DeleteTable', { TableName: tableName }).catch(() => {});
-      doc.destroy();
+      await doc.send(new DeleteTableCommand({ TableName: tableName })).catch(() => {});
+      closeDynamoDbClient(doc);
     },
   };
 }

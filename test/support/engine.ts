@@ -10,7 +10,7 @@ import {
   type WriteRequest,
 } from '../../lambdas/engine/engine';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
-import type { DocumentClient } from '../../lambdas/store/document-client';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Keys } from '../../lambdas/store/table-schema';
 
 /** A clock the test moves by hand, so expiry and leases are exercised without waiting. */
@@ -40,8 +40,8 @@ export function deferred<T = void>() {
 export const newKey = () => `key-${randomUUID()}`;
 
 /** The idempotency item exactly as stored (attribute names included), or undefined. */
-export async function storedItem(doc: DocumentClient, tableName: string, tenant: string, tool: string, key: string) {
-  const { Item } = await doc.get({ TableName: tableName, Key: Keys.idempotency(tenant, tool, key), ConsistentRead: true });
+export async function storedItem(doc: DynamoDBDocumentClient, tableName: string, tenant: string, tool: string, key: string) {
+  const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: Keys.idempotency(tenant, tool, key), ConsistentRead: true }));
   return Item;
 }
 
@@ -51,8 +51,8 @@ export function orderWrite(tenant: string, orderId: string, extra: Record<string
   return { create: { key: orderKey(tenant, orderId), item: { order_id: orderId, ...extra } } };
 }
 
-export async function orderItem(doc: DocumentClient, tableName: string, tenant: string, orderId: string) {
-  const { Item } = await doc.get({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true });
+export async function orderItem(doc: DynamoDBDocumentClient, tableName: string, tenant: string, orderId: string) {
+  const { Item } = await doc.send(new GetCommand({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true }));
   return Item;
 }
 

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import { createDocumentClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, registerWriteTool, startReconciler } from 'idempotent-mcp/mcp';
 import { createInvoice, InvoiceBook, invoiceTools, type Invoice } from '../../examples/own-mcp-server/server';
 
@@ -21,7 +21,7 @@ class TimesOutAfterFiling extends InvoiceBook {
   }
 }
 
-const doc = createDocumentClient(process.env.DYNAMODB_ENDPOINT);
+const doc = createDynamoDbClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
 const store = new DynamoDbIdempotencyStore({ client: doc, tableName: process.env.TABLE_NAME! });
 const { tools, withClients } = invoiceTools(new TimesOutAfterFiling());
 const services = withClients(createToolRuntime({ store, secret: randomUUID() + randomUUID() }));
@@ -38,6 +38,6 @@ const server = new McpServer({ name: 'invoices', version: '1.0.0' });
 registerWriteTool(server, createInvoice, { services, tenant: () => 'acme' });
 const transport = new StdioServerTransport();
 transport.onclose = () => {
-  void reconciler.stop().then(() => doc.destroy());
+  void reconciler.stop().then(() => closeDynamoDbClient(doc));
 };
 await server.connect(transport);

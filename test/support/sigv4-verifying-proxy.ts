@@ -12,7 +12,7 @@ import { listenOnLoopback } from './dynamodb-fault-proxy';
 export interface SigV4VerifyingProxy {
   endpoint: string;
   /** Every request, in order: whether its signature held, and the headers it signed. */
-  checked(): ReadonlyArray<{ valid: boolean; reason?: string; signedHeaders: string[] }>;
+  checked(): ReadonlyArray<{ valid: boolean; reason?: string; signedHeaders: string[]; accessKeyId?: string }>;
   stop(): Promise<void>;
 }
 
@@ -75,13 +75,13 @@ export async function startSigV4VerifyingProxy(
   expected: { region: string; service: string } = { region: 'us-east-1', service: 'dynamodb' },
 ): Promise<SigV4VerifyingProxy> {
   const targetUrl = new URL(target);
-  const checked: Array<{ valid: boolean; reason?: string; signedHeaders: string[] }> = [];
+  const checked: Array<{ valid: boolean; reason?: string; signedHeaders: string[]; accessKeyId?: string }> = [];
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
     const verdict = verifySigV4({ method: req.method ?? '', path: req.url ?? '/', headers: req.headers, body }, secrets, expected);
-    checked.push(verdict);
+    checked.push({ ...verdict, accessKeyId: /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] });
     if (!verdict.valid) {
       res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
       res.end(JSON.stringify({ __type: 'com.amazon.coral.service#InvalidSignatureException', message: verdict.reason }));

@@ -146,7 +146,7 @@ export function describeStoreConformance(name: string, options: StoreConformance
         await store.claim(record, T0);
         const rival = await store.claim({ ...record, ownerToken: randomUUID(), fingerprint: 'fp-2' }, T0 + 1);
         expect(rival).toMatchObject({ claimed: false, existing: { ownerToken: record.ownerToken, fingerprint: 'fp-1', status: 'PROCESSING' } });
-        expect(await store.claim(record, T0 + 2)).toEqual({ claimed: true });
+        expect(await store.claim(record, T0 + 2)).toMatchObject({ claimed: true });
       });
 
       it("frees a settled key by the tool's expiry policy: 'execute' at the end of retention, otherwise at the expiry", async () => {
