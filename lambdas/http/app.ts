@@ -199,6 +199,7 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     return mcp(c.req.raw, {
       parsedBody: body,
       caller: c.get('caller'),
+      origin: baseUrl(c, services),
       remainingTimeMs: lambda ? () => lambda.getRemainingTimeInMillis() : undefined,
     });
   });

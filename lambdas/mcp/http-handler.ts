@@ -18,6 +18,8 @@ export interface McpRequestOptions {
   parsedBody?: unknown;
   /** The Lambda's remaining time for this invocation, so an execution never outlives it. */
   remainingTimeMs?: () => number;
+  /** The origin the request came to (the approval page's links when no public base URL is set). */
+  origin?: string;
 }
 
 /** Serves one authenticated MCP POST and resolves with its answer. */
@@ -28,11 +30,11 @@ interface RequestFacts extends McpRequestOptions {
   [key: string]: unknown;
 }
 
-const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo => ({
+const authInfoOf = ({ caller, remainingTimeMs, origin }: McpRequestOptions): AuthInfo => ({
   token: '',
   clientId: caller.subject,
   scopes: [...(caller.scopes ?? [])],
-  extra: { caller, remainingTimeMs } satisfies RequestFacts,
+  extra: { caller, remainingTimeMs, origin } satisfies RequestFacts,
 });
 
 /**
@@ -49,7 +51,7 @@ const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo =>
 export function createMcpRequestHandler<S extends ToolRuntime>(services: S, options: { tools: readonly ToolDefinition<S>[] }): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   const serverFor = (facts: McpRequestOptions) =>
-    buildMcpServer(services, facts.caller, { tools: options.tools, remainingTimeMs: facts.remainingTimeMs });
+    buildMcpServer(services, facts.caller, { tools: options.tools, remainingTimeMs: facts.remainingTimeMs, origin: facts.origin });
   const modern = createMcpHandler(
     ({ authInfo }) => {
       const facts = authInfo?.extra as RequestFacts | undefined;

@@ -1,19 +1,36 @@
-import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type McpServer, type RegisteredTool, type Server, type ServerContext } from '@modelcontextprotocol/server';
+import {
+  type AuthInfo,
+  CLIENT_CAPABILITIES_META_KEY,
+  type McpServer,
+  type RegisteredTool,
+  type Server,
+  type ServerContext,
+  UrlElicitationRequiredError,
+} from '@modelcontextprotocol/server';
 import { validateTenantId } from '../core/idempotency-key';
-import { canElicitForms } from './confirmation';
-import type { ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
+import { canElicitForms, canElicitUrls } from './confirmation';
+import { isUrlElicitationRequired, type ToolAnswer, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
-type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms'>;
+type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion'>;
+
+/** A tool's answer on the wire: a 2025-11-25 client is told to open the approval page by that era's error (-32042). */
+export function answerOf(answer: ToolAnswer): Exclude<ToolAnswer, { resultType: 'url_elicitation_required' }> {
+  if (isUrlElicitationRequired(answer)) throw new UrlElicitationRequiredError(answer.elicitations, answer.message);
+  return answer;
+}
 
 /** What a tool call needs to know of its MCP request: its protocol era and, on 2026-07-28, the input round it carries. */
 export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
   const state = ctx.mcpReq.requestState();
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const protocolVersion = server.getNegotiatedProtocolVersion();
   return {
-    era: server.getNegotiatedProtocolVersion() === '2026-07-28' ? 'modern' : 'legacy',
+    era: protocolVersion === '2026-07-28' ? 'modern' : 'legacy',
+    protocolVersion,
     inputResponses: ctx.mcpReq.inputResponses,
     requestState: typeof state === 'string' ? state : undefined,
     canElicitForms: canElicitForms(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
+    canElicitUrls: canElicitUrls(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
   };
 }
 
@@ -46,13 +63,13 @@ export function registerWriteTool<S extends ToolRuntime>(
     async (args, ctx) => {
       const authInfo = ctx.http?.authInfo;
       const tenant = validateTenantId(options.tenant(authInfo));
-      return tool.call(args as Record<string, unknown>, {
+      return answerOf(await tool.call(args as Record<string, unknown>, {
         services: options.services,
         caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
         remainingTimeMs: options.remainingTimeMs,
         tools,
         ...requestFacts(server.server, ctx),
-      });
+      }));
     },
   );
 }

@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
-import { requestFacts } from './register-write-tool';
+import { answerOf, requestFacts } from './register-write-tool';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
@@ -31,6 +31,8 @@ export interface BuildServerOptions<S extends ToolRuntime = ToolRuntime> {
   tools: readonly ToolDefinition<S>[];
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
+  /** The origin the request came to (the approval page's links when no public base URL is set). */
+  origin?: string;
 }
 
 /**
@@ -101,13 +103,16 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
   mcp.setRequestHandler('tools/call', async (request: CallToolRequest, ctx) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name.slice(0, 64)}`);
-    return tool.call(request.params.arguments, {
-      services,
-      caller,
-      remainingTimeMs: options.remainingTimeMs,
-      tools: byName,
-      ...requestFacts(mcp, ctx),
-    });
+    return answerOf(
+      await tool.call(request.params.arguments, {
+        services,
+        caller,
+        remainingTimeMs: options.remainingTimeMs,
+        tools: byName,
+        origin: options.origin,
+        ...requestFacts(mcp, ctx),
+      }),
+    );
   });
   return mcp;
 }

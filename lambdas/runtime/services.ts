@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ApprovalStore } from '../engine/approval-store';
+import { createSdkDocumentClient } from '../store/clients';
+import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
 import { createSigners } from '../mcp/tool-runtime';
@@ -16,11 +20,13 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * own clients (the reference endpoint's payments provider, a team's systems) are the endpoint's, added next to these.
  */
 export interface Services extends WorkerServices {
-  config: AppConfig;
+  config: AppConfig & { approvalTtlSeconds: number };
   engine: IdempotencyEngine;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   auth: TokenVerifier;
+  /** The people's decisions on approvals and form confirmations (lambdas/core/approval.ts). */
+  approvals: ApprovalStore;
   observer: IdempotencyObserver;
   /** Ids of new outbox events (random). */
   newEventId: () => string;
@@ -32,6 +38,8 @@ export interface ServiceOverrides extends WorkerServiceOverrides {
   engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer'>;
   /** Tests pin event ids (to make a transaction collide, for instance). */
   newEventId?: () => string;
+  /** The AWS SDK document client of the approval store. */
+  documentClient?: DynamoDBDocumentClient;
 }
 
 export function createServices(config: AppConfig, overrides: ServiceOverrides = {}): Services {
@@ -49,7 +57,8 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const secret = lazySecret(config.operationIdSecret);
   return {
     ...base,
-    config,
+    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds },
+    approvals: new DynamoDbApprovalStore(overrides.documentClient ?? createSdkDocumentClient(config.dynamodbEndpoint), config.tableName),
     engine,
     ...createSigners(secret, clock),
     auth: createTokenVerifier(config.auth),

@@ -1,3 +1,5 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DocumentClient } from './document-client';
 import { HttpTransport, type HttpTransportOptions } from './http-transport';
 
@@ -18,4 +20,12 @@ export function awsClientConfig(endpoint: string | undefined) {
  */
 export function createDocumentClient(endpoint = process.env.DYNAMODB_ENDPOINT, options: HttpTransportOptions = {}): DocumentClient {
   return new DocumentClient(new HttpTransport({ ...awsClientConfig(endpoint), ...options }));
+}
+
+/**
+ * The AWS SDK's document client, honouring DYNAMODB_ENDPOINT like the lean one; the approval store uses it (issue 22
+ * moves every store onto it).
+ */
+export function createSdkDocumentClient(endpoint = process.env.DYNAMODB_ENDPOINT): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(new DynamoDBClient(awsClientConfig(endpoint)), { marshallOptions: { removeUndefinedValues: true } });
 }
