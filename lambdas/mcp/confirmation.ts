@@ -118,9 +118,10 @@ export async function confirmBeforeRunning(request: ConfirmationRequest): Promis
             'elicitation, or ask the operator to allow form confirmation for this tool (CONFIRMATION_FORM_FALLBACK_TOOLS).',
         );
       }
+      // The operator's choice first: clients of this deployment confirm on their side.
+      if (services.config.confirmationOptOut.includes(tool)) return 'run';
       // 2025-11-25 has URL elicitation as an error the client answers by sending the person to the link, then retrying.
       if (call.protocolVersion === '2025-11-25') return await approveOnPage(request);
-      if (services.config.confirmationOptOut.includes(tool)) return 'run';
       return unavailable(
         key,
         `${tool} runs only after the person approves it on this endpoint's approval page, which a client of protocol version ` +

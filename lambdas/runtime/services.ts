@@ -25,6 +25,8 @@ export interface Services extends WorkerServices {
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   auth: TokenVerifier;
+  /** The HMAC key of operation ids, confirmations and the approval page's cookies (domain-separated), read when first needed. */
+  signingSecret: () => Promise<string>;
   /** The people's decisions on approvals and form confirmations (lambdas/core/approval.ts). */
   approvals: ApprovalStore;
   observer: IdempotencyObserver;
@@ -61,6 +63,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     approvals: new DynamoDbApprovalStore(overrides.documentClient ?? createSdkDocumentClient(config.dynamodbEndpoint), config.tableName),
     engine,
     ...createSigners(secret, clock),
+    signingSecret: secret,
     auth: createTokenVerifier(config.auth),
     observer,
     newEventId: overrides.newEventId ?? (() => `evt_${randomUUID()}`),
