@@ -23,7 +23,8 @@ export function answerOf(answer: ToolAnswer): Exclude<ToolAnswer, { resultType: 
 export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
   const state = ctx.mcpReq.requestState();
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const protocolVersion = server.getNegotiatedProtocolVersion();
+  // A stateless 2025-era request has no handshake on its server: its version is the header every such request carries.
+  const protocolVersion = server.getNegotiatedProtocolVersion() ?? ctx.http?.req?.headers.get('mcp-protocol-version') ?? undefined;
   return {
     era: protocolVersion === '2026-07-28' ? 'modern' : 'legacy',
     protocolVersion,
