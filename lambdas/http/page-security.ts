@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 
 /**
  * What every page a person sees here (the approval page, the local sign-in) shares: one stylesheet allowed by its
- * hash and nothing else (no script at all), never cached, never framed, no referrer (the link names the approval).
+ * hash and nothing else (no script at all), never cached, never framed, no referrer to other sites (the link names the approval).
  */
 export const PAGE_STYLE = `
 :root{color-scheme:light dark;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
@@ -34,7 +34,8 @@ export function pageHeaders(): MiddlewareHandler {
     );
     c.header('X-Frame-Options', 'DENY');
     c.header('X-Content-Type-Options', 'nosniff');
-    c.header('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the page's own form posts.
+    c.header('Referrer-Policy', 'same-origin');
   };
 }
 
