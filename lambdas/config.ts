@@ -71,8 +71,31 @@ export interface AppConfig {
    * (for clients that confirm on their side). Default none.
    */
   confirmationOptOut: string[];
+  /**
+   * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form
+   * instead (the client's word, not a signed-in person's: allow it only where that is acceptable). Default none.
+   */
+  confirmationFormFallback: string[];
+  approvals: ApprovalPageConfig;
   sideEffects: SideEffectsConfig;
 }
+
+/** The approval page (`/approvals/<id>`): how long a link lives, and how the person signs in. */
+export interface ApprovalPageConfig {
+  /** How long an approval link can be decided. */
+  ttlSeconds: number;
+  /**
+   * The page's own OAuth client (authorization code with PKCE, public: no secret); its ID tokens carry the client id
+   * as audience, which no agent's token does. Locally the dev issuer's sign-in page (relative URLs, on this server).
+   * Undefined: no page, and `confirmation: 'approval'` tools are refused with CONFIRMATION_UNAVAILABLE.
+   */
+  signIn?: { clientId: string; authorizeUrl: string; tokenUrl: string; scopes: string[] };
+}
+
+export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
+export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
+/** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
+export const DEV_SIGN_IN_PATHS = { authorize: '/dev-issuer/authorize', token: '/dev-issuer/token' } as const;
 
 /** Shorter keys make operation ids guessable by brute force. */
 export const MIN_SECRET_LENGTH = 32;
@@ -232,6 +255,17 @@ export const EnvVars = {
   allowedOrigins: originList('ALLOWED_ORIGINS'),
   /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
   confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
+  /** Tools with confirmation 'approval' that clients without URL elicitation may confirm in a form instead. */
+  confirmationFormFallback: commaList('CONFIRMATION_FORM_FALLBACK_TOOLS'),
+  /** The approval page's OAuth client id (with an external issuer or Cognito; locally the dev issuer's). */
+  approvalClientId: text('APPROVAL_CLIENT_ID'),
+  /** The issuer's authorization endpoint (Cognito managed login: https://<domain>/oauth2/authorize). */
+  approvalAuthorizeUrl: httpUrl('APPROVAL_AUTHORIZE_URL'),
+  /** The issuer's token endpoint (Cognito: https://<domain>/oauth2/token). */
+  approvalTokenUrl: httpUrl('APPROVAL_TOKEN_URL'),
+  /** Scopes the page asks for at sign-in (default openid). */
+  approvalScopes: scopeList('APPROVAL_SCOPES'),
+  approvalTtlSeconds: positiveInt('APPROVAL_TTL_SECONDS', DEFAULT_APPROVAL_TTL_SECONDS, 86_400),
   publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
   sqsEndpoint: httpUrl('SQS_ENDPOINT'),
   outboxQueueUrl: httpUrl('OUTBOX_QUEUE_URL'),
@@ -353,7 +387,23 @@ export function loadConfig(env: Env = process.env): AppConfig {
     allowedOrigins: read(env, EnvVars.allowedOrigins),
     publicBaseUrl,
     confirmationOptOut: read(env, EnvVars.confirmationOptOut),
+    confirmationFormFallback: read(env, EnvVars.confirmationFormFallback),
+    approvals: loadApprovalPage(env),
   };
+}
+
+function loadApprovalPage(env: Env): ApprovalPageConfig {
+  const ttlSeconds = read(env, EnvVars.approvalTtlSeconds);
+  const scopes = read(env, EnvVars.approvalScopes) ?? ['openid'];
+  const clientId = read(env, EnvVars.approvalClientId);
+  const authorizeUrl = read(env, EnvVars.approvalAuthorizeUrl);
+  const tokenUrl = read(env, EnvVars.approvalTokenUrl);
+  if (read(env, EnvVars.authMode) === 'dev' && authorizeUrl === undefined && tokenUrl === undefined)
+    return { ttlSeconds, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes } };
+  const set = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
+  if (set === 0) return { ttlSeconds };
+  if (set < 3) throw new ConfigError('APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL and APPROVAL_TOKEN_URL go together: set all three, or none for no approval page');
+  return { ttlSeconds, signIn: { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes } };
 }
 
 /**

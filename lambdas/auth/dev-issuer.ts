@@ -19,7 +19,8 @@ export interface DevIssuer {
   /** The public half, as a JWKS document, for the verifier. */
   jwks: { keys: JWK[] };
   /** `scope`: the token's space-separated scopes (default: the issuer's `defaultScope`; '' for none). */
-  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; scope?: string; extra?: Record<string, unknown> }): Promise<string>;
+  /** `audience`: default the endpoint's (an ID token of the approval page carries the page's client id instead). */
+  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; scope?: string; audience?: string; extra?: Record<string, unknown> }): Promise<string>;
 }
 
 async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
@@ -62,12 +63,12 @@ export async function loadDevIssuer(options: {
     audience: options.audience,
     tenantClaim: options.tenantClaim,
     jwks: { keys: [pair.publicJwk] },
-    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, scope = options.defaultScope ?? DEFAULT_DEV_SCOPE, extra = {} }) {
+    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, scope = options.defaultScope ?? DEFAULT_DEV_SCOPE, audience = options.audience, extra = {} }) {
       validateTenantId(tenant);
       return new SignJWT({ ...extra, ...(scope ? { scope } : {}), [options.tenantClaim]: tenant })
         .setProtectedHeader({ alg: ALGORITHM, kid: pair.kid, typ: 'JWT' })
         .setIssuer(options.issuer)
-        .setAudience(options.audience)
+        .setAudience(audience)
         .setSubject(subject ?? `dev-user@${tenant}`)
         .setIssuedAt()
         .setExpirationTime(`${ttlSeconds}s`)

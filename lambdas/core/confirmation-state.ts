@@ -42,3 +42,12 @@ export function verifyConfirmationState(secret: string, binding: ConfirmationBin
   const check = verifySignedToken(PREFIX, secret, fields(binding), value, nowMs);
   return check.valid ? { valid: true } : check.reason === 'expired' ? { valid: false, reason: 'expired' } : { valid: false, reason: 'unknown' };
 }
+
+/**
+ * The state's random nonce: the id of the approval record the round was asked under (lambdas/core/approval.ts), so
+ * the server, not the state, says whether that round was answered already. Only for a state that verified.
+ */
+export function confirmationStateNonce(state: string): string | undefined {
+  if (!state.startsWith(PREFIX)) return undefined;
+  return /^[0-9a-z]{1,11}\.([A-Za-z0-9_-]{22})\.[A-Za-z0-9_-]{43}$/.exec(state.slice(PREFIX.length))?.[1];
+}

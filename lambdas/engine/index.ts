@@ -70,3 +70,16 @@ export type {
   Settlement,
 } from './persistence';
 export { InMemoryIdempotencyStore } from './in-memory-store';
+export {
+  approvalId,
+  approvalState,
+  parseApprovalId,
+  DEFAULT_APPROVAL_TTL_SECONDS,
+  type ApprovalLogEntry,
+  type ApprovalMode,
+  type ApprovalRecord,
+  type ApprovalStatus,
+} from '../core/approval';
+export type { ApprovalStore, DecideResult } from './approval-store';
+export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../core/money';
+export { hasInvisibleCharacters, quotedText, visibleText } from '../core/display-text';

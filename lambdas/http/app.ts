@@ -8,7 +8,10 @@ import { HTTPException } from 'hono/http-exception';
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
-import type { AppConfig } from '../config';
+import type { AppConfig, ApprovalPageConfig } from '../config';
+import { APPROVALS_PATH } from '../mcp/confirmation';
+import { createApprovalPage } from './approval-page';
+import { createDevSignIn } from './dev-sign-in';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
@@ -26,8 +29,10 @@ type AppEnv = { Bindings: Bindings; Variables: { caller: Caller } };
  * URL and auth. `S`: the services the tools need (the endpoint's own services object satisfies it).
  */
 export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
-  config: Pick<AppConfig, 'allowedOrigins' | 'publicBaseUrl' | 'auth'>;
+  config: Pick<AppConfig, 'allowedOrigins' | 'publicBaseUrl' | 'auth'> & { approvals?: ApprovalPageConfig };
   auth: TokenVerifier;
+  /** The key of the approval page's cookies; with `approvals` and `config.approvals.signIn`, the page is served. */
+  signingSecret?: () => Promise<string>;
 };
 
 export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
@@ -57,11 +62,14 @@ function isLoopbackOrigin(origin: string): boolean {
  * DNS-rebinding protection: a browser always sends Origin on a cross-site or non-GET request, so a page that
  * rebinds its host name to this server is refused. Requests without Origin (agents, curl) are not browsers.
  */
-function originGuard(allowedOrigins: readonly string[]): MiddlewareHandler<AppEnv> {
+function originGuard(allowedOrigins: readonly string[], publicBaseUrl: string | undefined): MiddlewareHandler<AppEnv> {
   const allowed = new Set(allowedOrigins);
+  if (publicBaseUrl) allowed.add(new URL(publicBaseUrl).origin);
   return async (c, next) => {
     const origin = c.req.header('origin');
-    if (origin !== undefined && !allowed.has(origin) && !isLoopbackOrigin(origin))
+    // Our own pages (the approval page's form) post from this origin.
+    const own = origin !== undefined && origin === new URL(c.req.url).origin;
+    if (origin !== undefined && !own && !allowed.has(origin) && !isLoopbackOrigin(origin))
       return c.json(jsonRpcError(-32000, 'Forbidden: this Origin is not allowed'), 403);
     await next();
   };
@@ -124,7 +132,7 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   const app = new Hono<AppEnv>();
   const mcp = createMcpRequestHandler<S>(services, { tools: options.tools });
 
-  app.use('*', originGuard(config.allowedOrigins));
+  app.use('*', originGuard(config.allowedOrigins, config.publicBaseUrl));
   // Browser-based clients (MCP Inspector's direct mode) need CORS; the origin guard has already vetted the Origin.
   app.use(
     '*',
@@ -199,6 +207,7 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     return mcp(c.req.raw, {
       parsedBody: body,
       caller: c.get('caller'),
+      origin: baseUrl(c, services),
       remainingTimeMs: lambda ? () => lambda.getRemainingTimeInMillis() : undefined,
     });
   });
@@ -207,6 +216,12 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     c.header('Allow', 'POST');
     return c.json(jsonRpcError(-32000, 'Method not allowed: this stateless endpoint takes POST only'), 405);
   });
+
+  // The approval page (URL-mode confirmations), and locally the dev issuer's sign-in it sends the person to.
+  const { approvals, signingSecret } = services;
+  if (approvals && signingSecret && config.approvals?.signIn)
+    app.route(APPROVALS_PATH, createApprovalPage({ config: { ...config, approvals: config.approvals }, approvals, signingSecret, clock: services.clock, logger }));
+  if (config.auth.mode === 'dev' && config.approvals?.signIn) app.route('/dev-issuer', createDevSignIn(config.auth, services.clock));
 
   for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
 

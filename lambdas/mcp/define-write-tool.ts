@@ -9,7 +9,8 @@ import { DEFAULT_POLICY, type Execution, type ExecutionContext, type Idempotency
 import { SecretUnavailableError } from '../core/errors';
 import { parseArguments } from './arguments';
 import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
-import { definedToolName, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+import { visibleText } from '../core/display-text';
+import { definedToolName, isUrlElicitationRequired, type UrlElicitationRequired, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
 export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
@@ -59,8 +60,10 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
   /**
-   * 'required': the person confirms every operation before it runs (MCP 2026-07-28 clients are asked through a form;
-   * 2025-era clients are refused with CONFIRMATION_UNAVAILABLE unless the deployment opts the tool out). Default 'none'.
+   * 'approval': the person approves every operation on the endpoint's approval page, signed in (MCP URL-mode
+   * elicitation; for payments and whatever authorizes a transaction). 'required': the person confirms every operation
+   * in a form the MCP client shows (2026-07-28 clients; 2025-era clients are refused with CONFIRMATION_UNAVAILABLE
+   * unless the deployment opts the tool out). Default 'none'. See docs/confirmation.md.
    */
   confirmation?: Confirmation;
   /** What the person is asked to confirm, from the validated arguments. Required with `confirmation: 'required'`. */
@@ -188,18 +191,19 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   }
 
   const confirmation = spec.confirmation ?? 'none';
-  if (confirmation === 'required' && !spec.summarize) throw new Error(`${spec.name}: confirmation 'required' needs summarize(args), what the person is asked`);
+  if (confirmation !== 'none' && !spec.summarize) throw new Error(`${spec.name}: confirmation '${confirmation}' needs summarize(args), what the person is asked`);
 
-  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<WriteToolResult | InputRequiredResult> {
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<WriteToolResult | InputRequiredResult | UrlElicitationRequired> {
     const args = rawArgs ?? {};
     const key = await resolveKey(args, call);
     if (typeof key !== 'string') return key;
     const parsed = parseArguments(inputSchema, args);
     if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
     const { trace_id: traceId, [keyField]: _key, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
-    if (confirmation === 'required') {
-      const summary = spec.summarize!(business as z.output<z.ZodObject<Shape>>);
-      const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, policy, call });
+    if (confirmation !== 'none') {
+      // One line whatever the tool writes: free text in it cannot draw a second line that looks like the summary.
+      const summary = visibleText(spec.summarize!(business as z.output<z.ZodObject<Shape>>));
+      const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, mode: confirmation, policy, call });
       if (decision !== 'run') return decision;
     }
     const answer = await call.services.engine.run<R>(
@@ -245,7 +249,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
         const answer = await run(rawArgs, call);
-        return isInputRequired(answer) ? answer : toCallToolResult(answer, keyField);
+        return isInputRequired(answer) || isUrlElicitationRequired(answer) ? answer : toCallToolResult(answer, keyField);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;

@@ -19,6 +19,8 @@ export interface McpRequestOptions {
   parsedBody?: unknown;
   /** The Lambda's remaining time for this invocation, so an execution never outlives it. */
   remainingTimeMs?: () => number;
+  /** The origin the request came to (the approval page's links when no public base URL is set). */
+  origin?: string;
 }
 
 /** Serves one authenticated MCP POST and resolves with its answer. */
@@ -29,11 +31,11 @@ interface RequestFacts extends McpRequestOptions {
   [key: string]: unknown;
 }
 
-const authInfoOf = ({ caller, remainingTimeMs }: McpRequestOptions): AuthInfo => ({
+const authInfoOf = ({ caller, remainingTimeMs, origin }: McpRequestOptions): AuthInfo => ({
   token: '',
   clientId: caller.subject,
   scopes: [...(caller.scopes ?? [])],
-  extra: { caller, remainingTimeMs } satisfies RequestFacts,
+  extra: { caller, remainingTimeMs, origin } satisfies RequestFacts,
 });
 
 /**
@@ -51,7 +53,7 @@ export function createMcpRequestHandler<S extends ToolRuntime>(services: S, opti
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   // Once, here: a tool list the server cannot serve (two tools of one name) fails the start, not every request.
   const tools = servedTools(options.tools);
-  const serverFor = (facts: McpRequestOptions) => buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs });
+  const serverFor = (facts: McpRequestOptions) => buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs, origin: facts.origin });
   const modern = createMcpHandler(
     ({ authInfo }) => {
       const facts = authInfo?.extra as RequestFacts | undefined;

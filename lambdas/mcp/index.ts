@@ -5,13 +5,13 @@
  */
 export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from './define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from './define-read-tool';
-export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner } from './tool-types';
+export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner, type UrlElicitationRequired } from './tool-types';
 export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions, type RegisterWriteToolOptions } from './register-write-tool';
 export { getOperationStatusTool } from './get-operation-status';
 export { issueOperationIdTool } from './issue-operation-id';
 export { serverInstructions } from './served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from './tool-runtime';
-export { CONFIRM_INPUT, type Confirmation } from './confirmation';
+export { APPROVALS_PATH, CONFIRM_INPUT, type Confirmation } from './confirmation';
 export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from './outbox-tool';
 export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from './http-handler';
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';

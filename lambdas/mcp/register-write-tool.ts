@@ -1,23 +1,33 @@
-import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerContext, type ToolAnnotations } from '@modelcontextprotocol/server';
+import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerContext, type ToolAnnotations, UrlElicitationRequiredError } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
 import { readErrorText, WriteResults } from '../core/result-contract';
-import { canElicitForms } from './confirmation';
+import { canElicitForms, canElicitUrls } from './confirmation';
 import { toCallToolResult } from './define-write-tool';
-import { isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+import { isUrlElicitationRequired, isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
-type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms'>;
+type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion'>;
+
+/** A tool's answer on the wire: a 2025-11-25 client is told to open the approval page by that era's error (-32042). */
+export function answerOf(answer: ToolAnswer): Exclude<ToolAnswer, { resultType: 'url_elicitation_required' }> {
+  if (isUrlElicitationRequired(answer)) throw new UrlElicitationRequiredError(answer.elicitations, answer.message);
+  return answer;
+}
 
 /** What a tool call needs to know of its MCP request: its protocol era and, on 2026-07-28, the input round it carries. */
 export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
   const state = ctx.mcpReq.requestState();
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  // A stateless 2025-era request has no handshake on its server: its version is the header every such request carries.
+  const protocolVersion = server.getNegotiatedProtocolVersion() ?? ctx.http?.req?.headers.get('mcp-protocol-version') ?? undefined;
   return {
-    era: server.getNegotiatedProtocolVersion() === '2026-07-28' ? 'modern' : 'legacy',
+    era: protocolVersion === '2026-07-28' ? 'modern' : 'legacy',
+    protocolVersion,
     inputResponses: ctx.mcpReq.inputResponses,
     requestState: typeof state === 'string' ? state : undefined,
     canElicitForms: canElicitForms(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
+    canElicitUrls: canElicitUrls(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
   };
 }
 
@@ -99,7 +109,7 @@ function callFacts(server: McpServerLike, extra: unknown): { authInfo: AuthInfo 
   if (ctx?.mcpReq) return { authInfo: ctx.http?.authInfo, facts: requestFacts(server.server as Server, ctx as ServerContext) };
   // The 1.x line speaks only 2025 revisions: no input round, so a tool that needs confirmation answers
   // CONFIRMATION_UNAVAILABLE (unless the deployment opts it out), as on any 2025-era request.
-  return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false } };
+  return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false } };
 }
 
 function register<S extends ToolRuntime>(helper: string, server: McpServerLike, tool: ToolDefinition<S>, options: RegisterToolOptions<S>): unknown {
@@ -125,13 +135,15 @@ function register<S extends ToolRuntime>(helper: string, server: McpServerLike, 
     const { authInfo, facts } = callFacts(server, extra);
     const tenant = verifiedTenant(options.tenant as RegisterToolOptions<ToolRuntime>['tenant'], authInfo);
     if (tenant === undefined) return refuse();
-    return tool.call(args, {
-      services: options.services,
-      caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
-      remainingTimeMs: options.remainingTimeMs,
-      tools,
-      ...facts,
-    });
+    return answerOf(
+      await tool.call(args, {
+        services: options.services,
+        caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
+        remainingTimeMs: options.remainingTimeMs,
+        tools,
+        ...facts,
+      }),
+    );
   };
   return (server.registerTool as (name: string, config: object, callback: object) => unknown)(tool.name, config, callback);
 }

@@ -11,7 +11,7 @@ import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import { closestName } from '../core/closest-name';
 import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
-import { requestFacts } from './register-write-tool';
+import { answerOf, requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
@@ -32,6 +32,8 @@ export interface BuildServerOptions<S extends ToolRuntime = ToolRuntime> {
   tools: readonly ToolDefinition<S>[];
   /** The Lambda's remaining time for this invocation. */
   remainingTimeMs?: () => number;
+  /** The origin the request came to (the approval page's links when no public base URL is set). */
+  origin?: string;
 }
 
 /**
@@ -117,13 +119,16 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
         `Unknown tool: ${name.slice(0, 64)}.${meant ? ` Did you mean ${meant}?` : ''} tools/list names every tool.`,
       );
     }
-    return tool.call(request.params.arguments, {
-      services,
-      caller,
-      remainingTimeMs: options.remainingTimeMs,
-      tools: byName,
-      ...requestFacts(mcp, ctx),
-    });
+    return answerOf(
+      await tool.call(request.params.arguments, {
+        services,
+        caller,
+        remainingTimeMs: options.remainingTimeMs,
+        tools: byName,
+        origin: options.origin,
+        ...requestFacts(mcp, ctx),
+      }),
+    );
   });
   return mcp;
 }

@@ -5,6 +5,7 @@ import { DEFAULT_OPERATION_ID_TTL_SECONDS, issueOperationId, verifyOperationId }
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { stderrLogger } from '../observability/logger';
+import type { ApprovalStore } from '../engine/approval-store';
 import type { ToolRuntime } from './tool-types';
 
 /** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
@@ -15,7 +16,7 @@ export function createSigners(secret: () => Promise<string>, clock: Clock): Pick
       verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
     },
     confirmations: {
-      mint: async (binding) => mintConfirmationState(await secret(), binding, clock()),
+      mint: async (binding, ttlSeconds) => mintConfirmationState(await secret(), binding, clock(), ttlSeconds),
       verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
     },
   };
@@ -32,6 +33,10 @@ export interface ToolRuntimeOptions {
   engine?: Omit<EngineOptions, 'store' | 'clock'>;
   /** Tools whose confirmation 2025-era clients do on their side. Default none. */
   confirmationOptOut?: string[];
+  /** Where the people's decisions are kept (each round answered once); needed by `confirmation: 'approval'` tools. */
+  approvals?: ApprovalStore;
+  /** The base URL of the approval page's links (the endpoint serving it). */
+  publicBaseUrl?: string;
 }
 
 /** What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it). */
@@ -46,6 +51,7 @@ export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
     clock,
     logger: options.logger ?? stderrLogger(),
     ...createSigners(readSecret, clock),
-    config: { confirmationOptOut: options.confirmationOptOut ?? [] },
+    config: { confirmationOptOut: options.confirmationOptOut ?? [], publicBaseUrl: options.publicBaseUrl },
+    approvals: options.approvals,
   };
 }

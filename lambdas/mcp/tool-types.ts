@@ -9,6 +9,7 @@ import { validateToolName } from '../core/idempotency-key';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
 import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
+import type { ApprovalStore } from '../engine/approval-store';
 
 /** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
 export interface OperationIdSigner {
@@ -18,7 +19,7 @@ export interface OperationIdSigner {
 
 /** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
 export interface ConfirmationSigner {
-  mint(binding: ConfirmationBinding): Promise<string>;
+  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
   verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
 }
 
@@ -34,8 +35,17 @@ export interface ToolRuntime {
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
-  /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
-  config: { confirmationOptOut: readonly string[] };
+  /**
+   * Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut); tools with
+   * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
+   * the base of the approval page's links (derived from the request when unset); how long an approval link lives.
+   */
+  config: { confirmationOptOut: readonly string[]; confirmationFormFallback?: readonly string[]; publicBaseUrl?: string; approvalTtlSeconds?: number };
+  /**
+   * The decisions of people on approvals and confirmations, each decided once (MRTR: a decided requestState cannot
+   * be answered again). Without it, `confirmation: 'approval'` tools are refused and form answers are not recorded.
+   */
+  approvals?: ApprovalStore;
 }
 
 /** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
@@ -55,11 +65,31 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   requestState?: string;
   /** Whether the client of a 2026-07-28 request declared it can show a form to the person. */
   canElicitForms?: boolean;
+  /** Whether the client of a 2026-07-28 request declared it can send the person to a URL (`elicitation.url`). */
+  canElicitUrls?: boolean;
+  /** The protocol version of the request (2025-11-25 clients get that era's URL-elicitation-required error). */
+  protocolVersion?: string;
+  /** The origin the request came to (the approval page's links, when no public base URL is set). */
+  origin?: string;
 }
 
 export type ProtocolEra = 'legacy' | 'modern';
-/** A tool's answer: a result, or (2026-07-28 only) a request for the person's input before it can run. */
-export type ToolAnswer = CallToolResult | InputRequiredResult;
+
+/**
+ * The answer to a 2025-11-25 client for a call the person must approve on a page first: the server turns it into
+ * that era's URL-elicitation-required error (-32042). Written out here, not the SDK's error class: the reconciler
+ * and the outbox functions load the tool registry and must not carry the MCP server SDK for it.
+ */
+export interface UrlElicitationRequired {
+  resultType: 'url_elicitation_required';
+  message: string;
+  elicitations: Array<{ mode: 'url'; elicitationId: string; url: string; message: string }>;
+}
+export const isUrlElicitationRequired = (answer: object): answer is UrlElicitationRequired =>
+  (answer as { resultType?: unknown }).resultType === 'url_elicitation_required';
+
+/** A tool's answer: a result, or a request for the person's input before it can run. */
+export type ToolAnswer = CallToolResult | InputRequiredResult | UrlElicitationRequired;
 
 /** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
 export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
@@ -81,7 +111,7 @@ export type KeySource = 'client' | 'operation_id';
  * the request settings). The reconciler runs outside any request, so it builds none of those; it passes its own
  * store, clock and logger and the clients the endpoint adds for its tools.
  */
-export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config'>;
+export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'>;
 
 /** A write tool also tells the reconciler how to settle its lost outcomes. */
 export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
@@ -89,8 +119,8 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
   keySource: KeySource;
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';
-  /** 'required': the person confirms each operation before it runs. */
-  confirmation: 'required' | 'none';
+  /** 'required': the person confirms each operation in a form; 'approval': on the endpoint's approval page, signed in. */
+  confirmation: 'approval' | 'required' | 'none';
   idempotency: IdempotencyPolicy;
   /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
   effect: ToolEffect;

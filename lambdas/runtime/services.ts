@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ApprovalStore } from '../engine/approval-store';
+import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
 import { createSigners } from '../mcp/tool-runtime';
@@ -16,11 +19,15 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * own clients (the reference endpoint's payments provider, a team's systems) are the endpoint's, added next to these.
  */
 export interface Services extends WorkerServices {
-  config: AppConfig;
+  config: AppConfig & { approvalTtlSeconds: number };
   engine: IdempotencyEngine;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   auth: TokenVerifier;
+  /** The HMAC key of operation ids, confirmations and the approval page's cookies (domain-separated), read when first needed. */
+  signingSecret: () => Promise<string>;
+  /** The people's decisions on approvals and form confirmations (lambdas/core/approval.ts). */
+  approvals: ApprovalStore;
   observer: IdempotencyObserver;
   /** Ids of new outbox events (random). */
   newEventId: () => string;
@@ -49,9 +56,11 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const secret = lazySecret(config.operationIdSecret);
   return {
     ...base,
-    config,
+    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds },
+    approvals: new DynamoDbApprovalStore(base.doc, config.tableName),
     engine,
     ...createSigners(secret, clock),
+    signingSecret: secret,
     auth: createTokenVerifier(config.auth),
     observer,
     newEventId: overrides.newEventId ?? (() => `evt_${randomUUID()}`),

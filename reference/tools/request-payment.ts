@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { hashForLog } from 'idempotent-mcp/engine';
+import { formatMinorUnits, hashForLog, isPayableCurrency, quotedText } from 'idempotent-mcp/engine';
 import { countForTool, MetricName } from 'idempotent-mcp/lambda';
 import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { identifier } from './orders';
@@ -16,23 +16,28 @@ export const requestPaymentTool = defineWriteTool({
   name: 'request_payment',
   title: 'Request payment',
   description:
-    'Pays money to a payee through the payments provider. This moves money and cannot be undone: before calling, ' +
-    'show the user this summary and get their confirmation: "Pay <amount_minor / 100> <currency> to <payee_id> ' +
-    '(memo: <memo>)". amount_minor is in the currency\'s minor unit (cents for EUR and USD). Returns the payment ' +
-    'with its payment_id.',
+    'Pays money to a payee through the payments provider. This moves money and cannot be undone: the person approves ' +
+    'each payment on the endpoint\'s approval page, signed in; the call answers with the link to show them, and runs ' +
+    'once they approved it (call again with the same operation_id). amount_minor is in the currency\'s minor unit ' +
+    '(ISO 4217: cents for EUR and USD, whole yen for JPY, 1/1000 for BHD). Returns the payment with its payment_id.',
   input: {
-    amount_minor: z.number().int().positive().max(1_000_000_000).describe('Amount in minor units, e.g. 1250 for 12.50 EUR.'),
-    currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR').describe('ISO 4217 currency code.'),
+    amount_minor: z.number().int().positive().max(1_000_000_000).describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1250 JPY.'),
+    currency: z
+      .string()
+      .refine(isPayableCurrency, 'must be an ISO 4217 currency code such as EUR, USD or JPY')
+      .describe('ISO 4217 currency code.'),
     payee_id: identifier(128).describe('The payee to pay.'),
     memo: z.string().max(200).optional().describe('Shown on the payment.'),
   },
   result: paymentSchema,
   annotations: { destructiveHint: true, openWorldHint: true },
   keySource: 'operation_id',
-  // Money leaves and cannot come back: the person says yes to each payment (see lambdas/mcp/confirmation.ts).
-  confirmation: 'required',
+  // Money leaves and cannot come back: the person approves each payment on the approval page, signed in (MCP says
+  // transactions are authorized in URL mode, never in a form the client could answer; docs/confirmation.md).
+  confirmation: 'approval',
+  // The amount by the currency's own minor units; the memo quoted, so it cannot pass for a line of the summary.
   summarize: ({ amount_minor, currency, payee_id, memo }) =>
-    `Pay ${(amount_minor / 100).toFixed(2)} ${currency} to ${payee_id}${memo ? ` (memo: ${memo})` : ''}`,
+    `Pay ${formatMinorUnits(amount_minor, currency)} to ${payee_id}${memo ? ` (memo: ${quotedText(memo)})` : ''}`,
   // The provider deduplicates on our key, so a stale execution may be re-run: it gets the first payment back.
   idempotency: { reexecuteSafe: true },
   async execute(args, ctx: WriteToolContext<PaymentServices>) {

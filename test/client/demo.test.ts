@@ -5,7 +5,7 @@ import { runDemo } from '../../scripts/demo-agent';
 let stack: LocalStack;
 beforeAll(async () => {
   // Short periods so the payment's reconciliation takes a fraction of a second instead of one 5 s period.
-  stack = await startLocalStack({ env: { RECONCILE_INTERVAL_MS: '200', DOWNSTREAM_TIMEOUT_MS: '300' } });
+  stack = await startLocalStack({ env: { RECONCILE_INTERVAL_MS: '200', DOWNSTREAM_TIMEOUT_MS: '300', CONFIRMATION_FORM_FALLBACK_TOOLS: 'request_payment' } });
 });
 afterAll(() => stack?.stop());
 

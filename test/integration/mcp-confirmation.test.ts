@@ -4,8 +4,10 @@ import { callWrite, connectClient, connectModernClient, MODERN_PROTOCOL, startTe
 import { issueOperationId, sandboxLedger } from '../support/side-effects';
 
 /**
- * request_payment (confirmation: 'required') end to end on the local stack, with the sandbox payments ledger as the
- * judge: a 2026-07-28 client is asked through a form, and only a yes pays; 2025-era clients are refused.
+ * Form-mode confirmation end to end on the local stack, with the sandbox payments ledger as the judge: request_payment
+ * (confirmation: 'approval') with the operator's form fallback allowed for it, so a 2026-07-28 client without URL
+ * elicitation is asked through a form, and only a yes pays; 2025-era clients are refused. The approval page itself:
+ * test/integration/mcp-approval.test.ts.
  */
 let stack: LocalStack;
 const TENANT = 'tenant-confirm';
@@ -15,7 +17,10 @@ type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string
 
 beforeAll(async () => {
   // No opt-out: every client of this deployment confirms through the server.
-  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } });
+  stack = await startTestStack({
+    env: { CONFIRMATION_OPT_OUT_TOOLS: '', CONFIRMATION_FORM_FALLBACK_TOOLS: 'request_payment' },
+    services: { clock: () => Date.now() + clockAheadMs },
+  });
 });
 afterAll(() => stack?.stop());
 
@@ -52,7 +57,7 @@ describe('a 2026-07-28 client is asked to confirm', () => {
       const paid = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
       expect(paid).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(asked).toHaveLength(1);
-      expect(asked[0]).toContain('Pay 12.50 EUR to payee-7 (memo: rent)');
+      expect(asked[0]).toContain('Pay 12.50 EUR to payee-7 (memo: "rent")');
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
 
       const retry = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
@@ -146,7 +151,7 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(first).toMatchObject({
       resultType: 'input_required',
       requestState: expect.stringMatching(/^cf1\./),
-      inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: rent)') } } },
+      inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') } } },
     });
   });
 
@@ -170,10 +175,22 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(await paymentsWithKey(id)).toHaveLength(1);
   });
 
+  it('a decided round cannot be answered again: a declined requestState sent again with accept pays nothing', async () => {
+    const id = await operationId();
+    const { requestState } = (await call(paymentArgs(id))) as { requestState: string };
+    const no = { confirm: { action: 'decline' } };
+    expect((await call(paymentArgs(id), { requestState, inputResponses: no })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    const again = await call(paymentArgs(id), { requestState, inputResponses: yes });
+    expect(again.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    expect(record).toMatchObject({ mode: 'form', status: 'declined', decidedBy: 'mcp-client' });
+  });
+
   it('an expired requestState is refused, nothing runs, and calling again asks anew', async () => {
     const id = await operationId();
     const { requestState } = (await call(paymentArgs(id))) as { requestState: string };
-    clockAheadMs = 11 * 60_000;
+    clockAheadMs = 16 * 60_000; // past the approval TTL (APPROVAL_TTL_SECONDS, 15 minutes by default)
     try {
       const late = await call(paymentArgs(id), { requestState, inputResponses: yes });
       expect(late.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID', message: expect.stringMatching(/too late/) } });
@@ -186,21 +203,35 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
 });
 
 describe('2025-era clients', () => {
-  it('a 1.x client gets rejected CONFIRMATION_UNAVAILABLE saying why, and nothing is paid', async () => {
+  it('a 1.x client (2025-11-25) is sent to the approval page by that era\'s error (-32042); nothing is paid', async () => {
     const client = await connectClient(stack, TENANT);
     try {
       const operationId = await issueOperationId(client, 'request_payment');
-      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
-      expect(refused).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'CONFIRMATION_UNAVAILABLE' } });
-      expect(refused.error!.message).toMatch(/2026-07-28/);
-      // ...and what would work: a client that can show the form, or the operator's switch.
-      expect(refused.error!.message).toMatch(/elicitation/);
-      expect(refused.error!.message).toContain('CONFIRMATION_OPT_OUT_TOOLS');
+      await expect(client.callTool({ name: 'request_payment', arguments: paymentArgs(operationId) })).rejects.toMatchObject({
+        code: -32042,
+        message: expect.stringContaining('/approvals/'),
+      });
       expect(await paymentsWithKey(operationId)).toEqual([]);
       // Tools without confirmation are unaffected.
       expect(await callWrite(client, 'create_order', { idempotency_key: `order-${operationId.slice(-12)}`, customer_id: 'c', items: [{ sku: 'S', quantity: 1 }], currency: 'EUR' })).toMatchObject({ outcome: 'succeeded' });
     } finally {
       await client.close();
     }
+  });
+
+  it('a client of an earlier version gets rejected CONFIRMATION_UNAVAILABLE saying why, and nothing is paid', async () => {
+    const token = await stack.tokenFor(TENANT);
+    const client = await connectClient(stack, TENANT);
+    const operationId = await issueOperationId(client, 'request_payment');
+    await client.close();
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, 'Mcp-Protocol-Version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_payment', arguments: paymentArgs(operationId) } }),
+    });
+    const { result } = (await response.json()) as { result: { structuredContent: { outcome: string; error: { code: string; message: string } } } };
+    expect(result.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+    expect(result.structuredContent.error.message).toMatch(/2026-07-28/);
+    expect(await paymentsWithKey(operationId)).toEqual([]);
   });
 });

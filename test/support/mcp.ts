@@ -44,14 +44,23 @@ export type AnyMcpClient = Pick<Client, 'callTool'> | Pick<ModernClient, 'callTo
 export async function connectModernClient(
   stack: LocalStack,
   tenant: string,
-  options: { onConfirm?: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> }; fetch?: typeof fetch } = {},
+  options: {
+    onConfirm?: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> };
+    /** Answers URL-mode elicitations (declare `capabilities: { elicitation: { url: {} } }`). */
+    onElicit?: (params: Record<string, unknown>) => Promise<{ action: 'accept' | 'decline' | 'cancel' }>;
+    capabilities?: Record<string, unknown>;
+    fetch?: typeof fetch;
+  } = {},
 ): Promise<ModernClient> {
   const token = await stack.tokenFor(tenant);
   const client = new ModernClient(
     { name: 'integration-test-2026', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } }, capabilities: options.onConfirm ? { elicitation: { form: {} } } : {} },
+    { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } }, capabilities: options.capabilities ?? (options.onConfirm ? { elicitation: { form: {} } } : {}) },
   );
-  if (options.onConfirm) {
+  if (options.onElicit) {
+    const onElicit = options.onElicit;
+    client.setRequestHandler('elicitation/create', (request) => onElicit(request.params as Record<string, unknown>));
+  } else if (options.onConfirm) {
     const onConfirm = options.onConfirm;
     client.setRequestHandler('elicitation/create', (request) => {
       const params = request.params as Record<string, unknown>;

@@ -1,0 +1,249 @@
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalStack } from '../../local/stack';
+import { MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { sandboxLedger } from '../support/side-effects';
+
+/**
+ * The approval page in a real browser: Debian's Chromium (installed by .ci/run, as Java is) driven by
+ * playwright-core, against the local stack. The sandbox payments ledger judges what was paid. With
+ * APPROVAL_SCREENSHOTS=1 the test writes the page's screenshots to docs/images/ (docs/confirmation.md shows them).
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOTS = process.env.APPROVAL_SCREENSHOTS === '1';
+const TENANT = 'tenant-browser';
+
+let stack: LocalStack;
+let browser: Browser;
+let agentToken: string;
+
+beforeAll(async () => {
+  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
+  agentToken = await stack.tokenFor(TENANT);
+  // playwright-core starts Chromium on a fresh temporary profile of its own, removed when the browser closes.
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+type Answer = { resultType?: string; requestState?: string; inputRequests?: { confirm: { params: { url: string } } }; structuredContent?: Record<string, unknown> };
+
+async function call(name: string, args: Record<string, unknown>, round: Record<string, unknown> = {}): Promise<Answer> {
+  const response = await fetch(stack.mcpUrl, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': name, 'Mcp-Protocol-Version': MODERN_PROTOCOL },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name,
+        arguments: args,
+        ...round,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
+          'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
+          'io.modelcontextprotocol/clientInfo': { name: 'browser-test', version: '1' },
+        },
+      },
+    }),
+  });
+  return ((await response.json()) as { result: Answer }).result;
+}
+
+async function askPayment(overrides: Record<string, unknown> = {}) {
+  const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
+  const args = { operation_id: operationId, amount_minor: 1250, currency: 'EUR', payee_id: 'payee-7', memo: 'rent', ...overrides };
+  const first = await call('request_payment', args);
+  expect(first.resultType).toBe('input_required');
+  return { operationId, args, first, link: first.inputRequests!.confirm.params.url };
+}
+
+const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+
+async function person(width = 1280, height = 900): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  return { context, page: await context.newPage() };
+}
+
+async function signIn(page: Page, link: string, tenant: string, name: string, shot?: string) {
+  await page.goto(link);
+  await expect.poll(() => page.locator('#local-banner').isVisible()).toBe(true);
+  if (shot && SCREENSHOTS) await page.screenshot({ path: `docs/images/${shot}.png` });
+  await page.fill('#tenant', tenant);
+  await page.fill('#name', name);
+  await page.click('#sign-in');
+  await page.waitForLoadState('load');
+}
+
+describe('the approval page in Chromium', () => {
+  it('sign in and approve: exactly one payment; the page shows tool, summary, tenant and expiry (phone width too)', async () => {
+    const { operationId, args, first, link } = await askPayment();
+    const { context, page } = await person(390, 844);
+    try {
+      await signIn(page, link, TENANT, 'alice', 'approval-sign-in');
+      await expect.poll(() => page.textContent('#summary')).toBe('Pay 12.50 EUR to payee-7 (memo: "rent")');
+      expect(await page.textContent('#tool')).toBe('request_payment');
+      expect(await page.textContent('#tenant')).toBe(TENANT);
+      expect(await page.textContent('#expires')).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // Nothing overflows a phone's width.
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-phone.png', fullPage: true });
+      await page.click('button.approve');
+      await expect.poll(() => page.textContent('#state')).toMatch(/^Approved by alice@tenant-browser/);
+      if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-approved.png', fullPage: true });
+    } finally {
+      await context.close();
+    }
+    const paid = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
+    expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect(await paymentsWithKey(operationId)).toHaveLength(1);
+  });
+
+  it('decline: nothing paid, and the key is still usable', async () => {
+    const { operationId, args, first, link } = await askPayment();
+    const { context, page } = await person();
+    try {
+      await signIn(page, link, TENANT, 'alice');
+      if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-desktop.png', fullPage: true });
+      await page.click('button[value="decline"]');
+      await expect.poll(() => page.textContent('#state')).toMatch(/^Declined/);
+      const refused = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
+      expect(refused.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+      expect(await paymentsWithKey(operationId)).toEqual([]);
+
+      const again = await call('request_payment', args);
+      await page.goto(again.inputRequests!.confirm.params.url);
+      await page.click('button.approve');
+      await expect.poll(() => page.textContent('#state')).toMatch(/^Approved/);
+      expect((await call('request_payment', args)).structuredContent).toMatchObject({ outcome: 'succeeded' });
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a person of another tenant cannot approve', async () => {
+    const { link, operationId } = await askPayment();
+    const { context, page } = await person();
+    try {
+      await signIn(page, link, 'tenant-other', 'mallory');
+      expect(await page.textContent('h1')).toBe('Not yours to decide');
+      expect(await page.locator('button.approve').count()).toBe(0);
+      expect(await page.content()).not.toContain('payee-7');
+    } finally {
+      await context.close();
+    }
+    expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe('pending');
+  });
+
+  it('replaying the approve POST, or two tabs approving at once, leaves one decision and one payment', async () => {
+    const { operationId, args, link } = await askPayment();
+    const { context, page } = await person();
+    try {
+      await signIn(page, link, TENANT, 'alice');
+      const second = await context.newPage();
+      await second.goto(link);
+      await Promise.all([page.click('button.approve'), second.click('button.approve')]);
+      const states = await Promise.all([page, second].map((tab) => tab.textContent('#state')));
+      expect(states.every((state) => /^Approved by/.test(state ?? ''))).toBe(true);
+      expect(await Promise.all([page, second].map((tab) => tab.locator('#notice').count()))).toContain(1);
+      // The browser resubmits the form (reload after POST).
+      const replay = await page.reload();
+      expect(replay?.status()).toBe(409);
+    } finally {
+      await context.close();
+    }
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId });
+    expect(record!.log.filter((entry) => entry.event === 'approved')).toHaveLength(1);
+    await Promise.all([1, 2].map(() => call('request_payment', args)));
+    expect(await paymentsWithKey(operationId)).toHaveLength(1);
+  });
+
+  it('a form without its CSRF token is refused; the page refuses to be framed', async () => {
+    const { link, operationId } = await askPayment();
+    const { context, page } = await person();
+    try {
+      await signIn(page, link, TENANT, 'alice');
+      await page.evaluate(`document.querySelector('input[name="csrf"]').remove()`);
+      await page.click('button.approve');
+      await expect.poll(() => page.textContent('h1')).toBe('Refused');
+      expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe('pending');
+
+      // A page frames the approval page (one of its own origin, so nothing but the page's headers can stop it).
+      await page.goto(`${stack.url}/health`);
+      await page.evaluate(`(() => { const f = document.createElement('iframe'); f.src = ${JSON.stringify(link)}; document.body.appendChild(f); })()`);
+      await page.waitForTimeout(1000);
+      const framed = page.frames().find((frame) => frame !== page.mainFrame());
+      const framedText = framed ? await framed.evaluate<string>(`document.body ? document.body.innerText : ''`).catch(() => '') : '';
+      // Framed, the signed-in approval page renders nothing (Chromium shows its own "refused to connect" page).
+      expect(framedText).not.toContain('Approve this operation');
+      expect(framedText).not.toContain('payee-7');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a JPY payment shows its true amount, and a memo with newlines cannot fake a line', async () => {
+    const { link } = await askPayment({ currency: 'JPY', memo: 'x\n\nPay 1.00 EUR to payee-7\u202E' });
+    const { context, page } = await person();
+    try {
+      await signIn(page, link, TENANT, 'alice');
+      const summary = (await page.textContent('#summary'))!;
+      expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
+      // One rendered line block: the memo's "Pay" never starts a line of its own.
+      const lines = (await page.locator('#summary').innerText()).split('\n');
+      expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);
+      if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-jpy-memo.png', fullPage: true });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('an expired link gives a new one', async () => {
+    // The stack's own TTL is 15 minutes; this one asks with a stack whose approvals expire at once.
+    const quick = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '', APPROVAL_TTL_SECONDS: '1' } });
+    try {
+      const token = await quick.tokenFor(TENANT);
+      const raw = async (name: string, args: Record<string, unknown>) => {
+        const response = await fetch(quick.mcpUrl, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: `Bearer ${token}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': name, 'Mcp-Protocol-Version': MODERN_PROTOCOL },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } }, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } } } }),
+        });
+        return ((await response.json()) as { result: Answer }).result;
+      };
+      const id = (await raw('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
+      const args = { operation_id: id, amount_minor: 500, currency: 'USD', payee_id: 'payee-2' };
+      const first = await raw('request_payment', args);
+      const { context, page } = await person();
+      try {
+        await signIn(page, first.inputRequests!.confirm.params.url, TENANT, 'alice');
+        await page.waitForTimeout(1200);
+        await page.reload();
+        expect(await page.textContent('#state')).toMatch(/expired/);
+        expect(await page.locator('button.approve').count()).toBe(0);
+        const next = await raw('request_payment', args);
+        expect(next.inputRequests!.confirm.params.url).not.toBe(first.inputRequests!.confirm.params.url);
+      } finally {
+        await context.close();
+      }
+    } finally {
+      await quick.stop();
+    }
+  });
+});

@@ -1,0 +1,276 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalStack } from '../../local/stack';
+import { callWrite, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { PageVisitor } from '../support/approval';
+import { sandboxLedger } from '../support/side-effects';
+
+/**
+ * request_payment (confirmation: 'approval') end to end on the local stack: the person approves on the approval
+ * page, signed in at the local dev issuer; the sandbox payments ledger is the judge of what was paid.
+ */
+let stack: LocalStack;
+const TENANT = 'tenant-approve';
+let clockAheadMs = 0;
+let agentToken: string;
+
+beforeAll(async () => {
+  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } });
+  agentToken = await stack.tokenFor(TENANT);
+});
+afterAll(() => stack?.stop());
+
+const paymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
+  operation_id: operationId,
+  amount_minor: 1250,
+  currency: 'EUR',
+  payee_id: 'payee-7',
+  memo: 'rent',
+  ...overrides,
+});
+
+const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+
+const meta = (capabilities: Record<string, unknown>) => ({
+  'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+});
+const URL_CLIENT = { elicitation: { url: {} } };
+
+type Answer = Record<string, unknown> & {
+  resultType?: string;
+  requestState?: string;
+  inputRequests?: { confirm: { method: string; params: { mode: string; url: string; message: string } } };
+  structuredContent?: Record<string, unknown>;
+};
+
+/** One raw 2026-07-28 tools/call, as any client sends it. */
+async function call(name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}, capabilities: Record<string, unknown> = URL_CLIENT): Promise<Answer> {
+  const response = await fetch(stack.mcpUrl, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${agentToken}`,
+      'Mcp-Method': 'tools/call',
+      'Mcp-Name': name,
+      'Mcp-Protocol-Version': MODERN_PROTOCOL,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, ...round, _meta: meta(capabilities) } }),
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { result: Answer }).result;
+}
+
+async function operationId(): Promise<string> {
+  return (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
+}
+
+const linkOf = (answer: Answer) => answer.inputRequests!.confirm.params.url;
+const yes = { confirm: { action: 'accept' } };
+
+describe('a 2026-07-28 client with URL elicitation', () => {
+  it('gets the approval link; the payment runs only once the person approved on the page, whatever the client answers', async () => {
+    const id = await operationId();
+    const first = await call('request_payment', paymentArgs(id));
+    expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    const link = linkOf(first);
+    expect(link).toMatch(new RegExp(`^${stack.url}/approvals/[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{22}$`));
+    expect(first.inputRequests!.confirm.params.message).toContain('Pay 12.50 EUR to payee-7 (memo: "rent")');
+
+    // The client says "accept" before the person decided: nothing runs, and it gets the same link (no second approval).
+    const early = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    expect(early).toMatchObject({ resultType: 'input_required', requestState: first.requestState });
+    expect(linkOf(early)).toBe(link);
+    const again = await call('request_payment', paymentArgs(id));
+    expect(linkOf(again)).toBe(link);
+    expect(await paymentsWithKey(id)).toEqual([]);
+
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(link, TENANT, 'alice');
+    expect(pageHtml).toContain('Pay 12.50 EUR to payee-7 (memo: &quot;rent&quot;)');
+    expect(pageHtml).toContain('request_payment');
+    expect((await person.decide(link, 'approve', pageHtml)).status).toBe(200);
+
+    const paid = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+    const replay = await call('request_payment', paymentArgs(id));
+    expect(replay.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+
+    // Who decided and when is on the record.
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    expect(record).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
+    expect(record!.log.map((entry) => entry.event)).toEqual(['requested', 'approved']);
+  });
+
+  it('the v2 SDK client sends the person to the page and retries: paid once', async () => {
+    let shown: Record<string, unknown> | undefined;
+    const client = await connectModernClient(stack, TENANT, {
+      capabilities: { elicitation: { url: {} } },
+      onElicit: async (params) => {
+        shown = params;
+        const person = new PageVisitor();
+        await person.decide(String(params.url), 'approve', await person.signIn(String(params.url), TENANT, 'bob'));
+        return { action: 'accept' };
+      },
+    });
+    try {
+      const id = await issue(client);
+      const paid = await callWrite(client, 'request_payment', paymentArgs(id));
+      expect(paid).toMatchObject({ outcome: 'succeeded' });
+      expect(shown).toMatchObject({ mode: 'url' });
+      expect(await paymentsWithKey(id)).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a decline answers CONFIRMATION_DECLINED, nothing paid; the key stays free and a new call asks anew', async () => {
+    const id = await operationId();
+    const first = await call('request_payment', paymentArgs(id));
+    const person = new PageVisitor();
+    expect((await person.decide(linkOf(first), 'decline', await person.signIn(linkOf(first), TENANT))).status).toBe(200);
+    const refused = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
+    // The same round cannot be answered again.
+    const replayed = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    expect(replayed.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    expect(await stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id })).toBeUndefined();
+
+    const anew = await call('request_payment', paymentArgs(id));
+    expect(linkOf(anew)).not.toBe(linkOf(first));
+    await person.decide(linkOf(anew), 'approve', await (await person.open(linkOf(anew))).text());
+    expect((await call('request_payment', paymentArgs(id))).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+  });
+
+  it('an expired link gives a new one, and the old one can no longer be decided', async () => {
+    const id = await operationId();
+    const first = await call('request_payment', paymentArgs(id));
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(linkOf(first), TENANT);
+    clockAheadMs = 16 * 60_000;
+    try {
+      // Its session and CSRF token expired with it: refused, nothing decided.
+      const late = await person.decide(linkOf(first), 'approve', pageHtml);
+      expect([401, 403]).toContain(late.status);
+      const next = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+      expect(next.resultType).toBe('input_required');
+      expect(linkOf(next)).not.toBe(linkOf(first));
+      // Signed in again (the session expired too): the old link is no longer valid.
+      expect(await person.signIn(linkOf(first), TENANT)).toContain('no longer valid');
+    } finally {
+      clockAheadMs = 0;
+    }
+    expect(await paymentsWithKey(id)).toEqual([]);
+  });
+
+  it('a client without URL elicitation is refused with CONFIRMATION_UNAVAILABLE saying what would work', async () => {
+    const refused = await call('request_payment', paymentArgs(await operationId()), {}, { elicitation: { form: {} } });
+    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringMatching(/URL|CONFIRMATION_FORM_FALLBACK_TOOLS/) } });
+  });
+});
+
+describe('only a signed-in person of the tenant decides, once', () => {
+  it('another tenant\'s person cannot see or decide it; the agent\'s bearer token cannot decide it', async () => {
+    const id = await operationId();
+    const link = linkOf(await call('request_payment', paymentArgs(id)));
+    const stranger = new PageVisitor();
+    const strangerPage = await stranger.open(link).then(async (r) => {
+      const authorize = new URL(r.headers.get('location') ?? link, link);
+      return { r, authorize };
+    });
+    expect(strangerPage.r.status).toBe(200); // the sign-in form
+    const other = new PageVisitor();
+    const seen = await other.signIn(link, 'tenant-other', 'mallory');
+    expect(seen).toContain('another tenant');
+    expect(seen).not.toContain('payee-7');
+    expect((await other.decide(link, 'approve', seen, 'forged')).status).toBe(403);
+
+    const agent = await fetch(link, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { Authorization: `Bearer ${agentToken}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'decision=approve',
+    });
+    expect(agent.status).toBe(401);
+    expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id }))!.status).toBe('pending');
+  });
+
+  it('no CSRF token is refused; a replayed or a racing approval leaves one decision and one payment', async () => {
+    const id = await operationId();
+    const first = await call('request_payment', paymentArgs(id));
+    const link = linkOf(first);
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(link, TENANT);
+    expect((await person.decide(link, 'approve', pageHtml, '')).status).toBe(403);
+
+    const [a, b] = await Promise.all([person.decide(link, 'approve', pageHtml), person.decide(link, 'decline', pageHtml)]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const replay = await person.decide(link, 'approve', pageHtml);
+    expect(replay.status).toBe(409);
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    expect(record!.log.filter((entry) => entry.event !== 'requested')).toHaveLength(1);
+    const settled = await Promise.all([1, 2, 3].map(() => call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes })));
+    expect((await paymentsWithKey(id)).length).toBe(record!.status === 'approved' ? 1 : 0);
+    expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
+  });
+
+  it('the page is not framable, not cached, and has a strict CSP', async () => {
+    const link = linkOf(await call('request_payment', paymentArgs(await operationId())));
+    const person = new PageVisitor();
+    await person.signIn(link, TENANT);
+    const response = await person.request(link);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-frame-options')).toBe('DENY');
+    expect(response.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
+    expect(response.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+  });
+});
+
+describe('what the person sees is what is paid', () => {
+  it('JPY has no minor unit: 1250 JPY is shown as 1250 JPY; a memo with a newline stays on its line', async () => {
+    const id = await operationId();
+    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
+    const message = asked.inputRequests!.confirm.params.message;
+    const summary = message.split('\n')[0]!;
+    expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
+    expect(message.split('\n').filter((line) => line.startsWith('Pay '))).toHaveLength(1);
+  });
+
+  it('a code that is not an ISO 4217 currency is refused', async () => {
+    const refused = await call('request_payment', paymentArgs(await operationId(), { currency: 'ZZZ' }));
+    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('ISO 4217') } });
+  });
+});
+
+describe('a 2025-11-25 client', () => {
+  it('gets the URL-elicitation-required error (-32042) with the link; after approval the same call pays', async () => {
+    const id = await operationId();
+    const legacy = async () => {
+      const response = await fetch(stack.mcpUrl, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Protocol-Version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'request_payment', arguments: paymentArgs(id) } }),
+      });
+      return (await response.json()) as { error?: { code: number; data: { elicitations: Array<{ url: string; mode: string; elicitationId: string }> } }; result?: { structuredContent: Record<string, unknown> } };
+    };
+    const first = await legacy();
+    expect(first.error).toMatchObject({ code: -32042, data: { elicitations: [{ mode: 'url' }] } });
+    const link = first.error!.data.elicitations[0]!.url;
+    expect((await legacy()).error!.data.elicitations[0]!.url).toBe(link);
+    const person = new PageVisitor();
+    await person.decide(link, 'approve', await person.signIn(link, TENANT));
+    expect((await legacy()).result!.structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+  });
+});
+
+async function issue(client: Awaited<ReturnType<typeof connectModernClient>>) {
+  const result = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: 'request_payment' } })) as { structuredContent: { operation_id: string } };
+  return result.structuredContent.operation_id;
+}
