@@ -8,7 +8,7 @@ import { newStats, raceProperty, REAL, runParameters } from './support/races';
  * at any await, downstream faults, lease expiry and reconciler passes. docs/correctness.md ("Races on the real
  * engine") says what is explored, which promise each invariant checks, and how to replay a failure (FC_SEED, FC_PATH).
  */
-const RUNS = 2_000;
+const RUNS = 1_500;
 
 describe('races on the real engine (in-memory store)', () => {
   // The engine's execution deadline is a timer: fake timers move with the run's clock, so a hung call meets it.

@@ -457,11 +457,18 @@ export class World {
       const fault = plan.downstream;
       await actor.step('downstream request', async () => {}, false);
       if (fault === 'transient') throw new TransientToolError('DOWNSTREAM_BUSY', 'the downstream refused before acting');
-      if (fault === 'terminal') throw new TerminalToolError('DECLINED', 'the downstream declined');
+      // A downstream that dedups answers a key it already acted on with that effect, before any business rule.
+      const acted = this.downstream.dedup && this.downstream.lookup(ctx.idempotencyKey) !== undefined;
+      if (fault === 'terminal' && !acted) throw new TerminalToolError('DECLINED', 'the downstream declined');
       if (fault === 'hang_before') return never<never>();
-      // The downstream honours the call's deadline (the engine hands it the signal): nothing lands after it.
-      if (ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline) throw new UncertainToolError('ABORTED', 'the call was aborted at its deadline');
-      const effect = await actor.step('downstream lands', async () => this.downstream.act(ctx.idempotencyKey, plan.intent), false);
+      // The downstream honours the call's deadline (the engine hands it the signal): nothing lands after it. This is
+      // the assumption the promise for a downstream without dedup rests on (docs/correctness.md).
+      const effect = await actor.step(
+        'downstream lands',
+        async () => (ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline ? undefined : this.downstream.act(ctx.idempotencyKey, plan.intent)),
+        false,
+      );
+      if (!effect) throw new UncertainToolError('ABORTED', 'the call was aborted at its deadline');
       if (fault === 'hang_after') return never<never>();
       await actor.step('downstream answers', async () => {}, false);
       if (fault === 'commit_then_timeout') throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the downstream did not answer in time');
