@@ -93,11 +93,13 @@ export interface ScenarioOptions {
   downstream?: Scenario['downstream'];
   /** Force reexecuteSafe (a planted bug where the tool claims a dedup its consumer lacks). */
   reexecuteSafe?: boolean;
+  /** Restrict the downstream faults a caller may meet (a planted bug's search aims at the ones that show it). */
+  faults?: DownstreamFault[];
 }
 
 export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenario> {
-  const faults: DownstreamFault[] = ['none', 'transient', 'terminal', 'commit_then_timeout'];
-  if (options.hangs) faults.push('hang_before', 'hang_after');
+  const faults: DownstreamFault[] = options.faults ?? ['none', 'transient', 'terminal', 'commit_then_timeout'];
+  if (options.hangs && !options.faults) faults.push('hang_before', 'hang_after');
   const caller = fc.record({
     intent: fc.constantFrom<'A' | 'B'>('A', 'A', 'B'),
     downstream: fc.oneof({ weight: 3, arbitrary: fc.constant<DownstreamFault>('none') }, { weight: 2, arbitrary: fc.constantFrom(...faults) }),
@@ -281,6 +283,10 @@ export interface Variant {
   retryUnknownWithNewKey?: boolean;
   /** The downstream declared to dedup does not (planted bug "a consumer without dedup"). */
   dedupLies?: boolean;
+  /** What the caller's code does with the engine's answer before returning it, through the caller's store. */
+  afterRun?: (answer: WriteToolResult<unknown>, store: IdempotencyStore, identity: RecordIdentity) => Promise<void>;
+  /** The in-memory store of the run (a planted bug may need to reach into it). */
+  makeStore?: () => InMemoryIdempotencyStore;
 }
 
 export const REAL: Variant = { name: 'the real code' };
@@ -479,6 +485,7 @@ export class World {
         .run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args } }, policy, (ctx) => execute(ctx))
         .then(
           async (answer) => {
+            await this.options.variant.afterRun?.(answer, store, { tenant: TENANT, tool: TOOL, idempotencyKey: key });
             const recordAtAnswer = await this.options.peek({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
             const effectsAtAnswer = this.downstream.ledger.filter((e) => e.key === key);
             this.answers.push({ caller: name, intent: plan.intent, key, phase, answer, effectsAtAnswer, recordAtAnswer });
@@ -679,7 +686,7 @@ export const newStats = (): RunStats => ({ runs: 0, scheduledSteps: 0, withCrash
 
 export function raceProperty(variant: Variant, options: ScenarioOptions, stats: RunStats = newStats()) {
   return fc.asyncProperty(fc.scheduler(), scenarioArbitrary(options), async (scheduler, scenario) => {
-    const store = new InMemoryIdempotencyStore();
+    const store = variant.makeStore?.() ?? new InMemoryIdempotencyStore();
     let keys = 0;
     const world = await runScenario({
       scheduler,
