@@ -10,7 +10,7 @@ import { describeRun, invariantViolations, InvariantViolation, newStats, runPara
  * time, in the order the scheduler picks. No fake timers here (the HTTP client has timers of its own), so no fault
  * that only the engine's deadline timer ends.
  */
-const RUNS = 40;
+const RUNS = 25;
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
 beforeAll(async () => {
@@ -41,6 +41,7 @@ describe('races on the real engine (DynamoDB Local)', () => {
         newKey: () => `key-race-${run}-new-${++keys}`,
         peek: (identity) => store.get(identity),
         index: { doc: table.doc, tableName: table.tableName },
+        stuckAfterMs: 30_000,
       });
       stats.runs++;
       stats.scheduledSteps += scheduler.report().filter((task) => task.status !== 'pending').length;

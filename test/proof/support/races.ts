@@ -338,6 +338,8 @@ export interface WorldOptions {
   peek: (identity: RecordIdentity) => Promise<IdempotencyRecord | undefined>;
   /** DynamoDB: the table the reconciler's `runOnce` reads the attention index of. Without it, `realReconcilePass` over `key`. */
   index?: { doc: DocumentClient; tableName: string };
+  /** How long nothing pending while an actor runs means it is stuck (real I/O takes longer than memory). */
+  stuckAfterMs?: number;
 }
 
 export class World {
@@ -397,7 +399,7 @@ export class World {
       }
       if (finished) break;
       // Nothing pending yet the target runs: real I/O (DynamoDB's index queries), or a stuck actor.
-      if (Date.now() - started > 2_000) throw new InvariantViolation(`${what} never finished, with nothing left to schedule`);
+      if (Date.now() - started > (this.options.stuckAfterMs ?? 2_000)) throw new InvariantViolation(`${what} never finished, with nothing left to schedule`);
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (failure) throw failure;
