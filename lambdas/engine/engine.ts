@@ -128,7 +128,7 @@ const CLAIM_AGAIN = Symbol('claim again');
 type FollowResult<R> = WriteToolResult<R> | typeof CLAIM_AGAIN | { execute: IdempotencyRecord };
 
 /** What to do with the key once it is ours: execute (the claimed path), or record what the one-request path saw. */
-type AfterClaim<R> = (record: IdempotencyRecord) => Promise<WriteToolResult<R>>;
+type AfterClaim<R> = (record: IdempotencyRecord, takenOver: boolean) => Promise<WriteToolResult<R>>;
 type OneRequestOutcome<R> =
   | { answer: WriteToolResult<R> }
   /** The key is held: answer as a duplicate. */
@@ -226,7 +226,7 @@ export class IdempotencyEngine {
           ),
           traceId: request.traceId,
         };
-        let afterClaim: AfterClaim<R> = (claimed) => this.execute(claimed, policy, request, execute, emit);
+        let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
         let existing: IdempotencyRecord | undefined;
         if (oneRequest) {
           const once = await this.runOnce(record, budgetMs, policy, request, execute, emit);
@@ -241,7 +241,7 @@ export class IdempotencyEngine {
           const claim = await this.store.claim(record, now, { onExpired: policy.onExpired });
           if (claim.claimed) {
             if (claim.answerLost) this.lostClaimAnswers.add(record);
-            return await afterClaim(record);
+            return await afterClaim(record, false);
           }
           existing = claim.existing;
           // Our own settled record: a one-request commit whose answer was lost did apply.
@@ -250,7 +250,7 @@ export class IdempotencyEngine {
         const followed = await this.follow<R>(existing, fp, policy, request, emit);
         if (followed === CLAIM_AGAIN) continue;
         if (!('execute' in followed)) return followed;
-        return await afterClaim(followed.execute);
+        return await afterClaim(followed.execute, true);
       }
       throw new StoreUnavailableError('the key kept changing state while claiming it');
     } catch (err) {
@@ -358,14 +358,15 @@ export class IdempotencyEngine {
     request: WriteRequest,
     execute: Executor<R>,
     emit: Emit,
+    takenOver: boolean,
   ): Promise<WriteToolResult<R>> {
     const key = record.idempotencyKey;
     const now = this.clock();
     // Measured now (a follower may have waited before taking over) and never past the lease less the margin.
     const budgetMs = Math.min(this.budget(now, policy, request).budgetMs, record.leaseExpiresAt - this.completionMarginMs - now);
-    if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit);
+    if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit, takenOver);
     const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'claimed');
-    if ('failure' in outcome) return this.onExecutionFailure(record, outcome.failure, outcome.err, emit);
+    if ('failure' in outcome) return this.onExecutionFailure(record, outcome.failure, outcome.err, emit, takenOver);
     if ('tooLarge' in outcome) return this.refuseTooLarge(record, outcome.tooLarge, emit);
     const { result, writes } = outcome;
 
@@ -380,7 +381,7 @@ export class IdempotencyEngine {
       }
       if (err instanceof TransactionRejectedError) {
         // Definitely not committed (e.g. a business condition in the tool's own writes): nothing happened.
-        return this.onExecutionFailure(record, 'transient', new TransientToolError(ErrorCode.TRANSIENT_FAILURE, err.message), emit);
+        return this.onExecutionFailure(record, 'transient', new TransientToolError(ErrorCode.TRANSIENT_FAILURE, err.message), emit, takenOver);
       }
       // The completion may or may not have committed: never claim either way, verify.
       const settled = await this.markUnknownOrRead(
@@ -409,13 +410,13 @@ export class IdempotencyEngine {
     emit: Emit,
   ): Promise<OneRequestOutcome<R>> {
     const key = record.idempotencyKey;
-    const runClaimed: AfterClaim<R> = (claimed) => this.execute(claimed, policy, request, execute, emit);
+    const runClaimed: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
     const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'one_request');
     if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit) };
     let settled: IdempotencyRecord;
     if ('failure' in outcome) {
       if (outcome.failure !== 'terminal') {
-        return { claimFirst: (claimed) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit) };
+        return { claimFirst: (claimed, takenOver) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit, takenOver) };
       }
       transition('PROCESSING', 'fail');
       settled = { ...record, status: 'FAILED', error: toStoredError(outcome.err), errorType: 'terminal', updatedAt: this.clock() };
@@ -518,6 +519,7 @@ export class IdempotencyEngine {
     kind: ReturnType<typeof classifyFailure>,
     err: unknown,
     emit: Emit,
+    takenOver = false,
   ): Promise<WriteToolResult<R>> {
     const key = record.idempotencyKey;
     const error = toStoredError(err);
@@ -534,7 +536,11 @@ export class IdempotencyEngine {
           if (this.lostClaimAnswers.has(record)) return await this.onExecutionFailure(record, 'uncertain', err, emit);
           transition('PROCESSING', 'release');
           const retryAfter = err instanceof TransientToolError && err.retryAfterMs !== undefined ? err.retryAfterMs : 1000;
-          const released = WriteResults.transientFailure(key, error, retryAfter);
+          // After a takeover the stale execution may have acted: the policy makes re-running it safe, so the key is
+          // released, but the answer cannot say that nothing happened.
+          const released = takenOver
+            ? WriteResults.unknown(key, retryAfter, TAKEN_OVER_NOT_FINISHED)
+            : WriteResults.transientFailure(key, error, retryAfter);
           if (!(await this.store.release(record, record.ownerToken))) {
             // Gone means our delete was applied and its answer lost; otherwise the record moved on without us.
             return this.answerAfterLostFence<R>(record, emit, released);
@@ -619,6 +625,9 @@ export class IdempotencyEngine {
 }
 
 type Emit = (type: EngineEventType, errorCode?: string) => void;
+
+const TAKEN_OVER_NOT_FINISHED =
+  'An earlier attempt with this key may have acted, and this one could not finish it; call again with the same key (a re-run is deduplicated downstream), never with a new one.';
 
 const noTimeLeftError = () =>
   new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'Not enough time was left in this invocation to run the operation; nothing was executed.');

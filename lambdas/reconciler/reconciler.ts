@@ -162,8 +162,11 @@ export class Reconciler {
     return report;
   }
 
-  /** Asks the tool's downstream and makes the one transition its answer calls for. */
-  private async settleUnknown(
+  /**
+   * Asks the tool's downstream and makes the one transition its answer calls for. Protected, not private: the race
+   * exploration (test/proof) drives it one record at a time over the in-memory store, which has no attention index.
+   */
+  protected async settleUnknown(
     record: IdempotencyRecord,
     now: number,
   ): Promise<'found' | 'released' | 'failed' | 'deferred' | 'needsReviewNew'> {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   IdempotencyEngine,
   InMemoryIdempotencyStore,
+  StoreUnavailableError,
   TerminalToolError,
   TransientToolError,
   UncertainToolError,
@@ -138,6 +139,40 @@ describe('the engine on the in-memory store', () => {
       outcome: 'failed',
       error: { code: 'REVIEW_REQUIRED' },
     });
+  });
+
+  // Found by the race exploration (test/proof/engine-races.test.ts): the released key's answer said nothing happened.
+  it('after taking over a stale execution, a transient failure frees the key but never answers that nothing happened', async () => {
+    class MarkFailsOnce extends InMemoryIdempotencyStore {
+      failing = true;
+      override async markUnknown(...args: Parameters<InMemoryIdempotencyStore['markUnknown']>) {
+        if (this.failing) {
+          this.failing = false;
+          throw new StoreUnavailableError('the store did not answer');
+        }
+        return super.markUnknown(...args);
+      }
+    }
+    const store = new MarkFailsOnce();
+    const { engine, advance } = setup({ store });
+    const key = newKey();
+    const policy = { reexecuteSafe: true };
+    const throttled = async (): Promise<never> => {
+      throw new TransientToolError('THROTTLED', 'the downstream refused before acting');
+    };
+    // The first executor may have acted (its answer was lost) and its record could not be marked: PROCESSING until its lease passes.
+    const lost = async (): Promise<never> => {
+      throw new UncertainToolError('TIMEOUT', 'no answer from the downstream');
+    };
+    expect(await engine.run(request('pay', key), policy, lost)).toMatchObject({ outcome: 'unknown' });
+    advance(60_000);
+    // The second call takes over and is refused before acting: the first execution may still have happened.
+    expect(await engine.run(request('pay', key), policy, throttled)).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'OUTCOME_UNKNOWN' } });
+    // The key is free, so the retry re-runs it (the policy says the downstream deduplicates).
+    expect(await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: key })).toBeUndefined();
+    expect(await engine.run(request('pay', key), policy, async () => ({ result: { ok: true } }))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    // A call that claimed a free key and was refused still says nothing happened.
+    expect(await engine.run(request('pay', newKey()), policy, throttled)).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'THROTTLED' } });
   });
 
   it('refuses bad input with the contract codes, running nothing', async () => {
