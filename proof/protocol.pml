@@ -219,7 +219,7 @@ inline CLAIM() {
 /* The settle write: PROCESSING (ours) -> SUCCEEDED / FAILED; a local tool's items commit with it. */
 inline SETTLE_APPLY() {
   if
-  :: o == O_OK -> WRITE(SK, EV_COMPLETE); rec[SK].res = r; if :: LOCAL -> EFFECT(SK, r) :: else -> skip fi
+  :: o == O_OK -> if :: LOCAL -> NEW_RESULT() :: else fi; WRITE(SK, EV_COMPLETE); rec[SK].res = r; if :: LOCAL -> EFFECT(SK, r) :: else -> skip fi
   :: o == O_TERMINAL -> WRITE(SK, EV_FAIL)
   fi;
   rec[SK].lease = 0
@@ -247,7 +247,7 @@ proctype Caller(byte me; bit myfp) {
        :: LOCAL ->
           /* The one-request path: execute first (nothing outside), then commit the settled record and the items in
              one request on the condition that the key is free. */
-          atomic { NEW_RESULT(); if :: o = O_OK :: o = O_TERMINAL fi };
+          atomic { if :: o = O_OK :: o = O_TERMINAL fi };   /* its result gets an id when it commits */
           atomic {
             NEW_TOKEN();
             if
@@ -260,7 +260,7 @@ proctype Caller(byte me; bit myfp) {
                if
                :: unsure -> skip                           /* not applied */
                :: true ->
-                  rec[k].own = t; rec[k].fp = myfp; rec[k].res = r;
+                  NEW_RESULT(); rec[k].own = t; rec[k].fp = myfp; rec[k].res = r;
                   printf("TRAIL %d commit_once %d %d\n", _pid, k, o);
                   if
                   :: o == O_OK -> rec[k].st = ST_SUCCEEDED; EFFECT(k, r); if :: !unsure -> ANSWER_SUCCEEDED(r) :: else fi
@@ -297,7 +297,7 @@ proctype Caller(byte me; bit myfp) {
           atomic {
             if
             :: !mylease[me] -> o = O_TRANSIENT   /* no budget left: nothing ran */
-            :: mylease[me] && LOCAL -> NEW_RESULT(); if :: o = O_OK :: o = O_TERMINAL fi
+            :: mylease[me] && LOCAL -> if :: o = O_OK :: o = O_TERMINAL fi
             :: mylease[me] && !LOCAL && DEDUP && eff_cnt[k] > 0 ->
                r = eff_res[k]; o = O_OK              /* the downstream dedups on our key: the first effect's result */
             :: mylease[me] && !LOCAL && !(DEDUP && eff_cnt[k] > 0) ->
