@@ -22,7 +22,6 @@ const MAIN: Array<[string, SpinRun]> = [
   ['protocol, local tool on the one-request path, operator + retention', { model: 'protocol.pml', defines: { KIND: KINDS.local_one_request, ...PROFILES.operator_retention } }],
   ['outbox relay and consumers', { model: 'outbox.pml', defines: {} }],
   ['outbox progress under weak fairness', { model: 'outbox.pml', defines: {}, liveness: true }],
-  ['protocol progress under weak fairness (plain downstream, one crash)', { model: 'protocol.pml', defines: { KIND: KINDS.plain_downstream, CRASHES: 1, FAULTS: 0, SLOW: 0, OPS: 0, EXPIRES: 0 }, liveness: true }],
 ];
 
 describe.skipIf(!hasSpin)('spin: the protocol model on main', () => {
