@@ -1,3 +1,4 @@
+import { orderKey } from '../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
@@ -9,7 +10,7 @@ import { IdempotencyEngine } from '../lambdas/engine/engine';
 import { awsClientConfig, createDocumentClient } from '../lambdas/store/clients';
 import type { DocumentClient } from '../lambdas/store/document-client';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { ensureTable, Keys } from '../lambdas/store/table-schema';
+import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
 import { countDynamoDbRequests, type RequestCounter } from '../test/support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
@@ -173,7 +174,7 @@ interface BenchTables {
 function makeContender(variant: Variant, endpoint: string, tables: BenchTables): Contender {
   const orderItem = (args: OrderArgs) => {
     const orderId = randomUUID();
-    return { orderId, item: { ...Keys.order(TENANT, orderId), order_id: orderId, ...args } };
+    return { orderId, item: { ...orderKey(TENANT, orderId), order_id: orderId, ...args } };
   };
 
   if (variant === 'none') {

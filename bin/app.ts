@@ -1,6 +1,6 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { IdempotentMcpChecks } from 'idempotent-mcp/cdk';
+import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 import { settingsFromContext } from '../reference/cdk/context';
 import { IdempotentMcpStack } from '../reference/cdk/idempotent-mcp-stack';
 

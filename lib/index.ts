@@ -12,4 +12,3 @@ export { OutboxQueue, type OutboxQueueProps } from './constructs/outbox-queue';
 export { OutboxRelayFunction, RELAY_TABLE_ACTIONS, type OutboxRelayFunctionProps } from './constructs/outbox-relay';
 export { ReconcilerFunction, RECONCILER_TABLE_ACTIONS, DEFAULT_RECONCILE_PERIOD, type ReconcilerFunctionProps } from './constructs/reconciler';
 export { ServiceFunction, type CommonFunctionProps, type PowertoolsSettings, type ServiceFunctionProps } from './constructs/service-function';
-export { IdempotentMcpChecks } from './nag-checks';

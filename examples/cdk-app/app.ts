@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { App, CfnOutput, Stack, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { IdempotentMcpChecks, IdempotentMcpEndpoint } from 'idempotent-mcp/cdk';
+import { IdempotentMcpEndpoint } from 'idempotent-mcp/cdk';
+import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 
 const app = new App();
 const stack = new Stack(app, 'MyTeamEndpoint');

@@ -18,7 +18,6 @@ export const Keys = {
     pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
     sk: 'REVIEW',
   }),
-  order: (tenant: string, orderId: string): ItemKey => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' }),
   outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
   /** The consumer's dedup marker: written before an event's effect runs. */
   deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),

@@ -1,18 +1,71 @@
 /**
- * `idempotent-mcp/engine`: the pure core (key rules, fingerprint, transitions, expiry, classification, the result
- * contract), the engine, the store port (no AWS types) and an in-memory store. Nothing here does I/O of its own.
+ * `idempotent-mcp/engine`: the engine, the store port (no AWS types), an in-memory store, and the pure rules a tool or
+ * a store adapter needs (key and tenant rules, fingerprint, the record and its settled states, errors, the clock).
+ * Nothing here does I/O of its own. The transition table and the storage-key layout are internal.
  */
-export * from '../core/clock';
-export * from '../core/errors';
-export * from '../core/fingerprint';
-export * from '../core/idempotency-key';
-export * from '../core/keys';
-export * from '../core/lease';
-export * from '../core/operation-id';
-export * from '../core/reconcile';
-export * from '../core/result-contract';
-export * from '../core/state-machine';
-export * from './engine';
-export * from './observer';
-export * from './persistence';
+export { systemClock, type Clock } from '../core/clock';
+export {
+  ErrorCode,
+  IdempotencyError,
+  InvalidIdempotencyKeyError,
+  InvalidTenantError,
+  OwnershipLostError,
+  ResultTooLargeError,
+  StoreUnavailableError,
+  TerminalToolError,
+  TransactionRejectedError,
+  TransientToolError,
+  UncertainToolError,
+  type FailureKind,
+  type ToolFailure,
+} from '../core/errors';
+export { canonicalJson, fingerprint, DEFAULT_NON_BUSINESS_FIELDS } from '../core/fingerprint';
+export {
+  KEY_MAX_LENGTH,
+  KEY_MIN_LENGTH,
+  TOOL_NAME_PATTERN,
+  hashForLog,
+  validateIdempotencyKey,
+  validateTenantId,
+  validateToolName,
+} from '../core/idempotency-key';
+export { leaseHasPassed, leaseRemainingMs } from '../core/lease';
+export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
+export { describeResult, type ContractError, type KeyField, type Outcome, type WriteResults, type WriteToolResult } from '../core/result-contract';
+export {
+  IllegalTransitionError,
+  isSettled,
+  keyIsFree,
+  type ExpiryPolicy,
+  type IdempotencyRecord,
+  type RecordStatus,
+  type ReviewEntry,
+  type StoredError,
+} from '../core/state-machine';
+export {
+  DEFAULT_POLICY,
+  IdempotencyEngine,
+  type EngineOptions,
+  type Execution,
+  type ExecutionContext,
+  type ExecutionPath,
+  type Executor,
+  type IdempotencyPolicy,
+  type ToolEffect,
+  type WriteRequest,
+} from './engine';
+export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from './observer';
+export type {
+  ClaimOptions,
+  ClaimResult,
+  CommitOnceResult,
+  ExtraWrite,
+  IdempotencyStore,
+  OperatorDecision,
+  Reconciliation,
+  RecordIdentity,
+  ReviewLog,
+  ReviewStore,
+  Settlement,
+} from './persistence';
 export { InMemoryIdempotencyStore } from './in-memory-store';

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import type { DocumentClient } from 'idempotent-mcp/dynamodb';
-import { Keys, type ExtraWrite } from 'idempotent-mcp/engine';
+import type { ExtraWrite } from 'idempotent-mcp/engine';
+
+/** An order's item in the endpoint's table: a kind of its own, so it never meets the toolkit's `IDEM#` and `OUTBOX#` items. */
+export const orderKey = (tenant: string, orderId: string) => ({ pk: `ORDER#${tenant}#${orderId}`, sk: 'ORDER' });
 
 /** Identifiers a model passes around: the idempotency-key charset, so they are safe in storage keys too. */
 export const identifier = (max: number) =>
@@ -36,7 +39,7 @@ export function orderIdFor(tenant: string, tool: string, idempotencyKey: string)
 
 /** The order item, committed in the same transaction as the SUCCEEDED record; refused if the order exists. */
 export function putOrderWrite(tenant: string, idempotencyKey: string, order: Order): ExtraWrite {
-  return { create: { key: Keys.order(tenant, order.order_id), item: { kind: 'order', tenant, idempotency_key: idempotencyKey, ...order } } };
+  return { create: { key: orderKey(tenant, order.order_id), item: { kind: 'order', tenant, idempotency_key: idempotencyKey, ...order } } };
 }
 
 function toOrder(item: Record<string, unknown>): Order {
@@ -52,7 +55,7 @@ function toOrder(item: Record<string, unknown>): Order {
 
 /** Tenant-scoped by construction: the tenant is part of the key, so another tenant's id finds nothing. */
 export async function getOrder(doc: DocumentClient, tableName: string, tenant: string, orderId: string) {
-  const { Item } = await doc.get({ TableName: tableName, Key: Keys.order(tenant, orderId), ConsistentRead: true });
+  const { Item } = await doc.get({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true });
   return Item ? toOrder(Item) : undefined;
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, Reconciler, TableSchema } from 'idempotent-mcp/dynamodb';
-import { Keys, type IdempotencyRecord, type OperatorDecision, type ReviewEntry } from 'idempotent-mcp/engine';
+import type { IdempotencyRecord, OperatorDecision, ReviewEntry } from 'idempotent-mcp/engine';
+import { Keys } from '../../lambdas/core/keys';
 import { logger } from '../../lambdas/observability/logger';
 import { ReviewDesk } from '../../ops/review';
 import { processingRecord } from 'idempotent-mcp/engine/testing';

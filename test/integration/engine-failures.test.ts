@@ -1,9 +1,9 @@
+import { orderKey } from '../../reference/tools/orders';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
 import { createDocumentClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
-import { Keys } from '../../lambdas/store/table-schema';
 import { createTestTable } from '../support/dynamodb';
 import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, engineFor, ran } from '../support/engine';
@@ -108,7 +108,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const takenId = `taken-${key}`;
       const newId = `new-${key}`;
       // The order id is already used: the write's ConditionExpression fails, cancelling the whole transaction.
-      await table.doc.put({ TableName: table.tableName, Item: { ...Keys.order(TENANT, takenId), order_id: takenId, owner: 'someone else' } });
+      await table.doc.put({ TableName: table.tableName, Item: { ...orderKey(TENANT, takenId), order_id: takenId, owner: 'someone else' } });
       let runs = 0;
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
@@ -116,7 +116,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
           return {
             result: { order_id: runs === 1 ? takenId : newId },
             writes: [
-              { create: { key: Keys.order(TENANT, `side-${key}`), item: { order_id: `side-${key}` } } },
+              { create: { key: orderKey(TENANT, `side-${key}`), item: { order_id: `side-${key}` } } },
               orderWrite(TENANT, runs === 1 ? takenId : newId),
             ],
           };

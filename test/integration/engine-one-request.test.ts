@@ -1,8 +1,8 @@
+import { orderKey } from '../../reference/tools/orders';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionPath } from '../../lambdas/engine/engine';
 import { createDocumentClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
-import { Keys } from '../../lambdas/store/table-schema';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { engineFor, manualClock, newKey, orderItem, orderWrite, storedItem } from '../support/engine';
@@ -113,7 +113,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const key = newKey();
     const orderId = `order-${key}`;
     // An order left by an earlier use of the key whose record expired: the one-request put is refused.
-    await table.doc.put({ TableName: table.tableName, Item: { ...Keys.order(TENANT, orderId), order_id: orderId, left: 'before' } });
+    await table.doc.put({ TableName: table.tableName, Item: { ...orderKey(TENANT, orderId), order_id: orderId, left: 'before' } });
     const paths: ExecutionPath[] = [];
     const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async (ctx) => {
       paths.push(ctx.path);

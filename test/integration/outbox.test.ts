@@ -1,3 +1,4 @@
+import { orderKey } from '../../reference/tools/orders';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -315,7 +316,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       eventName,
       dynamodb: { NewImage: newImage, SequenceNumber: sequence },
     });
-    const orderImage = marshall({ ...Keys.order(TENANT, 'ord_x'), kind: 'order' }) as never;
+    const orderImage = marshall({ ...orderKey(TENANT, 'ord_x'), kind: 'order' }) as never;
     const stream = { Records: [record('MODIFY', '1'), record('INSERT', '2', orderImage), record('INSERT', '3')] } as never;
 
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));

@@ -1,65 +1,105 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { PROJECT_ROOT } from '../../scripts/declarations';
 
 const run = promisify(execFile);
 const EXAMPLES = join(PROJECT_ROOT, 'examples');
 const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
-const npmEnv = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+const npmEnv = {
+  ...process.env,
+  npm_config_update_notifier: 'false',
+  npm_config_fund: 'false',
+  npm_config_audit: 'false',
+  // The registry's packages come from npm's cache when it has them (`npm ci` here filled it).
+  npm_config_prefer_offline: 'true',
+};
+const MAX_BUFFER = 64 * 1024 * 1024;
 
 /**
- * A stranger's view of the package: `npm pack`, the tarball installed into an empty folder, and every example in
- * examples/ run there. The package and its dependencies come from the tarball's install; the examples' own tools
- * (aws-cdk-lib, esbuild, tsx, typescript) are found in this repository's node_modules, one folder up, rather than
- * downloaded again. Nothing resolves to the repository's sources: the tarball holds only dist/. Each example is a
- * project of its own (package.json with a `test` script); those that need DynamoDB get the test run's DynamoDB Local.
+ * docs/toolkit.md's set-up block for an example: the first `sh` block before the example's first file. It is run
+ * as printed, in an empty folder that holds the packed package where docs/toolkit.md#install puts it.
  */
-describe('the packed package, installed elsewhere', () => {
+function setupBlock(example: string): string {
+  const doc = readFileSync(join(PROJECT_ROOT, 'docs/toolkit.md'), 'utf8');
+  const at = doc.indexOf(`<!-- file: examples/${example}/`);
+  if (at < 0) throw new Error(`docs/toolkit.md shows no file of examples/${example}`);
+  const blocks = [...doc.slice(0, at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('npm init'));
+  const block = blocks.at(-1);
+  if (!block) throw new Error(`docs/toolkit.md has no set-up block before examples/${example}`);
+  return block;
+}
+
+/** The project folder a set-up block makes (`mkdir my-mcp-server && cd my-mcp-server`). */
+const projectFolderOf = (block: string) => /^mkdir (\S+)/m.exec(block)?.[1] ?? '.';
+
+/**
+ * A stranger's view of the package, as docs/toolkit.md tells them to install it: `npm pack` in a clone, then each
+ * example's set-up block in a folder beside it, which installs the tarball and exactly the packages the docs list,
+ * from the registry (nothing from this repository's node_modules). Then the example's files, its type check with
+ * `skipLibCheck: false` and its test; those that need DynamoDB get the test run's DynamoDB Local.
+ */
+describe('the packed package, installed as docs/toolkit.md says', () => {
   let work: string;
-  let app: string;
   let files: string[];
+  let tarball: string;
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'idempotent-mcp-pack-'));
-    symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(work, 'node_modules'), 'dir');
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: 64 * 1024 * 1024 });
+    const clone = join(work, 'idempotent-mcp');
+    mkdirSync(clone);
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', clone], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
     const [packed] = JSON.parse(stdout.slice(stdout.indexOf('[')));
     files = packed.files.map((f: { path: string }) => f.path);
-    app = join(work, 'app');
-    cpSync(EXAMPLES, join(app, 'examples'), { recursive: true });
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'stranger', private: true, type: 'module' }));
-    await run('npm', ['install', join(work, packed.filename), '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
-      cwd: app,
-      env: npmEnv,
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    tarball = packed.filename;
   }, 600_000);
 
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  it('is the file docs/toolkit.md installs', () => {
+    const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
+    expect(tarball).toBe(`idempotent-mcp-${version}.tgz`);
+    for (const example of ['own-mcp-server', 'cdk-app']) expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
+  });
+
+  it('can be published: npm publish --dry-run is clean', async () => {
+    const { stderr } = await run('npm', ['publish', '--dry-run', '--ignore-scripts', '--tag', 'next'], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
+    // npm warns when it has to correct the manifest (a bin path, a repository field) or drops a file it was told to ship.
+    expect(stderr.split('\n').filter((line) => /npm warn/i.test(line) && !/dry-run|Unknown (user|env) config/i.test(line))).toEqual([]);
+  }, 300_000);
+
   it('finds every example a project of its own, with a test script', () => {
     for (const example of examples) expect(JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts?.test, example).toBeTruthy();
   });
 
-  it('ships the build only: no sources, tests or local state', () => {
+  it('ships the build, README and LICENSE only: no sources, tests or local state', () => {
     expect(files).toContain('dist/engine.js');
     expect(files).toContain('dist/types/lambdas/engine/index.d.ts');
-    expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md'].includes(f))).toEqual([]);
+    expect(files).toContain('LICENSE');
+    expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f))).toEqual([]);
   });
 
-  it.each(examples)('runs examples/%s against the installed package', async (example) => {
-    const env = { ...npmEnv, DYNAMODB_ENDPOINT: inject('dynamodbEndpoint') };
-    const result = await run('npm', ['test'], { cwd: join(app, 'examples', example), env, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 }).catch(
+  it.each(examples)('runs examples/%s, set up as docs/toolkit.md says', async (example) => {
+    const block = setupBlock(example);
+    await run('sh', ['-euc', block], { cwd: work, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
+    });
+    const project = join(work, projectFolderOf(block));
+    const source = join(EXAMPLES, example);
+    for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
+    const test = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).scripts.test as string;
+    expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
+    const env = { ...npmEnv, DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), PATH: `${join(project, 'node_modules/.bin')}:${process.env.PATH}` };
+    const result = await run('sh', ['-euc', test], { cwd: project, env, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
       (err: { stdout?: string; stderr?: string; message: string }) => {
         throw new Error(`examples/${example} failed (${err.message.split('\n')[0]}):\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
       },
     );
     expect(result.stdout).toMatch(/passed/);
-  }, 600_000);
+  }, 900_000);
 });

@@ -1,3 +1,4 @@
+import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lambdas/core/clock';
 import {
@@ -47,11 +48,11 @@ export async function storedItem(doc: DocumentClient, tableName: string, tenant:
 /** The business item a test tool commits with its SUCCEEDED record. */
 export function orderWrite(tenant: string, orderId: string, extra: Record<string, unknown> = {}): ExtraWrite {
   // A business rule the store enforces: an order id is never reused (a write creates, it never overwrites).
-  return { create: { key: Keys.order(tenant, orderId), item: { order_id: orderId, ...extra } } };
+  return { create: { key: orderKey(tenant, orderId), item: { order_id: orderId, ...extra } } };
 }
 
 export async function orderItem(doc: DocumentClient, tableName: string, tenant: string, orderId: string) {
-  const { Item } = await doc.get({ TableName: tableName, Key: Keys.order(tenant, orderId), ConsistentRead: true });
+  const { Item } = await doc.get({ TableName: tableName, Key: orderKey(tenant, orderId), ConsistentRead: true });
   return Item;
 }
 

@@ -1,0 +1,78 @@
+/**
+ * `npm run api`: one API report per public subpath (api/<subpath>.api.md), written by API Extractor from the package's
+ * declarations, so a change of the public surface is a visible diff. test/package/api-report.test.ts runs the same
+ * check without writing and fails when a report is out of date.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel, type ExtractorMessage } from '@microsoft/api-extractor';
+import { emitDeclarations, PROJECT_ROOT, publicSubpaths } from './declarations';
+
+export const API_FOLDER = join(PROJECT_ROOT, 'api');
+
+export interface ApiReportOutcome {
+  readonly subpath: string;
+  readonly reportFile: string;
+  /** The report differs from the committed one (or none is committed). */
+  readonly changed: boolean;
+  /** API Extractor's errors and warnings (an unexported type the surface uses, for one). */
+  readonly problems: string[];
+}
+
+/** Checks (and with `update`, rewrites) every subpath's report. */
+export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] {
+  // Inside the project, so the declarations resolve their imports from the project's node_modules.
+  mkdirSync(join(PROJECT_ROOT, 'node_modules/.cache'), { recursive: true });
+  const work = mkdtempSync(join(PROJECT_ROOT, 'node_modules/.cache/api-report-'));
+  mkdirSync(API_FOLDER, { recursive: true });
+  try {
+    const types = join(work, 'types');
+    emitDeclarations(types);
+    const configs = publicSubpaths().map(({ name, out, source }) => {
+      const reportName = out.replaceAll('/', '-');
+      const config = ExtractorConfig.prepare({
+        configObject: {
+          projectFolder: PROJECT_ROOT,
+          mainEntryPointFilePath: join(types, source.replace(/\.ts$/, '.d.ts')),
+          compiler: { overrideTsconfig: { compilerOptions: { target: 'ES2022', lib: ['ES2023'], module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, types: ['node'] } } },
+          apiReport: { enabled: true, reportFileName: reportName, reportFolder: API_FOLDER, reportTempFolder: join(work, 'reports') },
+          docModel: { enabled: false },
+          dtsRollup: { enabled: false },
+          tsdocMetadata: { enabled: false },
+          messages: {
+            compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning } },
+            extractorMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning }, 'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None }, 'ae-undocumented': { logLevel: ExtractorLogLevel.None } },
+            tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },
+          },
+        },
+        packageJsonFullPath: join(PROJECT_ROOT, 'package.json'),
+        configObjectFullPath: undefined,
+      });
+      return { name, reportName, config };
+    });
+    // One TypeScript program for every subpath: compiling the declarations (and aws-cdk-lib's) once per report is the slow part.
+    const compilerState = CompilerState.create(configs[0]!.config, { additionalEntryPoints: configs.map((c) => c.config.mainEntryPointFilePath) });
+    return configs.map(({ name, reportName, config }) => {
+      const problems: string[] = [];
+      const result = Extractor.invoke(config, {
+        localBuild: update,
+        compilerState,
+        messageCallback: (message: ExtractorMessage) => {
+          if (message.logLevel === ExtractorLogLevel.Error || message.logLevel === ExtractorLogLevel.Warning) problems.push(`${message.messageId}: ${message.text}`);
+          message.handled = true;
+        },
+      });
+      return { subpath: name, reportFile: `api/${reportName}.api.md`, changed: result.apiReportChanged, problems };
+    });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const outcomes = apiReports({ update: true });
+  for (const o of outcomes) {
+    console.log(`${o.changed ? 'updated' : 'unchanged'} ${o.reportFile} (${o.subpath})`);
+    for (const p of o.problems) console.log(`  ${p}`);
+  }
+}

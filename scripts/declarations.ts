@@ -1,0 +1,62 @@
+/**
+ * The package's type declarations, written once for `npm run build` (dist/types) and for the API reports
+ * (`npm run api`, test/package/api-report.test.ts): tsc from the public entry files, then relative specifiers made
+ * explicit (`./engine.js`), so they resolve under moduleResolution node16/nodenext as well as bundler.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+export const PROJECT_ROOT = resolve(import.meta.dirname, '..');
+export const PACKAGE = 'idempotent-mcp';
+
+export interface Subpath {
+  /** `idempotent-mcp/engine/testing` */
+  readonly name: string;
+  /** `engine/testing` (dist/engine/testing.js) */
+  readonly out: string;
+  /** `lambdas/engine/testing/index.ts` */
+  readonly source: string;
+}
+
+/** The public subpaths, from tsconfig.json's `paths`: the one map tsc, tsx, vitest and package.json's `exports` share. */
+export function publicSubpaths(root = PROJECT_ROOT): Subpath[] {
+  const paths: Record<string, [string]> = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths;
+  return Object.entries(paths).map(([name, [source]]) => ({ name, out: name.slice(PACKAGE.length + 1), source: source.replace(/^\.\//, '') }));
+}
+
+/** Writes the declarations of every public subpath under `outDir` (mirroring the source tree); returns the files. */
+export function emitDeclarations(outDir: string, root = PROJECT_ROOT): string[] {
+  const config = join(root, `tsconfig.declarations-${process.pid}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: './tsconfig.json',
+      compilerOptions: { noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: relative(root, outDir), rootDir: '.', paths: {} },
+      include: publicSubpaths(root).map((s) => s.source),
+    }),
+  );
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', config], { cwd: root, stdio: 'inherit' });
+  } finally {
+    rmSync(config);
+  }
+  const files = declarationFiles(outDir);
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8').replace(/((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]+)(['"])/g, (whole, head, spec, tail) => {
+      const target = resolve(dirname(file), spec);
+      if (existsSync(`${target}.d.ts`)) return `${head}${spec}.js${tail}`;
+      if (existsSync(join(target, 'index.d.ts'))) return `${head}${spec}/index.js${tail}`;
+      return whole;
+    });
+    writeFileSync(file, text);
+  }
+  return files;
+}
+
+function declarationFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? declarationFiles(path) : path.endsWith('.d.ts') ? [path] : [];
+  });
+}

@@ -1,0 +1,13 @@
+import { expect, it } from 'vitest';
+import { apiReports } from '../../scripts/api-report';
+
+/**
+ * The public surface is a promise: each subpath's API report (api/*.api.md, API Extractor's) is committed, so a change
+ * of what a team can import is a visible diff. After a deliberate change, `npm run api` rewrites the reports.
+ */
+it('matches the committed API report of every public subpath, and each surface names every type it uses', () => {
+  const outcomes = apiReports({ update: false });
+  expect(outcomes.length).toBeGreaterThan(0);
+  expect(outcomes.filter((o) => o.changed).map((o) => `${o.reportFile} is out of date: run npm run api`)).toEqual([]);
+  expect(outcomes.flatMap((o) => o.problems.map((p) => `${o.subpath}: ${p}`))).toEqual([]);
+}, 900_000);
