@@ -22,6 +22,7 @@ import { EnvVars, environmentOf, loadAuthConfig, read } from '../lambdas/config'
 import { createFaultFetch } from '../client/fault-fetch';
 import { LOCK_FILE } from '../local/dynamodb-local';
 import { freePort } from '../local/free-port';
+import { checkHistory, RESOURCE_FIELD, settles, WRITE_TOOLS, type Ledger, type Violation, type WriteTool } from '../proof/history-check';
 
 const usage = 'usage: npm run chaos -- [--duration <seconds>] [--out <history.jsonl>] [--dir <state folder>] [--seed <n>]';
 let values: { duration?: string; out?: string; dir?: string; seed?: string; help?: boolean };
@@ -159,8 +160,6 @@ async function stopServer(): Promise<void> {
 // Calls: raw MCP tools/call over HTTP, through a fetch that can lose the response on the way back.
 const TENANTS = ['chaos-a', 'chaos-b'] as const;
 type Tenant = (typeof TENANTS)[number];
-const WRITE_TOOLS = ['create_order', 'send_email', 'create_ticket', 'request_payment'] as const;
-type WriteTool = (typeof WRITE_TOOLS)[number];
 const faultFetch = createFaultFetch();
 const tokens = {} as Record<Tenant, string>;
 
@@ -174,13 +173,6 @@ interface Answer {
   /** No answer in the contract: a transport error, an HTTP status, a JSON-RPC error. */
   failure?: string;
 }
-
-const RESOURCE_FIELD: Record<WriteTool, string> = {
-  create_order: 'order_id',
-  send_email: 'event_id',
-  create_ticket: 'event_id',
-  request_payment: 'payment_id',
-};
 
 let rpcId = 0;
 async function callTool(tenant: Tenant, name: string, args: Record<string, unknown>, loseResponse: boolean): Promise<Answer & { structured?: Record<string, unknown> }> {
@@ -218,9 +210,6 @@ async function callTool(tenant: Tenant, name: string, args: Record<string, unkno
     message: error?.message,
   };
 }
-
-const settles = (a: Answer) =>
-  a.outcome === 'succeeded' || a.outcome === 'conflict' || a.outcome === 'rejected' || (a.outcome === 'failed' && a.retryable === false);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Intents: one key (per tenant), one or more concurrent callers, sometimes one with other arguments.
@@ -319,13 +308,6 @@ type Action = 'none' | 'kill-server' | 'stop-dynamodb' | 'kill-dynamodb';
 const ACTIONS: readonly Action[] = ['none', 'stop-dynamodb', 'kill-server', 'kill-dynamodb', 'stop-dynamodb', 'kill-server', 'none', 'kill-server'];
 const actionCounts: Record<Action, number> = { none: 0, 'kill-server': 0, 'stop-dynamodb': 0, 'kill-dynamodb': 0 };
 
-interface Violation {
-  kind: string;
-  detail: string;
-  intent?: number;
-  /** Exposed to a SIGKILL of the emulator: reported apart, not a failure. */
-  exposed: boolean;
-}
 const violations: Violation[] = [];
 
 async function armDownstreamFaults() {
@@ -449,15 +431,6 @@ async function main(): Promise<number> {
   return report();
 }
 
-interface LedgerEntry {
-  tenant?: string;
-  idempotency_key?: string;
-  event_id?: string;
-  order_id?: string;
-  payment_id?: string;
-  created_at?: string;
-}
-type Ledger = Record<'orders' | 'payments' | 'tickets' | 'emails', LedgerEntry[]>;
 async function readLedger(): Promise<Ledger> {
   for (;;) {
     try {
@@ -470,56 +443,11 @@ async function readLedger(): Promise<Ledger> {
   }
 }
 
+/** The invariants (proof/history-check.ts) on what was answered and what the downstreams recorded; both go into the history. */
 function check(ledger: Ledger) {
-  const effectsOf = (intent: Intent): LedgerEntry[] => {
-    switch (intent.tool) {
-      case 'create_order':
-        return ledger.orders.filter((o) => o.tenant === intent.tenant && o.idempotency_key === intent.key);
-      case 'request_payment':
-        return ledger.payments.filter((p) => p.tenant === intent.tenant && p.idempotency_key === intent.key);
-      case 'send_email':
-      case 'create_ticket': {
-        const ids = new Set(intent.answers.map((a) => a.resource).filter(Boolean));
-        return (intent.tool === 'send_email' ? ledger.emails : ledger.tickets).filter((e) => ids.has(e.event_id));
-      }
-    }
-  };
-  const named = new Set<string>();
-  for (const intent of intents) {
-    // One violation per intent and kind (the history has every call).
-    const seen = new Set<string>();
-    const add = (kind: string, detail: string) => {
-      if (seen.has(kind)) return;
-      seen.add(kind);
-      violations.push({ kind, detail: `${intent.tool} ${intent.tenant}/${intent.key}: ${detail}`, intent: intent.id, exposed: intent.exposed });
-    };
-    const succeeded = intent.answers.filter((a) => a.outcome === 'succeeded');
-    const resources = new Set(succeeded.map((a) => a.resource));
-    for (const r of resources) if (r) named.add(r);
-    const effects = effectsOf(intent);
-    if (effects.length > 1) add('more than one effect per key', `${effects.length} effects in the ledger`);
-    if (resources.size > 1) add('succeeded answers name different resources', [...resources].join(', '));
-    const field = RESOURCE_FIELD[intent.tool];
-    for (const resource of resources) {
-      const found = intent.tool === 'send_email' || intent.tool === 'create_ticket' ? effects.some((e) => e.event_id === resource) : effects.some((e) => e[field as keyof LedgerEntry] === resource);
-      if (!found) add('succeeded without its effect', `${resource} is not in the ledger`);
-    }
-    const last = intent.answers.filter((a) => a.variant === 0).at(-1);
-    if (!last || !settles(last)) add('not settled', `last answer: ${last ? (last.outcome ?? last.failure) + (last.code ? ` ${last.code}` : '') : 'none'}`);
-    // "Failed, nothing ran" is a lie once the effect exists: after a succeeded answer, or after the effect's time.
-    const firstSuccess = Math.min(...succeeded.map((a) => a.answeredAt));
-    const effectAt = Math.min(...effects.map((e) => (e.created_at ? Date.parse(e.created_at) : Infinity)));
-    for (const a of intent.answers) {
-      if (a.outcome === 'failed' && a.retryable === true && (a.sentAt > firstSuccess || a.sentAt > effectAt))
-        add('failed+nothing ran for a key whose effect exists', `${a.code}: ${a.message?.slice(0, 100)}`);
-    }
-  }
-  // Queued effects that no succeeded answer names: delivered for a call the service does not know it made.
-  const anyExposed = intents.some((i) => i.exposed);
-  for (const entry of [...ledger.emails, ...ledger.tickets]) {
-    if (entry.event_id && !named.has(entry.event_id) && entry.tenant?.startsWith('chaos-'))
-      violations.push({ kind: 'effect without a succeeded answer', detail: `event ${entry.event_id} (${entry.tenant})`, exposed: anyExposed });
-  }
+  for (const intent of intents) record({ kind: 'intent', id: intent.id, tool: intent.tool, tenant: intent.tenant, key: intent.key, exposed: intent.exposed });
+  record({ kind: 'ledger', ledger });
+  violations.push(...checkHistory({ intents, ledger }));
 }
 
 function report(): number {

@@ -1,0 +1,458 @@
+/*
+ * The idempotency protocol of one key, for spin (docs/correctness.md explains what is modelled and what is not).
+ *
+ * Actors: three callers with one key (callers 0 and 1 send the same arguments, caller 2 other ones), each retrying
+ * with the key until it has a final answer; the store (one record per key, every write one atomic conditional write);
+ * the downstream (deduplicating by our key when KIND == 0, not when KIND == 1; KIND == 2 is a local tool: its effect
+ * is the items committed with the record, on the one-request path); the clock (lease expiry, retention expiry);
+ * the reconciler; a person (the operator's fenced settle); a crasher that kills a caller at any step.
+ *
+ * Every store write goes through WRITE(k, event): the next state comes from the code's own table
+ * (generated/transitions.pml, emitted from lambdas/core/state-machine.ts), and a move the table does not have fails.
+ *
+ * Bounds (override with -D): CRASHES crashes, FAULTS faults (downstream, store, lost responses), SLOW leases that
+ * pass while their executor still lives, OPS decisions of the operator, EXPIRES retention expiries.
+ * Planted bugs (docs/correctness.md): -DPLANT_NO_FENCE, -DPLANT_RELEASE_NOT_HELD, -DPLANT_MUTATED_ARGS,
+ * -DPLANT_NO_DEADLINE, -DPLANT_RECONCILE_LIVE_LEASE, -DPLANT_NEW_KEY_ON_UNKNOWN.
+ */
+#include "generated/transitions.pml"
+
+#ifndef KIND
+#define KIND 0
+#endif
+#ifndef CRASHES
+#define CRASHES 1
+#endif
+#ifndef FAULTS
+#define FAULTS 1
+#endif
+#ifndef SLOW
+#define SLOW 1
+#endif
+#ifndef OPS
+#define OPS 1
+#endif
+#ifndef EXPIRES
+#define EXPIRES 1
+#endif
+/* Reconcile checks before a record is parked for a person. */
+#define MAXATT 2
+
+#define DEDUP (KIND == 0)
+#define LOCAL (KIND == 2)
+/* The tool's policy reexecuteSafe: a stale PROCESSING record is taken over rather than marked UNKNOWN. */
+#define REEXEC (KIND != 1)
+
+#define NC 3
+#define NK 2
+
+/* Answers. The final ones end a caller's intent; the others make it call again with the same key. */
+#define A_NONE 0
+#define A_SUCCEEDED 1
+#define A_FAILED 2
+#define A_CONFLICT 3
+#define A_REVIEW 4
+#define A_UNKNOWN 5
+#define A_IN_PROGRESS 6
+#define A_TRANSIENT 7
+#define FINAL(a) ((a) >= A_SUCCEEDED && (a) <= A_REVIEW)
+
+/* Outcomes of one execution. */
+#define O_OK 1
+#define O_TERMINAL 2
+#define O_TRANSIENT 3
+#define O_UNCERTAIN 4
+
+typedef Rec {
+  byte st;
+  byte own;   /* owner token: serial * 4 + caller */
+  bit fp;     /* fingerprint of the arguments it was claimed with */
+  byte res;   /* result id */
+  byte att;   /* reconcile attempts */
+  bit lease   /* the lease has not passed */
+};
+Rec rec[NK];
+
+byte ntok;          /* token serial */
+byte nres;          /* result serial */
+bit res_fp[16];     /* which arguments a result was produced for */
+
+/* The downstream's (or the local items') truth, per key, in the key's current retention period. */
+byte eff_cnt[NK];
+byte eff_res[NK];
+int eff_mask;       /* every result id that exists as an effect */
+byte eff_int[2];    /* effects per intent (arguments), in the current retention period */
+byte succ_res[NK];  /* the result of the first succeeded answer per key, in the current retention period */
+
+/* Callers as the clock and the crasher see them. */
+byte exec_tok[NC];  /* the token a caller executes under, 0 when not executing */
+bit mylease[NC];    /* the executing caller's own deadline has not passed */
+bit crash_req[NC];
+bit done[NC];
+
+byte crash_b = CRASHES;
+byte fault_b = FAULTS;
+byte slow_b = SLOW;
+byte op_b = OPS;
+byte exp_b = EXPIRES;
+bit absent_fail;    /* the tool's policy for a confirmed absence: fail (1) or release the key (0) */
+
+#define OWNER(kk) (rec[kk].own % 4)
+#define OWNER_ALIVE(kk) (exec_tok[OWNER(kk)] == rec[kk].own)
+
+inline WRITE(kk, ev) {
+  assert(NEXT(rec[kk].st, ev) != ST_NONE);   /* no store transition outside the code's table */
+  rec[kk].st = NEXT(rec[kk].st, ev);
+  printf("TRAIL %d write %d %d %d\n", _pid, kk, ev, rec[kk].st);
+  if
+  :: rec[kk].st == ST_ABSENT -> rec[kk].own = 0; rec[kk].fp = 0; rec[kk].res = 0; rec[kk].att = 0; rec[kk].lease = 0
+  :: else -> skip
+  fi
+}
+
+inline EFFECT(kk, r) {
+  printf("TRAIL %d effect %d %d\n", _pid, kk, r);
+  eff_cnt[kk]++; eff_res[kk] = r; eff_mask = eff_mask | (1 << r); eff_int[res_fp[r]]++;
+  assert(eff_cnt[kk] <= 1);        /* at most one effect per key */
+  assert(eff_int[res_fp[r]] <= 1)  /* at most one effect per intent (a client that changes the key) */
+}
+
+inline NEW_RESULT() {
+  nres++; assert(nres < 16); r = nres; res_fp[r] = myfp
+}
+
+inline NEW_TOKEN() {
+  ntok++; assert(ntok < 60); t = ntok * 4 + me
+}
+
+inline ANSWER_SUCCEEDED(rr) {
+  assert(rr != 0 && (eff_mask & (1 << rr)) != 0);  /* no succeeded answer without its effect */
+  assert(res_fp[rr] == myfp);                       /* the result of this caller's own arguments */
+  if
+  :: succ_res[k] == 0 -> succ_res[k] = rr
+  :: else -> assert(succ_res[k] == rr)              /* every succeeded answer for a key carries the same result */
+  fi;
+  out = A_SUCCEEDED
+}
+
+/* "Failed": the operation did not happen. A lie once an effect exists. */
+inline ANSWER_FAILED() {
+  assert(eff_cnt[k] == 0);
+  out = A_FAILED
+}
+
+/* "Failed, retry: nothing ran". */
+inline ANSWER_TRANSIENT() {
+  assert(eff_cnt[k] == 0);
+  out = A_TRANSIENT
+}
+
+/* answerFromRecord: what the record says now (after our own fenced write was refused, or after a store error). */
+inline ANSWER_FROM_RECORD() {
+  if
+#ifndef FINDING_REPLAY_OTHER_ARGS
+  :: rec[k].st != ST_ABSENT && rec[k].fp != myfp -> out = A_CONFLICT   /* the key now holds other arguments */
+  :: rec[k].st == ST_ABSENT || rec[k].fp == myfp ->
+  if
+#endif
+  :: rec[k].st == ST_SUCCEEDED -> ANSWER_SUCCEEDED(rec[k].res)
+  :: rec[k].st == ST_FAILED -> ANSWER_FAILED()
+  :: rec[k].st == ST_PROCESSING -> out = A_IN_PROGRESS
+  :: rec[k].st == ST_NEEDS_REVIEW -> out = A_REVIEW
+  :: rec[k].st == ST_UNKNOWN || rec[k].st == ST_ABSENT -> out = A_UNKNOWN
+  fi
+#ifndef FINDING_REPLAY_OTHER_ARGS
+  fi
+#endif
+}
+
+#ifdef PLANT_NO_DEADLINE
+#define SEES_LIVE_LEASE 0   /* an in-progress record without a deadline taken as orphaned */
+#else
+#define SEES_LIVE_LEASE (rec[k].lease)
+#endif
+
+/* decideForExisting on a record we do not own, in the same atomic step as the read (the write after it is fenced
+   on what was read, so a refused fence is the same as the other actor's step coming first). */
+inline FOLLOW() {
+  if
+  :: rec[k].fp != myfp -> out = A_CONFLICT
+  :: else ->
+     if
+     :: rec[k].st == ST_SUCCEEDED -> ANSWER_SUCCEEDED(rec[k].res)
+     :: rec[k].st == ST_FAILED -> ANSWER_FAILED()
+     :: rec[k].st == ST_UNKNOWN -> out = A_UNKNOWN
+     :: rec[k].st == ST_NEEDS_REVIEW -> out = A_REVIEW
+     :: rec[k].st == ST_PROCESSING && SEES_LIVE_LEASE ->
+#ifdef PLANT_RELEASE_NOT_HELD
+        WRITE(k, EV_RELEASE);   /* the error path deletes a lock this call does not hold */
+#endif
+        out = A_IN_PROGRESS
+     :: rec[k].st == ST_PROCESSING && !SEES_LIVE_LEASE && REEXEC ->
+        NEW_TOKEN(); WRITE(k, EV_TAKE_OVER); rec[k].own = t; rec[k].lease = 1;
+        exec_tok[me] = t; mylease[me] = 1; go = 1; tk = 1
+     :: rec[k].st == ST_PROCESSING && !SEES_LIVE_LEASE && !REEXEC ->
+        WRITE(k, EV_LEASE_EXPIRED); rec[k].lease = 0; rec[k].att = 0; out = A_UNKNOWN
+     fi
+  fi
+}
+
+inline CLAIM() {
+  NEW_TOKEN(); WRITE(k, EV_CLAIM);
+  rec[k].own = t; rec[k].fp = myfp; rec[k].lease = 1; rec[k].att = 0;
+  exec_tok[me] = t; mylease[me] = 1; go = 1
+}
+
+#define FENCED (rec[k].st == ST_PROCESSING && rec[k].own == t)
+
+#ifdef PLANT_MUTATED_ARGS
+#define SK (1 - k)          /* the completion is keyed by arguments the handler changed after the claim */
+#define SETTLE_FENCE 1
+#elif defined(PLANT_NO_FENCE)
+#define SK k
+#define SETTLE_FENCE 1      /* completion without the owner fence */
+#else
+#define SK k
+#define SETTLE_FENCE FENCED
+#endif
+
+/* The settle write: PROCESSING (ours) -> SUCCEEDED / FAILED; a local tool's items commit with it. */
+inline SETTLE_APPLY() {
+  if
+  :: o == O_OK -> if :: LOCAL -> NEW_RESULT() :: else fi; WRITE(SK, EV_COMPLETE); rec[SK].res = r; if :: LOCAL -> EFFECT(SK, r) :: else -> skip fi
+  :: o == O_TERMINAL -> WRITE(SK, EV_FAIL)
+  fi;
+  rec[SK].lease = 0
+}
+
+/* markUnknownOrRead: PROCESSING (ours) -> UNKNOWN, else answer from the record. */
+inline MARK_UNKNOWN_OR_READ(ev) {
+  if
+  :: fault_b > 0 -> fault_b--; out = A_UNKNOWN   /* the store is down: left PROCESSING until its lease passes */
+  :: FENCED -> WRITE(k, ev); rec[k].lease = 0; rec[k].att = 0; out = A_UNKNOWN
+  :: !FENCED -> ANSWER_FROM_RECORD()
+  fi
+}
+
+proctype Caller(byte me; bit myfp) {
+  byte k = 0;        /* which key: 0, or 1 for a client that changes it */
+  byte t, r, o, out;
+  bit go, unsure;
+  bit tk;            /* this execution took the key over from a vanished executor */
+
+  do
+  :: {
+       atomic { out = A_NONE; go = 0; unsure = 0; t = 0; o = 0; tk = 0 };
+       if
+       :: LOCAL ->
+          /* The one-request path: execute first (nothing outside), then commit the settled record and the items in
+             one request on the condition that the key is free. */
+          atomic { if :: o = O_OK :: o = O_TERMINAL fi };   /* its result gets an id when it commits */
+          atomic {
+            NEW_TOKEN();
+            if
+            :: rec[k].st == ST_ABSENT ->
+               assert(NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_COMPLETE) == ST_SUCCEEDED && NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_FAIL) == ST_FAILED);
+               if
+               :: fault_b > 0 -> fault_b--; unsure = 1    /* store unavailable: the commit may or may not apply */
+               :: true
+               fi;
+               if
+               :: unsure -> skip                           /* not applied */
+               :: true ->
+                  NEW_RESULT(); rec[k].own = t; rec[k].fp = myfp; rec[k].res = r;
+                  printf("TRAIL %d commit_once %d %d\n", _pid, k, o);
+                  if
+                  :: o == O_OK -> rec[k].st = ST_SUCCEEDED; EFFECT(k, r); if :: !unsure -> ANSWER_SUCCEEDED(r) :: else fi
+                  :: o == O_TERMINAL -> rec[k].st = ST_FAILED; rec[k].res = 0; if :: !unsure -> ANSWER_FAILED() :: else fi
+                  fi
+               fi
+            :: rec[k].st != ST_ABSENT -> FOLLOW()
+            fi
+          };
+          /* Not concluded in one request: claim with the same token (finds our record if the commit applied). */
+          if
+          :: unsure ->
+             atomic {
+               if
+               :: rec[k].st != ST_ABSENT && rec[k].own == t -> ANSWER_FROM_RECORD(); unsure = 0
+               :: rec[k].st == ST_ABSENT -> CLAIM(); unsure = 0
+               :: rec[k].st != ST_ABSENT && rec[k].own != t -> FOLLOW(); unsure = 0
+               fi
+             }
+          :: else
+          fi
+       :: !LOCAL ->
+          atomic {
+            if
+            :: rec[k].st == ST_ABSENT -> CLAIM()
+            :: else -> FOLLOW()
+            fi
+          }
+       fi;
+
+       if
+       :: go ->
+          /* Execute under the claim. */
+          atomic {
+            if
+            :: !mylease[me] -> o = O_TRANSIENT   /* no budget left: nothing ran */
+            :: mylease[me] && LOCAL -> if :: o = O_OK :: o = O_TERMINAL fi
+            :: mylease[me] && !LOCAL && DEDUP && eff_cnt[k] > 0 ->
+               r = eff_res[k]; o = O_OK              /* the downstream dedups on our key: the first effect's result */
+            :: mylease[me] && !LOCAL && !(DEDUP && eff_cnt[k] > 0) ->
+               if
+               :: NEW_RESULT(); EFFECT(k, r); o = O_OK
+               :: o = O_TERMINAL                     /* refused for good: nothing happened */
+               :: fault_b > 0 -> fault_b--; NEW_RESULT(); EFFECT(k, r); o = O_UNCERTAIN  /* committed, answer lost */
+               :: fault_b > 0 -> fault_b--; o = O_UNCERTAIN  /* timed out before it committed */
+               :: fault_b > 0 -> fault_b--; o = O_TRANSIENT  /* refused, nothing happened */
+               fi
+            fi
+          };
+          /* Settle, fenced by our owner token. */
+          atomic {
+            if
+            :: o == O_OK || o == O_TERMINAL ->
+               if
+               :: SETTLE_FENCE ->
+                  if
+                  :: fault_b > 0 -> fault_b--; unsure = 1; if :: SETTLE_APPLY() :: skip fi
+                  :: true -> SETTLE_APPLY(); if :: o == O_OK -> ANSWER_SUCCEEDED(r) :: else -> ANSWER_FAILED() fi
+                  fi
+               :: else -> ANSWER_FROM_RECORD()       /* fenced out: our writes did not commit */
+               fi
+#ifndef FINDING_RELEASE_AFTER_TAKEOVER
+            :: o == O_TRANSIENT && tk -> MARK_UNKNOWN_OR_READ(EV_UNCERTAIN)  /* an earlier executor may have acted */
+            :: o == O_TRANSIENT && !tk ->
+#else
+            :: o == O_TRANSIENT ->
+#endif
+               if
+               :: FENCED -> WRITE(k, EV_RELEASE); ANSWER_TRANSIENT()
+               :: !FENCED && rec[k].st == ST_ABSENT -> ANSWER_TRANSIENT()
+               :: !FENCED && rec[k].st != ST_ABSENT -> ANSWER_FROM_RECORD()
+               fi
+            :: o == O_UNCERTAIN -> MARK_UNKNOWN_OR_READ(EV_UNCERTAIN)
+            fi
+          };
+          if
+          :: unsure -> atomic { MARK_UNKNOWN_OR_READ(EV_UNCERTAIN) }   /* the completion may or may not have applied */
+          :: else
+          fi
+       :: else
+       fi;
+       atomic {
+         printf("TRAIL %d answer %d %d\n", _pid, k, out);
+         exec_tok[me] = 0; mylease[me] = 0;
+         if
+         :: FINAL(out) && fault_b > 0 -> fault_b--; out = A_NONE    /* the answer is lost on the way back */
+         :: FINAL(out) -> done[me] = 1
+         :: !FINAL(out) ->
+#ifdef PLANT_NEW_KEY_ON_UNKNOWN
+            if :: out == A_UNKNOWN -> k = 1 :: else fi;  /* the client retries `unknown` with a new key */
+#endif
+            skip
+         fi
+       }
+     } unless {
+       crash_req[me] -> atomic { printf("TRAIL %d crash\n", _pid); crash_req[me] = 0; exec_tok[me] = 0; mylease[me] = 0 }
+     };
+     if
+     :: done[me] -> break
+     :: else
+     fi
+  od
+}
+
+/* Time: a lease passes (at once when its executor is gone; while it lives, SLOW times), retention ends (EXPIRES times). */
+proctype Clock() {
+end:
+  do
+  :: atomic {
+       rec[0].st == ST_PROCESSING && rec[0].lease && (!OWNER_ALIVE(0) || slow_b > 0) ->
+       if
+       :: OWNER_ALIVE(0) -> slow_b--; mylease[OWNER(0)] = 0
+       :: else
+       fi;
+       rec[0].lease = 0;
+       printf("TRAIL %d lease_passed 0\n", _pid)
+     }
+  :: atomic {
+       exp_b > 0 && (rec[0].st == ST_SUCCEEDED || rec[0].st == ST_FAILED) ->
+       exp_b--; WRITE(0, EV_EXPIRE);
+       /* a new retention period of the key */
+       eff_cnt[0] = 0; eff_res[0] = 0; eff_int[0] = 0; eff_int[1] = 0; succ_res[0] = 0
+     }
+  od
+}
+
+#ifdef PLANT_RECONCILE_LIVE_LEASE
+#define STALE(kk) 1         /* the reconciler settles records whose first call's lease still runs */
+#else
+#define STALE(kk) (!rec[kk].lease)
+#endif
+
+/* The reconciler: one fenced transition per look; a look abandoned by a crash writes nothing. */
+proctype Reconciler() {
+end:
+  do
+  :: atomic {
+       rec[0].st == ST_UNKNOWN ->
+       if
+       :: eff_cnt[0] > 0 -> WRITE(0, EV_RECONCILED_FOUND); rec[0].res = eff_res[0]
+       :: eff_cnt[0] == 0 && absent_fail -> WRITE(0, EV_RECONCILED_ABSENT_FAIL)
+       :: eff_cnt[0] == 0 && !absent_fail -> WRITE(0, EV_RECONCILED_ABSENT)
+       :: rec[0].att + 1 >= MAXATT -> WRITE(0, EV_RECONCILE_EXHAUSTED)           /* unreachable, attempts spent */
+       :: rec[0].att + 1 < MAXATT -> WRITE(0, EV_RECONCILE_DEFERRED); rec[0].att++  /* unreachable */
+       fi
+     }
+  :: atomic { rec[0].st == ST_PROCESSING && STALE(0) -> WRITE(0, EV_LEASE_EXPIRED); rec[0].att = 0 }
+  od
+}
+
+/* A person verifies by hand and settles with a decision fenced on what they read. */
+proctype Operator() {
+end:
+  do
+  :: atomic {
+       op_b > 0 && (rec[0].st == ST_UNKNOWN || rec[0].st == ST_NEEDS_REVIEW) ->
+       op_b--;
+       if
+       :: eff_cnt[0] > 0 -> WRITE(0, EV_OPERATOR_SETTLED_FOUND); rec[0].res = eff_res[0]
+       :: eff_cnt[0] == 0 && absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT_FAIL)
+       :: eff_cnt[0] == 0 && !absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT)
+       :: WRITE(0, EV_OPERATOR_RECHECK); rec[0].att = 0
+       fi
+     }
+  od
+}
+
+/* Kills a caller (its Lambda) at any step; the client calls again with the same key. */
+proctype Crasher() {
+end:
+  do
+  :: atomic { crash_b > 0 && !done[0] && !crash_req[0] -> crash_req[0] = 1; crash_b-- }
+  :: atomic { crash_b > 0 && !done[1] && !crash_req[1] -> crash_req[1] = 1; crash_b-- }
+  :: atomic { crash_b > 0 && !done[2] && !crash_req[2] -> crash_req[2] = 1; crash_b-- }
+  od
+}
+
+#define QUIET (done[0] && done[1] && done[2] && rec[0].st != ST_PROCESSING && rec[0].st != ST_UNKNOWN)
+/* Progress under weak fairness: every intent ends with a final answer (or a record parked for a person, which
+   answers review_required), and nothing stays PROCESSING or UNKNOWN forever. */
+ltl progress { <> [] QUIET }
+
+init {
+  atomic {
+    TRANSITION_TABLE_INIT();
+    if :: absent_fail = 0 :: absent_fail = 1 fi;
+    run Caller(0, 0);
+    run Caller(1, 0);
+    run Caller(2, 1);
+    run Clock();
+    run Reconciler();
+    run Operator();
+    run Crasher()
+  }
+}
