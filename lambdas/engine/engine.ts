@@ -603,7 +603,15 @@ export class IdempotencyEngine {
   private answerFromRecord<R>(current: IdempotencyRecord | undefined, ours: IdempotencyRecord, emit: Emit): WriteToolResult<R> {
     const key = ours.idempotencyKey;
     if (current && isSettled(current.status)) {
-      if (current.ownerToken !== ours.ownerToken) return replayOf<R>(current);
+      if (current.ownerToken !== ours.ownerToken) {
+        // Another call's record for this key: a replay only for the same arguments (the key may have been released
+        // and reused with others while this call was fenced out), as for any duplicate.
+        if (current.fingerprint !== ours.fingerprint) {
+          emit('conflict', ErrorCode.IDEMPOTENCY_KEY_REUSED);
+          return WriteResults.conflict(key);
+        }
+        return replayOf<R>(current);
+      }
       if (current.status === 'SUCCEEDED') {
         emit('executed');
         return WriteResults.succeeded(key, current.result as R);

@@ -22,7 +22,7 @@ function setup(options: Partial<EngineOptions> = {}) {
   let now = Date.UTC(2030, 0, 1);
   const store = new InMemoryIdempotencyStore();
   const engine = new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
-  return { store, engine, advance: (ms: number) => void (now += ms) };
+  return { store, engine, advance: (ms: number) => void (now += ms), now: () => now };
 }
 
 const request = (tool: string, idempotencyKey: string, args: Record<string, unknown> = { amount: 10 }) => ({ tenant: TENANT, tool, idempotencyKey, args });
@@ -173,6 +173,29 @@ describe('the engine on the in-memory store', () => {
     expect(await engine.run(request('pay', key), policy, async () => ({ result: { ok: true } }))).toMatchObject({ outcome: 'succeeded', replayed: false });
     // A call that claimed a free key and was refused still says nothing happened.
     expect(await engine.run(request('pay', newKey()), policy, throttled)).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'THROTTLED' } });
+  });
+
+  it('a call fenced out of a key that was released and reused with other arguments answers conflict, never their result', async () => {
+    const { engine, store, advance, now } = setup();
+    const key = newKey();
+    const policy = { reexecuteSafe: true };
+    let other: unknown;
+    // Call B runs past its lease; the reconciler finds its record orphaned, asks the downstream (absent) and releases
+    // the key; call A, with other arguments, then claims it and succeeds.
+    const slow = async () => {
+      advance(120_000);
+      const record = (await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: key }))!;
+      expect(await store.expireLease(record, now())).toBe(true);
+      const unknown = (await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: key }))!;
+      expect(await store.reconcile(unknown, { event: 'reconciled_absent' }, now())).toBe(true);
+      other = await engine.run(request('pay', key, { amount: 99 }), policy, async () => ({ result: { paid: 99 } }));
+      return { result: { paid: 10 } };
+    };
+    const fencedOut = await engine.run(request('pay', key, { amount: 10 }), policy, slow);
+    expect(other).toMatchObject({ outcome: 'succeeded', result: { paid: 99 } });
+    // B's completion is refused by the fence; the record it then reads is A's, for other arguments.
+    expect(fencedOut).not.toMatchObject({ outcome: 'succeeded', result: { paid: 99 } });
+    expect(fencedOut).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
   });
 
   it('refuses bad input with the contract codes, running nothing', async () => {
