@@ -65,9 +65,6 @@ export interface RegisterToolOptions<S extends ToolRuntime> {
 
 export type RegisterWriteToolOptions<S extends ToolRuntime> = RegisterToolOptions<S>;
 
-/** What `String(x)` makes of a missing value: a tenant function that returns one has found no tenant. */
-const STRINGIFIED_NOTHING: ReadonlySet<string> = new Set(['undefined', 'null', 'NaN']);
-
 const NOT_AUTHENTICATED = 'This call carries no verified tenant (it is not authenticated); nothing ran. Call again with a valid token.';
 
 /** The verified tenant, or undefined: the tenant function's answer, checked, never a guess. */
@@ -78,7 +75,8 @@ function verifiedTenant(tenantOf: RegisterToolOptions<ToolRuntime>['tenant'], au
   } catch {
     return undefined;
   }
-  if (typeof tenant !== 'string' || STRINGIFIED_NOTHING.has(tenant)) return undefined;
+  if (typeof tenant !== 'string') return undefined;
+  // validateTenantId refuses what `String(x)` makes of a missing value ("undefined", "null", "NaN") with the other reserved words.
   try {
     return validateTenantId(tenant);
   } catch {
