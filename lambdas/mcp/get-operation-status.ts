@@ -70,7 +70,7 @@ export const getOperationStatusTool: ToolDefinition = defineReadTool({
     'operation_id (whichever the tool takes). ' +
     'Only your own operations are visible.',
   input: {
-    tool: z.string().regex(TOOL_NAME_PATTERN).describe('The write tool that was called, for example create_order.'),
+    tool: z.string().regex(TOOL_NAME_PATTERN).describe('The name of the write tool that was called, as tools/list lists it.'),
     idempotency_key: keySchema.optional().describe('The idempotency_key of that call (for tools that take one).'),
     operation_id: keySchema.optional().describe('The operation_id of that call (for tools that take one).'),
   },

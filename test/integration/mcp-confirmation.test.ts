@@ -100,7 +100,9 @@ describe('a 2026-07-28 client is asked to confirm', () => {
       const operationId = await issueOperationId(client, 'request_payment');
       const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
       expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
-      expect(refused.error!.message).toMatch(/declares elicitation \(form mode\)/);
+      // ...saying what would work: a client with URL elicitation, or the operator's form fallback.
+      expect(refused.error!.message).toMatch(/URL elicitation/);
+      expect(refused.error!.message).toContain('CONFIRMATION_FORM_FALLBACK_TOOLS');
       expect(await paymentsWithKey(operationId)).toEqual([]);
     } finally {
       await client.close();

@@ -46,7 +46,7 @@ describe('WriteResults builders', () => {
       replayed: false,
       retryable: false,
       idempotency_key: KEY,
-      error: { code: 'INVALID_ARGUMENTS', message: 'items is required' },
+      error: { code: 'INVALID_ARGUMENTS', message: 'items is required.' },
     });
   });
 
@@ -71,13 +71,13 @@ describe('describeResult and isErrorResult', () => {
   const cases: [WriteToolResult, RegExp][] = [
     [WriteResults.succeeded(KEY, 1), /^Succeeded\.$/],
     [WriteResults.succeeded(KEY, 1, FIRST), /replayed result of the first call at 2030-01-01T12:00:00\.000Z.*nothing was executed again/],
-    [WriteResults.failed(KEY, { code: 'CARD_DECLINED', message: 'declined' }), /^Failed \(CARD_DECLINED\): declined Do not retry/],
+    [WriteResults.failed(KEY, { code: 'CARD_DECLINED', message: 'declined' }), /^Failed \(CARD_DECLINED\): declined\. Do not retry/],
     [WriteResults.transientFailure(KEY, { code: 'TRANSIENT_FAILURE', message: 'busy' }, 750), /Retry with the same idempotency_key after 750 ms/],
     [WriteResults.inProgress(KEY, 400), /^In progress.*Retry with the same idempotency_key after 400 ms/],
     [WriteResults.unknown(KEY, 5000), /^Outcome unknown.*after 5000 ms.*Do not use a new key/],
     [WriteResults.conflict(KEY), /^Conflict \(IDEMPOTENCY_KEY_REUSED\)/],
     [WriteResults.reviewRequired(KEY), /REVIEW_REQUIRED.*Do not retry/],
-    [WriteResults.rejected(KEY, { code: 'INVALID_IDEMPOTENCY_KEY', message: 'too short' }), /^Rejected \(INVALID_IDEMPOTENCY_KEY\): too short Fix the call/],
+    [WriteResults.rejected(KEY, { code: 'INVALID_IDEMPOTENCY_KEY', message: 'too short' }), /^Rejected \(INVALID_IDEMPOTENCY_KEY\): too short\. Fix the call/],
   ];
 
   it.each(cases)('%j reads as %s', (result, sentence) => {
