@@ -44,10 +44,12 @@ describe('a payment that needs the person\'s approval', () => {
   it('shows the link, waits while the person signs in and approves, then retries with the same key: paid once', async () => {
     const links: ApprovalLink[] = [];
     const client = approvalClient({
+      // The wait for the person is not one request: it outlasts a request's time limit.
+      requestTimeoutMs: 1000,
       onApprovalLink: (link) => {
         links.push(link);
-        // The person decides a moment later, while the client waits and asks again.
-        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'alice', decision: 'approve' }), 200);
+        // The person decides later, while the client waits and asks again.
+        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'alice', decision: 'approve' }), 1500);
       },
     });
     const args = payment();
