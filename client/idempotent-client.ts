@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
@@ -49,11 +51,63 @@ export interface IdempotentClientOptions {
    * form capability and such tools answer `rejected` / CONFIRMATION_UNAVAILABLE.
    */
   confirm?: (request: { message: string }) => boolean | Promise<boolean>;
+  /**
+   * Shows the person the approval link of a tool with confirmation 'approval' (MCP URL-mode elicitation): the
+   * client waits while they sign in and decide on that page, retrying the same call with the same key. Called once
+   * per link (again only when an expired link is replaced). Default: prints the link to stderr.
+   */
+  onApprovalLink?: (link: ApprovalLink) => void | Promise<void>;
+  /** Also opens each approval link in the person's browser (xdg-open, open, explorer); a failure to open is ignored. Default false. */
+  openApprovalLinks?: boolean;
+  /** How long to wait for the person's decision on one link before giving up (one expired link is replaced once). Default 15 min. */
+  approvalWaitMs?: number;
+  /** The wait between retries while the person has not decided. Default 2 s. */
+  approvalPollMs?: number;
   /** Called after every attempt of a write, before any wait: for logs and progress displays. */
   onAttempt?: (event: AttemptEvent) => void;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   clock?: Clock;
+}
+
+/** An approval link the person must open, sign in at and decide on (MCP URL-mode elicitation). */
+export interface ApprovalLink {
+  tool: string;
+  /** The approval page, e.g. http://127.0.0.1:3000/approvals/<id>. */
+  url: string;
+  /** What the server asks, summary first (e.g. "Pay 12.50 EUR to payee-7 ..."). */
+  message: string;
+  elicitationId?: string;
+  /** True when this link replaces an expired one. */
+  renewed: boolean;
+}
+
+/** The approval wait of one write call: the links it showed and when the current one was shown. */
+interface ApprovalWait {
+  tool: string;
+  links: string[];
+  shownAt: number;
+  /** Set when the wait gave up: why, for the call's status line. */
+  gaveUp?: string;
+}
+
+/** Raised inside the elicitation handler to end a wait the person did not answer in time. */
+class ApprovalNotGivenError extends Error {}
+
+const defaultShowLink = (link: ApprovalLink) => {
+  process.stderr.write(`${link.message.split('\n')[0]}\n${link.renewed ? 'The link expired; a new one: ' : 'Approve or decline it at: '}${link.url}\n`);
+};
+
+/** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
+function openInBrowser(url: string): void {
+  const [command, args] = process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['explorer.exe', [url]] : ['xdg-open', [url]];
+  try {
+    const child = spawn(command, args, { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    // No opener: the link was shown anyway.
+  }
 }
 
 /** A write the agent wants done. */
@@ -180,6 +234,12 @@ export class IdempotentMcpClient {
   private readonly clientInfo: { name: string; version: string };
   private readonly confirm: IdempotentClientOptions['confirm'];
   private readonly onAttempt: ((event: AttemptEvent) => void) | undefined;
+  private readonly showApprovalLink: (link: ApprovalLink) => void | Promise<void>;
+  private readonly openApprovalLinks: boolean;
+  private readonly approvalWaitMs: number;
+  private readonly approvalPollMs: number;
+  /** The approval wait of the write call being run (the elicitation handler runs inside it). */
+  private readonly approvalWaits = new AsyncLocalStorage<ApprovalWait>();
   private readonly random: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly clock: Clock;
@@ -201,6 +261,10 @@ export class IdempotentMcpClient {
     this.clientInfo = options.clientInfo ?? { name: 'idempotent-mcp-client', version: '0.1.0' };
     this.confirm = options.confirm;
     this.onAttempt = options.onAttempt;
+    this.showApprovalLink = options.onApprovalLink ?? defaultShowLink;
+    this.openApprovalLinks = options.openApprovalLinks ?? false;
+    this.approvalWaitMs = options.approvalWaitMs ?? 15 * 60_000;
+    this.approvalPollMs = options.approvalPollMs ?? 2000;
     this.random = options.random ?? Math.random;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.requestInit = {
@@ -230,7 +294,8 @@ export class IdempotentMcpClient {
       ...(request.intent !== undefined ? { intent: request.intent } : {}),
       fingerprint: fingerprint(request.args, this.nonBusinessFields),
     };
-    return this.exclusive(identityId(identity), () => this.runWrite<R>(request, identity));
+    const wait: ApprovalWait = { tool, links: [], shownAt: 0 };
+    return this.exclusive(identityId(identity), () => this.approvalWaits.run(wait, () => this.runWrite<R>(request, identity)));
   }
 
   /** Calls a read-only tool, retrying transport failures (a read can be repeated freely). */
@@ -465,6 +530,9 @@ export class IdempotentMcpClient {
       const answer = await client.callTool({ name: tool, arguments: args }, { timeout: this.requestTimeoutMs });
       return { answer, sent: true };
     } catch (err) {
+      const gaveUp = this.approvalWaits.getStore()?.gaveUp;
+      // Nothing ran: the server runs an approval tool only after the person approved.
+      if (gaveUp) return { failure: { kind: 'deterministic', message: gaveUp }, sent: true };
       const failure = classifyCallError(err);
       // A closed transport cannot carry the next attempt; other failures leave the stateless connection usable.
       if (failure.connectionClosed) this.dropConnection(client);
@@ -477,15 +545,19 @@ export class IdempotentMcpClient {
       const connecting = (async () => {
         // 'auto': MCP 2026-07-28 where the server speaks it (server/discover), the 2025 handshake otherwise.
         const confirm = this.confirm;
+        // URL mode always: an approval tool's link is shown to the person, who decides on the server's own page.
         const client = new Client(this.clientInfo, {
-          capabilities: confirm ? { elicitation: { form: {} } } : {},
+          capabilities: { elicitation: { ...(confirm ? { form: {} } : {}), url: {} } },
           versionNegotiation: { mode: 'auto' },
+          // Each round of an approval wait is one poll; the wait itself is bounded by approvalWaitMs (two links at most).
+          inputRequired: { maxRounds: 2 * Math.ceil(this.approvalWaitMs / Math.max(1, this.approvalPollMs)) + 10 },
         });
-        if (confirm) {
-          client.setRequestHandler('elicitation/create', async (request) =>
-            (await confirm({ message: request.params.message })) ? { action: 'accept', content: { confirm: true } } : { action: 'decline' },
-          );
-        }
+        client.setRequestHandler('elicitation/create', async (request) => {
+          const params = request.params as { mode?: string; message: string; url?: string; elicitationId?: string };
+          if (params.mode === 'url' && typeof params.url === 'string') return this.awaitApproval({ ...params, url: params.url });
+          if (!confirm) return { action: 'decline' };
+          return (await confirm({ message: params.message })) ? { action: 'accept', content: { confirm: true } } : { action: 'decline' };
+        });
         const transport = new StreamableHTTPClientTransport(this.url, { requestInit: this.requestInit, fetch: this.fetchSeam });
         await client.connect(transport, { timeout: this.requestTimeoutMs });
         return client;
@@ -497,6 +569,39 @@ export class IdempotentMcpClient {
       });
     }
     return this.connecting;
+  }
+
+  /**
+   * One round of an approval wait (URL-mode elicitation): a new link is shown (and opened when asked), a known one
+   * is waited on; then the SDK retries the same call with the same key and its requestState. The server runs the
+   * tool only once the person approved, answers `rejected` once they declined, and a new link once one expired;
+   * the wait gives up after approvalWaitMs on a link, or when a second expired link would follow.
+   */
+  private async awaitApproval(params: { url: string; message: string; elicitationId?: string }): Promise<{ action: 'accept' }> {
+    const wait = this.approvalWaits.getStore() ?? { tool: 'unknown', links: [], shownAt: this.clock() };
+    if (!wait.links.includes(params.url)) {
+      if (wait.links.length >= 2) {
+        wait.gaveUp = `not approved: the approval link expired twice (last ${wait.links.at(-1)}); nothing ran, the key is free. Call again when the person is ready`;
+        throw new ApprovalNotGivenError(wait.gaveUp);
+      }
+      const renewed = wait.links.length > 0;
+      wait.links.push(params.url);
+      wait.shownAt = this.clock();
+      await this.showApprovalLink({
+        tool: wait.tool,
+        url: params.url,
+        message: params.message,
+        ...(params.elicitationId !== undefined ? { elicitationId: params.elicitationId } : {}),
+        renewed,
+      });
+      if (this.openApprovalLinks) openInBrowser(params.url);
+    } else if (this.clock() - wait.shownAt >= this.approvalWaitMs) {
+      wait.gaveUp = `not approved: no decision at ${params.url} within ${Math.round(this.approvalWaitMs / 1000)} s; nothing ran. Call again with the same key to keep waiting`;
+      throw new ApprovalNotGivenError(wait.gaveUp);
+    }
+    await this.sleep(this.approvalPollMs);
+    // The answer is not the decision: the server reads the person's decision from its approval record.
+    return { action: 'accept' };
   }
 
   private dropConnection(client: Client): void {

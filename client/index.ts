@@ -6,6 +6,7 @@ export {
   IdempotentMcpClient,
   asWriteToolResult,
   newIdempotencyKey,
+  type ApprovalLink,
   type AttemptEvent,
   type IdempotentClientOptions,
   type ReadCall,

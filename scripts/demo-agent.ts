@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CallLedger, IdempotentMcpClient, keyHint, type AttemptEvent, type RetryOptions, type WriteCall } from 'idempotent-mcp/client';
 import { createFaultFetch } from 'idempotent-mcp/client/testing';
+import { decideAsLocalPerson } from './local-approver';
 
 /**
  * The scripted agent of `npm run demo` (and of its test): three intents, each through a failure that would
@@ -9,6 +10,8 @@ import { createFaultFetch } from 'idempotent-mcp/client/testing';
 export interface DemoOptions {
   mcpUrl: string;
   token: string;
+  /** The token's tenant: the person who approves the payment signs in for it at the local dev issuer. Default "demo". */
+  tenant?: string;
   /** Where each line goes. Default: console.log. */
   log?: (line: string) => void;
   /** Overrides of the client's retry budget (the payment waits for the reconciler through it). */
@@ -60,10 +63,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     retry: { maxAttempts: 10, maxElapsedMs: 60_000, ...options.retry },
     sleep,
     onAttempt,
-    // The payment asks the person first (MCP 2026-07-28); in the demo they always say yes.
-    confirm: ({ message }) => {
-      log(`   the person is asked: "${message.split('\n')[0]}" -> yes`);
-      return true;
+    // The payment needs the person's approval on the endpoint's page (MCP URL-mode elicitation). The demo runs
+    // unattended, so a local person signs in at the dev issuer and approves there, over HTTP, as a browser would.
+    onApprovalLink: async (link) => {
+      log(`   approval needed: "${link.message.split('\n')[0]}"`);
+      log(`   link: ${link.url}`);
+      await decideAsLocalPerson(link.url, { tenant: options.tenant ?? 'demo', decision: 'approve' });
+      log('   the person signed in (local dev issuer) and approved on the page; the client retries with the same key');
     },
   });
   const done = (call: WriteCall) => log(`   => ${call.status}`);
@@ -89,8 +95,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     const delivered = await waitFor(sandbox, sleep, options.deliveryTimeoutMs ?? 30_000, (ledger) => (ledger.emails ?? []).some((e) => e.to === email.to));
     log(delivered ? '   the queued email was delivered' : '   the queued email was not delivered in time');
 
-    log('\n3. Pay. The provider commits the payment but answers after the server stopped waiting (commit-then-timeout);');
-    log('   the server answers unknown, its reconciler asks the provider, and the retry gets the payment.');
+    log('\n3. Pay. The person approves the payment on the approval page; then the provider commits it but answers after');
+    log('   the server stopped waiting (commit-then-timeout): the server answers unknown, its reconciler asks the provider,');
+    log('   and the retry gets the payment.');
     const armed = await fetch(sandbox('faults'), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

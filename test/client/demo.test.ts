@@ -5,7 +5,7 @@ import { runDemo } from '../../scripts/demo-agent';
 let stack: LocalStack;
 beforeAll(async () => {
   // Short periods so the payment's reconciliation takes a fraction of a second instead of one 5 s period.
-  stack = await startLocalStack({ env: { RECONCILE_INTERVAL_MS: '200', DOWNSTREAM_TIMEOUT_MS: '300', CONFIRMATION_FORM_FALLBACK_TOOLS: 'request_payment' } });
+  stack = await startLocalStack({ env: { RECONCILE_INTERVAL_MS: '200', DOWNSTREAM_TIMEOUT_MS: '300' } });
 });
 afterAll(() => stack?.stop());
 
@@ -34,6 +34,8 @@ it('the demo of `npm run demo` makes one effect per intent through every fault',
   expect(output).toMatch(/attempt 1: create_order ik_\S+ : unknown, no answer \(network error ECONNRESET\)/);
   expect(output).toMatch(/=> create_order ik_\S+ : succeeded \(replayed\), order_id /);
   expect(output).toMatch(/=> send_email (ik_\S+) : succeeded, [^\n]*\n[^\n]*re-planned[^\n]*\n\s+=> send_email \1 : succeeded \(replayed\)/);
+  // The payment waited for the person's approval on the page (URL mode), then ran once.
+  expect(output).toMatch(/approval needed: "Pay 24\.90 EUR to payee-\S+ \(memo: "order [^"]+"\)"\n\s+link: http:\/\/\S+\/approvals\/\S+\n\s+the person signed in/);
   expect(output).toMatch(/attempt 1: request_payment op_\S+ : unknown, being verified/);
   expect(output).toMatch(/=> request_payment op_\S+ : succeeded \(replayed\), payment_id /);
 }, 60_000);

@@ -9,6 +9,7 @@ import { createFaultFetch } from '../../client/fault-fetch';
 import { IdempotentMcpClient, type IdempotentClientOptions } from '../../client/idempotent-client';
 import { freePort } from '../../local/free-port';
 import { startLocalStack, type LocalStack } from '../../local/stack';
+import { decideAsLocalPerson } from '../../scripts/local-approver';
 import { startSecretsExtension } from '../support/secrets-extension';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 
@@ -40,8 +41,8 @@ function testClient(overrides: Partial<IdempotentClientOptions> = {}) {
     token,
     session: 'session-1',
     random: () => 0.5,
-    // The person approves every payment the server asks them to confirm.
-    confirm: () => true,
+    // The person approves every payment on the approval page (signed in at the local dev issuer).
+    onApprovalLink: (link) => decideAsLocalPerson(link.url, { tenant: 'client-tests', decision: 'approve' }),
     clock: () => now,
     sleep: async (ms) => {
       sleeps.push(ms);
@@ -313,7 +314,8 @@ describe('operation ids', () => {
 
       expect(call).toMatchObject({ keyKind: 'operation_id', state: 'succeeded', result: { replayed: false } });
       expect(extension.requests).toHaveLength(3);
-      expect(sleeps).toHaveLength(2);
+      // Two waits while the key was unreadable (full jitter at random() = 0.5), then one while the person approved.
+      expect(sleeps).toEqual([100, 200, 2000]);
       const ledger = (await (await fetch(`${deployedLike.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string }[] };
       expect(ledger.payments.filter((p) => p.payee_id === args.payee_id)).toHaveLength(1);
     } finally {

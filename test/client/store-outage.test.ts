@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { IdempotentMcpClient } from '../../client/idempotent-client';
 import { startLocalStack, type LocalStack } from '../../local/stack';
+import { decideAsLocalPerson } from '../../scripts/local-approver';
 import { createTestTable } from '../support/dynamodb';
 import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 
@@ -19,8 +20,8 @@ beforeAll(async () => {
     url: stack.mcpUrl,
     token: await stack.tokenFor('outage-tenant'),
     random: () => 0.5,
-    // The person approves the payment the server asks them to confirm.
-    confirm: () => true,
+    // The person approves the payment on the approval page (signed in at the local dev issuer).
+    onApprovalLink: (link) => decideAsLocalPerson(link.url, { tenant: 'outage-tenant', decision: 'approve' }),
     clock: () => now,
     sleep: async (ms) => {
       now += ms;

@@ -1,0 +1,157 @@
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IdempotentMcpClient, type ApprovalLink, type IdempotentClientOptions } from '../../client/idempotent-client';
+import { startLocalStack, type LocalStack } from '../../local/stack';
+import { decideAsLocalPerson } from '../../scripts/local-approver';
+
+/**
+ * The retry-safe client and a payment that needs the person's approval on the endpoint's page (request_payment,
+ * confirmation 'approval', MCP URL-mode elicitation), on the real local stack: the person signs in at the local dev
+ * issuer and decides over HTTP; the sandbox payments ledger says what was paid.
+ */
+const TENANT = 'client-approval';
+let stack: LocalStack;
+let token: string;
+let serverAheadMs = 0;
+const clients: IdempotentMcpClient[] = [];
+
+beforeAll(async () => {
+  stack = await startLocalStack({ services: { clock: () => Date.now() + serverAheadMs } });
+  token = await stack.tokenFor(TENANT);
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await stack?.stop();
+});
+
+function approvalClient(overrides: Partial<IdempotentClientOptions>) {
+  const client = new IdempotentMcpClient({ url: stack.mcpUrl, token, session: `approval-${clients.length}`, approvalPollMs: 50, ...overrides });
+  clients.push(client);
+  return client;
+}
+
+let payee = 0;
+const payment = () => ({ amount_minor: 1250, currency: 'EUR', payee_id: `payee-client-${++payee}`, memo: 'rent' });
+
+async function paymentsTo(payeeId: string) {
+  const ledger = (await (await fetch(`${stack.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string; idempotency_key: string }[] };
+  return ledger.payments.filter((p) => p.payee_id === payeeId);
+}
+
+describe('a payment that needs the person\'s approval', () => {
+  it('shows the link, waits while the person signs in and approves, then retries with the same key: paid once', async () => {
+    const links: ApprovalLink[] = [];
+    const client = approvalClient({
+      // The wait for the person is not one request: it outlasts a request's time limit.
+      requestTimeoutMs: 1000,
+      onApprovalLink: (link) => {
+        links.push(link);
+        // The person decides later, while the client waits and asks again.
+        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'alice', decision: 'approve' }), 1500);
+      },
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(call).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
+    expect(links).toHaveLength(1);
+    expect(links[0]).toMatchObject({ tool: 'request_payment', renewed: false, url: expect.stringMatching(new RegExp(`^${stack.url}/approvals/`)) });
+    expect(links[0]!.message).toContain(`Pay 12.50 EUR to ${args.payee_id}`);
+    const paid = await paymentsTo(args.payee_id);
+    expect(paid).toHaveLength(1);
+    expect(paid[0]!.idempotency_key).toBe(call.key);
+
+    // The intent again (a re-plan): the same key, the first payment's result, no second link.
+    const again = await client.callWrite({ tool: 'request_payment', args });
+    expect(again).toMatchObject({ key: call.key, state: 'succeeded', result: { replayed: true } });
+    expect(links).toHaveLength(1);
+    expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+  });
+
+  it('a decline answers rejected / CONFIRMATION_DECLINED and nothing is paid', async () => {
+    const client = approvalClient({
+      onApprovalLink: (link) => decideAsLocalPerson(link.url, { tenant: TENANT, decision: 'decline' }),
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(call).toMatchObject({ state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(call.status).toMatch(/^request_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
+    expect(await paymentsTo(args.payee_id)).toEqual([]);
+  });
+
+  it('an expired link is replaced by a new one, shown once more; then the client gives up, nothing paid', async () => {
+    const links: ApprovalLink[] = [];
+    const client = approvalClient({
+      onApprovalLink: (link) => {
+        links.push(link);
+        // Nobody decides, and the server's clock passes the link's expiry (15 min).
+        serverAheadMs += 16 * 60_000;
+      },
+    });
+    const args = payment();
+    try {
+      const call = await client.callWrite({ tool: 'request_payment', args });
+
+      expect(links.map((l) => l.renewed)).toEqual([false, true]);
+      expect(links[1]!.url).not.toBe(links[0]!.url);
+      expect(call).toMatchObject({ state: 'failed', failure: { kind: 'deterministic' } });
+      expect(call.status).toMatch(/not approved: the approval link expired twice .*nothing ran/);
+    } finally {
+      serverAheadMs = 0;
+    }
+    expect(await paymentsTo(args.payee_id)).toEqual([]);
+  });
+
+  it('gives up on a link nobody decides after the bounded wait, saying so; nothing paid', async () => {
+    let now = Date.now();
+    const shown: string[] = [];
+    const client = approvalClient({
+      approvalWaitMs: 60_000,
+      approvalPollMs: 10_000,
+      clock: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+      onApprovalLink: (link) => void shown.push(link.url),
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(shown).toHaveLength(1);
+    expect(call).toMatchObject({ state: 'failed', failure: { kind: 'deterministic' } });
+    expect(call.status).toContain(`not approved: no decision at ${shown[0]} within 60 s; nothing ran`);
+    expect(await paymentsTo(args.payee_id)).toEqual([]);
+  });
+
+  it.runIf(process.platform === 'linux')('opens the link with the platform opener when asked (xdg-open)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'opener-'));
+    const opened = join(dir, 'opened');
+    await writeFile(join(dir, 'xdg-open'), `#!/bin/sh\necho "$1" > '${opened}'\n`);
+    await chmod(join(dir, 'xdg-open'), 0o755);
+    const path = process.env.PATH;
+    process.env.PATH = `${dir}:${path}`;
+    try {
+      let link = '';
+      const client = approvalClient({
+        openApprovalLinks: true,
+        onApprovalLink: (shown) => {
+          link = shown.url;
+          return decideAsLocalPerson(shown.url, { tenant: TENANT, decision: 'approve' });
+        },
+      });
+      const args = payment();
+      expect(await client.callWrite({ tool: 'request_payment', args })).toMatchObject({ state: 'succeeded' });
+      await expect.poll(() => readFile(opened, 'utf8').catch(() => '')).toBe(`${link}\n`);
+      expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+    } finally {
+      process.env.PATH = path;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
