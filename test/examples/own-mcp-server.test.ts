@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, inject, it } from 'vitest';
 import { startInvoiceServer, type StartedServer } from '../../examples/own-mcp-server/server';
-import { checkRetryReplays } from '../../examples/own-mcp-server/test';
+import { checkContract, checkRetryReplays, checkUnknownSettles } from '../../examples/own-mcp-server/test';
 
 /**
  * The example a team copies (its own McpServer, one write tool through registerWriteTool, DynamoDB Local), run on
@@ -15,3 +15,12 @@ afterAll(() => server?.stop());
 it.each(['2026-07-28', '2025-11-25'] as const)('a %s client creates one invoice per key: the retry replays it', async (era) => {
   await checkRetryReplays(server, era);
 });
+
+it('refuses undeclared and invalid arguments and a caller without a tenant, running nothing', async () => {
+  await checkContract(server);
+});
+
+it('settles a lost outcome through its reconciler: the retry gets the invoice that was filed', async () => {
+  process.env.DYNAMODB_ENDPOINT ??= inject('dynamodbEndpoint');
+  await checkUnknownSettles();
+}, 60_000);
