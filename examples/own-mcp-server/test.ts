@@ -70,7 +70,7 @@ export async function checkContract(server: StartedServer): Promise<void> {
 }
 
 /** The invoicing system files the first invoice and then does not answer in time: the call's outcome is lost. */
-class TimesOutAfterFiling extends InvoiceBook {
+export class TimesOutAfterFiling extends InvoiceBook {
   private answered = 0;
   override async create(tenant: string, key: string, fields: Omit<Invoice, 'invoice_id'>, signal?: AbortSignal): Promise<Invoice> {
     const invoice = await super.create(tenant, key, fields, signal);

@@ -8,18 +8,8 @@ import { McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, registerWriteTool, startReconciler } from 'idempotent-mcp/mcp';
-import { createInvoice, InvoiceBook, invoiceTools, type Invoice } from '../../examples/own-mcp-server/server';
-
-/** Files the invoice, then its answer never arrives: the first call's outcome is lost after the effect. */
-class TimesOutAfterFiling extends InvoiceBook {
-  private answered = 0;
-
-  override async create(tenant: string, key: string, fields: Omit<Invoice, 'invoice_id'>, signal?: AbortSignal): Promise<Invoice> {
-    const invoice = await super.create(tenant, key, fields, signal);
-    if (this.answered++ === 0) throw new DOMException('the invoicing system did not answer in time', 'TimeoutError');
-    return invoice;
-  }
-}
+import { createInvoice, invoiceTools } from '../../examples/own-mcp-server/server';
+import { TimesOutAfterFiling } from '../../examples/own-mcp-server/test';
 
 const doc = createDynamoDbClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
 const store = new DynamoDbIdempotencyStore({ client: doc, tableName: process.env.TABLE_NAME! });
