@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { callWrite, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
-import { sandboxLedger } from '../support/side-effects';
+import { paymentArgs, sandboxLedger } from '../support/side-effects';
 
 /**
  * request_payment (confirmation: 'approval') end to end on the local stack: the person approves on the approval
@@ -18,15 +18,6 @@ beforeAll(async () => {
   agentToken = await stack.tokenFor(TENANT);
 });
 afterAll(() => stack?.stop());
-
-const paymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
-  operation_id: operationId,
-  amount_minor: 1250,
-  currency: 'EUR',
-  payee_id: 'payee-7',
-  memo: 'rent',
-  ...overrides,
-});
 
 const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { callWrite, connectClient, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
-import { issueOperationId, sandboxLedger } from '../support/side-effects';
+import { issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 
 /**
  * Form-mode confirmation end to end on the local stack, with the sandbox payments ledger as the judge: request_payment
@@ -23,15 +23,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => stack?.stop());
-
-const paymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
-  operation_id: operationId,
-  amount_minor: 1250,
-  currency: 'EUR',
-  payee_id: 'payee-7',
-  memo: 'rent',
-  ...overrides,
-});
 
 async function paymentsWithKey(key: string) {
   return (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
-import { describeRun, invariantViolations, InvariantViolation, newStats, runParameters, runScenario, scenarioArbitrary, START, worldClock } from './support/races';
+import { checkRun, newStats, runParameters, runScenario, scenarioArbitrary, START, worldClock } from './support/races';
 
 /**
  * The race exploration of engine-races.test.ts, smaller, on DynamoDB Local: the real DynamoDB store and the real
@@ -43,12 +43,7 @@ describe('races on the real engine (DynamoDB Local)', () => {
         index: { doc: table.doc, tableName: table.tableName },
         stuckAfterMs: 30_000,
       });
-      stats.runs++;
-      stats.scheduledSteps += scheduler.report().filter((task) => task.status !== 'pending').length;
-      if (world.actors.some((a) => a.dead)) stats.withCrash++;
-      if (world.downstream.ledger.length > 0) stats.withEffect++;
-      const broken = await invariantViolations(world);
-      if (broken.length > 0) throw new InvariantViolation(`${broken.join('\n')}\n${describeRun(world)}`);
+      await checkRun(world, scheduler, stats);
     });
     await fc.assert(property, runParameters(RUNS));
     console.info(

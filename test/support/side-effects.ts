@@ -80,6 +80,16 @@ export async function settledDelivery(client: Client, tool: string, key: string,
   );
 }
 
+/** A request_payment call's arguments for the confirmation and approval tests: 12.50 EUR to payee-7, memo "rent". */
+export const paymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
+  operation_id: operationId,
+  amount_minor: 1250,
+  currency: 'EUR',
+  payee_id: 'payee-7',
+  memo: 'rent',
+  ...overrides,
+});
+
 export async function issueOperationId(client: AnyMcpClient, tool: string): Promise<string> {
   const { structured, isError, text } = await callRead(client, 'issue_operation_id', { tool });
   if (isError || !structured) throw new Error(`issue_operation_id failed: ${text}`);

@@ -711,13 +711,18 @@ export function raceProperty(variant: Variant, options: ScenarioOptions, stats: 
     });
     // Deadline timers of callers that crashed mid-execution: never fired, dropped with the run.
     vi.clearAllTimers();
-    stats.runs++;
-    stats.scheduledSteps += scheduler.report().filter((task) => task.status !== 'pending').length;
-    if (world.actors.some((a) => a.dead)) stats.withCrash++;
-    if (world.downstream.ledger.length > 0) stats.withEffect++;
-    const broken = await invariantViolations(world);
-    if (broken.length > 0) throw new InvariantViolation(`${broken.join('\n')}\n${describeRun(world)}`);
+    await checkRun(world, scheduler, stats);
   });
+}
+
+/** After a run: counts it into `stats`, then throws an InvariantViolation (with the run's story) if it broke one. */
+export async function checkRun(world: World, scheduler: fc.Scheduler, stats: RunStats): Promise<void> {
+  stats.runs++;
+  stats.scheduledSteps += scheduler.report().filter((task) => task.status !== 'pending').length;
+  if (world.actors.some((a) => a.dead)) stats.withCrash++;
+  if (world.downstream.ledger.length > 0) stats.withEffect++;
+  const broken = await invariantViolations(world);
+  if (broken.length > 0) throw new InvariantViolation(`${broken.join('\n')}\n${describeRun(world)}`);
 }
 
 /**
