@@ -17,7 +17,14 @@ export {
 } from '../store/clients';
 export { cancellationReasons, isConditionRefusal, refusingItem, type CancellationReason, type Item } from '../store/refusals';
 export { OutboxStore, type StoredOutboxEvent } from '../outbox/outbox-store';
-export { toDeliveryView } from '../outbox/outbox-event';
 export { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
-export * from '../outbox/outbox-event';
+export {
+  MalformedMessageError,
+  newOutboxMessage,
+  parseOutboxMessage,
+  toDeliveryView,
+  type DeliveryStatus,
+  type DeliveryView,
+  type OutboxMessage,
+} from '../outbox/outbox-event';
 export { Reconciler, ReconcilerDefaults, type ReconcilerOptions, type ReconcileReport, type ToolReconciler } from '../reconciler/reconciler';
