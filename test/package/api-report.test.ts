@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { apiReports } from '../../scripts/api-report';
+import { PROJECT_ROOT } from '../../scripts/declarations';
 
 /**
  * The public surface is a promise: each subpath's API report (api/*.api.md, API Extractor's) is committed, so a change
@@ -10,4 +13,6 @@ it('matches the committed API report of every public subpath, and each surface n
   expect(outcomes.length).toBeGreaterThan(0);
   expect(outcomes.filter((o) => o.changed).map((o) => `${o.reportFile} is out of date: run npm run api`)).toEqual([]);
   expect(outcomes.flatMap((o) => o.problems.map((p) => `${o.subpath}: ${p}`))).toEqual([]);
+  // Named exports only: a re-export of a whole module would make each of its future names public unseen.
+  expect(outcomes.filter((o) => /^export \* from/m.test(readFileSync(join(PROJECT_ROOT, o.reportFile), 'utf8'))).map((o) => o.subpath)).toEqual([]);
 }, 900_000);
