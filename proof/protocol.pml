@@ -73,7 +73,6 @@ typedef Rec {
 };
 Rec rec[NK];
 
-byte ntok;          /* token serial */
 byte nres;          /* result serial */
 bit res_fp[16];     /* which arguments a result was produced for */
 
@@ -121,8 +120,15 @@ inline NEW_RESULT() {
   nres++; assert(nres < 16); r = nres; res_fp[r] = myfp
 }
 
+/* A fresh owner token: serial * 4 + caller, the smallest serial no record holds. A token is only ever compared with
+   a record's owner and with the token of the caller's current attempt (a caller runs one attempt at a time, and a
+   crashed attempt is gone), so one unlike every record's owner fences exactly as a never-used one would; unlike a
+   growing counter it keeps the state space finite, so a caller that polls or re-claims forever is a cycle of states
+   (caught by the progress check), not a bound the search runs into. */
 inline NEW_TOKEN() {
-  ntok++; assert(ntok < 60); t = ntok * 4 + me
+  t = 1 * 4 + me;
+  if :: t == rec[0].own || t == rec[1].own -> t = 2 * 4 + me :: else fi;
+  if :: t == rec[0].own || t == rec[1].own -> t = 3 * 4 + me :: else fi
 }
 
 inline ANSWER_SUCCEEDED(rr) {
@@ -249,9 +255,9 @@ proctype Caller(byte me; bit myfp) {
              one request on the condition that the key is free. */
           atomic { if :: o = O_OK :: o = O_TERMINAL fi };   /* its result gets an id when it commits */
           atomic {
-            NEW_TOKEN();
             if
             :: rec[k].st == ST_ABSENT ->
+               NEW_TOKEN();
                assert(NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_COMPLETE) == ST_SUCCEEDED && NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_FAIL) == ST_FAILED);
                if
                :: fault_b > 0 -> fault_b--; unsure = 1    /* store unavailable: the commit may or may not apply */
