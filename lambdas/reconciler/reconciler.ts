@@ -33,7 +33,7 @@ export interface ReconcilerOptions {
   clock?: Clock;
   /** Sweeps stuck outbox events in the same run. */
   relay?: OutboxRelay;
-  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight). */
+  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight), and an UNKNOWN one is not checked sooner. */
   leaseGraceMs?: number;
   /** First wait after an unreachable downstream, doubling per attempt (about one reconciler period). */
   backoffBaseMs?: number;
@@ -108,6 +108,16 @@ export class Reconciler {
     return Math.min(backoffBaseMs * 2 ** Math.max(0, attempts - 1), backoffMaxMs);
   }
 
+  /**
+   * Whether an UNKNOWN record may be checked now: its next check came, and the lease of the execution that left it
+   * passed with the grace. Until then a request that execution sent may still land downstream (a timed-out call is
+   * not a call that never arrives), and an `absent` answer could release a key whose effect is on its way. Holds for
+   * every way a record becomes UNKNOWN: the executor's own mark, a follower's or this reconciler's expired lease.
+   */
+  isDue(record: IdempotencyRecord, now: number): boolean {
+    return (record.nextCheckAt ?? record.updatedAt) <= now && leaseHasPassed(record.leaseExpiresAt + this.options.leaseGraceMs, now);
+  }
+
   async runOnce(): Promise<ReconcileReport> {
     const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs, metrics } = this.options;
     const report: ReconcileReport = {
@@ -126,7 +136,7 @@ export class Reconciler {
     const unknown = (await queryAttention(doc, tableName, 'UNKNOWN', { limit: UNKNOWN_SCAN_LIMIT }))
       .map(itemToRecord)
       .filter((r) => r.status === 'UNKNOWN');
-    const due = unknown.filter((r) => (r.nextCheckAt ?? r.updatedAt) <= now).slice(0, batchSize);
+    const due = unknown.filter((r) => this.isDue(r, now)).slice(0, batchSize);
     const settled = new Set<IdempotencyRecord>();
     await inBatches(due, CONCURRENCY, async (record) => {
       const outcome = await this.settleUnknown(record, now);
