@@ -33,7 +33,7 @@ export interface ReconcilerOptions {
   clock?: Clock;
   /** Sweeps stuck outbox events in the same run. */
   relay?: OutboxRelay;
-  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight), and an UNKNOWN one is not checked sooner. */
+  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight), and one a follower marked UNKNOWN is not checked sooner. */
   leaseGraceMs?: number;
   /** First wait after an unreachable downstream, doubling per attempt (about one reconciler period). */
   backoffBaseMs?: number;
@@ -109,13 +109,14 @@ export class Reconciler {
   }
 
   /**
-   * Whether an UNKNOWN record may be checked now: its next check came, and the lease of the execution that left it
-   * passed with the grace. Until then a request that execution sent may still land downstream (a timed-out call is
-   * not a call that never arrives), and an `absent` answer could release a key whose effect is on its way. Holds for
-   * every way a record becomes UNKNOWN: the executor's own mark, a follower's or this reconciler's expired lease.
+   * Whether an UNKNOWN record may be checked now: its next check came, and, when someone other than its executor
+   * marked it (a follower the moment the lease passed), the lease passed with the grace too. Until then the
+   * executor may still be finishing, and an `absent` answer could release a key whose effect is on its way. An
+   * executor that marked its own record has stopped: it is checked at once.
    */
   isDue(record: IdempotencyRecord, now: number): boolean {
-    return (record.nextCheckAt ?? record.updatedAt) <= now && leaseHasPassed(record.leaseExpiresAt + this.options.leaseGraceMs, now);
+    if ((record.nextCheckAt ?? record.updatedAt) > now) return false;
+    return record.errorType !== 'lease_expired' || leaseHasPassed(record.leaseExpiresAt + this.options.leaseGraceMs, now);
   }
 
   async runOnce(): Promise<ReconcileReport> {

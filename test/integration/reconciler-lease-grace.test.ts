@@ -6,9 +6,10 @@ import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';
 
 /**
- * The reconciler never asks the downstream about an UNKNOWN record (so never concludes `absent` and frees the key)
- * while the lease of the execution that left it, plus the grace, still runs: a request sent before the executor gave
- * up may still land (issue 23's planted bug "the reconciler settling absent while the first call's lease still runs").
+ * The reconciler never asks the downstream about an UNKNOWN record a follower marked (so never concludes `absent` and
+ * frees the key) while the executor's lease plus the grace still runs: the executor may still be finishing (issue
+ * 23's planted bug "the reconciler settling absent while the first call's lease still runs"). The grace is the one
+ * the reconciler gives a stale PROCESSING record before it marks it itself.
  */
 let table: Awaited<ReturnType<typeof createTestTable>>;
 beforeAll(async () => {
@@ -48,31 +49,33 @@ describe('the reconciler waits for the lease and its grace before it checks an U
     });
   }
 
-  it.each([
-    ['the executor marked it UNKNOWN early (its downstream call timed out), due at once', 'executor'],
-    ['a follower marked it UNKNOWN the moment its lease passed', 'follower'],
-  ])('%s: not asked before lease + grace, asked and released after', async (_, how) => {
-    const record = processingRecord({ leaseExpiresAt: LEASE, tenant: `tenant-${how}` });
+  it('a follower marked it UNKNOWN the moment its lease passed: not asked before lease + grace, asked and released after', async () => {
+    const record = processingRecord({ leaseExpiresAt: LEASE });
     expect(await store().claim(record, T0)).toMatchObject({ claimed: true });
-    if (how === 'executor') {
-      const at = T0 + 2_000;
-      expect(await store().markUnknown(record, record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: at }, at)).toBe(true);
-    } else {
-      expect(await store().expireLease(record, LEASE)).toBe(true);
-    }
-    const clock = { now: how === 'executor' ? T0 + 2_000 : LEASE };
+    // What the engine does for a duplicate that finds the lease passed and re-running unsafe (`mark_unknown`).
+    expect(await store().expireLease(record, LEASE)).toBe(true);
+    const clock = { now: LEASE };
     const asked = new Map<string, number>();
     const reconciler = reconcilerAt(clock, asked);
-
-    for (const now of [clock.now, LEASE, LEASE + GRACE - 1]) {
+    for (const now of [LEASE, LEASE + GRACE - 1]) {
       clock.now = now;
       await reconciler.runOnce();
-      expect(asked.get(record.idempotencyKey), `asked at lease ${now - LEASE} ms`).toBeUndefined();
+      expect(asked.get(record.idempotencyKey), `asked ${now - LEASE} ms after the lease`).toBeUndefined();
       expect(await store().get(record)).toMatchObject({ status: 'UNKNOWN' });
     }
     clock.now = LEASE + GRACE;
     expect(await reconciler.runOnce()).toMatchObject({ released: 1 });
     expect(asked.get(record.idempotencyKey)).toBe(1);
     expect(await store().get(record)).toBeUndefined();
+  });
+
+  it('the executor marked its own record UNKNOWN (it stopped): checked at once', async () => {
+    const record = processingRecord({ leaseExpiresAt: LEASE });
+    expect(await store().claim(record, T0)).toMatchObject({ claimed: true });
+    const at = T0 + 2_000;
+    expect(await store().markUnknown(record, record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: at }, at)).toBe(true);
+    const asked = new Map<string, number>();
+    expect(await reconcilerAt({ now: at }, asked).runOnce()).toMatchObject({ released: 1 });
+    expect(asked.get(record.idempotencyKey)).toBe(1);
   });
 });

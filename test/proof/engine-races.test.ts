@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { newStats, raceProperty, REAL, runParameters } from './support/races';
+import { describeStats, EXPLORED, newStats, raceProperty, REAL, runParameters } from './support/races';
 
 /**
  * Issue 23 item 5: fast-check's scheduler drives the real engine, the real in-memory store and the real reconciler's
@@ -18,13 +18,13 @@ describe('races on the real engine (in-memory store)', () => {
   it('keeps every invariant in every explored interleaving', { timeout: 120_000 }, async () => {
     const stats = newStats();
     const started = performance.now();
-    await fc.assert(raceProperty(REAL, { hangs: true, maxCallers: 3, maxDriverSteps: 6 }, stats), runParameters(RUNS));
-    console.info(
-      `engine races: ${stats.runs} runs, ${stats.scheduledSteps} scheduled awaits, ${stats.withCrash} with a crash, ` +
-        `${stats.withEffect} with an effect, in ${Math.round(performance.now() - started)} ms`,
-    );
+    await fc.assert(raceProperty(REAL, EXPLORED, stats), runParameters(RUNS));
+    console.info(`engine races: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
     // The exploration reached the cases that matter, not only quiet runs.
     expect(stats.withCrash).toBeGreaterThan(stats.runs / 10);
     expect(stats.withEffect).toBeGreaterThan(stats.runs / 4);
+    for (const reached of [stats.withOneRequestCommit, stats.withKeys, stats.withExpiry, stats.withOperatorDecision]) {
+      expect(reached).toBeGreaterThan(stats.runs / 50);
+    }
   });
 });

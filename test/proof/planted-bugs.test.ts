@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { InMemoryIdempotencyStore } from '../../lambdas/engine/in-memory-store';
-import type { IdempotencyStore } from '../../lambdas/engine/persistence';
+import type { IdempotencyStore, ReviewStore } from '../../lambdas/engine/persistence';
 import { newStats, raceProperty, REAL, type ScenarioOptions, type Variant } from './support/races';
 
 /**
@@ -13,7 +13,7 @@ import { newStats, raceProperty, REAL, type ScenarioOptions, type Variant } from
  */
 
 /** The store with one method replaced; everything else is the real store's. */
-function replacing(store: IdempotencyStore, methods: Partial<IdempotencyStore>): IdempotencyStore {
+function replacing<S extends IdempotencyStore & ReviewStore>(store: S, methods: Partial<IdempotencyStore & ReviewStore>): S {
   return new Proxy(store, {
     get: (target, name: string) => (methods as Record<string, unknown>)[name] ?? (target as unknown as Record<string, unknown>)[name],
   });
