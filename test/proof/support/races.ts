@@ -73,6 +73,8 @@ export interface CallerPlan {
   key: number;
   /** A client that calls again at once (same key, as told) when its answer invites a retry, within the race. */
   retriesAtOnce: boolean;
+  /** A duplicate that arrives late: after the driver's time steps, while operators may still be at work. */
+  late: boolean;
 }
 
 export type DriverStep = { kind: 'advance'; ms: number } | { kind: 'reconcile' };
@@ -119,7 +121,7 @@ export interface ScenarioOptions {
   retention?: 'sometimes' | 'always';
   /** Up to this many operator passes beside the callers. Default 0. */
   maxOperators?: number;
-  /** Clients that call again at once within the race. Default false. */
+  /** Clients that call again at once within the race, and callers that arrive late. Default false. */
   retriesAtOnce?: boolean;
 }
 
@@ -155,6 +157,7 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
     mutatesInput: fc.boolean(),
     key: fc.nat({ max: (options.maxKeys ?? 1) - 1 }),
     retriesAtOnce: options.retriesAtOnce ? fc.boolean() : fc.constant(false),
+    late: options.retriesAtOnce ? fc.boolean() : fc.constant(false),
   });
   const step = fc.oneof(
     fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(100, 400, 1_000, 2_000) }),
@@ -645,9 +648,10 @@ export class World {
             const epoch = this.epochOf(key);
             const effectsAtAnswer = this.downstream.ledger.filter((e) => e.key === key && e.epoch === epoch);
             this.answers.push({ caller: name, intent: operation, key, phase, answer, effectsAtAnswer, recordAtAnswer, startedAt, epoch });
-            // A client that calls again at once when told to (the same key): within the race, not after it.
+            // A client that calls again at once when told to (the same key): within the race, not after it. Its
+            // downstream behaves as it did for the first call.
             if (phase === 'race' && plan.retriesAtOnce && answer.retryable) {
-              await this.startCaller(`${name}.again`, { ...plan, downstream: 'none', retriesAtOnce: false }, key, 'race', undefined);
+              await this.startCaller(`${name}.again`, { ...plan, retriesAtOnce: false }, key, 'race', undefined);
             }
           },
           (err: unknown) => this.violation(`${name} threw instead of answering: ${String(err)}`),
@@ -767,9 +771,13 @@ export async function runScenario(options: WorldOptions): Promise<World> {
   const world = new World(options);
   const { scenario } = options;
   // Not awaited: a caller that crashed never answers, one that hangs answers when time reaches its deadline.
-  for (const [i, plan] of scenario.callers.entries()) void world.startCaller(`caller${i}`, plan, world.keys[plan.key]!, 'race', plan.fault);
+  const start = (i: number, plan: CallerPlan) => world.startCaller(`caller${i}`, plan, world.keys[plan.key]!, 'race', plan.fault);
+  for (const [i, plan] of scenario.callers.entries()) if (!plan.late) void start(i, plan);
   for (let i = 0; i < scenario.operators; i++) void world.operate(`operator${i}`, 2);
   await world.runUntil(world.drive(scenario.driver), 'the driver');
+  // Not awaited either: until nothing is left to schedule (a late caller may crash too).
+  for (const [i, plan] of scenario.callers.entries()) if (plan.late) void start(i, plan);
+  await world.runUntil(Promise.resolve(), 'the late callers');
   await settleWorld(world);
   // Clients: a call that died or that was told to retry is sent again, with the same key (or, planted, a new one).
   const retries: Promise<void>[] = [];
