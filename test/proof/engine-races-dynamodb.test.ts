@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
-import { checkRun, EXPLORED, newStats, runParameters, runScenario, scenarioArbitrary, START, worldClock } from './support/races';
+import { checkRun, describeStats, EXPLORED, newStats, runParameters, runScenario, scenarioArbitrary, START, worldClock } from './support/races';
 
 /**
  * The race exploration of engine-races.test.ts, smaller, on DynamoDB Local: the real DynamoDB store and the real
@@ -47,10 +47,7 @@ describe('races on the real engine (DynamoDB Local)', () => {
       await checkRun(world, scheduler, stats);
     });
     await fc.assert(property, runParameters(RUNS));
-    console.info(
-      `engine races on DynamoDB Local: ${stats.runs} runs, ${stats.scheduledSteps} scheduled awaits, ${stats.withCrash} with a crash, ` +
-        `${stats.withEffect} with an effect, in ${Math.round(performance.now() - started)} ms`,
-    );
+    console.info(`engine races on DynamoDB Local: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
     expect(stats.withEffect).toBeGreaterThan(0);
   });
 });

@@ -4,11 +4,12 @@ import { describeStats, EXPLORED, newStats, raceProperty, REAL, runParameters } 
 
 /**
  * Issue 23 item 5: fast-check's scheduler drives the real engine, the real in-memory store and the real reconciler's
- * per-record step through thousands of interleavings of two or three callers with one key, crashes and store faults
- * at any await, downstream faults, lease expiry and reconciler passes. docs/correctness.md ("Races on the real
+ * per-record step through thousands of interleavings of two or three callers on one to three keys, crashes and store
+ * faults at any await, downstream faults, lease expiry, reconciler passes, the one-request path of local tools,
+ * retention expiry and operators settling by hand. docs/correctness.md ("Races on the real
  * engine") says what is explored, which promise each invariant checks, and how to replay a failure (FC_SEED, FC_PATH).
  */
-const RUNS = 1_500;
+const RUNS = 2_500;
 
 describe('races on the real engine (in-memory store)', () => {
   // The engine's execution deadline is a timer: fake timers move with the run's clock, so a hung call meets it.
