@@ -24,7 +24,7 @@ describe('races on the real engine (in-memory store)', () => {
     // The exploration reached the cases that matter, not only quiet runs.
     expect(stats.withCrash).toBeGreaterThan(stats.runs / 10);
     expect(stats.withEffect).toBeGreaterThan(stats.runs / 4);
-    for (const reached of [stats.withOneRequestCommit, stats.withKeys, stats.withExpiry, stats.withOperatorDecision]) {
+    for (const reached of [stats.withOneRequestCommit, stats.withKeys, stats.withExpiry, stats.withOperatorDecision, stats.withRememberedKey]) {
       expect(reached).toBeGreaterThan(stats.runs / 50);
     }
   });

@@ -444,6 +444,12 @@ export interface WorldOptions {
   stuckAfterMs?: number;
 }
 
+/** A Lambda instance: its engine, and the call it serves now. */
+interface Instance {
+  engine: IdempotencyEngine;
+  current: { actor: Actor; store: ActorStore };
+}
+
 export class World {
   readonly scheduler: fc.Scheduler;
   readonly downstream: Downstream;
@@ -574,20 +580,32 @@ export class World {
   }
 
   /** A caller: its own engine (a Lambda instance), its own store view and downstream view, faults as planned. */
-  startCaller(name: string, plan: CallerPlan, key: string, phase: Answer['phase'], fault: Fault | undefined): Promise<void> {
+  startCaller(name: string, plan: CallerPlan, key: string, phase: Answer['phase'], fault: Fault | undefined, instance?: Instance): Promise<void> {
     const actor = new Actor(name, this, fault);
     this.actors.push(actor);
     const startedAt = this.options.clock.clock();
     const operation = `${plan.key}${plan.intent}`;
     const args: Record<string, unknown> = { intent: plan.intent, amount: plan.intent === 'A' ? 100 : 200, note: 'as sent' };
     const store = this.storeFor(actor, args);
-    const engine = new IdempotencyEngine({
-      store,
+    // The engine lives as long as its Lambda instance: a call sent again to the same instance meets the same engine
+    // (what it remembers included), through this call's actor.
+    const current = instance?.current ?? { actor, store };
+    current.actor = actor;
+    current.store = store;
+    const engine =
+      instance?.engine ??
+      new IdempotencyEngine({
+      store: new Proxy(store, {
+        get: (_, method: string) => {
+          const value = (current.store as unknown as Record<string, unknown>)[method];
+          return typeof value === 'function' ? value.bind(current.store) : value;
+        },
+      }),
       clock: this.options.clock.clock,
       inProgressWaitMs: TIMES.inProgressWaitMs,
       completionMarginMs: TIMES.completionMarginMs,
       sleep: (ms) =>
-        actor.step(
+        current.actor.step(
           `sleep ${ms}`,
           async () => {
             this.options.clock.advance(ms);
@@ -648,10 +666,10 @@ export class World {
             const epoch = this.epochOf(key);
             const effectsAtAnswer = this.downstream.ledger.filter((e) => e.key === key && e.epoch === epoch);
             this.answers.push({ caller: name, intent: operation, key, phase, answer, effectsAtAnswer, recordAtAnswer, startedAt, epoch });
-            // A client that calls again at once when told to (the same key): within the race, not after it. Its
-            // downstream behaves as it did for the first call.
-            if (phase === 'race' && plan.retriesAtOnce && answer.retryable) {
-              await this.startCaller(`${name}.again`, { ...plan, retriesAtOnce: false }, key, 'race', undefined);
+            // A client that sends the call again at once (told to retry, or a duplicate), with the same key, to the
+            // same instance: within the race, not after it. Its downstream behaves as it did for the first call.
+            if (phase === 'race' && plan.retriesAtOnce) {
+              await this.startCaller(`${name}.again`, { ...plan, retriesAtOnce: false }, key, 'race', undefined, { engine, current });
             }
           },
           (err: unknown) => this.violation(`${name} threw instead of answering: ${String(err)}`),
@@ -913,6 +931,8 @@ export interface RunStats {
   withKeys: number;
   withExpiry: number;
   withOperatorDecision: number;
+  /** Runs where an instance answered a key it remembered by reading its record first (local tools). */
+  withRememberedKey: number;
 }
 
 export const newStats = (): RunStats => ({
@@ -924,13 +944,14 @@ export const newStats = (): RunStats => ({
   withKeys: 0,
   withExpiry: 0,
   withOperatorDecision: 0,
+  withRememberedKey: 0,
 });
 
 /** The counts of a run's stats, in words (each test prints them). */
 export const describeStats = (stats: RunStats) =>
   `${stats.runs} runs, ${stats.scheduledSteps} scheduled awaits, ${stats.withCrash} with a crash, ${stats.withEffect} with an effect, ` +
   `${stats.withOneRequestCommit} with a one-request commit, ${stats.withKeys} on several keys, ${stats.withExpiry} with a key claimed again after ` +
-  `its retention, ${stats.withOperatorDecision} with an operator's decision`;
+  `its retention, ${stats.withOperatorDecision} with an operator's decision, ${stats.withRememberedKey} with a key an instance remembered`;
 
 export function raceProperty(variant: Variant, options: ScenarioOptions, stats: RunStats = newStats()) {
   return fc.asyncProperty(fc.scheduler(), scenarioArbitrary(options), async (scheduler, scenario) => {
@@ -963,6 +984,7 @@ export async function checkRun(world: World, scheduler: fc.Scheduler, stats: Run
   if (world.keys.length > 1) stats.withKeys++;
   if (world.keys.some((key) => world.epochOf(key) > 0)) stats.withExpiry++;
   if (world.observations.some((o) => o.method === 'decide' && o.before !== o.after)) stats.withOperatorDecision++;
+  if (world.actors.some((a) => a.name.endsWith('.again') && a.trace[0] === 'get')) stats.withRememberedKey++;
   const broken = await invariantViolations(world);
   if (broken.length > 0) throw new InvariantViolation(`${broken.join('\n')}\n${describeRun(world)}`);
 }
