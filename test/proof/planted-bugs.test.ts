@@ -202,6 +202,9 @@ describe('planted bugs are caught by the race exploration', () => {
         `${variant.name}: found after ${stats.runs} runs in ${Math.round(performance.now() - started)} ms ` +
           `(seed ${found.seed}, path "${found.counterexamplePath}")\n${broken}`,
       );
+      // The printed seed and path replay the same counterexample.
+      const replay = await fc.check(raceProperty(variant, scenarios), { seed: found.seed, path: found.counterexamplePath ?? undefined, numRuns: 1, endOnFailure: true });
+      expect(String((replay.errorInstance as Error | undefined)?.message).split('\nactors:')[0], 'the replay of the printed seed and path').toBe(broken);
       await fc.assert(raceProperty(REAL, scenarios), { numRuns: REAL_RUNS });
     });
   }
