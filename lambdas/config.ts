@@ -1,4 +1,5 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
+import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/approval';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -104,9 +105,6 @@ export interface ApprovalPageConfig {
   };
 }
 
-export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
-/** The longest an approval link may live: a day. */
-export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
 export const DEV_SIGN_IN_PATHS = { authorize: '/dev-issuer/authorize', token: '/dev-issuer/token' } as const;
