@@ -90,6 +90,12 @@ export interface EndpointSettings extends FunctionNetwork {
    */
   readonly confirmationOptOut?: string[];
   /**
+   * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form
+   * instead (the client's word, not a signed-in person's).
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   */
+  readonly confirmationFormFallback?: string[];
+  /**
    * Set when a custom domain fronts the Function URL (https): then the approval page is served there too.
    * @default the request's own host; the approval page gets an HTTP API of its own
    */
@@ -354,6 +360,7 @@ export class IdempotentMcpEndpoint extends Construct {
       downstreamTimeout: props.downstreamTimeout,
       allowedOrigins: props.allowedOrigins,
       confirmationOptOut: props.confirmationOptOut,
+      confirmationFormFallback: props.confirmationFormFallback,
       publicBaseUrl: props.publicBaseUrl,
       reconcilePeriod: props.reconcilePeriod,
       outbox,

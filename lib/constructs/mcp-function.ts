@@ -56,6 +56,11 @@ export interface McpFunctionProps extends CommonFunctionProps {
    */
   readonly confirmationOptOut?: string[];
   /**
+   * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form.
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   */
+  readonly confirmationFormFallback?: string[];
+  /**
    * Whether the endpoint has an outbox (queue, relay, consumer). Without one (OUTBOX=off) a tool that queues an
    * effect answers a clear error instead of committing an event nobody delivers.
    * @default true
@@ -123,6 +128,7 @@ export class McpFunction extends Construct {
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
         publicBaseUrl: props.publicBaseUrl || undefined,
         confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
+        confirmationFormFallback: props.confirmationFormFallback?.length ? props.confirmationFormFallback : undefined,
         downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
         outbox: props.outbox === false ? 'off' : undefined,
         ...approvalPageSettings(props.approvalPage),

@@ -405,3 +405,13 @@ describe('deployed settings on the running endpoint: the link points at the page
     expect(target.searchParams.get('client_id')).toBe('page-client');
   });
 });
+
+describe('the form fallback, deployed', () => {
+  it('reaches the function from context (CONFIRMATION_FORM_FALLBACK_TOOLS), and only tool names pass', () => {
+    const { stack, template } = synthStack({ confirmationFormFallback: 'request_payment' });
+    expect(readEnvOf(mcpEnv(template, stack)).confirmationFormFallback).toEqual(['request_payment']);
+    const plain = synthStack();
+    expect(mcpEnv(plain.template, plain.stack)[nameOf('confirmationFormFallback')]).toBeUndefined();
+    expect(() => settingsFromContext({ confirmationFormFallback: 'pay ment' })).toThrow(/^context "confirmationFormFallback" must be a comma-separated list of tool names/);
+  });
+});
