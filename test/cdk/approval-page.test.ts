@@ -1,9 +1,15 @@
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { EnvVars, loadConfig, read as readEnv, type Env, type EnvVar } from '../../lambdas/config';
 import { approvalId } from '../../lambdas/core/approval';
+import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { APPROVAL_CALLBACK_PATH } from '../../lambdas/mcp/confirmation';
 import { ContextError, settingsFromContext } from '../../reference/cdk/context';
@@ -413,5 +419,58 @@ describe('the form fallback, deployed', () => {
     const plain = synthStack();
     expect(mcpEnv(plain.template, plain.stack)[nameOf('confirmationFormFallback')]).toBeUndefined();
     expect(() => settingsFromContext({ confirmationFormFallback: 'pay ment' })).toThrow(/^context "confirmationFormFallback" must be a comma-separated list of tool names/);
+  });
+});
+
+describe("a person's tenant from their own claim (the stack's pool: custom:tenant), the agents' from client_id", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'approval-claim-'));
+  const ISSUER = 'urn:test:pool';
+  let server: Server;
+  let tokenUrl: string;
+  let personTenant = 'tenant-a';
+  beforeAll(async () => {
+    // The pool's token endpoint over real HTTP: the person's ID token names their tenant in custom:tenant, as
+    // Cognito puts the custom attribute, and carries no client_id (only access tokens do).
+    const people = await loadDevIssuer({ dir, issuer: ISSUER, audience: 'unused', tenantClaim: 'custom:tenant' });
+    server = createServer(async (_request, response) => {
+      const idToken = await people.sign({ tenant: personTenant, subject: 'alice', audience: 'page-client', scope: '', ttlSeconds: 300, extra: { token_use: 'id' } });
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id_token: idToken }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth2/token`;
+  });
+  afterAll(() => {
+    server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Opens the approval of `tenant` as a visitor who signs in at the pool; the page's answer once signed in. */
+  async function visit(tenantClaim: string | undefined, tenant: string) {
+    const page = createApprovalPage({
+      config: {
+        auth: { mode: 'dev', devAuthDir: dir, issuer: ISSUER, audience: 'unused', tenantClaim: 'client_id', requiredScopes: ['idempotent-mcp/tools'] },
+        approvals: { ttlSeconds: 900, baseUrl: 'https://page.example.com', signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl, scopes: ['openid'], tenantClaim } },
+      },
+      approvals: { current: async () => undefined } as never, // no record: a person of the tenant hears "no longer valid"
+      signingSecret: async () => 's'.repeat(32),
+      clock: () => Date.now(),
+      logger: { info: () => {}, warn: () => {} },
+    });
+    const id = approvalId({ tenant, tool: 'request_payment', idempotencyKey: 'op-1' }, 'n'.repeat(22));
+    const start = await page.request(`/${id}`);
+    const signInCookie = start.headers.getSetCookie()[0]!.split(';')[0]!;
+    const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
+    const back = await page.request(`/callback?code=c0de&state=${state}`, { headers: { cookie: signInCookie } });
+    if (back.status !== 303) return back.status;
+    const session = back.headers.getSetCookie().find((cookie) => cookie.includes('approval_session='))!.split(';')[0]!;
+    return (await page.request(`/${id}`, { headers: { cookie: session } })).status;
+  }
+
+  it('lets a person of the tenant in, keeps one of another tenant out, and needs the claim named', async () => {
+    personTenant = 'tenant-a';
+    expect(await visit('custom:tenant', 'tenant-a')).toBe(404);
+    expect(await visit('custom:tenant', 'tenant-b')).toBe(403);
+    // Read with the agents' claim, the person's token names no tenant: refused at sign-in.
+    expect(await visit(undefined, 'tenant-a')).toBe(401);
   });
 });
