@@ -3,13 +3,14 @@ import { floorBench } from './floor';
 import { endpointBench } from './endpoint';
 import { coldStartBench } from './cold-start';
 import { tableShapeBench } from './table-shape';
+import { capacityBench } from './capacity';
 import { formatTable, type BenchSection } from './section';
 
 /**
  * `npm run bench`: each section measures one thing and returns its figures; the last line printed is ONE JSON
  * object with all of them, keyed by section, for CI to parse. Add a section by appending it here.
  */
-const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench];
+const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench];
 
 const figures: Record<string, unknown> = {};
 for (const section of sections) {

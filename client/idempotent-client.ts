@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { type CallToolResult, Client, type FetchLike, ProtocolError, ProtocolErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
@@ -46,14 +46,21 @@ export interface IdempotentClientOptions {
   requestTimeoutMs?: number;
   clientInfo?: { name: string; version: string };
   /**
+   * The MCP protocol era: 'auto' speaks 2026-07-28 where the server does (server/discover) and the 2025 handshake
+   * otherwise; 'legacy' always the 2025 handshake (protocol version 2025-11-25), for a server or gateway that should
+   * see only 2025-era requests. Approval links work in both. Default 'auto'.
+   */
+  protocolEra?: 'auto' | 'legacy';
+  /**
    * Asks the person to confirm an operation the server wants confirmed (a tool with confirmation 'required', over
    * MCP 2026-07-28): `message` is what to show; resolve true for an explicit yes. Without it the client declares no
    * form capability and such tools answer `rejected` / CONFIRMATION_UNAVAILABLE.
    */
   confirm?: (request: { message: string }) => boolean | Promise<boolean>;
   /**
-   * Shows the person the approval link of a tool with confirmation 'approval' (MCP URL-mode elicitation): the
-   * client waits while they sign in and decide on that page, retrying the same call with the same key. Called once
+   * Shows the person the approval link of a tool with confirmation 'approval' (MCP URL-mode elicitation: a
+   * 2026-07-28 `input_required`, or 2025-11-25's URL-elicitation-required error -32042): the client waits while they
+   * sign in and decide on that page, retrying the same call with the same key. Called once
    * per link (again only when an expired link is replaced). Default: prints the link to stderr.
    */
   onApprovalLink?: (link: ApprovalLink) => void | Promise<void>;
@@ -97,6 +104,25 @@ class ApprovalNotGivenError extends Error {}
 const defaultShowLink = (link: ApprovalLink) => {
   process.stderr.write(`${link.message.split('\n')[0]}\n${link.renewed ? 'The link expired; a new one: ' : 'Approve or decline it at: '}${link.url}\n`);
 };
+
+/**
+ * The URL-mode elicitation of a 2025-11-25 URL-elicitation-required error (-32042, `data.elicitations`), if `err` is
+ * one; anything else is left to the caller's error handling.
+ */
+function urlElicitationOf(err: unknown): { url: string; message: string; elicitationId?: string } | undefined {
+  if (!(err instanceof ProtocolError) || err.code !== ProtocolErrorCode.UrlElicitationRequired) return undefined;
+  const elicitations = (err.data as { elicitations?: unknown } | undefined)?.elicitations;
+  if (!Array.isArray(elicitations)) return undefined;
+  for (const candidate of elicitations as Array<Record<string, unknown> | null>) {
+    if (candidate?.mode !== 'url' || typeof candidate.url !== 'string') continue;
+    return {
+      url: candidate.url,
+      message: typeof candidate.message === 'string' ? candidate.message : err.message,
+      ...(typeof candidate.elicitationId === 'string' ? { elicitationId: candidate.elicitationId } : {}),
+    };
+  }
+  return undefined;
+}
 
 /** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
 function openInBrowser(url: string): void {
@@ -232,6 +258,7 @@ export class IdempotentMcpClient {
   private readonly nonBusinessFields: readonly string[];
   private readonly requestTimeoutMs: number;
   private readonly clientInfo: { name: string; version: string };
+  private readonly protocolEra: 'auto' | 'legacy';
   private readonly confirm: IdempotentClientOptions['confirm'];
   private readonly onAttempt: ((event: AttemptEvent) => void) | undefined;
   private readonly showApprovalLink: (link: ApprovalLink) => void | Promise<void>;
@@ -259,6 +286,7 @@ export class IdempotentMcpClient {
     this.nonBusinessFields = options.nonBusinessFields ?? DEFAULT_NON_BUSINESS_FIELDS;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 20_000;
     this.clientInfo = options.clientInfo ?? { name: 'idempotent-mcp-client', version: '0.1.0' };
+    this.protocolEra = options.protocolEra ?? 'auto';
     this.confirm = options.confirm;
     this.onAttempt = options.onAttempt;
     this.showApprovalLink = options.onApprovalLink ?? defaultShowLink;
@@ -527,8 +555,18 @@ export class IdempotentMcpClient {
       return { failure: classifyCallError(err), sent: false };
     }
     try {
-      const answer = await client.callTool({ name: tool, arguments: args }, { timeout: this.requestTimeoutMs });
-      return { answer, sent: true };
+      for (;;) {
+        try {
+          const answer = await client.callTool({ name: tool, arguments: args }, { timeout: this.requestTimeoutMs });
+          return { answer, sent: true };
+        } catch (err) {
+          // 2025-11-25 asks for the person's approval by an error naming the link: after the wait (the same rounds as
+          // a 2026-07-28 input request), the same call is sent again: it runs, is declined, or names a new link.
+          const elicitation = urlElicitationOf(err);
+          if (!elicitation) throw err;
+          await this.awaitApproval(elicitation);
+        }
+      }
     } catch (err) {
       const gaveUp = this.approvalWaits.getStore()?.gaveUp;
       // Nothing ran: the server runs an approval tool only after the person approved.
@@ -543,12 +581,12 @@ export class IdempotentMcpClient {
   private connection(): Promise<Client> {
     if (!this.connecting) {
       const connecting = (async () => {
-        // 'auto': MCP 2026-07-28 where the server speaks it (server/discover), the 2025 handshake otherwise.
+        // 'auto': MCP 2026-07-28 where the server speaks it (server/discover), the 2025 handshake otherwise; 'legacy': that handshake.
         const confirm = this.confirm;
         // URL mode always: an approval tool's link is shown to the person, who decides on the server's own page.
         const client = new Client(this.clientInfo, {
           capabilities: { elicitation: { ...(confirm ? { form: {} } : {}), url: {} } },
-          versionNegotiation: { mode: 'auto' },
+          versionNegotiation: { mode: this.protocolEra },
           // Each round of an approval wait is one poll; the wait itself is bounded by approvalWaitMs (two links at most).
           inputRequired: { maxRounds: 2 * Math.ceil(this.approvalWaitMs / Math.max(1, this.approvalPollMs)) + 10 },
         });
@@ -573,7 +611,8 @@ export class IdempotentMcpClient {
 
   /**
    * One round of an approval wait (URL-mode elicitation): a new link is shown (and opened when asked), a known one
-   * is waited on; then the SDK retries the same call with the same key and its requestState. The server runs the
+   * is waited on; then the same call is retried with the same key (2026-07-28: by the SDK, with its requestState;
+   * 2025-11-25: by attemptToolCall after the era's URL-elicitation-required error). The server runs the
    * tool only once the person approved, answers `rejected` once they declined, and a new link once one expired;
    * the wait gives up after approvalWaitMs on a link, or when a second expired link would follow.
    */

@@ -6,6 +6,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { toolsOf, type ToolsModuleExports } from '../lambdas/handlers/tools-module';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
+import { DynamoDbApprovalStore } from '../lambdas/store/dynamodb-approval-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { validateTenantId } from '../lambdas/core/idempotency-key';
 import { REVIEW_REASON_MAX_CHARS } from '../lambdas/core/state-machine';
@@ -25,7 +26,7 @@ import { resolveTarget, type Target, type TargetOptions } from './target';
 export const USAGE = `Usage: npm run ops -- <command> [options]
 
   list [--status needs_review|unknown|stale|pending|failed] [--tenant T] [--tool X] [--older-than 15m] [--limit N] [--json]
-  show <tenant> <tool> <key> [--json]
+  show <tenant> <tool> <key> [--json]   (the record, its review log, its delivery and its approval)
   settle <tenant> <tool> <key> --found --result '<json>' | --result-file <path>|- --reason "..." [--json]
   settle <tenant> <tool> <key> --absent --reason "..." [--json]
   recheck <tenant> <tool> <key> --reason "..." [--json]
@@ -243,6 +244,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       outbox: new OutboxStore(target.doc, target.tableName),
       doc: target.doc,
       tableName: target.tableName,
+      approvals: new DynamoDbApprovalStore(target.doc, target.tableName),
       tools,
       queue: target.queue,
       who: target.who,
@@ -308,6 +310,15 @@ function formatRecord(view: RecordView): string {
   if (view.review.length) {
     lines.push('  review log');
     for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
+  }
+  const approval = view.approval;
+  if (approval) {
+    lines.push(`  approval      ${approval.status} (${approval.mode === 'url' ? 'the person, on the approval page' : "form: the MCP client's word"})`);
+    lines.push(`    bound to    ${approval.tool}, fingerprint ${approval.fingerprint}`);
+    lines.push(`    summary     ${approval.summary}`);
+    lines.push(`    expires     ${approval.expires_at}`);
+    for (const e of approval.log)
+      lines.push(`    ${e.at}  ${e.event}${e.by !== undefined ? `  by ${e.by}${e.tenant !== undefined ? ` (tenant ${e.tenant})` : ''}` : ''}`);
   }
   return lines.join('\n');
 }

@@ -15,6 +15,8 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
+import { approvalState, type ApprovalRecord } from '../lambdas/core/approval';
+import type { ApprovalStore } from '../lambdas/engine/approval-store';
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
@@ -107,6 +109,36 @@ export interface RecordView {
   result?: unknown;
   delivery?: DeliveryView;
   review: Array<Omit<ReviewEntry, 'at'> & { at: string }>;
+  /** The person's approval of the operation (tools with confirmation 'approval' or 'required'); absent when none was asked. */
+  approval?: ApprovalView;
+}
+
+/**
+ * An operation's approval record as `show` prints it: what it is bound to, when it expires, and its log of who
+ * asked and who decided, when. The decisions live in the approval record's own log (the same partition as the
+ * idempotency record), not in the review log, which holds operators' transitions of the idempotency record.
+ */
+export interface ApprovalView {
+  /** 'expired': still undecided past its expiry (the next call asks anew). */
+  status: 'pending' | 'approved' | 'declined' | 'expired';
+  /** 'url': decided by a signed-in person on the approval page; 'form': the MCP client's answer. */
+  mode: 'url' | 'form';
+  tool: string;
+  /** The fingerprint of the arguments the person was asked about. */
+  fingerprint: string;
+  summary: string;
+  created_at: string;
+  expires_at: string;
+  decided_at?: string;
+  decided_by?: string;
+  log: Array<{
+    at: string;
+    event: 'requested' | 'approved' | 'declined';
+    /** The person's subject (url mode) or 'mcp-client' (form mode). */
+    by?: string;
+    /** The decider's tenant: the approval's own (the page lets only a person of that tenant decide). */
+    tenant?: string;
+  }>;
 }
 
 /** What a person asks for: settle (found with its result, or absent), or another check by the reconciler. */
@@ -141,6 +173,8 @@ export interface ReviewDeskOptions {
   tools: ReadonlyMap<string, WriteToolDefinition>;
   /** The outbox queue and its dead-letter queue (redrive only). */
   queue?: { sqs: SQSClient; queueUrl?: string; deadLetterQueueUrl: () => Promise<string | undefined> };
+  /** Where the operations' approvals are kept: `show` prints a key's approval. Default: none shown. */
+  approvals?: ApprovalStore;
   /** Who decides: the caller's AWS identity, or the OS user locally. */
   who: () => Promise<string>;
   logger: Logger;
@@ -211,13 +245,20 @@ export class ReviewDesk {
     return { entries, truncated };
   }
 
-  /** The record (or, once released, its review log alone) and its outbox delivery. Unknown key: ReviewInputError. */
+  /**
+   * The record (or, once released, its review log alone), its outbox delivery and its approval (a declined or
+   * undecided approval leaves the key free: then the approval alone). Unknown key: ReviewInputError.
+   */
   async show(identity: RecordIdentity): Promise<RecordView> {
-    const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
-    if (!record && log.entries.length === 0) throw new ReviewInputError(`no record for ${describe(identity)}`);
+    const [record, log, approval] = await Promise.all([
+      this.options.store.get(identity),
+      this.options.store.reviewLog(identity),
+      this.options.approvals?.current(identity),
+    ]);
+    if (!record && log.entries.length === 0 && !approval) throw new ReviewInputError(`no record for ${describe(identity)}`);
     const view = this.view(identity, record, log);
     const delivery = await this.delivery(record);
-    return delivery ? { ...view, delivery } : view;
+    return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}) };
   }
 
   /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */
@@ -346,6 +387,27 @@ export class ReviewDesk {
       age_seconds: Math.max(0, Math.floor((now - since) / 1000)),
       attempts: record.reconcileAttempts ?? 0,
       ...(record.error ? { error: record.error } : {}),
+    };
+  }
+
+  private approvalView(approval: ApprovalRecord): ApprovalView {
+    const status = approvalState(approval, approval.fingerprint, this.clock());
+    return {
+      status: status === 'other' ? approval.status : status,
+      mode: approval.mode,
+      tool: approval.tool,
+      fingerprint: approval.fingerprint,
+      summary: approval.summary,
+      created_at: iso(approval.createdAt)!,
+      expires_at: iso(approval.expiresAt)!,
+      ...(approval.decidedAt !== undefined ? { decided_at: iso(approval.decidedAt) } : {}),
+      ...(approval.decidedBy !== undefined ? { decided_by: approval.decidedBy } : {}),
+      log: approval.log.map((entry) => ({
+        at: iso(entry.at)!,
+        event: entry.event,
+        ...(entry.by !== undefined ? { by: entry.by } : {}),
+        ...(entry.event !== 'requested' ? { tenant: approval.tenant } : {}),
+      })),
     };
   }
 

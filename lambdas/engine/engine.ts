@@ -114,6 +114,12 @@ export interface EngineOptions {
   completionMarginMs?: number;
   /** retry_after_ms given with `unknown`: about one reconciler period. Default 5000 ms. */
   unknownRetryAfterMs?: number;
+  /**
+   * How many keys of local tools this engine remembers having answered from a settled record (the most recent
+   * ones). A call with such a key is likely a retry: it reads the record first, so its replay costs one read instead
+   * of a refused transaction carrying the tool's items. 0 turns it off. Default 10 000.
+   */
+  answeredKeys?: number;
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -155,6 +161,9 @@ export class IdempotencyEngine {
   /** Claims whose store said an earlier attempt's answer was lost (`ClaimResult.answerLost`). */
   private readonly lostClaimAnswers = new WeakSet<IdempotencyRecord>();
   private readonly sleep: (ms: number) => Promise<void>;
+  /** Local tools' keys answered from a settled record, oldest first (a Map keeps insertion order). */
+  private readonly answered = new Map<string, true>();
+  private readonly answeredLimit: number;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -164,6 +173,7 @@ export class IdempotencyEngine {
     this.completionMarginMs = options.completionMarginMs ?? 1000;
     this.unknownRetryAfterMs = options.unknownRetryAfterMs ?? 5000;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.answeredLimit = options.answeredKeys ?? 10_000;
   }
 
   async run<R>(request: WriteRequest, policyInput: IdempotencyPolicy, execute: Executor<R>): Promise<WriteToolResult<R>> {
@@ -191,7 +201,10 @@ export class IdempotencyEngine {
       // NaN, Infinity, BigInt: arguments that have no canonical JSON cannot be compared with a retry.
       return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: 'the arguments are not representable as JSON' });
     }
-    const emit: Emit = (type, errorCode) =>
+    const local = request.effect === 'local';
+    const answeredKey = `${identity.tenant}#${identity.tool}#${key}`;
+    const emit: Emit = (type, errorCode) => {
+      if (local && SETTLED_ANSWERS.has(type)) this.rememberAnswered(answeredKey);
       this.observer.record({
         type,
         tool: identity.tool,
@@ -200,9 +213,14 @@ export class IdempotencyEngine {
         durationMs: this.clock() - started,
         errorCode,
       });
+    };
 
     try {
-      let oneRequest = request.effect === 'local';
+      let oneRequest = local;
+      // A key this engine answered is likely a retry: its record, read first, answers it without running the tool
+      // or sending the transaction (refused, it would still cost a write of every item it carries). Only a shortcut
+      // to the answer a held record gives: a key found free goes on to the conditional write as any other.
+      let known = local && this.answered.has(answeredKey) ? await this.store.get(identity) : undefined;
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
         const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);
@@ -227,8 +245,9 @@ export class IdempotencyEngine {
           traceId: request.traceId,
         };
         let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
-        let existing: IdempotencyRecord | undefined;
-        if (oneRequest) {
+        let existing: IdempotencyRecord | undefined = known;
+        known = undefined;
+        if (oneRequest && !existing) {
           const once = await this.runOnce(record, budgetMs, policy, request, execute, emit);
           if ('answer' in once) return once.answer;
           if ('held' in once) existing = once.held;
@@ -263,6 +282,13 @@ export class IdempotencyEngine {
       }
       throw err;
     }
+  }
+
+  private rememberAnswered(answeredKey: string) {
+    if (this.answeredLimit <= 0) return;
+    this.answered.delete(answeredKey);
+    this.answered.set(answeredKey, true);
+    if (this.answered.size > this.answeredLimit) this.answered.delete(this.answered.keys().next().value!);
   }
 
   /** Budget: the tool's timeout, cut to what the Lambda has left less the completion margin; the lease covers both. */
@@ -633,6 +659,9 @@ export class IdempotencyEngine {
 }
 
 type Emit = (type: EngineEventType, errorCode?: string) => void;
+
+/** Answers that come from a settled record for the key (its own execution, a replay, a conflict with it). */
+const SETTLED_ANSWERS: ReadonlySet<EngineEventType> = new Set(['executed', 'failed', 'replayed', 'conflict']);
 
 const TAKEN_OVER_NOT_FINISHED =
   'An earlier attempt with this key may have acted, and this one could not finish it; call again with the same key (a re-run is deduplicated downstream), never with a new one.';

@@ -1,6 +1,7 @@
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FetchLike } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpClient, type ApprovalLink, type IdempotentClientOptions } from '../../client/idempotent-client';
 import { startLocalStack, type LocalStack } from '../../local/stack';
@@ -153,5 +154,118 @@ describe('a payment that needs the person\'s approval', () => {
       process.env.PATH = path;
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/** The JSON-RPC requests a client sent through its fetch seam: method, protocol version, tool. */
+function recordingFetch() {
+  const sent: Array<{ method: string; version: string | null; tool?: string }> = [];
+  const seam: FetchLike = async (url, init) => {
+    if (init?.method === 'POST' && typeof init.body === 'string') {
+      const message = JSON.parse(init.body) as { method?: string; params?: { name?: string; protocolVersion?: string } };
+      if (message.method) {
+        // initialize names its version in the body; every later request in the Mcp-Protocol-Version header.
+        const version = message.method === 'initialize' ? (message.params?.protocolVersion ?? null) : new Headers(init.headers).get('mcp-protocol-version');
+        sent.push({ method: message.method, version, ...(message.params?.name ? { tool: message.params.name } : {}) });
+      }
+    }
+    return fetch(url, init);
+  };
+  return { sent, seam };
+}
+
+describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-required error, -32042)', () => {
+  /** A client that speaks only the 2025 handshake; every request is checked to be 2025-11-25. */
+  function legacyClient(overrides: Partial<IdempotentClientOptions>) {
+    const { sent, seam } = recordingFetch();
+    const client = approvalClient({ protocolEra: 'legacy', fetch: seam, ...overrides });
+    const paymentCalls = () => sent.filter((r) => r.method === 'tools/call' && r.tool === 'request_payment');
+    const expectLegacyOnly = () => {
+      expect(sent[0]).toEqual({ method: 'initialize', version: '2025-11-25' });
+      expect(sent.filter((r) => r.method === 'server/discover')).toEqual([]);
+      expect(sent.filter((r) => r.method === 'tools/call').every((r) => r.version === '2025-11-25')).toBe(true);
+    };
+    return { client, paymentCalls, expectLegacyOnly };
+  }
+
+  it('shows the link, waits while the person approves, then sends the same call with the same key again: paid once', async () => {
+    const links: ApprovalLink[] = [];
+    const { client, paymentCalls, expectLegacyOnly } = legacyClient({
+      onApprovalLink: (link) => {
+        links.push(link);
+        // The person decides while the client waits and asks again.
+        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'carol', decision: 'approve' }), 500);
+      },
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(call).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
+    expect(links).toHaveLength(1);
+    expect(links[0]).toMatchObject({
+      tool: 'request_payment',
+      renewed: false,
+      url: expect.stringMatching(new RegExp(`^${stack.url}/approvals/`)),
+      elicitationId: expect.any(String),
+    });
+    expect(links[0]!.message).toContain(`Pay 12.50 EUR to ${args.payee_id}`);
+    // The link was answered by waiting: the call was asked for approval, sent again while undecided, then ran.
+    expect(paymentCalls().length).toBeGreaterThanOrEqual(2);
+    expectLegacyOnly();
+    const paid = await paymentsTo(args.payee_id);
+    expect(paid).toHaveLength(1);
+    expect(paid[0]!.idempotency_key).toBe(call.key);
+
+    // The intent again: the same key, the first payment replayed, no second link, no second payment.
+    const again = await client.callWrite({ tool: 'request_payment', args });
+    expect(again).toMatchObject({ key: call.key, state: 'succeeded', result: { replayed: true } });
+    expect(links).toHaveLength(1);
+    expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+  });
+
+  it('a decline answers rejected / CONFIRMATION_DECLINED; calling again is declined again, nothing paid, no second link', async () => {
+    const links: ApprovalLink[] = [];
+    const { client, expectLegacyOnly } = legacyClient({
+      onApprovalLink: (link) => {
+        links.push(link);
+        return decideAsLocalPerson(link.url, { tenant: TENANT, decision: 'decline' });
+      },
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(call).toMatchObject({ state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(call.status).toMatch(/^request_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
+    const again = await client.callWrite({ tool: 'request_payment', args });
+    expect(again).toMatchObject({ key: call.key, state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(links).toHaveLength(1);
+    expectLegacyOnly();
+    expect(await paymentsTo(args.payee_id)).toEqual([]);
+  });
+
+  it('gives up on a link nobody decides after approvalWaitMs, saying so; nothing paid', async () => {
+    let now = Date.now();
+    const shown: string[] = [];
+    const { client, paymentCalls } = legacyClient({
+      approvalWaitMs: 60_000,
+      approvalPollMs: 10_000,
+      clock: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+      onApprovalLink: (link) => void shown.push(link.url),
+    });
+    const args = payment();
+
+    const call = await client.callWrite({ tool: 'request_payment', args });
+
+    expect(shown).toHaveLength(1);
+    expect(call).toMatchObject({ state: 'failed', failure: { kind: 'deterministic' } });
+    expect(call.status).toContain(`not approved: no decision at ${shown[0]} within 60 s; nothing ran`);
+    // One request per poll: the first, five waits of 10 s, then the one that finds the wait over.
+    expect(paymentCalls()).toHaveLength(7);
+    expect(await paymentsTo(args.payee_id)).toEqual([]);
   });
 });

@@ -208,3 +208,94 @@ describe('the engine on the in-memory store', () => {
     await expect(engine.run(request('pay#x', newKey()), {}, never)).rejects.toThrow(/tool name/);
   });
 });
+
+describe("a local tool's retry on the engine that answered it", () => {
+  /** Counts the store's requests by method. */
+  class CountingStore extends InMemoryIdempotencyStore {
+    readonly calls = { get: 0, commitOnce: 0, claim: 0 };
+    override async get(...args: Parameters<InMemoryIdempotencyStore['get']>) {
+      this.calls.get++;
+      return super.get(...args);
+    }
+    override async commitOnce(...args: Parameters<InMemoryIdempotencyStore['commitOnce']>) {
+      this.calls.commitOnce++;
+      return super.commitOnce(...args);
+    }
+    override async claim(...args: Parameters<InMemoryIdempotencyStore['claim']>) {
+      this.calls.claim++;
+      return super.claim(...args);
+    }
+    reset() {
+      this.calls.get = this.calls.commitOnce = this.calls.claim = 0;
+    }
+  }
+  const localRequest = (key: string, args: Record<string, unknown> = { amount: 10 }) => ({ ...request('create_order', key, args), effect: 'local' as const });
+  const item = () => ({ pk: `ORDER#${TENANT}#${randomUUID()}`, sk: 'ORDER' });
+  function localSetup(options: Partial<EngineOptions> = {}) {
+    let now = Date.UTC(2030, 0, 1);
+    const store = new CountingStore();
+    const make = () => new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
+    return { store, engine: make(), otherContainer: make(), advance: (ms: number) => void (now += ms) };
+  }
+
+  it('is answered from the record read first: the tool does not run again and no transaction is sent', async () => {
+    const { engine, store } = localSetup();
+    const key = newKey();
+    let runs = 0;
+    const execute = async () => ({ result: { n: ++runs }, writes: [{ create: { key: item(), item: {} } }] });
+    expect(await engine.run(localRequest(key), {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
+    store.reset();
+    expect(await engine.run(localRequest(key), {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { n: 1 } });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    store.reset();
+    let ran = false;
+    expect(await engine.run(localRequest(key, { amount: 11 }), {}, async () => ((ran = true), { result: { n: 0 } }))).toMatchObject({
+      outcome: 'conflict',
+    });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    expect([runs, ran]).toEqual([1, false]);
+  });
+
+  it('on another engine (another container) the refused commit answers it, as before', async () => {
+    const { engine, otherContainer, store } = localSetup();
+    const key = newKey();
+    await engine.run(localRequest(key), {}, async () => ({ result: 'first' }));
+    store.reset();
+    expect(await otherContainer.run(localRequest(key), {}, async () => ({ result: 'second' }))).toMatchObject({ replayed: true, result: 'first' });
+    expect(store.calls).toEqual({ get: 0, commitOnce: 1, claim: 0 });
+  });
+
+  it('a remembered key found free (past retention) commits again in one request: the read only short-cuts a held key', async () => {
+    const { engine, store, advance } = localSetup();
+    const key = newKey();
+    let runs = 0;
+    const execute = async () => ({ result: ++runs });
+    await engine.run(localRequest(key), { retentionSeconds: 60 }, execute);
+    advance(61_000);
+    store.reset();
+    expect(await engine.run(localRequest(key), { retentionSeconds: 60 }, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: 2 });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 1, claim: 0 });
+    expect(await engine.run(localRequest(key), { retentionSeconds: 60 }, execute)).toMatchObject({ replayed: true, result: 2 });
+    expect(runs).toBe(2);
+  });
+
+  it('remembers only the most recent keys, and none with answeredKeys 0', async () => {
+    const one = localSetup({ answeredKeys: 1 });
+    const [a, b] = [newKey(), newKey()];
+    await one.engine.run(localRequest(a), {}, async () => ({ result: 'a' }));
+    await one.engine.run(localRequest(b), {}, async () => ({ result: 'b' }));
+    one.store.reset();
+    await one.engine.run(localRequest(b), {}, async () => ({ result: 'x' }));
+    expect(one.store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    one.store.reset();
+    expect(await one.engine.run(localRequest(a), {}, async () => ({ result: 'x' }))).toMatchObject({ replayed: true, result: 'a' });
+    expect(one.store.calls).toEqual({ get: 0, commitOnce: 1, claim: 0 });
+
+    const off = localSetup({ answeredKeys: 0 });
+    const key = newKey();
+    await off.engine.run(localRequest(key), {}, async () => ({ result: 'a' }));
+    off.store.reset();
+    expect(await off.engine.run(localRequest(key), {}, async () => ({ result: 'x' }))).toMatchObject({ replayed: true, result: 'a' });
+    expect(off.store.calls).toEqual({ get: 0, commitOnce: 1, claim: 0 });
+  });
+});

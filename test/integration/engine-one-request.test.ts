@@ -1,9 +1,10 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { orderKey } from '../../reference/tools/orders';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionPath } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { Keys } from '../../lambdas/store/table-schema';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { engineFor, manualClock, newKey, orderItem, orderWrite, storedItem } from '../support/engine';
@@ -42,11 +43,12 @@ function orderTool(key: string) {
 }
 
 describe('the one-request path (a tool whose effect is local)', () => {
-  it('a first call is one TransactWriteItems; a replay and a conflict are one failed TransactWriteItems each', async () => {
+  it('a first call is one TransactWriteItems; on another container a replay and a conflict are one failed TransactWriteItems each', async () => {
     const e = localEngine();
+    const otherContainer = localEngine();
     const key = newKey();
     const tool = orderTool(key);
-    const call = (amount: number) => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, tool.executor);
+    const call = (amount: number, engine = e) => engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, tool.executor);
 
     requests.reset();
     expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: tool.orderId } });
@@ -55,13 +57,43 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: { run: 1 } });
 
     requests.reset();
-    expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: tool.orderId, run: 1 } });
+    expect(await call(1, otherContainer)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: tool.orderId, run: 1 } });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
 
     requests.reset();
-    expect(await call(2)).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+    expect(await call(2, localEngine())).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
     expect(tool.paths.every((p) => p === 'one_request')).toBe(true);
+  });
+
+  it('on the container that answered the key, a replay and a conflict are one strongly consistent GetItem each: the tool does not run', async () => {
+    const e = localEngine();
+    const key = newKey();
+    const tool = orderTool(key);
+    const call = (amount: number) => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, tool.executor);
+    await call(1);
+
+    requests.reset();
+    expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: tool.orderId, run: 1 } });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+
+    requests.reset();
+    expect(await call(2)).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+    expect(tool.paths).toEqual(['one_request']);
+  });
+
+  it('a key the container answered and a reconciler or TTL deleted since commits again in one request after the read', async () => {
+    const e = localEngine();
+    const key = newKey();
+    let run = 0;
+    const call = () => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, {}, async () => ({ result: { run: ++run } }));
+    await call();
+    await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: Keys.idempotency(TENANT, TOOL, key) }));
+    requests.reset();
+    expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+    expect(requests.byOperation).toEqual({ GetItem: 1, TransactWriteItems: 1 });
+    expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: { run: 2 } });
   });
 
   it('concurrent first calls: one commits, every other call replays its result, answered from the failed request', async () => {
@@ -97,13 +129,13 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(Object.keys(requests.byOperation)).toEqual(['TransactWriteItems']);
   });
 
-  it('a conflict costs the one failed request, with no read', async () => {
+  it('a conflict on another container costs the one failed request, with no read', async () => {
     const e = localEngine();
     const key = newKey();
     const tool = orderTool(key);
     await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, {}, tool.executor);
     requests.reset();
-    expect(await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 2 } }, {}, tool.executor)).toMatchObject({
+    expect(await localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 2 } }, {}, tool.executor)).toMatchObject({
       outcome: 'conflict',
     });
     expect(requests.total()).toBe(1);
@@ -129,15 +161,21 @@ describe('the one-request path (a tool whose effect is local)', () => {
 
   it('past retention the key is free on this path too: the next call commits again in one request', async () => {
     const clock = manualClock();
-    const e = localEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), clock: clock.clock });
+    const engine = () => localEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), clock: clock.clock });
+    const [e, otherContainer] = [engine(), engine()];
     const key = newKey();
     let run = 0;
-    const call = (amount: number) =>
-      e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, { retentionSeconds: 60 }, async () => ({ result: { run: ++run } }));
+    const call = (amount: number, on = e) =>
+      on.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, { retentionSeconds: 60 }, async () => ({ result: { run: ++run } }));
     await call(1);
     clock.advance(60_000);
     requests.reset();
-    expect(await call(2)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+    expect(await call(2, otherContainer)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
+    // The container that answered the key reads its record first (a likely retry), finds it past retention, commits.
+    clock.advance(60_000);
+    requests.reset();
+    expect(await call(3)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 3 } });
+    expect(requests.byOperation).toEqual({ GetItem: 1, TransactWriteItems: 1 });
   });
 });

@@ -16,7 +16,8 @@ import { stateOf, writeLocalState } from '../../ops/local-state';
 import { resolveTarget } from '../../ops/target';
 import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
 import { OutboxDefaults } from '../../lambdas/core/outbox-budget';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, startTestStack } from '../support/mcp';
+import { PageVisitor } from '../support/approval';
 import { armFault, clearFaults, eventually, issueOperationId, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
 
 const TENANT = 'tenant-ops';
@@ -227,6 +228,89 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: retry.result });
     expect(await paymentsFor(operationId)).toHaveLength(1);
+  }, 120_000);
+
+  it('show prints a payment\'s approval: bound to what, until when, and who of which tenant approved or declined it, when', async () => {
+    // A 2026-07-28 client with URL elicitation: the person decides on the approval page (signed in at the dev
+    // issuer); the client then retries the call with its requestState, as the SDK does.
+    const decideOnPage = (name: string, decision: 'approve' | 'decline') =>
+      connectModernClient(stack, TENANT, {
+        capabilities: { elicitation: { url: {} } },
+        onElicit: async (params) => {
+          const link = String(params.url);
+          const person = new PageVisitor();
+          const decided = await person.decide(link, decision, await person.signIn(link, TENANT, name));
+          expect(decided.status).toBe(200);
+          return { action: 'accept' };
+        },
+      });
+    const approving = await decideOnPage('alice', 'approve');
+    const declining = await decideOnPage('bob', 'decline');
+    try {
+      const approvedKey = await issueOperationId(approving, 'request_payment');
+      const before = Date.now();
+      expect(await callWrite(approving, 'request_payment', paymentArgs(approvedKey, 'payee-approved'))).toMatchObject({ outcome: 'succeeded' });
+      const declinedKey = await issueOperationId(declining, 'request_payment');
+      expect(await callWrite(declining, 'request_payment', paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({
+        outcome: 'rejected',
+        error: { code: 'CONFIRMATION_DECLINED' },
+      });
+      const after = Date.now();
+
+      const approvedRun = await ops(['show', TENANT, 'request_payment', approvedKey, '--json']);
+      expect(approvedRun.code, approvedRun.stderr).toBe(0);
+      const approved = JSON.parse(approvedRun.stdout) as RecordView;
+      expect(approved).toMatchObject({
+        status: 'SUCCEEDED',
+        approval: {
+          status: 'approved',
+          mode: 'url',
+          tool: 'request_payment',
+          // Bound to the arguments that were paid: the record's own fingerprint.
+          fingerprint: approved.fingerprint,
+          summary: expect.stringContaining('Pay 12.50 EUR to payee-approved'),
+          decided_by: `alice@${TENANT}`,
+          log: [
+            { event: 'requested', at: expect.any(String) },
+            { event: 'approved', by: `alice@${TENANT}`, tenant: TENANT, at: approved.approval!.decided_at },
+          ],
+        },
+      });
+      const decidedAt = Date.parse(approved.approval!.decided_at!);
+      expect(decidedAt).toBeGreaterThanOrEqual(before);
+      expect(decidedAt).toBeLessThanOrEqual(after);
+      expect(Date.parse(approved.approval!.expires_at)).toBeGreaterThan(decidedAt);
+      expect(approved.approval!.log[0]!).not.toHaveProperty('by');
+
+      // A declined payment leaves the key free, with no idempotency record: show still names who declined it.
+      const declined = JSON.parse((await ops(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      expect(declined).toMatchObject({
+        status: 'ABSENT',
+        review: [],
+        approval: { status: 'declined', decided_by: `bob@${TENANT}`, log: [{ event: 'requested' }, { event: 'declined', by: `bob@${TENANT}`, tenant: TENANT }] },
+      });
+      expect(await paymentsFor(declinedKey)).toEqual([]);
+
+      // The text output says the same.
+      const text = (await ops(['show', TENANT, 'request_payment', approvedKey])).stdout;
+      expect(text).toContain('  approval      approved (the person, on the approval page)');
+      expect(text).toContain(`    bound to    request_payment, fingerprint ${approved.fingerprint}`);
+      expect(text).toContain(`    expires     ${approved.approval!.expires_at}`);
+      expect(text).toContain(`    ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT})`);
+      expect((await opsInProcess(['show', TENANT, 'request_payment', declinedKey])).stdout).toMatch(
+        new RegExp(`status +ABSENT[^]*approval +declined[^]*  declined  by bob@${TENANT} \\(tenant ${TENANT}\\)`),
+      );
+
+      // A key without an approval shows none.
+      const orderKey = `order-${Date.now()}`;
+      await callWrite(client, 'create_order', { idempotency_key: orderKey, customer_id: 'cust-1', items: [{ sku: 'SKU-1', quantity: 1 }], currency: 'EUR' });
+      const order = await opsInProcess(['show', TENANT, 'create_order', orderKey, '--json']);
+      expect(JSON.parse(order.stdout)).toMatchObject({ status: 'SUCCEEDED' });
+      expect(JSON.parse(order.stdout)).not.toHaveProperty('approval');
+      expect((await opsInProcess(['show', TENANT, 'create_order', orderKey])).stdout).not.toContain('approval');
+    } finally {
+      await Promise.all([approving.close(), declining.close()]);
+    }
   }, 120_000);
 
   it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
