@@ -260,8 +260,9 @@ function checkApprovalPage(props: IdempotentMcpEndpointProps) {
   const lifetime = page.linkLifetime?.toSeconds({ integral: false });
   if (lifetime !== undefined && (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > MAX_APPROVAL_TTL_SECONDS))
     throw new Error(`IdempotentMcpEndpoint: approvalPage.linkLifetime must be whole seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`);
-  if (props.publicBaseUrl && !Token.isUnresolved(props.publicBaseUrl) && !HTTPS_URL.test(props.publicBaseUrl))
-    throw new Error(`IdempotentMcpEndpoint: publicBaseUrl must be an https URL without query or fragment (got '${props.publicBaseUrl.slice(0, 80)}')`);
+  // The page's callback is registered on it, and issuers accept only https callbacks.
+  if (servesApprovalPage(props) && props.publicBaseUrl && !Token.isUnresolved(props.publicBaseUrl) && !HTTPS_URL.test(props.publicBaseUrl))
+    throw new Error(`IdempotentMcpEndpoint: publicBaseUrl must be an https URL without query or fragment when it serves the approval page (got '${props.publicBaseUrl.slice(0, 80)}')`);
 }
 
 /** Whether the page is served: on by default with the stack's pool, with an external issuer only given its client. */
