@@ -38,6 +38,8 @@ export interface LedgerEntry extends CallIdentity {
   lastError?: string;
   /** The last status line (ids and outcome, no arguments). */
   status?: string;
+  /** A request with `key` may have reached the server: sending it again is likely a replay (and says so). */
+  sent?: boolean;
 }
 
 export interface CallLedgerOptions {
@@ -136,7 +138,7 @@ export class CallLedger {
   }
 
   /** Applies a change to an entry and recomputes its expiry. */
-  update(entry: LedgerEntry, change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'final' | 'attempts' | 'lastOutcome' | 'lastError' | 'status'>>): LedgerEntry {
+  update(entry: LedgerEntry, change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'final' | 'attempts' | 'lastOutcome' | 'lastError' | 'status' | 'sent'>>): LedgerEntry {
     Object.assign(entry, change);
     entry.updatedAt = this.clock();
     const cap = entry.createdAt + this.maxAgeMs;

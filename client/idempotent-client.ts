@@ -6,6 +6,7 @@ import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
 import { validateToolName } from '../lambdas/core/idempotency-key';
+import { LIKELY_REPLAY_META_KEY } from '../lambdas/core/replay-hint';
 import { parseReadError, type Outcome, type WriteToolResult } from '../lambdas/core/result-contract';
 import { CallLedger, identityId, type CallIdentity, type CallState, type LedgerEntry } from './call-ledger';
 import {
@@ -402,7 +403,9 @@ export class IdempotentMcpClient {
     });
 
     const attempts = await this.retrying(async () => {
-      const attempt = await this.attemptToolCall(tool, args);
+      // This key may have reached the server before (a retry, a re-plan): the request says so, and the server reads
+      // the key's record first instead of sending a write that would be refused. Never on a key's first send.
+      const attempt = await this.attemptToolCall(tool, args, current.sent === true ? { [LIKELY_REPLAY_META_KEY]: true } : undefined);
       sentAny ||= attempt.sent;
       let state: CallState;
       let done: boolean;
@@ -412,7 +415,7 @@ export class IdempotentMcpClient {
         // The server said nothing ran with the old id: the same intent continues under a new one.
         result = contract as WriteToolResult<R>;
         failure = undefined;
-        this.ledger.update(current, { attempts: current.attempts + 1, lastError: contract.error?.code ?? '' });
+        this.ledger.update(current, { attempts: current.attempts + 1, lastError: contract.error?.code ?? '', sent: false });
         return { done: false, retryAfterMs: 0 };
       }
       if (contract) {
@@ -439,6 +442,7 @@ export class IdempotentMcpClient {
         state,
         final: current.final || contract?.retryable === false,
         attempts: current.attempts + 1,
+        sent: current.sent === true || attempt.sent,
         ...(result ? { lastOutcome: result.outcome } : {}),
         lastError: failure?.message ?? result?.error?.code ?? '',
       });
@@ -547,7 +551,7 @@ export class IdempotentMcpClient {
     }
   }
 
-  private async attemptToolCall(tool: string, args: Record<string, unknown>): Promise<Attempt> {
+  private async attemptToolCall(tool: string, args: Record<string, unknown>, meta?: Record<string, unknown>): Promise<Attempt> {
     let client: Client;
     try {
       client = await this.connection();
@@ -557,7 +561,7 @@ export class IdempotentMcpClient {
     try {
       for (;;) {
         try {
-          const answer = await client.callTool({ name: tool, arguments: args }, { timeout: this.requestTimeoutMs });
+          const answer = await client.callTool({ name: tool, arguments: args, ...(meta ? { _meta: meta } : {}) }, { timeout: this.requestTimeoutMs });
           return { answer, sent: true };
         } catch (err) {
           // 2025-11-25 asks for the person's approval by an error naming the link: after the wait (the same rounds as

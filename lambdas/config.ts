@@ -1,4 +1,5 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
+import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/approval';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -85,14 +86,25 @@ export interface ApprovalPageConfig {
   /** How long an approval link can be decided. */
   ttlSeconds: number;
   /**
+   * Where the page is served, when not on the endpoint's own host (deployed: the stack's HTTP API for the page): the
+   * links point there and the sign-in returns there. Unset: `publicBaseUrl`, else the request's own host.
+   */
+  baseUrl?: string;
+  /**
    * The page's own OAuth client (authorization code with PKCE, public: no secret); its ID tokens carry the client id
    * as audience, which no agent's token does. Locally the dev issuer's sign-in page (relative URLs, on this server).
    * Undefined: no page, and `confirmation: 'approval'` tools are refused with CONFIRMATION_UNAVAILABLE.
    */
-  signIn?: { clientId: string; authorizeUrl: string; tokenUrl: string; scopes: string[] };
+  signIn?: {
+    clientId: string;
+    authorizeUrl: string;
+    tokenUrl: string;
+    scopes: string[];
+    /** The claim of a person's ID token holding their tenant; unset: the bearer tokens' (`auth.tenantClaim`). */
+    tenantClaim?: string;
+  };
 }
 
-export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
 export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
 export const DEV_SIGN_IN_PATHS = { authorize: '/dev-issuer/authorize', token: '/dev-issuer/token' } as const;
@@ -265,7 +277,11 @@ export const EnvVars = {
   approvalTokenUrl: httpUrl('APPROVAL_TOKEN_URL'),
   /** Scopes the page asks for at sign-in (default openid). */
   approvalScopes: scopeList('APPROVAL_SCOPES'),
-  approvalTtlSeconds: positiveInt('APPROVAL_TTL_SECONDS', DEFAULT_APPROVAL_TTL_SECONDS, 86_400),
+  /** The claim of a person's ID token that holds their tenant (the stack's pool: custom:tenant); default AUTH_TENANT_CLAIM. */
+  approvalTenantClaim: text('APPROVAL_TENANT_CLAIM'),
+  /** Where the approval page is served when not on the endpoint's host (the stack's HTTP API); default PUBLIC_BASE_URL. */
+  approvalBaseUrl: httpUrl('APPROVAL_BASE_URL'),
+  approvalTtlSeconds: positiveInt('APPROVAL_TTL_SECONDS', DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS),
   publicBaseUrl: httpUrl('PUBLIC_BASE_URL'),
   sqsEndpoint: httpUrl('SQS_ENDPOINT'),
   outboxQueueUrl: httpUrl('OUTBOX_QUEUE_URL'),
@@ -394,16 +410,18 @@ export function loadConfig(env: Env = process.env): AppConfig {
 
 function loadApprovalPage(env: Env): ApprovalPageConfig {
   const ttlSeconds = read(env, EnvVars.approvalTtlSeconds);
+  const baseUrl = read(env, EnvVars.approvalBaseUrl);
+  const tenantClaim = read(env, EnvVars.approvalTenantClaim);
   const scopes = read(env, EnvVars.approvalScopes) ?? ['openid'];
   const clientId = read(env, EnvVars.approvalClientId);
   const authorizeUrl = read(env, EnvVars.approvalAuthorizeUrl);
   const tokenUrl = read(env, EnvVars.approvalTokenUrl);
   if (read(env, EnvVars.authMode) === 'dev' && authorizeUrl === undefined && tokenUrl === undefined)
-    return { ttlSeconds, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes } };
+    return { ttlSeconds, baseUrl, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes, tenantClaim } };
   const set = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
-  if (set === 0) return { ttlSeconds };
+  if (set === 0) return { ttlSeconds, baseUrl };
   if (set < 3) throw new ConfigError('APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL and APPROVAL_TOKEN_URL go together: set all three, or none for no approval page');
-  return { ttlSeconds, signIn: { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes } };
+  return { ttlSeconds, baseUrl, signIn: { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } };
 }
 
 /**

@@ -7,7 +7,10 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { EnvVars } from '../lambdas/config';
-import { Auth, type AuthProps } from './constructs/auth';
+import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/core/approval';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/mcp/confirmation';
+import { ApprovalPageApi } from './constructs/approval-page';
+import { Auth, type ApprovalSignIn, type AuthProps } from './constructs/auth';
 import { IdempotencyTable } from './constructs/idempotency-store';
 import { McpFunction } from './constructs/mcp-function';
 import { Monitoring } from './constructs/monitoring';
@@ -43,6 +46,26 @@ export interface EndpointFunctions {
 
 const FUNCTION_NAMES = ['mcp', 'reconciler', 'consumer', 'relay'] as const;
 
+/** The approval page, where a person approves a `confirmation: 'approval'` tool's call, signed in. */
+export interface ApprovalPageSettings {
+  /**
+   * Serve the page. False: no page, and `confirmation: 'approval'` tools answer CONFIRMATION_UNAVAILABLE.
+   * @default true with the stack's own Cognito pool; with `auth.external`, true when `signIn` is given
+   */
+  readonly enabled?: boolean;
+  /**
+   * With `auth.external` only: your issuer's OAuth client for the page (public, authorization code with PKCE), with
+   * `approvalCallbackUrl` registered as its redirect URI. Its ID tokens must carry the person's tenant.
+   * @default none: with the stack's own pool, the stack creates the client and its managed login
+   */
+  readonly signIn?: ApprovalSignIn;
+  /**
+   * How long an approval link can be decided (whole seconds, at most a day).
+   * @default Duration.minutes(15)
+   */
+  readonly linkLifetime?: Duration;
+}
+
 /** What every endpoint is configured with, the reference stack and a team's IdempotentMcpEndpoint alike. */
 export interface EndpointSettings extends FunctionNetwork {
   /**
@@ -67,10 +90,21 @@ export interface EndpointSettings extends FunctionNetwork {
    */
   readonly confirmationOptOut?: string[];
   /**
-   * Set when a custom domain fronts the Function URL.
-   * @default the request's own host
+   * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form
+   * instead (the client's word, not a signed-in person's).
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   */
+  readonly confirmationFormFallback?: string[];
+  /**
+   * Set when a custom domain fronts the Function URL (https): then the approval page is served there too.
+   * @default the request's own host; the approval page gets an HTTP API of its own
    */
   readonly publicBaseUrl?: string;
+  /**
+   * The approval page and how people sign in at it.
+   * @default served, people signing in at the stack's Cognito pool (with `auth.external`: off unless `signIn` is given)
+   */
+  readonly approvalPage?: ApprovalPageSettings;
   /**
    * A table you already have, instead of a new one. It must have the schema the toolkit writes (`TableSchema`):
    * partition key `pk` (string), sort key `sk` (string), TTL on `expires_at`, a global secondary index `attention`
@@ -189,6 +223,7 @@ function checkSettings(props: IdempotentMcpEndpointProps, outbox: boolean) {
     }
     checkFunctionOptions(`IdempotentMcpEndpoint: functions.${name}`, options);
   }
+  checkApprovalPage(props);
   if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error('IdempotentMcpEndpoint: vpcSubnets and securityGroups need a vpc');
   if (props.existingTable) {
     for (const prop of ['customerManagedKey', 'tableRemovalPolicy'] as const) {
@@ -201,6 +236,38 @@ function checkSettings(props: IdempotentMcpEndpointProps, outbox: boolean) {
     }
   }
 }
+
+const HTTPS_URL = /^https:\/\/[^\s/?#]+(\/[^\s?#]*)?$/;
+
+function checkApprovalPage(props: IdempotentMcpEndpointProps) {
+  const page = props.approvalPage ?? {};
+  const external = props.auth?.external !== undefined;
+  if (props.auth?.approvalPage) throw new Error('IdempotentMcpEndpoint: auth.approvalPage is set by the endpoint itself from approvalPage and publicBaseUrl; leave it out');
+  if (page.signIn && !external)
+    throw new Error('IdempotentMcpEndpoint: approvalPage.signIn needs auth.external (the page verifies people\'s ID tokens at the issuer that signs the agents\' tokens); with the stack\'s own pool, the stack creates the client');
+  if (page.enabled === true && external && !page.signIn)
+    throw new Error('IdempotentMcpEndpoint: approvalPage.enabled with auth.external needs approvalPage.signIn (your issuer\'s client id, authorization and token endpoints for the page)');
+  if (page.signIn) {
+    const { clientId, authorizeUrl, tokenUrl, scopes, tenantClaim } = page.signIn;
+    if (!Token.isUnresolved(clientId) && !/^[\x21-\x7e]+$/.test(clientId ?? '')) throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.clientId must be a client id (printable, no spaces)');
+    for (const [name, url] of [['authorizeUrl', authorizeUrl], ['tokenUrl', tokenUrl]] as const) {
+      if (!Token.isUnresolved(url) && !HTTPS_URL.test(url ?? '')) throw new Error(`IdempotentMcpEndpoint: approvalPage.signIn.${name} must be an https URL (got '${String(url).slice(0, 80)}')`);
+    }
+    const badScope = scopes?.find((scope) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope));
+    if (badScope !== undefined) throw new Error(`IdempotentMcpEndpoint: approvalPage.signIn.scopes has '${badScope}', not an OAuth scope`);
+    if (tenantClaim !== undefined && !/^\S+$/.test(tenantClaim)) throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.tenantClaim must be a claim name without spaces');
+  }
+  const lifetime = page.linkLifetime?.toSeconds({ integral: false });
+  if (lifetime !== undefined && (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > MAX_APPROVAL_TTL_SECONDS))
+    throw new Error(`IdempotentMcpEndpoint: approvalPage.linkLifetime must be whole seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`);
+  // The page's callback is registered on it, and issuers accept only https callbacks.
+  if (servesApprovalPage(props) && props.publicBaseUrl && !Token.isUnresolved(props.publicBaseUrl) && !HTTPS_URL.test(props.publicBaseUrl))
+    throw new Error(`IdempotentMcpEndpoint: publicBaseUrl must be an https URL without query or fragment when it serves the approval page (got '${props.publicBaseUrl.slice(0, 80)}')`);
+}
+
+/** Whether the page is served: on by default with the stack's pool, with an external issuer only given its client. */
+const servesApprovalPage = (props: IdempotentMcpEndpointProps) =>
+  props.approvalPage?.enabled ?? (props.auth?.external === undefined || props.approvalPage?.signIn !== undefined);
 
 /**
  * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the reconciler and the
@@ -231,6 +298,12 @@ export class IdempotentMcpEndpoint extends Construct {
   readonly consumerFunction?: lambda.IFunction;
   /** The outbox relay, only with `deliveries`. */
   readonly relayFunction?: lambda.IFunction;
+  /** The approval page's HTTP API; only with the page and no `publicBaseUrl`. */
+  readonly approvalPageApi?: ApprovalPageApi;
+  /** Where approval links point (`<base>/approvals`); only with the page. */
+  readonly approvalPageUrl?: string;
+  /** The redirect URI of the page's sign-in client (register it at an external issuer); only with the page. */
+  readonly approvalCallbackUrl?: string;
 
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
@@ -265,7 +338,21 @@ export class IdempotentMcpEndpoint extends Construct {
       ? new IdempotencyTable(this, 'Store', { existingTable: props.existingTable })
       : new IdempotencyTable(this, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy, stream: outbox });
     this.table = this.store.table;
-    this.auth = new Auth(this, 'Auth', props.auth);
+    // The page's address comes first and depends on nothing else: the sign-in client registers its callback, the
+    // function is told the client, and only then do the page's routes reach the function (no cycle).
+    let pageBase: string | undefined;
+    if (servesApprovalPage(props)) {
+      if (props.publicBaseUrl) pageBase = props.publicBaseUrl.replace(/\/+$/, '');
+      else {
+        this.approvalPageApi = new ApprovalPageApi(this, 'ApprovalPage', { logRetention: props.logRetention });
+        pageBase = this.approvalPageApi.baseUrl;
+      }
+      this.approvalPageUrl = `${pageBase}${APPROVALS_PATH}`;
+      this.approvalCallbackUrl = `${pageBase}${APPROVAL_CALLBACK_PATH}`;
+    }
+    const cognitoPage = this.approvalCallbackUrl !== undefined && !props.auth?.external;
+    this.auth = new Auth(this, 'Auth', { ...props.auth, approvalPage: cognitoPage ? { callbackUrl: this.approvalCallbackUrl! } : undefined });
+    const signIn = props.approvalPage?.signIn ?? this.auth.approvalSignIn;
     this.mcp = new McpFunction(this, 'Mcp', {
       ...fn('mcp'),
       entry: toolsFunctionEntry('mcp', tools),
@@ -274,10 +361,16 @@ export class IdempotentMcpEndpoint extends Construct {
       downstreamTimeout: props.downstreamTimeout,
       allowedOrigins: props.allowedOrigins,
       confirmationOptOut: props.confirmationOptOut,
+      confirmationFormFallback: props.confirmationFormFallback,
       publicBaseUrl: props.publicBaseUrl,
       reconcilePeriod: props.reconcilePeriod,
       outbox,
+      approvalPage:
+        pageBase !== undefined && signIn
+          ? { signIn, baseUrl: this.approvalPageApi ? pageBase : undefined, linkLifetime: props.approvalPage?.linkLifetime }
+          : undefined,
     });
+    this.approvalPageApi?.serve(this.mcp.handler.function);
     if (deliveries !== undefined) {
       const consumerTimeout = props.functions?.consumer?.timeout ?? DEFAULT_CONSUMER_TIMEOUT;
       this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout });

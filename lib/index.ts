@@ -2,8 +2,9 @@
  * `idempotent-mcp/cdk`: the constructs. `IdempotentMcpEndpoint` is the whole endpoint around your own tools
  * module; the others are its parts, for a layout of your own.
  */
-export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions } from './endpoint';
-export { Auth, TOOLS_SCOPE, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
+export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions, type ApprovalPageSettings } from './endpoint';
+export { ApprovalPageApi, type ApprovalPageApiProps } from './constructs/approval-page';
+export { Auth, TOOLS_SCOPE, PERSON_TENANT_ATTRIBUTE, type ApprovalSignIn, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
 export { IdempotencyTable, type IdempotencyTableProps, type TableItemAction } from './constructs/idempotency-store';
 export { McpFunction, MCP_TABLE_ACTIONS, type McpFunctionProps } from './constructs/mcp-function';
 export { Monitoring, ReconcilerMetric, type MonitoringProps } from './constructs/monitoring';

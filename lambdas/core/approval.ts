@@ -44,6 +44,8 @@ export interface ApprovalRecord extends ConfirmationBinding {
 
 /** Long enough to sign in and read; short enough that a forgotten link cannot be approved days later. */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
+/** The longest an approval link may live: a day. */
+export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 
 const NONCE = /^[A-Za-z0-9_-]{22}$/;
 

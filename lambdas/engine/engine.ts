@@ -102,6 +102,12 @@ export interface WriteRequest {
   remainingTimeMs?: () => number;
   /** What the tool's execution touches; 'local' takes the one-request path. Default 'external'. */
   effect?: ToolEffect;
+  /**
+   * The caller says this key was likely sent before (a client's retry hint, `LIKELY_REPLAY_META_KEY` on MCP): a local
+   * tool's record is then read first, as for a key this engine answered. It chooses the order of the requests only:
+   * a key found free still goes to the conditional write, so a wrong or forged hint costs one read and no answer.
+   */
+  likelyReplay?: boolean;
 }
 
 export interface EngineOptions {
@@ -217,10 +223,12 @@ export class IdempotencyEngine {
 
     try {
       let oneRequest = local;
-      // A key this engine answered is likely a retry: its record, read first, answers it without running the tool
-      // or sending the transaction (refused, it would still cost a write of every item it carries). Only a shortcut
-      // to the answer a held record gives: a key found free goes on to the conditional write as any other.
-      let known = local && this.answered.has(answeredKey) ? await this.store.get(identity) : undefined;
+      // A key this engine answered, or one the client says it sent before, is likely a retry: its record, read first,
+      // answers it without running the tool or sending the transaction (refused, it would still cost a write of every
+      // item it carries). Only a shortcut to the answer a held record gives: a key found free goes on to the
+      // conditional write as any other.
+      const readFirst = local && (request.likelyReplay === true || this.answered.has(answeredKey));
+      let known = readFirst ? await this.store.get(identity) : undefined;
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
         const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);

@@ -1,15 +1,27 @@
 import type { ItemKey } from '../core/keys';
 import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
 import { leaseHasPassed } from '../core/lease';
-import { allows, keyIsFree, transition, type IdempotencyRecord, type StoredError, type TransitionEvent } from '../core/state-machine';
+import {
+  allows,
+  appendReviewEntry,
+  keyIsFree,
+  transition,
+  type IdempotencyRecord,
+  type ReviewEntry,
+  type StoredError,
+  type TransitionEvent,
+} from '../core/state-machine';
 import type {
   ClaimOptions,
   ClaimResult,
   CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
+  OperatorDecision,
   Reconciliation,
   RecordIdentity,
+  ReviewLog,
+  ReviewStore,
   Settlement,
 } from './persistence';
 
@@ -23,8 +35,9 @@ const copy = <T>(value: T): T => structuredClone(value);
  * and applies it whole or not at all (the store conformance suite holds both to that). Every write's status check
  * is the transition table's (`allows`), and a free key is `keyIsFree`'s.
  */
-export class InMemoryIdempotencyStore implements IdempotencyStore {
+export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
   private readonly records = new Map<string, IdempotencyRecord>();
+  private readonly reviewLogs = new Map<string, ReviewLog>();
   private readonly items = new Map<string, Record<string, unknown>>();
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
@@ -152,6 +165,54 @@ export class InMemoryIdempotencyStore implements IdempotencyStore {
     record.ownerToken = newOwnerToken;
     record.leaseExpiresAt = leaseExpiresAt;
     record.updatedAt = now;
+    return true;
+  }
+
+  async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
+    return copy(this.reviewLogs.get(recordKey(identity)) ?? { entries: [], version: 0 });
+  }
+
+  /** A person's decision, fenced as the DynamoDB adapter's: the record's status, owner, last update and attempts as read, and the log's version. */
+  async decide(read: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
+    const to = transition(read.status, decision.event);
+    const key = recordKey(read);
+    const record = this.records.get(key);
+    const version = this.reviewLogs.get(key)?.version ?? 0;
+    if (
+      !record ||
+      record.status !== read.status ||
+      record.ownerToken !== read.ownerToken ||
+      record.updatedAt !== read.updatedAt ||
+      record.reconcileAttempts !== read.reconcileAttempts ||
+      version !== log.version
+    ) {
+      return false;
+    }
+    this.reviewLogs.set(key, { entries: appendReviewEntry(log.entries, copy(entry)), version: log.version + 1 });
+    if (decision.event === 'operator_settled_absent') {
+      this.records.delete(key);
+      return true;
+    }
+    record.status = to as IdempotencyRecord['status'];
+    record.updatedAt = now;
+    if (decision.event === 'operator_recheck') {
+      record.nextCheckAt = now;
+      record.error = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+      delete record.reconcileAttempts;
+      return true;
+    }
+    // Settled now, so it replays for a full retention from now.
+    record.retainUntil = Math.max(read.retainUntil, now + (read.retainUntil - read.createdAt));
+    record.expiresAt = Math.floor(record.retainUntil / 1000);
+    delete record.nextCheckAt;
+    if (decision.event === 'operator_settled_found') {
+      record.result = copy(decision.result ?? null);
+      delete record.error;
+      delete record.errorType;
+    } else {
+      record.error = copy(decision.error);
+      record.errorType = 'terminal';
+    }
     return true;
   }
 

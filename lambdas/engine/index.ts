@@ -75,6 +75,7 @@ export {
   approvalState,
   parseApprovalId,
   DEFAULT_APPROVAL_TTL_SECONDS,
+  MAX_APPROVAL_TTL_SECONDS,
   type ApprovalLogEntry,
   type ApprovalMode,
   type ApprovalRecord,

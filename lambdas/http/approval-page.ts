@@ -9,6 +9,7 @@ import { AuthenticationError, createTokenVerifier, type TokenVerifier } from '..
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import type { Clock } from '../core/clock';
 import type { ToolRuntime } from '../mcp/tool-types';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../mcp/confirmation';
 import { openSealed, PAGE_STYLE, pageBase, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
 
 /**
@@ -29,7 +30,8 @@ export interface ApprovalPageServices {
 const SESSION_SECONDS = 15 * 60;
 const SIGN_IN_SECONDS = 10 * 60;
 const PURPOSE = { session: 'approval-session-v1', signIn: 'approval-sign-in-v1', csrf: 'approval-csrf-v1' } as const;
-const CALLBACK = '/callback';
+/** The route under APPROVALS_PATH that the issuer sends the person back to. */
+const CALLBACK = APPROVAL_CALLBACK_PATH.slice(APPROVALS_PATH.length);
 
 interface Session {
   tenant: string;
@@ -61,11 +63,17 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
   const signIn = services.config.approvals.signIn;
   if (!signIn) throw new Error('the approval page needs its sign-in settings (APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL, APPROVAL_TOKEN_URL)');
   // ID tokens of the page's own client only: its client id is their audience; no scope is asked of them.
-  const idTokens: TokenVerifier = createTokenVerifier({ ...services.config.auth, audience: signIn.clientId, requiredScopes: [] });
+  // A person's tenant may sit in a claim of its own (the stack's pool: the custom attribute custom:tenant).
+  const idTokens: TokenVerifier = createTokenVerifier({
+    ...services.config.auth,
+    audience: signIn.clientId,
+    requiredScopes: [],
+    tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
+  });
   const app = new Hono();
   app.use('*', pageHeaders());
 
-  const base = (c: Context) => pageBase(c, services.config.publicBaseUrl);
+  const base = (c: Context) => pageBase(c, services.config.approvals.baseUrl ?? services.config.publicBaseUrl);
   const secure = (c: Context) => base(c).startsWith('https:');
   const now = () => services.clock();
 
@@ -87,7 +95,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     authorize.search = new URLSearchParams({
       response_type: 'code',
       client_id: signIn!.clientId,
-      redirect_uri: `${base(c)}/approvals${CALLBACK}`,
+      redirect_uri: `${base(c)}${APPROVAL_CALLBACK_PATH}`,
       scope: signIn!.scopes.join(' '),
       state,
       code_challenge: pkceChallenge(verifier),
@@ -115,7 +123,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
         body: new URLSearchParams({
           grant_type: 'authorization_code',
           code,
-          redirect_uri: `${base(c)}/approvals${CALLBACK}`,
+          redirect_uri: `${base(c)}${APPROVAL_CALLBACK_PATH}`,
           client_id: signIn.clientId,
           code_verifier: pending.verifier,
         }),

@@ -82,6 +82,8 @@ type Decision = 'run' | WriteToolResult | InputRequiredResult | UrlElicitationRe
 
 /** The path of the approval page; the link is `<base>/approvals/<approval id>`. */
 export const APPROVALS_PATH = '/approvals';
+/** Where the issuer sends the person back after sign-in: the redirect URI registered with the page's client. */
+export const APPROVAL_CALLBACK_PATH = `${APPROVALS_PATH}/callback`;
 
 const declined = (key: string) =>
   WriteResults.rejected(key, {
@@ -216,7 +218,7 @@ async function approveOnPage(request: ConfirmationRequest): Promise<Decision> {
     // Lost a race to a call with other arguments or to a decision: the next call sees the winner.
     return WriteResults.transientFailure(key, { code: ErrorCode.OPERATION_IN_PROGRESS, message: 'Another call for this key is being approved; nothing ran. Call again shortly with the same key.' }, 1000);
   }
-  const base = services.config.publicBaseUrl ?? call.origin;
+  const base = services.config.approvalBaseUrl ?? services.config.publicBaseUrl ?? call.origin;
   if (!base) throw new Error('the approval link needs the endpoint\'s public base URL');
   const url = `${base}${APPROVALS_PATH}/${approval!.id}`;
   const message = `${request.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${new Date(approval!.expiresAt).toISOString()}.`;

@@ -215,6 +215,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
         traceId,
         remainingTimeMs: call.remainingTimeMs,
         effect: spec.effect,
+        likelyReplay: call.likelyReplay,
       },
       policy,
       (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),

@@ -2,12 +2,13 @@ import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerCo
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
+import { hasReplayHint } from '../core/replay-hint';
 import { readErrorText, WriteResults } from '../core/result-contract';
 import { canElicitForms, canElicitUrls } from './confirmation';
 import { toCallToolResult } from './define-write-tool';
 import { isUrlElicitationRequired, isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
-type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion'>;
+type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion' | 'likelyReplay'>;
 
 /** A tool's answer on the wire: a 2025-11-25 client is told to open the approval page by that era's error (-32042). */
 export function answerOf(answer: ToolAnswer): Exclude<ToolAnswer, { resultType: 'url_elicitation_required' }> {
@@ -28,6 +29,8 @@ export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
     requestState: typeof state === 'string' ? state : undefined,
     canElicitForms: canElicitForms(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
     canElicitUrls: canElicitUrls(envelope?.[CLIENT_CAPABILITIES_META_KEY]),
+    // Both eras: the SDK lifts only its reserved envelope keys out of `_meta`, ours stays.
+    likelyReplay: hasReplayHint(ctx.mcpReq._meta),
   };
 }
 
@@ -103,11 +106,11 @@ function listedInputSchema(tool: ToolDefinition): z.ZodType {
 
 /** The request facts, from a v2 context (`ctx.mcpReq`) or a 1.x one (`extra.authInfo`, 2025 revisions only). */
 function callFacts(server: McpServerLike, extra: unknown): { authInfo: AuthInfo | undefined; facts: RequestFacts } {
-  const ctx = extra as Partial<ServerContext> & { authInfo?: AuthInfo };
+  const ctx = extra as Partial<ServerContext> & { authInfo?: AuthInfo; _meta?: unknown };
   if (ctx?.mcpReq) return { authInfo: ctx.http?.authInfo, facts: requestFacts(server.server as Server, ctx as ServerContext) };
   // The 1.x line speaks only 2025 revisions: no input round, so a tool that needs confirmation answers
   // CONFIRMATION_UNAVAILABLE (unless the deployment opts it out), as on any 2025-era request.
-  return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false } };
+  return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false, likelyReplay: hasReplayHint(ctx?._meta) } };
 }
 
 function register<S extends ToolRuntime>(helper: string, server: McpServerLike, tool: ToolDefinition<S>, options: RegisterToolOptions<S>): unknown {

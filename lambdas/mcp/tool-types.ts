@@ -40,7 +40,7 @@ export interface ToolRuntime {
    * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
    * the base of the approval page's links (derived from the request when unset); how long an approval link lives.
    */
-  config: { confirmationOptOut: readonly string[]; confirmationFormFallback?: readonly string[]; publicBaseUrl?: string; approvalTtlSeconds?: number };
+  config: { confirmationOptOut: readonly string[]; confirmationFormFallback?: readonly string[]; publicBaseUrl?: string; approvalTtlSeconds?: number; approvalBaseUrl?: string };
   /**
    * The decisions of people on approvals and confirmations, each decided once (MRTR: a decided requestState cannot
    * be answered again). Without it, `confirmation: 'approval'` tools are refused and form answers are not recorded.
@@ -71,6 +71,8 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   protocolVersion?: string;
   /** The origin the request came to (the approval page's links, when no public base URL is set). */
   origin?: string;
+  /** The request's `_meta` says the client sends this key again (LIKELY_REPLAY_META_KEY): a hint for the engine. */
+  likelyReplay?: boolean;
 }
 
 export type ProtocolEra = 'legacy' | 'modern';

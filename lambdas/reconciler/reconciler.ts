@@ -33,7 +33,7 @@ export interface ReconcilerOptions {
   clock?: Clock;
   /** Sweeps stuck outbox events in the same run. */
   relay?: OutboxRelay;
-  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight). */
+  /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight), and one a follower marked UNKNOWN is not checked sooner. */
   leaseGraceMs?: number;
   /** First wait after an unreachable downstream, doubling per attempt (about one reconciler period). */
   backoffBaseMs?: number;
@@ -108,6 +108,17 @@ export class Reconciler {
     return Math.min(backoffBaseMs * 2 ** Math.max(0, attempts - 1), backoffMaxMs);
   }
 
+  /**
+   * Whether an UNKNOWN record may be checked now: its next check came, and, when someone other than its executor
+   * marked it (a follower the moment the lease passed), the lease passed with the grace too. Until then the
+   * executor may still be finishing, and an `absent` answer could release a key whose effect is on its way. An
+   * executor that marked its own record has stopped: it is checked at once.
+   */
+  isDue(record: IdempotencyRecord, now: number): boolean {
+    if ((record.nextCheckAt ?? record.updatedAt) > now) return false;
+    return record.errorType !== 'lease_expired' || leaseHasPassed(record.leaseExpiresAt + this.options.leaseGraceMs, now);
+  }
+
   async runOnce(): Promise<ReconcileReport> {
     const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs, metrics } = this.options;
     const report: ReconcileReport = {
@@ -126,7 +137,7 @@ export class Reconciler {
     const unknown = (await queryAttention(doc, tableName, 'UNKNOWN', { limit: UNKNOWN_SCAN_LIMIT }))
       .map(itemToRecord)
       .filter((r) => r.status === 'UNKNOWN');
-    const due = unknown.filter((r) => (r.nextCheckAt ?? r.updatedAt) <= now).slice(0, batchSize);
+    const due = unknown.filter((r) => this.isDue(r, now)).slice(0, batchSize);
     const settled = new Set<IdempotencyRecord>();
     await inBatches(due, CONCURRENCY, async (record) => {
       const outcome = await this.settleUnknown(record, now);

@@ -19,7 +19,7 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * own clients (the reference endpoint's payments provider, a team's systems) are the endpoint's, added next to these.
  */
 export interface Services extends WorkerServices {
-  config: AppConfig & { approvalTtlSeconds: number };
+  config: AppConfig & { approvalTtlSeconds: number; approvalBaseUrl?: string };
   engine: IdempotencyEngine;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
@@ -56,7 +56,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const secret = lazySecret(config.operationIdSecret);
   return {
     ...base,
-    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds },
+    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
     approvals: new DynamoDbApprovalStore(base.doc, config.tableName),
     engine,
     ...createSigners(secret, clock),

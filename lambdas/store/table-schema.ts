@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, UpdateTimeToLiveCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isTableInUse } from './refusals';
 
@@ -70,14 +70,27 @@ export async function ensureTable(client: DynamoDBDocumentClient, tableName: str
     }));
   } catch (err) {
     if (!isTableInUse(err)) throw err;
+    // Created by someone else (a second `npm start`, another test file): it may still be CREATING.
+    await untilActive(client, tableName);
     return;
   }
-  for (let i = 0; i < 100; i++) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
-    if (Table?.TableStatus === 'ACTIVE') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilActive(client, tableName);
   await client.send(
     new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+  );
+}
+
+/** How long a new table (with its index) may take to become ACTIVE before `ensureTable` gives up. */
+const TABLE_ACTIVE_WAIT_SECONDS = 120;
+
+/**
+ * The SDK's waiter: until DescribeTable says ACTIVE (the index created with a table is part of it), and an error
+ * when it does not become ACTIVE in time; never a return before the table takes writes.
+ */
+async function untilActive(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
+  // The document client sends the base client's commands (it shares its config): the waiter only calls DescribeTable.
+  await waitUntilTableExists(
+    { client: client as unknown as DynamoDBClient, maxWaitTime: TABLE_ACTIVE_WAIT_SECONDS, minDelay: 1, maxDelay: 5 },
+    { TableName: tableName },
   );
 }

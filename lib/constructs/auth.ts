@@ -32,6 +32,29 @@ export interface ExternalOidcSettings {
   readonly tenantClaim?: string;
 }
 
+/** How people sign in at the approval page: the issuer's OAuth client for the page (authorization code with PKCE). */
+export interface ApprovalSignIn {
+  /** The page's client id: a public client (no secret), authorization code grant, the page's callback URL registered. */
+  readonly clientId: string;
+  /** The issuer's authorization endpoint (`authorization_endpoint` of its OpenID configuration). */
+  readonly authorizeUrl: string;
+  /** The issuer's token endpoint (`token_endpoint`). */
+  readonly tokenUrl: string;
+  /**
+   * Scopes the page asks for at sign-in.
+   * @default ['openid']
+   */
+  readonly scopes?: string[];
+  /**
+   * The claim of a person's ID token holding their tenant.
+   * @default the bearer tokens' tenant claim (`external.tenantClaim`)
+   */
+  readonly tenantClaim?: string;
+}
+
+/** The custom attribute of the stack's pool that holds a person's tenant (their ID token's `custom:tenant`). */
+export const PERSON_TENANT_ATTRIBUTE = 'tenant';
+
 export interface AuthProps {
   /**
    * Verify tokens of an existing issuer instead of creating a Cognito user pool.
@@ -53,6 +76,14 @@ export interface AuthProps {
    * @default Duration.hours(1)
    */
   readonly accessTokenValidity?: Duration;
+  /**
+   * With the stack's pool: people sign in at the approval page, through the pool's managed login, with an app client
+   * of their own (authorization code with PKCE, no secret, `openid` only, so its tokens never carry the tools scope).
+   * `callbackUrl` is the page's callback (`<page base>/approvals/callback`). Refused with `external`, whose people
+   * sign in at that issuer.
+   * @default none: the pool has no client for people
+   */
+  readonly approvalPage?: { readonly callbackUrl: string };
 }
 
 /** What the MCP function needs to verify bearer tokens (the AUTH_* environment). */
@@ -81,10 +112,16 @@ export class Auth extends Construct {
   readonly domain?: cognito.UserPoolDomain;
   /** The scope a client-credentials token request asks for, e.g. `idempotent-mcp/tools`. */
   readonly scope?: string;
+  /** The approval page's client for people; only with `approvalPage`. */
+  readonly approvalClient?: cognito.UserPoolClient;
+  /** How people sign in at the approval page with this pool; only with `approvalPage`. */
+  readonly approvalSignIn?: ApprovalSignIn;
 
   constructor(scope: Construct, id: string, props: AuthProps = {}) {
     super(scope, id);
     if (props.external) {
+      if (props.approvalPage)
+        throw new Error('auth.approvalPage is for the stack\'s own Cognito pool: with auth.external, people sign in at your issuer (give its client as approvalPage.signIn)');
       const { issuer, audience, jwksUrl, tenantClaim, audienceNotRequiredReason, requiredScopes } = props.external;
       if (!audience && !audienceNotRequiredReason?.trim())
         throw new Error(
@@ -103,11 +140,15 @@ export class Auth extends Construct {
       return;
     }
 
+    const people = props.approvalPage;
     this.userPool = new cognito.UserPool(this, 'UserPool', {
-      // Machines only: nobody signs up or signs in with a password.
+      // Nobody signs up: machines get app clients, and the people who approve are created by an administrator.
       selfSignUpEnabled: false,
-      featurePlan: cognito.FeaturePlan.LITE,
-      // Inert for client credentials, but strict in case someone adds people to this pool later.
+      // Managed login (the sign-in pages people see) needs Essentials; Lite offers only the classic hosted UI.
+      featurePlan: people ? cognito.FeaturePlan.ESSENTIALS : cognito.FeaturePlan.LITE,
+      // A person's tenant, set once by the administrator who creates them: immutable, so nobody moves tenants.
+      customAttributes: people ? { [PERSON_TENANT_ATTRIBUTE]: new cognito.StringAttribute({ minLen: 2, maxLen: 256, mutable: false }) } : undefined,
+      // Everyone who signs in approves payments: a second factor always.
       mfa: cognito.Mfa.REQUIRED,
       mfaSecondFactor: { otp: true, sms: false },
       passwordPolicy: { minLength: 12, requireDigits: true, requireLowercase: true, requireUppercase: true, requireSymbols: true },
@@ -139,7 +180,39 @@ export class Auth extends Construct {
     const stackIdSuffix = Fn.select(0, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.domain = this.userPool.addDomain('Domain', {
       cognitoDomain: { domainPrefix: props.cognitoDomainPrefix ?? Fn.join('-', ['idempotent-mcp', stackIdSuffix]) },
+      managedLoginVersion: people ? cognito.ManagedLoginVersion.NEWER_MANAGED_LOGIN : undefined,
     });
+    if (people) {
+      this.approvalClient = this.userPool.addClient('ApprovalPageClient', {
+        // A public client: the page proves the code is its own with PKCE (S256), no secret to keep.
+        generateSecret: false,
+        oAuth: { flows: { authorizationCodeGrant: true }, scopes: [cognito.OAuthScope.OPENID], callbackUrls: [people.callbackUrl] },
+        supportedIdentityProviders: [cognito.UserPoolClientIdentityProvider.COGNITO],
+        // The ID token carries the person's tenant; nothing else of them is read.
+        readAttributes: new cognito.ClientAttributes().withCustomAttributes(PERSON_TENANT_ATTRIBUTE),
+        // The page keeps no token: its own session cookie lasts minutes, and these are the shortest Cognito allows.
+        idTokenValidity: Duration.minutes(5),
+        accessTokenValidity: Duration.minutes(5),
+        refreshTokenValidity: Duration.hours(1),
+        preventUserExistenceErrors: true,
+        enableTokenRevocation: true,
+      });
+      (this.approvalClient.node.defaultChild as cognito.CfnUserPoolClient).explicitAuthFlows = ['ALLOW_REFRESH_TOKEN_AUTH'];
+      // Managed login shows a client's pages only once it has a style: Cognito's own.
+      new cognito.CfnManagedLoginBranding(this, 'ApprovalPageLoginStyle', {
+        userPoolId: this.userPool.userPoolId,
+        clientId: this.approvalClient.userPoolClientId,
+        useCognitoProvidedValues: true,
+      });
+      const domainUrl = this.domain.baseUrl();
+      this.approvalSignIn = {
+        clientId: this.approvalClient.userPoolClientId,
+        authorizeUrl: `${domainUrl}/oauth2/authorize`,
+        tokenUrl: `${domainUrl}/oauth2/token`,
+        scopes: ['openid'],
+        tenantClaim: `custom:${PERSON_TENANT_ATTRIBUTE}`,
+      };
+    }
     this.verification = {
       issuer: this.userPool.userPoolProviderUrl,
       jwksUrl: `${this.userPool.userPoolProviderUrl}/.well-known/jwks.json`,
@@ -150,8 +223,9 @@ export class Auth extends Construct {
 
     Validations.of(this.userPool).acknowledge({
       id: 'AwsSolutions-COG8',
-      reason:
-        'The Plus plan adds threat protection for user sign-ins; this pool has no users and only issues client-credentials tokens to app clients, whose secrets are the credential.',
+      reason: people
+        ? 'The Plus plan adds threat protection for user sign-ins at a price per person; the only people here are the few approvers an administrator creates (no self sign-up), each with a required TOTP second factor, and their sign-in only opens the approval page.'
+        : 'The Plus plan adds threat protection for user sign-ins; this pool has no users and only issues client-credentials tokens to app clients, whose secrets are the credential.',
     });
   }
 

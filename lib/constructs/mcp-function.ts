@@ -3,8 +3,8 @@ import { MCP_PATH } from '../../lambdas/http/app';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { environmentOf } from '../../lambdas/config';
-import type { TokenVerification } from './auth';
+import { environmentOf, type EnvSettings } from '../../lambdas/config';
+import type { ApprovalSignIn, TokenVerification } from './auth';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
@@ -56,11 +56,36 @@ export interface McpFunctionProps extends CommonFunctionProps {
    */
   readonly confirmationOptOut?: string[];
   /**
+   * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form.
+   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   */
+  readonly confirmationFormFallback?: string[];
+  /**
    * Whether the endpoint has an outbox (queue, relay, consumer). Without one (OUTBOX=off) a tool that queues an
    * effect answers a clear error instead of committing an event nobody delivers.
    * @default true
    */
   readonly outbox?: boolean;
+  /**
+   * The approval page this function serves: how people sign in, where the page is when not on the function's own
+   * host (`baseUrl`: the stack's HTTP API for the page), how long a link lives.
+   * @default none: no page; `confirmation: 'approval'` tools answer CONFIRMATION_UNAVAILABLE
+   */
+  readonly approvalPage?: { readonly signIn: ApprovalSignIn; readonly baseUrl?: string; readonly linkLifetime?: Duration };
+}
+
+function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettings {
+  if (!page) return {};
+  const { signIn, baseUrl, linkLifetime } = page;
+  return {
+    approvalClientId: signIn.clientId,
+    approvalAuthorizeUrl: signIn.authorizeUrl,
+    approvalTokenUrl: signIn.tokenUrl,
+    approvalScopes: signIn.scopes?.length ? signIn.scopes : undefined,
+    approvalTenantClaim: signIn.tenantClaim || undefined,
+    approvalBaseUrl: baseUrl || undefined,
+    approvalTtlSeconds: linkLifetime?.toSeconds(),
+  };
 }
 
 /**
@@ -103,8 +128,10 @@ export class McpFunction extends Construct {
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
         publicBaseUrl: props.publicBaseUrl || undefined,
         confirmationOptOut: props.confirmationOptOut?.length ? props.confirmationOptOut : undefined,
+        confirmationFormFallback: props.confirmationFormFallback?.length ? props.confirmationFormFallback : undefined,
         downstreamTimeoutMs: downstreamTimeoutMs(props.downstreamTimeout),
         outbox: props.outbox === false ? 'off' : undefined,
+        ...approvalPageSettings(props.approvalPage),
       }),
     };
 

@@ -1,7 +1,8 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
-import { closestName, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { closestName, MAX_APPROVAL_TTL_SECONDS, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import type { ApprovalPageSettings } from 'idempotent-mcp/cdk';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
 
 /**
@@ -15,11 +16,19 @@ export const ContextKey = {
   authAudienceNotRequiredReason: 'authAudienceNotRequiredReason',
   authRequiredScopes: 'authRequiredScopes',
   confirmationOptOut: 'confirmationOptOut',
+  confirmationFormFallback: 'confirmationFormFallback',
   authJwksUrl: 'authJwksUrl',
   authTenantClaim: 'authTenantClaim',
   cognitoDomainPrefix: 'cognitoDomainPrefix',
   allowedOrigins: 'allowedOrigins',
   publicBaseUrl: 'publicBaseUrl',
+  approvalPage: 'approvalPage',
+  approvalClientId: 'approvalClientId',
+  approvalAuthorizeUrl: 'approvalAuthorizeUrl',
+  approvalTokenUrl: 'approvalTokenUrl',
+  approvalScopes: 'approvalScopes',
+  approvalTenantClaim: 'approvalTenantClaim',
+  approvalLinkTtlSeconds: 'approvalLinkTtlSeconds',
   paymentsUrl: 'paymentsUrl',
   ticketsUrl: 'ticketsUrl',
   mailboxUrl: 'mailboxUrl',
@@ -80,6 +89,12 @@ function flag(get: Get, key: string, fallback: boolean): boolean {
   throw bad(key, 'true or false', value);
 }
 
+/** A flag left unset when absent (its default is the construct's). */
+function optionalFlag(get: Get, key: string): boolean | undefined {
+  const value = get(key);
+  return value === undefined || value === null || value === '' ? undefined : flag(get, key, false);
+}
+
 function integer(get: Get, key: string): number | undefined {
   const s = text(get, key);
   if (s === undefined) return undefined;
@@ -124,6 +139,37 @@ const HTTPS = ['https:'] as const;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/;
 const SCOPES = /^[\x21\x23-\x5b\x5d-\x7e]+( +[\x21\x23-\x5b\x5d-\x7e]+)*$/;
+
+/**
+ * The approval page's settings. With the stack's own pool the stack makes the page's client; with an external issuer
+ * the page is served once the team names its issuer's client for people (all three of id and endpoints).
+ */
+function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettings {
+  const K = ContextKey;
+  const clientId = matching(get, K.approvalClientId, /^[\x21-\x7e]+$/, 'an OAuth client id (printable, no spaces)');
+  const authorizeUrl = url(get, K.approvalAuthorizeUrl, HTTPS);
+  const tokenUrl = url(get, K.approvalTokenUrl, HTTPS);
+  const scopes = matching(get, K.approvalScopes, SCOPES, 'space-separated OAuth scopes')?.split(' ').filter(Boolean);
+  const tenantClaim = matching(get, K.approvalTenantClaim, /^\S+$/, 'a claim name without spaces');
+  const given = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
+  const named = [K.approvalClientId, K.approvalAuthorizeUrl, K.approvalTokenUrl, K.approvalScopes, K.approvalTenantClaim].find((key) => text(get, key) !== undefined);
+  if (named !== undefined && !externalIssuer)
+    throw new ContextError(`context "${named}" needs "authIssuer": with the stack's own Cognito pool the stack creates the approval page's client itself`);
+  if (given > 0 && given < 3)
+    throw new ContextError(`context "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" go together: set all three, or none`);
+  if (given === 0 && (scopes || tenantClaim))
+    throw new ContextError(`context "${scopes ? K.approvalScopes : K.approvalTenantClaim}" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}"`);
+  const enabled = optionalFlag(get, K.approvalPage);
+  if (enabled === true && externalIssuer && given === 0)
+    throw new ContextError(`context "${K.approvalPage}" with "authIssuer" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" (your issuer's client for the page)`);
+  const ttl = integer(get, K.approvalLinkTtlSeconds);
+  if (ttl !== undefined && ttl > MAX_APPROVAL_TTL_SECONDS) throw bad(K.approvalLinkTtlSeconds, `a whole number of seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`, ttl);
+  return {
+    enabled,
+    signIn: given === 3 ? { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } : undefined,
+    linkLifetime: ttl === undefined ? undefined : Duration.seconds(ttl),
+  };
+}
 
 /** The known key closest to a misspelled one. */
 export function closestContextKey(key: string): string {
@@ -189,7 +235,9 @@ export function settingsFromContext(source: Pick<Node, 'tryGetContext' | 'getAll
     sandbox: flag(get, K.sandbox, false),
     allowedOrigins: list(get, K.allowedOrigins, { pattern: ORIGIN, expected: 'origins such as https://app.example.com' }),
     confirmationOptOut: list(get, K.confirmationOptOut, { pattern: TOOL_NAME_PATTERN, expected: 'tool names' }),
+    confirmationFormFallback: list(get, K.confirmationFormFallback, { pattern: TOOL_NAME_PATTERN, expected: 'tool names' }),
     publicBaseUrl: url(get, K.publicBaseUrl, HTTPS),
+    approvalPage: approvalPageFrom(get, issuer !== undefined),
     customerManagedKey: flag(get, K.customerManagedKey, false),
     tableRemovalPolicy: removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     powertools: { logLevel: oneOf(get, K.logLevel, ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const) },

@@ -80,6 +80,12 @@ export class IdempotentMcpStack extends Stack {
         description: 'Prints the client secret (kept out of outputs and the template)',
       });
     }
+    if (endpoint.approvalPageUrl) {
+      new CfnOutput(this, 'ApprovalPageUrl', { value: endpoint.approvalPageUrl, description: 'Where approval links point (people approve payments here, signed in)' });
+      new CfnOutput(this, 'ApprovalCallbackUrl', { value: endpoint.approvalCallbackUrl!, description: 'The sign-in redirect URI of the page (register it with an external issuer)' });
+    }
+    if (endpoint.auth.approvalClient)
+      new CfnOutput(this, 'ApprovalClientId', { value: endpoint.auth.approvalClient.userPoolClientId, description: 'The approval page\'s app client for people (managed login)' });
     new CfnOutput(this, 'TableName', { value: endpoint.store.tableName });
     // `npm run ops -- --stack <name>` reads these three.
     if (endpoint.outbox) {

@@ -53,6 +53,12 @@ describe('the capacity bench harness', () => {
     // On another container the refused transaction is computed over every item it carries (record and order).
     expect(capacity.engine_local.replay_other_container).toMatchObject({ basis: 'computed', requests: 1 });
     expect(capacity.engine_local.replay_other_container!.wcu).toBeGreaterThanOrEqual(2);
+    // Our client's retry there carries the replay hint: one strongly consistent read, measured, no dearer than Powertools'.
+    for (const phase of ['replay_other_container_hinted', 'conflict_other_container_hinted'] as const) {
+      expect(capacity.engine_local[phase]).toMatchObject({ basis: 'measured', requests: 1, wcu: 0 });
+      expect(capacity.engine_local[phase]!.rcu).toBeGreaterThan(0);
+    }
+    expect(capacity.engine_local.replay_other_container_hinted!.cost_per_million_usd).toBeLessThanOrEqual(capacity.powertools_local.replay!.cost_per_million_usd);
   }, 120_000);
 
   it("counts every item a local tool's first call writes: the record and the order, twice each (a transaction)", async () => {

@@ -36,6 +36,14 @@ const variants: Record<string, Record<string, unknown>> = {
     authIssuer: 'https://login.example.com',
     authAudience: 'mcp',
   },
+  'an external issuer with its client for the approval page, on a custom domain': {
+    authIssuer: 'https://login.example.com',
+    authAudience: 'mcp',
+    approvalClientId: 'approval-page',
+    approvalAuthorizeUrl: 'https://login.example.com/authorize',
+    approvalTokenUrl: 'https://login.example.com/token',
+    publicBaseUrl: 'https://mcp.example.com',
+  },
 };
 
 describe('cdk-nag (AwsSolutions and the project pack)', () => {

@@ -7,6 +7,7 @@ import { fingerprint } from '../../lambdas/core/fingerprint';
 import { CallLedger } from '../../client/call-ledger';
 import { createFaultFetch } from '../../client/fault-fetch';
 import { IdempotentMcpClient, type IdempotentClientOptions } from '../../client/idempotent-client';
+import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
 import { freePort } from '../../local/free-port';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
@@ -256,6 +257,62 @@ describe('one key per intent', () => {
     expect(new Set(calls.map((c) => c.key)).size).toBe(1);
     expect(calls.filter((c) => c.result?.replayed === false)).toHaveLength(1);
     expect(await ordersWithKey(calls[0]!.key)).toHaveLength(1);
+  });
+});
+
+/** The `_meta` of every `tools/call` the client sends, in order, as the server receives it. */
+function metaRecordingFetch(base: FetchLike = (url, init) => fetch(url, init)) {
+  const calls: { tool: string; meta: Record<string, unknown> }[] = [];
+  const recording: FetchLike = (url, init) => {
+    if (typeof init?.body === 'string') {
+      const message = JSON.parse(init.body) as { method?: string; params?: { name?: string; _meta?: Record<string, unknown> } };
+      if (message.method === 'tools/call') calls.push({ tool: String(message.params?.name), meta: message.params?._meta ?? {} });
+    }
+    return base(url, init);
+  };
+  return { fetch: recording, hints: (tool: string) => calls.filter((c) => c.tool === tool).map((c) => c.meta[LIKELY_REPLAY_META_KEY] === true), calls };
+}
+
+describe('the replay hint (a key sent again says so in _meta)', () => {
+  it.each(['auto', 'legacy'] as const)('is on the retry after a lost answer, never on the first send (protocolEra %s)', async (protocolEra) => {
+    const faults = createFaultFetch();
+    faults.inject({ tool: 'create_order', fault: { mode: 'lose-response' }, times: 1 });
+    const recorder = metaRecordingFetch(faults.fetch);
+    const { client } = testClient({ fetch: recorder.fetch, protocolEra });
+
+    const call = await client.callWrite({ tool: 'create_order', args: orderArgs() });
+
+    expect(call).toMatchObject({ state: 'succeeded', attempts: 2, result: { replayed: true } });
+    expect(recorder.hints('create_order')).toEqual([false, true]);
+    // On 2026-07-28 the hint rides next to the protocol's own envelope keys.
+    const envelope = recorder.calls.at(-1)!.meta['io.modelcontextprotocol/protocolVersion'];
+    expect(envelope).toBe(protocolEra === 'auto' ? '2026-07-28' : undefined);
+    expect(await ordersWithKey(call.key)).toHaveLength(1);
+  });
+
+  it('is on a re-planned call of a sent intent, and not on a new intent', async () => {
+    const recorder = metaRecordingFetch();
+    const { client } = testClient({ fetch: recorder.fetch });
+    const args = orderArgs();
+    const first = await client.callWrite({ tool: 'create_order', args });
+    const again = await client.callWrite({ tool: 'create_order', args });
+    const other = await client.callWrite({ tool: 'create_order', args: orderArgs() });
+
+    expect([first.result?.replayed, again.result?.replayed, other.result?.replayed]).toEqual([false, true, false]);
+    expect(recorder.hints('create_order')).toEqual([false, true, false]);
+  });
+
+  it('is not on the first send after attempts that never left the machine (connection refused)', async () => {
+    const faults = createFaultFetch();
+    // Every POST refused: the connection (server/discover or initialize) never opens, so nothing is sent.
+    faults.inject({ fault: { mode: 'refuse' }, times: 2 });
+    const recorder = metaRecordingFetch(faults.fetch);
+    const { client } = testClient({ fetch: recorder.fetch, operationIdTools: [] });
+
+    const call = await client.callWrite({ tool: 'create_order', args: orderArgs() });
+
+    expect(call).toMatchObject({ state: 'succeeded', result: { replayed: false } });
+    expect(recorder.hints('create_order')).toEqual([false]);
   });
 });
 

@@ -52,6 +52,8 @@ describe('docs/configuration.md', () => {
     const defaultsOf = (name: string) => [...rows('Context keys'), ...rows('Environment variables')].find((row) => row.name === name)!.defaults;
     expect(defaultsOf('authTenantClaim')).toMatch(new RegExp(`^\`${DEFAULT_TENANT_CLAIM}\``));
     expect(defaultsOf('AUTH_TENANT_CLAIM')).toBe(`\`${DEFAULT_TENANT_CLAIM}\``);
-    expect(page).not.toMatch(/custom:tenant|default `sub`/);
+    // The agents' claim is never a person's attribute or `sub`: those name a person, not the tenant the agent acts for.
+    for (const name of ['authTenantClaim', 'AUTH_TENANT_CLAIM']) expect(defaultsOf(name)).not.toMatch(/custom:|`sub`/);
+    expect(page).not.toMatch(/default `sub`/);
   });
 });

@@ -279,6 +279,52 @@ describe("a local tool's retry on the engine that answered it", () => {
     expect(runs).toBe(2);
   });
 
+  it("on another engine (another container) a client's replay hint reads first: one read, no transaction, the tool does not run", async () => {
+    const { engine, otherContainer, store } = localSetup();
+    const key = newKey();
+    let runs = 0;
+    const execute = async () => ({ result: { n: ++runs }, writes: [{ create: { key: item(), item: {} } }] });
+    await engine.run(localRequest(key), {}, execute);
+    store.reset();
+    const hinted = (args?: Record<string, unknown>) => ({ ...localRequest(key, args), likelyReplay: true });
+    expect(await otherContainer.run(hinted(), {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { n: 1 } });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    store.reset();
+    // Other arguments under the hint: the read answers conflict, and nothing runs.
+    expect(await new IdempotencyEngine({ store, inProgressWaitMs: 50 }).run(hinted({ amount: 11 }), {}, execute)).toMatchObject({ outcome: 'conflict' });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    expect(runs).toBe(1);
+  });
+
+  it('a replay hint on a first call (wrong or forged) costs one read: the key is found free and executes once', async () => {
+    const { engine, otherContainer, store } = localSetup();
+    const key = newKey();
+    let runs = 0;
+    const execute = async () => ({ result: { n: ++runs }, writes: [{ create: { key: item(), item: {} } }] });
+    expect(await engine.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 1, claim: 0 });
+    store.reset();
+    // Another container, the same hint again: now the record answers it.
+    expect(await otherContainer.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({ replayed: true, result: { n: 1 } });
+    expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
+    // A hinted first call with other arguments under a fresh key: its own execution, once.
+    const other = newKey();
+    expect(await otherContainer.run({ ...localRequest(other, { amount: 11 }), likelyReplay: true }, {}, execute)).toMatchObject({ replayed: false, result: { n: 2 } });
+    expect(runs).toBe(2);
+  });
+
+  it('a replay hint on a tool whose effect is external changes nothing: no read first', async () => {
+    const { engine, otherContainer, store } = localSetup();
+    const key = newKey();
+    await engine.run(request('create_order', key, { amount: 1 }), {}, async () => ({ result: 'first' }));
+    store.reset();
+    expect(await otherContainer.run({ ...request('create_order', key, { amount: 1 }), likelyReplay: true }, {}, async () => ({ result: 'second' }))).toMatchObject({
+      replayed: true,
+      result: 'first',
+    });
+    expect(store.calls).toEqual({ get: 0, commitOnce: 0, claim: 1 });
+  });
+
   it('remembers only the most recent keys, and none with answeredKeys 0', async () => {
     const one = localSetup({ answeredKeys: 1 });
     const [a, b] = [newKey(), newKey()];

@@ -5,7 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { awsClientConfig, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createTestTable } from '../support/dynamodb';
 
-describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore() });
+describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore(), reviewStore: true });
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
 beforeAll(async () => {

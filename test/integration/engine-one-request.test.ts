@@ -83,6 +83,36 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(tool.paths).toEqual(['one_request']);
   });
 
+  it("on another container, a client's replay hint makes a replay and a conflict one GetItem each, no transaction: the tool does not run", async () => {
+    const key = newKey();
+    const tool = orderTool(key);
+    const call = (amount: number, likelyReplay?: boolean) =>
+      localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount }, likelyReplay }, {}, tool.executor);
+    await call(1);
+
+    requests.reset();
+    expect(await call(1, true)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: tool.orderId, run: 1 } });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+
+    requests.reset();
+    expect(await call(2, true)).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+    expect(tool.paths).toEqual(['one_request']);
+  });
+
+  it('a replay hint on a first call costs one GetItem more: the key is free, the call commits once in one request', async () => {
+    const key = newKey();
+    const tool = orderTool(key);
+    requests.reset();
+    expect(await localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 }, likelyReplay: true }, {}, tool.executor)).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+    });
+    expect(requests.byOperation).toEqual({ GetItem: 1, TransactWriteItems: 1 });
+    expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: { run: 1 } });
+    expect(tool.paths).toEqual(['one_request']);
+  });
+
   it('a key the container answered and a reconciler or TTL deleted since commits again in one request after the read', async () => {
     const e = localEngine();
     const key = newKey();

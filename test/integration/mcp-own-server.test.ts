@@ -23,6 +23,8 @@ import {
   type ToolRuntime,
 } from 'idempotent-mcp/mcp';
 import { createApp } from '../../lambdas/http/app';
+import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
+import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { AppConfig } from '../../lambdas/config';
 
 /**
@@ -308,5 +310,101 @@ describe("the endpoint's server (createApp) around a team's tools", () => {
     expect(() => createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'a', scopes: [] }) }, config }, { tools: [bookRoom, mine] })).toThrow(
       /get_operation_status is the toolkit's own tool/,
     );
+  });
+});
+
+describe("a client's replay hint (_meta) reaches the engine on every server path, in both eras", () => {
+  /** A local tool: its record and its note commit in one transaction (the one-request path). */
+  const noteRoom = defineWriteTool({
+    name: 'note_room',
+    title: 'Note a room',
+    description: 'Notes a room.',
+    input: { room: z.string().min(1).max(32) },
+    result: z.object({ note_id: z.string(), room: z.string() }),
+    annotations: { destructiveHint: false, openWorldHint: false },
+    effect: 'local',
+    async execute(args, ctx) {
+      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      const noteId = `note_${randomUUID()}`;
+      return { result: { note_id: noteId, room: args.room }, writes: [{ create: { key: { pk: `NOTE#${ctx.tenant}#${noteId}`, sk: 'NOTE' }, item: { room: args.room } } }] };
+    },
+  });
+  const config = {
+    allowedOrigins: [],
+    publicBaseUrl: undefined,
+    auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'],
+    confirmationOptOut: [],
+  };
+  let counted: ReturnType<typeof createDynamoDbClient>;
+  let requests: RequestCounter;
+  let tableName: string;
+  beforeAll(async () => {
+    counted = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
+    requests = countDynamoDbRequests(counted);
+    tableName = `own-server-hint-${randomUUID()}`;
+    await ensureTable(counted, tableName);
+  });
+  afterAll(() => closeDynamoDbClient(counted));
+
+  /** One Lambda container: its own engine (and memory of answered keys) on the shared table. */
+  const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore(counted, tableName), secret: 's'.repeat(40) });
+  const serverPaths: Record<string, (services: ToolRuntime) => Promise<string>> = {
+    createApp: (s) => listen(createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] }).fetch),
+    'registerWriteTool, SDK v2': (s) => {
+      const handler = createMcpHandler(() => {
+        const server = new McpServer({ name: 'notes-v2', version: '1.0.0' });
+        registerWriteTool(server, noteRoom, { services: s, tenant: plain });
+        return server;
+      });
+      return listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
+    },
+    'registerWriteTool, SDK 1.x': (s) =>
+      listen(async (request) => {
+        const server = new V1McpServer({ name: 'notes-v1', version: '1.0.0' });
+        registerWriteTool(server, noteRoom, { services: s, tenant: plain });
+        const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        await server.connect(transport);
+        try {
+          return await transport.handleRequest(request, { authInfo: authInfoOf(request) });
+        } finally {
+          await server.close();
+        }
+      }),
+  };
+  const cases = [
+    ['createApp', '2025-11-25'],
+    ['createApp', '2026-07-28'],
+    ['registerWriteTool, SDK v2', '2025-11-25'],
+    ['registerWriteTool, SDK v2', '2026-07-28'],
+    ['registerWriteTool, SDK 1.x', 'v1'],
+  ] as const;
+
+  it.each(cases)('%s, %s: on another container a hinted replay is one GetItem, a hinted conflict too; unhinted, the refused transaction', async (path, era) => {
+    const serve = serverPaths[path]!;
+    const [first, other, third] = [await serve(container()), await serve(container()), await serve(container())];
+    const clientOn = async (url: string) => (await connect(era, url, 'acme')).client;
+    const key = newKey();
+    const hinted = async (url: string, room: string) =>
+      (await (await clientOn(url)).callTool({ name: 'note_room', arguments: { room, idempotency_key: key }, _meta: { [LIKELY_REPLAY_META_KEY]: true } } as never)) as Answer;
+
+    const firstAnswer = await call(await clientOn(first), 'note_room', { room: 'blue', idempotency_key: key });
+    expect(firstAnswer.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+
+    requests.reset();
+    expect((await hinted(other, 'blue')).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: firstAnswer.structuredContent!.result });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+
+    requests.reset();
+    expect((await hinted(third, 'red')).structuredContent).toMatchObject({ outcome: 'conflict' });
+    expect(requests.byOperation).toEqual({ GetItem: 1 });
+    expect(runs.filter((run) => run === `acme/${key}`)).toHaveLength(1);
+
+    // The same replay without the hint, on a container that never answered the key: the refused transaction (the
+    // one-request path ran the tool for it, and its writes were refused with the record).
+    requests.reset();
+    expect((await call(await clientOn(await serve(container())), 'note_room', { room: 'blue', idempotency_key: key })).structuredContent).toMatchObject({
+      replayed: true,
+    });
+    expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
   });
 });

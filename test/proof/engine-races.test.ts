@@ -1,14 +1,15 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { newStats, raceProperty, REAL, runParameters } from './support/races';
+import { describeStats, EXPLORED, newStats, raceProperty, REAL, runParameters } from './support/races';
 
 /**
  * Issue 23 item 5: fast-check's scheduler drives the real engine, the real in-memory store and the real reconciler's
- * per-record step through thousands of interleavings of two or three callers with one key, crashes and store faults
- * at any await, downstream faults, lease expiry and reconciler passes. docs/correctness.md ("Races on the real
+ * per-record step through thousands of interleavings of two or three callers on one to three keys, crashes and store
+ * faults at any await, downstream faults, lease expiry, reconciler passes, the one-request path of local tools,
+ * retention expiry and operators settling by hand. docs/correctness.md ("Races on the real
  * engine") says what is explored, which promise each invariant checks, and how to replay a failure (FC_SEED, FC_PATH).
  */
-const RUNS = 1_500;
+const RUNS = 2_500;
 
 describe('races on the real engine (in-memory store)', () => {
   // The engine's execution deadline is a timer: fake timers move with the run's clock, so a hung call meets it.
@@ -18,13 +19,13 @@ describe('races on the real engine (in-memory store)', () => {
   it('keeps every invariant in every explored interleaving', { timeout: 120_000 }, async () => {
     const stats = newStats();
     const started = performance.now();
-    await fc.assert(raceProperty(REAL, { hangs: true, maxCallers: 3, maxDriverSteps: 6 }, stats), runParameters(RUNS));
-    console.info(
-      `engine races: ${stats.runs} runs, ${stats.scheduledSteps} scheduled awaits, ${stats.withCrash} with a crash, ` +
-        `${stats.withEffect} with an effect, in ${Math.round(performance.now() - started)} ms`,
-    );
+    await fc.assert(raceProperty(REAL, EXPLORED, stats), runParameters(RUNS));
+    console.info(`engine races: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
     // The exploration reached the cases that matter, not only quiet runs.
     expect(stats.withCrash).toBeGreaterThan(stats.runs / 10);
     expect(stats.withEffect).toBeGreaterThan(stats.runs / 4);
+    for (const reached of [stats.withOneRequestCommit, stats.withKeys, stats.withExpiry, stats.withOperatorDecision, stats.withRememberedKey]) {
+      expect(reached).toBeGreaterThan(stats.runs / 50);
+    }
   });
 });

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fingerprint } from '../../lambdas/core/fingerprint';
-import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
+import { allows, isSettled, type IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { InMemoryIdempotencyStore } from '../../lambdas/engine/in-memory-store';
-import type { IdempotencyStore } from '../../lambdas/engine/persistence';
+import type { IdempotencyStore, ReviewStore } from '../../lambdas/engine/persistence';
 import { newStats, raceProperty, REAL, type ScenarioOptions, type Variant } from './support/races';
 
 /**
@@ -13,7 +13,7 @@ import { newStats, raceProperty, REAL, type ScenarioOptions, type Variant } from
  */
 
 /** The store with one method replaced; everything else is the real store's. */
-function replacing(store: IdempotencyStore, methods: Partial<IdempotencyStore>): IdempotencyStore {
+function replacing<S extends IdempotencyStore & ReviewStore>(store: S, methods: Partial<IdempotencyStore & ReviewStore>): S {
   return new Proxy(store, {
     get: (target, name: string) => (methods as Record<string, unknown>)[name] ?? (target as unknown as Record<string, unknown>)[name],
   });
@@ -112,6 +112,70 @@ const PLANTED: Planted[] = [
     variant: { name: 'a client that retries `unknown` with a new key', retryUnknownWithNewKey: true },
     scenarios: base,
   },
+  {
+    // The one-request commit meets the first call's settled record (a duplicate) and reports it as its own commit:
+    // the duplicate answers "executed" with a result whose item never committed.
+    variant: {
+      name: 'the one-request path answering a replay as a fresh call',
+      wrapStore: (store) =>
+        replacing(store, {
+          commitOnce: async (record, now, options, writes) => {
+            const commit = await store.commitOnce(record, now, options, writes);
+            return 'existing' in commit && isSettled(commit.existing.status) ? { committed: true } : commit;
+          },
+        }),
+    },
+    scenarios: { ...base, local: 'always', maxKeys: 1 },
+  },
+  {
+    // The operator's decision is written over the record as it is now, not as it was when the person checked the
+    // downstream: a record that moved on meanwhile (released, run again, UNKNOWN again) is settled on a stale check.
+    variant: {
+      name: "the operator's settle without the fence",
+      wrapStore: (store) =>
+        replacing(store, {
+          decide: async (read, _log, decision, entry, now) => {
+            const current = await store.get(read);
+            if (!current || !allows(current.status, decision.event)) return false;
+            return store.decide(current, await store.reviewLog(read), decision, { ...entry, from: current.status }, now);
+          },
+        }),
+    },
+    scenarios: { ...base, maxOperators: 2, retriesAtOnce: true, downstream: 'plain', faults: ['hang_before', 'commit_then_timeout'] },
+  },
+  {
+    // The claim condition compares the retention against a clock running ahead (half a retention): a settled record
+    // still replaying is taken as expired, and its operation runs again.
+    variant: {
+      name: 'retention treating a live record as expired',
+      wrapStore: (store) => {
+        const ahead = (record: IdempotencyRecord, now: number) => now + (record.retainUntil - record.createdAt) / 2;
+        return replacing(store, {
+          claim: (record, now, options) => store.claim(record, ahead(record, now), options),
+          commitOnce: (record, now, options, writes) => store.commitOnce(record, ahead(record, now), options, writes),
+        });
+      },
+    },
+    scenarios: { ...base, retention: 'always', retriesAtOnce: true },
+  },
+  {
+    // The store's key drops the end of the idempotency key: two keys share one record, and a caller on one key is
+    // answered with the other key's result.
+    variant: {
+      name: "an answer from another key's record",
+      wrapStore: (store) => {
+        const alias = <I extends { idempotencyKey: string }>(identity: I): I => ({ ...identity, idempotencyKey: identity.idempotencyKey.slice(0, 'key-race-1'.length) });
+        return new Proxy(store, {
+          get: (target, name: string) => {
+            const method = (target as unknown as Record<string, unknown>)[name];
+            if (typeof method !== 'function') return method;
+            return (first: { idempotencyKey: string }, ...rest: unknown[]) => (method as (...args: unknown[]) => unknown).call(target, alias(first), ...rest);
+          },
+        });
+      },
+    },
+    scenarios: { ...base, maxKeys: 3 },
+  },
 ];
 
 /**
@@ -138,6 +202,9 @@ describe('planted bugs are caught by the race exploration', () => {
         `${variant.name}: found after ${stats.runs} runs in ${Math.round(performance.now() - started)} ms ` +
           `(seed ${found.seed}, path "${found.counterexamplePath}")\n${broken}`,
       );
+      // The printed seed and path replay the same counterexample.
+      const replay = await fc.check(raceProperty(variant, scenarios), { seed: found.seed, path: found.counterexamplePath ?? undefined, numRuns: 1, endOnFailure: true });
+      expect(String((replay.errorInstance as Error | undefined)?.message).split('\nactors:')[0], 'the replay of the printed seed and path').toBe(broken);
       await fc.assert(raceProperty(REAL, scenarios), { numRuns: REAL_RUNS });
     });
   }

@@ -2,13 +2,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import fc from 'fast-check';
 import { vi } from 'vitest';
 import type { Clock } from '../../../lambdas/core/clock';
-import { StoreUnavailableError, TerminalToolError, TransientToolError, UncertainToolError } from '../../../lambdas/core/errors';
+import { ErrorCode, StoreUnavailableError, TerminalToolError, TransientToolError, UncertainToolError } from '../../../lambdas/core/errors';
 import { leaseHasPassed } from '../../../lambdas/core/lease';
 import type { WriteToolResult } from '../../../lambdas/core/result-contract';
-import { transition, type IdempotencyRecord, type RecordState, type TransitionEvent } from '../../../lambdas/core/state-machine';
+import type { ItemKey } from '../../../lambdas/core/keys';
+import { isSettled, keyIsFree, transition, type IdempotencyRecord, type RecordState, type TransitionEvent } from '../../../lambdas/core/state-machine';
 import { IdempotencyEngine, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
-import type { IdempotencyStore, RecordIdentity } from '../../../lambdas/engine/persistence';
+import type { ExtraWrite, IdempotencyStore, OperatorDecision, RecordIdentity, ReviewStore } from '../../../lambdas/engine/persistence';
 import { Reconciler, type ToolReconciler } from '../../../lambdas/reconciler/reconciler';
 import type { DynamoDBDocumentClient as DocumentClient } from '@aws-sdk/lib-dynamodb';
 
@@ -68,6 +69,12 @@ export interface CallerPlan {
   fault?: Fault;
   /** The handler changes its input after the claim (normalises a field): the engine must not care. */
   mutatesInput: boolean;
+  /** Which of the run's keys the caller sends: callers on different keys are different operations. */
+  key: number;
+  /** A client that calls again at once (same key, as told) when its answer invites a retry, within the race. */
+  retriesAtOnce: boolean;
+  /** A duplicate that arrives late: after the driver's time steps, while operators may still be at work. */
+  late: boolean;
 }
 
 export type DriverStep = { kind: 'advance'; ms: number } | { kind: 'reconcile' };
@@ -82,6 +89,17 @@ export interface Scenario {
   reexecuteSafe: boolean;
   callers: CallerPlan[];
   driver: DriverStep[];
+  /** How many keys the callers use (1-3); each key its own record, effects and answers. */
+  keys: number;
+  /**
+   * 'local': the tool's effect is an item committed with its record (the one-request path: record and items in one
+   * transaction); 'external': a downstream call between the claim and the settlement.
+   */
+  effect: 'local' | 'external';
+  /** A retention short enough to pass within the run (the key frees by time), or none (24 h, the default). */
+  retention?: { seconds: number; onExpired: 'execute' | 'review' };
+  /** Operator passes running beside the callers: each settles UNKNOWN / NEEDS_REVIEW records it checked by hand. */
+  operators: number;
 }
 
 export interface ScenarioOptions {
@@ -95,7 +113,33 @@ export interface ScenarioOptions {
   reexecuteSafe?: boolean;
   /** Restrict the downstream faults a caller may meet (a planted bug's search aims at the ones that show it). */
   faults?: DownstreamFault[];
+  /** Up to this many keys per run (default 1). */
+  maxKeys?: number;
+  /** Tools whose effect is local (the one-request path): never, sometimes, or always. Default never. */
+  local?: 'sometimes' | 'always';
+  /** Sometimes (or always) a retention that passes within the run. Default never. */
+  retention?: 'sometimes' | 'always';
+  /** Up to this many operator passes beside the callers. Default 0. */
+  maxOperators?: number;
+  /** Clients that call again at once within the race, and callers that arrive late. Default false. */
+  retriesAtOnce?: boolean;
 }
+
+/**
+ * What the exploration covers: up to three callers on up to three keys, the one-request path (local tools) in a
+ * third of the runs, a retention that passes within the run in a third, up to two operators settling by hand, and
+ * clients that call again at once.
+ */
+export const EXPLORED: ScenarioOptions = {
+  hangs: true,
+  maxCallers: 3,
+  maxDriverSteps: 6,
+  maxKeys: 3,
+  local: 'sometimes',
+  retention: 'sometimes',
+  maxOperators: 2,
+  retriesAtOnce: true,
+};
 
 export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenario> {
   const faults: DownstreamFault[] = options.faults ?? ['none', 'transient', 'terminal', 'commit_then_timeout'];
@@ -111,6 +155,9 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
       { nil: undefined, freq: 2 },
     ),
     mutatesInput: fc.boolean(),
+    key: fc.nat({ max: (options.maxKeys ?? 1) - 1 }),
+    retriesAtOnce: options.retriesAtOnce ? fc.boolean() : fc.constant(false),
+    late: options.retriesAtOnce ? fc.boolean() : fc.constant(false),
   });
   const step = fc.oneof(
     fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(100, 400, 1_000, 2_000) }),
@@ -124,12 +171,34 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
       reexecuteSafe: fc.boolean(),
       callers: fc.array(caller, { minLength: 2, maxLength: options.maxCallers }),
       driver: fc.array(step, { minLength: 1, maxLength: options.maxDriverSteps }),
+      keys: fc.integer({ min: 1, max: options.maxKeys ?? 1 }),
+      effect: sometimes(options.local, 'local' as const, 'external' as const),
+      retention: sometimes(
+        options.retention,
+        fc.record({ seconds: fc.constantFrom(2, 3), onExpired: fc.constantFrom<'execute' | 'review'>('execute', 'execute', 'review') }),
+        undefined,
+      ),
+      operators: fc.nat({ max: options.maxOperators ?? 0 }),
     })
     .map((s) => ({
       ...s,
+      // Keys are spread over the run's key count; a local tool calls no downstream, so no downstream-only fault.
+      callers: s.callers.map((c) => ({
+        ...c,
+        key: c.key % s.keys,
+        downstream: s.effect === 'local' && (c.downstream === 'commit_then_timeout' || c.downstream === 'hang_after') ? 'none' : c.downstream,
+      })),
       // The engine's promise: re-running a stale execution is only declared safe for a downstream that dedups.
       reexecuteSafe: options.reexecuteSafe ?? (s.downstream === 'dedup' && s.reexecuteSafe),
     }));
+}
+
+/** `when`: the `on` value sometimes (one run in three) or always; the `off` value otherwise. */
+function sometimes<T>(when: 'sometimes' | 'always' | undefined, on: T | fc.Arbitrary<T>, off: T): fc.Arbitrary<T> {
+  const onArb = on instanceof fc.Arbitrary ? on : fc.constant(on);
+  if (when === 'always') return onArb;
+  if (when === 'sometimes') return fc.oneof({ weight: 2, arbitrary: fc.constant(off) }, { weight: 1, arbitrary: onArb });
+  return fc.constant(off);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -139,26 +208,46 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
 export interface Effect {
   seq: number;
   key: string;
+  /** The operation: the caller's key slot and its arguments (`0A`), whatever key it was sent with. */
   intent: string;
   id: string;
+  /** The key's retention epoch it belongs to: 0, then one more each time the key was claimed again after expiry. */
+  epoch: number;
 }
 
-/** The downstream system: a ledger of effects. `dedup` answers a second request with our key with the first effect. */
+/**
+ * The effects: a downstream system's ledger, and the items local tools committed with their records. `dedup`
+ * answers a second request with our key with the first effect of the key's epoch (its dedup window ends with our
+ * retention, as a payment provider's idempotency keys expire).
+ */
 export class Downstream {
   readonly ledger: Effect[] = [];
-  constructor(readonly dedup: boolean) {}
+  constructor(
+    readonly dedup: boolean,
+    private readonly epochOf: (key: string) => number,
+  ) {}
 
   act(key: string, intent: string): Effect {
-    const earlier = this.dedup ? this.ledger.find((e) => e.key === key) : undefined;
+    const earlier = this.dedup ? this.lookup(key) : undefined;
     if (earlier) return earlier;
-    const effect = { seq: this.ledger.length + 1, key, intent, id: `effect-${this.ledger.length + 1}` };
+    return this.add(key, intent, `effect-${this.ledger.length + 1}`);
+  }
+
+  /** An item a local tool committed in the same transaction as its record. */
+  committed(key: string, intent: string, id: string) {
+    if (!this.ledger.some((e) => e.id === id)) this.add(key, intent, id);
+  }
+
+  private add(key: string, intent: string, id: string): Effect {
+    const effect = { seq: this.ledger.length + 1, key, intent, id, epoch: this.epochOf(key) };
     this.ledger.push(effect);
     return effect;
   }
 
-  /** What the reconcile hook asks: is there an effect with our key? */
+  /** What the reconcile hook (or a person) asks: is there an effect with our key, in its current epoch? */
   lookup(key: string): Effect | undefined {
-    return this.ledger.find((e) => e.key === key);
+    const epoch = this.epochOf(key);
+    return this.ledger.find((e) => e.key === key && e.epoch === epoch);
   }
 }
 
@@ -242,25 +331,32 @@ export class Actor {
 }
 
 /** The store as one actor sees it: each call is an await of that actor, applied under the store lock and observed. */
-export class ActorStore implements IdempotencyStore {
+export class ActorStore implements IdempotencyStore, ReviewStore {
   constructor(
     private readonly actor: Actor,
     private readonly world: World,
-    private readonly inner: IdempotencyStore,
+    private readonly inner: IdempotencyStore & ReviewStore,
   ) {}
 
-  private call<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>): Promise<T> {
-    return this.actor.step(method, () => this.world.observe(method, identity, event, apply), true);
+  private call<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>, writes?: ExtraWrite[]): Promise<T> {
+    return this.actor.step(method, () => this.world.observe(method, identity, event, apply, writes), true);
   }
 
   claim: IdempotencyStore['claim'] = (record, now, options) => this.call('claim', record, 'claim', () => this.inner.claim(record, now, options));
   commitOnce: IdempotencyStore['commitOnce'] = (record, now, options, writes) =>
-    this.call('commitOnce', record, undefined, () => this.inner.commitOnce(record, now, options, writes));
+    this.call('commitOnce', record, undefined, () => this.inner.commitOnce(record, now, options, writes), writes);
   get: IdempotencyStore['get'] = (identity) => this.call('get', identity, undefined, () => this.inner.get(identity));
   settle: IdempotencyStore['settle'] = (identity, ownerToken, settlement, now, writes) =>
-    this.call('settle', identity, settlement.status === 'SUCCEEDED' ? 'complete' : 'fail', () =>
-      this.inner.settle(identity, ownerToken, settlement, now, writes),
+    this.call(
+      'settle',
+      identity,
+      settlement.status === 'SUCCEEDED' ? 'complete' : 'fail',
+      () => this.inner.settle(identity, ownerToken, settlement, now, writes),
+      writes,
     );
+  reviewLog: ReviewStore['reviewLog'] = (identity) => this.call('reviewLog', identity, undefined, () => this.inner.reviewLog(identity));
+  decide: ReviewStore['decide'] = (record, log, decision, entry, now) =>
+    this.call('decide', record, decision.event, () => this.inner.decide(record, log, decision, entry, now));
   release: IdempotencyStore['release'] = (identity, ownerToken) => this.call('release', identity, 'release', () => this.inner.release(identity, ownerToken));
   markUnknown: IdempotencyStore['markUnknown'] = (identity, ownerToken, details, now) =>
     this.call('markUnknown', identity, 'uncertain', () => this.inner.markUnknown(identity, ownerToken, details, now));
@@ -282,7 +378,7 @@ export class ActorStore implements IdempotencyStore {
 export interface Variant {
   name: string;
   /** The store every actor writes through (a planted bug wraps the real one). `liveArgs` are the caller's own. */
-  wrapStore?: (store: IdempotencyStore, context: { liveArgs?: Record<string, unknown>; clock: Clock }) => IdempotencyStore;
+  wrapStore?: (store: IdempotencyStore & ReviewStore, context: { liveArgs?: Record<string, unknown>; clock: Clock }) => IdempotencyStore & ReviewStore;
   /** One reconciler pass over the run's key. */
   reconcilePass?: (pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number) => Promise<void>;
   /** The client's retry of an `unknown` answer: the same key (the contract) or a new one (a planted bug). */
@@ -304,9 +400,9 @@ export class ReconcilerPass extends Reconciler {
   }
 }
 
-/** What `Reconciler.runOnce` does to one record: settle a due UNKNOWN, or mark a PROCESSING whose lease (+ grace) passed. */
+/** What `Reconciler.runOnce` does to one record: settle a due UNKNOWN (its rule), or mark a PROCESSING whose lease (+ grace) passed. */
 export async function realReconcilePass(pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number, store: IdempotencyStore) {
-  if (record?.status === 'UNKNOWN' && (record.nextCheckAt ?? record.updatedAt) <= now) await pass.settle(record, now);
+  if (record?.status === 'UNKNOWN' && pass.isDue(record, now)) await pass.settle(record, now);
   else if (record?.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt + TIMES.leaseGraceMs, now)) await store.expireLease(record, now);
 }
 
@@ -318,28 +414,40 @@ export interface Answer {
   caller: string;
   intent: string;
   key: string;
-  phase: 'race' | 'retry';
+  phase: 'race' | 'retry' | 'after_expiry';
   answer: WriteToolResult<unknown>;
-  /** Effects with this answer's key in the ledger when the answer was given. */
+  /** Effects with this answer's key, in the key's epoch, in the ledger when the answer was given. */
   effectsAtAnswer: Effect[];
   recordAtAnswer: IdempotencyRecord | undefined;
+  /** The clock when the call started, and the key's epoch when it answered. */
+  startedAt: number;
+  epoch: number;
 }
 
 export interface WorldOptions {
   scheduler: fc.Scheduler;
   scenario: Scenario;
   variant: Variant;
+  /** The run's first key; the others are made from it (`<key>-1`, `<key>-2`). */
   key: string;
-  store: IdempotencyStore;
+  store: IdempotencyStore & ReviewStore;
   clock: WorldClock;
   /** A fresh key for the planted client that retries `unknown` with a new key. */
   newKey: () => string;
   /** Reads a record's state outside any actor (for observations and answers). */
   peek: (identity: RecordIdentity) => Promise<IdempotencyRecord | undefined>;
-  /** DynamoDB: the table the reconciler's `runOnce` reads the attention index of. Without it, `realReconcilePass` over `key`. */
+  /** Reads a tool's item outside any actor (what a local tool committed). */
+  peekItem: (key: ItemKey) => Promise<Record<string, unknown> | undefined>;
+  /** DynamoDB: the table the reconciler's `runOnce` reads the attention index of. Without it, `realReconcilePass` over the keys. */
   index?: { doc: DocumentClient; tableName: string };
   /** How long nothing pending while an actor runs means it is stuck (real I/O takes longer than memory). */
   stuckAfterMs?: number;
+}
+
+/** A Lambda instance: its engine, and the call it serves now. */
+interface Instance {
+  engine: IdempotencyEngine;
+  current: { actor: Actor; store: ActorStore };
 }
 
 export class World {
@@ -349,11 +457,23 @@ export class World {
   readonly observations: Observation[] = [];
   readonly violations: string[] = [];
   readonly actors: Actor[] = [];
+  /** The run's keys: callers on different keys are different operations. */
+  readonly keys: string[];
+  /** Per key: its retention epoch (a claim over an expired record starts the next one). */
+  private readonly epochs = new Map<string, number>();
+  /** Per key and epoch: the retention of the settled record, as last written. */
+  readonly retainedUntil = new Map<string, number>();
   private lock: Promise<unknown> = Promise.resolve();
+  private localItems = 0;
 
   constructor(readonly options: WorldOptions) {
     this.scheduler = options.scheduler;
-    this.downstream = new Downstream(options.scenario.downstream === 'dedup' && !options.variant.dedupLies);
+    this.keys = Array.from({ length: options.scenario.keys }, (_, i) => (i === 0 ? options.key : `${options.key}-${i}`));
+    this.downstream = new Downstream(options.scenario.downstream === 'dedup' && !options.variant.dedupLies, (key) => this.epochOf(key));
+  }
+
+  epochOf(key: string): number {
+    return this.epochs.get(key) ?? 0;
   }
 
   /**
@@ -405,40 +525,54 @@ export class World {
     if (failure) throw failure;
   }
 
-  /** Applies one store call and records the transition it made; checks it against the code's table right away. */
-  async observe<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>): Promise<T> {
-    if (!sameIdentity(identity, this.options.key, this.options.scenario)) return apply();
-    const before = await this.options.peek(identity);
-    let result: T;
+  /**
+   * Applies one store call and records the transition it made; checks it against the code's table right away. The
+   * items of a local tool's writes that exist afterwards are its effects (they commit with the record or not at all).
+   */
+  async observe<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>, writes?: ExtraWrite[]): Promise<T> {
+    const watched = identity.tenant === TENANT && identity.tool === TOOL && this.keys.includes(identity.idempotencyKey);
+    const before = watched ? await this.options.peek(identity) : undefined;
     try {
-      result = await apply();
+      return await apply();
     } finally {
-      const after = await this.options.peek(identity);
-      this.check(method, event, before, after);
+      if (watched) this.check(method, event, identity.idempotencyKey, before, await this.options.peek(identity));
+      for (const { create } of writes ?? []) {
+        const item = await this.options.peekItem(create.key);
+        if (item) this.downstream.committed(identity.idempotencyKey, String(item.intent), String(item.effect));
+      }
     }
-    return result;
   }
 
-  private check(method: string, event: TransitionEvent | undefined, before: IdempotencyRecord | undefined, after: IdempotencyRecord | undefined) {
+  private check(method: string, event: TransitionEvent | undefined, key: string, before: IdempotencyRecord | undefined, after: IdempotencyRecord | undefined) {
     const from: RecordState = before?.status ?? 'ABSENT';
     const to: RecordState = after?.status ?? 'ABSENT';
     const changed = stable(before) !== stable(after);
     const ownerChanged = before?.ownerToken !== after?.ownerToken;
     this.observations.push({ method, event, before: from, after: to, ownerChanged });
     if (!changed) return;
-    if (method === 'get') return this.violation(`a read changed the record: ${from} -> ${to}`);
-    // A claim over a key freed by time is `expire` then `claim`; commitOnce is `claim` then `complete|fail`.
-    const allowed = (e: TransitionEvent) => {
+    if (method === 'get' || method === 'reviewLog') return this.violation(`a read changed the record: ${from} -> ${to}`);
+    // A claim over a key freed by time is `expire` then `claim`; commitOnce is `claim` then `complete|fail`, over a
+    // free key (absent or expired).
+    const allowed = (f: RecordState, e: TransitionEvent) => {
       try {
-        return transition(from, e) === to;
+        return transition(f, e) === to;
       } catch {
         return false;
       }
     };
+    const settledAtOnce = (f: RecordState) => isSettled(to) && (f === 'ABSENT' || isExpiredThenClaimed(f, 'PROCESSING'));
     const legal = event
-      ? allowed(event) || (event === 'claim' && isExpiredThenClaimed(from, to))
-      : method === 'commitOnce' && from === 'ABSENT' && (to === 'SUCCEEDED' || to === 'FAILED');
+      ? allowed(from, event) || (event === 'claim' && isExpiredThenClaimed(from, to))
+      : method === 'commitOnce' && settledAtOnce(from);
     if (!legal) this.violation(`store.${method} moved the record ${from} -> ${to}${event ? ` as '${event}'` : ''}: not in the transition table`);
+    // `expire` has a guard the table does not show: the record's retention passed (under the tool's policy).
+    if (before && isSettled(before.status) && (method === 'claim' || method === 'commitOnce')) {
+      if (!keyIsFree(before, this.options.clock.clock(), this.options.scenario.retention?.onExpired ?? 'execute')) {
+        this.violation(`store.${method} took a ${from} record still within its retention as expired`);
+      }
+      this.epochs.set(key, this.epochOf(key) + 1);
+    }
+    if (after && isSettled(after.status)) this.retainedUntil.set(`${key}#${this.epochOf(key)}`, after.retainUntil);
   }
 
   violation(message: string) {
@@ -446,18 +580,32 @@ export class World {
   }
 
   /** A caller: its own engine (a Lambda instance), its own store view and downstream view, faults as planned. */
-  startCaller(name: string, plan: CallerPlan, key: string, phase: Answer['phase'], fault: Fault | undefined): Promise<void> {
+  startCaller(name: string, plan: CallerPlan, key: string, phase: Answer['phase'], fault: Fault | undefined, instance?: Instance): Promise<void> {
     const actor = new Actor(name, this, fault);
     this.actors.push(actor);
+    const startedAt = this.options.clock.clock();
+    const operation = `${plan.key}${plan.intent}`;
     const args: Record<string, unknown> = { intent: plan.intent, amount: plan.intent === 'A' ? 100 : 200, note: 'as sent' };
     const store = this.storeFor(actor, args);
-    const engine = new IdempotencyEngine({
-      store,
+    // The engine lives as long as its Lambda instance: a call sent again to the same instance meets the same engine
+    // (what it remembers included), through this call's actor.
+    const current = instance?.current ?? { actor, store };
+    current.actor = actor;
+    current.store = store;
+    const engine =
+      instance?.engine ??
+      new IdempotencyEngine({
+      store: new Proxy(store, {
+        get: (_, method: string) => {
+          const value = (current.store as unknown as Record<string, unknown>)[method];
+          return typeof value === 'function' ? value.bind(current.store) : value;
+        },
+      }),
       clock: this.options.clock.clock,
       inProgressWaitMs: TIMES.inProgressWaitMs,
       completionMarginMs: TIMES.completionMarginMs,
       sleep: (ms) =>
-        actor.step(
+        current.actor.step(
           `sleep ${ms}`,
           async () => {
             this.options.clock.advance(ms);
@@ -465,7 +613,26 @@ export class World {
           false,
         ),
     });
-    const policy: IdempotencyPolicy = { reexecuteSafe: this.options.scenario.reexecuteSafe, executionTimeoutMs: TIMES.executionTimeoutMs };
+    const { retention } = this.options.scenario;
+    const policy: IdempotencyPolicy = {
+      reexecuteSafe: this.options.scenario.reexecuteSafe,
+      executionTimeoutMs: TIMES.executionTimeoutMs,
+      ...(retention ? { retentionSeconds: retention.seconds, onExpired: retention.onExpired } : {}),
+    };
+    const local = this.options.scenario.effect === 'local';
+    /** A local tool: computes its result and the item it writes; nothing outside. The item commits with the record. */
+    const executeLocally = async (ctx: ExecutionContext) => {
+      if (plan.mutatesInput) args.note = 'normalised by the handler';
+      await actor.step(`compute (${ctx.path})`, async () => {}, false);
+      if (plan.downstream === 'transient') throw new TransientToolError('BUSY', 'a transient failure before any write');
+      if (plan.downstream === 'terminal') throw new TerminalToolError('DECLINED', 'a business rule refused it');
+      if (plan.downstream === 'hang_before') return never<never>();
+      const id = `item-${++this.localItems}`;
+      return {
+        result: { effect: id, intent: operation },
+        writes: [{ create: { key: { pk: `EFFECT#${ctx.idempotencyKey}`, sk: id }, item: { intent: operation, effect: id } } }],
+      };
+    };
     const execute = async (ctx: ExecutionContext) => {
       if (plan.mutatesInput) args.note = 'normalised by the handler';
       const fault = plan.downstream;
@@ -479,7 +646,7 @@ export class World {
       // the assumption the promise for a downstream without dedup rests on (docs/correctness.md).
       const effect = await actor.step(
         'downstream lands',
-        async () => (ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline ? undefined : this.downstream.act(ctx.idempotencyKey, plan.intent)),
+        async () => (ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline ? undefined : this.downstream.act(ctx.idempotencyKey, operation)),
         false,
       );
       if (!effect) throw new UncertainToolError('ABORTED', 'the call was aborted at its deadline');
@@ -488,15 +655,22 @@ export class World {
       if (fault === 'commit_then_timeout') throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the downstream did not answer in time');
       return { result: { effect: effect.id, intent: effect.intent } };
     };
+    const identity = { tenant: TENANT, tool: TOOL, idempotencyKey: key };
     return new Promise<void>((resolve) => {
       engine
-        .run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args } }, policy, (ctx) => execute(ctx))
+        .run({ ...identity, args: { ...args }, effect: local ? 'local' : 'external' }, policy, (ctx) => (local ? executeLocally(ctx) : execute(ctx)))
         .then(
           async (answer) => {
-            await this.options.variant.afterRun?.(answer, store, { tenant: TENANT, tool: TOOL, idempotencyKey: key });
-            const recordAtAnswer = await this.options.peek({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
-            const effectsAtAnswer = this.downstream.ledger.filter((e) => e.key === key);
-            this.answers.push({ caller: name, intent: plan.intent, key, phase, answer, effectsAtAnswer, recordAtAnswer });
+            await this.options.variant.afterRun?.(answer, store, identity);
+            const recordAtAnswer = await this.options.peek(identity);
+            const epoch = this.epochOf(key);
+            const effectsAtAnswer = this.downstream.ledger.filter((e) => e.key === key && e.epoch === epoch);
+            this.answers.push({ caller: name, intent: operation, key, phase, answer, effectsAtAnswer, recordAtAnswer, startedAt, epoch });
+            // A client that sends the call again at once (told to retry, or a duplicate), with the same key, to the
+            // same instance: within the race, not after it. Its downstream behaves as it did for the first call.
+            if (phase === 'race' && plan.retriesAtOnce) {
+              await this.startCaller(`${name}.again`, { ...plan, retriesAtOnce: false }, key, 'race', undefined, { engine, current });
+            }
           },
           (err: unknown) => this.violation(`${name} threw instead of answering: ${String(err)}`),
         )
@@ -504,7 +678,7 @@ export class World {
     });
   }
 
-  private storeFor(actor: Actor, liveArgs?: Record<string, unknown>): IdempotencyStore {
+  private storeFor(actor: Actor, liveArgs?: Record<string, unknown>): ActorStore {
     const base = this.options.variant.wrapStore
       ? this.options.variant.wrapStore(this.options.store, { liveArgs, clock: this.options.clock.clock })
       : this.options.store;
@@ -549,10 +723,42 @@ export class World {
       await pass.runOnce();
       return;
     }
-    const record = await store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: this.options.key });
-    const now = this.options.clock.clock();
-    if (this.options.variant.reconcilePass) return this.options.variant.reconcilePass(pass, record, now);
-    return realReconcilePass(pass, record, now, store);
+    for (const key of this.keys) {
+      const record = await store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
+      const now = this.options.clock.clock();
+      if (this.options.variant.reconcilePass) await this.options.variant.reconcilePass(pass, record, now);
+      else await realReconcilePass(pass, record, now, store);
+    }
+  }
+
+  /**
+   * A person working the review queue beside everything else: reads each key's record and its review log, checks the
+   * downstream by hand (found, with its result; or absent), and writes the decision the tool's absence policy calls
+   * for, fenced on what was read (the store's `decide`, as `ops` does). Each read, the check and the write is an
+   * await the scheduler places; a decision the record moved away from is refused, and the person looks again.
+   */
+  async operate(name: string, looks: number) {
+    const actor = new Actor(name, this, undefined);
+    this.actors.push(actor);
+    const store = this.storeFor(actor);
+    for (let look = 0; look < looks; look++) {
+      await actor.step('looks at the queue', async () => {}, false);
+      for (const key of this.keys) {
+        const identity = { tenant: TENANT, tool: TOOL, idempotencyKey: key };
+        const record = await store.get(identity);
+        if (record?.status !== 'UNKNOWN' && record?.status !== 'NEEDS_REVIEW') continue;
+        const log = await store.reviewLog(identity);
+        const effect = await actor.step('checks the downstream by hand', async () => this.downstream.lookup(key), false);
+        const decision: OperatorDecision = effect
+          ? { event: 'operator_settled_found', result: { effect: effect.id, intent: effect.intent } }
+          : this.options.scenario.onAbsent === 'fail'
+            ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'a person confirmed it did not happen' } }
+            : { event: 'operator_settled_absent' };
+        const now = this.options.clock.clock();
+        const entry = { by: name, at: now, action: decision.event, reason: 'checked by hand', from: record.status, to: transition(record.status, decision.event) };
+        await store.decide(record, log, decision, entry, now);
+      }
+    }
   }
 
   /** The driver: time steps and reconciler passes, each one an await the scheduler places among the callers'. */
@@ -565,10 +771,6 @@ export class World {
   }
 }
 
-function sameIdentity(identity: RecordIdentity, key: string, _scenario: Scenario) {
-  return identity.tenant === TENANT && identity.tool === TOOL && identity.idempotencyKey === key;
-}
-
 function isExpiredThenClaimed(from: RecordState, to: RecordState) {
   try {
     return transition(transition(from, 'expire'), 'claim') === to;
@@ -578,33 +780,50 @@ function isExpiredThenClaimed(from: RecordState, to: RecordState) {
 }
 
 /**
- * One run: the callers race under the driver; then the world settles (time passes every lease, the reconciler runs
- * until nothing is due), every caller whose answer invites a retry (or whose process died) retries once, and the
- * world settles again. Returns the world for the invariants.
+ * One run: the callers race under the driver and the operators; then the world settles (time passes every lease,
+ * the reconciler runs until nothing is due), every caller whose answer invites a retry (or whose process died)
+ * retries once, and the world settles again. With a short retention, each key is then called once more after its
+ * retention ended: a new operation. Returns the world for the invariants.
  */
 export async function runScenario(options: WorldOptions): Promise<World> {
   const world = new World(options);
-  const { scenario, key } = options;
+  const { scenario } = options;
   // Not awaited: a caller that crashed never answers, one that hangs answers when time reaches its deadline.
-  for (const [i, plan] of scenario.callers.entries()) void world.startCaller(`caller${i}`, plan, key, 'race', plan.fault);
+  const start = (i: number, plan: CallerPlan) => world.startCaller(`caller${i}`, plan, world.keys[plan.key]!, 'race', plan.fault);
+  for (const [i, plan] of scenario.callers.entries()) if (!plan.late) void start(i, plan);
+  for (let i = 0; i < scenario.operators; i++) void world.operate(`operator${i}`, 2);
   await world.runUntil(world.drive(scenario.driver), 'the driver');
+  // Not awaited either: until nothing is left to schedule (a late caller may crash too).
+  for (const [i, plan] of scenario.callers.entries()) if (plan.late) void start(i, plan);
+  await world.runUntil(Promise.resolve(), 'the late callers');
   await settleWorld(world);
   // Clients: a call that died or that was told to retry is sent again, with the same key (or, planted, a new one).
   const retries: Promise<void>[] = [];
   for (const [i, plan] of scenario.callers.entries()) {
     const name = `caller${i}`;
-    const answer = world.answers.find((a) => a.caller === name && a.phase === 'race');
+    const answers = world.answers.filter((a) => (a.caller === name || a.caller === `${name}.again`) && a.phase === 'race');
+    const answer = answers.at(-1);
     if (answer && !answer.answer.retryable) continue;
     const newKey = options.variant.retryUnknownWithNewKey && answer?.answer.outcome === 'unknown';
     // The retry meets no fault of its own: it shows what the key now answers.
-    retries.push(world.startCaller(`${name}.retry`, { ...plan, downstream: 'none' }, newKey ? options.newKey() : key, 'retry', undefined));
+    retries.push(world.startCaller(`${name}.retry`, { ...plan, downstream: 'none', retriesAtOnce: false }, newKey ? options.newKey() : world.keys[plan.key]!, 'retry', undefined));
   }
   await world.runUntil(Promise.all(retries), 'a retry');
   await settleWorld(world);
+  if (scenario.retention) {
+    // Past every retention: the same arguments again on each key are a new operation, never a replay.
+    await world.locked(async () => options.clock.advance(scenario.retention!.seconds * 1000));
+    const calls = world.keys.map((key, slot) => {
+      const plan = scenario.callers.find((c) => c.key === slot) ?? { ...scenario.callers[0]!, key: slot };
+      return world.startCaller(`after-expiry#${slot}`, { ...plan, downstream: 'none', retriesAtOnce: false }, key, 'after_expiry', undefined);
+    });
+    await world.runUntil(Promise.all(calls), 'a call after expiry');
+    await settleWorld(world);
+  }
   return world;
 }
 
-/** Past every lease and grace; reconciler passes (with time for their backoff) until the record rests. */
+/** Past every lease and grace; reconciler passes (with time for their backoff) until the records rest. */
 async function settleWorld(world: World) {
   const { clock } = world.options;
   for (let pass = 0; pass < TIMES.maxAttempts + 3; pass++) {
@@ -620,27 +839,54 @@ async function settleWorld(world: World) {
 /** Every invariant of issue 23 item 2 that a run of the real engine can show; returns the broken ones, in words. */
 export async function invariantViolations(world: World): Promise<string[]> {
   const broken = [...world.violations];
-  const { key } = world.options;
   const ledger = world.downstream.ledger;
+  const effectOf = (answer: Answer) => ledger.find((e) => e.id === (answer.answer.result as { effect?: string } | undefined)?.effect);
 
-  // 1. At most one effect per key, and per intent (a client's one operation, whatever key it was sent with).
-  const byKey = ledger.filter((e) => e.key === key);
-  if (byKey.length > 1) broken.push(`${byKey.length} effects for one key: ${byKey.map((e) => e.id).join(', ')}`);
-  for (const intent of ['A', 'B']) {
-    const n = ledger.filter((e) => e.intent === intent).length;
-    if (n > 1) broken.push(`${n} effects for one intent (${intent})`);
+  // 1. At most one effect per key and retention epoch, and per operation (a client's one intent, whatever key it was
+  //    sent with) and epoch.
+  const counts = new Map<string, Effect[]>();
+  for (const e of ledger) {
+    for (const group of [`key ${e.key}, epoch ${e.epoch}`, `operation ${e.intent}, epoch ${e.epoch}`]) counts.set(group, [...(counts.get(group) ?? []), e]);
+  }
+  for (const [group, effects] of counts) {
+    if (effects.length > 1) broken.push(`${effects.length} effects for one ${group}: ${effects.map((e) => e.id).join(', ')}`);
   }
 
-  // 2. Every succeeded answer for a key carries the same result (the effect's), and only one is not a replay.
-  const succeeded = world.answers.filter((a) => a.key === key && a.answer.outcome === 'succeeded');
-  const results = new Set(succeeded.map((a) => stable(a.answer.result)));
-  if (results.size > 1) broken.push(`succeeded answers with different results: ${[...results].join(' / ')}`);
-  for (const a of succeeded) {
-    const result = a.answer.result as { effect?: string } | undefined;
-    if (!byKey.some((e) => e.id === result?.effect)) broken.push(`${a.caller} succeeded with ${JSON.stringify(result)}, which no effect carries`);
+  for (const key of world.keys) {
+    // 2. Every succeeded answer for a key carries an effect of that key (never another key's) and of one epoch the
+    //    same result; one answer per epoch says it executed, the others are replays, and no replay is given of a
+    //    record whose retention had ended when the call began (after expiry a call is a new operation).
+    const succeeded = world.answers.filter((a) => a.key === key && a.answer.outcome === 'succeeded');
+    const executions = new Map<number, string[]>();
+    for (const a of succeeded) {
+      const effect = effectOf(a);
+      if (!effect || effect.key !== key) {
+        broken.push(`${a.caller} succeeded with ${JSON.stringify(a.answer.result)}, which no effect of its key carries`);
+        continue;
+      }
+      if (!a.answer.replayed) executions.set(effect.epoch, [...(executions.get(effect.epoch) ?? []), a.caller]);
+      const retainedUntil = world.retainedUntil.get(`${key}#${effect.epoch}`);
+      if (a.answer.replayed && retainedUntil !== undefined && a.startedAt >= retainedUntil) {
+        broken.push(`${a.caller} was answered as a duplicate of ${effect.id}, whose retention had ended before the call`);
+      }
+    }
+    for (const [epoch, callers] of executions) {
+      if (callers.length > 1) broken.push(`${callers.length} answers say they executed (not replayed) in epoch ${epoch}: ${callers.join(', ')}`);
+    }
+
+    // 5. Progress: after every lease passed and the reconciler ran, nothing is in progress or unknown; the record
+    //    says what the downstream has (in the key's current epoch).
+    const final = await world.options.peek({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
+    const current = ledger.filter((e) => e.key === key && e.epoch === world.epochOf(key));
+    if (final && (final.status === 'PROCESSING' || final.status === 'UNKNOWN')) {
+      broken.push(`${key}: the record stays ${final.status} after every lease passed and the reconciler ran`);
+    }
+    if (final?.status === 'SUCCEEDED' && !current.some((e) => e.id === (final.result as { effect?: string })?.effect)) {
+      broken.push(`${key}: the record is SUCCEEDED with ${JSON.stringify(final.result)}, which no effect carries`);
+    }
+    if (final?.status === 'FAILED' && current.length > 0) broken.push(`${key}: the record is FAILED while ${current[0]!.id} exists`);
+    if (!final && current.length > 0) broken.push(`${key}: the key is free while ${current[0]!.id} exists: a retry would run it again`);
   }
-  const executions = succeeded.filter((a) => !a.answer.replayed);
-  if (executions.length > 1) broken.push(`${executions.length} answers say they executed (not replayed): ${executions.map((a) => a.caller).join(', ')}`);
 
   // 3. No answer says nothing ran while an effect exists: a failure (retryable: "the key is free, call again"; or
   //    terminal: "declined"), or a conflict refusing the very arguments that took effect.
@@ -653,18 +899,6 @@ export async function invariantViolations(world: World): Promise<string[]> {
       broken.push(`${a.caller} was refused as a conflict although its own arguments took effect`);
     }
   }
-
-  // 5. Progress: after every lease passed and the reconciler ran, nothing is in progress or unknown.
-  const final = await world.options.peek({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
-  if (final && (final.status === 'PROCESSING' || final.status === 'UNKNOWN')) {
-    broken.push(`the record stays ${final.status} after every lease passed and the reconciler ran`);
-  }
-  // ... and the record says what the downstream has.
-  if (final?.status === 'SUCCEEDED' && !byKey.some((e) => e.id === (final.result as { effect?: string })?.effect)) {
-    broken.push(`the record is SUCCEEDED with ${JSON.stringify(final.result)}, which no effect carries`);
-  }
-  if (final?.status === 'FAILED' && byKey.length > 0) broken.push(`the record is FAILED while ${byKey[0]!.id} exists`);
-  if (!final && byKey.length > 0) broken.push(`the key is free while ${byKey[0]!.id} exists: a retry would run it again`);
   return broken;
 }
 
@@ -672,7 +906,7 @@ export async function invariantViolations(world: World): Promise<string[]> {
 export function describeRun(world: World): string {
   const lines = world.actors.map((a) => `  ${a.name}${a.dead ? ' (crashed)' : ''}: ${a.trace.join(' > ')}`);
   const answers = world.answers.map((a) => `  ${a.caller} [${a.phase}] -> ${a.answer.outcome}${a.answer.replayed ? ' (replayed)' : ''} ${JSON.stringify(a.answer.result ?? a.answer.error?.code ?? '')}`);
-  const ledger = world.downstream.ledger.map((e) => `  ${e.id} key=${e.key} intent=${e.intent}`);
+  const ledger = world.downstream.ledger.map((e) => `  ${e.id} key=${e.key} epoch=${e.epoch} operation=${e.intent}`);
   return ['actors:', ...lines, 'answers:', ...answers, 'ledger:', ...ledger].join('\n');
 }
 
@@ -681,7 +915,8 @@ export function describeRun(world: World): string {
 // ---------------------------------------------------------------------------------------------------------------------
 
 /** Epoch ms the runs start at (any fixed instant: runs are replayed from their seed). */
-export const START = Date.UTC(2026, 0, 1);
+// In the future of the machine's clock: DynamoDB Local's items then never carry a TTL already passed in real time.
+export const START = Date.UTC(2040, 0, 1);
 
 /** The property: any schedule of any scenario keeps every invariant, with `variant` as the code under test. */
 export interface RunStats {
@@ -691,9 +926,32 @@ export interface RunStats {
   /** Runs in which some caller crashed, and in which the downstream has an effect. */
   withCrash: number;
   withEffect: number;
+  /** Runs with a local tool's item committed in one request, on more than one key, with a key claimed again after its retention, with an operator's decision written. */
+  withOneRequestCommit: number;
+  withKeys: number;
+  withExpiry: number;
+  withOperatorDecision: number;
+  /** Runs where an instance answered a key it remembered by reading its record first (local tools). */
+  withRememberedKey: number;
 }
 
-export const newStats = (): RunStats => ({ runs: 0, scheduledSteps: 0, withCrash: 0, withEffect: 0 });
+export const newStats = (): RunStats => ({
+  runs: 0,
+  scheduledSteps: 0,
+  withCrash: 0,
+  withEffect: 0,
+  withOneRequestCommit: 0,
+  withKeys: 0,
+  withExpiry: 0,
+  withOperatorDecision: 0,
+  withRememberedKey: 0,
+});
+
+/** The counts of a run's stats, in words (each test prints them). */
+export const describeStats = (stats: RunStats) =>
+  `${stats.runs} runs, ${stats.scheduledSteps} scheduled awaits, ${stats.withCrash} with a crash, ${stats.withEffect} with an effect, ` +
+  `${stats.withOneRequestCommit} with a one-request commit, ${stats.withKeys} on several keys, ${stats.withExpiry} with a key claimed again after ` +
+  `its retention, ${stats.withOperatorDecision} with an operator's decision, ${stats.withRememberedKey} with a key an instance remembered`;
 
 export function raceProperty(variant: Variant, options: ScenarioOptions, stats: RunStats = newStats()) {
   return fc.asyncProperty(fc.scheduler(), scenarioArbitrary(options), async (scheduler, scenario) => {
@@ -708,6 +966,7 @@ export function raceProperty(variant: Variant, options: ScenarioOptions, stats: 
       clock: worldClock(START, true),
       newKey: () => `key-race-new-${++keys}`,
       peek: (identity) => store.get(identity),
+      peekItem: async (key) => store.item(key),
     });
     // Deadline timers of callers that crashed mid-execution: never fired, dropped with the run.
     vi.clearAllTimers();
@@ -721,6 +980,11 @@ export async function checkRun(world: World, scheduler: fc.Scheduler, stats: Run
   stats.scheduledSteps += scheduler.report().filter((task) => task.status !== 'pending').length;
   if (world.actors.some((a) => a.dead)) stats.withCrash++;
   if (world.downstream.ledger.length > 0) stats.withEffect++;
+  if (world.observations.some((o) => o.method === 'commitOnce' && o.before !== o.after)) stats.withOneRequestCommit++;
+  if (world.keys.length > 1) stats.withKeys++;
+  if (world.keys.some((key) => world.epochOf(key) > 0)) stats.withExpiry++;
+  if (world.observations.some((o) => o.method === 'decide' && o.before !== o.after)) stats.withOperatorDecision++;
+  if (world.actors.some((a) => a.name.endsWith('.again') && a.trace[0] === 'get')) stats.withRememberedKey++;
   const broken = await invariantViolations(world);
   if (broken.length > 0) throw new InvariantViolation(`${broken.join('\n')}\n${describeRun(world)}`);
 }
