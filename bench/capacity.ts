@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Context } from 'aws-lambda';
 import {
   CreateTableCommand,
   DeleteItemCommand,
@@ -13,7 +12,7 @@ import {
   type KeySchemaElement,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { IdempotencyEngine } from '../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbBaseClient, createDynamoDbClient } from '../lambdas/store/clients';
@@ -21,6 +20,7 @@ import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-
 import { ensureTable } from '../lambdas/store/table-schema';
 import { orderKey } from '../reference/tools/orders';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { powertoolsConfig } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 
 /**
@@ -309,13 +309,7 @@ function engineContender(doc: DynamoDBDocumentClient, table: string, local: bool
 }
 
 function powertoolsContender(client: DynamoDBClient, doc: DynamoDBDocumentClient, tables: CapacityTables, local: boolean): Contender {
-  const config = new IdempotencyConfig({
-    eventKeyJmesPath: '[tenant, idempotency_key]',
-    payloadValidationJmesPath: 'args',
-    throwOnNoIdempotencyKey: true,
-    expiresAfterSeconds: 24 * 3600,
-  });
-  config.registerLambdaContext({ getRemainingTimeInMillis: () => LAMBDA_REMAINING_MS } as Context);
+  const config = powertoolsConfig();
   const handler = makeIdempotent(
     async (event: { tenant: string; idempotency_key: string; args: Args; trace_id: string }) => {
       const id = randomUUID();

@@ -248,7 +248,7 @@ function makeContender(variant: Variant, endpoint: string, tables: BenchTables):
 }
 
 /** Payload validation on, keyed by tenant and key, and a Lambda context as in a function (it sets the in-progress expiry). */
-function powertoolsConfig(): IdempotencyConfig {
+export function powertoolsConfig(): IdempotencyConfig {
   const config = new IdempotencyConfig({
     eventKeyJmesPath: '[tenant, idempotency_key]',
     payloadValidationJmesPath: 'args',

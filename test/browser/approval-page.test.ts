@@ -1,7 +1,7 @@
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { rawToolCall, startTestStack } from '../support/mcp';
 import { sandboxLedger } from '../support/side-effects';
 
 /**
@@ -40,30 +40,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-type Answer = { resultType?: string; requestState?: string; inputRequests?: { confirm: { params: { url: string } } }; structuredContent?: Record<string, unknown> };
-
-async function call(name: string, args: Record<string, unknown>, round: Record<string, unknown> = {}): Promise<Answer> {
-  const response = await fetch(stack.mcpUrl, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': name, 'Mcp-Protocol-Version': MODERN_PROTOCOL },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name,
-        arguments: args,
-        ...round,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
-          'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
-          'io.modelcontextprotocol/clientInfo': { name: 'browser-test', version: '1' },
-        },
-      },
-    }),
-  });
-  return ((await response.json()) as { result: Answer }).result;
-}
+const call = (name: string, args: Record<string, unknown>, round: Record<string, unknown> = {}) => rawToolCall(stack.mcpUrl, agentToken, name, args, round);
 
 async function askPayment(overrides: Record<string, unknown> = {}) {
   const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
@@ -219,14 +196,7 @@ describe('the approval page in Chromium', () => {
     const quick = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '', APPROVAL_TTL_SECONDS: '1' } });
     try {
       const token = await quick.tokenFor(TENANT);
-      const raw = async (name: string, args: Record<string, unknown>) => {
-        const response = await fetch(quick.mcpUrl, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: `Bearer ${token}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': name, 'Mcp-Protocol-Version': MODERN_PROTOCOL },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } }, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } } } }),
-        });
-        return ((await response.json()) as { result: Answer }).result;
-      };
+      const raw = (name: string, args: Record<string, unknown>) => rawToolCall(quick.mcpUrl, token, name, args);
       const id = (await raw('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
       const args = { operation_id: id, amount_minor: 500, currency: 'USD', payee_id: 'payee-2' };
       const first = await raw('request_payment', args);

@@ -14,7 +14,7 @@ import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { APPROVAL_CALLBACK_PATH } from '../../lambdas/mcp/confirmation';
 import { ContextError, settingsFromContext } from '../../reference/cdk/context';
 import type { LocalStack } from '../../local/stack';
-import { MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { rawToolCall, startTestStack } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { cdkJsonContext, logicalId, synthStack, teamProject } from './support';
 
@@ -367,37 +367,10 @@ describe('deployed settings on the running endpoint: the link points at the page
 
   it('a 2026-07-28 client gets a link on the page\'s address; the page sends the person to the issuer, back to that address', async () => {
     const token = await stack.tokenFor('tenant-deployed');
-    const call = async (name: string, args: Record<string, unknown>) => {
-      const response = await fetch(stack.mcpUrl, {
-        method: 'POST',
-        headers: {
-          'Content-Type': 'application/json',
-          Accept: 'application/json, text/event-stream',
-          Authorization: `Bearer ${token}`,
-          'Mcp-Method': 'tools/call',
-          'Mcp-Name': name,
-          'Mcp-Protocol-Version': MODERN_PROTOCOL,
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: {
-            name,
-            arguments: args,
-            _meta: {
-              'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
-              'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
-              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-            },
-          },
-        }),
-      });
-      return ((await response.json()) as { result: any }).result;
-    };
-    const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent.operation_id as string;
+    const call = (name: string, args: Record<string, unknown>) => rawToolCall(stack.mcpUrl, token, name, args);
+    const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
     const answer = await call('request_payment', paymentArgs(operationId));
-    const link = new URL(answer.inputRequests.confirm.params.url as string);
+    const link = new URL(answer.inputRequests!.confirm.params.url);
     expect(link.origin).toBe(PAGE);
     expect(link.pathname).toMatch(/^\/approvals\/[A-Za-z0-9_.-]+$/);
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { callWrite, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { callWrite, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { paymentArgs, sandboxLedger } from '../support/side-effects';
 
@@ -21,37 +21,11 @@ afterAll(() => stack?.stop());
 
 const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
 
-const meta = (capabilities: Record<string, unknown>) => ({
-  'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
-  'io.modelcontextprotocol/clientCapabilities': capabilities,
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-});
-const URL_CLIENT = { elicitation: { url: {} } };
-
-type Answer = Record<string, unknown> & {
-  resultType?: string;
-  requestState?: string;
-  inputRequests?: { confirm: { method: string; params: { mode: string; url: string; message: string } } };
-  structuredContent?: Record<string, unknown>;
-};
+type Answer = RawToolAnswer;
 
 /** One raw 2026-07-28 tools/call, as any client sends it. */
-async function call(name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}, capabilities: Record<string, unknown> = URL_CLIENT): Promise<Answer> {
-  const response = await fetch(stack.mcpUrl, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      Authorization: `Bearer ${agentToken}`,
-      'Mcp-Method': 'tools/call',
-      'Mcp-Name': name,
-      'Mcp-Protocol-Version': MODERN_PROTOCOL,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, ...round, _meta: meta(capabilities) } }),
-  });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { result: Answer }).result;
-}
+const call = (name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}, capabilities: Record<string, unknown> = URL_ELICITATION) =>
+  rawToolCall(stack.mcpUrl, agentToken, name, args, round, capabilities);
 
 async function operationId(): Promise<string> {
   return (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { callWrite, connectClient, connectModernClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack } from '../support/mcp';
 import { issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 
 /**
@@ -102,42 +102,17 @@ describe('a 2026-07-28 client is asked to confirm', () => {
 });
 
 describe('the requestState cannot be forged or moved to other arguments', () => {
-  const meta = {
-    'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
-    'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-  };
+  const FORM_CLIENT = { elicitation: { form: {} } };
   const yes = { [`confirm`]: { action: 'accept', content: { confirm: true } } };
   let token: string;
   beforeAll(async () => {
     token = await stack.tokenFor(TENANT);
   });
 
-  async function call(args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) {
-    const response = await fetch(stack.mcpUrl, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/json',
-        Accept: 'application/json, text/event-stream',
-        Authorization: `Bearer ${token}`,
-        'Mcp-Method': 'tools/call',
-        'Mcp-Name': 'request_payment',
-        'Mcp-Protocol-Version': MODERN_PROTOCOL,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_payment', arguments: args, ...round, _meta: meta } }),
-    });
-    expect(response.status).toBe(200);
-    return ((await response.json()) as { result: Record<string, unknown> & { structuredContent?: Record<string, unknown> } }).result;
-  }
-
-  async function operationId() {
-    const response = await fetch(stack.mcpUrl, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json', Authorization: `Bearer ${token}`, 'Mcp-Method': 'tools/call', 'Mcp-Name': 'issue_operation_id', 'Mcp-Protocol-Version': MODERN_PROTOCOL },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'issue_operation_id', arguments: { tool: 'request_payment' }, _meta: meta } }),
-    });
-    return ((await response.json()) as { result: { structuredContent: { operation_id: string } } }).result.structuredContent.operation_id;
-  }
+  const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) =>
+    rawToolCall(stack.mcpUrl, token, 'request_payment', args, round, FORM_CLIENT);
+  const operationId = async () =>
+    (await rawToolCall(stack.mcpUrl, token, 'issue_operation_id', { tool: 'request_payment' }, {}, FORM_CLIENT)).structuredContent!.operation_id as string;
 
   it('the first round asks: input_required with the summary form and a requestState', async () => {
     const first = await call(paymentArgs(await operationId()));

@@ -34,6 +34,59 @@ export async function connectClient(stack: LocalStack, tenant: string): Promise<
 
 export const MODERN_PROTOCOL = '2026-07-28';
 
+/** Client capabilities of a 2026-07-28 client that can open a link (URL-mode elicitation). */
+export const URL_ELICITATION = { elicitation: { url: {} } };
+
+/** What the raw 2026-07-28 calls below read of a tools/call result. */
+export type RawToolAnswer = Record<string, unknown> & {
+  resultType?: string;
+  requestState?: string;
+  inputRequests?: { confirm: { method: string; params: { mode?: string; url: string; message: string } } };
+  structuredContent?: Record<string, unknown>;
+};
+
+/**
+ * One raw 2026-07-28 tools/call, as any client sends it (headers, `_meta` with the client's capabilities, an optional
+ * later round's `requestState` / `inputResponses`), without an SDK client: the JSON-RPC result.
+ */
+export async function rawToolCall(
+  mcpUrl: string,
+  token: string,
+  name: string,
+  args: Record<string, unknown>,
+  round: { requestState?: string; inputResponses?: unknown } = {},
+  capabilities: Record<string, unknown> = URL_ELICITATION,
+): Promise<RawToolAnswer> {
+  const response = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${token}`,
+      'Mcp-Method': 'tools/call',
+      'Mcp-Name': name,
+      'Mcp-Protocol-Version': MODERN_PROTOCOL,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name,
+        arguments: args,
+        ...round,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL,
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+        },
+      },
+    }),
+  });
+  if (response.status !== 200) throw new Error(`tools/call ${name}: HTTP ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { result: RawToolAnswer }).result;
+}
+
 /** A 1.x or a v2 SDK client: what the call helpers below need of either. */
 export type AnyMcpClient = Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>;
 
