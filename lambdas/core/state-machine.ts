@@ -160,6 +160,15 @@ export const REVIEW_REASON_MAX_CHARS = 1000;
  */
 export const REVIEW_LOG_MAX_BYTES = 100_000;
 
+/** A settled record replays for a full retention from `now` (when it settled), and only then may TTL take it. */
+export function retentionFromNow(record: Pick<IdempotencyRecord, 'retainUntil' | 'createdAt'>, now: number): { retainUntil: number; expiresAt: number } {
+  const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
+  return { retainUntil, expiresAt: Math.floor(retainUntil / 1000) };
+}
+
+/** The error an UNKNOWN record carries after an operator's `recheck`. */
+export const OPERATOR_RECHECK_ERROR: StoredError = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+
 /** The log with `entry` appended: the newest entries that fit both the entry count and the byte budget. */
 export function appendReviewEntry(entries: readonly ReviewEntry[], entry: ReviewEntry): ReviewEntry[] {
   const kept: ReviewEntry[] = [];

@@ -5,6 +5,8 @@ import {
   allows,
   appendReviewEntry,
   keyIsFree,
+  OPERATOR_RECHECK_ERROR,
+  retentionFromNow,
   transition,
   type IdempotencyRecord,
   type ReviewEntry,
@@ -132,8 +134,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     delete record.nextCheckAt;
     if (to === 'SUCCEEDED' || to === 'FAILED') {
       // Settled now, so it replays for a full retention from now.
-      record.retainUntil = Math.max(read.retainUntil, now + (read.retainUntil - read.createdAt));
-      record.expiresAt = Math.floor(record.retainUntil / 1000);
+      Object.assign(record, retentionFromNow(read, now));
     }
     if (outcome.event === 'reconciled_found') {
       record.result = copy(outcome.result ?? null);
@@ -197,13 +198,12 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     record.updatedAt = now;
     if (decision.event === 'operator_recheck') {
       record.nextCheckAt = now;
-      record.error = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+      record.error = copy(OPERATOR_RECHECK_ERROR);
       delete record.reconcileAttempts;
       return true;
     }
     // Settled now, so it replays for a full retention from now.
-    record.retainUntil = Math.max(read.retainUntil, now + (read.retainUntil - read.createdAt));
-    record.expiresAt = Math.floor(record.retainUntil / 1000);
+    Object.assign(record, retentionFromNow(read, now));
     delete record.nextCheckAt;
     if (decision.event === 'operator_settled_found') {
       record.result = copy(decision.result ?? null);

@@ -2,6 +2,8 @@ import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } f
 import {
   keyExpiryRule,
   appendReviewEntry,
+  OPERATOR_RECHECK_ERROR,
+  retentionFromNow,
   storedStatesAllowing,
   transition,
   type ExpiryPolicy,
@@ -198,12 +200,6 @@ const removeClause = (attributes: string[]) => (attributes.length === 0 ? '' : `
 
 /** Review logs are an audit trail: kept well beyond the records they describe. */
 const REVIEW_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
-
-/** A settled record replays for a full retention from now, and only then may TTL take it. */
-function retentionFromNow(record: IdempotencyRecord, now: number) {
-  const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
-  return { retainUntil, expiresAt: Math.floor(retainUntil / 1000) };
-}
 
 /**
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
@@ -590,7 +586,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
         set += `, next_check_at = :now, #error = :error${attention.set}`;
         Object.assign(values, attention.values);
-        values[':error'] = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+        values[':error'] = OPERATOR_RECHECK_ERROR;
         remove = ['reconcile_attempts'];
       } else {
         const retention = retentionFromNow(record, now);
