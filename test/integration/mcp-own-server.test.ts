@@ -94,11 +94,17 @@ async function listen(fetch: (request: Request) => Promise<Response> | Response)
   return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
 }
 
-/** 1.x: one McpServer and stateless transport per request, JSON answers. */
-function startV1Server(): Promise<string> {
+/** The rooms tools on a 1.x McpServer. */
+function roomsV1Server(): V1McpServer {
+  const server = new V1McpServer({ name: 'rooms-v1', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
+  registerAll(server);
+  return server;
+}
+
+/** 1.x: one McpServer (made by `newServer`) and stateless transport per request, JSON answers. */
+function startV1Server(newServer: () => V1McpServer): Promise<string> {
   return listen(async (request) => {
-    const server = new V1McpServer({ name: 'rooms-v1', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
-    registerAll(server);
+    const server = newServer();
     const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {
@@ -152,7 +158,7 @@ beforeAll(async () => {
   await ensureTable(doc, tableName);
   store = new DynamoDbIdempotencyStore(doc, tableName);
   services = createToolRuntime({ store, secret: randomUUID() + randomUUID() });
-  urls = { v1: await startV1Server(), v2: await startV2Server() };
+  urls = { v1: await startV1Server(roomsV1Server), v2: await startV2Server() };
 });
 
 afterAll(async () => {
@@ -359,16 +365,10 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
       return listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
     },
     'registerWriteTool, SDK 1.x': (s) =>
-      listen(async (request) => {
+      startV1Server(() => {
         const server = new V1McpServer({ name: 'notes-v1', version: '1.0.0' });
         registerWriteTool(server, noteRoom, { services: s, tenant: plain });
-        const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        await server.connect(transport);
-        try {
-          return await transport.handleRequest(request, { authInfo: authInfoOf(request) });
-        } finally {
-          await server.close();
-        }
+        return server;
       }),
   };
   const cases = [
