@@ -460,9 +460,9 @@ end:
        :: SEEN(0) -> WRITE(0, EV_RECONCILED_FOUND); rec[0].res = eff_res[0]
        :: !SEEN(0) && DECIDABLE(0) && absent_fail -> WRITE(0, EV_RECONCILED_ABSENT_FAIL)
        :: !SEEN(0) && DECIDABLE(0) && !absent_fail -> WRITE(0, EV_RECONCILED_ABSENT)
-       :: !SEEN(0) && !DECIDABLE(0) -> WRITE(0, EV_RECONCILE_DEFERRED)   /* inside the window: wait, not an attempt */
-       :: rec[0].att + 1 >= MAXATT -> WRITE(0, EV_RECONCILE_EXHAUSTED)           /* unreachable, attempts spent */
-       :: rec[0].att + 1 < MAXATT -> WRITE(0, EV_RECONCILE_DEFERRED); rec[0].att++  /* unreachable */
+       :: !DECIDABLE(0) -> WRITE(0, EV_RECONCILE_DEFERRED)   /* nothing found or unreachable inside the window: wait, not an attempt */
+       :: DECIDABLE(0) && rec[0].att + 1 >= MAXATT -> WRITE(0, EV_RECONCILE_EXHAUSTED)           /* unreachable, attempts spent */
+       :: DECIDABLE(0) && rec[0].att + 1 < MAXATT -> WRITE(0, EV_RECONCILE_DEFERRED); rec[0].att++  /* unreachable */
        fi
      }
   :: atomic { rec[0].st == ST_PROCESSING && STALE(0) -> WRITE(0, EV_LEASE_EXPIRED); rec[0].att = 0 }
