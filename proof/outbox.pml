@@ -45,8 +45,6 @@ byte crash_b;
 byte slow_b;
 byte fault_b;
 
-/* The consumer that holds the claim, still within its budget: it may still send. */
-#define MAY_SEND (exec_tok[claim_own % 2] == claim_own && mylease[claim_own % 2])
 
 inline EFFECT() {
   printf("TRAIL %d effect\n", _pid);
@@ -68,8 +66,8 @@ end:
 }
 
 /* Time and the wire: a claim's lease passes (at once when its consumer is gone; SLOW times while it lives); a
-   request on the wire lands; the claim's window passes once nobody can send under it (what has not landed by then
-   never does). */
+   request on the wire lands; the in-flight window of what is on the wire passes (what has not landed by then never
+   does; each send opens it again). */
 proctype Clock() {
 end:
   do
@@ -82,7 +80,7 @@ end:
        claim_lease = 0; printf("TRAIL %d lease_passed\n", _pid)
      }
   :: atomic { fly > 0 -> fly--; EFFECT() }
-  :: atomic { win && !MAY_SEND -> win = 0; fly = 0; printf("TRAIL %d window_passed\n", _pid) }
+  :: atomic { win -> win = 0; fly = 0; printf("TRAIL %d window_passed\n", _pid) }
   od
 }
 
@@ -145,7 +143,7 @@ end:
                      :: fault_b > 0 -> fault_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid)  /* timed out */
                      :: slow_b > 0 && claim_own == t ->                  /* our deadline and lease pass while it is on the wire */
                         slow_b--; fly++; win = 1; mylease[me] = 0; claim_lease = 0; printf("TRAIL %d on_the_wire\n", _pid)
-                     :: crash_b > 0 -> crash_b--; fly++; win = 1; crash_req[me] = 1; printf("TRAIL %d on_the_wire\n", _pid)
+                     :: crash_b > 0 -> crash_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid); crash_req[me] = 1
                      fi
                   fi
                 };

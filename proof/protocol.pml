@@ -126,8 +126,6 @@ bit absent_fail;    /* the tool's policy for a confirmed absence: fail (1) or re
 
 #define OWNER(kk) (rec[kk].own % 4)
 #define OWNER_ALIVE(kk) (exec_tok[OWNER(kk)] == rec[kk].own)
-/* Someone may still send a request under the key's record: its executor, alive, within its budget. */
-#define MAY_SEND(kk) (OWNER_ALIVE(kk) && mylease[OWNER(kk)])
 
 inline WRITE(kk, ev) {
   printf("TRAIL %d write %d %d %d %d\n", _pid, kk, ev, rec[kk].st, NEXT(rec[kk].st, ev));
@@ -408,8 +406,8 @@ inline LAND(i) {
 }
 
 /* Time and the wire: a lease passes (at once when its executor is gone; while it lives, SLOW times); a request on
-   the wire lands; an in-flight window passes once nobody can send under it any more (a request not landed by then
-   never lands); the downstream's memory of a key ends (FORGETS times, once the record is settled and its window
+   the wire lands; the in-flight window of what is on the wire passes (a request not landed by then never lands;
+   each send opens it again); the downstream's memory of a key ends (FORGETS times, once the record is settled and its window
    passed); retention ends (EXPIRES times, after the window). */
 proctype Clock() {
   byte r;
@@ -428,7 +426,7 @@ end:
   :: atomic { fly[1] > 0 -> LAND(1) }
   :: atomic { fly[2] + fly[3] > 0 -> if :: fly[2] > 0 -> LAND(2) :: fly[3] > 0 -> LAND(3) fi }
   :: atomic {
-       win[0] && !MAY_SEND(0) ->
+       win[0] ->
        win[0] = 0; fly[0] = 0; fly[1] = 0; printf("TRAIL %d window_passed 0\n", _pid)
      }
   :: atomic {
