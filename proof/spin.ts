@@ -118,7 +118,7 @@ function describe(line: string, { states, events }: Names, procs: Map<string, st
 
 /** The processes of a model in the order init starts them (pids from 1), for naming a trail's steps. */
 function processes(run: SpinRun): string[] {
-  if (run.model === 'outbox.pml') return ['writer', 'relay', 'clock', 'consumer 0', 'consumer 1', 'crasher'];
+  if (run.model === 'outbox.pml') return ['writer', 'relay', 'clock', 'consumer 0', 'consumer 1', 'crasher', 'wire'];
   // protocol.pml starts the operator and the crasher only when their bound is not 0 (the model's defaults are 1).
   const bound = (name: string) => Number(run.params[name] ?? 1) > 0;
   return [
