@@ -125,7 +125,7 @@ export class OutboxConsumer {
     if (claim.previous) {
       const earlier = await this.verifyEarlierAttempt(message, handler, { signal }, log);
       if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log, receiveCount);
-      if (earlier.kind === 'unreachable') {
+      if (earlier.kind !== 'absent') {
         await this.outbox.deferDelivery(message.event_id, owner, this.clock(), { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason });
         return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, 0, { effectMayExist: true });
       }
@@ -162,13 +162,20 @@ export class OutboxConsumer {
       this.logger.warn('re-running an outbox delivery that cannot be verified', log);
       return { kind: 'absent' };
     }
+    let finding: ReconcileFinding;
     try {
-      const finding = await handler.verify(message, ctx);
-      this.logger.info('verified an earlier delivery attempt', { ...log, finding: finding.kind });
-      return finding;
+      finding = await handler.verify(message, ctx);
     } catch (err) {
       return { kind: 'unreachable', reason: (err as Error)?.message ?? 'verification failed' };
     }
+    // Only a confirmed absence runs the effect again: an answer we cannot read, or an "absent" that came after our
+    // time ran out (not asked in time, and past the point where our claim protects a delivery), is no answer.
+    if (finding?.kind === 'absent' && ctx.signal.aborted) return { kind: 'unreachable', reason: 'the lookup answered after its time ran out' };
+    if (finding?.kind !== 'found' && finding?.kind !== 'absent' && finding?.kind !== 'unreachable') {
+      return { kind: 'unreachable', reason: 'the lookup gave an answer that is neither found, absent nor unreachable' };
+    }
+    this.logger.info('verified an earlier delivery attempt', { ...log, finding: finding.kind });
+    return finding;
   }
 
   private async settle(

@@ -14,6 +14,7 @@ import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
+import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import { Keys } from '../../lambdas/store/table-schema';
 import type { LocalStack } from '../../local/stack';
 import { stopChild } from '../../local/dynamodb-local';
@@ -184,6 +185,41 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const next = new OutboxConsumer({ ...options, outbox: stack.services.outbox });
     expect(await next.consume(message, 2)).toEqual({ kind: 'delivered' });
     expect(effects).toEqual(['verify', 'deliver']);
+  });
+
+  it('a takeover whose lookup fails, throws, answers nonsense or answers too late delivers nothing: the event stays pending, the claim deferred', async () => {
+    const lookups: Array<[string, (ctx: { signal: AbortSignal }) => Promise<ReconcileFinding>]> = [
+      ['throws', async () => { throw new Error('connection reset'); }],
+      ['cannot answer', async () => ({ kind: 'unreachable', reason: 'HTTP 503' })],
+      ['answers nonsense', async () => ({ kind: 'maybe' }) as unknown as ReconcileFinding],
+      // Ignores its signal and says "absent" after the consumer's budget ran out: it was not asked in time.
+      ['answers after its time ran out', async ({ signal }) => {
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        return { kind: 'absent' };
+      }],
+    ];
+    for (const [what, verify] of lookups) {
+      const key = newKey();
+      const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+      const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+      now();
+      // A consumer claimed the event and crashed (or could not tell whether the email went out): its lease passed.
+      await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', time.clock() + 1000, time.clock());
+      time.advance(3600_000);
+      const delivered: string[] = [];
+      const consumer = new OutboxConsumer({
+        outbox: stack.services.outbox,
+        handlers: { [message.type]: { deliver: async () => (delivered.push(what), { message_id: 'msg-guess' }), verify: (_m, ctx) => verify(ctx) } },
+        logger,
+        clock: time.clock,
+        downstreamTimeoutMs: 50,
+      });
+      expect(await consumer.consume(message, 2), what).toMatchObject({ kind: 'retry' });
+      expect(delivered, what).toEqual([]);
+      expect(await stack.services.outbox.getEvent(message.event_id), what).toMatchObject({ status: 'PENDING' });
+      expect(await stack.services.outbox.getMarker(message.event_id), what).toMatchObject({ state: 'CLAIMED', attempts: 2 });
+      expect((await operationStatus(client, 'send_email', key)).delivery, what).toMatchObject({ status: 'pending' });
+    }
   });
 
   it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
