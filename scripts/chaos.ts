@@ -316,8 +316,9 @@ async function armDownstreamFaults() {
   for (const target of ['payments', 'tickets', 'mailbox'] as const) {
     if (!chance(0.5)) continue;
     const mode = pick(['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit', 'late-commit'] as const);
-    // late-commit: a provider without deduplication that applies the request after its caller gave up on it (the
-    // server's downstream timeout is 1 s), within the shortest in-flight window of the run (the consumer's, 4 s).
+    // late-commit (drawn twice as often): a provider without deduplication that applies a request after its caller
+    // gave up on it (the server's downstream timeout is 1 s), within the run's shortest in-flight window (the
+    // consumer's: its 3 s lease plus 1 s, counted from when it stopped waiting).
     const delay = mode === 'late-commit' ? { delay_ms: 1200 + Math.floor(random() * 2500) } : {};
     faults.push({ target, mode, times: 1 + Math.floor(random() * 3), ...delay });
   }
