@@ -13,6 +13,8 @@ import {
   TransientToolError,
 } from '../core/errors';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../core/fingerprint';
+import { inFlightWindowMs } from '../core/in-flight';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../config';
 import { hashForLog, validateIdempotencyKey, validateTenantId, validateToolName } from '../core/idempotency-key';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import {
@@ -36,15 +38,28 @@ export interface IdempotencyPolicy {
   onExpired?: ExpiryPolicy['onExpired'];
   /** With onExpired 'review': how long after retention the key is still remembered. Default 30 days. */
   reviewWindowSeconds?: number;
-  /** The downstream dedups on our key, so a stale execution may be re-run. Default false. */
+  /**
+   * Re-running a stale execution cannot repeat its effect: the downstream deduplicates by our key (a repeated
+   * request gets the first one's result), or the tool's effect is local (it commits with the record). Never for a
+   * downstream that acts on every request it receives. Default false.
+   */
   reexecuteSafe?: boolean;
   /** Upper bound of one execution; the Lambda's remaining time may shorten it. Default 10 s. */
   executionTimeoutMs?: number;
+  /**
+   * How long after it was sent a downstream request may still apply its effect (the provider keeps processing a
+   * request we gave up on). Until it has passed, a lookup answering "absent" decides nothing: the record stays
+   * UNKNOWN and is checked at the window's end. Default `executionTimeoutMs` + DOWNSTREAM_TIMEOUT_MS
+   * (`defaultInFlightWindowMs`, lambdas/core/in-flight.ts, says why); set it to your provider's documented
+   * processing bound when it has a longer one.
+   */
+  inFlightWindowMs?: number;
   /** Largest result kept in the record (bytes of JSON). Default 64 KiB. */
   maxResultBytes?: number;
 }
 
-type ResolvedPolicy = Required<IdempotencyPolicy>;
+/** The settings with their defaults; the window's default is derived from the timeouts (the engine's `inFlightWindowMs`). */
+type ResolvedPolicy = Required<Omit<IdempotencyPolicy, 'inFlightWindowMs'>> & Pick<IdempotencyPolicy, 'inFlightWindowMs'>;
 
 export const DEFAULT_POLICY: ResolvedPolicy = {
   nonBusinessFields: DEFAULT_NON_BUSINESS_FIELDS,
@@ -55,6 +70,14 @@ export const DEFAULT_POLICY: ResolvedPolicy = {
   executionTimeoutMs: 10_000,
   maxResultBytes: 64 * 1024,
 };
+
+/**
+ * A tool's in-flight window (lambdas/core/in-flight.ts): its `inFlightWindowMs`, else the default from its execution
+ * timeout and the downstream timeout. The engine and the reconciler both read it here.
+ */
+export function toolInFlightWindowMs(policy: IdempotencyPolicy, downstreamTimeoutMs: number = DEFAULT_DOWNSTREAM_TIMEOUT_MS): number {
+  return inFlightWindowMs({ executionTimeoutMs: policy.executionTimeoutMs ?? DEFAULT_POLICY.executionTimeoutMs, inFlightWindowMs: policy.inFlightWindowMs }, downstreamTimeoutMs);
+}
 
 export interface ExecutionContext {
   tenant: string;
@@ -121,6 +144,11 @@ export interface EngineOptions {
   /** retry_after_ms given with `unknown`: about one reconciler period. Default 5000 ms. */
   unknownRetryAfterMs?: number;
   /**
+   * The bound of one downstream call (DOWNSTREAM_TIMEOUT_MS): with a tool's execution timeout, it gives the default
+   * of the tool's `inFlightWindowMs`. Give the reconciler the same. Default 3000 ms.
+   */
+  downstreamTimeoutMs?: number;
+  /**
    * How many keys of local tools this engine remembers having answered from a settled record (the most recent
    * ones). A call with such a key is likely a retry: it reads the record first, so its replay costs one read instead
    * of a refused transaction carrying the tool's items. 0 turns it off. Default 10 000.
@@ -164,6 +192,7 @@ export class IdempotencyEngine {
   private readonly inProgressWaitMs: number;
   private readonly completionMarginMs: number;
   private readonly unknownRetryAfterMs: number;
+  private readonly downstreamTimeoutMs: number;
   /** Claims whose store said an earlier attempt's answer was lost (`ClaimResult.answerLost`). */
   private readonly lostClaimAnswers = new WeakSet<IdempotencyRecord>();
   private readonly sleep: (ms: number) => Promise<void>;
@@ -178,6 +207,7 @@ export class IdempotencyEngine {
     this.inProgressWaitMs = options.inProgressWaitMs ?? 2000;
     this.completionMarginMs = options.completionMarginMs ?? 1000;
     this.unknownRetryAfterMs = options.unknownRetryAfterMs ?? 5000;
+    this.downstreamTimeoutMs = options.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.answeredLimit = options.answeredKeys ?? 10_000;
   }
