@@ -313,12 +313,18 @@ const violations: Violation[] = [];
 
 async function armDownstreamFaults() {
   const faults: Array<Record<string, unknown>> = [];
-  for (const target of ['payments', 'tickets', 'mailbox'] as const) {
+  const targets = ['payments', 'tickets', 'mailbox'] as const;
+  // In every burst one downstream does not deduplicate and applies requests after their caller gave up on them
+  // (late-commit; the server's downstream timeout is 1 s), within the run's shortest in-flight window (the
+  // consumer's: its 3 s lease plus 1 s, counted from when it stopped waiting).
+  const late = pick(targets);
+  for (const target of targets) {
+    if (target === late) {
+      faults.push({ target, mode: 'late-commit', times: 1 + Math.floor(random() * 3), delay_ms: 1200 + Math.floor(random() * 2500) });
+      continue;
+    }
     if (!chance(0.5)) continue;
-    const mode = pick(['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit', 'late-commit'] as const);
-    // late-commit (drawn twice as often): a provider without deduplication that applies a request after its caller
-    // gave up on it (the server's downstream timeout is 1 s), within the run's shortest in-flight window (the
-    // consumer's: its 3 s lease plus 1 s, counted from when it stopped waiting).
+    const mode = pick(['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit'] as const);
     const delay = mode === 'late-commit' ? { delay_ms: 1200 + Math.floor(random() * 2500) } : {};
     faults.push({ target, mode, times: 1 + Math.floor(random() * 3), ...delay });
   }
