@@ -1,6 +1,8 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import { Duration, App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { EnvVars, read as readEnv } from '../../lambdas/config';
@@ -150,6 +152,20 @@ describe('the outbox queue', () => {
     expect(() => new OutboxQueue(scope, 'TooLong', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(30) })).toThrow(/deliveryBudget/);
   });
 
+  it('under a customer managed key, lets a sender use the key as SQS asks of a producer, and send nothing more', () => {
+    const scope = new Stack(new App({ builtinCloudFormationValidation: false }), 'QueueKey');
+    const key = new kms.Key(scope, 'Key');
+    const keyed = new OutboxQueue(scope, 'Keyed', { consumerTimeout: Duration.seconds(60), encryptionKey: key });
+    const role = new iam.Role(scope, 'Sender', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    keyed.grantSend(role);
+    keyed.grantSendToDeadLetterQueue(role);
+    const sent = Template.fromStack(scope);
+    const statements = statementsOfRole(sent, scope.getLogicalId(role.node.defaultChild as iam.CfnRole));
+    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.queue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
+    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.deadLetterQueue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
+    expect([...new Set(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(key.node.defaultChild as kms.CfnKey), 'Arn'] }))]).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+  });
+
   it('keeps a message invisible for at least six consumer timeouts', () => {
     expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * fnProps(functionIds.consumer).Timeout);
   });
@@ -274,8 +290,13 @@ describe('least-privilege IAM', () => {
   });
 
   it('gives the queue to the relay and reconciler to send, to the consumer to receive, and not to the MCP function', () => {
-    expect(actionsOn(statements.relay, queueArn)).toContain('sqs:SendMessage');
-    expect(actionsOn(statements.reconciler, queueArn)).toContain('sqs:SendMessage');
+    // SendMessage alone (SendMessageBatch is authorized by it): each function is given the queue's URL, so no
+    // GetQueueUrl, and none reads the queue's attributes.
+    expect(actionsOn(statements.relay, queueArn)).toEqual(['sqs:SendMessage']);
+    expect(actionsOn(statements.reconciler, queueArn)).toEqual(['sqs:SendMessage']);
+    const dlqArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'Arn'] };
+    expect(actionsOn(statements.consumer, dlqArn)).toEqual(['sqs:SendMessage']);
+    for (const name of ['relay', 'reconciler', 'mcp'] as const) expect(actionsOn(statements[name], dlqArn)).toEqual([]);
     expect(actionsOn(statements.consumer, queueArn)).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']));
     expect(actionsOn(statements.consumer, queueArn)).not.toContain('sqs:SendMessage');
     expect(serviceActions(statements.mcp, 'sqs')).toEqual([]);
@@ -286,7 +307,7 @@ describe('least-privilege IAM', () => {
     expect(actionsOn(statements.relay, stream)).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
     for (const name of ['mcp', 'consumer', 'reconciler'] as const) expect(actionsOn(statements[name], stream)).toEqual([]);
     const secret = { Ref: logicalId(stack.endpoint.mcp.operationIdSecret as never) };
-    expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:GetSecretValue']);
     for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(serviceActions(statements[name], 'secretsmanager')).toEqual([]);
   });
 
