@@ -7,7 +7,7 @@ import { Duration, App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { EnvVars, read as readEnv } from '../../lambdas/config';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { MCP_TABLE_ACTIONS } from '../../lib/constructs/mcp-function';
 import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
@@ -577,6 +577,50 @@ describe('the sandbox downstreams', () => {
     const sandboxStatements = statementsOfRole(demo.template, logicalId(sandbox.handler.role));
     expect(actionsOn(sandboxStatements, { 'Fn::GetAtt': [logicalId(demo.stack.endpoint.store.table), 'Arn'] })).toEqual([]);
   });
+});
+
+describe('the demo tools a deployment serves: none whose downstream is not configured', () => {
+  /** The MCP function's environment from its template: deploy-time values (the sandbox's URL) as URLs of that shape. */
+  const deployedEnv = (synth: ReturnType<typeof synthStack>): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables as Record<string, unknown>).map(
+        ([name, value]) => [name, typeof value === 'string' ? value : `https://deployed.example.com/${name.toLowerCase()}`],
+      ),
+    );
+  /** The tool names the stack's tools module exports when loaded with this environment, as at the function's cold start. */
+  async function servedWith(synth: ReturnType<typeof synthStack>, env: Record<string, string>): Promise<string[]> {
+    const saved = { ...process.env };
+    for (const name of ['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_MODE', 'EMAIL_FROM']) delete process.env[name];
+    Object.assign(process.env, env);
+    try {
+      vi.resetModules();
+      const module = (await import(synth.stack.endpoint.toolsModule)) as { tools: Array<{ name: string }> };
+      return module.tools.map((tool) => tool.name).sort();
+    } finally {
+      process.env = saved;
+    }
+  }
+  const ORDERS = ['create_order', 'get_order'];
+
+  it('serves only the order tools by default (no payments provider, ticket system or sender configured)', async () => {
+    expect(await servedWith(base, deployedEnv(base))).toEqual(ORDERS);
+  });
+
+  it('turns each tool on with its own setting: paymentsUrl request_payment, ticketsUrl create_ticket, emailFrom send_email', async () => {
+    const all = synthStack({ paymentsUrl: 'https://payments.example.com', ticketsUrl: 'https://tickets.example.com', emailFrom: 'agent@mail.example.com' });
+    const env = deployedEnv(all);
+    expect(await servedWith(all, env)).toEqual([...ORDERS, 'create_ticket', 'request_payment', 'send_email'].sort());
+    const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
+    expect(await servedWith(all, without('PAYMENTS_URL'))).not.toContain('request_payment');
+    expect(await servedWith(all, without('TICKETS_URL'))).not.toContain('create_ticket');
+    expect(await servedWith(all, without('EMAIL_FROM'))).not.toContain('send_email');
+  }, 120_000);
+
+  it('serves all five with the sandbox, and refuses a sandbox mailbox without its URL in one sentence', async () => {
+    const demo = synthStack({ sandbox: 'true' });
+    expect(await servedWith(demo, deployedEnv(demo))).toEqual([...ORDERS, 'create_ticket', 'request_payment', 'send_email'].sort());
+    expect(() => synthStack({ emailMode: 'sandbox' })).toThrow(/^emailMode "sandbox" needs mailboxUrl/);
+  }, 120_000);
 });
 
 describe('context settings', () => {
