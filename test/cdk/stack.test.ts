@@ -14,7 +14,7 @@ import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
 import { OutboxQueue } from '../../lib/constructs/outbox-queue';
 import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
-import { StackOutput } from '../../ops/target';
+import { StackOutput } from '../../lib/stack-outputs';
 import { MetricName } from '../../lambdas/observability/metrics';
 import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { awsClientConfig, createDynamoDbClient } from '../../lambdas/store/clients';
