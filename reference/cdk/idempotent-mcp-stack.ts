@@ -25,9 +25,9 @@ export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettin
 const referenceFile = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
- * The reference endpoint (`cdk deploy` in this repository): the demo tools served by the toolkit's
- * IdempotentMcpEndpoint, exactly as a team serves its own, plus the sandbox downstreams when asked for and the
- * outputs an operator needs.
+ * The reference endpoint (`cdk deploy` in this repository): the demo tools whose downstream is configured, served by
+ * the toolkit's IdempotentMcpEndpoint exactly as a team serves its own (with a demo tenant's client, and the
+ * endpoint's outputs), plus the sandbox downstreams when asked for.
  */
 export class IdempotentMcpStack extends Stack {
   readonly endpoint: IdempotentMcpEndpoint;
