@@ -94,7 +94,14 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
    * under `late-commit` the downstream acts on every request it receives. A lookup (`act` false) never takes a
    * `late-commit` fault: that fault is about the calls that act.
    */
-  async function faulted(c: Context, target: DownstreamTarget, commit: (how: { deduplicate: boolean }) => Promise<Response>, act = true): Promise<Response> {
+  async function faulted(
+    c: Context,
+    target: DownstreamTarget,
+    commit: (how: { deduplicate: boolean; receivedAt: string }) => Promise<Response>,
+    act = true,
+  ): Promise<Response> {
+    // Kept with the entry: under late-commit the effect is applied well after its request arrived.
+    const receivedAt = now();
     const fault = await store.takeFault(target, act ? {} : { except: ['late-commit'] });
     const signal = c.req.raw.signal;
     switch (fault?.mode) {
@@ -111,9 +118,9 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
       case 'late-commit':
         // Not abortable: like a plain HTTP provider, it does not notice the caller hanging up and books anyway.
         await delay(fault.delay_ms ?? options.defaultHoldMs);
-        return commit({ deduplicate: false });
+        return commit({ deduplicate: false, receivedAt });
     }
-    const response = await commit({ deduplicate: true });
+    const response = await commit({ deduplicate: true, receivedAt });
     if (fault?.mode === 'commit-then-timeout') await abortableSleep(fault.delay_ms ?? options.defaultHoldMs, signal);
     return response;
   }
@@ -124,7 +131,7 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     const parsed = paymentBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, ...payment } = parsed.data;
-    return faulted(c, 'payments', async ({ deduplicate }) => {
+    return faulted(c, 'payments', async ({ deduplicate, receivedAt }) => {
       if (payment.amount_minor > SANDBOX_PAYMENT_LIMIT_MINOR)
         return problem(c, 402, 'payment_declined', `amounts above ${SANDBOX_PAYMENT_LIMIT_MINOR} minor units are declined`);
       const entry: PaymentEntry = {
@@ -134,6 +141,7 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
         ...payment,
         status: 'succeeded',
         request_hash: createHash('sha256').update(canonicalJson(payment)).digest('hex'),
+        received_at: receivedAt,
         created_at: now(),
       };
       if (!deduplicate) {
@@ -163,8 +171,8 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     const parsed = ticketBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, external_id, ...ticket } = parsed.data;
-    return faulted(c, 'tickets', async () => {
-      const entry = { ticket_id: sandboxId('tck', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: external_id, ...ticket, created_at: now() };
+    return faulted(c, 'tickets', async ({ receivedAt }) => {
+      const entry = { ticket_id: sandboxId('tck', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: external_id, ...ticket, received_at: receivedAt, created_at: now() };
       await store.addTicket(entry);
       return c.json({ ticket_id: entry.ticket_id, external_id, created_at: entry.created_at }, 201);
     });
@@ -183,10 +191,10 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     const parsed = messageBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, reference, body: _body, ...message } = parsed.data;
-    return faulted(c, 'mailbox', async () => {
+    return faulted(c, 'mailbox', async ({ receivedAt }) => {
       if (message.to.toLowerCase().endsWith(`@${SANDBOX_REJECTED_EMAIL_DOMAIN}`))
         return problem(c, 422, 'recipient_rejected', `mail to ${SANDBOX_REJECTED_EMAIL_DOMAIN} is refused`);
-      const entry = { message_id: sandboxId('msg', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: reference, ...message, created_at: now() };
+      const entry = { message_id: sandboxId('msg', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: reference, ...message, received_at: receivedAt, created_at: now() };
       await store.addEmail(entry);
       return c.json({ message_id: entry.message_id, reference, created_at: entry.created_at }, 201);
     });

@@ -18,6 +18,8 @@ export interface PaymentEntry {
   status: 'succeeded';
   /** SHA-256 of the request body: the same key with another body is refused. */
   request_hash: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
@@ -28,6 +30,8 @@ export interface TicketEntry {
   title: string;
   description: string;
   priority: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
@@ -38,6 +42,8 @@ export interface EmailEntry {
   from: string;
   to: string;
   subject: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
