@@ -165,7 +165,8 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       return message(c, 403, 'Not yours to decide', `You are signed in for tenant ${session.tenant}; this approval belongs to another tenant.`);
     }
     const record = await services.approvals.current(named);
-    if (!record || !sameSecret(record.nonce, named.nonce))
+    // A round asked in the client's form is not the page's to show or decide.
+    if (!record || !sameSecret(record.nonce, named.nonce) || record.mode !== 'url')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request or has expired; nothing was done. The agent gets a new link when it tries again.');
     return { session, record };
   }
@@ -222,7 +223,7 @@ ${state
       return message(c, 403, 'Refused', 'The form is missing its protection token or is out of date. Open the approval link again.');
     const decision = form.decision === 'approve' ? 'approved' : form.decision === 'decline' ? 'declined' : undefined;
     if (!decision) return message(c, 400, 'Choose', 'Choose Approve or Decline.');
-    const result = await services.approvals.decide(record, record.nonce, { status: decision, by: session.subject, at: now() });
+    const result = await services.approvals.decide(record, { status: decision, by: session.subject, at: now(), via: 'url' });
     if (!result.applied && result.reason === 'unknown')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request; nothing was done.');
     services.logger.info('approval decided', { tenant: record.tenant, tool: record.tool, decision, applied: result.applied });
