@@ -112,6 +112,37 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     expect(await paymentsWithKey(id)).toHaveLength(1);
   });
 
+  it('a new round never erases an earlier decision: every round, who decided it and when, stays in the log', async () => {
+    const id = await operationId();
+    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
+    const first = await call('request_payment', paymentArgs(id));
+    const bob = new PageVisitor();
+    expect((await bob.decide(linkOf(first), 'decline', await bob.signIn(linkOf(first), TENANT, 'bob'))).status).toBe(200);
+    // A new round after the decline: the person approves it.
+    const second = await call('request_payment', paymentArgs(id));
+    const alice = new PageVisitor();
+    expect((await alice.decide(linkOf(second), 'approve', await alice.signIn(linkOf(second), TENANT, 'alice'))).status).toBe(200);
+    // Before the approved call runs, the agent calls with other arguments: a third round, about them.
+    const other = await call('request_payment', paymentArgs(id, { amount_minor: 60_200 }));
+    expect(linkOf(other)).not.toBe(linkOf(second));
+    expect(await paymentsWithKey(id)).toEqual([]);
+
+    const record = (await stack.services.approvals.current(key))!;
+    const rounds = record.log.map((entry) => [entry.round, entry.event, entry.by]);
+    expect(rounds).toEqual([
+      [1, 'requested', undefined],
+      [1, 'declined', `bob@${TENANT}`],
+      [2, 'requested', undefined],
+      [2, 'approved', `alice@${TENANT}`],
+      [3, 'requested', undefined],
+    ]);
+    // Each round says what it asked about: the summary and the arguments' fingerprint.
+    expect(record.log[2]).toMatchObject({ summary: expect.stringContaining('Pay 12.50 EUR'), via: 'url' });
+    expect(record.log[4]).toMatchObject({ summary: expect.stringContaining('Pay 602.00 EUR'), fingerprint: record.fingerprint });
+    expect(record.log[0]!.fingerprint).not.toBe(record.fingerprint);
+    expect(record.log[3]).toMatchObject({ via: 'url', at: expect.any(Number) });
+  });
+
   it('an expired link gives a new one, and the old one can no longer be decided', async () => {
     const id = await operationId();
     const first = await call('request_payment', paymentArgs(id));
