@@ -15,7 +15,7 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
-import { approvalState, currentDecision, type ApprovalRecord } from '../lambdas/core/approval';
+import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/core/approval';
 import type { ApprovalStore } from '../lambdas/engine/approval-store';
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
@@ -405,6 +405,8 @@ export class ReviewDesk {
     const status = approvalState(approval, approval.fingerprint, this.clock());
     // Who decided and how: from the decision's own log entry, never from how the round was asked.
     const decision = currentDecision(approval);
+    // Entries written before decisions recorded `via`: the MCP client's answers carry MCP_CLIENT as who.
+    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === MCP_CLIENT ? 'form' : undefined);
     return {
       status: status === 'other' ? approval.status : status,
       mode: approval.mode,
@@ -414,12 +416,12 @@ export class ReviewDesk {
       summary: approval.summary,
       created_at: iso(approval.createdAt)!,
       expires_at: iso(approval.expiresAt)!,
-      ...(decision ? { decided_at: iso(decision.at), decided_by: decision.by, ...(decision.via ? { decided_via: decision.via } : {}) } : {}),
+      ...(decision ? { decided_at: iso(decision.at), decided_by: decision.by, ...(viaOf(decision) ? { decided_via: viaOf(decision) } : {}) } : {}),
       log: approval.log.map((entry) => ({
         at: iso(entry.at)!,
         round: entry.round ?? 1,
         event: entry.event,
-        ...(entry.via !== undefined ? { via: entry.via } : {}),
+        ...(viaOf(entry) !== undefined ? { via: viaOf(entry) } : {}),
         ...(entry.fingerprint !== undefined ? { fingerprint: entry.fingerprint } : {}),
         ...(entry.summary !== undefined ? { summary: entry.summary } : {}),
         ...(entry.by !== undefined ? { by: entry.by } : {}),

@@ -155,7 +155,8 @@ export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprin
 
 /** The entry that decided `record`'s current round, if it is decided: who and how, as logged. */
 export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): ApprovalLogEntry | undefined =>
-  record.log.findLast((entry) => entry.round === record.round && entry.event !== 'requested');
+  // A record written before rounds were numbered has one round, and entries without `round`.
+  record.log.findLast((entry) => (entry.round ?? 1) === (record.round ?? 1) && entry.event !== 'requested');
 
 export const isNonce = (value: unknown): value is string => typeof value === 'string' && NONCE.test(value);
 
