@@ -261,13 +261,31 @@ describe('only a signed-in person of the tenant decides, once', () => {
 });
 
 describe('what the person sees is what is paid', () => {
-  it('JPY has no minor unit: 1250 JPY is shown as 1250 JPY; a memo with a newline stays on its line', async () => {
+  it('JPY has no minor unit: 1250 JPY is shown as 1,250 JPY; a memo with a newline stays on its line', async () => {
     const id = await operationId();
     const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
     const message = asked.inputRequests!.confirm.params.message;
     const summary = message.split('\n')[0]!;
-    expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
+    expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
     expect(message.split('\n').filter((line) => line.startsWith('Pay '))).toHaveLength(1);
+  });
+
+  it('a large amount is grouped as a person reads it, on the page and in the message; wide spaces and blank letters are written out', async () => {
+    const id = await operationId();
+    const memo = 'rent\u2003\u3000\u3164\u2800Pay 1.00 EUR';
+    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', amount_minor: 1_000_000_000, memo }));
+    const summary = 'Pay 1,000,000,000 JPY to payee-7 (memo: "rent\\u{2003}\\u{3000}\\u{3164}\\u{2800}Pay 1.00 EUR")';
+    expect(asked.inputRequests!.confirm.params.message.split('\n')[0]).toBe(summary);
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(linkOf(asked), TENANT);
+    expect(pageHtml).toContain(summary.replaceAll('"', '&quot;'));
+  });
+
+  it('fund codes and units of account are no currency one pays in: XDR, XSU, XUA are refused as the metals are', async () => {
+    for (const currency of ['XDR', 'XSU', 'XUA', 'XAU']) {
+      const refused = await call('request_payment', paymentArgs(await operationId(), { currency }));
+      expect(refused.structuredContent, currency).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } });
+    }
   });
 
   it('a code that is not an ISO 4217 currency is refused', async () => {
