@@ -244,7 +244,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       outbox: new OutboxStore(target.doc, target.tableName),
       doc: target.doc,
       tableName: target.tableName,
-      approvals: new DynamoDbApprovalStore(target.doc, target.tableName),
+      approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,
       queue: target.queue,
       who: target.who,
