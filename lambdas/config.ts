@@ -112,7 +112,8 @@ export interface ApprovalPageConfig {
 
 export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
-export const DEV_SIGN_IN_PATHS = { authorize: '/dev-issuer/authorize', token: '/dev-issuer/token' } as const;
+export const DEV_ISSUER_PATH = '/dev-issuer';
+export const DEV_SIGN_IN_PATHS = { authorize: `${DEV_ISSUER_PATH}/authorize`, token: `${DEV_ISSUER_PATH}/token` } as const;
 
 /** Shorter keys make operation ids guessable by brute force. */
 export const MIN_SECRET_LENGTH = 32;

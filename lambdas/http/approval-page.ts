@@ -26,6 +26,20 @@ export interface ApprovalPageServices {
   signingSecret: () => Promise<string>;
   clock: Clock;
   logger: Pick<ToolRuntime['logger'], 'info' | 'warn'>;
+  /**
+   * Answers a relative token URL (the local dev issuer's, a route of the same app) in-process. Without it the token
+   * URL must be absolute: the code and its verifier go only where configuration says, never to a host a request names.
+   */
+  localRoutes?: (request: Request) => Response | Promise<Response>;
+}
+
+/** Where the sign-in's code is exchanged: the configured token URL, or this app's own route, in-process. */
+function tokenEndpoint(tokenUrl: string, localRoutes: ApprovalPageServices['localRoutes']): (init: RequestInit) => Promise<Response> {
+  if (/^https?:\/\//i.test(tokenUrl)) return (init) => fetch(tokenUrl, init);
+  if (!tokenUrl.startsWith('/') || !localRoutes)
+    throw new Error(`the approval page's token URL must be the issuer's absolute http(s) URL (APPROVAL_TOKEN_URL), got ${JSON.stringify(tokenUrl)}`);
+  // The host is never looked at: the request goes to this app's router, not to the network.
+  return async (init) => localRoutes(new Request(new URL(tokenUrl, 'http://localhost'), init));
 }
 
 const SESSION_SECONDS = 15 * 60;
@@ -60,6 +74,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     requiredScopes: [],
     tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
   });
+  const exchangeCode = tokenEndpoint(signIn.tokenUrl, services.localRoutes);
   const app = new Hono();
   app.use('*', pageHeaders());
 
@@ -127,7 +142,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       return message(c, 400, 'Sign-in did not complete', 'This sign-in was not started here or took too long. Open the approval link again.');
     let idToken: string | undefined;
     try {
-      const response = await fetch(new URL(signIn.tokenUrl, base(c)), {
+      const response = await exchangeCode({
         method: 'POST',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
         body: new URLSearchParams({
@@ -181,7 +196,8 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       );
     }
     const record = await services.approvals.current(named);
-    if (!record || !sameSecret(record.nonce, named.nonce))
+    // A round asked in the client's form is not the page's to show or decide.
+    if (!record || !sameSecret(record.nonce, named.nonce) || record.mode !== 'url')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request or has expired; nothing was done. The agent gets a new link when it tries again.');
     return { session, record };
   }
@@ -238,7 +254,7 @@ ${state
       return message(c, 403, 'Refused', 'The form is missing its protection token or is out of date. Open the approval link again.');
     const decision = form.decision === 'approve' ? 'approved' : form.decision === 'decline' ? 'declined' : undefined;
     if (!decision) return message(c, 400, 'Choose', 'Choose Approve or Decline.');
-    const result = await services.approvals.decide(record, record.nonce, { status: decision, by: session.subject, at: now() });
+    const result = await services.approvals.decide(record, { status: decision, by: session.subject, at: now(), via: 'url' });
     if (!result.applied && result.reason === 'unknown')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request; nothing was done.');
     services.logger.info('approval decided', { tenant: record.tenant, tool: record.tool, decision, applied: result.applied });

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
+import { approvalId } from '../../lambdas/core/approval';
+import { createApp } from '../../lambdas/http/app';
 import { callWrite, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { paymentArgs, sandboxLedger } from '../support/side-effects';
@@ -112,6 +114,37 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     expect(await paymentsWithKey(id)).toHaveLength(1);
   });
 
+  it('a new round never erases an earlier decision: every round, who decided it and when, stays in the log', async () => {
+    const id = await operationId();
+    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
+    const first = await call('request_payment', paymentArgs(id));
+    const bob = new PageVisitor();
+    expect((await bob.decide(linkOf(first), 'decline', await bob.signIn(linkOf(first), TENANT, 'bob'))).status).toBe(200);
+    // A new round after the decline: the person approves it.
+    const second = await call('request_payment', paymentArgs(id));
+    const alice = new PageVisitor();
+    expect((await alice.decide(linkOf(second), 'approve', await alice.signIn(linkOf(second), TENANT, 'alice'))).status).toBe(200);
+    // Before the approved call runs, the agent calls with other arguments: a third round, about them.
+    const other = await call('request_payment', paymentArgs(id, { amount_minor: 60_200 }));
+    expect(linkOf(other)).not.toBe(linkOf(second));
+    expect(await paymentsWithKey(id)).toEqual([]);
+
+    const record = (await stack.services.approvals.current(key))!;
+    const rounds = record.log.map((entry) => [entry.round, entry.event, entry.by]);
+    expect(rounds).toEqual([
+      [1, 'requested', undefined],
+      [1, 'declined', `bob@${TENANT}`],
+      [2, 'requested', undefined],
+      [2, 'approved', `alice@${TENANT}`],
+      [3, 'requested', undefined],
+    ]);
+    // Each round says what it asked about: the summary and the arguments' fingerprint.
+    expect(record.log[2]).toMatchObject({ summary: expect.stringContaining('Pay 12.50 EUR'), via: 'url' });
+    expect(record.log[4]).toMatchObject({ summary: expect.stringContaining('Pay 602.00 EUR'), fingerprint: record.fingerprint });
+    expect(record.log[0]!.fingerprint).not.toBe(record.fingerprint);
+    expect(record.log[3]).toMatchObject({ via: 'url', at: expect.any(Number) });
+  });
+
   it('an expired link gives a new one, and the old one can no longer be decided', async () => {
     const id = await operationId();
     const first = await call('request_payment', paymentArgs(id));
@@ -182,6 +215,36 @@ describe('only a signed-in person of the tenant decides, once', () => {
     const settled = await Promise.all([1, 2, 3].map(() => call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes })));
     expect((await paymentsWithKey(id)).length).toBe(record!.status === 'approved' ? 1 : 0);
     expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
+  });
+
+  it('the sign-in\'s code and verifier go only to the configured token endpoint, never to a host the request names', async () => {
+    // A server that would receive the code exchange if the page posted it to the request's Host.
+    const { createServer } = await import('node:http');
+    const received: string[] = [];
+    const catcher = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        received.push(`${req.method} ${req.url} ${body}`);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id_token: 'x.y.z' }));
+      });
+    });
+    await new Promise<void>((resolve) => catcher.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(catcher.address() as { port: number }).port}`;
+    try {
+      // The page as a server without a Host allowlist mounts it (a team's own, PUBLIC_BASE_URL unset), reached under another name.
+      const app = createApp(stack.services, { tools: [] });
+      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-anything' }, 'n'.repeat(22));
+      const start = await app.request(`${elsewhere}/approvals/${id}`);
+      expect(start.status).toBe(302);
+      const state = new URL(start.headers.get('location')!, elsewhere).searchParams.get('state')!;
+      const cookie = start.headers.get('set-cookie')!.split(';')[0]!;
+      const back = await app.request(`${elsewhere}/approvals/callback?code=stolen-code&state=${state}`, { headers: { cookie } });
+      expect(back.status).toBe(401);
+      expect(received).toEqual([]);
+    } finally {
+      await new Promise((resolve) => catcher.close(resolve));
+    }
   });
 
   it('the page is not framable, not cached, and has a strict CSP', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION } from '../support/mcp';
+import { PageVisitor } from '../support/approval';
 import { issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 
 /**
@@ -153,6 +154,31 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(await paymentsWithKey(id)).toEqual([]);
     const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
     expect(record).toMatchObject({ mode: 'form', status: 'declined', decidedBy: 'mcp-client' });
+  });
+
+  it('a round asked on the approval page is decided only there: the same requestState sent with a form-only declaration and accept pays nothing', async () => {
+    const id = await operationId();
+    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
+    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const link = onPage.inputRequests!.confirm.params.url;
+    expect(link).toContain('/approvals/');
+
+    // The client now declares only form elicitation and answers the page's round itself.
+    const forged = await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes });
+    expect(forged.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('approval page') } });
+    // Nor can it replace the page's round by one of its own.
+    const anew = await call(paymentArgs(id));
+    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    expect(await stack.services.approvals.current(key)).toMatchObject({ mode: 'url', status: 'pending' });
+    expect((await stack.services.approvals.current(key))!.log.map((entry) => entry.event)).toEqual(['requested']);
+
+    // The person approves on the page: then the form-only client's call runs, once.
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'alice'))).status).toBe(200);
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+    expect(await stack.services.approvals.current(key)).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
   });
 
   it('an expired requestState is refused, nothing runs, and calling again asks anew', async () => {
