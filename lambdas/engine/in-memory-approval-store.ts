@@ -1,5 +1,5 @@
-import type { ApprovalRecord } from '../core/approval';
-import type { ApprovalStore, DecideResult } from './approval-store';
+import { type ApprovalDecision, type ApprovalRecord, decisionEntry } from '../core/approval';
+import { type ApprovalStore, type DecideResult, decisionRefused } from './approval-store';
 
 type Binding = { tenant: string; tool: string; idempotencyKey: string };
 const keyOf = (binding: Binding) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
@@ -18,27 +18,30 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return record && copy(record);
   }
 
-  async open(record: ApprovalRecord, replacing: string | undefined): Promise<ApprovalRecord> {
-    const existing = this.approvals.get(keyOf(record));
-    // Another call asked first: its approval is the one the person sees.
-    if (existing && existing.nonce !== replacing) return copy(existing);
+  async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
+    const now = this.approvals.get(keyOf(record));
+    // Written only over the approval as read (none, or the same round in the same state): else the one that won.
+    const asRead = previous === undefined ? now === undefined : now !== undefined && now.nonce === previous.nonce && now.status === previous.status;
+    if (!asRead) {
+      if (!now) throw new Error('the approval read before this round was opened is gone');
+      return copy(now);
+    }
     this.approvals.set(keyOf(record), copy(record));
     return copy(record);
   }
 
-  async decide(binding: Binding, nonce: string, decision: { status: 'approved' | 'declined'; by: string; at: number }): Promise<DecideResult> {
-    const record = this.approvals.get(keyOf(binding));
-    if (!record || record.nonce !== nonce) return { applied: false, reason: 'unknown' };
-    if (record.status !== 'pending') return { applied: false, reason: 'decided', record: copy(record) };
-    if (record.expiresAt <= decision.at) return { applied: false, reason: 'expired', record: copy(record) };
+  async decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult> {
+    const now = this.approvals.get(keyOf(record));
+    const refused = decisionRefused(now && copy(now), record.nonce, decision);
+    if (refused) return refused;
     const decided: ApprovalRecord = {
-      ...record,
+      ...now!,
       status: decision.status,
       decidedAt: decision.at,
       decidedBy: decision.by,
-      log: [...record.log, { at: decision.at, event: decision.status, by: decision.by }],
+      log: [...now!.log, decisionEntry(now!, decision)],
     };
-    this.approvals.set(keyOf(binding), decided);
+    this.approvals.set(keyOf(record), decided);
     return { applied: true, record: copy(decided) };
   }
 }
