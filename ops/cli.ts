@@ -311,6 +311,10 @@ function formatRecord(view: RecordView): string {
     lines.push('  review log');
     for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
   }
+  if (view.ran_without)
+    lines.push(
+      `  ${'approval'.padEnd(13)} NONE: this call ran without anyone's ${view.ran_without} (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)`,
+    );
   const approval = view.approval;
   if (approval) {
     // Who decided and how come from the decision's log entry: a form answer never reads as the person's.
