@@ -244,7 +244,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       outbox: new OutboxStore(target.doc, target.tableName),
       doc: target.doc,
       tableName: target.tableName,
-      approvals: new DynamoDbApprovalStore(target.doc, target.tableName),
+      approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,
       queue: target.queue,
       who: target.who,
@@ -311,6 +311,10 @@ function formatRecord(view: RecordView): string {
     lines.push('  review log');
     for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
   }
+  if (view.ran_without)
+    lines.push(
+      `  ${'approval'.padEnd(13)} NONE: this call ran without anyone's ${view.ran_without} (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)`,
+    );
   const approval = view.approval;
   if (approval) {
     // Who decided and how come from the decision's log entry: a form answer never reads as the person's.

@@ -111,6 +111,11 @@ export interface RecordView {
   review: Array<Omit<ReviewEntry, 'at'> & { at: string }>;
   /** The person's approval of the operation (tools with confirmation 'approval' or 'required'); absent when none was asked. */
   approval?: ApprovalView;
+  /**
+   * The tool needs a person's approval (or confirmation), yet this call ran with none for its arguments: the operator
+   * opted the tool out for 2025-era clients (CONFIRMATION_OPT_OUT_TOOLS), so it ran on the agent's word alone.
+   */
+  ran_without?: 'approval' | 'confirmation';
 }
 
 /**
@@ -269,7 +274,11 @@ export class ReviewDesk {
     if (!record && log.entries.length === 0 && !approval) throw new ReviewInputError(`no record for ${describe(identity)}`);
     const view = this.view(identity, record, log);
     const delivery = await this.delivery(record);
-    return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}) };
+    const confirmation = this.options.tools.get(identity.tool)?.confirmation ?? 'none';
+    // Approved for the arguments that ran, in any round (entries older than rounds carry the record's fingerprint).
+    const approved = approval?.log.some((entry) => entry.event === 'approved' && (entry.fingerprint ?? approval.fingerprint) === record?.fingerprint);
+    const ranWithout = record && confirmation !== 'none' && !approved ? { ran_without: confirmation === 'approval' ? ('approval' as const) : ('confirmation' as const) } : {};
+    return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}), ...ranWithout };
   }
 
   /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */

@@ -21,7 +21,7 @@ import { openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomT
  * audience, and never looked at here) cannot decide. Only a person of the approval's tenant sees or decides it.
  */
 export interface ApprovalPageServices {
-  config: Pick<AppConfig, 'auth' | 'publicBaseUrl'> & { approvals: ApprovalPageConfig };
+  config: Pick<AppConfig, 'auth' | 'publicBaseUrl'> & { approvals: Pick<ApprovalPageConfig, 'baseUrl' | 'signIn'> };
   approvals: ApprovalStore;
   signingSecret: () => Promise<string>;
   clock: Clock;

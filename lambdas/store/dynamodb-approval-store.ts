@@ -22,16 +22,26 @@ function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | u
   return record as unknown as ApprovalRecord;
 }
 
+export interface DynamoDbApprovalStoreOptions {
+  /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
+  client: DynamoDBDocumentClient;
+  /** The idempotency store's table (the shape in `TableSchema`): each approval sits beside the record it is about. */
+  tableName: string;
+}
+
 /**
  * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/core/approval.ts). One
  * item per operation: its current round and the log of every round. A new round is written only if the item is still
  * as read (same round, same status), so the log it carries forward holds every entry written before it.
  */
 export class DynamoDbApprovalStore implements ApprovalStore {
-  constructor(
-    private readonly client: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(options: DynamoDbApprovalStoreOptions) {
+    this.client = options.client;
+    this.tableName = options.tableName;
+  }
 
   async current(binding: Binding): Promise<ApprovalRecord | undefined> {
     const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: approvalKey(binding), ConsistentRead: true }));

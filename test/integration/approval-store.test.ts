@@ -13,7 +13,7 @@ let table: Awaited<ReturnType<typeof createTestTable>>;
 let store: DynamoDbApprovalStore;
 beforeAll(async () => {
   table = await createTestTable();
-  store = new DynamoDbApprovalStore(table.doc, table.tableName);
+  store = new DynamoDbApprovalStore({ client: table.doc, tableName: table.tableName });
 });
 afterAll(() => table.drop());
 

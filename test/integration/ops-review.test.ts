@@ -262,6 +262,8 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       const approvedRun = await ops(['show', TENANT, 'request_payment', approvedKey, '--json']);
       expect(approvedRun.code, approvedRun.stderr).toBe(0);
       const approved = JSON.parse(approvedRun.stdout) as RecordView;
+      // Approved by a person: never reported as run without approval.
+      expect(approved.ran_without).toBeUndefined();
       expect(approved).toMatchObject({
         status: 'SUCCEEDED',
         approval: {
@@ -365,6 +367,19 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({
       approval: { decided_by: 'mcp-client', decided_via: 'form', log: [{ event: 'requested' }, { event: 'approved', by: 'mcp-client', via: 'form' }] },
     });
+  });
+
+  it('show says so when a payment ran without anyone\'s approval (the opt-out for 2025-era clients), and not when one approved it', async () => {
+    // This stack opts request_payment out (CONFIRMATION_OPT_OUT_TOOLS): the 2025-era client pays on its own word.
+    const key = await issueOperationId(client, 'request_payment');
+    expect(await callWrite(client, 'request_payment', paymentArgs(key, 'payee-unapproved'))).toMatchObject({ outcome: 'succeeded' });
+    const text = (await opsInProcess(['show', TENANT, 'request_payment', key])).stdout;
+    expect(text).toContain("  approval      NONE: this call ran without anyone's approval (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)");
+    expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({ status: 'SUCCEEDED', ran_without: 'approval' });
+    // A tool that needs no approval never says so.
+    const order = `order-${Date.now()}`;
+    await callWrite(client, 'create_order', { idempotency_key: order, customer_id: 'c-1', items: [{ sku: 'SKU-1', quantity: 1 }], currency: 'EUR' });
+    expect((await opsInProcess(['show', TENANT, 'create_order', order])).stdout).not.toMatch(/without anyone/);
   });
 
   it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
