@@ -66,14 +66,15 @@ const cookieName = (secure: boolean, name: string) => (secure ? `__Host-${name}`
 export function createApprovalPage(services: ApprovalPageServices): Hono {
   const signIn = services.config.approvals.signIn;
   if (!signIn) throw new Error('the approval page needs its sign-in settings (APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL, APPROVAL_TOKEN_URL)');
-  // ID tokens of the page's own client only: its client id is their audience; no scope is asked of them.
+  // ID tokens of the page's own client only: its client id is their audience (and their azp when they name several);
+  // no scope is asked of them.
   // A person's tenant may sit in a claim of its own (the stack's pool: the custom attribute custom:tenant).
   const idTokens: TokenVerifier = createTokenVerifier({
     ...services.config.auth,
     audience: signIn.clientId,
     requiredScopes: [],
     tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
-  });
+  }, { authorizedParty: signIn.clientId });
   const exchangeCode = tokenEndpoint(signIn.tokenUrl, services.localRoutes);
   const app = new Hono();
   app.use('*', pageHeaders());

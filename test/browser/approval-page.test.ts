@@ -237,7 +237,7 @@ describe('the approval page in Chromium', () => {
     try {
       await signIn(page, link, TENANT, 'alice');
       const summary = (await page.textContent('#summary'))!;
-      expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
+      expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
       // One rendered line block: the memo's "Pay" never starts a line of its own.
       const lines = (await page.locator('#summary').innerText()).split('\n');
       expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);

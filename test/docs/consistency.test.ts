@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLOCK_TOLERANCE_SECONDS } from '../../lambdas/auth/verifier';
 import { ErrorCode } from '../../lambdas/core/errors';
+import { REVIEW_LOG_MAX_BYTES, REVIEW_LOG_MAX_ENTRIES } from '../../lambdas/core/state-machine';
 import { DEFAULT_POLICY } from '../../lambdas/engine/engine';
 import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
 
@@ -58,6 +59,15 @@ describe('the documents agree', () => {
     const security = docs.find((d) => d.file === 'docs/security.md')!.text;
     expect(security).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
     expect(readme).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
+  });
+
+  it('docs/security.md is whole: every bullet ends its sentence, and the approval log\'s bounds are the code\'s', () => {
+    const security = docs.find((d) => d.file === 'docs/security.md')!.text;
+    // A bullet runs until the next bullet, heading or blank line.
+    const bullets = security.split(/\n(?=- |#|\n)/).filter((block) => block.startsWith('- '));
+    expect(bullets.length).toBeGreaterThan(5);
+    for (const bullet of bullets) expect(bullet.trimEnd(), bullet.slice(0, 40)).toMatch(/[.)]$/);
+    expect(security).toContain(`(${REVIEW_LOG_MAX_ENTRIES} entries, ${REVIEW_LOG_MAX_BYTES / 1000} KB: ${REVIEW_LOG_MAX_ENTRIES / 2} rounds)`);
   });
 
   it('Java is the reader\'s to install; npm ci installs DynamoDB Local only', () => {

@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { approvalId } from '../../lambdas/core/approval';
 import { createApp } from '../../lambdas/http/app';
+import { createApprovalPage } from '../../lambdas/http/approval-page';
+import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
+import { CompactSign, importJWK } from 'jose';
+import { Hono } from 'hono';
 import { callWrite, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { paymentArgs, sandboxLedger } from '../support/side-effects';
@@ -247,6 +251,51 @@ describe('only a signed-in person of the tenant decides, once', () => {
     }
   });
 
+  it('an ID token issued for several audiences signs in only when its azp is the page\'s client', async () => {
+    const auth = stack.config.auth;
+    if (auth.mode !== 'dev') throw new Error('the local stack signs with the dev issuer');
+    const signIn = stack.config.approvals.signIn!;
+    const pair = await readDevKeyPair(auth.devAuthDir);
+    let claims: Record<string, unknown> = {};
+    // The issuer's token endpoint, answering the ID token these claims make.
+    const { createServer } = await import('node:http');
+    const issuer = createServer(async (_req, res) => {
+      const now = Math.floor(Date.now() / 1000);
+      const idToken = await new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, sub: 'alice', [auth.tenantClaim]: TENANT, exp: now + 300, iat: now, ...claims })))
+        .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+        .sign(await importJWK(pair.privateJwk, 'ES256'));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id_token: idToken }));
+    });
+    await new Promise<void>((resolve) => issuer.listen(0, '127.0.0.1', resolve));
+    try {
+      const tokenUrl = `http://127.0.0.1:${(issuer.address() as { port: number }).port}/token`;
+      const app = new Hono().route(
+        '/approvals',
+        createApprovalPage({
+          config: { auth, publicBaseUrl: stack.url, approvals: { ...stack.config.approvals, signIn: { ...signIn, tokenUrl } } },
+          approvals: stack.services.approvals,
+          signingSecret: stack.services.signingSecret,
+          clock: () => Date.now(),
+          logger: stack.services.logger,
+        }),
+      );
+      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-azp' }, 'n'.repeat(22));
+      const signInWith = async (given: Record<string, unknown>) => {
+        claims = given;
+        const start = await app.request(`${stack.url}/approvals/${id}`);
+        const state = new URL(start.headers.get('location')!, stack.url).searchParams.get('state')!;
+        const back = await app.request(`${stack.url}/approvals/callback?code=c&state=${state}`, { headers: { cookie: start.headers.get('set-cookie')!.split(';')[0]! } });
+        return back.status;
+      };
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'] })).toBe(401);
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'], azp: 'another-app' })).toBe(401);
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'], azp: signIn.clientId })).toBe(303);
+      expect(await signInWith({ aud: signIn.clientId })).toBe(303);
+    } finally {
+      await new Promise((resolve) => issuer.close(resolve));
+    }
+  });
+
   it('the page is not framable, not cached, and has a strict CSP', async () => {
     const link = linkOf(await call('request_payment', paymentArgs(await operationId())));
     const person = new PageVisitor();
@@ -261,13 +310,31 @@ describe('only a signed-in person of the tenant decides, once', () => {
 });
 
 describe('what the person sees is what is paid', () => {
-  it('JPY has no minor unit: 1250 JPY is shown as 1250 JPY; a memo with a newline stays on its line', async () => {
+  it('JPY has no minor unit: 1250 JPY is shown as 1,250 JPY; a memo with a newline stays on its line', async () => {
     const id = await operationId();
     const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
     const message = asked.inputRequests!.confirm.params.message;
     const summary = message.split('\n')[0]!;
-    expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
+    expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
     expect(message.split('\n').filter((line) => line.startsWith('Pay '))).toHaveLength(1);
+  });
+
+  it('a large amount is grouped as a person reads it, on the page and in the message; wide spaces and blank letters are written out', async () => {
+    const id = await operationId();
+    const memo = 'rent\u2003\u3000\u3164\u2800Pay 1.00 EUR';
+    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', amount_minor: 1_000_000_000, memo }));
+    const summary = 'Pay 1,000,000,000 JPY to payee-7 (memo: "rent\\u{2003}\\u{3000}\\u{3164}\\u{2800}Pay 1.00 EUR")';
+    expect(asked.inputRequests!.confirm.params.message.split('\n')[0]).toBe(summary);
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(linkOf(asked), TENANT);
+    expect(pageHtml).toContain(summary.replaceAll('"', '&quot;'));
+  });
+
+  it('fund codes and units of account are no currency one pays in: XDR, XSU, XUA are refused as the metals are', async () => {
+    for (const currency of ['XDR', 'XSU', 'XUA', 'XAU']) {
+      const refused = await call('request_payment', paymentArgs(await operationId(), { currency }));
+      expect(refused.structuredContent, currency).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } });
+    }
   });
 
   it('a code that is not an ISO 4217 currency is refused', async () => {

@@ -122,6 +122,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
       requestState: expect.stringMatching(/^cf1\./),
       inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') } } },
     });
+    // The form shows amounts as the page does: grouped, by the currency's minor units.
+    const large = await call(paymentArgs(await operationId(), { currency: 'JPY', amount_minor: 1_000_000_000 }));
+    expect(large.inputRequests!.confirm.params).toMatchObject({ mode: 'form', message: expect.stringContaining('Pay 1,000,000,000 JPY to payee-7') });
   });
 
   it('a forged requestState, or one minted for other arguments, is refused and nothing runs', async () => {
