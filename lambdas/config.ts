@@ -68,8 +68,8 @@ export interface AppConfig {
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;
   /**
-   * Tools with `confirmation: 'required'` that 2025-era clients may call without the server asking the person
-   * (for clients that confirm on their side). Default none.
+   * Tools with `confirmation: 'approval'` or `'required'` that every 2025-era client may call without the server
+   * asking anyone (for clients whose host asks the person itself): such a call runs on the agent's word. Default none.
    */
   confirmationOptOut: string[];
   /**
