@@ -68,8 +68,8 @@ export interface AppConfig {
   /** Base URL for the protected-resource metadata; derived from the request when unset. */
   publicBaseUrl?: string;
   /**
-   * Tools with `confirmation: 'required'` that 2025-era clients may call without the server asking the person
-   * (for clients that confirm on their side). Default none.
+   * Tools with `confirmation: 'approval'` or `'required'` that every 2025-era client may call without the server
+   * asking anyone (for clients whose host asks the person itself): such a call runs on the agent's word. Default none.
    */
   confirmationOptOut: string[];
   /**
@@ -102,6 +102,11 @@ export interface ApprovalPageConfig {
     scopes: string[];
     /** The claim of a person's ID token holding their tenant; unset: the bearer tokens' (`auth.tenantClaim`). */
     tenantClaim?: string;
+    /**
+     * Send the approval's tenant as the OIDC `login_hint`: the local sign-in asks for a tenant and shows it. Off for
+     * a real issuer, whose login hint is a person's name.
+     */
+    tenantHint?: boolean;
   };
 }
 
@@ -414,7 +419,7 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
   const authorizeUrl = read(env, EnvVars.approvalAuthorizeUrl);
   const tokenUrl = read(env, EnvVars.approvalTokenUrl);
   if (read(env, EnvVars.authMode) === 'dev' && authorizeUrl === undefined && tokenUrl === undefined)
-    return { ttlSeconds, baseUrl, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes, tenantClaim } };
+    return { ttlSeconds, baseUrl, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes, tenantClaim, tenantHint: true } };
   const set = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
   if (set === 0) return { ttlSeconds, baseUrl };
   if (set < 3) throw new ConfigError('APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL and APPROVAL_TOKEN_URL go together: set all three, or none for no approval page');

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
 import { type ToolDefinition } from 'idempotent-mcp/mcp';
-import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, environmentOf, loadConfig, read, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
+import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, environmentOf, loadConfig, read, servedHostnames, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../reference/sandbox/router';
 import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
 import { openSandboxStore } from '../reference/sandbox/sandbox-store';
@@ -194,6 +194,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // 3. The HTTP app (the sandbox downstreams the workers call are part of it).
     app = createApp(services, {
       tools: options.tools ?? demoTools,
+      // Only the names this server is reached by: a rebound name's page gets nothing (DNS rebinding).
+      hosts: servedHostnames(config),
       storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
       mounts: {
         // The approval page's sign-in, locally: the dev issuer's (never in a Lambda bundle).

@@ -244,7 +244,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       outbox: new OutboxStore(target.doc, target.tableName),
       doc: target.doc,
       tableName: target.tableName,
-      approvals: new DynamoDbApprovalStore(target.doc, target.tableName),
+      approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,
       queue: target.queue,
       who: target.who,
@@ -313,16 +313,39 @@ function formatRecord(view: RecordView): string {
     lines.push('  review log');
     for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
   }
+  if (view.ran_without)
+    lines.push(
+      `  ${'approval'.padEnd(13)} NONE: this call ran without anyone's ${view.ran_without} (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)`,
+    );
   const approval = view.approval;
   if (approval) {
-    lines.push(`  approval      ${approval.status} (${approval.mode === 'url' ? 'the person, on the approval page' : "form: the MCP client's word"})`);
+    // Who decided and how come from the decision's log entry: a form answer never reads as the person's.
+    const decided = approval.decided_by !== undefined ? ` by ${approval.decided_by}${approval.decided_via ? `, ${how(approval.decided_via, 'decided')}` : ''}` : '';
+    lines.push(`  approval      ${approval.status}${decided}${decided ? '' : ` (round ${approval.round}, ${how(approval.mode, 'asked')})`}`);
     lines.push(`    bound to    ${approval.tool}, fingerprint ${approval.fingerprint}`);
     lines.push(`    summary     ${approval.summary}`);
     lines.push(`    expires     ${approval.expires_at}`);
-    for (const e of approval.log)
-      lines.push(`    ${e.at}  ${e.event}${e.by !== undefined ? `  by ${e.by}${e.tenant !== undefined ? ` (tenant ${e.tenant})` : ''}` : ''}`);
+    // Every round, oldest first: what was asked, how, and each decision.
+    let round: number | undefined;
+    for (const e of approval.log) {
+      if (e.round !== round) {
+        round = e.round;
+        const asked = approval.log.find((entry) => entry.round === round && entry.event === 'requested');
+        lines.push(
+          `    round ${round}${asked ? `     ${asked.via ? how(asked.via, 'asked') : 'asked'}${asked.fingerprint ? `, fingerprint ${asked.fingerprint}` : ''}${asked.summary ? `: ${asked.summary}` : ''}` : ''}`,
+        );
+      }
+      const who = e.by !== undefined ? `  by ${e.by}${e.tenant !== undefined ? ` (tenant ${e.tenant})` : ''}${e.via ? `, ${how(e.via, 'decided')}` : ''}` : '';
+      lines.push(`      ${e.at}  ${e.event}${who}`);
+    }
   }
   return lines.join('\n');
+}
+
+/** How a round was asked or decided, in words: a form answer is the MCP client's word, not a signed-in person's. */
+function how(via: 'url' | 'form', what: 'asked' | 'decided'): string {
+  if (via === 'url') return what === 'asked' ? 'asked on the approval page' : 'signed in on the approval page';
+  return what === 'asked' ? "asked in the MCP client's form" : "the MCP client's answer in a form, not a signed-in person's";
 }
 
 function formatDecision(outcome: DecisionOutcome): string {

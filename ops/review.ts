@@ -15,7 +15,7 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
-import { approvalState, type ApprovalRecord } from '../lambdas/core/approval';
+import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/core/approval';
 import type { ApprovalStore } from '../lambdas/engine/approval-store';
 import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
@@ -118,6 +118,11 @@ export interface RecordView {
   review: Array<Omit<ReviewEntry, 'at'> & { at: string }>;
   /** The person's approval of the operation (tools with confirmation 'approval' or 'required'); absent when none was asked. */
   approval?: ApprovalView;
+  /**
+   * The tool needs a person's approval (or confirmation), yet this call ran with none for its arguments: the operator
+   * opted the tool out for 2025-era clients (CONFIRMATION_OPT_OUT_TOOLS), so it ran on the agent's word alone.
+   */
+  ran_without?: 'approval' | 'confirmation';
 }
 
 /**
@@ -126,22 +131,33 @@ export interface RecordView {
  * idempotency record), not in the review log, which holds operators' transitions of the idempotency record.
  */
 export interface ApprovalView {
-  /** 'expired': still undecided past its expiry (the next call asks anew). */
+  /** The current round's status. 'expired': still undecided past its expiry (the next call asks anew). */
   status: 'pending' | 'approved' | 'declined' | 'expired';
-  /** 'url': decided by a signed-in person on the approval page; 'form': the MCP client's answer. */
+  /** How the current round was asked: 'url', on the approval page; 'form', in the MCP client's form. */
   mode: 'url' | 'form';
+  /** The current round's number (1: the first). */
+  round: number;
   tool: string;
   /** The fingerprint of the arguments the person was asked about. */
   fingerprint: string;
   summary: string;
   created_at: string;
   expires_at: string;
+  /** The current round's decision, from its log entry: when, who, and how ('url': signed in on the page; 'form': the client's word). */
   decided_at?: string;
   decided_by?: string;
+  decided_via?: 'url' | 'form';
+  /** Every round's entries, oldest first. */
   log: Array<{
     at: string;
+    round: number;
     event: 'requested' | 'approved' | 'declined';
-    /** The person's subject (url mode) or 'mcp-client' (form mode). */
+    /** 'requested': how the person was asked; a decision: how it was made. */
+    via?: 'url' | 'form';
+    fingerprint?: string;
+    /** 'requested': what the person was asked to approve. */
+    summary?: string;
+    /** The person's subject (url) or 'mcp-client' (form). */
     by?: string;
     /** The decider's tenant: the approval's own (the page lets only a person of that tenant decide). */
     tenant?: string;
@@ -265,7 +281,11 @@ export class ReviewDesk {
     if (!record && log.entries.length === 0 && !approval) throw new ReviewInputError(`no record for ${describe(identity)}`);
     const view = this.view(identity, record, log);
     const delivery = await this.delivery(record);
-    return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}) };
+    const confirmation = this.options.tools.get(identity.tool)?.confirmation ?? 'none';
+    // Approved for the arguments that ran, in any round (entries older than rounds carry the record's fingerprint).
+    const approved = approval?.log.some((entry) => entry.event === 'approved' && (entry.fingerprint ?? approval.fingerprint) === record?.fingerprint);
+    const ranWithout = record && confirmation !== 'none' && !approved ? { ran_without: confirmation === 'approval' ? ('approval' as const) : ('confirmation' as const) } : {};
+    return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}), ...ranWithout };
   }
 
   /** Checks the action against the record as read now; throws ReviewInputError, with nothing written, when it does not apply. */
@@ -406,19 +426,27 @@ export class ReviewDesk {
 
   private approvalView(approval: ApprovalRecord): ApprovalView {
     const status = approvalState(approval, approval.fingerprint, this.clock());
+    // Who decided and how: from the decision's own log entry, never from how the round was asked.
+    const decision = currentDecision(approval);
+    // Entries written before decisions recorded `via`: the MCP client's answers carry MCP_CLIENT as who.
+    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === MCP_CLIENT ? 'form' : undefined);
     return {
       status: status === 'other' ? approval.status : status,
       mode: approval.mode,
+      round: approval.round ?? 1,
       tool: approval.tool,
       fingerprint: approval.fingerprint,
       summary: approval.summary,
       created_at: iso(approval.createdAt)!,
       expires_at: iso(approval.expiresAt)!,
-      ...(approval.decidedAt !== undefined ? { decided_at: iso(approval.decidedAt) } : {}),
-      ...(approval.decidedBy !== undefined ? { decided_by: approval.decidedBy } : {}),
+      ...(decision ? { decided_at: iso(decision.at), decided_by: decision.by, ...(viaOf(decision) ? { decided_via: viaOf(decision) } : {}) } : {}),
       log: approval.log.map((entry) => ({
         at: iso(entry.at)!,
+        round: entry.round ?? 1,
         event: entry.event,
+        ...(viaOf(entry) !== undefined ? { via: viaOf(entry) } : {}),
+        ...(entry.fingerprint !== undefined ? { fingerprint: entry.fingerprint } : {}),
+        ...(entry.summary !== undefined ? { summary: entry.summary } : {}),
         ...(entry.by !== undefined ? { by: entry.by } : {}),
         ...(entry.event !== 'requested' ? { tenant: approval.tenant } : {}),
       })),

@@ -10,6 +10,8 @@ const { startLocalStack } = await import('../local/stack');
 const { stateOf, writeLocalState } = await import('../ops/local-state');
 const { watchStateDir } = await import('../local/state-dir');
 const { DEV_KEY_FILE } = await import('idempotent-mcp/lambda');
+const { confirmationNotice } = await import('../local/confirmation-notice');
+const { tools: referenceTools } = await import('../reference/tools');
 const { existsSync } = await import('node:fs');
 const { join } = await import('node:path');
 export {};
@@ -63,6 +65,7 @@ reconciler, and the sandbox payments provider, ticket system and mailbox.
   Inject faults  curl -X POST ${stack.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'
   Another tenant npm run token -- --tenant <id>
   Review         npm run ops -- list      (records and events parked for a person)
+${confirmationNotice(referenceTools, stack.config, stack.url).join('\n')}
 
   Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"
 ${newKeyNotice}

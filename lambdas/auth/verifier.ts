@@ -67,7 +67,15 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 
 const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
 
-export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
+export interface TokenVerifierOptions {
+  /**
+   * For ID tokens (the approval page's sign-in): the client they were issued to. OpenID Connect Core 3.1.3.7: a
+   * token whose audience has several values must name it in `azp`, and any `azp` it carries must be it.
+   */
+  authorizedParty?: string;
+}
+
+export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOptions = {}): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   // jose caches the key set and refetches it when a token names an unknown key id (key rotation), at most once per
   // cooldown; a failed fetch is not kept, the next request fetches again.
@@ -128,6 +136,9 @@ export function createTokenVerifier(auth: AuthConfig): TokenVerifier {
         const reason = code === 'ERR_JWT_EXPIRED' ? 'the token has expired' : 'the token is not valid for this server';
         throw new AuthenticationError(reason, 'invalid_token');
       }
+      const party = options.authorizedParty;
+      if (party !== undefined && (payload.azp !== undefined || (Array.isArray(payload.aud) && payload.aud.length > 1)) && payload.azp !== party)
+        throw new AuthenticationError('the token was issued to another client (azp)', 'invalid_token');
       // JSON has no Infinity, but 1e309 parses to it and passes jose's checks: such an `exp` would never expire.
       if (TIME_CLAIMS.some((claim) => payload[claim] !== undefined && !Number.isFinite(payload[claim])))
         throw new AuthenticationError('the token\'s exp, nbf and iat must be finite numbers', 'invalid_token');

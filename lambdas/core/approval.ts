@@ -2,23 +2,43 @@ import { randomBytes } from 'node:crypto';
 import type { ConfirmationBinding } from './confirmation-state';
 import type { ItemKey } from './keys';
 import { Keys } from './keys';
+import { withinLogBounds } from './state-machine';
 
 /**
  * A person's approval of one operation (tool `confirmation: 'approval'`, or the form-mode decision record): bound to
  * tenant, tool, key and the arguments' fingerprint, expiring, decided once. It lives next to the idempotency record
  * (same partition), so what the person decided, who and when, stays with the operation it was about.
  *
+ * One operation may be asked more than once (after an expiry, a decline, or for other arguments): each ask is a
+ * round. The record holds the current round, and a log of every round, append-only: a new round never erases an
+ * earlier decision.
+ *
  * The approval's id, the link's last segment, is `<binding>.<nonce>`: the binding names the item, the random nonce
- * names this one approval of it, so a link replaced by a newer approval (after expiry or a decline) no longer works.
+ * names this one round of it, so a link replaced by a newer round no longer works.
  */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';
+/**
+ * How a round is asked and decided: 'url', on the approval page by a signed-in person of the tenant; 'form', in the
+ * MCP client's form (the client's word). A round is decided only the way it was asked.
+ */
 export type ApprovalMode = 'url' | 'form';
+
+/** What the client of a form-mode round is recorded as: its answer is the client's word, not a signed-in person's. */
+export const MCP_CLIENT = 'mcp-client';
 
 export interface ApprovalLogEntry {
   /** Epoch ms. */
   at: number;
   event: 'requested' | 'approved' | 'declined';
-  /** Who: the signed-in person's subject (url mode) or 'mcp-client' (form mode, the client's word). */
+  /** Which round (1, 2, ...) of the operation's approval. */
+  round: number;
+  /** 'requested': how the person is asked; a decision: how it was made (never inferred from the record's mode). */
+  via: ApprovalMode;
+  /** The fingerprint of the arguments the round is about. */
+  fingerprint: string;
+  /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
+  summary?: string;
+  /** A decision's who: the signed-in person's subject (url) or MCP_CLIENT (form). */
   by?: string;
 }
 
@@ -35,8 +55,11 @@ export interface ApprovalRecord extends ConfirmationBinding {
   /** Epoch ms: a pending approval cannot be decided after this, and is replaced by a new one on the next call. */
   expiresAt: number;
   decidedAt?: number;
-  /** The person's subject (the page) or 'mcp-client' (form mode). */
+  /** The person's subject (the page) or MCP_CLIENT (form mode). */
   decidedBy?: string;
+  /** This round's number: 1 for the operation's first. */
+  round: number;
+  /** Every round's entries, oldest first, append-only (bounded: `canOpenRound`). */
   log: ApprovalLogEntry[];
   /** The MCP 2026-07-28 `requestState` the approval was asked under: a retry before the decision gets it again. */
   requestState?: string;
@@ -72,11 +95,31 @@ export function parseApprovalId(id: string): { tenant: string; tool: string; ide
   }
 }
 
+/**
+ * Whether the log has room for another round (its request and its decision) within the bounds every log here keeps
+ * (the review log's: lambdas/core/state-machine.ts). The review log drops its oldest entries; an approval log may
+ * not (a decision is never erased), so a full log takes no new round: the operation is asked under a new key.
+ */
+export function canOpenRound(previous: Pick<ApprovalRecord, 'log'> | undefined, next: ApprovalLogEntry): boolean {
+  const decision: ApprovalLogEntry = { ...next, event: 'approved', by: 'x'.repeat(MAX_DECIDER_CHARS), summary: undefined };
+  return withinLogBounds([...(previous?.log ?? []), next, decision]);
+}
+
+/** The longest `by` a decision records (a subject claim is an opaque id, seldom over a hundred characters). */
+export const MAX_DECIDER_CHARS = 256;
+
+/**
+ * The next round of the operation's approval after `previous` (none: the first), pending, with its request appended
+ * to the log that every earlier round left. Undefined when the log has no room for another round (`canOpenRound`).
+ */
 export function newApproval(
   binding: ConfirmationBinding,
-  options: { mode: ApprovalMode; summary: string; now: number; ttlSeconds?: number; nonce?: string; requestState?: string },
-): ApprovalRecord {
+  options: { mode: ApprovalMode; summary: string; now: number; ttlSeconds?: number; nonce?: string; requestState?: string; previous?: ApprovalRecord },
+): ApprovalRecord | undefined {
   const nonce = options.nonce ?? randomBytes(16).toString('base64url');
+  const round = (options.previous?.round ?? 0) + 1;
+  const requested: ApprovalLogEntry = { at: options.now, event: 'requested', round, via: options.mode, fingerprint: binding.fingerprint, summary: options.summary };
+  if (!canOpenRound(options.previous, requested)) return undefined;
   return {
     ...binding,
     id: approvalId(binding, nonce),
@@ -86,10 +129,34 @@ export function newApproval(
     status: 'pending',
     createdAt: options.now,
     expiresAt: options.now + (options.ttlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000,
-    log: [{ at: options.now, event: 'requested' }],
+    round,
+    log: [...(options.previous?.log ?? []), requested],
     ...(options.requestState ? { requestState: options.requestState } : {}),
   };
 }
+
+/** A decision of `record`'s round, made `via` the page or a form, as its log records it. */
+export interface ApprovalDecision {
+  status: 'approved' | 'declined';
+  by: string;
+  at: number;
+  via: ApprovalMode;
+}
+
+/** The log entry of a decision of `record`'s round. */
+export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint'>, decision: ApprovalDecision): ApprovalLogEntry => ({
+  at: decision.at,
+  event: decision.status,
+  round: record.round,
+  via: decision.via,
+  fingerprint: record.fingerprint,
+  by: decision.by.slice(0, MAX_DECIDER_CHARS),
+});
+
+/** The entry that decided `record`'s current round, if it is decided: who and how, as logged. */
+export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): ApprovalLogEntry | undefined =>
+  // A record written before rounds were numbered has one round, and entries without `round`.
+  record.log.findLast((entry) => (entry.round ?? 1) === (record.round ?? 1) && entry.event !== 'requested');
 
 export const isNonce = (value: unknown): value is string => typeof value === 'string' && NONCE.test(value);
 

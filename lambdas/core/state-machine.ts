@@ -175,17 +175,27 @@ export function retentionFromNow(record: Pick<IdempotencyRecord, 'retainUntil' |
 /** The error an UNKNOWN record carries after an operator's `recheck`. */
 export const OPERATOR_RECHECK_ERROR: StoredError = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
 
+const entryBytes = (entry: unknown) => Buffer.byteLength(JSON.stringify(entry));
+
 /** The log with `entry` appended: the newest entries that fit both the entry count and the byte budget. */
 export function appendReviewEntry(entries: readonly ReviewEntry[], entry: ReviewEntry): ReviewEntry[] {
   const kept: ReviewEntry[] = [];
   let bytes = 0;
   for (const e of [...entries, entry].reverse()) {
-    bytes += Buffer.byteLength(JSON.stringify(e));
+    bytes += entryBytes(e);
     if (kept.length === REVIEW_LOG_MAX_ENTRIES || (kept.length > 0 && bytes > REVIEW_LOG_MAX_BYTES)) break;
     kept.unshift(e);
   }
   return kept;
 }
+
+/** Whether `entries` fit the bounds of a log kept in one item: the review log's entry count and byte budget. */
+export function withinLogBounds(entries: readonly unknown[]): boolean {
+  return entries.length <= REVIEW_LOG_MAX_ENTRIES && entries.reduce<number>((bytes, entry) => bytes + entryBytes(entry), 0) <= REVIEW_LOG_MAX_BYTES;
+}
+
+/** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
+export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */

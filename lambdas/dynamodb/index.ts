@@ -1,10 +1,11 @@
 /**
  * `idempotent-mcp/dynamodb`: the DynamoDB adapters. The AWS SDK document client they share (`createDynamoDbClient`,
  * over your own `DynamoDBClient` if you pass one), the idempotency store (options: client, table name, key
- * prefix, attention index on or off), the outbox store, the reconciler and its work list (the sparse attention index), and the table
+ * prefix, attention index on or off), the approval store (the people's decisions, beside the records they are about), the outbox store, the reconciler and its work list (the sparse attention index), and the table
  * definition the CDK constructs and the local setup share.
  */
 export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../store/dynamodb-idempotency-store';
+export { DynamoDbApprovalStore, type DynamoDbApprovalStoreOptions } from '../store/dynamodb-approval-store';
 export { TableSchema, ATTENTION_SHARDS, attentionPartitions, attentionPk, ensureTable, type AttentionKind } from '../store/table-schema';
 export { AttentionIndexOffError } from '../store/attention-index';
 export {

@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from '../core/approval';
+import type { ApprovalDecision, ApprovalRecord } from '../core/approval';
 
 /** The answer of `decide`: applied, or why not (nothing written). */
 export type DecideResult =
@@ -7,26 +7,40 @@ export type DecideResult =
   | { applied: false; reason: 'decided'; record: ApprovalRecord }
   /** Past its expiry: the next call of the agent asks anew. */
   | { applied: false; reason: 'expired'; record: ApprovalRecord }
-  /** No such approval, or replaced by a newer one (the link is stale). */
+  /** Asked the other way (on the page, or in the client's form): it is decided only the way it was asked. */
+  | { applied: false; reason: 'mode'; record: ApprovalRecord }
+  /** No such approval, or replaced by a newer round (the link is stale). */
   | { applied: false; reason: 'unknown' };
 
 /**
  * Where approvals live (port; lambdas/store/dynamodb-approval-store.ts is the DynamoDB adapter). Each method is one
  * read or one conditional write, so two people (or one person's two tabs, or a replayed POST) deciding at once
- * leave exactly one decision.
+ * leave exactly one decision, and two calls opening a round at once leave one round: no log entry is ever lost.
  */
 export interface ApprovalStore {
-  /** The binding's current approval, whatever its state. */
+  /** The binding's current round, with the log of every round, whatever its state. */
   current(binding: { tenant: string; tool: string; idempotencyKey: string }): Promise<ApprovalRecord | undefined>;
   /**
-   * Writes `record` as the binding's current approval unless another one was written since `replacing` (the nonce
-   * read, or undefined when there was none): then returns the approval that won, so concurrent calls share one link.
+   * Writes `record` (a new round: `newApproval` with `previous`) unless the approval changed since `previous` was
+   * read (another round opened, or it was decided): then returns the approval that won, so concurrent calls share
+   * one link and no entry of the log is lost.
    */
-  open(record: ApprovalRecord, replacing: string | undefined): Promise<ApprovalRecord>;
-  /** Decides a pending, unexpired approval named by its nonce, once. */
-  decide(
-    binding: { tenant: string; tool: string; idempotencyKey: string },
-    nonce: string,
-    decision: { status: 'approved' | 'declined'; by: string; at: number },
-  ): Promise<DecideResult>;
+  open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord>;
+  /**
+   * Decides `record`'s round (as read) once: only while it is the current round, pending, unexpired, and asked the
+   * way it is decided (`decision.via`). Appends the decision to the log (`decisionEntry`).
+   */
+  decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult>;
+}
+
+/**
+ * Why `decision` of round `nonce` cannot be written on the approval as it is now, or undefined when it can: the rule
+ * every store's conditional write applies (current round, pending, asked the way it is decided, unexpired).
+ */
+export function decisionRefused(now: ApprovalRecord | undefined, nonce: string, decision: ApprovalDecision): Exclude<DecideResult, { applied: true }> | undefined {
+  if (!now || now.nonce !== nonce) return { applied: false, reason: 'unknown' };
+  if (now.status !== 'pending') return { applied: false, reason: 'decided', record: now };
+  if (now.mode !== decision.via) return { applied: false, reason: 'mode', record: now };
+  if (decision.at >= now.expiresAt) return { applied: false, reason: 'expired', record: now };
+  return undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * `idempotent-mcp/engine`: the engine, the store port (no AWS types), an in-memory store, and the pure rules a tool or
+ * `idempotent-mcp/engine`: the engine, the store ports (no AWS types), in-memory stores, and the pure rules a tool or
  * a store adapter needs (key and tenant rules, fingerprint, the record and its settled states, errors, the clock).
  * Nothing here does I/O of its own. The transition table and the storage-key layout are internal.
  */
@@ -82,5 +82,6 @@ export {
   type ApprovalStatus,
 } from '../core/approval';
 export type { ApprovalStore, DecideResult } from './approval-store';
+export { InMemoryApprovalStore } from './in-memory-approval-store';
 export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../core/money';
 export { hasInvisibleCharacters, quotedText, visibleText } from '../core/display-text';

@@ -8,7 +8,7 @@ export { mcpLambdaHandler } from './endpoint';
 export { reconcilerLambdaHandler } from './reconciler-endpoint';
 export { consumerLambdaHandler, deliveriesOf, type DeliveriesModule } from './consumer-endpoint';
 export { clientsOf, toolsOf, type ToolsModuleExports } from './tools-module';
-export { createApp, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices } from '../http/app';
+export { createApp, servedHostnames, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices } from '../http/app';
 export { createLambdaHandler } from '../http/lambda';
 export { createServices, type ServiceOverrides, type Services } from '../runtime/services';
 export { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from '../runtime/worker-services';

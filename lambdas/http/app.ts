@@ -5,6 +5,7 @@ import { Hono } from 'hono/tiny';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
+import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
@@ -45,6 +46,19 @@ export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   mounts?: Record<string, AnyHono>;
   /** Whether the store answers now: then `/health` is 503 while it does not. The local stack asks its emulator. */
   storeReachable?: () => Promise<boolean>;
+  /**
+   * The host names this server answers (`servedHostnames`): a request naming any other Host is refused (403) before
+   * routing. DNS rebinding: a page whose name was rebound to this server's address sends its own name as Host, and
+   * would otherwise reach every route, the unauthenticated local ones too. Unset: any Host (on Lambda, API Gateway
+   * and the Function URL answer only their own names). The local server sets it.
+   */
+  hosts?: readonly string[];
+}
+
+/** The host names a server on this machine serves: the loopback names, and those of the configured base URLs. */
+export function servedHostnames(config: Pick<AppConfig, 'publicBaseUrl'> & { approvals?: Pick<ApprovalPageConfig, 'baseUrl'> }): string[] {
+  const configured = [config.publicBaseUrl, config.approvals?.baseUrl].filter((url): url is string => url !== undefined).map((url) => new URL(url).hostname);
+  return [...new Set([...localhostAllowedHostnames(), ...configured])];
 }
 
 const jsonRpcError = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message }, id: null });
@@ -132,6 +146,16 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   const app = new Hono<AppEnv>();
   const mcp = createMcpRequestHandler<S>(services, { tools: options.tools });
 
+  const { hosts } = options;
+  if (hosts)
+    app.use('*', async (c, next) => {
+      const refused = hostHeaderValidationResponse(c.req.raw, [...hosts]);
+      if (refused) {
+        logger.warn('request refused: a Host this server does not serve', { path: c.req.path });
+        return refused;
+      }
+      await next();
+    });
   app.use('*', originGuard(config.allowedOrigins, config.publicBaseUrl));
   // Browser-based clients (MCP Inspector's direct mode) need CORS; the origin guard has already vetted the Origin.
   app.use(
@@ -221,7 +245,19 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   // the mounts (`createDevSignIn`): the functions never trust the dev issuer, so their bundles do not carry it.
   const { approvals, signingSecret } = services;
   if (approvals && signingSecret && config.approvals?.signIn)
-    app.route(APPROVALS_PATH, createApprovalPage({ config: { ...config, approvals: config.approvals }, approvals, signingSecret, clock: services.clock, logger }));
+    app.route(
+      APPROVALS_PATH,
+      createApprovalPage({
+        config: { ...config, approvals: config.approvals },
+        approvals,
+        signingSecret,
+        clock: services.clock,
+        logger,
+        // Locally the dev issuer's token URL is relative, a route mounted on this app: exchanged in-process, never
+        // sent to a host a request names.
+        localRoutes: config.auth.mode === 'dev' ? (request) => app.fetch(request) : undefined,
+      }),
+    );
 
   for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
 

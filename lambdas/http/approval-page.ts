@@ -8,9 +8,10 @@ import type { ApprovalStore } from '../engine/approval-store';
 import { AuthenticationError, createTokenVerifier, type TokenVerifier } from '../auth/verifier';
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import type { Clock } from '../core/clock';
+import { whenText } from '../core/when';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../mcp/confirmation';
-import { openSealed, PAGE_STYLE, pageBase, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
+import { openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
 
 /**
  * The approval page: `GET /approvals/<id>` shows what the person approves (tool, summary, tenant, expiry) once they
@@ -20,11 +21,25 @@ import { openSealed, PAGE_STYLE, pageBase, pageHeaders, pkceChallenge, randomTok
  * audience, and never looked at here) cannot decide. Only a person of the approval's tenant sees or decides it.
  */
 export interface ApprovalPageServices {
-  config: Pick<AppConfig, 'auth' | 'publicBaseUrl'> & { approvals: ApprovalPageConfig };
+  config: Pick<AppConfig, 'auth' | 'publicBaseUrl'> & { approvals: Pick<ApprovalPageConfig, 'baseUrl' | 'signIn'> };
   approvals: ApprovalStore;
   signingSecret: () => Promise<string>;
   clock: Clock;
   logger: Pick<ToolRuntime['logger'], 'info' | 'warn'>;
+  /**
+   * Answers a relative token URL (the local dev issuer's, a route of the same app) in-process. Without it the token
+   * URL must be absolute: the code and its verifier go only where configuration says, never to a host a request names.
+   */
+  localRoutes?: (request: Request) => Response | Promise<Response>;
+}
+
+/** Where the sign-in's code is exchanged: the configured token URL, or this app's own route, in-process. */
+function tokenEndpoint(tokenUrl: string, localRoutes: ApprovalPageServices['localRoutes']): (init: RequestInit) => Promise<Response> {
+  if (/^https?:\/\//i.test(tokenUrl)) return (init) => fetch(tokenUrl, init);
+  if (!tokenUrl.startsWith('/') || !localRoutes)
+    throw new Error(`the approval page's token URL must be the issuer's absolute http(s) URL (APPROVAL_TOKEN_URL), got ${JSON.stringify(tokenUrl)}`);
+  // The host is never looked at: the request goes to this app's router, not to the network.
+  return async (init) => localRoutes(new Request(new URL(tokenUrl, 'http://localhost'), init));
 }
 
 const SESSION_SECONDS = 15 * 60;
@@ -32,6 +47,8 @@ const SIGN_IN_SECONDS = 10 * 60;
 const PURPOSE = { session: 'approval-session-v1', signIn: 'approval-sign-in-v1', csrf: 'approval-csrf-v1' } as const;
 /** The route under APPROVALS_PATH that the issuer sends the person back to. */
 const CALLBACK = APPROVAL_CALLBACK_PATH.slice(APPROVALS_PATH.length);
+/** Where a signed-in person signs out (a person of another tenant, to sign in as one of the approval's). */
+const SIGN_OUT = '/sign-out';
 
 interface Session {
   tenant: string;
@@ -46,30 +63,19 @@ interface SignIn {
 /** `__Host-` cookies (https only): bound to this host and path /, never set by a sibling domain. */
 const cookieName = (secure: boolean, name: string) => (secure ? `__Host-${name}` : name);
 
-function page(title: string, body: HtmlEscapedString | Promise<HtmlEscapedString>) {
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title>
-<style>${PAGE_STYLE}</style>
-</head>
-<body><main>${body}</main></body>
-</html>`;
-}
-
 export function createApprovalPage(services: ApprovalPageServices): Hono {
   const signIn = services.config.approvals.signIn;
   if (!signIn) throw new Error('the approval page needs its sign-in settings (APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL, APPROVAL_TOKEN_URL)');
-  // ID tokens of the page's own client only: its client id is their audience; no scope is asked of them.
+  // ID tokens of the page's own client only: its client id is their audience (and their azp when they name several);
+  // no scope is asked of them.
   // A person's tenant may sit in a claim of its own (the stack's pool: the custom attribute custom:tenant).
   const idTokens: TokenVerifier = createTokenVerifier({
     ...services.config.auth,
     audience: signIn.clientId,
     requiredScopes: [],
     tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
-  });
+  }, { authorizedParty: signIn.clientId });
+  const exchangeCode = tokenEndpoint(signIn.tokenUrl, services.localRoutes);
   const app = new Hono();
   app.use('*', pageHeaders());
 
@@ -85,7 +91,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     return sealValue(await services.signingSecret(), PURPOSE.csrf, { t: session.tenant, s: session.subject, a: approvalId }, now() + SESSION_SECONDS * 1000);
   }
 
-  async function startSignIn(c: Context, returnTo: string) {
+  async function startSignIn(c: Context, returnTo: string, tenant: string) {
     const verifier = randomToken();
     const state = randomToken(16);
     const sealed = sealValue(await services.signingSecret(), PURPOSE.signIn, { verifier, state, returnTo } satisfies SignIn, now() + SIGN_IN_SECONDS * 1000);
@@ -100,12 +106,32 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       state,
       code_challenge: pkceChallenge(verifier),
       code_challenge_method: 'S256',
+      ...(signIn!.tenantHint ? { login_hint: tenant } : {}),
     }).toString();
     return c.redirect(authorize.toString(), 302);
   }
 
-  const message = (c: Context, status: 400 | 401 | 403 | 404 | 409 | 410 | 502, title: string, text: string) =>
-    c.html(page(title, html`<h1>${title}</h1><p>${text}</p>`), status);
+  const message = (c: Context, status: 200 | 400 | 401 | 403 | 404 | 409 | 410 | 502, title: string, text: string, more: HtmlEscapedString | Promise<HtmlEscapedString> | string = '') =>
+    c.html(pageDocument(title, html`<h1>${title}</h1><p>${text}</p>${more}`), status);
+
+  /** Signs out, then back to the approval: the person signs in again (as someone else, of the approval's tenant). */
+  const signOutForm = (approvalId: string) =>
+    html`<form class="sign-out" method="post" action="${APPROVALS_PATH}${SIGN_OUT}"><input type="hidden" name="return" value="${approvalId}"><button type="submit" id="sign-out">Sign out</button></form>`;
+
+  /** A browser always sends Origin on a POST: one from another site is refused before anything is read. */
+  const foreignPost = (c: Context) => {
+    const origin = c.req.header('origin');
+    return origin !== undefined && origin !== new URL(base(c)).origin;
+  };
+
+  app.post(SIGN_OUT, async (c) => {
+    if (foreignPost(c)) return message(c, 403, 'Refused', 'This form was not sent from the approval page.');
+    deleteCookie(c, cookieName(secure(c), 'approval_session'), { path: '/', secure: secure(c) });
+    const form = await c.req.parseBody();
+    const back = typeof form.return === 'string' && parseApprovalId(form.return) ? `${APPROVALS_PATH}/${form.return}` : undefined;
+    if (!back) return message(c, 200, 'Signed out', 'You are signed out. Open the approval link again to sign in.');
+    return c.redirect(back, 303);
+  });
 
   app.get(CALLBACK, async (c) => {
     const name = cookieName(secure(c), 'approval_sign_in');
@@ -117,7 +143,7 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       return message(c, 400, 'Sign-in did not complete', 'This sign-in was not started here or took too long. Open the approval link again.');
     let idToken: string | undefined;
     try {
-      const response = await fetch(new URL(signIn.tokenUrl, base(c)), {
+      const response = await exchangeCode({
         method: 'POST',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
         body: new URLSearchParams({
@@ -159,36 +185,45 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     const named = parseApprovalId(id);
     if (!named) return message(c, 404, 'No such approval', 'This link does not name an approval.');
     const session = await sessionOf(c);
-    if (!session) return c.req.method === 'GET' ? startSignIn(c, `/approvals/${id}`) : message(c, 401, 'Sign in first', 'Open the approval link to sign in, then decide.');
+    if (!session) return c.req.method === 'GET' ? startSignIn(c, `/approvals/${id}`, named.tenant) : message(c, 401, 'Sign in first', 'Open the approval link to sign in, then decide.');
     if (session.tenant !== named.tenant) {
       services.logger.warn('approval page: a person of another tenant opened an approval', { tenant: session.tenant });
-      return message(c, 403, 'Not yours to decide', `You are signed in for tenant ${session.tenant}; this approval belongs to another tenant.`);
+      return message(
+        c,
+        403,
+        'Not yours to decide',
+        `You are signed in as ${session.subject} for tenant ${session.tenant}; this approval belongs to another tenant. Sign out to sign in as a person of that tenant.`,
+        signOutForm(id),
+      );
     }
     const record = await services.approvals.current(named);
-    if (!record || !sameSecret(record.nonce, named.nonce))
+    // A round asked in the client's form is not the page's to show or decide.
+    if (!record || !sameSecret(record.nonce, named.nonce) || record.mode !== 'url')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request or has expired; nothing was done. The agent gets a new link when it tries again.');
     return { session, record };
   }
 
   function view(record: ApprovalRecord, session: Session, csrf: string | undefined, notice?: string) {
-    const expired = record.status === 'pending' && now() >= record.expiresAt;
-    const state =
+    const at = now();
+    const expired = record.status === 'pending' && at >= record.expiresAt;
+    // The heading says where the approval stands: a question only while it can still be answered.
+    const [heading, state] =
       record.status === 'approved'
-        ? `Approved by ${record.decidedBy} at ${new Date(record.decidedAt!).toISOString()}. The agent can continue; this cannot be undone here.`
+        ? ['Approved', `Approved by ${record.decidedBy} at ${whenText(record.decidedAt!, at)}. The agent can continue; this cannot be undone here.`]
         : record.status === 'declined'
-          ? `Declined by ${record.decidedBy} at ${new Date(record.decidedAt!).toISOString()}. Nothing was done.`
+          ? ['Declined', `Declined by ${record.decidedBy} at ${whenText(record.decidedAt!, at)}. Nothing was done.`]
           : expired
-            ? 'This link has expired; nothing was done. The agent gets a new link when it tries again.'
-            : undefined;
-    return page(
-      'Approve operation',
-      html`<h1>Approve this operation?</h1>
+            ? ['This link has expired', 'This link has expired; nothing was done. The agent gets a new link when it tries again.']
+            : ['Approve this operation?', undefined];
+    return pageDocument(
+      heading,
+      html`<h1>${heading}</h1>
 <p class="summary" id="summary">${record.summary}</p>
 <dl>
 <dt>Tool</dt><dd id="tool">${record.tool}</dd>
 <dt>Tenant</dt><dd id="tenant">${record.tenant}</dd>
-<dt>Signed in as</dt><dd id="subject">${session.subject}</dd>
-<dt>Link expires</dt><dd id="expires">${new Date(record.expiresAt).toISOString()}</dd>
+<dt>Signed in as</dt><dd><span id="subject">${session.subject}</span> ${signOutForm(record.id)}</dd>
+<dt>${expired ? 'Link expired' : 'Link expires'}</dt><dd id="expires">${whenText(record.expiresAt, at)}</dd>
 </dl>
 ${notice ? html`<p class="state" id="notice">${notice}</p>` : ''}
 ${state
@@ -219,9 +254,7 @@ ${state
 
   app.post('/:id', async (c) => {
     const id = c.req.param('id');
-    // A browser always sends Origin on a POST: one from another site is refused before anything is read.
-    const origin = c.req.header('origin');
-    if (origin !== undefined && origin !== new URL(base(c)).origin) return message(c, 403, 'Refused', 'This form was not sent from the approval page.');
+    if (foreignPost(c)) return message(c, 403, 'Refused', 'This form was not sent from the approval page.');
     const loaded = await load(c, id);
     if (loaded instanceof Response) return loaded;
     const { session, record } = loaded;
@@ -232,7 +265,7 @@ ${state
       return message(c, 403, 'Refused', 'The form is missing its protection token or is out of date. Open the approval link again.');
     const decision = form.decision === 'approve' ? 'approved' : form.decision === 'decline' ? 'declined' : undefined;
     if (!decision) return message(c, 400, 'Choose', 'Choose Approve or Decline.');
-    const result = await services.approvals.decide(record, record.nonce, { status: decision, by: session.subject, at: now() });
+    const result = await services.approvals.decide(record, { status: decision, by: session.subject, at: now(), via: 'url' });
     if (!result.applied && result.reason === 'unknown')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request; nothing was done.');
     services.logger.info('approval decided', { tenant: record.tenant, tool: record.tool, decision, applied: result.applied });

@@ -5,7 +5,7 @@ import { devIssuerFor } from '../auth/dev-issuer';
 import type { AuthConfig } from '../config';
 import { validateTenantId } from '../core/idempotency-key';
 import type { Clock } from '../core/clock';
-import { PAGE_STYLE, pageHeaders, pkceChallenge, randomToken, sameSecret } from './page-security';
+import { pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret } from './page-security';
 
 /**
  * The local dev issuer's sign-in (`npm start`, tests): an OAuth authorization endpoint that asks for a tenant and a
@@ -22,6 +22,15 @@ interface Grant {
   redirectUri: string;
   challenge: string;
   expiresAt: number;
+}
+
+/** A login hint that is a tenant id, or undefined. */
+function tenantHint(value: string | undefined): string | undefined {
+  try {
+    return value === undefined ? undefined : validateTenantId(value);
+  } catch {
+    return undefined;
+  }
 }
 
 export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, clock: Clock): Hono {
@@ -52,28 +61,33 @@ export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, cloc
     }
   };
 
-  const refuse = (c: Context, text: string) => c.html(html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in refused</title><style>${PAGE_STYLE}</style></head><body><main><h1>Sign-in refused</h1><p>${text}</p></main></body></html>`, 400);
+  const refuse = (c: Context, text: string) => c.html(pageDocument('Sign-in refused', html`<h1>Sign-in refused</h1><p>${text}</p>`), 400);
 
   app.get('/authorize', (c) => {
     const p = params(c.req.query());
     if (p.responseType !== 'code' || p.method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(p.challenge) || !p.clientId || !redirectAllowed(c, p.redirectUri))
       return refuse(c, 'This sign-in request is not an authorization code request with PKCE (S256) for this server.');
-    return c.html(html`<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Local sign-in</title><style>${PAGE_STYLE}</style></head>
-<body><main>
-<p class="banner" id="local-banner">Local development sign-in (npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
+    // The approval page names the approval's tenant (OIDC login_hint): the person is told what to type.
+    const hint = tenantHint(c.req.query('login_hint'));
+    return c.html(
+      pageDocument(
+        'Local sign-in',
+        html`<p class="banner" id="local-banner">Local development sign-in (npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
 <h1>Sign in</h1>
+${hint
+  ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>: type <strong>${hint}</strong> as your tenant.</p>`
+  : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (<code>npm run token -- --tenant demo</code>: <strong>demo</strong>).</p>`}
 <form method="post">
 <input type="hidden" name="client_id" value="${p.clientId}">
 <input type="hidden" name="redirect_uri" value="${p.redirectUri}">
 <input type="hidden" name="state" value="${p.state}">
 <input type="hidden" name="code_challenge" value="${p.challenge}">
-<label for="tenant">Tenant</label><input id="tenant" name="tenant" required autocomplete="organization">
+<label for="tenant">Tenant</label><input id="tenant" name="tenant" required autocomplete="organization" value="${hint ?? ''}">
 <label for="name">Your name</label><input id="name" name="name" required autocomplete="username">
 <p><button class="approve" type="submit" id="sign-in">Sign in</button></p>
-</form>
-</main></body></html>`);
+</form>`,
+      ),
+    );
   });
 
   app.post('/authorize', async (c) => {

@@ -1,11 +1,13 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
+import { html, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
 
 /**
  * What every page a person sees here (the approval page, the local sign-in) shares: one stylesheet allowed by its
  * hash and nothing else (no script at all), never cached, never framed, no referrer to other sites (the link names the approval).
  */
-export const PAGE_STYLE = `
+const PAGE_STYLE = `
 :root{color-scheme:light dark;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 body{margin:0;padding:1rem;line-height:1.45;background:Canvas;color:CanvasText}
 main{max-width:34rem;margin:0 auto}
@@ -19,8 +21,28 @@ button{font:inherit;padding:.7rem 1.4rem;border-radius:.4rem;border:1px solid Gr
 button.approve{background:#166534;color:#fff;border-color:#166534}
 label{display:block;margin:.6rem 0 .2rem}input{font:inherit;padding:.5rem;width:100%;box-sizing:border-box}
 .state{font-size:1.1rem;font-weight:600}
+.hint{color:GrayText;font-size:.95rem}
+form.sign-out{display:inline;margin:0}form.sign-out button{min-width:0;padding:.3rem .8rem;font-size:.9rem}
 `;
+/**
+ * The CSP allows the stylesheet by the hash of exactly the text sent: it goes out raw (an escaping template would turn
+ * the quotes of "Segoe UI" into &quot;, which a <style> element keeps as is, and the browser would refuse it all).
+ */
 const styleHash = createHash('sha256').update(PAGE_STYLE).digest('base64');
+
+/** A whole page: the one stylesheet, the title, the body (escaped by the caller's `html` template). */
+export function pageDocument(title: string, body: HtmlEscapedString | Promise<HtmlEscapedString>) {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<style>${raw(PAGE_STYLE)}</style>
+</head>
+<body><main>${body}</main></body>
+</html>`;
+}
 
 /** `formAction`: where the page's forms may post besides itself (none: the sign-in starts by a redirect). */
 export function pageHeaders(): MiddlewareHandler {

@@ -1,6 +1,6 @@
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import { approvalState, DEFAULT_APPROVAL_TTL_SECONDS, newApproval } from '../core/approval';
+import { type ApprovalMode, type ApprovalRecord, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
 import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
 import { ErrorCode } from '../core/errors';
 import { fingerprint } from '../core/fingerprint';
@@ -179,8 +179,12 @@ const invalidState = (key: string, expired: boolean) =>
       : 'This confirmation is not one this server asked for these arguments; nothing ran. Call again without it to ask the person.',
   });
 
-/** A new approval record and the requestState it is asked under (the state's nonce is the record's). */
-async function openApproval(request: ConfirmationRequest, binding: ConfirmationBinding, mode: 'url' | 'form', replacing: string | undefined) {
+/**
+ * The operation's next approval round and the requestState it is asked under (the state's nonce is the round's),
+ * appended to the log of every earlier round; or the approval another call opened meanwhile. Undefined when the log
+ * has room for no more rounds (`canOpenRound`).
+ */
+async function openApproval(request: ConfirmationRequest, binding: ConfirmationBinding, mode: ApprovalMode, previous: ApprovalRecord | undefined) {
   const { services } = request.call;
   const ttlSeconds = services.config.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS;
   const requestState = await services.confirmations.mint(binding, ttlSeconds);
@@ -191,9 +195,18 @@ async function openApproval(request: ConfirmationRequest, binding: ConfirmationB
     ttlSeconds,
     nonce: confirmationStateNonce(requestState),
     requestState,
+    previous,
   });
-  return services.approvals!.open(record, replacing);
+  return record && services.approvals!.open(record, previous);
 }
+
+/** The approval log is full: every round stays in it, so no new one is asked under this key. */
+const roundsSpent = (key: string, tool: string) =>
+  unavailable(
+    key,
+    `${tool} was asked for approval under this key as many times as its approval log keeps; nothing ran. ` +
+      'Start again under a new key (for an operation id: issue_operation_id).',
+  );
 
 /** URL mode: the person decides on the approval page; only the record's decision counts, whatever the client answers. */
 async function approveOnPage(request: ConfirmationRequest): Promise<Decision> {
@@ -203,7 +216,8 @@ async function approveOnPage(request: ConfirmationRequest): Promise<Decision> {
   const state = call.era === 'modern' ? await checkState(request, binding) : ({ kind: 'none' } as StateCheck);
   if (state.kind === 'invalid') return invalidState(key, false);
 
-  let approval = await services.approvals!.current(binding);
+  const current = await services.approvals!.current(binding);
+  let approval = current;
   const now = services.clock();
   const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
   if (status === 'approved') return 'run';
@@ -213,39 +227,63 @@ async function approveOnPage(request: ConfirmationRequest): Promise<Decision> {
     const sameRound = state.kind === 'valid' ? state.nonce === approval.nonce : call.era !== 'modern' && now < approval.expiresAt;
     if (sameRound) return declined(key);
   }
-  if (status !== 'pending') approval = await openApproval(request, binding, 'url', approval?.nonce);
-  if (approval!.fingerprint !== binding.fingerprint || approval!.status !== 'pending') {
+  // A pending round asked in a form has no page: this client can send the person to one, so a page round replaces it.
+  if (status !== 'pending' || approval!.mode !== 'url') approval = await openApproval(request, binding, 'url', current);
+  if (!approval) return roundsSpent(key, tool);
+  if (approval.fingerprint !== binding.fingerprint || approval.status !== 'pending' || approval.mode !== 'url') {
     // Lost a race to a call with other arguments or to a decision: the next call sees the winner.
     return WriteResults.transientFailure(key, { code: ErrorCode.OPERATION_IN_PROGRESS, message: 'Another call for this key is being approved; nothing ran. Call again shortly with the same key.' }, 1000);
   }
   const base = services.config.approvalBaseUrl ?? services.config.publicBaseUrl ?? call.origin;
   if (!base) throw new Error('the approval link needs the endpoint\'s public base URL');
-  const url = `${base}${APPROVALS_PATH}/${approval!.id}`;
-  const message = `${request.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${new Date(approval!.expiresAt).toISOString()}.`;
+  const url = `${base}${APPROVALS_PATH}/${approval.id}`;
+  const message = `${request.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${new Date(approval.expiresAt).toISOString()}.`;
   if (call.era !== 'modern') {
     return {
       resultType: 'url_elicitation_required',
       message: `The person must approve this on the approval page first: ${url} . Nothing ran; call again with the same key once they have decided.`,
-      elicitations: [{ mode: 'url', elicitationId: approval!.id, url, message }],
+      elicitations: [{ mode: 'url', elicitationId: approval.id, url, message }],
     };
   }
   return {
     resultType: 'input_required',
-    inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'url', message, url, elicitationId: approval!.id } } },
-    requestState: approval!.requestState!,
+    inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'url', message, url, elicitationId: approval.id } } },
+    requestState: approval.requestState!,
   };
 }
 
-/** Form mode: the client's answer is the person's word; the first answer to a round is recorded and final. */
+/**
+ * Form mode: the client's answer is the person's word; the first answer to a round is recorded and final. Only a
+ * round asked in a form is answered here: a round asked on the approval page is decided there, by a signed-in person,
+ * whatever this client declares now.
+ */
 async function confirmInForm(request: ConfirmationRequest): Promise<Decision> {
-  const { key, call } = request;
+  const { key, call, tool } = request;
   const { services } = call;
   const binding = bindingOf(request);
-  const ask = async (): Promise<InputRequiredResult> => {
-    const current = services.approvals ? await services.approvals.current(binding) : undefined;
-    const requestState = services.approvals
-      ? (await openApproval(request, binding, 'form', current?.nonce)).requestState!
-      : await services.confirmations.mint(binding);
+  const state = await checkState(request, binding);
+  if (state.kind === 'invalid' || state.kind === 'expired') return invalidState(key, state.kind === 'expired');
+  const current = services.approvals ? await services.approvals.current(binding) : undefined;
+  // Once the operation was asked on the page, it stays there: a client declaring only forms now cannot answer for
+  // the person, nor open a form round in place of the page's (after an expiry or the person's decline either).
+  if (current?.mode === 'url' || current?.log.some((entry) => entry.event === 'requested' && entry.via === 'url')) {
+    const status = approvalState(current, binding.fingerprint, services.clock());
+    // The person approved these arguments on the page.
+    if (current.mode === 'url' && status === 'approved') return 'run';
+    if (status === 'declined' && state.kind === 'valid' && state.nonce === current.nonce) return declined(key);
+    return onThePage(key, tool);
+  }
+  const ask = async (): Promise<Decision> => {
+    let requestState: string;
+    if (services.approvals) {
+      const opened = await openApproval(request, binding, 'form', current);
+      if (!opened) return roundsSpent(key, tool);
+      // Another call opened a round on the page meanwhile: that one is the person's to decide.
+      if (opened.mode !== 'form') return onThePage(key, tool);
+      requestState = opened.requestState!;
+    } else {
+      requestState = await services.confirmations.mint(binding);
+    }
     return {
       resultType: 'input_required',
       inputRequests: {
@@ -257,18 +295,27 @@ async function confirmInForm(request: ConfirmationRequest): Promise<Decision> {
       requestState,
     };
   };
-  const state = await checkState(request, binding);
   if (state.kind === 'none') return ask();
-  if (state.kind !== 'valid') return invalidState(key, state.kind === 'expired');
   const raw = call.inputResponses?.[CONFIRM_INPUT];
   if (raw === undefined) return ask();
   const answer = ConfirmAnswer.safeParse(raw);
   const yes = answer.success && answer.data.action === 'accept' && answer.data.content?.confirm === true;
   if (!services.approvals) return yes ? 'run' : declined(key);
 
-  // MRTR: state that must be consumed once is enforced by the server. The round's record takes the first answer.
-  const decided = await services.approvals.decide(binding, state.nonce ?? '', { status: yes ? 'approved' : 'declined', by: 'mcp-client', at: services.clock() });
+  // MRTR: state that must be consumed once is enforced by the server. The round's record takes the first answer,
+  // and only a round asked in a form takes one (the store checks the mode in the same conditional write).
+  if (!current || current.nonce !== state.nonce) return invalidState(key, false);
+  const decided = await services.approvals.decide(current, { status: yes ? 'approved' : 'declined', by: MCP_CLIENT, at: services.clock(), via: 'form' });
   if (decided.applied || decided.reason === 'decided') return decided.record.status === 'approved' ? 'run' : declined(key);
-  if (decided.reason === 'expired') return invalidState(key, true);
-  return invalidState(key, false);
+  if (decided.reason === 'mode') return onThePage(key, tool);
+  return invalidState(key, decided.reason === 'expired');
 }
+
+/** An operation asked on the approval page: only a signed-in person decides it, there. */
+const onThePage = (key: string, tool: string) =>
+  unavailable(
+    key,
+    `This ${tool} operation was asked for the person's approval on the approval page; only they decide it there, an ` +
+      'answer in a form cannot, and nothing ran. Once they have approved it there, call again with the same key; for a ' +
+      'new link, call from a client that declares URL elicitation (capability elicitation.url).',
+  );

@@ -1,7 +1,8 @@
 /**
  * `idempotent-mcp/mcp`: define idempotent write tools and read tools, and serve them over MCP (on your own
- * McpServer, or as the stateless per-request server), with the reconciler that settles their lost outcomes. The
- * Lambda wiring is `idempotent-mcp/lambda`.
+ * McpServer, or as the stateless per-request server), with the reconciler that settles their lost outcomes and the
+ * approval page where a person approves what a `confirmation: 'approval'` tool does. The Lambda wiring is
+ * `idempotent-mcp/lambda`.
  */
 export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from './define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from './define-read-tool';
@@ -12,6 +13,7 @@ export { issueOperationIdTool } from './issue-operation-id';
 export { serverInstructions } from './served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from './tool-runtime';
 export { APPROVALS_PATH, CONFIRM_INPUT, type Confirmation } from './confirmation';
+export { approvalPage, type ApprovalPageOptions } from '../http/public-approval-page';
 export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from './outbox-tool';
 export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from './http-handler';
 export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from './server';

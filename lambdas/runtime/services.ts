@@ -59,7 +59,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   return {
     ...base,
     config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
-    approvals: new DynamoDbApprovalStore(base.doc, config.tableName),
+    approvals: new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName }),
     engine,
     ...createSigners(secret, clock),
     signingSecret: secret,

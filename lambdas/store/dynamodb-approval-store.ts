@@ -1,18 +1,19 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApprovalRecord, approvalKey } from '../core/approval';
-import type { ApprovalStore, DecideResult } from '../engine/approval-store';
+import { type ApprovalDecision, type ApprovalRecord, approvalKey, decisionEntry } from '../core/approval';
+import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
+import { type ApprovalStore, type DecideResult, decisionRefused } from '../engine/approval-store';
 import { TableSchema } from './table-schema';
 
-/** Kept a week past its expiry for the review of what was approved; DynamoDB TTL deletes it later. */
-const KEEP_AFTER_EXPIRY_SECONDS = 7 * 24 * 3600;
-
 type Binding = { tenant: string; tool: string; idempotencyKey: string };
+
+/** The log is an audit trail, kept as long as the review log after its last entry; DynamoDB TTL deletes it later. */
+const ttlFrom = (nowMs: number) => Math.ceil(nowMs / 1000) + AUDIT_LOG_RETENTION_SECONDS;
 
 const toItem = (record: ApprovalRecord) => ({
   ...approvalKey(record),
   ...record,
-  [TableSchema.ttlAttribute]: Math.ceil(record.expiresAt / 1000) + KEEP_AFTER_EXPIRY_SECONDS,
+  [TableSchema.ttlAttribute]: ttlFrom(record.createdAt),
 });
 
 function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | undefined {
@@ -21,58 +22,76 @@ function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | u
   return record as unknown as ApprovalRecord;
 }
 
+export interface DynamoDbApprovalStoreOptions {
+  /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
+  client: DynamoDBDocumentClient;
+  /** The idempotency store's table (the shape in `TableSchema`): each approval sits beside the record it is about. */
+  tableName: string;
+}
+
 /**
  * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/core/approval.ts). One
- * item per operation: the current approval, replaced (conditionally) when a new one is asked for.
+ * item per operation: its current round and the log of every round. A new round is written only if the item is still
+ * as read (same round, same status), so the log it carries forward holds every entry written before it.
  */
 export class DynamoDbApprovalStore implements ApprovalStore {
-  constructor(
-    private readonly client: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(options: DynamoDbApprovalStoreOptions) {
+    this.client = options.client;
+    this.tableName = options.tableName;
+  }
 
   async current(binding: Binding): Promise<ApprovalRecord | undefined> {
     const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: approvalKey(binding), ConsistentRead: true }));
     return fromItem(Item);
   }
 
-  async open(record: ApprovalRecord, replacing: string | undefined): Promise<ApprovalRecord> {
+  async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
     try {
       await this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: toItem(record),
-          ...(replacing === undefined
+          ...(previous === undefined
             ? { ConditionExpression: 'attribute_not_exists(pk)' }
-            : { ConditionExpression: 'nonce = :replacing', ExpressionAttributeValues: { ':replacing': replacing } }),
+            : {
+                // A decision changes the status, a new round the nonce: either since the read, and this round is not written.
+                ConditionExpression: 'nonce = :nonce AND #status = :status',
+                ExpressionAttributeNames: { '#status': 'status' },
+                ExpressionAttributeValues: { ':nonce': previous.nonce, ':status': previous.status },
+              }),
         }),
       );
       return record;
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      // Another call asked first: its approval is the one the person sees.
+      // Another call asked (or the person decided) first: that approval is the one the person sees.
       const winner = await this.current(record);
       if (!winner) throw err;
       return winner;
     }
   }
 
-  async decide(binding: Binding, nonce: string, decision: { status: 'approved' | 'declined'; by: string; at: number }): Promise<DecideResult> {
+  async decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult> {
     try {
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: approvalKey(binding),
-          UpdateExpression: 'SET #status = :status, decidedAt = :at, decidedBy = :by, #log = list_append(#log, :entry)',
-          ConditionExpression: 'nonce = :nonce AND #status = :pending AND expiresAt > :at',
-          ExpressionAttributeNames: { '#status': 'status', '#log': 'log' },
+          Key: approvalKey(record),
+          UpdateExpression: 'SET #status = :status, decidedAt = :at, decidedBy = :by, #log = list_append(#log, :entry), #ttl = :ttl',
+          ConditionExpression: 'nonce = :nonce AND #status = :pending AND expiresAt > :at AND #mode = :via',
+          ExpressionAttributeNames: { '#status': 'status', '#log': 'log', '#mode': 'mode', '#ttl': TableSchema.ttlAttribute },
           ExpressionAttributeValues: {
             ':status': decision.status,
             ':at': decision.at,
             ':by': decision.by,
-            ':entry': [{ at: decision.at, event: decision.status, by: decision.by }],
-            ':nonce': nonce,
+            ':entry': [decisionEntry(record, decision)],
+            ':nonce': record.nonce,
             ':pending': 'pending',
+            ':via': decision.via,
+            ':ttl': ttlFrom(decision.at),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -80,9 +99,8 @@ export class DynamoDbApprovalStore implements ApprovalStore {
       return { applied: true, record: fromItem(Attributes)! };
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      const record = await this.current(binding);
-      if (!record || record.nonce !== nonce) return { applied: false, reason: 'unknown' };
-      return record.status === 'pending' ? { applied: false, reason: 'expired', record } : { applied: false, reason: 'decided', record };
+      // Refused by the condition: why, as the approval is now (a round changed meanwhile is 'unknown').
+      return decisionRefused(await this.current(record), record.nonce, decision) ?? { applied: false, reason: 'unknown' };
     }
   }
 }

@@ -2,6 +2,7 @@ import { OwnershipLostError, StoreUnavailableError, TransactionRejectedError } f
 import {
   keyExpiryRule,
   appendReviewEntry,
+  AUDIT_LOG_RETENTION_SECONDS,
   OPERATOR_RECHECK_ERROR,
   retentionFromNow,
   storedStatesAllowing,
@@ -199,9 +200,6 @@ function renderKeyIsFree(now: number, onExpired: ExpiryPolicy['onExpired'] | und
 const RECORD_ATTRIBUTE = { retainUntil: 'retain_until', expiresAt: TableSchema.ttlAttribute } as const;
 
 const removeClause = (attributes: string[]) => (attributes.length === 0 ? '' : ` REMOVE ${attributes.join(', ')}`);
-
-/** Review logs are an audit trail: kept well beyond the records they describe. */
-const REVIEW_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
 /**
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
@@ -630,7 +628,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ...logKey,
           entries: appendReviewEntry(log.entries, entry),
           version: log.version + 1,
-          [TableSchema.ttlAttribute]: Math.floor(now / 1000) + REVIEW_LOG_RETENTION_SECONDS,
+          [TableSchema.ttlAttribute]: Math.floor(now / 1000) + AUDIT_LOG_RETENTION_SECONDS,
         },
         // Another person's decision in between changes the version: theirs stands, ours is not written.
         ConditionExpression: log.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',

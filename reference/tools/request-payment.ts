@@ -21,7 +21,7 @@ export const requestPaymentTool = defineWriteTool({
     'once they approved it (call again with the same operation_id). amount_minor is in the currency\'s minor unit ' +
     '(ISO 4217: cents for EUR and USD, whole yen for JPY, 1/1000 for BHD). Returns the payment with its payment_id.',
   input: {
-    amount_minor: z.number().int().positive().max(1_000_000_000).describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1250 JPY.'),
+    amount_minor: z.number().int().positive().max(1_000_000_000).describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1,250 JPY.'),
     currency: z
       .string()
       .refine(isPayableCurrency, 'must be an ISO 4217 currency code such as EUR, USD or JPY')

@@ -1,5 +1,5 @@
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
 import { sandboxLedger } from '../support/side-effects';
@@ -52,14 +52,50 @@ async function askPayment(overrides: Record<string, unknown> = {}) {
 
 const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
 
+/** What each person's browser printed to its console about the Content Security Policy: a refused stylesheet shows here. */
+const cspMessages = new Map<BrowserContext, string[]>();
+
 async function person(width = 1280, height = 900): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width, height } });
+  const messages: string[] = [];
+  cspMessages.set(context, messages);
+  context.on('console', (message) => {
+    if (/Content.Security.Policy|Refused to/i.test(message.text())) messages.push(message.text());
+  });
   return { context, page: await context.newPage() };
+}
+
+/** Every page of every test but the framing one (whose refusal is a CSP message by design) loads without one. */
+afterEach(() => {
+  for (const [context, messages] of cspMessages) {
+    cspMessages.delete(context);
+    expect(messages).toEqual([]);
+  }
+});
+
+/** The page as designed: its stylesheet applied (Chromium refuses one whose hash the CSP does not name). */
+async function expectStyled(page: Page) {
+  const style = (selector: string) =>
+    page.evaluate<Record<string, string>>(`(() => {
+      const c = getComputedStyle(document.querySelector(${JSON.stringify(selector)}));
+      return { fontFamily: c.fontFamily, fontWeight: c.fontWeight, borderStyle: c.borderTopStyle, borderRadius: c.borderTopLeftRadius,
+        background: c.backgroundColor, color: c.color, minWidth: c.minWidth, maxWidth: c.maxWidth };
+    })()`);
+  expect(await style('main')).toMatchObject({ maxWidth: '544px' });
+  expect((await style('body')).fontFamily).toContain('"Segoe UI"');
+  if (await page.locator('#summary').count()) expect(await style('#summary')).toMatchObject({ fontWeight: '600', borderStyle: 'solid', borderRadius: '6.4px' });
+  if (await page.locator('button.approve').count()) {
+    expect(await style('button.approve')).toMatchObject({ background: 'rgb(22, 101, 52)', color: 'rgb(255, 255, 255)', minWidth: '128px', borderRadius: '6.4px' });
+  }
 }
 
 async function signIn(page: Page, link: string, tenant: string, name: string, shot?: string) {
   await page.goto(link);
   await expect.poll(() => page.locator('#local-banner').isVisible()).toBe(true);
+  await expectStyled(page);
+  // The local sign-in says which tenant the approval is for, and fills it in.
+  expect(await page.textContent('#tenant-hint')).toContain(`tenant ${TENANT}`);
+  expect(await page.inputValue('#tenant')).toBe(TENANT);
   if (shot && SCREENSHOTS) await page.screenshot({ path: `docs/images/${shot}.png` });
   await page.fill('#tenant', tenant);
   await page.fill('#name', name);
@@ -76,12 +112,18 @@ describe('the approval page in Chromium', () => {
       await expect.poll(() => page.textContent('#summary')).toBe('Pay 12.50 EUR to payee-7 (memo: "rent")');
       expect(await page.textContent('#tool')).toBe('request_payment');
       expect(await page.textContent('#tenant')).toBe(TENANT);
-      expect(await page.textContent('#expires')).toMatch(/^\d{4}-\d\d-\d\dT/);
+      // UTC, said so, and how long from now: the page has no script to show the person's own time zone.
+      expect(await page.textContent('#expires')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in 1[45] minutes\)$/);
+      expect(await page.textContent('h1')).toBe('Approve this operation?');
+      await expectStyled(page);
       // Nothing overflows a phone's width.
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-phone.png', fullPage: true });
       await page.click('button.approve');
-      await expect.poll(() => page.textContent('#state')).toMatch(/^Approved by alice@tenant-browser/);
+      await expect.poll(() => page.textContent('#state')).toMatch(/^Approved by alice@tenant-browser at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d seconds? ago)\)\./);
+      // After the decision the heading says what was decided, no longer asks.
+      expect(await page.textContent('h1')).toBe('Approved');
+      await expectStyled(page);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-approved.png', fullPage: true });
     } finally {
       await context.close();
@@ -96,9 +138,11 @@ describe('the approval page in Chromium', () => {
     const { context, page } = await person();
     try {
       await signIn(page, link, TENANT, 'alice');
+      await expectStyled(page);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-desktop.png', fullPage: true });
       await page.click('button[value="decline"]');
       await expect.poll(() => page.textContent('#state')).toMatch(/^Declined/);
+      expect(await page.textContent('h1')).toBe('Declined');
       const refused = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
       expect(await paymentsWithKey(operationId)).toEqual([]);
@@ -114,7 +158,7 @@ describe('the approval page in Chromium', () => {
     }
   });
 
-  it('a person of another tenant cannot approve', async () => {
+  it('a person of another tenant cannot approve, and can sign out to sign in as one of the tenant', async () => {
     const { link, operationId } = await askPayment();
     const { context, page } = await person();
     try {
@@ -122,6 +166,14 @@ describe('the approval page in Chromium', () => {
       expect(await page.textContent('h1')).toBe('Not yours to decide');
       expect(await page.locator('button.approve').count()).toBe(0);
       expect(await page.content()).not.toContain('payee-7');
+      await expectStyled(page);
+      if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-other-tenant.png', fullPage: true });
+      // Signing out leads back to the link, which asks for a sign-in again: this time as a person of the tenant.
+      await page.click('#sign-out');
+      await expect.poll(() => page.locator('#local-banner').isVisible()).toBe(true);
+      await signIn(page, link, TENANT, 'alice');
+      expect(await page.textContent('#summary')).toContain('payee-7');
+      expect(await page.textContent('#subject')).toBe(`alice@${TENANT}`);
     } finally {
       await context.close();
     }
@@ -170,6 +222,10 @@ describe('the approval page in Chromium', () => {
       // Framed, the signed-in approval page renders nothing (Chromium shows its own "refused to connect" page).
       expect(framedText).not.toContain('Approve this operation');
       expect(framedText).not.toContain('payee-7');
+      // Refused by the CSP's frame-ancestors (Chromium says so in the console): the one CSP message expected here.
+      const messages = cspMessages.get(context)!;
+      await expect.poll(() => messages.some((text) => /frame-ancestors/.test(text))).toBe(true);
+      messages.splice(0, messages.length, ...messages.filter((text) => !/frame-ancestors/.test(text)));
     } finally {
       await context.close();
     }
@@ -181,7 +237,7 @@ describe('the approval page in Chromium', () => {
     try {
       await signIn(page, link, TENANT, 'alice');
       const summary = (await page.textContent('#summary'))!;
-      expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
+      expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
       // One rendered line block: the memo's "Pay" never starts a line of its own.
       const lines = (await page.locator('#summary').innerText()).split('\n');
       expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);

@@ -459,7 +459,7 @@ describe("a person's tenant from their own claim (the stack's pool: custom:tenan
     const page = createApprovalPage({
       config: {
         auth: { mode: 'dev', devAuthDir: dir, issuer: ISSUER, audience: 'unused', tenantClaim: 'client_id', requiredScopes: ['idempotent-mcp/tools'] },
-        approvals: { ttlSeconds: 900, baseUrl: 'https://page.example.com', signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl, scopes: ['openid'], tenantClaim } },
+        approvals: { baseUrl: 'https://page.example.com', signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl, scopes: ['openid'], tenantClaim } },
       },
       approvals: { current: async () => undefined } as never, // no record: a person of the tenant hears "no longer valid"
       signingSecret: async () => 's'.repeat(32),

@@ -3,8 +3,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLOCK_TOLERANCE_SECONDS } from '../../lambdas/auth/verifier';
 import { ErrorCode } from '../../lambdas/core/errors';
+import { REVIEW_LOG_MAX_BYTES, REVIEW_LOG_MAX_ENTRIES } from '../../lambdas/core/state-machine';
 import { DEFAULT_POLICY } from '../../lambdas/engine/engine';
 import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/server';
+import { requestPaymentTool } from '../../reference/tools/request-payment';
 
 /** What the documents say about the code agrees with the code, and the documents agree with each other. */
 const read = (path: string) => readFile(join(ROOT, path), 'utf8');
@@ -60,6 +63,15 @@ describe('the documents agree', () => {
     expect(readme).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
   });
 
+  it('docs/security.md is whole: every bullet ends its sentence, and the approval log\'s bounds are the code\'s', () => {
+    const security = docs.find((d) => d.file === 'docs/security.md')!.text;
+    // A bullet runs until the next bullet, heading or blank line.
+    const bullets = security.split(/\n(?=- |#|\n)/).filter((block) => block.startsWith('- '));
+    expect(bullets.length).toBeGreaterThan(5);
+    for (const bullet of bullets) expect(bullet.trimEnd(), bullet.slice(0, 40)).toMatch(/[.)]$/);
+    expect(security).toContain(`(${REVIEW_LOG_MAX_ENTRIES} entries, ${REVIEW_LOG_MAX_BYTES / 1000} KB: ${REVIEW_LOG_MAX_ENTRIES / 2} rounds)`);
+  });
+
   it('Java is the reader\'s to install; npm ci installs DynamoDB Local only', () => {
     expect(readme).not.toMatch(/Java 17\+ for DynamoDB Local,\s+which `npm ci` installs/);
     expect(section('Quick start')).toMatch(/Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/);
@@ -71,5 +83,47 @@ describe('the documents agree', () => {
     const added = patch.split('\n').filter((line) => line.startsWith('import ') || /^ {2}\w+,$/.test(line) && line.trim() !== 'createOrderTool,');
     expect(added).toHaveLength(2);
     expect(add).toMatch(/two lines in `reference\/tools\/index.ts`/);
+  });
+});
+
+describe('one story of confirmation', () => {
+  const doc = (file: string) => docs.find((d) => d.file === file)!.text;
+  const mode = requestPaymentTool.confirmation;
+
+  it("names request_payment's confirmation as the code declares it, wherever a table or the README tells a client what it gets", () => {
+    expect(mode).toBe('approval');
+    expect(doc('docs/clients.md')).toContain(`A payment (\`request_payment\`, \`confirmation: '${mode}'\`)`);
+    expect(doc('docs/clients.md')).toMatch(/demo's `request_payment`: a signed-in person/);
+    // What an older description said: a form, and every 2025-era client refused.
+    expect(doc('docs/clients.md')).not.toMatch(/confirmation: 'required'` \(the demo's `request_payment`\)/);
+    expect(doc('docs/side-effects.md')).toContain("`confirmation: 'approval'`");
+  });
+
+  it('gives curl the link with one 2025-11-25 header, as the code answers that era (-32042)', () => {
+    const code = new UrlElicitationRequiredError([]).code;
+    expect(code).toBe(-32042);
+    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md')]) {
+      expect(text).toContain("MCP-Protocol-Version: 2025-11-25'");
+      expect(text).toContain(`${code}`);
+    }
+    expect(section('Quick start')).not.toMatch(/curl and SDK 1\.x clients cannot be sent to the page/);
+  });
+
+  it('describes the opt-out for the kinds of tool it applies to, and for the tool README opts out', () => {
+    const optedOut = /CONFIRMATION_OPT_OUT_TOOLS=(\w+) npm start/.exec(readme)![1];
+    expect(optedOut).toBe(requestPaymentTool.name);
+    const rows = doc('docs/configuration.md').split('\n').filter((line) => /^\| `(CONFIRMATION_OPT_OUT_TOOLS|confirmationOptOut)` \|/.test(line));
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row).toContain(`\`confirmation: '${mode}'\``);
+      expect(row).toContain("`'required'`");
+      expect(row).toMatch(/without (the server asking anyone|anyone's approval)/);
+    }
+    // ...and what the operator sees when it is on.
+    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md')]) expect(text).toMatch(/ran without anyone's approval/);
+  });
+
+  it('shows amounts by the currency\'s minor units everywhere, never divided by 100', () => {
+    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs]) expect(text, file).not.toMatch(/amount_minor \/ 100|divided by 100/);
   });
 });

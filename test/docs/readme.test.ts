@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,8 @@ import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
 import type { LocalStack } from '../../local/stack';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { PageVisitor } from '../support/approval';
+import { sandboxLedger } from '../support/side-effects';
 
 /**
  * README's examples run as printed. Every shell and TypeScript block runs here against a local stack (its port in
@@ -23,7 +25,10 @@ interface Block {
   lang: string;
   code: string;
   line: number;
-  /** `skip (reason)`, `file <path>`, `patch <path>`, or undefined: run it. */
+  /**
+   * `skip (reason)`, `file <path>`, `patch <path>`, `approve (reason)` (run it, then the person approves the link it
+   * printed, as README tells the reader to), or undefined: run it.
+   */
   marker?: string;
 }
 
@@ -54,7 +59,8 @@ const local = (code: string) => code.replaceAll('http://127.0.0.1:3000', stack.u
 beforeAll(async () => {
   readme = await readFile(join(ROOT, 'README.md'), 'utf8');
   blocks = blocksOf(readme).filter((block) => CODE.has(block.lang));
-  stack = await startTestStack();
+  // As `npm start` runs by default: no tool opted out of the person's approval.
+  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
   scratch = join(ROOT, '.scratch', `readme-${process.pid}`);
   await mkdir(scratch, { recursive: true });
   agentDir = await mkdtemp(join(tmpdir(), 'readme-agent-'));
@@ -69,7 +75,7 @@ describe('README', () => {
   it('marks every block it cannot run offline, with a reason, and only those', () => {
     const skipped = blocks.filter((block) => block.marker?.startsWith('skip'));
     for (const block of skipped) expect(block.marker, `line ${block.line}`).toMatch(/^skip \(.{10,}\)$/);
-    for (const block of blocks.filter((b) => b.marker !== undefined)) expect(block.marker, `line ${block.line}`).toMatch(/^(skip \(|file |patch )/);
+    for (const block of blocks.filter((b) => b.marker !== undefined)) expect(block.marker, `line ${block.line}`).toMatch(/^(skip \(|file |patch |approve \()/);
     expect(skipped.map((block) => NOT_RUN_OFFLINE.find((start) => firstLine(block).startsWith(start)) ?? firstLine(block))).toEqual(NOT_RUN_OFFLINE);
     // What runs: the token, the calls, the two TypeScript clients, the tool and its registration.
     expect(blocks.length - skipped.length).toBeGreaterThanOrEqual(7);
@@ -77,21 +83,52 @@ describe('README', () => {
 
   let token = '';
   it('runs its shell blocks in order in one shell, as a user pastes them', async () => {
-    const shell = blocks.filter((block) => (block.lang === 'bash' || block.lang === 'sh') && block.marker === undefined);
+    const shell = blocks.filter((block) => (block.lang === 'bash' || block.lang === 'sh') && (block.marker === undefined || block.marker.startsWith('approve')));
+    const approvedFile = join(scratch, 'approved');
+    // After a block that prints an approval link, the script waits while the person (here: the test) approves it.
+    const waitForPerson = `echo "::approve::"\nwhile [ ! -f ${JSON.stringify(approvedFile)} ]; do sleep 0.2; done`;
     const script = [
       'set -euo pipefail',
-      ...shell.map((block) => `echo "::block ${block.line}::"\n${local(block.code)}\necho`),
+      ...shell.map((block) => `echo "::block ${block.line}::"\n${local(block.code)}\necho${block.marker?.startsWith('approve') ? `\n${waitForPerson}` : ''}`),
       'echo "::token::$TOKEN"',
     ].join('\n');
     const env: NodeJS.ProcessEnv = { ...process.env, DEV_AUTH_DIR: (stack.config.auth as { devAuthDir: string }).devAuthDir };
     delete env.TOKEN;
-    const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, env, maxBuffer: 10_000_000 });
+    let stdout = '';
+    let stderr = '';
+    let approved: Promise<void> | undefined;
+    const child = spawn('bash', ['-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      if (approved || !stdout.includes('::approve::')) return;
+      // README's words: open the link, sign in as a person of tenant demo, approve.
+      const link = /"url":"(http:\/\/127\.0\.0\.1:\d+\/approvals\/[^"]+)"/.exec(stdout)?.[1];
+      approved = (async () => {
+        if (!link) throw new Error(`no approval link before the approval step:\n${stdout}`);
+        const person = new PageVisitor();
+        const decided = await person.decide(link, 'approve', await person.signIn(link, 'demo', 'readme-reader'));
+        expect(decided.status).toBe(200);
+        await writeFile(approvedFile, '');
+      })();
+      approved.catch(() => child.kill());
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    await approved;
+    expect(code, stderr).toBe(0);
     token = /::token::(.*)/.exec(stdout)![1]!;
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
-    for (const answer of stdout.split(/::block \d+::/).filter((part) => part.includes('"jsonrpc"'))) {
+    const answers = stdout.split(/::block \d+::/).filter((part) => part.includes('"jsonrpc"'));
+    // The payment asked with one 2025-11-25 header: the era's URL-elicitation error with the link, nothing paid yet.
+    const asked = answers.filter((answer) => answer.includes('::approve::'));
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatch(/"code":-32042/);
+    for (const answer of answers.filter((a) => !a.includes('::approve::'))) {
       expect(answer).not.toContain('"isError":true');
       expect(answer).toMatch(/"outcome":"succeeded"|"status":"succeeded"/);
     }
+    // Approved once, paid once: the retry after the approval is the stack's one payment.
+    expect((await sandboxLedger(stack)).payments).toMatchObject([{ amount_minor: 1250 }]);
   }, 90_000);
 
   it('runs its TypeScript clients against the local endpoint', async () => {

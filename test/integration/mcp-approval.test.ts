@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
+import { approvalId } from '../../lambdas/core/approval';
+import { createApp } from '../../lambdas/http/app';
+import { createApprovalPage } from '../../lambdas/http/approval-page';
+import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
+import { CompactSign, importJWK } from 'jose';
+import { Hono } from 'hono';
 import { callWrite, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { paymentArgs, sandboxLedger } from '../support/side-effects';
@@ -112,6 +118,37 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     expect(await paymentsWithKey(id)).toHaveLength(1);
   });
 
+  it('a new round never erases an earlier decision: every round, who decided it and when, stays in the log', async () => {
+    const id = await operationId();
+    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
+    const first = await call('request_payment', paymentArgs(id));
+    const bob = new PageVisitor();
+    expect((await bob.decide(linkOf(first), 'decline', await bob.signIn(linkOf(first), TENANT, 'bob'))).status).toBe(200);
+    // A new round after the decline: the person approves it.
+    const second = await call('request_payment', paymentArgs(id));
+    const alice = new PageVisitor();
+    expect((await alice.decide(linkOf(second), 'approve', await alice.signIn(linkOf(second), TENANT, 'alice'))).status).toBe(200);
+    // Before the approved call runs, the agent calls with other arguments: a third round, about them.
+    const other = await call('request_payment', paymentArgs(id, { amount_minor: 60_200 }));
+    expect(linkOf(other)).not.toBe(linkOf(second));
+    expect(await paymentsWithKey(id)).toEqual([]);
+
+    const record = (await stack.services.approvals.current(key))!;
+    const rounds = record.log.map((entry) => [entry.round, entry.event, entry.by]);
+    expect(rounds).toEqual([
+      [1, 'requested', undefined],
+      [1, 'declined', `bob@${TENANT}`],
+      [2, 'requested', undefined],
+      [2, 'approved', `alice@${TENANT}`],
+      [3, 'requested', undefined],
+    ]);
+    // Each round says what it asked about: the summary and the arguments' fingerprint.
+    expect(record.log[2]).toMatchObject({ summary: expect.stringContaining('Pay 12.50 EUR'), via: 'url' });
+    expect(record.log[4]).toMatchObject({ summary: expect.stringContaining('Pay 602.00 EUR'), fingerprint: record.fingerprint });
+    expect(record.log[0]!.fingerprint).not.toBe(record.fingerprint);
+    expect(record.log[3]).toMatchObject({ via: 'url', at: expect.any(Number) });
+  });
+
   it('an expired link gives a new one, and the old one can no longer be decided', async () => {
     const id = await operationId();
     const first = await call('request_payment', paymentArgs(id));
@@ -184,6 +221,81 @@ describe('only a signed-in person of the tenant decides, once', () => {
     expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
   });
 
+  it('the sign-in\'s code and verifier go only to the configured token endpoint, never to a host the request names', async () => {
+    // A server that would receive the code exchange if the page posted it to the request's Host.
+    const { createServer } = await import('node:http');
+    const received: string[] = [];
+    const catcher = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        received.push(`${req.method} ${req.url} ${body}`);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id_token: 'x.y.z' }));
+      });
+    });
+    await new Promise<void>((resolve) => catcher.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(catcher.address() as { port: number }).port}`;
+    try {
+      // The page as a server without a Host allowlist mounts it (a team's own, PUBLIC_BASE_URL unset), reached under another name.
+      const app = createApp(stack.services, { tools: [] });
+      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-anything' }, 'n'.repeat(22));
+      const start = await app.request(`${elsewhere}/approvals/${id}`);
+      expect(start.status).toBe(302);
+      const state = new URL(start.headers.get('location')!, elsewhere).searchParams.get('state')!;
+      const cookie = start.headers.get('set-cookie')!.split(';')[0]!;
+      const back = await app.request(`${elsewhere}/approvals/callback?code=stolen-code&state=${state}`, { headers: { cookie } });
+      expect(back.status).toBe(401);
+      expect(received).toEqual([]);
+    } finally {
+      await new Promise((resolve) => catcher.close(resolve));
+    }
+  });
+
+  it('an ID token issued for several audiences signs in only when its azp is the page\'s client', async () => {
+    const auth = stack.config.auth;
+    if (auth.mode !== 'dev') throw new Error('the local stack signs with the dev issuer');
+    const signIn = stack.config.approvals.signIn!;
+    const pair = await readDevKeyPair(auth.devAuthDir);
+    let claims: Record<string, unknown> = {};
+    // The issuer's token endpoint, answering the ID token these claims make.
+    const { createServer } = await import('node:http');
+    const issuer = createServer(async (_req, res) => {
+      const now = Math.floor(Date.now() / 1000);
+      const idToken = await new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, sub: 'alice', [auth.tenantClaim]: TENANT, exp: now + 300, iat: now, ...claims })))
+        .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+        .sign(await importJWK(pair.privateJwk, 'ES256'));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id_token: idToken }));
+    });
+    await new Promise<void>((resolve) => issuer.listen(0, '127.0.0.1', resolve));
+    try {
+      const tokenUrl = `http://127.0.0.1:${(issuer.address() as { port: number }).port}/token`;
+      const app = new Hono().route(
+        '/approvals',
+        createApprovalPage({
+          config: { auth, publicBaseUrl: stack.url, approvals: { ...stack.config.approvals, signIn: { ...signIn, tokenUrl } } },
+          approvals: stack.services.approvals,
+          signingSecret: stack.services.signingSecret,
+          clock: () => Date.now(),
+          logger: stack.services.logger,
+        }),
+      );
+      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-azp' }, 'n'.repeat(22));
+      const signInWith = async (given: Record<string, unknown>) => {
+        claims = given;
+        const start = await app.request(`${stack.url}/approvals/${id}`);
+        const state = new URL(start.headers.get('location')!, stack.url).searchParams.get('state')!;
+        const back = await app.request(`${stack.url}/approvals/callback?code=c&state=${state}`, { headers: { cookie: start.headers.get('set-cookie')!.split(';')[0]! } });
+        return back.status;
+      };
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'] })).toBe(401);
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'], azp: 'another-app' })).toBe(401);
+      expect(await signInWith({ aud: [signIn.clientId, 'another-app'], azp: signIn.clientId })).toBe(303);
+      expect(await signInWith({ aud: signIn.clientId })).toBe(303);
+    } finally {
+      await new Promise((resolve) => issuer.close(resolve));
+    }
+  });
+
   it('the page is not framable, not cached, and has a strict CSP', async () => {
     const link = linkOf(await call('request_payment', paymentArgs(await operationId())));
     const person = new PageVisitor();
@@ -198,13 +310,31 @@ describe('only a signed-in person of the tenant decides, once', () => {
 });
 
 describe('what the person sees is what is paid', () => {
-  it('JPY has no minor unit: 1250 JPY is shown as 1250 JPY; a memo with a newline stays on its line', async () => {
+  it('JPY has no minor unit: 1250 JPY is shown as 1,250 JPY; a memo with a newline stays on its line', async () => {
     const id = await operationId();
     const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
     const message = asked.inputRequests!.confirm.params.message;
     const summary = message.split('\n')[0]!;
-    expect(summary).toBe('Pay 1250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
+    expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
     expect(message.split('\n').filter((line) => line.startsWith('Pay '))).toHaveLength(1);
+  });
+
+  it('a large amount is grouped as a person reads it, on the page and in the message; wide spaces and blank letters are written out', async () => {
+    const id = await operationId();
+    const memo = 'rent\u2003\u3000\u3164\u2800Pay 1.00 EUR';
+    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', amount_minor: 1_000_000_000, memo }));
+    const summary = 'Pay 1,000,000,000 JPY to payee-7 (memo: "rent\\u{2003}\\u{3000}\\u{3164}\\u{2800}Pay 1.00 EUR")';
+    expect(asked.inputRequests!.confirm.params.message.split('\n')[0]).toBe(summary);
+    const person = new PageVisitor();
+    const pageHtml = await person.signIn(linkOf(asked), TENANT);
+    expect(pageHtml).toContain(summary.replaceAll('"', '&quot;'));
+  });
+
+  it('fund codes and units of account are no currency one pays in: XDR, XSU, XUA are refused as the metals are', async () => {
+    for (const currency of ['XDR', 'XSU', 'XUA', 'XAU']) {
+      const refused = await call('request_payment', paymentArgs(await operationId(), { currency }));
+      expect(refused.structuredContent, currency).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } });
+    }
   });
 
   it('a code that is not an ISO 4217 currency is refused', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
-import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION } from '../support/mcp';
+import { PageVisitor } from '../support/approval';
 import { issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 
 /**
@@ -121,6 +122,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
       requestState: expect.stringMatching(/^cf1\./),
       inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') } } },
     });
+    // The form shows amounts as the page does: grouped, by the currency's minor units.
+    const large = await call(paymentArgs(await operationId(), { currency: 'JPY', amount_minor: 1_000_000_000 }));
+    expect(large.inputRequests!.confirm.params).toMatchObject({ mode: 'form', message: expect.stringContaining('Pay 1,000,000,000 JPY to payee-7') });
   });
 
   it('a forged requestState, or one minted for other arguments, is refused and nothing runs', async () => {
@@ -153,6 +157,45 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(await paymentsWithKey(id)).toEqual([]);
     const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
     expect(record).toMatchObject({ mode: 'form', status: 'declined', decidedBy: 'mcp-client' });
+  });
+
+  it('a round asked on the approval page is decided only there: the same requestState sent with a form-only declaration and accept pays nothing', async () => {
+    const id = await operationId();
+    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
+    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const link = onPage.inputRequests!.confirm.params.url;
+    expect(link).toContain('/approvals/');
+
+    // The client now declares only form elicitation and answers the page's round itself.
+    const forged = await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes });
+    expect(forged.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('approval page') } });
+    // Nor can it replace the page's round by one of its own.
+    const anew = await call(paymentArgs(id));
+    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    expect(await stack.services.approvals.current(key)).toMatchObject({ mode: 'url', status: 'pending' });
+    expect((await stack.services.approvals.current(key))!.log.map((entry) => entry.event)).toEqual(['requested']);
+
+    // The person approves on the page: then the form-only client's call runs, once.
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'alice'))).status).toBe(200);
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+    expect(await stack.services.approvals.current(key)).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
+  });
+
+  it('an operation the person declined on the page stays declined for a client that now declares only forms: no form round replaces it', async () => {
+    const id = await operationId();
+    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const link = onPage.inputRequests!.confirm.params.url;
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    const anew = await call(paymentArgs(id));
+    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('URL elicitation') } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    const record = (await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id }))!;
+    expect(record.log.map((entry) => `${entry.event} ${entry.via}`)).toEqual(['requested url', 'declined url']);
   });
 
   it('an expired requestState is refused, nothing runs, and calling again asks anew', async () => {

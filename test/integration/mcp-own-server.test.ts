@@ -10,6 +10,7 @@ import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotoco
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { InMemoryApprovalStore } from 'idempotent-mcp/engine/testing';
 import {
   createToolRuntime,
   defineReadTool,
@@ -257,6 +258,43 @@ describe('registerWriteTool on a 1.x McpServer with a tool that needs confirmati
       const answer = await call(client, 'pay_invoice', { operation_id: id, invoice_id: 'inv-1' });
       expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
       expect(runs.filter((run) => run.endsWith(`/${id}`))).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('registerWriteTool on a 1.x McpServer with a tool a person approves (the public approval store)', () => {
+  it('answers CONFIRMATION_UNAVAILABLE: no link reaches a 1.x client; no approval is opened and nothing runs', async () => {
+    const approvals = new InMemoryApprovalStore();
+    const withPage = createToolRuntime({ store, secret: randomUUID() + randomUUID(), approvals, publicBaseUrl: 'https://pay.example.com' });
+    const payout = defineWriteTool({
+      name: 'send_payout',
+      title: 'Send a payout',
+      description: 'Sends a payout once a person approved it.',
+      input: { amount_minor: z.number().int().positive() },
+      result: z.object({ sent: z.boolean() }),
+      annotations: { destructiveHint: true, openWorldHint: true },
+      confirmation: 'approval',
+      summarize: (args) => `Send ${args.amount_minor} cents`,
+      async execute(_args, ctx) {
+        runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+        return { result: { sent: true } };
+      },
+    });
+    const url = await startV1Server(() => {
+      const server = new V1McpServer({ name: 'payouts-v1', version: '1.0.0' });
+      registerWriteTool(server, payout, { services: withPage, tenant: plain });
+      return server;
+    });
+    const { client } = await connect('v1', url, 'acme');
+    try {
+      const key = newKey();
+      const answer = await call(client, 'send_payout', { idempotency_key: key, amount_minor: 100 });
+      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
+      expect(JSON.stringify(answer.structuredContent)).toMatch(/approval page/);
+      expect(await approvals.current({ tenant: 'acme', tool: 'send_payout', idempotencyKey: key })).toBeUndefined();
+      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
     } finally {
       await client.close();
     }

@@ -52,6 +52,34 @@ describe('protocol hygiene', () => {
     await expectStillServing();
   });
 
+  it('a Host the server does not serve is refused before routing (DNS rebinding), whatever the route', async () => {
+    const { request } = await import('node:http');
+    // fetch sets Host from the URL: a raw request names the rebound host, as a browser on the rebound page would.
+    const asHost = (host: string, path: string, method = 'GET', body?: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const url = new URL(stack.url);
+        const req = request(
+          { host: url.hostname, port: url.port, path, method, headers: { Host: host, Origin: `http://${host}`, ...(body ? { ...MCP_HEADERS, Authorization: `Bearer ${token}` } : {}) } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          },
+        );
+        req.once('error', reject);
+        req.end(body);
+      });
+    const port = new URL(stack.url).port;
+    for (const path of ['/sandbox/ledger', '/mcp', '/health', '/approvals/x', '/dev-issuer/authorize']) {
+      const refused = await asHost(`rebound.attacker.example:${port}`, path, path === '/mcp' ? 'POST' : 'GET', path === '/mcp' ? createOrderCall(5) : undefined);
+      expect(refused.status, path).toBe(403);
+      expect(refused.text).toContain('Invalid Host');
+      expect(refused.text).not.toContain('payments');
+    }
+    // The loopback names the server is reached by are served.
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) expect((await asHost(host, '/sandbox/ledger')).status, host).toBe(200);
+  });
+
   it('a body over 1 MB gets 413 without being parsed', async () => {
     const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { padding: 'x'.repeat(1024 * 1024) } });
     const response = await post(huge);
@@ -143,6 +171,20 @@ describe('protocol hygiene', () => {
       const answer = (await (await post(createOrderCall(30 + id, key))).json()) as { result: { structuredContent: Record<string, unknown> } };
       expect(answer.result.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false, idempotency_key: key });
     }
+  });
+
+  it('a batch whose id nests 10,000 levels deep (or is any object or array) is refused with 400, not a stack overflow', async () => {
+    const key = newKey();
+    const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
+    const deepObject = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+    const call = createOrderCall(1, key);
+    for (const id of [deep, deepObject, '[1]', '{"a":1}']) {
+      const response = await post(`[${call.replace('"id":1', `"id":${id}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}]`);
+      expect(response.status, id.slice(0, 12)).toBe(400);
+      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('string, a number or null') } });
+    }
+    expect((await ledger(stack)).orders.filter((order) => order.idempotency_key === key)).toEqual([]);
+    await expectStillServing();
   });
 
   it('an empty batch is an invalid request (-32600)', async () => {

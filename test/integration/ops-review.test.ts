@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { approvalKey } from '../../lambdas/core/approval';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { tools as registry } from '../../reference/tools';
@@ -271,6 +273,8 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       const approvedRun = await ops(['show', TENANT, 'request_payment', approvedKey, '--json']);
       expect(approvedRun.code, approvedRun.stderr).toBe(0);
       const approved = JSON.parse(approvedRun.stdout) as RecordView;
+      // Approved by a person: never reported as run without approval.
+      expect(approved.ran_without).toBeUndefined();
       expect(approved).toMatchObject({
         status: 'SUCCEEDED',
         approval: {
@@ -304,12 +308,30 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
       // The text output says the same.
       const text = (await ops(['show', TENANT, 'request_payment', approvedKey])).stdout;
-      expect(text).toContain('  approval      approved (the person, on the approval page)');
+      expect(text).toContain(`  approval      approved by alice@${TENANT}, signed in on the approval page`);
       expect(text).toContain(`    bound to    request_payment, fingerprint ${approved.fingerprint}`);
       expect(text).toContain(`    expires     ${approved.approval!.expires_at}`);
-      expect(text).toContain(`    ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT})`);
+      expect(text).toContain(`      ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT}), signed in on the approval page`);
       expect((await opsInProcess(['show', TENANT, 'request_payment', declinedKey])).stdout).toMatch(
         new RegExp(`status +ABSENT[^]*approval +declined[^]*  declined  by bob@${TENANT} \\(tenant ${TENANT}\\)`),
+      );
+
+      // A new round after the decline, approved by another person: show prints every round, the decline kept.
+      expect(await callWrite(approving, 'request_payment', paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({ outcome: 'succeeded' });
+      const rounds = JSON.parse((await ops(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      expect(rounds.approval).toMatchObject({ status: 'approved', round: 2, decided_by: `alice@${TENANT}`, decided_via: 'url' });
+      expect(rounds.approval!.log.map((e) => `${e.round} ${e.event} ${e.by ?? ''}`.trim())).toEqual([
+        '1 requested',
+        `1 declined bob@${TENANT}`,
+        '2 requested',
+        `2 approved alice@${TENANT}`,
+      ]);
+      const roundsText = (await opsInProcess(['show', TENANT, 'request_payment', declinedKey])).stdout;
+      expect(roundsText).toMatch(
+        new RegExp(
+          `round 1 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined\n.*requested\n.*declined  by bob@${TENANT} \\(tenant ${TENANT}\\), signed in on the approval page\n` +
+            `    round 2 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined\n.*requested\n.*approved  by alice@${TENANT}`,
+        ),
       );
 
       // A key without an approval shows none.
@@ -323,6 +345,53 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       await Promise.all([approving.close(), declining.close()]);
     }
   }, 120_000);
+
+  it('show says who decided and how from the decision\'s own log entry, never from how the round was asked', async () => {
+    // What the form fallback once wrote for a round asked on the page: a page round, decided by the MCP client's answer.
+    const key = `op-legacy-${Date.now()}`;
+    const at = Date.now();
+    await stack.services.doc.send(
+      new PutCommand({
+        TableName: stack.config.tableName,
+        Item: {
+          ...approvalKey({ tenant: TENANT, tool: 'request_payment', idempotencyKey: key }),
+          tenant: TENANT,
+          tool: 'request_payment',
+          idempotencyKey: key,
+          fingerprint: 'f'.repeat(64),
+          id: `x.${'n'.repeat(22)}`,
+          nonce: 'n'.repeat(22),
+          mode: 'url',
+          summary: 'Pay 602.00 EUR to payee-7',
+          status: 'approved',
+          createdAt: at,
+          expiresAt: at + 900_000,
+          decidedAt: at + 1000,
+          decidedBy: 'mcp-client',
+          log: [{ at, event: 'requested' }, { at: at + 1000, event: 'approved', by: 'mcp-client' }],
+        },
+      }),
+    );
+    const text = (await opsInProcess(['show', TENANT, 'request_payment', key])).stdout;
+    expect(text).toContain("  approval      approved by mcp-client, the MCP client's answer in a form, not a signed-in person's");
+    expect(text).not.toContain('the person, on the approval page');
+    expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({
+      approval: { decided_by: 'mcp-client', decided_via: 'form', log: [{ event: 'requested' }, { event: 'approved', by: 'mcp-client', via: 'form' }] },
+    });
+  });
+
+  it('show says so when a payment ran without anyone\'s approval (the opt-out for 2025-era clients), and not when one approved it', async () => {
+    // This stack opts request_payment out (CONFIRMATION_OPT_OUT_TOOLS): the 2025-era client pays on its own word.
+    const key = await issueOperationId(client, 'request_payment');
+    expect(await callWrite(client, 'request_payment', paymentArgs(key, 'payee-unapproved'))).toMatchObject({ outcome: 'succeeded' });
+    const text = (await opsInProcess(['show', TENANT, 'request_payment', key])).stdout;
+    expect(text).toContain("  approval      NONE: this call ran without anyone's approval (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)");
+    expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({ status: 'SUCCEEDED', ran_without: 'approval' });
+    // A tool that needs no approval never says so.
+    const order = `order-${Date.now()}`;
+    await callWrite(client, 'create_order', { idempotency_key: order, customer_id: 'c-1', items: [{ sku: 'SKU-1', quantity: 1 }], currency: 'EUR' });
+    expect((await opsInProcess(['show', TENANT, 'create_order', order])).stdout).not.toMatch(/without anyone/);
+  });
 
   it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
     const operationId = await parkedPayment('payee-recheck', 'commit-then-timeout');

@@ -88,4 +88,23 @@ describe('npm start', () => {
       await rm(own, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('says where a payment is approved, and says loudly when the opt-out lets payments run without anyone\'s approval', async () => {
+    const own = await mkdtemp(join(tmpdir(), 'npm-start-opt-out-'));
+    const start = async (env: NodeJS.ProcessEnv) => {
+      const started = await npmStart(own, { DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, ...env });
+      started.child.kill('SIGTERM');
+      await started.exited;
+      return started.stdout();
+    };
+    try {
+      const approved = await start({ CONFIRMATION_OPT_OUT_TOOLS: '' });
+      expect(approved).toMatch(/Approval +request_payment: a signed-in person approves each call at http:\/\/127\.0\.0\.1:\d+\/approvals\//);
+      expect(approved).not.toMatch(/WITHOUT/);
+      const optedOut = await start({ CONFIRMATION_OPT_OUT_TOOLS: 'request_payment' });
+      expect(optedOut).toMatch(/WARNING +request_payment runs WITHOUT anyone's approval for 2025-era clients/);
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -64,7 +64,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
   it('is the file docs/toolkit.md installs', () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
     expect(tarball).toBe(`idempotent-mcp-${version}.tgz`);
-    for (const example of ['own-mcp-server', 'cdk-app']) expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
+    for (const example of ['own-mcp-server', 'approval-page', 'cdk-app']) expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
   });
 
   it('can be published: npm publish --dry-run is clean', async () => {

@@ -57,6 +57,36 @@ describe('the dev-mode verifier', () => {
   });
 });
 
+describe('ID tokens of the approval page: the authorized party (azp)', () => {
+  let dir: string;
+  const auth = { issuer: 'urn:test:dev', audience: 'approval-page', tenantClaim: 'tenant' };
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'dev-verifier-azp-'));
+    await loadDevIssuer({ dir, ...auth });
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const sign = async (claims: Record<string, unknown>) => {
+    const pair = await readDevKeyPair(dir);
+    const now = Math.floor(Date.now() / 1000);
+    return new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, tenant: 'tenant-a', sub: 'alice', exp: now + 300, iat: now, ...claims })))
+      .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+      .sign(await importJWK(pair.privateJwk, 'ES256'));
+  };
+
+  it('a token for several audiences counts only when its azp is the page\'s client; any azp must be it', async () => {
+    const page = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth }, { authorizedParty: 'approval-page' });
+    const accepted = [{ aud: 'approval-page' }, { aud: ['approval-page'] }, { aud: ['approval-page', 'other-app'], azp: 'approval-page' }, { aud: 'approval-page', azp: 'approval-page' }];
+    for (const claims of accepted) expect(await page.verify(`Bearer ${await sign(claims)}`), JSON.stringify(claims)).toMatchObject({ tenant: 'tenant-a' });
+    const refused = [{ aud: ['approval-page', 'other-app'] }, { aud: ['other-app', 'approval-page'], azp: 'other-app' }, { aud: 'approval-page', azp: 'other-app' }];
+    for (const claims of refused) {
+      const error = await page.verify(`Bearer ${await sign(claims)}`).catch((err: unknown) => err);
+      expect(error, JSON.stringify(claims)).toBeInstanceOf(AuthenticationError);
+      expect(error).toMatchObject({ bearerError: 'invalid_token', message: expect.stringContaining('azp') });
+    }
+  });
+});
+
 describe('tenant ids that are words of the language', () => {
   let dir: string;
   const auth = { issuer: 'urn:test:dev', audience: 'mcp', tenantClaim: 'tenant' };

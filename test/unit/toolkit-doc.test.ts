@@ -15,8 +15,8 @@ it('shows each example file exactly as it is in examples/', () => {
   for (const { path, code } of shown) expect(code, path).toBe(readFileSync(join(PROJECT_ROOT, path), 'utf8'));
 });
 
-it('shows every source file of the two examples it walks through', () => {
-  const sources = ['own-mcp-server', 'cdk-app'].flatMap((example) =>
+it('shows every source file of the examples it walks through', () => {
+  const sources = ['own-mcp-server', 'approval-page', 'cdk-app'].flatMap((example) =>
     readdirSync(join(PROJECT_ROOT, 'examples', example))
       .filter((name) => name.endsWith('.ts'))
       .map((name) => `examples/${example}/${name}`),
@@ -24,7 +24,8 @@ it('shows every source file of the two examples it walks through', () => {
   expect(shown.map((s) => s.path).sort()).toEqual(sources.sort());
 });
 
-it('has the two sections a team looks for', () => {
+it('has the sections a team looks for', () => {
   expect(doc).toMatch(/^## Use it in your own MCP server$/m);
+  expect(doc).toMatch(/^## A person's approval in your own server$/m);
   expect(doc).toMatch(/^## Your tools in your CDK app$/m);
 });

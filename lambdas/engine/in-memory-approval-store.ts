@@ -1,0 +1,47 @@
+import { type ApprovalDecision, type ApprovalRecord, decisionEntry } from '../core/approval';
+import { type ApprovalStore, type DecideResult, decisionRefused } from './approval-store';
+
+type Binding = { tenant: string; tool: string; idempotencyKey: string };
+const keyOf = (binding: Binding) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
+const copy = <T>(value: T): T => structuredClone(value);
+
+/**
+ * The approval store in one process's memory: tests, and a single-process server where losing the people's
+ * decisions with the process is acceptable. Each method checks the condition the DynamoDB adapter's conditional
+ * write checks (lambdas/store/dynamodb-approval-store.ts) and applies it whole or not at all; callers get copies.
+ */
+export class InMemoryApprovalStore implements ApprovalStore {
+  private readonly approvals = new Map<string, ApprovalRecord>();
+
+  async current(binding: Binding): Promise<ApprovalRecord | undefined> {
+    const record = this.approvals.get(keyOf(binding));
+    return record && copy(record);
+  }
+
+  async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
+    const now = this.approvals.get(keyOf(record));
+    // Written only over the approval as read (none, or the same round in the same state): else the one that won.
+    const asRead = previous === undefined ? now === undefined : now !== undefined && now.nonce === previous.nonce && now.status === previous.status;
+    if (!asRead) {
+      if (!now) throw new Error('the approval read before this round was opened is gone');
+      return copy(now);
+    }
+    this.approvals.set(keyOf(record), copy(record));
+    return copy(record);
+  }
+
+  async decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult> {
+    const now = this.approvals.get(keyOf(record));
+    const refused = decisionRefused(now && copy(now), record.nonce, decision);
+    if (refused) return refused;
+    const decided: ApprovalRecord = {
+      ...now!,
+      status: decision.status,
+      decidedAt: decision.at,
+      decidedBy: decision.by,
+      log: [...now!.log, decisionEntry(now!, decision)],
+    };
+    this.approvals.set(keyOf(record), decided);
+    return { applied: true, record: copy(decided) };
+  }
+}
