@@ -1,0 +1,114 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { deflateRawSync } from 'node:zlib';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import type { AuthorizedCall, Identity } from './aws-account';
+import type { LocalDeployment } from './local-deploy';
+
+const run = promisify(execFile);
+
+/**
+ * The Node 22 of Lambda's nodejs22.x runtime: the binary of the npm registry's `node` package that
+ * conformance/install.sh installs (one install for both; .ci/run runs it before the tests).
+ */
+export function node22(): string {
+  const binary = join(PROJECT_ROOT, 'conformance/.tools/node_modules/.bin/node');
+  if (!existsSync(binary)) throw new Error('Node 22 is not installed: run `bash conformance/install.sh` (it installs the npm registry\'s node@22 into conformance/.tools)');
+  return binary;
+}
+
+/** Lambda's limits on a function's deployment package (with its layers, for the unzipped size). */
+export const LAMBDA_ZIPPED_LIMIT = 50 * 1024 * 1024;
+export const LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024;
+
+/** The sizes of an asset directory as Lambda counts them: unzipped bytes, and the zip of it (deflate, per file). */
+export function assetSize(dir: string): { unzipped: number; zipped: number; files: number } {
+  let unzipped = 0;
+  let zipped = 0;
+  let files = 0;
+  const walk = (path: string) => {
+    for (const name of readdirSync(path)) {
+      const file = join(path, name);
+      if (statSync(file).isDirectory()) walk(file);
+      else {
+        const data = readFileSync(file);
+        unzipped += data.length;
+        // A zip entry: the deflated data plus its local header and central directory record (~ 76 bytes + name twice).
+        zipped += deflateRawSync(data, { level: 9 }).length + 76 + 2 * Buffer.byteLength(file.slice(dir.length + 1));
+        files++;
+      }
+    }
+  };
+  walk(dir);
+  return { unzipped, zipped: zipped + 22, files };
+}
+
+export const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(2)} MB`;
+
+/**
+ * cfn-lint (the CloudFormation linter, Python; from the machine's Python: PyPI is not reachable here and Debian has
+ * no package of it). Its findings, one per line; none is clean. W3005 (a DependsOn that a GetAtt already implies)
+ * is left out: CDK writes both for every function's role, and the order is the same either way.
+ */
+export async function cfnLint(templateFile: string): Promise<string[]> {
+  const binary = await run('sh', ['-c', 'command -v cfn-lint']).then(
+    ({ stdout }) => stdout.trim(),
+    () => {
+      throw new Error('cfn-lint is not on PATH: it is the Python package cfn-lint (pip install cfn-lint); see .ci/run');
+    },
+  );
+  const { stdout, code } = await run(binary, ['--format', 'parseable', '--ignore-checks', 'W3005', '--', templateFile], { maxBuffer: 16 * 1024 * 1024 }).then(
+    ({ stdout }) => ({ stdout, code: 0 }),
+    (err: { stdout?: string; stderr?: string; code?: number }) => {
+      if (!err.stdout && err.code !== undefined && err.code > 15) throw new Error(`cfn-lint failed to run: ${err.stderr}`);
+      return { stdout: err.stdout ?? '', code: err.code ?? 1 };
+    },
+  );
+  const findings = stdout.split('\n').filter(Boolean);
+  if (code !== 0 && findings.length === 0) throw new Error(`cfn-lint exited ${code} without findings`);
+  return findings;
+}
+
+const glob = (pattern: string, value: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i').test(value);
+
+/** A statement's Allow grants (action x resource) that no allowed call of the function used. */
+export function unusedGrants(identity: Identity, calls: readonly AuthorizedCall[]): string[] {
+  const used = calls.filter((c) => c.functionId === identity.functionId && c.decision === 'Allowed');
+  const unused: string[] = [];
+  for (const { policy } of identity.policies) {
+    for (const statement of policy.Statement) {
+      if (statement.Effect !== 'Allow') continue;
+      const actions: string[] = [statement.Action].flat();
+      const resources: string[] = [statement.Resource].flat();
+      for (const action of actions) {
+        // Lambda itself writes the function's output to its log group with these.
+        if (action.startsWith('logs:')) continue;
+        for (const resource of resources) {
+          if (!used.some((c) => glob(action, c.action) && glob(resource, c.resource))) unused.push(`${action} on ${resource}`);
+        }
+      }
+    }
+  }
+  return unused;
+}
+
+/** What the run did, printed: functions, triggers and the AWS calls each made, against the template. */
+export function report(deployment: LocalDeployment, title: string): string {
+  const lines = [`== ${title}: functions and triggers run, against the template ==`];
+  for (const [id, fn] of deployment.functions) {
+    lines.push(`function ${id} (${fn.options.handler}, ${fn.options.timeoutSeconds} s, ${fn.nodeVersion || 'never started'}): ${fn.invocations} invocations`);
+    for (const trigger of deployment.triggers.values()) if (trigger.functionId === id) lines.push(`  trigger ${trigger.type} ${trigger.id} [${trigger.what}]: ${trigger.invocations} invocations`);
+  }
+  lines.push(`== ${title}: AWS calls, each checked against the caller's role and the resource's policy ==`);
+  const counted = new Map<string, number>();
+  for (const c of deployment.account.calls) {
+    const key = `${c.decision.padEnd(9)} ${c.functionId}${c.caller === 'event source' ? ' (event source)' : ''}: ${c.action} on ${c.resource}${c.operation !== c.action.split(':')[1] ? ` [${c.operation}]` : ''}`;
+    counted.set(key, (counted.get(key) ?? 0) + 1);
+  }
+  for (const [key, count] of [...counted].sort()) lines.push(`  ${key} x${count}`);
+  lines.push(`== ${title}: grants never used ==`);
+  for (const identity of deployment.identities.values()) for (const grant of unusedGrants(identity, deployment.account.calls)) lines.push(`  ${identity.functionId}: ${grant}`);
+  return lines.join('\n');
+}
