@@ -181,7 +181,12 @@ export class LocalAwsAccount {
       this.emails.push({ from: request.FromEmailAddress, to: request.Destination?.ToAddresses ?? [], subject: request.Content?.Simple?.Subject?.Data, raw: request });
       return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ MessageId: `ses-${randomBytes(8).toString('hex')}` }) };
     }
-    const answer = await forward(service === 'sqs' ? this.targets.sqs : this.targets.dynamodb, req, body);
+    // The local SQS server knows its queues by the URLs it made (its own address); the functions name them by the
+    // proxy's (the template's queue URLs are this account's).
+    const answer =
+      service === 'sqs'
+        ? await forward(this.targets.sqs, req, replaceAll(body, this.endpoint, this.targets.sqs)).then((a) => ({ ...a, body: replaceAll(a.body, this.targets.sqs, this.endpoint) }))
+        : await forward(this.targets.dynamodb, req, body);
     if (service === 'dynamodb' && /GetShardIterator|GetRecords/.test(String(req.headers['x-amz-target']))) {
       const request = JSON.parse(body.toString());
       const stream = request.StreamArn ?? this.iteratorStreams.get(request.ShardIterator);
@@ -258,16 +263,18 @@ export class LocalAwsAccount {
   }
 }
 
+const replaceAll = (data: Buffer, from: string, to: string) => Buffer.from(data.toString('utf8').split(from).join(to));
+
 function forward(target: string, req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   const url = new URL(target);
   return new Promise((resolve, reject) => {
     const upstream = httpRequest(
-      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers: { ...req.headers, host: url.host } },
+      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers: { ...req.headers, host: url.host, 'content-length': String(body.length) } },
       async (res) => {
         const answer: Buffer[] = [];
         for await (const chunk of res) answer.push(chunk as Buffer);
         const headers: Record<string, string> = {};
-        for (const [key, value] of Object.entries(res.headers)) if (value !== undefined && key !== 'transfer-encoding' && key !== 'connection') headers[key] = String(value);
+        for (const [key, value] of Object.entries(res.headers)) if (value !== undefined && !['transfer-encoding', 'connection', 'content-length'].includes(key)) headers[key] = String(value);
         resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(answer) });
       },
     );

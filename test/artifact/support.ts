@@ -73,6 +73,32 @@ export async function cfnLint(templateFile: string): Promise<string[]> {
 
 const glob = (pattern: string, value: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i').test(value);
 
+/** What Lambda's event source mappings call with the function's role (AWS Lambda developer guide, execution role). */
+export const EVENT_SOURCE_ACTIONS = new Set([
+  'sqs:ReceiveMessage',
+  'sqs:DeleteMessage',
+  'sqs:GetQueueAttributes',
+  'dynamodb:DescribeStream',
+  'dynamodb:GetRecords',
+  'dynamodb:GetShardIterator',
+  'dynamodb:ListStreams',
+]);
+
+/**
+ * Of the grants no call used here, those the function can never use: an action whose operation the bundle does not
+ * contain (esbuild keeps only the SDK commands the code sends) and that no event source calls for it. The secret is
+ * read through the Parameters and Secrets extension, which calls GetSecretValue only.
+ */
+export function neverCallable(identity: Identity, calls: readonly AuthorizedCall[], bundle: string): string[] {
+  return unusedGrants(identity, calls).filter((grant) => {
+    const action = grant.split(' on ')[0]!;
+    if (EVENT_SOURCE_ACTIONS.has(action)) return false;
+    if (action === 'secretsmanager:GetSecretValue') return false;
+    const operation = action.split(':')[1]!;
+    return !bundle.includes(`"${operation}"`) && !bundle.includes(`${operation}Command`);
+  });
+}
+
 /** A statement's Allow grants (action x resource) that no allowed call of the function used. */
 export function unusedGrants(identity: Identity, calls: readonly AuthorizedCall[]): string[] {
   const used = calls.filter((c) => c.functionId === identity.functionId && c.decision === 'Allowed');
