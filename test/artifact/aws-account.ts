@@ -85,6 +85,15 @@ export class LocalAwsAccount {
     return identity;
   }
 
+  /** The local SQS server's URL of a queue the account names by `accountUrl`. */
+  readonly queueUrls = new Map<string, string>();
+
+  private rewriteQueueUrls(data: Buffer, direction: 'to emulator' | 'to account'): Buffer {
+    let text = data.toString('utf8');
+    for (const [account, emulator] of this.queueUrls) text = direction === 'to emulator' ? text.split(account).join(emulator) : text.split(emulator).join(account);
+    return Buffer.from(text);
+  }
+
   addSecret(secretArn: string, value: string) {
     this.secrets.set(secretArn, value);
   }
@@ -185,7 +194,7 @@ export class LocalAwsAccount {
     // proxy's (the template's queue URLs are this account's).
     const answer =
       service === 'sqs'
-        ? await forward(this.targets.sqs, req, replaceAll(body, this.endpoint, this.targets.sqs)).then((a) => ({ ...a, body: replaceAll(a.body, this.targets.sqs, this.endpoint) }))
+        ? await forward(this.targets.sqs, req, this.rewriteQueueUrls(body, 'to emulator')).then((a) => ({ ...a, body: this.rewriteQueueUrls(a.body, 'to account') }))
         : await forward(this.targets.dynamodb, req, body);
     if (service === 'dynamodb' && /GetShardIterator|GetRecords/.test(String(req.headers['x-amz-target']))) {
       const request = JSON.parse(body.toString());
@@ -262,8 +271,6 @@ export class LocalAwsAccount {
     return { accessKeyId: identity.accessKeyId, secretAccessKey: identity.secretAccessKey, sessionToken: identity.sessionToken };
   }
 }
-
-const replaceAll = (data: Buffer, from: string, to: string) => Buffer.from(data.toString('utf8').split(from).join(to));
 
 function forward(target: string, req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   const url = new URL(target);

@@ -126,7 +126,8 @@ export class LocalDeployment {
       const attributes: Record<string, string> = {};
       for (const name of ['VisibilityTimeout', 'MessageRetentionPeriod', 'DelaySeconds', 'ReceiveMessageWaitTimeSeconds', 'MaximumMessageSize']) if (p[name] !== undefined) attributes[name] = String(p[name]);
       if (p.RedrivePolicy) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
-      await sqs.send(new CreateQueueCommand({ QueueName: d.attributes.get(`${id}.QueueName`)!, Attributes: attributes }));
+      const created = await sqs.send(new CreateQueueCommand({ QueueName: d.attributes.get(`${id}.QueueName`)!, Attributes: attributes }));
+      this.account.queueUrls.set(d.refs.get(id)!, created.QueueUrl!);
     }
     sqs.destroy();
     for (const [, policy] of d.ofType('AWS::SQS::QueuePolicy')) {
@@ -495,7 +496,7 @@ export class LocalDeployment {
     try {
       for (const message of this.delayed.splice(0)) {
         const queueId = DeployedTemplate.target(this.deployed.template.Resources[message.triggerId]!.Properties!.EventSourceArn)!;
-        const url = `${this.options.sqsEndpoint}/${ACCOUNT}/${this.deployed.attributes.get(`${queueId}.QueueName`)}`;
+        const url = this.account.queueUrls.get(this.deployed.refs.get(queueId)!)!;
         await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: message.receiptHandle, VisibilityTimeout: 0 })).catch(() => {});
       }
     } finally {

@@ -185,7 +185,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     const later = await deployment.pumpQueue(queueMapping!.id);
     expect(later.messages).toBeGreaterThanOrEqual(1);
     expect(later.failures).toBe(0);
-    const dlqUrl = String(deployment.deployed.resolve(deployment.template.Outputs!.DeadLetterQueueUrl!.Value)).replace(deployment.account.endpoint, sqsServer.endpoint);
+    const dlqUrl = deployment.account.queueUrls.get(String(deployment.deployed.resolve(deployment.template.Outputs!.DeadLetterQueueUrl!.Value)))!;
     const sqs = new SQSClient({ endpoint: sqsServer.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' } });
     const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10 }));
     sqs.destroy();
