@@ -514,6 +514,13 @@ export class LocalDeployment {
     return answer.result;
   }
 
+  /** The ARNs (queues, streams) the function's event source mappings read. */
+  eventSourcesOf(functionId: string): string[] {
+    return [...this.triggers.values()]
+      .filter((t) => t.functionId === functionId && t.type.endsWith('event source'))
+      .map((t) => String(this.deployed.resolve(this.deployed.template.Resources[t.id]!.Properties!.EventSourceArn)));
+  }
+
   triggersOf(type: string): Trigger[] {
     return [...this.triggers.values()].filter((t) => t.type === type);
   }

@@ -210,7 +210,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
   it('grants no function an action its bundle cannot call and no event source calls for it', () => {
     const never = [...deployment.identities.values()].flatMap((identity) => {
       const bundle = readFileSync(join(deployment.functions.get(identity.functionId)!.options.codeDir, 'index.mjs'), 'utf8');
-      return neverCallable(identity, deployment.account.calls, bundle).map((grant) => `${identity.functionId}: ${grant}`);
+      return neverCallable(identity, deployment.account.calls, bundle, deployment.eventSourcesOf(identity.functionId)).map((grant) => `${identity.functionId}: ${grant}`);
     });
     expect(never).toEqual([]);
   });
