@@ -106,8 +106,10 @@ export interface ApprovalPageConfig {
 }
 
 export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
-/** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
-export const DEV_SIGN_IN_PATHS = { authorize: '/dev-issuer/authorize', token: '/dev-issuer/token' } as const;
+/** Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts). */
+export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
+/** The dev issuer's endpoints, on the local server itself. */
+export const DEV_SIGN_IN_PATHS = { authorize: `${DEV_SIGN_IN_MOUNT}/authorize`, token: `${DEV_SIGN_IN_MOUNT}/token` } as const;
 
 /** Shorter keys make operation ids guessable by brute force. */
 export const MIN_SECRET_LENGTH = 32;

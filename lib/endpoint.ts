@@ -275,6 +275,10 @@ const servesApprovalPage = (props: IdempotentMcpEndpointProps) =>
  * A misconfigured prop, or a tools module that does not export its tools, fails the synth with the prop's name.
  */
 export class IdempotentMcpEndpoint extends Construct {
+  /** The tools module the MCP function and the reconciler bundle (absolute path). */
+  readonly toolsModule: string;
+  /** The deliveries module the consumer bundles (absolute path); only with `deliveries`. */
+  readonly deliveriesModule?: string;
   /** The table and its exact grants. */
   readonly store: IdempotencyTable;
   /** The table of records, business items and outbox events (the new one, or `existingTable`). */
@@ -310,6 +314,8 @@ export class IdempotentMcpEndpoint extends Construct {
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
     const deliveries = props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
     const outbox = deliveries !== undefined;
+    this.toolsModule = tools;
+    this.deliveriesModule = deliveries;
     checkEnvironment(props.environment ?? {});
     checkSettings(props, outbox);
     // Values known only once deployed (tokens) are left out: the modules load here as far as the synth can tell.

@@ -1,5 +1,6 @@
 import { Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { MCP_PATH } from '../../lambdas/http/app';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
@@ -149,7 +150,11 @@ export class McpFunction extends Construct {
       }),
     });
     props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
-    this.operationIdSecret.grantRead(this.handler.role);
+    // GetSecretValue alone: grantRead adds DescribeSecret, which nothing here calls. A secret given by name only has
+    // a partial ARN, which IAM matches with the six characters Secrets Manager appends (as CDK's own grants do).
+    const secret = this.operationIdSecret;
+    iam.Grant.addToPrincipal({ grantee: this.handler.role, actions: ['secretsmanager:GetSecretValue'], resourceArns: [secret.secretFullArn ?? `${secret.secretArn}-??????`] });
+    secret.encryptionKey?.grantDecrypt(this.handler.role);
 
     // Auth NONE: MCP clients send an OAuth bearer token in Authorization, the header SigV4 would need, so AWS_IAM
     // would lock every MCP client out. The function verifies the token before anything else runs.

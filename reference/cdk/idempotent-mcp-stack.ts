@@ -9,7 +9,10 @@ import { downstreamEnvironment, emailModeOf, validateDownstreams, type Downstrea
 import { SandboxDownstreams } from './sandbox-downstreams';
 
 export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettings, 'alarmTopic' | 'downstreamTimeout'> {
-  /** Payments, tickets and email settings of the demo tools. Default none (those tools report unconfigured). */
+  /**
+   * Payments, tickets and email settings of the demo tools. Default none: only create_order and get_order are served
+   * (and the toolkit's own tools); each setting turns on the tool it serves.
+   */
   readonly downstreams?: DownstreamSettings;
   /** Deploy the sandbox downstreams and point the tools at them (demo only). Default false. */
   readonly sandbox?: boolean;
@@ -56,7 +59,8 @@ export class IdempotentMcpStack extends Stack {
     // 'Default' keeps the endpoint's resources at the logical ids of every earlier deploy (CDK leaves it out of ids).
     this.endpoint = new IdempotentMcpEndpoint(this, 'Default', {
       ...props,
-      tools: referenceFile('../tools/index.ts'),
+      // The demo tools whose downstream is configured here (docs/deploy.md): the module reads the same settings.
+      tools: referenceFile('../served-tools.ts'),
       deliveries: referenceFile('../deliveries.ts'),
       environment: downstreamEnvironment(downstreams),
       downstreamTimeout: downstreams.timeoutMs === undefined ? undefined : Duration.millis(downstreams.timeoutMs),
