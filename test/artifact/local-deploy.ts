@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type GetRecordsCommandOutput, ListStreamsCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
 import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { buildApp } from 'fauxqs';
 import { LocalAwsAccount, type Identity } from './aws-account';
 import { CognitoStandIn } from './cognito';
 import { LocalFunction } from './lambda-runtime';
@@ -50,11 +51,34 @@ export class LocalDeployment {
   /** Messages a function asked to see again later (their visibility), released when time moves past it. */
   private readonly delayed: Array<{ triggerId: string; receiptHandle: string; visibleAt: number }> = [];
 
+  private stopSqs = async () => {};
+
   constructor(
     readonly outdir: string,
     readonly stackName: string,
     private readonly options: { node: string; dynamodbEndpoint: string; sqsEndpoint: string },
   ) {}
+
+  /** Deploys the stack of `outdir` into a new local account, with a local SQS server of its own. */
+  static async deploy(outdir: string, stackName: string, options: { node: string; dynamodbEndpoint: string }): Promise<LocalDeployment> {
+    const sqs = buildApp({ logger: false });
+    const address = await sqs.listen({ port: 0, host: '127.0.0.1' });
+    const deployment = new LocalDeployment(outdir, stackName, { ...options, sqsEndpoint: `http://127.0.0.1:${new URL(address).port}` });
+    deployment.stopSqs = async () => {
+      await sqs.close();
+    };
+    try {
+      await deployment.start();
+    } catch (err) {
+      await deployment.stop();
+      throw err;
+    }
+    return deployment;
+  }
+
+  get sqsEndpoint() {
+    return this.options.sqsEndpoint;
+  }
 
   get template(): CfnTemplate {
     return this.deployed.template;
@@ -88,6 +112,7 @@ export class LocalDeployment {
     }
     await this.account?.stop();
     await this.cognito.stop();
+    await this.stopSqs();
   }
 
   private async frontDoor(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Promise<string> {

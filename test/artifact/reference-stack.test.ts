@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { App } from 'aws-cdk-lib';
-import { buildApp } from 'fauxqs';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
@@ -19,7 +18,7 @@ import { cdkJsonContext } from '../cdk/support';
 import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
-import { assetSize, cfnLint, LAMBDA_UNZIPPED_LIMIT, LAMBDA_ZIPPED_LIMIT, mb, neverCallable, node22, report } from './support';
+import { artifactChecks, cfnLint, node22 } from './support';
 
 /**
  * The reference stack as `cdk deploy` ships it, with every downstream set (payments and tickets at their providers,
@@ -33,7 +32,6 @@ const SENDER = 'payments@example.com';
 describe('the reference stack, deployed from cdk.out into a local account', () => {
   const outdir = mkdtempSync(join(tmpdir(), 'artifact-reference-'));
   let deployment: LocalDeployment;
-  let sqsServer: Awaited<ReturnType<typeof startSqs>>;
   let downstreams: ServerType;
   let sandbox: SandboxStore;
   let mcpUrl: string;
@@ -64,9 +62,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     lint = cfnLint(join(outdir, `${STACK}.template.json`));
     lint.catch(() => {});
 
-    sqsServer = await startSqs();
-    deployment = new LocalDeployment(outdir, STACK, { node, dynamodbEndpoint, sqsEndpoint: sqsServer.endpoint });
-    await deployment.start();
+    deployment = await LocalDeployment.deploy(outdir, STACK, { node, dynamodbEndpoint });
     const d = deployment.deployed;
     mcpUrl = String(d.resolve(d.template.Outputs!.McpUrl!.Value));
     const clientId = String(d.resolve(d.template.Outputs!.ClientId!.Value));
@@ -77,7 +73,6 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
 
   afterAll(async () => {
     await deployment?.stop();
-    await sqsServer?.stop();
     downstreams?.close();
     rmSync(outdir, { recursive: true, force: true });
   });
@@ -96,7 +91,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     expect(tools).toEqual(['create_order', 'create_ticket', 'get_operation_status', 'get_order', 'issue_operation_id', 'request_payment', 'send_email']);
     const anonymous = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(anonymous.status).toBe(401);
-  });
+  }, 120_000);
 
   it('runs each write tool once per key and replays it; reads answer alike twice', async () => {
     const orderKey = `order-${randomUUID()}`;
@@ -120,7 +115,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
       const status = await call('get_operation_status', { tool, idempotency_key: key });
       expect(structured(status), tool).toMatchObject({ tool });
     }
-  });
+  }, 120_000);
 
   it('pays once a signed-in person approved on the page; an unknown outcome is settled by the scheduled reconciler', async () => {
     const ids = [structured(await call('issue_operation_id', { tool: 'request_payment' })), structured(await call('issue_operation_id', { tool: 'request_payment' }))];
@@ -163,7 +158,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     }
     expect(settled).toMatchObject({ outcome: 'succeeded', replayed: true });
     expect((await sandbox.payments()).filter((p) => p.idempotency_key === id)).toHaveLength(1);
-  });
+  }, 120_000);
 
   it('relays committed events from the stream to the queue; the consumer sends the email through SES once and gives a refused ticket up to the DLQ when its budget is spent', async () => {
     await sandbox.armFault({ target: 'tickets', mode: 'unavailable', times: 100 });
@@ -186,58 +181,12 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     expect(later.messages).toBeGreaterThanOrEqual(1);
     expect(later.failures).toBe(0);
     const dlqUrl = deployment.account.queueUrls.get(String(deployment.deployed.resolve(deployment.template.Outputs!.DeadLetterQueueUrl!.Value)))!;
-    const sqs = new SQSClient({ endpoint: sqsServer.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' } });
+    const sqs = new SQSClient({ endpoint: deployment.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' } });
     const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10 }));
     sqs.destroy();
     expect((dead.Messages ?? []).map((m) => JSON.parse(m.Body!).tool)).toContain('create_ticket');
     expect(deployment.account.emails).toHaveLength(1);
-  });
+  }, 120_000);
 
-  it('ran every function of the template under Node 22 and every trigger it declares; every AWS call was allowed by the role', () => {
-    console.log(report(deployment, STACK));
-    for (const [id, fn] of deployment.functions) {
-      expect(fn.invocations, `${id} never ran`).toBeGreaterThan(0);
-      expect(fn.nodeVersion, id).toMatch(/^v22\./);
-    }
-    const idle = [...deployment.triggers.values()].filter((t) => t.invocations === 0).map((t) => `${t.type} ${t.id} of ${t.functionId}`);
-    expect(idle, 'triggers of the template never exercised').toEqual([]);
-    const refused = deployment.account.calls.filter((c) => c.decision !== 'Allowed').map((c) => `${c.functionId}: ${c.action} on ${c.resource} (${c.decision}${c.detail ? `: ${c.detail}` : ''})`);
-    expect(refused, 'AWS calls the role does not allow').toEqual([]);
-    // Each function made calls of its own (not only its event source's), checked one by one.
-    for (const id of deployment.functions.keys()) expect(deployment.account.calls.some((c) => c.functionId === id && c.caller === 'function'), id).toBe(true);
-  });
-
-  it('grants no function an action its bundle cannot call and no event source calls for it', () => {
-    const never = [...deployment.identities.values()].flatMap((identity) => {
-      const bundle = readFileSync(join(deployment.functions.get(identity.functionId)!.options.codeDir, 'index.mjs'), 'utf8');
-      return neverCallable(identity, deployment.account.calls, bundle, deployment.eventSourcesOf(identity.functionId)).map((grant) => `${identity.functionId}: ${grant}`);
-    });
-    expect(never).toEqual([]);
-  });
-
-  it('answers at every URL the stack outputs', async () => {
-    const d = deployment.deployed;
-    for (const [name, output] of Object.entries(d.template.Outputs ?? {})) {
-      if (!/Url$/.test(name) || /Queue/.test(name)) continue;
-      const url = String(d.resolve(output.Value));
-      const response = await fetch(url, { redirect: 'manual' });
-      expect(response.status, `${name} (${url})`).not.toBe(404);
-    }
-  });
-
-  it('lints clean (cfn-lint) and ships bundles well under Lambda\'s size limits', async () => {
-    expect(await lint).toEqual([]);
-    for (const [id, fn] of deployment.functions) {
-      const size = assetSize(fn.options.codeDir);
-      console.log(`${STACK} ${id}: ${mb(size.unzipped)} unzipped, ${mb(size.zipped)} zipped, ${size.files} files (limits ${mb(LAMBDA_UNZIPPED_LIMIT)} / ${mb(LAMBDA_ZIPPED_LIMIT)})`);
-      expect(size.unzipped).toBeLessThan(LAMBDA_UNZIPPED_LIMIT);
-      expect(size.zipped).toBeLessThan(LAMBDA_ZIPPED_LIMIT);
-    }
-  });
+  artifactChecks(() => deployment, () => lint);
 });
-
-async function startSqs() {
-  const app = buildApp({ logger: false });
-  const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  return { endpoint: `http://127.0.0.1:${new URL(address).port}`, stop: () => app.close() };
-}

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { deflateRawSync } from 'node:zlib';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import type { AuthorizedCall, Identity } from './aws-account';
+import { expect, it } from 'vitest';
 import type { LocalDeployment } from './local-deploy';
 
 const run = promisify(execFile);
@@ -124,7 +125,7 @@ export function unusedGrants(identity: Identity, calls: readonly AuthorizedCall[
 }
 
 /** What the run did, printed: functions, triggers and the AWS calls each made, against the template. */
-export function report(deployment: LocalDeployment, title: string): string {
+export function report(deployment: LocalDeployment, title = deployment.stackName): string {
   const lines = [`== ${title}: functions and triggers run, against the template ==`];
   for (const [id, fn] of deployment.functions) {
     lines.push(`function ${id} (${fn.options.handler}, ${fn.options.timeoutSeconds} s, ${fn.nodeVersion || 'never started'}): ${fn.invocations} invocations`);
@@ -140,4 +141,53 @@ export function report(deployment: LocalDeployment, title: string): string {
   lines.push(`== ${title}: grants never used ==`);
   for (const identity of deployment.identities.values()) for (const grant of unusedGrants(identity, deployment.account.calls)) lines.push(`  ${identity.functionId}: ${grant}`);
   return lines.join('\n');
+}
+
+/**
+ * What every deployed stack must show once its scenario ran: every function and trigger of the template exercised
+ * under Node 22, every AWS call allowed by the caller's role, no grant its code can never use, an answer at every URL
+ * it outputs, a clean template and bundles under Lambda's limits.
+ */
+export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<string[]>) {
+  it('answers at every URL the stack outputs (a trigger of its own where it is one)', async () => {
+    const deployed = d().deployed;
+    for (const [name, output] of Object.entries(deployed.template.Outputs ?? {})) {
+      if (!/Url$/.test(name) || /Queue/.test(name)) continue;
+      const url = String(deployed.resolve(output.Value));
+      const response = await fetch(url, { redirect: 'manual' });
+      expect(response.status, `${name} (${url})`).not.toBe(404);
+    }
+  });
+
+  it('ran every function of the template under Node 22 and every trigger it declares; every AWS call was allowed by the role', () => {
+    console.log(report(d()));
+    for (const [id, fn] of d().functions) {
+      expect(fn.invocations, `${id} never ran`).toBeGreaterThan(0);
+      expect(fn.nodeVersion, id).toMatch(/^v22\./);
+    }
+    const idle = [...d().triggers.values()].filter((t) => t.invocations === 0).map((t) => `${t.type} ${t.id} of ${t.functionId}`);
+    expect(idle, 'triggers of the template never exercised').toEqual([]);
+    const refused = d().account.calls.filter((c) => c.decision !== 'Allowed').map((c) => `${c.functionId}: ${c.action} on ${c.resource} (${c.decision}${c.detail ? `: ${c.detail}` : ''})`);
+    expect(refused, 'AWS calls the role does not allow').toEqual([]);
+    // Each function made calls of its own (not only its event source's), checked one by one.
+    for (const id of d().functions.keys()) expect(d().account.calls.some((c) => c.functionId === id && c.caller === 'function'), id).toBe(true);
+  });
+
+  it('grants no function an action its bundle cannot call and no event source calls for it', () => {
+    const never = [...d().identities.values()].flatMap((identity) => {
+      const bundle = readFileSync(join(d().functions.get(identity.functionId)!.options.codeDir, 'index.mjs'), 'utf8');
+      return neverCallable(identity, d().account.calls, bundle, d().eventSourcesOf(identity.functionId)).map((grant) => `${identity.functionId}: ${grant}`);
+    });
+    expect(never).toEqual([]);
+  });
+
+  it('lints clean (cfn-lint) and ships bundles well under Lambda\'s size limits', async () => {
+    expect(await lint()).toEqual([]);
+    for (const [id, fn] of d().functions) {
+      const size = assetSize(fn.options.codeDir);
+      console.log(`${d().stackName} ${id}: ${mb(size.unzipped)} unzipped, ${mb(size.zipped)} zipped, ${size.files} files (limits ${mb(LAMBDA_UNZIPPED_LIMIT)} / ${mb(LAMBDA_ZIPPED_LIMIT)})`);
+      expect(size.unzipped).toBeLessThan(LAMBDA_UNZIPPED_LIMIT);
+      expect(size.zipped).toBeLessThan(LAMBDA_ZIPPED_LIMIT);
+    }
+  });
 }
