@@ -99,7 +99,8 @@ export function neverCallable(identity: Identity, calls: readonly AuthorizedCall
     if (EVENT_SOURCE_ACTIONS.has(action) && (resource === '*' || eventSources.some((source) => glob(resource, source)))) return false;
     if (action === 'secretsmanager:GetSecretValue') return false;
     const operation = action.split(':')[1]!;
-    return !bundle.includes(`"${operation}"`) && !bundle.includes(`${operation}Command`);
+    // SendMessageBatch and DeleteMessageBatch are authorized as SendMessage and DeleteMessage.
+    return ![operation, `${operation}Batch`].some((name) => bundle.includes(`"${name}"`) || bundle.includes(`${name}Command`));
   });
 }
 
