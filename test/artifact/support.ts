@@ -189,6 +189,8 @@ export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<str
       console.log(`${d().stackName} ${id}: ${mb(size.unzipped)} unzipped, ${mb(size.zipped)} zipped, ${size.files} files (limits ${mb(LAMBDA_UNZIPPED_LIMIT)} / ${mb(LAMBDA_ZIPPED_LIMIT)})`);
       expect(size.unzipped).toBeLessThan(LAMBDA_UNZIPPED_LIMIT);
       expect(size.zipped).toBeLessThan(LAMBDA_ZIPPED_LIMIT);
+      // The IAM evaluator of these tests is AGPL: a devDependency, never in a function.
+      expect(readFileSync(join(fn.options.codeDir, 'index.mjs'), 'utf8'), id).not.toMatch(/cloud-copilot|iam-simulate/);
     }
   });
 }
