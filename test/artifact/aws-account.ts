@@ -108,6 +108,8 @@ export class LocalAwsAccount {
     this.extension = createServer((req, res) => {
       this.secretRequest(req).then(({ status, body }) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
     });
+    // Longer than the SDK's idle keep-alive sockets live: a reused socket is never closed under a request.
+    this.server.keepAliveTimeout = 120_000;
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     // The extension listens on its documented port (the template's PARAMETERS_SECRETS_EXTENSION_HTTP_PORT) when it is free here.
     await new Promise<void>((resolve) => {

@@ -25,6 +25,8 @@ export interface Trigger {
 const TEXT_BODY = /^(text\/|application\/(json|x-www-form-urlencoded|xml|javascript)|[^;]*\+json)/;
 
 async function listen(server: Server): Promise<string> {
+  // Longer than the SDK's idle keep-alive sockets live: a reused socket is never closed under a request.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
@@ -385,7 +387,7 @@ export class LocalDeployment {
       endpoint: this.account.endpoint,
       region: REGION,
       credentials: this.account.credentialsOf(functionId),
-      maxAttempts: 1,
+      maxAttempts: 3,
     };
   }
 
