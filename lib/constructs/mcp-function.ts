@@ -123,7 +123,7 @@ export class McpFunction extends Construct {
         authAudience: props.auth.audience || undefined,
         authRequiredScopes: props.auth.requiredScopes,
         // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
-        // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
+        // The first call that needs it reads it with the SDK's Secrets Manager client (GetSecretValue, granted below).
         operationIdSecretArn: this.operationIdSecret.secretArn,
         allowedOrigins: props.allowedOrigins ?? [],
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
@@ -143,11 +143,6 @@ export class McpFunction extends Construct {
       timeout: props.timeout ?? Duration.seconds(29),
       memorySize: props.memorySize ?? 1024,
       environment,
-      // AWS's extension, not the SDK's Secrets Manager client in the bundle: the key is one GET on localhost, read
-      // only by operation-id tools, so most cold starts never pay for it.
-      paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
-        logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
-      }),
     });
     props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
     // GetSecretValue alone: grantRead adds DescribeSecret, which nothing here calls. A secret given by name only has
