@@ -36,8 +36,6 @@ export interface EmailSent {
   raw: any;
 }
 
-const EXTENSION_PORT = 2773;
-
 const arn = (service: string, rest: string) => `arn:aws:${service}:${REGION}:${ACCOUNT}:${rest}`;
 const tableArn = (name: string) => arn('dynamodb', `table/${name}`);
 const queueArnOfUrl = (url: string) => arn('sqs', new URL(url).pathname.split('/').filter(Boolean).at(-1)!);
@@ -50,9 +48,8 @@ const TRANSACT_ITEM_ACTIONS: Record<string, string> = { Put: 'PutItem', Update: 
  * AWS_ENDPOINT_URL_* variables and the queue URLs), which checks the request's SigV4 signature against the
  * function's credentials, names the IAM action(s) and resource(s) of the request, evaluates each against the
  * function's role and the resource's policy with an offline IAM evaluator (iam-simulate), answers AccessDenied as
- * AWS would when denied, and otherwise forwards to DynamoDB Local or the local SQS server. SES has no local server:
- * its SendEmail is answered here and recorded. The Parameters and Secrets extension's local stand-in reads the
- * secret with the function's identity the same way.
+ * AWS would when denied, and otherwise forwards to DynamoDB Local or the local SQS server. SES and Secrets Manager
+ * have no local server: SendEmail is answered here and recorded, GetSecretValue from the secrets the stack made.
  */
 export class LocalAwsAccount {
   readonly calls: AuthorizedCall[] = [];
@@ -64,9 +61,7 @@ export class LocalAwsAccount {
   /** Shard iterators handed out, by the stream they read (GetRecords names no stream). */
   private readonly iteratorStreams = new Map<string, string>();
   private server?: Server;
-  private extension?: Server;
   endpoint = '';
-  extensionPort = 0;
   /** Calls made by the harness's own event source pollers carry this header; the identity is still the function's. */
   static readonly POLLER_HEADER = 'x-artifact-event-source';
 
@@ -105,26 +100,16 @@ export class LocalAwsAccount {
         (err: Error) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ __type: 'InternalFailure', message: err.message })),
       );
     });
-    this.extension = createServer((req, res) => {
-      this.secretRequest(req).then(({ status, body }) => res.writeHead(status, { 'content-type': 'application/json' }).end(body));
-    });
     // Longer than the SDK's idle keep-alive sockets live: a reused socket is never closed under a request.
     this.server.keepAliveTimeout = 120_000;
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    // The extension listens on its documented port (the template's PARAMETERS_SECRETS_EXTENSION_HTTP_PORT) when it is free here.
-    await new Promise<void>((resolve) => {
-      this.extension!.once('error', () => this.extension!.listen(0, '127.0.0.1', resolve));
-      this.extension!.listen(EXTENSION_PORT, '127.0.0.1', resolve);
-    });
     this.endpoint = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    this.extensionPort = (this.extension.address() as AddressInfo).port;
   }
 
   async stop() {
-    for (const server of [this.server, this.extension]) {
-      server?.closeAllConnections();
-      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    }
+    const server = this.server;
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
   /** Evaluates one action on one resource for `identity` and records it. */
@@ -194,6 +179,17 @@ export class LocalAwsAccount {
     }
     // The local SQS server knows its queues by the URLs it made (its own address); the functions name them by the
     // proxy's (the template's queue URLs are this account's).
+    if (service === 'secretsmanager') {
+      // No emulator of Secrets Manager runs here: the account answers GetSecretValue from the secrets it holds.
+      const request = JSON.parse(body.toString() || '{}');
+      const value = this.secrets.get(request.SecretId);
+      if (value === undefined) return { status: 400, headers: { 'content-type': 'application/x-amz-json-1.1' }, body: JSON.stringify({ __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." }) };
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/x-amz-json-1.1' },
+        body: JSON.stringify({ ARN: request.SecretId, Name: String(request.SecretId).split(':').at(-1), SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'], CreatedDate: 1.7e9 }),
+      };
+    }
     const answer =
       service === 'sqs'
         ? await forward(this.targets.sqs, req, this.rewriteQueueUrls(body, 'to emulator')).then((a) => ({ ...a, body: this.rewriteQueueUrls(a.body, 'to account') }))
@@ -236,6 +232,10 @@ export class LocalAwsAccount {
       if (operation === 'GetQueueUrl') return [{ operation, action: 'sqs:GetQueueUrl', resource: arn('sqs', request.QueueName ?? form.get('QueueName')) }];
       return [{ operation, action: `sqs:${action}`, resource: queueUrl ? queueArnOfUrl(queueUrl) : '*' }];
     }
+    if (service === 'secretsmanager') {
+      const operation = target.split('.')[1] ?? '';
+      return [{ operation, action: `secretsmanager:${operation}`, resource: request.SecretId ?? '*' }];
+    }
     if (service === 'ses') {
       if (req.method === 'POST' && (req.url ?? '').startsWith('/v2/email/outbound-emails')) {
         const from: string = request.FromEmailAddress ?? '';
@@ -251,20 +251,6 @@ export class LocalAwsAccount {
       return [{ operation: `${req.method} ${req.url}`, action: 'ses:Unknown', resource: '*' }];
     }
     return [{ operation: target, action: `${service}:Unknown`, resource: '*' }];
-  }
-
-  /** The Parameters and Secrets extension: GetSecretValue with the calling function's identity. */
-  private async secretRequest(req: IncomingMessage): Promise<{ status: number; body: string }> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const token = String(req.headers['x-aws-parameters-secrets-token'] ?? '');
-    const identity = [...this.identities.values()].find((i) => i.sessionToken === token);
-    if (!identity || url.pathname !== '/secretsmanager/get') return { status: 401, body: '{"message":"unauthorized"}' };
-    const secretId = url.searchParams.get('secretId') ?? '';
-    const call = await this.authorize(identity, 'GetSecretValue (extension)', 'secretsmanager:GetSecretValue', secretId, 'function');
-    if (call.decision !== 'Allowed') return { status: 400, body: JSON.stringify({ message: `AccessDeniedException: ${call.decision}` }) };
-    const value = this.secrets.get(secretId);
-    if (value === undefined) return { status: 400, body: '{"message":"ResourceNotFoundException"}' };
-    return { status: 200, body: JSON.stringify({ ARN: secretId, Name: secretId.split(':').at(-1), SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] }) };
   }
 
   /** Signed calls of the event source pollers: the AWS SDK with the function's credentials, through this proxy. */

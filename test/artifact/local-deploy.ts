@@ -229,14 +229,12 @@ export class LocalDeployment {
       AWS_ENDPOINT_URL_DYNAMODB: this.account.endpoint,
       AWS_ENDPOINT_URL_SQS: this.account.endpoint,
       AWS_ENDPOINT_URL_SESV2: this.account.endpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: this.account.endpoint,
       AWS_EC2_METADATA_DISABLED: 'true',
       AWS_CONFIG_FILE: '/nonexistent/config',
       AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
       ARTIFACT_FUNCTION_ARN: d.attributes.get(`${id}.Arn`)!,
     };
-    // The extension listens where the template says; only if that port is taken here does it move (and the variable with it).
-    if (variables.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT !== undefined && Number(variables.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT) !== this.account.extensionPort)
-      env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT = String(this.account.extensionPort);
     this.functions.set(
       id,
       new LocalFunction({ id, codeDir: join(this.outdir, asset.source.path), handler: p.Handler, timeoutSeconds: p.Timeout ?? 3, env, node: this.options.node }),

@@ -88,8 +88,7 @@ export const EVENT_SOURCE_ACTIONS = new Set([
 /**
  * Of the grants no call used here, those the function can never use: an action whose operation the bundle does not
  * contain (esbuild keeps only the SDK commands the code sends) and that no event source of the function calls on
- * that resource (`eventSources`: the ARNs its mappings read). The secret is read through the Parameters and Secrets
- * extension, which calls GetSecretValue only. A transaction's items are authorized as PutItem, UpdateItem,
+ * that resource (`eventSources`: the ARNs its mappings read). A transaction's items are authorized as PutItem, UpdateItem,
  * DeleteItem and ConditionCheckItem: those names are in a bundle that sends them one by one, and the
  * transaction's own item kinds (`{ Put: ... }`) are not told apart here (the run's calls are).
  */
@@ -97,7 +96,6 @@ export function neverCallable(identity: Identity, calls: readonly AuthorizedCall
   return unusedGrants(identity, calls).filter((grant) => {
     const [action, resource] = grant.split(' on ') as [string, string];
     if (EVENT_SOURCE_ACTIONS.has(action) && (resource === '*' || eventSources.some((source) => glob(resource, source)))) return false;
-    if (action === 'secretsmanager:GetSecretValue') return false;
     const operation = action.split(':')[1]!;
     // SendMessageBatch and DeleteMessageBatch are authorized as SendMessage and DeleteMessage.
     return ![operation, `${operation}Batch`].some((name) => bundle.includes(`"${name}"`) || bundle.includes(`${name}Command`));
