@@ -86,6 +86,22 @@ export const EVENT_SOURCE_ACTIONS = new Set([
 ]);
 
 /**
+ * Never-callable grants known and left for now, each with its reason (printed by every run); the test fails on any
+ * other, and on one of these once it is gone from every template (then delete it here).
+ */
+export const KNOWN_NEVER_CALLED: ReadonlyArray<{ action: string; onEventSource?: boolean; reason: string }> = [
+  {
+    action: 'dynamodb:ConditionCheckItem',
+    reason: 'MCP_TABLE_ACTIONS (lib/constructs/mcp-function.ts) grants it, but no transaction of the MCP function has a ConditionCheck item: to be removed in lib/',
+  },
+  {
+    action: 'sqs:GetQueueUrl',
+    onEventSource: true,
+    reason: "CDK's SqsEventSource grants it (grantConsumeMessages) on the consumer's queue; neither the poller nor the code calls it",
+  },
+];
+
+/**
  * Of the grants no call used here, those the function can never use: an action whose operation the bundle does not
  * contain (esbuild keeps only the SDK commands the code sends) and that no event source of the function calls on
  * that resource (`eventSources`: the ARNs its mappings read). A transaction's items are authorized as PutItem, UpdateItem,
@@ -173,10 +189,20 @@ export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<str
   });
 
   it('grants no function an action its bundle cannot call and no event source calls for it', () => {
+    const known: string[] = [];
     const never = [...d().identities.values()].flatMap((identity) => {
       const bundle = readFileSync(join(d().functions.get(identity.functionId)!.options.codeDir, 'index.mjs'), 'utf8');
-      return neverCallable(identity, d().account.calls, bundle, d().eventSourcesOf(identity.functionId)).map((grant) => `${identity.functionId}: ${grant}`);
+      const sources = d().eventSourcesOf(identity.functionId);
+      return neverCallable(identity, d().account.calls, bundle, sources)
+        .filter((grant) => {
+          const [action, resource] = grant.split(' on ') as [string, string];
+          const entry = KNOWN_NEVER_CALLED.find((k) => k.action === action && (!k.onEventSource || sources.includes(resource)));
+          if (entry) known.push(`${identity.functionId}: ${grant} (known: ${entry.reason})`);
+          return !entry;
+        })
+        .map((grant) => `${identity.functionId}: ${grant}`);
     });
+    console.log(`${d().stackName}: never-callable grants left for now:\n  ${known.join('\n  ') || 'none'}`);
     expect(never).toEqual([]);
   });
 
