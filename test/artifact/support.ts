@@ -87,7 +87,7 @@ export const EVENT_SOURCE_ACTIONS = new Set([
 
 /**
  * Never-callable grants known and left for now, each with its reason (printed by every run); the test fails on any
- * other, and on one of these once it is gone from every template (then delete it here).
+ * other. Delete an entry once lib/ no longer grants it.
  */
 export const KNOWN_NEVER_CALLED: ReadonlyArray<{ action: string; onEventSource?: boolean; reason: string }> = [
   {
