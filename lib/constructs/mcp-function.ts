@@ -91,10 +91,10 @@ function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettin
 
 /**
  * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
- * of Put/Update/ConditionCheck), release (Delete). TransactWriteItems has no IAM action of its own: each item is
- * authorized as its Put/Update/Delete/ConditionCheck. No Query, no Scan.
+ * of Put/Update items), release (Delete). TransactWriteItems has no IAM action of its own: each item is authorized as
+ * its Put/Update/Delete; no transaction has a ConditionCheck item (the artifact test checks every call). No Query, no Scan.
  */
-export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
+export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 
 /** The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers. */
 export class McpFunction extends Construct {

@@ -91,10 +91,6 @@ export const EVENT_SOURCE_ACTIONS = new Set([
  */
 export const KNOWN_NEVER_CALLED: ReadonlyArray<{ action: string; onEventSource?: boolean; reason: string }> = [
   {
-    action: 'dynamodb:ConditionCheckItem',
-    reason: 'MCP_TABLE_ACTIONS (lib/constructs/mcp-function.ts) grants it, but no transaction of the MCP function has a ConditionCheck item: to be removed in lib/',
-  },
-  {
     action: 'sqs:GetQueueUrl',
     onEventSource: true,
     reason: "CDK's SqsEventSource grants it (grantConsumeMessages) on the consumer's queue; neither the poller nor the code calls it",
