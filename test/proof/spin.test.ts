@@ -1,21 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CLEAN, FINDINGS, KINDS, LIVENESS, PLANTED, PLANTED_LIVELOCK, runSpin, type SpinRun } from '../../proof/spin';
+import { requireSystemTools } from '../support/prerequisites';
 
 /**
  * The model checks on main pass, exhaustively (a search cut short by a bound fails), and every planted bug fails
  * them with a trail. Every safety profile runs here (seconds each); progress under weak fairness costs about ten
  * times more, so here one progress profile per tool kind, and every one with `npx tsx proof/spin.ts`.
  */
-const hasSpin = (() => {
-  try {
-    execFileSync('spin', ['-V']);
-    execFileSync('gcc', ['--version']);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+requireSystemTools('spin', 'gcc');
 
 const PROGRESS_HERE = [
   `protocol dedup_downstream progress slow`,
@@ -26,7 +18,7 @@ const PROGRESS_HERE = [
 
 const MAIN: Array<{ name: string; run: SpinRun }> = [...CLEAN, ...LIVENESS.filter((l) => PROGRESS_HERE.includes(l.name))];
 
-describe.skipIf(!hasSpin)('spin: the models on main', () => {
+describe('spin: the models on main', () => {
   it('runs one progress profile per tool kind', () => {
     expect(MAIN.filter((m) => m.run.liveness && m.run.model === 'protocol.pml')).toHaveLength(Object.keys(KINDS).length);
   });
@@ -47,7 +39,7 @@ describe.skipIf(!hasSpin)('spin: the models on main', () => {
   }, 600_000);
 });
 
-describe.skipIf(!hasSpin)('spin: planted bugs are caught', () => {
+describe('spin: planted bugs are caught', () => {
   for (const plant of [...PLANTED, ...FINDINGS]) {
     it(`${plant.flag} (${plant.what}) breaks an invariant, with a trail`, () => {
       const result = runSpin(plant.run);
