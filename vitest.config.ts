@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { SlowestFirstSequencer } from './test/support/sequencer';
 
 /**
  * The package's public subpaths (`idempotent-mcp/engine`, ...) resolve to their source here, from the one map in
@@ -21,6 +22,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores here: a few files at once keeps DynamoDB Local busy without starving it.
     maxWorkers: 2,
+    sequence: { sequencer: SlowestFirstSequencer },
     env: {
       // Node 20 here (Lambda runs 22): the SDK's upgrade notice would repeat in every worker.
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
