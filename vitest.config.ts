@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
-import { SlowestFirstSequencer } from './test/support/sequencer';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * The package's public subpaths (`idempotent-mcp/engine`, ...) resolve to their source here, from the one map in
@@ -12,6 +13,21 @@ const subpaths = Object.entries(paths).map(([name, [target]]) => ({
   find: new RegExp(`^${name.replace(/[/.]/g, '\\$&')}$`),
   replacement: fileURLToPath(new URL(target!, import.meta.url)),
 }));
+
+/**
+ * The slowest files first, by the per-file durations committed in test/durations.json (`npm run test:durations`
+ * rewrites them from a run's JSON report). Vitest's own order on a fresh clone, with no results cache, is the
+ * largest file first, and the slowest files here are small ones (the model checks, the API report, the pack test):
+ * started last, each would run alone at the end while the other worker idles. A file the list does not know (a new
+ * one) runs first, as vitest runs unknown files first.
+ */
+class SlowestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const seconds: Record<string, number> = JSON.parse(readFileSync(new URL('./test/durations.json', import.meta.url), 'utf8')).seconds;
+    const cost = (file: TestSpecification) => seconds[relative(this.ctx.config.root, file.moduleId)] ?? Number.POSITIVE_INFINITY;
+    return [...files].sort((a, b) => cost(b) - cost(a));
+  }
+}
 
 export default defineConfig({
   resolve: { alias: subpaths },

@@ -1,7 +1,7 @@
 /**
  * `npm run test:durations -- <report.json>`: the per-file durations of a vitest run (its JSON report:
  * `npx vitest run --reporter=json --outputFile.json=<report.json>`) into test/durations.json, which the suite's
- * sequencer reads to start the slowest files first (test/support/sequencer.ts). Prints the files, slowest first.
+ * sequencer reads to start the slowest files first (vitest.config.ts). Prints the files, slowest first.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
