@@ -303,6 +303,8 @@ function formatRecord(view: RecordView): string {
   field('replay until', view.replay_until);
   field('lease until', view.lease_expires_at);
   field('next check', view.next_check_at);
+  // When a downstream showing nothing starts to prove something: before it, a request of the operation may still land.
+  field('decidable at', view.decidable_at && (Date.parse(view.decidable_at) > Date.now() ? `${view.decidable_at} (a request may still land until then)` : view.decidable_at));
   field('attempts', view.attempts);
   field('last error', view.error ? `${view.error.code}: ${view.error.message}` : undefined);
   field('result', view.result);

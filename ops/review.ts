@@ -24,6 +24,8 @@ import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../lambda
 import { OutboxDefaults } from '../lambdas/core/outbox-budget';
 import { OutboxStore, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
 import { leaseHasPassed } from '../lambdas/core/lease';
+import { absenceIsConclusive, decidableAt } from '../lambdas/core/in-flight';
+import { toolInFlightWindowMs } from '../lambdas/engine/engine';
 import { attentionPages, requireAttentionIndex } from '../lambdas/store/attention-index';
 import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';
 import type { AttentionKind } from '../lambdas/store/table-schema';
@@ -103,6 +105,11 @@ export interface RecordView {
   replay_until?: string;
   lease_expires_at?: string;
   next_check_at?: string;
+  /**
+   * UNKNOWN and NEEDS_REVIEW records: from when a downstream showing nothing proves the operation did not happen
+   * (its in-flight window's end: before it, a request of it may still land).
+   */
+  decidable_at?: string;
   attempts?: number;
   error?: StoredError;
   error_type?: string;
@@ -276,6 +283,13 @@ export class ReviewDesk {
     } else {
       // What an absence means is the tool's call; without the tool, releasing the key could run the operation twice.
       if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`);
+      // A downstream showing nothing while a request of the operation may still land proves nothing.
+      const decidable = this.decidable(record);
+      if (!absenceIsConclusive(decidable, this.clock())) {
+        throw new ReviewInputError(
+          `a request of this operation may still land until ${iso(decidable)}: a downstream showing nothing before then proves nothing; check it again after that time (or settle --found if it shows the effect)`,
+        );
+      }
       decision =
         tool.onAbsent === 'fail'
           ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
@@ -418,6 +432,12 @@ export class ReviewDesk {
     return event ? toDeliveryView(event) : undefined;
   }
 
+  /** When an absence of `record`'s effect becomes conclusive: its stored window's end (or, for an older record, its tool's window from its lease). */
+  private decidable(record: IdempotencyRecord): number {
+    const tool = this.options.tools.get(record.tool);
+    return decidableAt(record, tool ? toolInFlightWindowMs(tool.idempotency, undefined, tool.effect) : toolInFlightWindowMs({}));
+  }
+
   private view(identity: RecordIdentity, record: IdempotencyRecord | undefined, log: ReviewLog): RecordView {
     const review = log.entries.map((e) => ({ ...e, at: iso(e.at)! }));
     const base = { tenant: identity.tenant, tool: identity.tool, idempotency_key: identity.idempotencyKey };
@@ -431,6 +451,7 @@ export class ReviewDesk {
       replay_until: record.status === 'SUCCEEDED' || record.status === 'FAILED' ? iso(record.retainUntil) : undefined,
       lease_expires_at: record.status === 'PROCESSING' ? iso(record.leaseExpiresAt) : undefined,
       next_check_at: iso(record.nextCheckAt),
+      decidable_at: record.status === 'UNKNOWN' || record.status === 'NEEDS_REVIEW' ? iso(this.decidable(record)) : undefined,
       attempts: record.reconcileAttempts ?? 0,
       error: record.error,
       error_type: record.errorType,

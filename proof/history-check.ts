@@ -49,7 +49,13 @@ export interface LedgerEntry {
   event_id?: string;
   order_id?: string;
   payment_id?: string;
+  /** When the effect was applied. */
   created_at?: string;
+  /**
+   * When the request that made it reached the downstream; earlier than `created_at` for a provider that applies a
+   * request later (the sandbox's `late-commit`). Absent: at `created_at`.
+   */
+  received_at?: string;
 }
 export type Ledger = Record<'orders' | 'payments' | 'tickets' | 'emails', LedgerEntry[]>;
 
@@ -67,10 +73,12 @@ export const Invariant = {
   effectExists: 'succeeded without its effect',
   ownArguments: 'succeeded for other arguments than the first',
   settled: 'not settled',
-  noFalseNothingRan: 'failed+nothing ran for a key whose effect exists',
+  noFalseNothingRan: 'failed for a key whose effect exists or is on its way',
   eventOnce: 'queued event took effect more than once',
   effectAnswered: 'effect without a succeeded answer',
 } as const;
+
+const timeOf = (iso: string | undefined) => (iso ? Date.parse(iso) : Infinity);
 
 /** A final answer: the client stops calling. */
 export const settles = (a: { outcome?: string; retryable?: boolean }) =>
@@ -115,12 +123,14 @@ export function checkHistory({ intents, ledger }: { intents: readonly HistoryInt
     if (variants.size > 1) add(Invariant.ownArguments, 'callers with different arguments both got succeeded');
     const last = intent.answers.filter((a) => a.variant === 0).at(-1);
     if (!last || !settles(last)) add(Invariant.settled, `last answer: ${last ? (last.outcome ?? last.failure) + (last.code ? ` ${last.code}` : '') : 'none'}`);
-    // "Failed, nothing ran" is a lie once the effect exists: after a succeeded answer, or after the effect's time.
+    // "Failed" (nothing ran, or refused) is a lie once the effect is on its way: after a succeeded answer, or after
+    // the request that made the effect reached the downstream, even if it was applied only later (a request our
+    // side gave up on, still processed): from then on the key's operation has happened.
     const firstSuccess = Math.min(...succeeded.map((a) => a.answeredAt));
-    const effectAt = Math.min(...effects.map((e) => (e.created_at ? Date.parse(e.created_at) : Infinity)));
+    const requestAt = Math.min(...effects.map((e) => timeOf(e.received_at ?? e.created_at)));
     for (const a of intent.answers) {
-      if (a.outcome === 'failed' && a.retryable === true && (a.sentAt > firstSuccess || a.sentAt > effectAt))
-        add(Invariant.noFalseNothingRan, `${a.code}: ${a.message?.slice(0, 100)}`);
+      if (a.outcome === 'failed' && (a.sentAt > firstSuccess || a.sentAt > requestAt))
+        add(Invariant.noFalseNothingRan, `${a.retryable ? 'retryable' : 'final'} ${a.code}: ${a.message?.slice(0, 100)}`);
     }
   }
   const anyExposed = intents.some((i) => i.exposed);

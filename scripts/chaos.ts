@@ -5,7 +5,8 @@
  *
  * Bursts of every write tool (create_order, send_email, create_ticket, request_payment with issue_operation_id) go
  * out concurrently, with repeated keys, conflicting arguments, two tenants, responses lost on the way back and
- * downstream faults; meanwhile the server is killed with SIGKILL and started again on the same data, and DynamoDB
+ * downstream faults (among them `late-commit`: a provider that does not deduplicate and applies a request after its
+ * caller gave up on it, for payments as for the mailbox and the ticket system); meanwhile the server is killed with SIGKILL and started again on the same data, and DynamoDB
  * Local is stopped cleanly or killed with SIGKILL (the stack restarts it). Every call is retried with its key until
  * it settles; then the recorded history is checked against the sandbox ledger. Exits 1 on any violation.
  *
@@ -312,10 +313,20 @@ const violations: Violation[] = [];
 
 async function armDownstreamFaults() {
   const faults: Array<Record<string, unknown>> = [];
-  for (const target of ['payments', 'tickets', 'mailbox'] as const) {
+  const targets = ['payments', 'tickets', 'mailbox'] as const;
+  // In every burst one downstream does not deduplicate and applies requests after their caller gave up on them
+  // (late-commit; the server's downstream timeout is 1 s), within the run's shortest in-flight window (the
+  // consumer's: its 3 s lease plus 1 s, counted from when it stopped waiting).
+  const late = pick(targets);
+  for (const target of targets) {
+    if (target === late) {
+      faults.push({ target, mode: 'late-commit', times: 1 + Math.floor(random() * 3), delay_ms: 1200 + Math.floor(random() * 2500) });
+      continue;
+    }
     if (!chance(0.5)) continue;
-    const mode = pick(['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow'] as const);
-    faults.push({ target, mode, times: 1 + Math.floor(random() * 3) });
+    const mode = pick(['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit'] as const);
+    const delay = mode === 'late-commit' ? { delay_ms: 1200 + Math.floor(random() * 2500) } : {};
+    faults.push({ target, mode, times: 1 + Math.floor(random() * 3), ...delay });
   }
   if (chance(0.3)) faults.push({ target: 'queue', mode: 'duplicate-delivery', times: 1 + Math.floor(random() * 2) });
   for (const fault of faults) {

@@ -136,6 +136,11 @@ export interface IdempotencyRecord {
   reconcileAttempts?: number;
   /** For UNKNOWN records: when the reconciler should look next. */
   nextCheckAt?: number;
+  /**
+   * For UNKNOWN records: until then a downstream request of the operation may still apply its effect, so a lookup
+   * finding nothing decides nothing (lambdas/core/in-flight.ts). Written with the transition to UNKNOWN.
+   */
+  inFlightUntil?: number;
 }
 
 /** One decision of the review workflow, kept beside the record (and after it, when the decision released the key). */

@@ -13,6 +13,8 @@ import {
   TransientToolError,
 } from '../core/errors';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../core/fingerprint';
+import { decidableAt, inFlightUntil, inFlightWindowMs, unknownRetryAfterMs } from '../core/in-flight';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../config';
 import { hashForLog, validateIdempotencyKey, validateTenantId, validateToolName } from '../core/idempotency-key';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import {
@@ -36,17 +38,31 @@ export interface IdempotencyPolicy {
   onExpired?: ExpiryPolicy['onExpired'];
   /** With onExpired 'review': how long after retention the key is still remembered. Default 30 days. */
   reviewWindowSeconds?: number;
-  /** The downstream dedups on our key, so a stale execution may be re-run. Default false. */
+  /**
+   * Re-running a stale execution cannot repeat its effect: the downstream deduplicates by our key (a repeated
+   * request gets the first one's result), or the tool's effect is local (it commits with the record). Never for a
+   * downstream that acts on every request it receives. Default false.
+   */
   reexecuteSafe?: boolean;
   /** Upper bound of one execution; the Lambda's remaining time may shorten it. Default 10 s. */
   executionTimeoutMs?: number;
+  /**
+   * How long after it was sent a downstream request may still apply its effect (the provider keeps processing a
+   * request we gave up on). Until it has passed, a lookup answering "absent" decides nothing: the record stays
+   * UNKNOWN and is checked at the window's end. Default `executionTimeoutMs` + DOWNSTREAM_TIMEOUT_MS
+   * (`defaultInFlightWindowMs`, lambdas/core/in-flight.ts, says why); set it to your provider's documented
+   * processing bound when it has a longer one.
+   */
+  inFlightWindowMs?: number;
   /** Largest result kept in the record (bytes of JSON). Default 64 KiB. */
   maxResultBytes?: number;
 }
 
+/** A tool's settings as one run uses them: every default applied, the window resolved (`toolInFlightWindowMs`). */
 type ResolvedPolicy = Required<IdempotencyPolicy>;
 
-export const DEFAULT_POLICY: ResolvedPolicy = {
+/** The defaults; the window's is derived from the timeouts (`toolInFlightWindowMs`), so it has none here. */
+export const DEFAULT_POLICY: Required<Omit<IdempotencyPolicy, 'inFlightWindowMs'>> & Pick<IdempotencyPolicy, 'inFlightWindowMs'> = {
   nonBusinessFields: DEFAULT_NON_BUSINESS_FIELDS,
   retentionSeconds: 24 * 3600,
   onExpired: 'execute',
@@ -55,6 +71,20 @@ export const DEFAULT_POLICY: ResolvedPolicy = {
   executionTimeoutMs: 10_000,
   maxResultBytes: 64 * 1024,
 };
+
+/**
+ * A tool's in-flight window (lambdas/core/in-flight.ts): its `inFlightWindowMs`, else the default from its execution
+ * timeout and the downstream timeout. A local tool sends no request (its effect commits with the record, or not at
+ * all): nothing is in flight, 0 unless it says otherwise. The engine and the reconciler both read it here.
+ */
+export function toolInFlightWindowMs(
+  policy: IdempotencyPolicy,
+  downstreamTimeoutMs: number = DEFAULT_DOWNSTREAM_TIMEOUT_MS,
+  effect: ToolEffect = 'external',
+): number {
+  if (effect === 'local') return policy.inFlightWindowMs ?? 0;
+  return inFlightWindowMs({ executionTimeoutMs: policy.executionTimeoutMs ?? DEFAULT_POLICY.executionTimeoutMs, inFlightWindowMs: policy.inFlightWindowMs }, downstreamTimeoutMs);
+}
 
 export interface ExecutionContext {
   tenant: string;
@@ -121,6 +151,11 @@ export interface EngineOptions {
   /** retry_after_ms given with `unknown`: about one reconciler period. Default 5000 ms. */
   unknownRetryAfterMs?: number;
   /**
+   * The bound of one downstream call (DOWNSTREAM_TIMEOUT_MS): with a tool's execution timeout, it gives the default
+   * of the tool's `inFlightWindowMs`. Give the reconciler the same. Default 3000 ms.
+   */
+  downstreamTimeoutMs?: number;
+  /**
    * How many keys of local tools this engine remembers having answered from a settled record (the most recent
    * ones). A call with such a key is likely a retry: it reads the record first, so its replay costs one read instead
    * of a refused transaction carrying the tool's items. 0 turns it off. Default 10 000.
@@ -164,6 +199,7 @@ export class IdempotencyEngine {
   private readonly inProgressWaitMs: number;
   private readonly completionMarginMs: number;
   private readonly unknownRetryAfterMs: number;
+  private readonly downstreamTimeoutMs: number;
   /** Claims whose store said an earlier attempt's answer was lost (`ClaimResult.answerLost`). */
   private readonly lostClaimAnswers = new WeakSet<IdempotencyRecord>();
   private readonly sleep: (ms: number) => Promise<void>;
@@ -178,13 +214,18 @@ export class IdempotencyEngine {
     this.inProgressWaitMs = options.inProgressWaitMs ?? 2000;
     this.completionMarginMs = options.completionMarginMs ?? 1000;
     this.unknownRetryAfterMs = options.unknownRetryAfterMs ?? 5000;
+    this.downstreamTimeoutMs = options.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.answeredLimit = options.answeredKeys ?? 10_000;
   }
 
   async run<R>(request: WriteRequest, policyInput: IdempotencyPolicy, execute: Executor<R>): Promise<WriteToolResult<R>> {
     const started = this.clock();
-    const policy: ResolvedPolicy = { ...DEFAULT_POLICY, ...policyInput };
+    const policy: ResolvedPolicy = {
+      ...DEFAULT_POLICY,
+      ...policyInput,
+      inFlightWindowMs: toolInFlightWindowMs(policyInput, this.downstreamTimeoutMs, request.effect),
+    };
     const rawKey = typeof request.idempotencyKey === 'string' ? request.idempotencyKey : '';
     // A bad tool name is a programming error, not a caller's: it would alias storage keys, so fail loudly.
     validateToolName(request.tool);
@@ -339,15 +380,17 @@ export class IdempotencyEngine {
           return WriteResults.conflict(key);
         case 'unknown':
           emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
-          return WriteResults.unknown(key, this.unknownRetryAfterMs);
+          return WriteResults.unknown(key, this.retryAfterUnknown(existing, policy.inFlightWindowMs, now));
         case 'review_required':
           emit('review_required', ErrorCode.REVIEW_REQUIRED);
           return WriteResults.reviewRequired(key);
         case 'mark_unknown': {
-          // The same fenced transition the reconciler makes for a stale lease (PROCESSING -> UNKNOWN, due now).
-          if (await this.store.expireLease(existing, now)) {
+          // The same fenced transition the reconciler makes for a stale lease (PROCESSING -> UNKNOWN, due now). The
+          // vanished executor's requests were all sent before its lease ended; one may still land for the window.
+          const until = inFlightUntil(existing.leaseExpiresAt, policy.inFlightWindowMs);
+          if (await this.store.expireLease(existing, now, until)) {
             emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
-            return WriteResults.unknown(key, this.unknownRetryAfterMs);
+            return WriteResults.unknown(key, unknownRetryAfterMs(until, now, this.unknownRetryAfterMs));
           }
           existing = await this.store.get(existing);
           continue;
@@ -398,10 +441,11 @@ export class IdempotencyEngine {
     const now = this.clock();
     // Measured now (a follower may have waited before taking over) and never past the lease less the margin.
     const budgetMs = Math.min(this.budget(now, policy, request).budgetMs, record.leaseExpiresAt - this.completionMarginMs - now);
-    if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit, takenOver);
+    const after: AfterExecution = { takenOver, policy, local: request.effect === 'local' };
+    if (budgetMs <= 0) return this.onExecutionFailure(record, 'transient', noTimeLeftError(), emit, after);
     const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'claimed');
-    if ('failure' in outcome) return this.onExecutionFailure(record, outcome.failure, outcome.err, emit, takenOver);
-    if ('tooLarge' in outcome) return this.refuseTooLarge(record, outcome.tooLarge, emit);
+    if ('failure' in outcome) return this.onExecutionFailure(record, outcome.failure, outcome.err, emit, after);
+    if ('tooLarge' in outcome) return this.refuseTooLarge(record, outcome.tooLarge, emit, policy);
     const { result, writes } = outcome;
 
     try {
@@ -415,17 +459,18 @@ export class IdempotencyEngine {
       }
       if (err instanceof TransactionRejectedError) {
         // Definitely not committed (e.g. a business condition in the tool's own writes): nothing happened.
-        return this.onExecutionFailure(record, 'transient', new TransientToolError(ErrorCode.TRANSIENT_FAILURE, err.message), emit, takenOver);
+        return this.onExecutionFailure(record, 'transient', new TransientToolError(ErrorCode.TRANSIENT_FAILURE, err.message), emit, after);
       }
       // The completion may or may not have committed: never claim either way, verify.
-      const settled = await this.markUnknownOrRead(
+      const marked = await this.markUnknownOrRead(
         record,
         { code: ErrorCode.OUTCOME_UNKNOWN, message: 'the store failed while recording the outcome' },
         'store_error',
+        policy.inFlightWindowMs,
       );
-      if (settled) return this.answerFromRecord<R>(settled, record, emit);
+      if ('moved' in marked) return this.answerFromRecord<R>(marked.moved, record, emit);
       emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
-      return WriteResults.unknown(key, this.unknownRetryAfterMs);
+      return WriteResults.unknown(key, marked.retryAfterMs);
     }
   }
 
@@ -446,11 +491,14 @@ export class IdempotencyEngine {
     const key = record.idempotencyKey;
     const runClaimed: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
     const outcome = await this.invoke(record, budgetMs, policy, request, execute, 'one_request');
-    if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit) };
+    if ('tooLarge' in outcome) return { claimFirst: (claimed) => this.refuseTooLarge(claimed, outcome.tooLarge, emit, policy) };
     let settled: IdempotencyRecord;
     if ('failure' in outcome) {
       if (outcome.failure !== 'terminal') {
-        return { claimFirst: (claimed, takenOver) => this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit, takenOver) };
+        return {
+          claimFirst: (claimed, takenOver) =>
+            this.onExecutionFailure(claimed, outcome.failure, outcome.err, emit, { takenOver, policy, local: request.effect === 'local' }),
+        };
       }
       transition('PROCESSING', 'fail');
       settled = { ...record, status: 'FAILED', error: toStoredError(outcome.err), errorType: 'terminal', updatedAt: this.clock() };
@@ -542,10 +590,11 @@ export class IdempotencyEngine {
   }
 
   /** The tool ran (its downstream may have acted) but its outcome cannot be kept: verify it, never re-run blindly. */
-  private async refuseTooLarge<R>(record: IdempotencyRecord, tooLarge: ResultTooLargeError, emit: Emit): Promise<WriteToolResult<R>> {
-    await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large');
+  private async refuseTooLarge<R>(record: IdempotencyRecord, tooLarge: ResultTooLargeError, emit: Emit, policy: ResolvedPolicy): Promise<WriteToolResult<R>> {
+    const marked = await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large', policy.inFlightWindowMs);
     emit('unknown', tooLarge.code);
-    return { ...WriteResults.unknown(record.idempotencyKey, this.unknownRetryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
+    const retryAfterMs = 'retryAfterMs' in marked ? marked.retryAfterMs : this.unknownRetryAfterMs;
+    return { ...WriteResults.unknown(record.idempotencyKey, retryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
   }
 
   private async onExecutionFailure<R>(
@@ -553,10 +602,11 @@ export class IdempotencyEngine {
     kind: ReturnType<typeof classifyFailure>,
     err: unknown,
     emit: Emit,
-    takenOver = false,
+    after: AfterExecution,
   ): Promise<WriteToolResult<R>> {
     const key = record.idempotencyKey;
     const error = toStoredError(err);
+    const { takenOver, policy } = after;
     try {
       switch (kind) {
         case 'terminal':
@@ -567,11 +617,14 @@ export class IdempotencyEngine {
         case 'transient': {
           // Our claim was sent more than once and an earlier attempt may still land: releasing the key now could let
           // it recreate the record after a "nothing ran" answer. Recorded as UNKNOWN instead (the reconciler frees it).
-          if (this.lostClaimAnswers.has(record)) return await this.onExecutionFailure(record, 'uncertain', err, emit);
+          // After a takeover, the stale execution's request may have landed, or may still land within the window:
+          // this call knows only that its own request did not act. Releasing would answer "nothing ran" to the next
+          // call while the effect may exist; it is verified as any uncertain outcome (a local tool's stale execution
+          // sent nothing: its writes commit only with its fenced settlement).
+          if (this.lostClaimAnswers.has(record) || (takenOver && !after.local)) return await this.onExecutionFailure(record, 'uncertain', err, emit, after);
           transition('PROCESSING', 'release');
           const retryAfter = err instanceof TransientToolError && err.retryAfterMs !== undefined ? err.retryAfterMs : 1000;
-          // After a takeover the stale execution may have acted: the policy makes re-running it safe, so the key is
-          // released, but the answer cannot say that nothing happened.
+          // A local tool taken over: its stale run's writes never committed, but this answer cannot vouch for it.
           const released = takenOver
             ? WriteResults.unknown(key, retryAfter, TAKEN_OVER_NOT_FINISHED)
             : WriteResults.transientFailure(key, error, retryAfter);
@@ -583,10 +636,10 @@ export class IdempotencyEngine {
           return released;
         }
         case 'uncertain': {
-          const moved = await this.markUnknownOrRead(record, error, 'uncertain');
-          if (moved) return this.answerFromRecord<R>(moved, record, emit);
+          const marked = await this.markUnknownOrRead(record, error, 'uncertain', policy.inFlightWindowMs);
+          if ('moved' in marked) return this.answerFromRecord<R>(marked.moved, record, emit);
           emit('unknown', ErrorCode.OUTCOME_UNKNOWN);
-          return WriteResults.unknown(key, this.unknownRetryAfterMs);
+          return WriteResults.unknown(key, marked.retryAfterMs);
         }
       }
     } catch (storeErr) {
@@ -597,19 +650,33 @@ export class IdempotencyEngine {
     }
   }
 
-  /** Best effort PROCESSING -> UNKNOWN; returns the record if it had moved on (undefined when marked or unreadable). */
+  /**
+   * Best effort PROCESSING -> UNKNOWN; `moved`: the record had moved on. Checked at once (the downstream may already
+   * show the effect: found settles it), but an absence decides nothing until the window has passed: this execution
+   * has stopped, so its requests were all sent by now, and one may still land until `now` + the window.
+   */
   private async markUnknownOrRead(
     record: IdempotencyRecord,
     error: StoredError,
     errorType: IdempotencyRecord['errorType'],
-  ): Promise<IdempotencyRecord | undefined> {
+    windowMs: number,
+  ): Promise<{ moved: IdempotencyRecord | undefined } | { retryAfterMs: number }> {
     const now = this.clock();
+    const until = inFlightUntil(now, windowMs);
+    const marked = { retryAfterMs: unknownRetryAfterMs(until, now, this.unknownRetryAfterMs) };
     try {
-      const marked = await this.store.markUnknown(record, record.ownerToken, { error, errorType, nextCheckAt: now }, now);
-      return marked ? undefined : await this.store.get(record);
+      if (await this.store.markUnknown(record, record.ownerToken, { error, errorType, nextCheckAt: now, inFlightUntil: until }, now)) return marked;
+      const current = await this.store.get(record);
+      return current?.status === 'UNKNOWN' && current.ownerToken === record.ownerToken ? marked : { moved: current };
     } catch {
-      return undefined; // left PROCESSING: after its lease it is treated as UNKNOWN
+      // Left PROCESSING: after its lease it is treated as UNKNOWN, its window counted from the lease's end.
+      return { retryAfterMs: unknownRetryAfterMs(inFlightUntil(record.leaseExpiresAt, windowMs), now, this.unknownRetryAfterMs) };
     }
+  }
+
+  /** An `unknown` answer's wait for a record found UNKNOWN: until its next check and the window's end, plus a period. */
+  private retryAfterUnknown(record: IdempotencyRecord, windowMs: number, now: number): number {
+    return unknownRetryAfterMs(Math.max(record.nextCheckAt ?? now, decidableAt(record, windowMs)), now, this.unknownRetryAfterMs);
   }
 
   /** A fenced write of ours was refused: answer from the record as it is now (after execution: never "nothing ran"). */
@@ -668,11 +735,18 @@ export class IdempotencyEngine {
 
 type Emit = (type: EngineEventType, errorCode?: string) => void;
 
+/** What an execution's failure is answered with depends on: whether it took over a stale one, the tool's settings. */
+interface AfterExecution {
+  takenOver: boolean;
+  policy: ResolvedPolicy;
+  local: boolean;
+}
+
 /** Answers that come from a settled record for the key (its own execution, a replay, a conflict with it). */
 const SETTLED_ANSWERS: ReadonlySet<EngineEventType> = new Set(['executed', 'failed', 'replayed', 'conflict']);
 
 const TAKEN_OVER_NOT_FINISHED =
-  'An earlier attempt with this key may have acted, and this one could not finish it; call again with the same key (a re-run is deduplicated downstream), never with a new one.';
+  'An earlier attempt with this key did not finish, and this one could not either; call again with the same key, never with a new one.';
 
 const noTimeLeftError = () =>
   new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'Not enough time was left in this invocation to run the operation; nothing was executed.');

@@ -103,21 +103,21 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
   async markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
-    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number },
+    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
     const record = this.owned(identity, ownerToken, 'uncertain');
     if (!record) return false;
-    this.toUnknown(record, now, details.error, details.errorType, details.nextCheckAt);
+    this.toUnknown(record, now, details.error, details.errorType, details.nextCheckAt, details.inFlightUntil);
     return true;
   }
 
-  async expireLease(read: IdempotencyRecord, now: number): Promise<boolean> {
+  async expireLease(read: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
     const record = this.owned(read, read.ownerToken, 'lease_expired');
     if (!record || record.leaseExpiresAt !== read.leaseExpiresAt || !leaseHasPassed(record.leaseExpiresAt, now)) return false;
-    this.toUnknown(record, now, { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' }, 'lease_expired', now);
+    this.toUnknown(record, now, { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' }, 'lease_expired', now, inFlightUntil);
     return true;
   }
 
@@ -148,11 +148,11 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     return true;
   }
 
-  async deferReconcile(read: IdempotencyRecord, nextCheckAt: number, reason: StoredError, _now: number): Promise<boolean> {
+  async deferReconcile(read: IdempotencyRecord, nextCheckAt: number, reason: StoredError, _now: number, options: { countsAsAttempt?: boolean } = {}): Promise<boolean> {
     transition('UNKNOWN', 'reconcile_deferred');
     const record = this.asRead(read, 'reconcile_deferred');
     if (!record) return false;
-    record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
+    if (options.countsAsAttempt !== false) record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
     record.nextCheckAt = nextCheckAt;
     record.error = copy(reason);
     return true;
@@ -234,12 +234,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     return record?.reconcileAttempts === read.reconcileAttempts ? record : undefined;
   }
 
-  private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number) {
+  private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number, inFlightUntil: number) {
     record.status = 'UNKNOWN';
     record.updatedAt = now;
     record.error = copy(error);
     record.errorType = errorType;
     record.nextCheckAt = nextCheckAt;
+    record.inFlightUntil = inFlightUntil;
     // Never freed by time: deleting it would free a key whose effect may exist.
     record.expiresAt = Number.POSITIVE_INFINITY;
   }

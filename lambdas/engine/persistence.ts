@@ -113,25 +113,33 @@ export interface IdempotencyStore {
   settle(identity: RecordIdentity, ownerToken: string, settlement: Settlement, now: number, writes?: ExtraWrite[]): Promise<void>;
   /** Deletes the PROCESSING record we own: nothing happened and a retry with the key must execute. */
   release(identity: RecordIdentity, ownerToken: string): Promise<boolean>;
-  /** PROCESSING (owned by `ownerToken`) to UNKNOWN, queued for the reconciler at `nextCheckAt`. */
+  /**
+   * PROCESSING (owned by `ownerToken`) to UNKNOWN, queued for the reconciler at `nextCheckAt`, with `inFlightUntil`
+   * (until then a request of the execution may still land: lambdas/core/in-flight.ts).
+   */
   markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
-    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number },
+    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
     now: number,
   ): Promise<boolean>;
   /**
-   * Engine and reconciler: a PROCESSING record whose lease passed (its executor vanished) to UNKNOWN, due for a check now.
-   * Fenced on the owner token and the lease it read, so a live executor or a takeover keeps the record.
+   * Engine and reconciler: a PROCESSING record whose lease passed (its executor vanished) to UNKNOWN, due for a check
+   * now, with `inFlightUntil` (its lease's end plus the tool's window). Fenced on the owner token and the lease it
+   * read, so a live executor or a takeover keeps the record.
    */
-  expireLease(record: IdempotencyRecord, now: number): Promise<boolean>;
+  expireLease(record: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean>;
   /**
    * Reconciler: applies a finding to an UNKNOWN record. Fenced on the version it read (owner token and attempts),
    * so two reconcilers never both act on one check. False when the record moved on.
    */
   reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean>;
-  /** Reconciler: the downstream could not answer; the record stays UNKNOWN with one more attempt, next look at `nextCheckAt`. Same fence. */
-  deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number): Promise<boolean>;
+  /**
+   * Reconciler: the downstream could not answer; the record stays UNKNOWN with one more attempt, next look at
+   * `nextCheckAt`. Same fence. `countsAsAttempt: false` (a check inside the in-flight window, which could not decide
+   * anyway): the attempts stay as they are.
+   */
+  deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number, options?: { countsAsAttempt?: boolean }): Promise<boolean>;
   /** A stale PROCESSING record gets a new owner and lease; false when someone else moved first. */
   takeOver(
     identity: RecordIdentity,

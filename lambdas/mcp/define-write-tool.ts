@@ -151,6 +151,9 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   // the published schema says so (`additionalProperties: false`).
   const inputSchema = z.strictObject({ [keyField]: keyFieldSchema(keySource, spec.name), ...spec.input, trace_id: traceIdSchema });
   const policy = spec.idempotency ?? {};
+  const window = policy.inFlightWindowMs;
+  if (window !== undefined && !(Number.isInteger(window) && window >= 0))
+    throw new TypeError(`defineWriteTool ${spec.name}: idempotency.inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`);
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
   async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<string | WriteToolResult> {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { systemClock, type Clock } from '../core/clock';
+import { absenceIsConclusive, inFlightUntil, inFlightWindowMs } from '../core/in-flight';
 import { leaseRemainingMs } from '../core/lease';
 import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientToolError } from '../core/errors';
 import type { ReconcileFinding } from '../core/reconcile';
@@ -8,7 +9,7 @@ import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
 import { type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
-import type { OutboxStore } from './outbox-store';
+import type { DeliveryMarker, OutboxStore } from './outbox-store';
 
 export interface DeliveryContext {
   /** Aborted when the claim's lease is about to run out: hand it to every downstream call. */
@@ -28,6 +29,13 @@ export interface DeliveryHandler {
    * attempt that may have happened is run again: only downstreams that can be asked give exactly-once in every case.
    */
   verify?(message: OutboxMessage, ctx: DeliveryContext): Promise<ReconcileFinding>;
+  /**
+   * How long after it was sent a `deliver` request may still take effect (the provider keeps processing a request
+   * the consumer gave up on). Until then a `verify` answering "absent" decides nothing: the delivery is deferred to
+   * the window's end and asked again, never run a second time on that answer. Default: the consumer's lease plus
+   * DOWNSTREAM_TIMEOUT_MS (`defaultInFlightWindowMs`); set your provider's documented processing bound if longer.
+   */
+  inFlightWindowMs?: number;
 }
 
 export type ConsumeOutcome =
@@ -65,7 +73,8 @@ const SETTLE_MARGIN_MS = 1000;
  * the lease is live finds the claim and backs off (it never runs the effect); one after the settlement is
  * acknowledged as a duplicate. A claim whose lease passed without a settlement (the consumer crashed, or could not
  * tell whether the effect happened) may be taken over, and the new owner first asks the downstream by event id;
- * only a confirmed absence runs the effect again. The settlement of the claim and of the event commit together.
+ * only a confirmed absence runs the effect again, and "absent" confirms nothing while an earlier request may still
+ * land (its in-flight window). The settlement of the claim and of the event commit together.
  */
 export class OutboxConsumer {
   private readonly outbox: OutboxStore;
@@ -78,6 +87,11 @@ export class OutboxConsumer {
   private readonly lostMessageGraceMs: number;
 
   constructor(options: ConsumerOptions) {
+    for (const [type, handler] of Object.entries(options.handlers)) {
+      const window = handler.inFlightWindowMs;
+      if (window !== undefined && !(Number.isInteger(window) && window >= 0))
+        throw new TypeError(`the delivery handler of '${type}': inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`);
+    }
     this.outbox = options.outbox;
     this.handlers = options.handlers;
     this.logger = options.logger;
@@ -91,6 +105,15 @@ export class OutboxConsumer {
   /** A verification and a delivery, each bounded by the downstream timeout, and the settlement. */
   get leaseMs(): number {
     return 2 * this.downstreamTimeoutMs + SETTLE_MARGIN_MS;
+  }
+
+  /**
+   * How long after it was sent a delivery request of this handler may still apply its effect: its own
+   * `inFlightWindowMs`, else the core's default from the two timeouts that end it (the claim's lease bounds the whole
+   * attempt, as a tool's execution timeout bounds an execution).
+   */
+  inFlightWindowOf(handler: DeliveryHandler): number {
+    return inFlightWindowMs({ inFlightWindowMs: handler.inFlightWindowMs, executionTimeoutMs: this.leaseMs }, this.downstreamTimeoutMs);
   }
 
   async consume(message: OutboxMessage, receiveCount: number): Promise<ConsumeOutcome> {
@@ -117,17 +140,34 @@ export class OutboxConsumer {
     // claim write, so a slow write (throttled, retried) eats into it; with nothing left, run nothing: the claim
     // expires and the next attempt asks the downstream first.
     const budgetMs = now + this.leaseMs - SETTLE_MARGIN_MS - this.clock();
+    // The claim wrote our lease's end as the last moment a request may have been sent; until we send one, the
+    // earlier owners' bound (none: 0) stays the true one, and we put it back whenever we stop without sending.
+    const sentBefore = claim.previous ? lastSendOf(claim.previous) : 0;
     if (budgetMs <= 0) {
       this.logger.warn('outbox delivery not started: the claim write used up its lease', log);
-      return this.retry(receiveCount, SETTLE_MARGIN_MS, 'the claim write used up its lease');
+      const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: 'the claim write used up its lease' };
+      // Best effort: unwritten, the next owner waits for a window after our lease, which is only slower.
+      await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: this.clock(), lastSendBy: sentBefore, error }).catch(() => false);
+      return this.retry(receiveCount, SETTLE_MARGIN_MS, error.message);
     }
     const signal = AbortSignal.timeout(budgetMs);
+    const windowMs = this.inFlightWindowOf(handler);
     if (claim.previous) {
       const earlier = await this.verifyEarlierAttempt(message, handler, { signal }, log);
       if (earlier.kind === 'found') return this.settle(message, owner, { state: 'DELIVERED', result: earlier.result }, log, receiveCount);
-      if (earlier.kind === 'unreachable') {
-        await this.outbox.deferDelivery(message.event_id, owner, this.clock(), { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason });
+      if (earlier.kind !== 'absent') {
+        const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason };
+        await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: this.clock(), lastSendBy: sentBefore, error });
         return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, 0, { effectMayExist: true });
+      }
+      // "Absent" while an earlier request may still land decides nothing: keep the claim until the window's end,
+      // when the same question gets an answer that counts. Never a second delivery on a guess.
+      const decidable = inFlightUntil(sentBefore, windowMs);
+      if (handler.verify && !absenceIsConclusive(decidable, this.clock())) {
+        const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: 'nothing found yet while an earlier delivery request may still land' };
+        this.logger.info('outbox delivery deferred: an earlier request is still within its in-flight window', { ...log, decidable_at: decidable });
+        await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: decidable, lastSendBy: sentBefore, error });
+        return this.giveUpOrRetry(message, receiveCount, error, leaseRemainingMs(decidable, this.clock()), { effectMayExist: true });
       }
     }
 
@@ -144,10 +184,12 @@ export class OutboxConsumer {
         // The downstream's Retry-After is a floor under the backoff.
         return this.giveUpOrRetry(message, receiveCount, error, err instanceof TransientToolError ? (err.retryAfterMs ?? 0) : 0);
       }
-      // It may have happened: keep the claim until the downstream has had time to finish, then verify.
-      const verifyAt = this.clock() + this.downstreamTimeoutMs;
-      await this.outbox.deferDelivery(message.event_id, owner, verifyAt, error);
-      return this.giveUpOrRetry(message, receiveCount, error, this.downstreamTimeoutMs, { effectMayExist: true });
+      // It may have happened, or still happen: keep the claim until our request's in-flight window has passed (we
+      // stopped waiting now, so it was sent before now), then verify.
+      const stoppedAt = this.clock();
+      const verifyAt = inFlightUntil(stoppedAt, windowMs);
+      await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: verifyAt, lastSendBy: stoppedAt, error });
+      return this.giveUpOrRetry(message, receiveCount, error, windowMs, { effectMayExist: true });
     }
     return this.settle(message, owner, { state: 'DELIVERED', result }, log, receiveCount);
   }
@@ -162,13 +204,20 @@ export class OutboxConsumer {
       this.logger.warn('re-running an outbox delivery that cannot be verified', log);
       return { kind: 'absent' };
     }
+    let finding: ReconcileFinding;
     try {
-      const finding = await handler.verify(message, ctx);
-      this.logger.info('verified an earlier delivery attempt', { ...log, finding: finding.kind });
-      return finding;
+      finding = await handler.verify(message, ctx);
     } catch (err) {
       return { kind: 'unreachable', reason: (err as Error)?.message ?? 'verification failed' };
     }
+    // Only a confirmed absence runs the effect again: an answer we cannot read, or an "absent" that came after our
+    // time ran out (not asked in time, and past the point where our claim protects a delivery), is no answer.
+    if (finding?.kind === 'absent' && ctx.signal.aborted) return { kind: 'unreachable', reason: 'the lookup answered after its time ran out' };
+    if (finding?.kind !== 'found' && finding?.kind !== 'absent' && finding?.kind !== 'unreachable') {
+      return { kind: 'unreachable', reason: 'the lookup gave an answer that is neither found, absent nor unreachable' };
+    }
+    this.logger.info('verified an earlier delivery attempt', { ...log, finding: finding.kind });
+    return finding;
   }
 
   private async settle(
@@ -255,6 +304,11 @@ export class OutboxConsumer {
       this.logger.warn('could not schedule the next look at an outbox event', { event_id: message.event_id, error_name: (err as Error)?.name });
     });
   }
+}
+
+/** The last moment an earlier owner may have sent a request; a claim written before it was kept: its lease's end. */
+function lastSendOf(marker: DeliveryMarker): number {
+  return marker.lastSendBy ?? marker.leaseUntil;
 }
 
 function toStoredError(err: unknown): StoredError {

@@ -33,6 +33,12 @@ export interface DeliveryMarker {
   owner: string;
   leaseUntil: number;
   attempts: number;
+  /**
+   * The last moment a delivery request for this event may have been sent (the lease end of the last owner that may
+   * have sent one, or the moment it stopped waiting for its answer; 0: none was sent). With the handler's in-flight
+   * window it says when a lookup finding nothing is conclusive. Absent on claims written before it was kept.
+   */
+  lastSendBy?: number;
 }
 
 export type DeliveryClaim =
@@ -69,6 +75,7 @@ function itemToMarker(item: Item): DeliveryMarker {
     owner: item.owner as string,
     leaseUntil: Number(item.lease_until),
     attempts: Number(item.attempts ?? 0),
+    ...(item.last_send_by === undefined ? {} : { lastSendBy: Number(item.last_send_by) }),
   };
 }
 
@@ -210,7 +217,8 @@ export class OutboxStore {
   /**
    * The consumer's dedup claim, written before the effect. It succeeds on a new event, or on a claim whose lease
    * passed without a settlement (its holder crashed or could not tell whether the effect happened); it fails on a
-   * live claim (a duplicate delivery while the first is working) and on a settled one.
+   * live claim (a duplicate delivery while the first is working) and on a settled one. The claim's lease is also
+   * the last moment its owner may send a delivery request (`lastSendBy`), kept in the same write.
    */
   async claimDelivery(eventId: string, owner: string, leaseUntil: number, now: number): Promise<DeliveryClaim> {
     const key = Keys.deliveredEvent(eventId);
@@ -221,7 +229,7 @@ export class OutboxStore {
           TableName: this.tableName,
           Key: key,
           UpdateExpression:
-            'SET #state = :claimed, #owner = :owner, lease_until = :lease, claimed_at = :now, attempts = if_not_exists(attempts, :zero) + :one, #ttl = :ttl',
+            'SET #state = :claimed, #owner = :owner, lease_until = :lease, last_send_by = :lease, claimed_at = :now, attempts = if_not_exists(attempts, :zero) + :one, #ttl = :ttl',
           ConditionExpression: `attribute_not_exists(pk) OR (#state = :claimed AND ${leasePassedClause('lease_until')})`,
           ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#ttl': TableSchema.ttlAttribute },
           ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner, ':lease': leaseUntil, ':now': now, ':zero': 0, ':one': 1, ':ttl': ttl(now) },
@@ -295,17 +303,18 @@ export class OutboxStore {
 
   /**
    * Keeps our claim, unsettled, until `leaseUntil`: the effect may have happened, so whoever takes it over next
-   * verifies with the downstream first.
+   * verifies with the downstream first. `lastSendBy`: the last moment a delivery request may have been sent, now
+   * that we know whether we sent one (the claim wrote our lease's end there).
    */
-  async deferDelivery(eventId: string, owner: string, leaseUntil: number, error: StoredError): Promise<boolean> {
+  async deferDelivery(eventId: string, owner: string, deferral: { leaseUntil: number; lastSendBy: number; error: StoredError }): Promise<boolean> {
     return this.conditional(() =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: Keys.deliveredEvent(eventId),
-        UpdateExpression: 'SET lease_until = :lease, #error = :error',
+        UpdateExpression: 'SET lease_until = :lease, last_send_by = :sent, #error = :error',
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
-        ExpressionAttributeValues: { ':lease': leaseUntil, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
+        ExpressionAttributeValues: { ':lease': deferral.leaseUntil, ':sent': deferral.lastSendBy, ':error': deferral.error, ':claimed': 'CLAIMED', ':owner': owner },
       })),
     );
   }

@@ -1,12 +1,14 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
+import { absenceIsConclusive, decidableAt, inFlightUntil } from '../core/in-flight';
 import { leaseHasPassed } from '../core/lease';
 import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
 import type { IdempotencyStore } from '../engine/persistence';
+import { toolInFlightWindowMs } from '../engine/engine';
 import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
@@ -19,6 +21,8 @@ export interface ToolReconciler {
   /** Without it the tool's lost outcomes cannot be verified and go straight to review. */
   reconcile?: (request: ReconcileRequest) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;
+  /** The tool's in-flight window (`toolInFlightWindowMs`): before it passed, an absence decides nothing. */
+  inFlightWindowMs: number;
 }
 
 export interface ReconcilerOptions {
@@ -46,6 +50,8 @@ export interface ReconcilerOptions {
   outboxGraceMs?: number;
   /** Records handled per run. */
   batchSize?: number;
+  /** DOWNSTREAM_TIMEOUT_MS: the in-flight window of a record whose tool is not in `tools`. Default 3000 ms. */
+  downstreamTimeoutMs?: number;
 }
 
 export interface ReconcileReport {
@@ -78,6 +84,7 @@ export const ReconcilerDefaults = {
   checkTimeoutMs: 5_000,
   outboxGraceMs: 30_000,
   batchSize: 50,
+  downstreamTimeoutMs: DEFAULT_DOWNSTREAM_TIMEOUT_MS,
 } as const;
 
 const CONCURRENCY = 8;
@@ -91,6 +98,7 @@ const UNKNOWN_SCAN_LIMIT = 1000;
  * read, so the reconciler never races a live executor or a second reconciler.
  *
  *   UNKNOWN --found--> SUCCEEDED (the downstream's result; the next duplicate replays it)
+ *           --absent or unreachable, inside the in-flight window--> UNKNOWN, next check at its end (not an attempt)
  *           --absent--> released (a retry executes) | FAILED (tool policy 'fail')
  *           --unreachable--> UNKNOWN, next check after base * 2^attempts --N attempts--> NEEDS_REVIEW
  *   PROCESSING, lease passed + grace --> UNKNOWN (checked from the next run on)
@@ -150,7 +158,7 @@ export class Reconciler {
       .map(itemToRecord)
       .filter((r) => r.status === 'PROCESSING' && leaseHasPassed(r.leaseExpiresAt + leaseGraceMs, now));
     for (const record of stale) {
-      if (await this.options.store.expireLease(record, now)) {
+      if (await this.expireLease(record, now)) {
         report.expiredLeases++;
         metrics.countForTool(MetricName.StuckProcessing, record.tool);
         this.options.logger.warn('stale PROCESSING record marked UNKNOWN', logFields(record));
@@ -173,6 +181,19 @@ export class Reconciler {
     return report;
   }
 
+  /** The tool's in-flight window (the default one for a tool this reconciler does not know). */
+  windowOf(tool: string): number {
+    return this.options.tools.get(tool)?.inFlightWindowMs ?? toolInFlightWindowMs({}, this.options.downstreamTimeoutMs);
+  }
+
+  /**
+   * A stale PROCESSING record to UNKNOWN: its executor vanished, and its requests, all sent before its lease ended,
+   * may still land for the tool's window. Protected, as `settleUnknown`.
+   */
+  protected expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
+    return this.options.store.expireLease(record, now, inFlightUntil(record.leaseExpiresAt, this.windowOf(record.tool)));
+  }
+
   /**
    * Asks the tool's downstream and makes the one transition its answer calls for. Protected, not private: the race
    * exploration (test/proof) drives it one record at a time over the in-memory store, which has no attention index.
@@ -190,6 +211,16 @@ export class Reconciler {
       metrics.countForTool(MetricName.ReconciledSucceeded, record.tool);
       logger.info('reconciled: the downstream has the effect', log);
       return 'found';
+    }
+    // The lookup went out after `now`: once the window had passed at `now`, no request of the operation can land later.
+    const decidable = decidableAt(record, this.windowOf(record.tool));
+    if (!absenceIsConclusive(decidable, now)) {
+      // A request may still land: nothing is released, failed or parked, and the attempt is not counted (the check
+      // could not decide anything). The next one comes at the window's end.
+      const message = `${finding.kind === 'absent' ? 'Not found yet' : finding.reason}; a request of this operation may still land until ${new Date(decidable).toISOString()}.`;
+      await store.deferReconcile(record, decidable, { code: ErrorCode.OUTCOME_UNKNOWN, message }, now, { countsAsAttempt: false });
+      logger.info('reconcile check deferred: inside the in-flight window', { ...log, decidable_at: new Date(decidable).toISOString() });
+      return 'deferred';
     }
     if (finding.kind === 'absent') {
       if (tool?.onAbsent === 'fail') {

@@ -35,6 +35,12 @@ export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> exten
   checkTimeoutMs?: number;
   /** Records handled per run. */
   batchSize?: number;
+  /**
+   * The bound of your downstream calls: with each tool's execution timeout it gives the tool's in-flight window
+   * unless the tool sets `idempotency.inFlightWindowMs`. Give your tool runtime's engine the same
+   * (`createToolRuntime({ engine: { downstreamTimeoutMs } })`). Default 3000 ms.
+   */
+  downstreamTimeoutMs?: number;
   clock?: Clock;
 }
 
@@ -79,7 +85,8 @@ function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>)
     store,
     doc: store.doc,
     tableName: store.tableName,
-    tools: toolReconcilers(options.tools, services),
+    tools: toolReconcilers(options.tools, services, options.downstreamTimeoutMs),
+    downstreamTimeoutMs: options.downstreamTimeoutMs ?? ReconcilerDefaults.downstreamTimeoutMs,
     logger,
     metrics,
     clock,

@@ -48,6 +48,8 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   // `unknown` answers suggest retrying after about one reconciler period.
   const engine = new IdempotencyEngine({
     unknownRetryAfterMs: config.sideEffects.reconcileIntervalMs,
+    // The tools' in-flight windows default from it; the reconciler reads the same setting.
+    downstreamTimeoutMs: config.sideEffects.downstreamTimeoutMs,
     ...overrides.engine,
     store,
     clock,

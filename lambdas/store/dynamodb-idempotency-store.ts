@@ -97,6 +97,7 @@ export function recordToItem(record: IdempotencyRecord, keyPrefix = '', attentio
     error_type: record.errorType,
     reconcile_attempts: record.reconcileAttempts,
     next_check_at: record.nextCheckAt,
+    in_flight_until: record.inFlightUntil,
   };
   if (!attentionIndex) return item;
   if (record.status === 'PROCESSING') {
@@ -134,6 +135,7 @@ export function itemToRecord(item: Item): IdempotencyRecord {
     errorType: opt('error_type'),
     reconcileAttempts: opt<number>('reconcile_attempts'),
     nextCheckAt: opt<number>('next_check_at'),
+    inFlightUntil: opt<number>('in_flight_until'),
   };
 }
 
@@ -392,7 +394,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   async markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
-    details: { error: { code: string; message: string }; errorType: IdempotencyRecord['errorType']; nextCheckAt: number },
+    details: { error: { code: string; message: string }; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
@@ -403,7 +405,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: key,
-        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next${attention.set} REMOVE #expires`,
+        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, in_flight_until = :inFlight${attention.set} REMOVE #expires`,
         ConditionExpression: fence.clause,
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
         ExpressionAttributeValues: {
@@ -412,6 +414,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
           ':error': details.error,
           ':errorType': details.errorType ?? null,
           ':next': details.nextCheckAt,
+          ':inFlight': details.inFlightUntil,
           ...attention.values,
           ...fence.values,
         },
@@ -441,7 +444,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     );
   }
 
-  async expireLease(record: IdempotencyRecord, now: number): Promise<boolean> {
+  async expireLease(record: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
     const key = this.keyOf(record);
     const fence = ownedFence('lease_expired', record.ownerToken);
@@ -450,12 +453,13 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: key,
-        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now${attention.set} REMOVE #expires`,
+        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, in_flight_until = :inFlight${attention.set} REMOVE #expires`,
         ConditionExpression: `${fence.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
         ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
         ExpressionAttributeValues: {
           ':unknown': 'UNKNOWN',
           ':now': now,
+          ':inFlight': inFlightUntil,
           ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
           ':errorType': 'lease_expired',
           ':lease': record.leaseExpiresAt,
@@ -518,20 +522,21 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     );
   }
 
-  async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number): Promise<boolean> {
+  async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number, options: { countsAsAttempt?: boolean } = {}): Promise<boolean> {
     transition('UNKNOWN', 'reconcile_deferred');
     const fence = this.versionFence(record, 'reconcile_deferred');
+    const counted = options.countsAsAttempt !== false;
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: this.keyOf(record),
-        UpdateExpression: `SET reconcile_attempts = :attempts, next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
+        UpdateExpression: `SET ${counted ? 'reconcile_attempts = :attempts, ' : ''}next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
         ConditionExpression: fence.ConditionExpression,
         ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
         ExpressionAttributeValues: {
           ...fence.ExpressionAttributeValues,
-          ':attempts': (record.reconcileAttempts ?? 0) + 1,
+          ...(counted ? { ':attempts': (record.reconcileAttempts ?? 0) + 1 } : {}),
           ':next': nextCheckAt,
           ':error': reason,
           ':now': now,

@@ -79,7 +79,8 @@ export async function sandboxLedger(store: SandboxStore) {
 
 /**
  * Three downstreams with the semantics real ones have, each subject to the armed faults:
- * a payments provider that deduplicates on `Idempotency-Key` and answers "what happened to key K",
+ * a payments provider that deduplicates on `Idempotency-Key` (except under `late-commit`) and answers "what
+ * happened to key K",
  * a ticket system and a mailbox that do not deduplicate (they store the reference they are given and can be
  * searched by it). Mounted under /sandbox next to the ledger and the faults API.
  */
@@ -88,9 +89,20 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
   const app = new Hono();
   const now = () => new Date(clock()).toISOString();
 
-  /** Applies the next armed fault of `target` around the call's commit. */
-  async function faulted(c: Context, target: DownstreamTarget, commit: () => Promise<Response>): Promise<Response> {
-    const fault = await store.takeFault(target);
+  /**
+   * Applies the next armed fault of `target` around the call's commit. `commit` is told whether to deduplicate:
+   * under `late-commit` the downstream acts on every request it receives. A lookup (`act` false) never takes a
+   * `late-commit` fault: that fault is about the calls that act.
+   */
+  async function faulted(
+    c: Context,
+    target: DownstreamTarget,
+    commit: (how: { deduplicate: boolean; receivedAt: string }) => Promise<Response>,
+    act = true,
+  ): Promise<Response> {
+    // Kept with the entry: under late-commit the effect is applied well after its request arrived.
+    const receivedAt = now();
+    const fault = await store.takeFault(target, act ? {} : { except: ['late-commit'] });
     const signal = c.req.raw.signal;
     switch (fault?.mode) {
       case 'unavailable':
@@ -103,8 +115,12 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
         // The caller hung up while we were slow: like a server honouring client disconnects, do nothing.
         if (signal.aborted) return problem(c, 503, 'client_gone', 'the caller hung up before the call was handled');
         break;
+      case 'late-commit':
+        // Not abortable: like a plain HTTP provider, it does not notice the caller hanging up and books anyway.
+        await delay(fault.delay_ms ?? options.defaultHoldMs);
+        return commit({ deduplicate: false, receivedAt });
     }
-    const response = await commit();
+    const response = await commit({ deduplicate: true, receivedAt });
     if (fault?.mode === 'commit-then-timeout') await abortableSleep(fault.delay_ms ?? options.defaultHoldMs, signal);
     return response;
   }
@@ -115,7 +131,7 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     const parsed = paymentBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, ...payment } = parsed.data;
-    return faulted(c, 'payments', async () => {
+    return faulted(c, 'payments', async ({ deduplicate, receivedAt }) => {
       if (payment.amount_minor > SANDBOX_PAYMENT_LIMIT_MINOR)
         return problem(c, 402, 'payment_declined', `amounts above ${SANDBOX_PAYMENT_LIMIT_MINOR} minor units are declined`);
       const entry: PaymentEntry = {
@@ -125,8 +141,13 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
         ...payment,
         status: 'succeeded',
         request_hash: createHash('sha256').update(canonicalJson(payment)).digest('hex'),
+        received_at: receivedAt,
         created_at: now(),
       };
+      if (!deduplicate) {
+        await store.bookPayment(entry);
+        return c.json(paymentView(entry), 201);
+      }
       const stored = await store.putPayment(entry);
       if (stored.created) return c.json(paymentView(entry), 201);
       if (stored.existing.request_hash !== entry.request_hash)
@@ -143,15 +164,15 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     return faulted(c, 'payments', async () => {
       const payment = await store.paymentByKey(key);
       return payment ? c.json(paymentView(payment)) : problem(c, 404, 'not_found', 'no payment with this idempotency key');
-    });
+    }, false);
   });
 
   app.post('/tickets/v1/tickets', async (c) => {
     const parsed = ticketBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, external_id, ...ticket } = parsed.data;
-    return faulted(c, 'tickets', async () => {
-      const entry = { ticket_id: sandboxId('tck', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: external_id, ...ticket, created_at: now() };
+    return faulted(c, 'tickets', async ({ receivedAt }) => {
+      const entry = { ticket_id: sandboxId('tck', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: external_id, ...ticket, received_at: receivedAt, created_at: now() };
       await store.addTicket(entry);
       return c.json({ ticket_id: entry.ticket_id, external_id, created_at: entry.created_at }, 201);
     });
@@ -163,17 +184,17 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     return faulted(c, 'tickets', async () => {
       const tickets = (await store.tickets()).filter((t) => t.event_id === externalId);
       return c.json({ tickets: tickets.map((t) => ({ ticket_id: t.ticket_id, external_id: t.event_id, created_at: t.created_at })) });
-    });
+    }, false);
   });
 
   app.post('/mailbox/v1/messages', async (c) => {
     const parsed = messageBody.safeParse(await readJson(c));
     if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, reference, body: _body, ...message } = parsed.data;
-    return faulted(c, 'mailbox', async () => {
+    return faulted(c, 'mailbox', async ({ receivedAt }) => {
       if (message.to.toLowerCase().endsWith(`@${SANDBOX_REJECTED_EMAIL_DOMAIN}`))
         return problem(c, 422, 'recipient_rejected', `mail to ${SANDBOX_REJECTED_EMAIL_DOMAIN} is refused`);
-      const entry = { message_id: sandboxId('msg', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: reference, ...message, created_at: now() };
+      const entry = { message_id: sandboxId('msg', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: reference, ...message, received_at: receivedAt, created_at: now() };
       await store.addEmail(entry);
       return c.json({ message_id: entry.message_id, reference, created_at: entry.created_at }, 201);
     });
@@ -185,7 +206,7 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
     return faulted(c, 'mailbox', async () => {
       const messages = (await store.emails()).filter((m) => m.event_id === reference);
       return c.json({ messages: messages.map((m) => ({ message_id: m.message_id, reference: m.event_id, created_at: m.created_at })) });
-    });
+    }, false);
   });
 
   app.post('/faults', async (c) => {

@@ -8,10 +8,14 @@ import * as z from 'zod';
  * - `fail-before-commit`: the downstream fails with HTTP 500 before committing (the caller cannot tell which).
  * - `unavailable`: HTTP 503 with Retry-After, nothing done (the caller knows nothing happened).
  * - `slow`: the downstream waits `delay_ms` before handling the call; a caller that hung up by then gets nothing done.
+ * - `late-commit`: a provider without deduplication that keeps processing what it received: the call is applied
+ *   `delay_ms` after it arrived whether or not the caller is still connected, and not deduplicated (a second call
+ *   with the same key books again); its lookup by key finds what it booked once it has booked. Lookups do not take
+ *   this fault: it applies to the calls that act.
  * - `duplicate-delivery` (target `queue`): the relay puts the next event(s) on the queue twice.
  */
 export const DOWNSTREAM_TARGETS = ['payments', 'tickets', 'mailbox'] as const;
-export const DOWNSTREAM_FAULT_MODES = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow'] as const;
+export const DOWNSTREAM_FAULT_MODES = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit'] as const;
 export const QUEUE_FAULT_MODES = ['duplicate-delivery'] as const;
 
 export type DownstreamTarget = (typeof DOWNSTREAM_TARGETS)[number];
@@ -26,7 +30,10 @@ export const faultRequestSchema = z
     target: z.enum([...DOWNSTREAM_TARGETS, 'queue']),
     mode: z.enum([...DOWNSTREAM_FAULT_MODES, ...QUEUE_FAULT_MODES]),
     times: z.number().int().min(1).max(MAX_FAULT_TIMES).default(1),
-    /** `slow`: how long to wait; `commit-then-timeout`: how long to hold the answer (default: past the caller's timeout). */
+    /**
+     * `slow`: how long to wait; `commit-then-timeout`: how long to hold the answer; `late-commit`: how long after
+     * the call arrived it is applied (both default: past the caller's timeout).
+     */
     delay_ms: z.number().int().min(0).max(MAX_FAULT_DELAY_MS).optional(),
   })
   .strict()

@@ -3,7 +3,7 @@ import { DeleteCommand, GetCommand, paginateQuery, PutCommand, UpdateCommand, ty
 import { isConditionRefusal } from 'idempotent-mcp/dynamodb';
 import type { Services } from 'idempotent-mcp/lambda';
 import type { ReferenceConfig } from '../config';
-import type { ArmedFault, FaultRequest, FaultTarget } from './faults';
+import type { ArmedFault, FaultMode, FaultRequest, FaultTarget } from './faults';
 
 type Item = Record<string, unknown>;
 
@@ -18,6 +18,8 @@ export interface PaymentEntry {
   status: 'succeeded';
   /** SHA-256 of the request body: the same key with another body is refused. */
   request_hash: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
@@ -28,6 +30,8 @@ export interface TicketEntry {
   title: string;
   description: string;
   priority: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
@@ -38,6 +42,8 @@ export interface EmailEntry {
   from: string;
   to: string;
   subject: string;
+  /** When the request arrived: before created_at (when it was applied) under the late-commit fault. */
+  received_at?: string;
   created_at: string;
 }
 
@@ -91,15 +97,21 @@ export class SandboxStore {
     await Promise.all(items.map((item) => this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } }))));
   }
 
-  /** Takes one use of the armed fault for `target`, atomically across processes; undefined when none is armed. */
-  async takeFault(target: FaultTarget): Promise<ArmedFault | undefined> {
+  /**
+   * Takes one use of the armed fault for `target`, atomically across processes; undefined when none is armed, or
+   * when the armed one is of a mode in `except` (left armed for the calls it applies to).
+   */
+  async takeFault(target: FaultTarget, options: { except?: readonly FaultMode[] } = {}): Promise<ArmedFault | undefined> {
+    const except = options.except ?? [];
+    const skipped = Object.fromEntries(except.map((mode, i) => [`:skip${i}`, mode]));
     try {
       const out = await this.doc.send(new UpdateCommand({
         TableName: this.tableName,
         Key: { pk: Partition.faults, sk: target },
         UpdateExpression: 'SET remaining = remaining - :one',
-        ConditionExpression: 'remaining > :zero',
-        ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
+        ConditionExpression: `remaining > :zero${except.length ? ` AND NOT #mode IN (${Object.keys(skipped).join(', ')})` : ''}`,
+        ...(except.length ? { ExpressionAttributeNames: { '#mode': 'mode' } } : {}),
+        ExpressionAttributeValues: { ':one': 1, ':zero': 0, ...skipped },
         ReturnValues: 'ALL_NEW',
       }));
       return out.Attributes ? strip<ArmedFault>(out.Attributes) : undefined;
@@ -124,6 +136,19 @@ export class SandboxStore {
       if (!existing) throw err;
       return { created: false, existing };
     }
+  }
+
+  /**
+   * Books the payment whatever its key already booked (a provider without deduplication, the `late-commit` fault):
+   * under its key when that is free, so a lookup by key finds it, else as one more payment beside the first.
+   */
+  async bookPayment(payment: PaymentEntry): Promise<void> {
+    const stored = await this.putPayment(payment);
+    if (stored.created) return;
+    await this.doc.send(new PutCommand({
+      TableName: this.tableName,
+      Item: { pk: Partition.payments, sk: `AGAIN#${payment.idempotency_key}#${payment.payment_id}`, ...payment },
+    }));
   }
 
   async paymentByKey(idempotencyKey: string): Promise<PaymentEntry | undefined> {

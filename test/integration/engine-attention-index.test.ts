@@ -46,7 +46,7 @@ async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Prom
   const owner = randomUUID();
   expect(await store.takeOver(first, first.ownerToken, owner, T0 + 120_000, T0 + 60_000)).toBe(true);
   await look('taken over', first);
-  expect(await store.markUnknown(first, owner, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 70_000 }, T0 + 65_000)).toBe(true);
+  expect(await store.markUnknown(first, owner, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 70_000, inFlightUntil: T0 + 70_000 }, T0 + 65_000)).toBe(true);
   await look('unknown', first);
   expect(await store.deferReconcile((await store.get(first))!, T0 + 90_000, unknownError, T0 + 70_000)).toBe(true);
   await look('check deferred', first);
@@ -59,7 +59,7 @@ async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Prom
 
   const second = processing();
   await store.claim(second, T0);
-  expect(await store.expireLease(second, T0 + 60_000)).toBe(true);
+  expect(await store.expireLease(second, T0 + 60_000, T0 + 60_000)).toBe(true);
   await look('lease expired', second);
   expect(await store.reconcile((await store.get(second))!, { event: 'reconciled_found', result: 1 }, T0 + 70_000)).toBe(true);
   await look('reconciled', second);

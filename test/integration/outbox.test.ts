@@ -14,6 +14,7 @@ import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
+import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import { Keys } from '../../lambdas/store/table-schema';
 import type { LocalStack } from '../../local/stack';
 import { stopChild } from '../../local/dynamodb-local';
@@ -184,6 +185,82 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const next = new OutboxConsumer({ ...options, outbox: stack.services.outbox });
     expect(await next.consume(message, 2)).toEqual({ kind: 'delivered' });
     expect(effects).toEqual(['verify', 'deliver']);
+  });
+
+  it('a takeover whose lookup fails, throws, answers nonsense or answers too late delivers nothing: the event stays pending, the claim deferred', async () => {
+    const lookups: Array<[string, (ctx: { signal: AbortSignal }) => Promise<ReconcileFinding>]> = [
+      ['throws', async () => { throw new Error('connection reset'); }],
+      ['cannot answer', async () => ({ kind: 'unreachable', reason: 'HTTP 503' })],
+      ['answers nonsense', async () => ({ kind: 'maybe' }) as unknown as ReconcileFinding],
+      // Ignores its signal and says "absent" after the consumer's budget ran out: it was not asked in time.
+      ['answers after its time ran out', async ({ signal }) => {
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        return { kind: 'absent' };
+      }],
+    ];
+    for (const [what, verify] of lookups) {
+      const key = newKey();
+      const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+      const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+      now();
+      // A consumer claimed the event and crashed (or could not tell whether the email went out): its lease passed.
+      await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', time.clock() + 1000, time.clock());
+      time.advance(3600_000);
+      const delivered: string[] = [];
+      const consumer = new OutboxConsumer({
+        outbox: stack.services.outbox,
+        handlers: { [message.type]: { deliver: async () => (delivered.push(what), { message_id: 'msg-guess' }), verify: (_m, ctx) => verify(ctx) } },
+        logger,
+        clock: time.clock,
+        downstreamTimeoutMs: 50,
+      });
+      expect(await consumer.consume(message, 2), what).toMatchObject({ kind: 'retry' });
+      expect(delivered, what).toEqual([]);
+      expect(await stack.services.outbox.getEvent(message.event_id), what).toMatchObject({ status: 'PENDING' });
+      expect(await stack.services.outbox.getMarker(message.event_id), what).toMatchObject({ state: 'CLAIMED', attempts: 2 });
+      expect((await operationStatus(client, 'send_email', key)).delivery, what).toMatchObject({ status: 'pending' });
+    }
+  });
+
+  it("a takeover whose lookup answers 'absent' while the earlier request's in-flight window lasts defers; after the window it delivers once", async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+    now();
+    const effects: string[] = [];
+    const handler = {
+      deliver: async () => (effects.push('deliver'), { message_id: 'msg-1' }),
+      verify: async () => (effects.push('verify'), { kind: 'absent' as const }),
+    };
+    const consumer = new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000 });
+    const windowMs = consumer.inFlightWindowOf(handler);
+    // A consumer claimed the event, sent the email and crashed: its request may land until its lease's end plus the window.
+    const leaseEnd = time.clock() + consumer.leaseMs;
+    await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', leaseEnd, time.clock());
+    time.advance(consumer.leaseMs);
+
+    const early = await consumer.consume(message, 2);
+    expect(early).toMatchObject({ kind: 'retry' });
+    expect(effects).toEqual(['verify']);
+    // Deferred to the window's end, and the message comes back no earlier.
+    expect(await stack.services.outbox.getMarker(message.event_id)).toMatchObject({ state: 'CLAIMED', leaseUntil: leaseEnd + windowMs, lastSendBy: leaseEnd });
+    expect(early.kind === 'retry' && early.delayMs).toBe(windowMs);
+    expect(await stack.services.outbox.getEvent(message.event_id)).toMatchObject({ status: 'PENDING' });
+
+    // One moment before the window's end the claim still holds; at its end "absent" is conclusive.
+    time.advance(windowMs - 1);
+    expect(await consumer.consume(message, 3)).toMatchObject({ kind: 'retry', reason: 'claimed by another delivery' });
+    time.advance(1);
+    expect(await consumer.consume(message, 4)).toEqual({ kind: 'delivered' });
+    expect(effects).toEqual(['verify', 'verify', 'deliver']);
+  });
+
+  it('an inFlightWindowMs that is not a whole number of milliseconds is refused when the consumer is built', () => {
+    const deliver = async () => ({});
+    for (const window of [-1, 1.5, Number.NaN, '100' as unknown as number]) {
+      expect(() => new OutboxConsumer({ outbox: stack.services.outbox, handlers: { 'email.send': { deliver, inFlightWindowMs: window } }, logger, downstreamTimeoutMs: 2000 }))
+        .toThrow(/the delivery handler of 'email.send': inFlightWindowMs must be a whole number of milliseconds/);
+    }
   });
 
   it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
@@ -360,6 +437,40 @@ describe('running workers: a downstream down for a while, and one down for longe
     expect(await emailsFor(stack, eventId)).toHaveLength(1);
     expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).not.toContain(eventId);
   }, 120_000);
+});
+
+describe('running workers: a mailbox that sends an email after the consumer gave up on the request', () => {
+  let stack: LocalStack;
+  let client: Client;
+
+  beforeAll(async () => {
+    // Lease 2 x 1000 + 1000 ms; the mailbox client gives up after 1000 ms.
+    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    client = await connectClient(stack, TENANT);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('a late-landing mailbox (late-commit longer than the downstream timeout) ends with exactly one email', async () => {
+    // The mailbox keeps the request and sends the email 3.5 s after it arrived, long after the consumer hung up
+    // (and without deduplicating: a second request would send a second email).
+    const lateMs = 3500;
+    await armFault(stack, { target: 'mailbox', mode: 'late-commit', delay_ms: lateMs });
+    const key = newKey();
+    const sentAt = Date.now();
+    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const eventId = result!.event_id;
+
+    const delivery = await settledDelivery(client, 'send_email', key, 60_000);
+    expect(delivery).toMatchObject({ status: 'delivered' });
+    // Past the moment the late request lands, however the delivery went: count what the mailbox sent.
+    await new Promise((r) => setTimeout(r, Math.max(0, sentAt + lateMs + 2000 - Date.now())));
+    const emails = await emailsFor(stack, eventId);
+    expect(emails).toHaveLength(1);
+    expect(delivery.result).toMatchObject({ message_id: emails[0]!.message_id });
+  }, 90_000);
 });
 
 describe('running workers: the dead-letter queue once the delivery budget is spent', () => {

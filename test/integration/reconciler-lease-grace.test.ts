@@ -36,6 +36,8 @@ describe('the reconciler waits for the lease and its grace before it checks an U
           'orders.create',
           {
             onAbsent: 'release' as const,
+            // No window: what is checked here is the lease's grace alone.
+            inFlightWindowMs: 0,
             reconcile: async ({ record }: { record: IdempotencyRecord }) => {
               asked.set(record.idempotencyKey, (asked.get(record.idempotencyKey) ?? 0) + 1);
               return { kind: 'absent' as const };
@@ -53,7 +55,7 @@ describe('the reconciler waits for the lease and its grace before it checks an U
     const record = processingRecord({ leaseExpiresAt: LEASE });
     expect(await store().claim(record, T0)).toMatchObject({ claimed: true });
     // What the engine does for a duplicate that finds the lease passed and re-running unsafe (`mark_unknown`).
-    expect(await store().expireLease(record, LEASE)).toBe(true);
+    expect(await store().expireLease(record, LEASE, LEASE)).toBe(true);
     const clock = { now: LEASE };
     const asked = new Map<string, number>();
     const reconciler = reconcilerAt(clock, asked);
@@ -73,7 +75,7 @@ describe('the reconciler waits for the lease and its grace before it checks an U
     const record = processingRecord({ leaseExpiresAt: LEASE });
     expect(await store().claim(record, T0)).toMatchObject({ claimed: true });
     const at = T0 + 2_000;
-    expect(await store().markUnknown(record, record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: at }, at)).toBe(true);
+    expect(await store().markUnknown(record, record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: at, inFlightUntil: at }, at)).toBe(true);
     const asked = new Map<string, number>();
     expect(await reconcilerAt({ now: at }, asked).runOnce()).toMatchObject({ released: 1 });
     expect(asked.get(record.idempotencyKey)).toBe(1);

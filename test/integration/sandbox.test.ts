@@ -3,7 +3,7 @@ import type { LocalStack } from '../../local/stack';
 import { openSandboxStore } from '../../reference/sandbox/sandbox-store';
 import { newKey } from '../support/engine';
 import { startTestStack } from '../support/mcp';
-import { armedFaults, armFault, clearFaults, sandboxLedger } from '../support/side-effects';
+import { armedFaults, armFault, clearFaults, eventually, sandboxLedger } from '../support/side-effects';
 
 /** The sandbox downstreams behave like the real systems they stand for, and the faults API refuses nonsense. */
 let stack: LocalStack;
@@ -88,6 +88,33 @@ describe('the downstreams', () => {
       expect.objectContaining({ tenant: 'tenant-y' }),
       expect.objectContaining({ tenant: 'tenant-y' }),
     ]);
+  });
+
+  it('late-commit: applied delay_ms after arrival though the caller hung up, not deduplicated, found by key once booked; lookups leave it armed', async () => {
+    const key = newKey();
+    const body = { amount_minor: 700, currency: 'EUR', payee_id: 'payee-late', metadata: { tenant: 'tenant-late' } };
+    await armFault(stack, { target: 'payments', mode: 'late-commit', times: 2, delay_ms: 400 });
+    const lookup = () => fetch(`${stack.url}${payments}?idempotency_key=${key}`);
+    // The caller gives up long before the provider books.
+    const hungUp = await fetch(`${stack.url}${payments}`, { ...json(body, { 'idempotency-key': key }), signal: AbortSignal.timeout(50) }).catch((err: Error) => err);
+    expect(hungUp).toBeInstanceOf(Error);
+    expect((await lookup()).status).toBe(404); // not booked yet, and the lookup did not use the fault
+    expect(await armedFaults(stack)).toEqual([expect.objectContaining({ mode: 'late-commit', remaining: 1 })]);
+    const ofKey = async () => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+    await eventually(async () => ((await ofKey()).length === 1 ? true : undefined), 'the late payment to be booked');
+    const booked = (await (await lookup()).json()) as { payment_id: string };
+    expect(booked.payment_id).toBe((await ofKey())[0]!.payment_id);
+    // The same key again: booked again (this provider does not deduplicate), and the lookup still finds the first.
+    const again = await fetch(`${stack.url}${payments}`, json(body, { 'idempotency-key': key }));
+    expect(again.status).toBe(201);
+    expect(await ofKey()).toHaveLength(2);
+    expect(await (await lookup()).json()).toMatchObject({ payment_id: booked.payment_id });
+
+    const reference = `evt_${newKey()}`;
+    await armFault(stack, { target: 'mailbox', mode: 'late-commit', delay_ms: 300 });
+    const mail = { from: 'shop@example.com', to: 'ada@example.com', subject: 'S', body: 'B', reference, metadata: { tenant: 'tenant-late' } };
+    await fetch(`${stack.url}/sandbox/mailbox/v1/messages`, { ...json(mail), signal: AbortSignal.timeout(50) }).catch(() => undefined);
+    await eventually(async () => ((await sandboxLedger(stack)).emails.some((e) => e.event_id === reference) ? true : undefined), 'the late email to be sent');
   });
 
   it('faults apply to the next calls only, look-ups included, and live in DynamoDB (any process sees them)', async () => {

@@ -57,6 +57,27 @@ describe('the chaos history checker', () => {
     expect(kinds(h)).toEqual([Invariant.noFalseNothingRan]);
   });
 
+  it('catches "failed" given after the request that made the effect reached the downstream, though it took effect later', () => {
+    // The issue-30 history: the first call's request reaches a provider that applies it 2 s later; meanwhile the key
+    // was released and a retry is told "failed, nothing ran" (the provider was busy), then one is told "refused".
+    const payments = (answers: HistoryAnswer[]): HistoryIntent => ({ id: 0, tool: 'request_payment', tenant: 'chaos-a', key: 'op-1', exposed: false, answers });
+    const ledger = emptyLedger();
+    const late = { tenant: 'chaos-a', idempotency_key: 'op-1', payment_id: 'pay-1', received_at: new Date(T0 + 5).toISOString(), created_at: new Date(T0 + 2000).toISOString() };
+    ledger.payments.push(late);
+    const retryable = answer({ at: 1500, outcome: 'failed', retryable: true, code: 'DOWNSTREAM_BUSY', message: 'nothing ran' });
+    const history = { intents: [payments([answer({ at: 0, outcome: 'unknown', retryable: true }), retryable, answer({ at: 3000, outcome: 'succeeded', resource: 'pay-1' })])], ledger };
+    expect(kinds(history)).toEqual([Invariant.noFalseNothingRan]);
+    history.intents[0]!.answers[1] = answer({ at: 1500, outcome: 'failed', retryable: false, code: 'PAYMENT_FAILED', message: 'refused' });
+    expect(kinds(history)).toEqual([Invariant.noFalseNothingRan]);
+    // Without the request's arrival only the effect's time counts: the same answers pass, as they did before.
+    delete (late as { received_at?: string }).received_at;
+    expect(kinds(history)).toEqual([]);
+    // A failure before the request reached the downstream is true: nothing had run yet.
+    history.intents[0]!.answers = [answer({ at: 0, outcome: 'failed', retryable: true, code: 'DOWNSTREAM_UNAVAILABLE' }), answer({ at: 3000, outcome: 'succeeded', resource: 'pay-1' })];
+    late.received_at = new Date(T0 + 1000).toISOString();
+    expect(kinds(history)).toEqual([]);
+  });
+
   it('catches a queued event that took effect twice, and one no answer names', () => {
     const ledger = emptyLedger();
     ledger.emails.push({ tenant: 'chaos-a', event_id: 'e-1' }, { tenant: 'chaos-a', event_id: 'e-1' }, { tenant: 'chaos-b', event_id: 'e-2' });

@@ -92,7 +92,8 @@ const PLANTED: Planted[] = [
       name: "the reconciler settling `absent` while the first call's lease still runs",
       reconcilePass: async (pass, record, now) => {
         const store = (pass as unknown as { options: { store: IdempotencyStore } }).options.store;
-        if (record?.status === 'PROCESSING' && (await store.expireLease(record, Math.max(now, record.leaseExpiresAt)))) {
+        // It ignores the in-flight window too (counted from now): the lease is the guard it breaks.
+        if (record?.status === 'PROCESSING' && (await store.expireLease(record, Math.max(now, record.leaseExpiresAt), now))) {
           const marked = await store.get(record);
           if (marked?.status === 'UNKNOWN') await pass.settle(marked, now);
           return;

@@ -66,8 +66,8 @@ const WRITES: Record<Exclude<TransitionEvent, 'claim' | 'expire' | OperatorEvent
   complete: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'SUCCEEDED', result: 1 }, now)),
   fail: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'FAILED', error: unknownError }, now)),
   release: (store, r) => store.release(identity(r), r.ownerToken),
-  uncertain: (store, r, now) => store.markUnknown(identity(r), r.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: now }, now),
-  lease_expired: (store, r, now) => store.expireLease(r, now),
+  uncertain: (store, r, now) => store.markUnknown(identity(r), r.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: now, inFlightUntil: now }, now),
+  lease_expired: (store, r, now) => store.expireLease(r, now, now),
   take_over: (store, r, now) => store.takeOver(identity(r), r.ownerToken, randomUUID(), now + 60_000, now),
   reconciled_found: (store, r, now) => store.reconcile(r, { event: 'reconciled_found', result: 1 }, now),
   reconciled_absent: (store, r, now) => store.reconcile(r, { event: 'reconciled_absent' }, now),
@@ -100,7 +100,7 @@ export function describeStoreConformance(name: string, options: StoreConformance
     const store = await open();
     const record = processing();
     await store.claim(record, T0);
-    expect(await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000 }, T0 + 1000)).toBe(true);
+    expect(await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000, inFlightUntil: T0 + 5000 }, T0 + 1000)).toBe(true);
     return { store, record: (await store.get(identity(record)))! };
   };
 
@@ -113,7 +113,7 @@ export function describeStoreConformance(name: string, options: StoreConformance
       await store.settle(identity(record), record.ownerToken, state === 'SUCCEEDED' ? { status: state, result: 0 } : { status: state, error: unknownError }, T0 + 1);
     }
     if (state === 'UNKNOWN' || state === 'NEEDS_REVIEW') {
-      await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1 }, T0 + 1);
+      await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 }, T0 + 1);
     }
     if (state === 'NEEDS_REVIEW') await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 2);
     const stored = await store.get(identity(record));
@@ -255,14 +255,14 @@ export function describeStoreConformance(name: string, options: StoreConformance
     });
 
     describe('leases', () => {
-      it('markUnknown: only the owner moves PROCESSING to UNKNOWN, due for a check', async () => {
+      it('markUnknown: only the owner moves PROCESSING to UNKNOWN, due for a check, with its in-flight window', async () => {
         const store = await open();
         const record = processing();
         await store.claim(record, T0);
-        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt: T0 + 5000 };
+        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt: T0 + 5000, inFlightUntil: T0 + 9000 };
         expect(await store.markUnknown(identity(record), randomUUID(), details, T0 + 1)).toBe(false);
         expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 1)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 5000, error: unknownError, errorType: 'uncertain' });
+        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 5000, inFlightUntil: T0 + 9000, error: unknownError, errorType: 'uncertain' });
         expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 2)).toBe(false);
       });
 
@@ -278,18 +278,18 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.takeOver(identity(record), record.ownerToken, randomUUID(), T0 + 200_000, T0 + 130_000)).toBe(false);
       });
 
-      it('expireLease: a passed lease, as read, becomes UNKNOWN due now; a live or renewed lease stays', async () => {
+      it('expireLease: a passed lease, as read, becomes UNKNOWN due now with its in-flight window; a live or renewed lease stays', async () => {
         const store = await open();
         const record = processing();
         await store.claim(record, T0);
-        expect(await store.expireLease(record, record.leaseExpiresAt - 1)).toBe(false);
+        expect(await store.expireLease(record, record.leaseExpiresAt - 1, record.leaseExpiresAt + 5000)).toBe(false);
         const renewed = randomUUID();
         await store.takeOver(identity(record), record.ownerToken, renewed, T0 + 120_000, record.leaseExpiresAt);
-        expect(await store.expireLease(record, T0 + 200_000)).toBe(false);
+        expect(await store.expireLease(record, T0 + 200_000, T0 + 205_000)).toBe(false);
         const current = (await store.get(identity(record)))!;
-        expect(await store.expireLease(current, T0 + 120_000)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', nextCheckAt: T0 + 120_000 });
-        expect(await store.expireLease(current, T0 + 120_001)).toBe(false);
+        expect(await store.expireLease(current, T0 + 120_000, T0 + 125_000)).toBe(true);
+        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', nextCheckAt: T0 + 120_000, inFlightUntil: T0 + 125_000 });
+        expect(await store.expireLease(current, T0 + 120_001, T0 + 125_000)).toBe(false);
       });
     });
 
@@ -436,6 +436,16 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const current = (await store.get(identity(record)))!;
         expect(await store.reconcile(current, { event: 'reconciled_found', result: 1 }, T0 + 70_000)).toBe(true);
         expect(await store.reconcile(current, { event: 'reconciled_absent' }, T0 + 70_001)).toBe(false);
+      });
+
+      it('a deferral inside the in-flight window moves the next check and leaves the attempts as they are', async () => {
+        const { store, record } = await unknownRecord();
+        const reason = { code: 'OUTCOME_UNKNOWN', message: 'not found yet; a request may still land' };
+        expect(await store.deferReconcile(record, T0 + 30_000, reason, T0 + 10_000, { countsAsAttempt: false })).toBe(true);
+        const current = (await store.get(identity(record)))!;
+        expect(current).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 30_000, error: reason });
+        expect(current.reconcileAttempts ?? 0).toBe(0);
+        expect(await store.reconcile(current, { event: 'reconciled_found', result: 1 }, T0 + 30_000)).toBe(true);
       });
     });
   });

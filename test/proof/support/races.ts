@@ -7,7 +7,7 @@ import { leaseHasPassed } from '../../../lambdas/core/lease';
 import type { WriteToolResult } from '../../../lambdas/core/result-contract';
 import type { ItemKey } from '../../../lambdas/core/keys';
 import { isSettled, keyIsFree, transition, type IdempotencyRecord, type RecordState, type TransitionEvent } from '../../../lambdas/core/state-machine';
-import { IdempotencyEngine, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
+import { IdempotencyEngine, toolInFlightWindowMs, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
 import type { ExtraWrite, IdempotencyStore, OperatorDecision, RecordIdentity, ReviewStore } from '../../../lambdas/engine/persistence';
 import { Reconciler, type ToolReconciler } from '../../../lambdas/reconciler/reconciler';
@@ -31,6 +31,8 @@ export const TIMES = {
   leaseGraceMs: 500,
   backoffBaseMs: 1_000,
   maxAttempts: 3,
+  /** With the execution timeout, the tool's in-flight window (1.5 s): it passes within the settling passes. */
+  downstreamTimeoutMs: 500,
 } as const;
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -360,12 +362,12 @@ export class ActorStore implements IdempotencyStore, ReviewStore {
   release: IdempotencyStore['release'] = (identity, ownerToken) => this.call('release', identity, 'release', () => this.inner.release(identity, ownerToken));
   markUnknown: IdempotencyStore['markUnknown'] = (identity, ownerToken, details, now) =>
     this.call('markUnknown', identity, 'uncertain', () => this.inner.markUnknown(identity, ownerToken, details, now));
-  expireLease: IdempotencyStore['expireLease'] = (record, now) =>
-    this.call('expireLease', record, 'lease_expired', () => this.inner.expireLease(record, now));
+  expireLease: IdempotencyStore['expireLease'] = (record, now, inFlightUntil) =>
+    this.call('expireLease', record, 'lease_expired', () => this.inner.expireLease(record, now, inFlightUntil));
   reconcile: IdempotencyStore['reconcile'] = (record, outcome, now) =>
     this.call('reconcile', record, outcome.event, () => this.inner.reconcile(record, outcome, now));
-  deferReconcile: IdempotencyStore['deferReconcile'] = (record, nextCheckAt, reason, now) =>
-    this.call('deferReconcile', record, 'reconcile_deferred', () => this.inner.deferReconcile(record, nextCheckAt, reason, now));
+  deferReconcile: IdempotencyStore['deferReconcile'] = (record, nextCheckAt, reason, now, options) =>
+    this.call('deferReconcile', record, 'reconcile_deferred', () => this.inner.deferReconcile(record, nextCheckAt, reason, now, options));
   takeOver: IdempotencyStore['takeOver'] = (identity, expected, next, lease, now) =>
     this.call('takeOver', identity, 'take_over', () => this.inner.takeOver(identity, expected, next, lease, now));
 }
@@ -398,12 +400,16 @@ export class ReconcilerPass extends Reconciler {
   settle(record: IdempotencyRecord, now: number) {
     return this.settleUnknown(record, now);
   }
+
+  expire(record: IdempotencyRecord, now: number) {
+    return this.expireLease(record, now);
+  }
 }
 
 /** What `Reconciler.runOnce` does to one record: settle a due UNKNOWN (its rule), or mark a PROCESSING whose lease (+ grace) passed. */
-export async function realReconcilePass(pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number, store: IdempotencyStore) {
+export async function realReconcilePass(pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number) {
   if (record?.status === 'UNKNOWN' && pass.isDue(record, now)) await pass.settle(record, now);
-  else if (record?.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt + TIMES.leaseGraceMs, now)) await store.expireLease(record, now);
+  else if (record?.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt + TIMES.leaseGraceMs, now)) await pass.expire(record, now);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -604,6 +610,7 @@ export class World {
       clock: this.options.clock.clock,
       inProgressWaitMs: TIMES.inProgressWaitMs,
       completionMarginMs: TIMES.completionMarginMs,
+      downstreamTimeoutMs: TIMES.downstreamTimeoutMs,
       sleep: (ms) =>
         current.actor.step(
           `sleep ${ms}`,
@@ -613,12 +620,7 @@ export class World {
           false,
         ),
     });
-    const { retention } = this.options.scenario;
-    const policy: IdempotencyPolicy = {
-      reexecuteSafe: this.options.scenario.reexecuteSafe,
-      executionTimeoutMs: TIMES.executionTimeoutMs,
-      ...(retention ? { retentionSeconds: retention.seconds, onExpired: retention.onExpired } : {}),
-    };
+    const policy = this.policy();
     const local = this.options.scenario.effect === 'local';
     /** A local tool: computes its result and the item it writes; nothing outside. The item commits with the record. */
     const executeLocally = async (ctx: ExecutionContext) => {
@@ -685,6 +687,16 @@ export class World {
     return new ActorStore(actor, this, base);
   }
 
+  /** The tool's settings in this run. */
+  policy(): IdempotencyPolicy {
+    const { retention } = this.options.scenario;
+    return {
+      reexecuteSafe: this.options.scenario.reexecuteSafe,
+      executionTimeoutMs: TIMES.executionTimeoutMs,
+      ...(retention ? { retentionSeconds: retention.seconds, onExpired: retention.onExpired } : {}),
+    };
+  }
+
   reconcilerPass(actor: Actor): ReconcilerPass {
     const store = this.storeFor(actor);
     const tools = new Map<string, ToolReconciler>([
@@ -692,6 +704,7 @@ export class World {
         TOOL,
         {
           onAbsent: this.options.scenario.onAbsent,
+          inFlightWindowMs: toolInFlightWindowMs(this.policy(), TIMES.downstreamTimeoutMs, this.options.scenario.effect),
           reconcile: this.options.scenario.hook
             ? async ({ record }) => {
                 const effect = await actor.step('ask downstream by key', async () => this.downstream.lookup(record.idempotencyKey), false);
@@ -727,7 +740,7 @@ export class World {
       const record = await store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
       const now = this.options.clock.clock();
       if (this.options.variant.reconcilePass) await this.options.variant.reconcilePass(pass, record, now);
-      else await realReconcilePass(pass, record, now, store);
+      else await realReconcilePass(pass, record, now);
     }
   }
 
