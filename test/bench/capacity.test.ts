@@ -82,7 +82,7 @@ describe('the capacity bench harness', () => {
     expect(consumed).toMatchObject({ requests: 1, computedWcu: 0, measuredWcu: 2 * (sizes[0]! + sizes[1]!) });
   });
 
-  it('computes a refused write by the larger of the stored and the new item, and a cancelled transaction as a transactional write of each action', async () => {
+  it('computes a refused write by the larger of the stored and the new item, and a cancelled transaction over each action', async () => {
     const doc = createDynamoDbClient({ awsSdkV3Client: client });
     const key = { pk: `P#${randomUUID()}`, sk: 'S' };
     meter.take();
