@@ -11,7 +11,6 @@ import type { ToolDefinition } from '../mcp/tool-types';
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import { APPROVALS_PATH } from '../mcp/confirmation';
 import { createApprovalPage } from './approval-page';
-import { createDevSignIn } from './dev-sign-in';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
@@ -39,8 +38,9 @@ export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, and only these: there is no default list. */
   tools: readonly ToolDefinition<S>[];
   /**
-   * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams here; the MCP function
-   * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
+   * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams and the dev issuer's
+   * sign-in (`createDevSignIn`) here; the MCP function mounts none (deployed, the sandbox is a function of its own,
+   * and the dev issuer is refused), so its bundle carries neither.
    */
   mounts?: Record<string, AnyHono>;
   /** Whether the store answers now: then `/health` is 503 while it does not. The local stack asks its emulator. */
@@ -217,11 +217,11 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     return c.json(jsonRpcError(-32000, 'Method not allowed: this stateless endpoint takes POST only'), 405);
   });
 
-  // The approval page (URL-mode confirmations), and locally the dev issuer's sign-in it sends the person to.
+  // The approval page (URL-mode confirmations). Locally, the dev issuer's sign-in it sends the person to is one of
+  // the mounts (`createDevSignIn`): the functions never trust the dev issuer, so their bundles do not carry it.
   const { approvals, signingSecret } = services;
   if (approvals && signingSecret && config.approvals?.signIn)
     app.route(APPROVALS_PATH, createApprovalPage({ config: { ...config, approvals: config.approvals }, approvals, signingSecret, clock: services.clock, logger }));
-  if (config.auth.mode === 'dev' && config.approvals?.signIn) app.route('/dev-issuer', createDevSignIn(config.auth, services.clock));
 
   for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
 

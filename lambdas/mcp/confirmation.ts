@@ -34,7 +34,7 @@ const ConfirmAnswer = z.looseObject({
   content: z.looseObject({ confirm: z.unknown() }).optional(),
 });
 
-/** The extension's own cache answers within milliseconds once Secrets Manager is back. */
+/** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
 export const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
