@@ -52,7 +52,7 @@ export const COMPUTED_RULES = {
   refusedConditionalWrite:
     'read-write-operations.html, conditional writes: a write whose condition fails still consumes write capacity, by the larger of the existing item and the new one (1 WCU per KB, at least 1)',
   cancelledTransaction:
-    'transaction-apis.html, capacity: a transaction makes two underlying writes of each item, one to prepare and one to commit; a cancelled one is counted as its prepare phase, one standard write of each action by the larger of its existing and new item (AWS publishes no figure for it)',
+    'transaction-apis.html, capacity management: "You pay only for the reads or writes that are part of your transaction. DynamoDB performs two underlying reads or writes of every item in the transaction"; a cancelled TransactWriteItems is counted as a transactional write of every action (two writes each, by the larger of its existing and new item, at least 1): nothing in the guide bills a cancelled one less',
 } as const;
 
 /** One phase's capacity per call, averaged over its calls. */
@@ -190,8 +190,9 @@ export function meterCapacity(client: DynamoDBClient, sizing: DynamoDBClient): C
             const a = t.Put ?? t.Update ?? t.Delete ?? t.ConditionCheck;
             return { table: a.TableName, item: t.Put?.Item, key: a.Key };
           });
+          // Prepare and commit: a transactional write of each action costs twice a standard one (COMPUTED_RULES).
           const wcu = await Promise.all(actions.map((a, i) => refusedWcu(a, e.CancellationReasons?.[i]?.Item)));
-          totals.computedWcu += wcu.reduce((s, n) => s + n, 0);
+          totals.computedWcu += 2 * wcu.reduce((s, n) => s + n, 0);
         }
         throw err;
       }

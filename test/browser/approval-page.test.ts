@@ -2,10 +2,11 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
+import { requireSystemTools } from '../support/prerequisites';
 import { sandboxLedger } from '../support/side-effects';
 
 /**
- * The approval page in a real browser: Debian's Chromium (installed by .ci/run, as Java is) driven by
+ * The approval page in a real browser: Debian's Chromium (scripts/prereqs.sh installs it before `npm test`) driven by
  * playwright-core, against the local stack. The sandbox payments ledger judges what was paid. With
  * APPROVAL_SCREENSHOTS=1 the test writes the page's screenshots to docs/images/ (docs/confirmation.md shows them).
  */
@@ -18,6 +19,7 @@ let browser: Browser;
 let agentToken: string;
 
 beforeAll(async () => {
+  requireSystemTools(CHROMIUM);
   stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
   agentToken = await stack.tokenFor(TENANT);
   // playwright-core starts Chromium on a fresh temporary profile of its own, removed when the browser closes.

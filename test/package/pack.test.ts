@@ -67,7 +67,9 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     for (const example of ['own-mcp-server', 'approval-page', 'cdk-app']) expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
   });
 
-  it('can be published: npm publish --dry-run is clean', async () => {
+  // The slow steps (publishing dry, each example's install, type check and test) run at once: npm waits on its cache
+  // and the registry while tsc and the examples' tests use the CPU.
+  it.concurrent('can be published: npm publish --dry-run is clean', async ({ expect }) => {
     const { stderr } = await run('npm', ['publish', '--dry-run', '--ignore-scripts', '--tag', 'next'], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
     // npm warns when it has to correct the manifest (a bin path, a repository field) or drops a file it was told to ship.
     expect(stderr.split('\n').filter((line) => /npm warn/i.test(line) && !/dry-run|Unknown (user|env) config/i.test(line))).toEqual([]);
@@ -84,7 +86,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f))).toEqual([]);
   });
 
-  it.each(examples)('runs examples/%s, set up as docs/toolkit.md says', async (example) => {
+  it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
     const block = setupBlock(example);
     await run('sh', ['-euc', block], { cwd: work, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
       throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
@@ -101,5 +103,5 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
       },
     );
     expect(result.stdout).toMatch(/passed/);
-  }, 900_000);
+  });
 });

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The system tools the test suite needs, checked before it runs (`npm test` runs this first, .ci/run too):
+#   Java 17+   DynamoDB Local (or the JAVA environment variable: a java binary)
+#   Chromium   the approval page's browser tests (or CHROMIUM_PATH: a Chromium binary)
+#   spin, gcc  the model checks (test/proof/)
+# What is missing is installed from Debian's packages when it can be (Debian or Ubuntu, as root); otherwise this
+# stops at once with one sentence naming the packages and the command.
+set -euo pipefail
+
+java_ok() {
+  local java="${JAVA:-java}" version
+  command -v "$java" >/dev/null 2>&1 || return 1
+  # `java -version` prints e.g. `openjdk version "17.0.15" 2025-04-15` (or "1.8.0_392" for Java 8) on stderr.
+  version="$("$java" -version 2>&1 | sed -n 's/.* version "\([0-9][0-9]*\)[."].*/\1/p' | head -n 1)"
+  [ -n "$version" ] && [ "$version" -ge 17 ]
+}
+chromium_ok() {
+  local chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
+  [ -x "$chromium" ] || command -v "$chromium" >/dev/null 2>&1
+}
+
+missing_packages() {
+  local missing=()
+  java_ok || missing+=(openjdk-17-jre-headless)
+  chromium_ok || missing+=(chromium)
+  command -v spin >/dev/null 2>&1 || missing+=(spin)
+  command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  echo "${missing[*]}"
+}
+
+missing="$(missing_packages)"
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "Installing the system packages the tests need: $missing"
+  # shellcheck disable=SC2086 # one word per package
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  missing="$(missing_packages)"
+  [ -z "$missing" ] && exit 0
+fi
+
+echo "The tests need the system packages $missing: install them (on Debian or Ubuntu: sudo apt-get update && sudo apt-get install -y $missing; elsewhere their equivalents, with JAVA or CHROMIUM_PATH set to the binaries) and run the tests again." >&2
+exit 1
