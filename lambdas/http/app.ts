@@ -244,6 +244,8 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   // The approval page (URL-mode confirmations). Locally, the dev issuer's sign-in it sends the person to is one of
   // the mounts (`createDevSignIn`): the functions never trust the dev issuer, so their bundles do not carry it.
   const { approvals, signingSecret } = services;
+  const mounted = new Hono();
+  for (const [path, routes] of Object.entries(options.mounts ?? {})) mounted.route(path, routes);
   if (approvals && signingSecret && config.approvals?.signIn)
     app.route(
       APPROVALS_PATH,
@@ -253,9 +255,9 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
         signingSecret,
         clock: services.clock,
         logger,
-        // Locally the dev issuer's token URL is relative, a route mounted on this app: exchanged in-process, never
-        // sent to a host a request names.
-        localRoutes: config.auth.mode === 'dev' ? (request) => app.fetch(request) : undefined,
+        // Locally the dev issuer's token URL is relative, one of the mounts: exchanged in-process, never sent to a
+        // host a request names.
+        localRoutes: config.auth.mode === 'dev' ? mounted.fetch : undefined,
       }),
     );
 
