@@ -111,25 +111,24 @@ export interface ApprovalPageConfig {
 }
 
 export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
-/** The dev issuer's endpoints (lambdas/http/dev-sign-in.ts), on the local server itself. */
-export const DEV_ISSUER_PATH = '/dev-issuer';
-export const DEV_SIGN_IN_PATHS = { authorize: `${DEV_ISSUER_PATH}/authorize`, token: `${DEV_ISSUER_PATH}/token` } as const;
+/** Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts). */
+export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
+/** The dev issuer's endpoints, on the local server itself. */
+export const DEV_SIGN_IN_PATHS = { authorize: `${DEV_SIGN_IN_MOUNT}/authorize`, token: `${DEV_SIGN_IN_MOUNT}/token` } as const;
 
 /** Shorter keys make operation ids guessable by brute force. */
 export const MIN_SECRET_LENGTH = 32;
 
 /**
  * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
- * Manager secret read through the AWS Parameters and Secrets Lambda Extension (a layer the stack adds).
+ * Manager secret the function reads with the AWS SDK on first use.
  */
 export type SecretSource =
   | { value: string }
   | {
       secretArn: string;
-      /** The extension's port (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT, 2773 by default). */
-      extensionPort: number;
-      /** The function's AWS_SESSION_TOKEN: the extension serves only callers that present it. */
-      sessionToken: string;
+      /** A Secrets Manager stand-in (SECRETS_MANAGER_ENDPOINT); unset on AWS. */
+      endpoint?: string;
     };
 
 export type Env = Record<string, string | undefined>;
@@ -146,7 +145,6 @@ export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
-export const DEFAULT_PARAMETERS_SECRETS_PORT = 2773;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -269,7 +267,8 @@ export const EnvVars = {
   devAuthDir: text('DEV_AUTH_DIR', DEFAULT_DEV_AUTH_DIR),
   operationIdSecret: text('OPERATION_ID_SECRET'),
   operationIdSecretArn: text('OPERATION_ID_SECRET_ARN'),
-  parametersSecretsPort: positiveInt('PARAMETERS_SECRETS_EXTENSION_HTTP_PORT', DEFAULT_PARAMETERS_SECRETS_PORT, 65_535),
+  /** A Secrets Manager stand-in, for tests of the deployed path; unset on AWS. */
+  secretsManagerEndpoint: httpUrl('SECRETS_MANAGER_ENDPOINT'),
   allowedOrigins: originList('ALLOWED_ORIGINS'),
   /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
   confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
@@ -382,7 +381,7 @@ function loadSideEffects(env: Env): SideEffectsConfig {
 /**
  * Local runs and tests set the key itself (OPERATION_ID_SECRET). Deployed, only the ARN of the secret is in the
  * environment (OPERATION_ID_SECRET_ARN), so the value never shows in the template, the console or
- * `GetFunctionConfiguration`; it is read on first use through the Parameters and Secrets extension.
+ * `GetFunctionConfiguration`; it is read on first use with the SDK's Secrets Manager client.
  */
 function loadSecretSource(env: Env): SecretSource {
   const value = read(env, EnvVars.operationIdSecret);
@@ -392,10 +391,7 @@ function loadSecretSource(env: Env): SecretSource {
   }
   const secretArn = read(env, EnvVars.operationIdSecretArn);
   if (secretArn === undefined) throw new ConfigError('OPERATION_ID_SECRET (or, deployed, OPERATION_ID_SECRET_ARN) is required');
-  // Set by Lambda itself, not by a construct.
-  const sessionToken = trimmed(env.AWS_SESSION_TOKEN);
-  if (sessionToken === undefined) throw new ConfigError('OPERATION_ID_SECRET_ARN is read through the Lambda extension, which needs AWS_SESSION_TOKEN');
-  return { secretArn, extensionPort: read(env, EnvVars.parametersSecretsPort), sessionToken };
+  return { secretArn, endpoint: read(env, EnvVars.secretsManagerEndpoint) };
 }
 
 /** Reads and checks the configuration once per container; a missing setting fails the cold start, not a request. */

@@ -1,4 +1,4 @@
-import { Annotations, Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -25,6 +25,7 @@ import {
   type FunctionOptions,
   type PowertoolsSettings,
 } from './constructs/service-function';
+import { StackOutput } from './stack-outputs';
 import { checkModuleExports } from './tools-check';
 import { checkToolsModule, deliveriesFunctionEntry, toolsFunctionEntry } from './tools-entry';
 
@@ -162,6 +163,14 @@ export interface EndpointSettings extends FunctionNetwork {
    * @default 8
    */
   readonly reconcileMaxAttempts?: number;
+  /**
+   * Add the stack outputs a team needs (named as `StackOutput` says): the MCP URL, what a token request needs
+   * (TokenEndpoint, TokenScope, UserPoolId, and with `auth.demoClient` ClientId and ClientSecretCommand), the approval
+   * page's, and what `idempotent-mcp-ops --stack` reads. They are the stack's own outputs, by these names: a
+   * second endpoint in one stack sets this to false.
+   * @default true
+   */
+  readonly outputs?: boolean;
 }
 
 export interface IdempotentMcpEndpointProps extends EndpointSettings {
@@ -275,6 +284,10 @@ const servesApprovalPage = (props: IdempotentMcpEndpointProps) =>
  * A misconfigured prop, or a tools module that does not export its tools, fails the synth with the prop's name.
  */
 export class IdempotentMcpEndpoint extends Construct {
+  /** The tools module the MCP function and the reconciler bundle (absolute path). */
+  readonly toolsModule: string;
+  /** The deliveries module the consumer bundles (absolute path); only with `deliveries`. */
+  readonly deliveriesModule?: string;
   /** The table and its exact grants. */
   readonly store: IdempotencyTable;
   /** The table of records, business items and outbox events (the new one, or `existingTable`). */
@@ -310,6 +323,8 @@ export class IdempotentMcpEndpoint extends Construct {
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
     const deliveries = props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
     const outbox = deliveries !== undefined;
+    this.toolsModule = tools;
+    this.deliveriesModule = deliveries;
     checkEnvironment(props.environment ?? {});
     checkSettings(props, outbox);
     // Values known only once deployed (tokens) are left out: the modules load here as far as the synth can tell.
@@ -415,6 +430,33 @@ export class IdempotentMcpEndpoint extends Construct {
       for (const [name, value] of Object.entries(props.environment ?? {})) handler.function.addEnvironment(name, value);
       for (const statement of props.grants ?? []) handler.role.addToPrincipalPolicy(statement);
     }
+    if (props.outputs !== false) this.addOutputs();
+  }
+
+  /** The stack outputs this endpoint adds (see `outputs`), by the names of StackOutput. */
+  private addOutputs(): void {
+    const stack = Stack.of(this);
+    const output = (id: string, value: string | undefined, description?: string) => {
+      if (value === undefined) return;
+      if (stack.node.tryFindChild(id))
+        throw new Error(`IdempotentMcpEndpoint: the stack already has a construct named ${id} (another endpoint's outputs, or your own): set outputs: false on this endpoint, or rename yours`);
+      new CfnOutput(stack, id, { value, description });
+    };
+    const { auth } = this;
+    output(StackOutput.mcpUrl, this.mcpUrl, 'The MCP endpoint (streamable HTTP): hand it to your agents');
+    output(StackOutput.tokenEndpoint, auth.tokenEndpoint, 'OAuth 2.0 token endpoint (client credentials)');
+    output(StackOutput.tokenScope, auth.scope, 'The scope to request');
+    output(StackOutput.userPoolId, auth.userPool?.userPoolId, 'The Cognito user pool: one app client per tenant, and the people who approve');
+    output(StackOutput.clientId, auth.client?.userPoolClientId, 'The demo tenant\'s app client id (also its tenant id)');
+    output(StackOutput.clientSecretCommand, auth.clientSecretCommand(), 'Prints the demo client\'s secret (kept out of outputs and the template)');
+    output(StackOutput.approvalPageUrl, this.approvalPageUrl, 'Where approval links point (people approve payments here, signed in)');
+    output(StackOutput.approvalCallbackUrl, this.approvalCallbackUrl, 'The sign-in redirect URI of the page (register it with an external issuer)');
+    output(StackOutput.approvalClientId, auth.approvalClient?.userPoolClientId, 'The approval page\'s app client for people (managed login)');
+    // `idempotent-mcp-ops --stack <name>` reads these three.
+    output(StackOutput.table, this.store.tableName);
+    output(StackOutput.queue, this.outbox?.queue.queueUrl);
+    output(StackOutput.deadLetterQueue, this.outbox?.deadLetterQueue.queueUrl);
+    output(StackOutput.dashboard, this.monitoring.dashboard?.dashboardName);
   }
 
   /** The MCP endpoint's URL (streamable HTTP), e.g. for a CfnOutput. */

@@ -2,6 +2,7 @@
  * `idempotent-mcp/cdk`: the constructs. `IdempotentMcpEndpoint` is the whole endpoint around your own tools
  * module; the others are its parts, for a layout of your own.
  */
+export { StackOutput } from './stack-outputs';
 export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions, type ApprovalPageSettings } from './endpoint';
 export { ApprovalPageApi, type ApprovalPageApiProps } from './constructs/approval-page';
 export { Auth, TOOLS_SCOPE, PERSON_TENANT_ATTRIBUTE, type ApprovalSignIn, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';

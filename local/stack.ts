@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
 import { type ToolDefinition } from 'idempotent-mcp/mcp';
-import { createApp, servedHostnames, createServices, createWorkers, devIssuerFor, EnvVars, environmentOf, loadConfig, read, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
+import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, environmentOf, loadConfig, read, servedHostnames, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../reference/sandbox/router';
 import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
 import { openSandboxStore } from '../reference/sandbox/sandbox-store';
@@ -197,7 +197,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       // Only the names this server is reached by: a rebound name's page gets nothing (DNS rebinding).
       hosts: servedHostnames(config),
       storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
-      mounts: referenceConfig.sandboxEnabled ? { '/sandbox': createSandboxRouter(services, referenceConfig) } : {},
+      mounts: {
+        // The approval page's sign-in, locally: the dev issuer's (never in a Lambda bundle).
+        ...(config.auth.mode === 'dev' && config.approvals?.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {}),
+        ...(referenceConfig.sandboxEnabled ? { '/sandbox': createSandboxRouter(services, referenceConfig) } : {}),
+      },
     });
 
     // 4. Background workers: the relay, the consumer and the reconciler around the Lambda handlers' code.

@@ -5,6 +5,8 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-s
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
+// The endpoint's outputs that name what the tool works on.
+import { StackOutput } from '../lib/stack-outputs';
 import { readLocalState } from './local-state';
 import { ReviewInputError } from './review';
 
@@ -35,8 +37,6 @@ export interface TargetOptions {
   localDir?: string;
 }
 
-/** The stack's outputs that name what the tool works on (lib/idempotent-mcp-stack.ts). */
-export const StackOutput = { table: 'TableName', queue: 'OutboxQueueUrl', deadLetterQueue: 'DeadLetterQueueUrl' } as const;
 
 /**
  * Locally, with no flags: the table and queues of the running `npm start` (its `.local/stack.json`). Against AWS:

@@ -10,31 +10,52 @@
  * Every store write goes through WRITE(k, event): the next state comes from the code's own table
  * (generated/transitions.pml, emitted from lambdas/core/state-machine.ts), and a move the table does not have fails.
  *
- * Bounds (override with -D): CRASHES crashes, FAULTS faults (downstream, store, lost responses), SLOW leases that
- * pass while their executor still lives, OPS decisions of the operator, EXPIRES retention expiries.
- * Planted bugs (docs/correctness.md): -DPLANT_NO_FENCE, -DPLANT_RELEASE_NOT_HELD, -DPLANT_MUTATED_ARGS,
- * -DPLANT_NO_DEADLINE, -DPLANT_RECONCILE_LIVE_LEASE, -DPLANT_NEW_KEY_ON_UNKNOWN.
+ * A downstream request, once sent, may land (apply its effect) at any later step until the in-flight window of the
+ * claim it was sent under has passed, whatever happened to its caller (timed out, crashed, fenced out); a lookup that
+ * finds nothing inside that window proves nothing, so the reconciler (and the operator's `absent`) waits for it.
+ * The downstream remembers a key (dedup and lookup) at least until its record is settled and its window passed.
+ *
+ * Run-time parameters (proof/spin.ts sets SPIN_<NAME> in pan's environment; one compiled pan serves every profile):
+ * KIND, the bounds CRASHES crashes, FAULTS faults (downstream, store, lost responses), SLOW leases that pass while
+ * their executor still lives, OPS decisions of the operator, EXPIRES retention expiries, FORGETS ends of the
+ * downstream's memory of a key; and the planted bugs and findings (docs/correctness.md), each a flag at 1.
  */
 #include "generated/transitions.pml"
 
-#ifndef KIND
-#define KIND 0
-#endif
-#ifndef CRASHES
-#define CRASHES 1
-#endif
-#ifndef FAULTS
-#define FAULTS 1
-#endif
-#ifndef SLOW
-#define SLOW 1
-#endif
-#ifndef OPS
-#define OPS 1
-#endif
-#ifndef EXPIRES
-#define EXPIRES 1
-#endif
+c_decl {
+  /* A run-time parameter: SPIN_<name> from the environment, else its default. */
+  static int param(const char *name, int dflt) { const char *v = getenv(name); return v ? atoi(v) : dflt; }
+}
+
+/* Run-time parameters, set once by init from the environment. Hidden: constant after that, no part of the state. */
+hidden byte KIND = 0;
+hidden byte CRASHES = 1;
+hidden byte FAULTS = 1;
+hidden byte SLOW = 1;
+hidden byte OPS = 1;
+hidden byte EXPIRES = 1;
+hidden byte FORGETS = 0;
+hidden byte PLANT_NO_FENCE, PLANT_RELEASE_NOT_HELD, PLANT_MUTATED_ARGS, PLANT_NO_DEADLINE, PLANT_RECONCILE_LIVE_LEASE,
+  PLANT_NEW_KEY_ON_UNKNOWN, PLANT_ABSENT_IN_WINDOW, PLANT_TAKEOVER_IN_WINDOW, PLANT_SHORT_MEMORY,
+  FINDING_REPLAY_OTHER_ARGS, FINDING_RELEASE_AFTER_TAKEOVER;
+
+inline READ_PARAMETERS() {
+  c_code {
+    KIND = param("SPIN_KIND", KIND); CRASHES = param("SPIN_CRASHES", CRASHES); FAULTS = param("SPIN_FAULTS", FAULTS);
+    SLOW = param("SPIN_SLOW", SLOW); OPS = param("SPIN_OPS", OPS); EXPIRES = param("SPIN_EXPIRES", EXPIRES);
+    FORGETS = param("SPIN_FORGETS", FORGETS);
+    PLANT_NO_FENCE = param("SPIN_PLANT_NO_FENCE", 0); PLANT_RELEASE_NOT_HELD = param("SPIN_PLANT_RELEASE_NOT_HELD", 0);
+    PLANT_MUTATED_ARGS = param("SPIN_PLANT_MUTATED_ARGS", 0); PLANT_NO_DEADLINE = param("SPIN_PLANT_NO_DEADLINE", 0);
+    PLANT_RECONCILE_LIVE_LEASE = param("SPIN_PLANT_RECONCILE_LIVE_LEASE", 0);
+    PLANT_NEW_KEY_ON_UNKNOWN = param("SPIN_PLANT_NEW_KEY_ON_UNKNOWN", 0);
+    PLANT_ABSENT_IN_WINDOW = param("SPIN_PLANT_ABSENT_IN_WINDOW", 0);
+    PLANT_TAKEOVER_IN_WINDOW = param("SPIN_PLANT_TAKEOVER_IN_WINDOW", 0);
+    PLANT_SHORT_MEMORY = param("SPIN_PLANT_SHORT_MEMORY", 0);
+    FINDING_REPLAY_OTHER_ARGS = param("SPIN_FINDING_REPLAY_OTHER_ARGS", 0);
+    FINDING_RELEASE_AFTER_TAKEOVER = param("SPIN_FINDING_RELEASE_AFTER_TAKEOVER", 0);
+  }
+}
+
 /* Reconcile checks before a record is parked for a person. */
 #define MAXATT 2
 
@@ -82,6 +103,12 @@ byte eff_res[NK];
 int eff_mask;       /* every result id that exists as an effect */
 byte eff_int[2];    /* effects per intent (arguments), in the current retention period */
 byte succ_res[NK];  /* the result of the first succeeded answer per key, in the current retention period */
+byte fly[4];        /* requests on the wire, by key * 2 + arguments: sent, not landed, may still land */
+bit win[NK];        /* a request on the wire to the key, or its in-flight window, has not passed: it may still land */
+bit forgot[NK];     /* the downstream's memory of the key ended (its dedup and its lookup no longer see the effect) */
+
+/* What the downstream sees of a key: its dedup and its lookup by key. */
+#define SEEN(kk) (eff_cnt[kk] > 0 && !forgot[kk])
 
 /* Callers as the clock and the crasher see them. */
 byte exec_tok[NC];  /* the token a caller executes under, 0 when not executing */
@@ -89,11 +116,12 @@ bit mylease[NC];    /* the executing caller's own deadline has not passed */
 bit crash_req[NC];
 bit done[NC];
 
-byte crash_b = CRASHES;
-byte fault_b = FAULTS;
-byte slow_b = SLOW;
-byte op_b = OPS;
-byte exp_b = EXPIRES;
+byte crash_b;
+byte fault_b;
+byte slow_b;
+byte op_b;
+byte exp_b;
+byte forget_b;
 bit absent_fail;    /* the tool's policy for a confirmed absence: fail (1) or release the key (0) */
 
 #define OWNER(kk) (rec[kk].own % 4)
@@ -111,6 +139,7 @@ inline WRITE(kk, ev) {
 
 inline EFFECT(kk, r) {
   printf("TRAIL %d effect %d %d\n", _pid, kk, r);
+  assert(rec[kk].st != ST_FAILED);  /* a record that says the operation failed has no effect */
   eff_cnt[kk]++; eff_res[kk] = r; eff_mask = eff_mask | (1 << r); eff_int[res_fp[r]]++;
   assert(eff_cnt[kk] <= 1);        /* at most one effect per key */
   assert(eff_int[res_fp[r]] <= 1)  /* at most one effect per intent (a client that changes the key) */
@@ -118,6 +147,12 @@ inline EFFECT(kk, r) {
 
 inline NEW_RESULT() {
   nres++; assert(nres < 16); r = nres; res_fp[r] = myfp
+}
+
+/* The request leaves on the wire without an answer: it may land later (Clock), until its window passes. */
+inline ON_THE_WIRE() {
+  printf("TRAIL %d on_the_wire %d\n", _pid, k);
+  fly[k * 2 + myfp]++; win[k] = 1
 }
 
 /* A fresh owner token: serial * 4 + caller, the smallest serial no record holds. A token is only ever compared with
@@ -156,27 +191,26 @@ inline ANSWER_TRANSIENT() {
 /* answerFromRecord: what the record says now (after our own fenced write was refused, or after a store error). */
 inline ANSWER_FROM_RECORD() {
   if
-#ifndef FINDING_REPLAY_OTHER_ARGS
-  :: rec[k].st != ST_ABSENT && rec[k].fp != myfp -> out = A_CONFLICT   /* the key now holds other arguments */
-  :: rec[k].st == ST_ABSENT || rec[k].fp == myfp ->
-  if
-#endif
-  :: rec[k].st == ST_SUCCEEDED -> ANSWER_SUCCEEDED(rec[k].res)
-  :: rec[k].st == ST_FAILED -> ANSWER_FAILED()
-  :: rec[k].st == ST_PROCESSING -> out = A_IN_PROGRESS
-  :: rec[k].st == ST_NEEDS_REVIEW -> out = A_REVIEW
-  :: rec[k].st == ST_UNKNOWN || rec[k].st == ST_ABSENT -> out = A_UNKNOWN
+  :: !FINDING_REPLAY_OTHER_ARGS && rec[k].st != ST_ABSENT && rec[k].fp != myfp -> out = A_CONFLICT   /* the key now holds other arguments */
+  :: else ->
+     if
+     :: rec[k].st == ST_SUCCEEDED -> ANSWER_SUCCEEDED(rec[k].res)
+     :: rec[k].st == ST_FAILED -> ANSWER_FAILED()
+     :: rec[k].st == ST_PROCESSING -> out = A_IN_PROGRESS
+     :: rec[k].st == ST_NEEDS_REVIEW -> out = A_REVIEW
+     :: rec[k].st == ST_UNKNOWN || rec[k].st == ST_ABSENT -> out = A_UNKNOWN
+     fi
   fi
-#ifndef FINDING_REPLAY_OTHER_ARGS
-  fi
-#endif
 }
 
-#ifdef PLANT_NO_DEADLINE
-#define SEES_LIVE_LEASE 0   /* an in-progress record without a deadline taken as orphaned */
-#else
-#define SEES_LIVE_LEASE (rec[k].lease)
-#endif
+/* PLANT_NO_DEADLINE: an in-progress record without a deadline taken as orphaned. */
+#define SEES_LIVE_LEASE (rec[k].lease && !PLANT_NO_DEADLINE)
+
+/* A claim or takeover: ours, with a fresh lease. */
+inline HOLD() {
+  rec[k].own = t; rec[k].lease = 1;
+  exec_tok[me] = t; mylease[me] = 1; go = 1
+}
 
 /* decideForExisting on a record we do not own, in the same atomic step as the read (the write after it is fenced
    on what was read, so a refused fence is the same as the other actor's step coming first). */
@@ -190,13 +224,13 @@ inline FOLLOW() {
      :: rec[k].st == ST_UNKNOWN -> out = A_UNKNOWN
      :: rec[k].st == ST_NEEDS_REVIEW -> out = A_REVIEW
      :: rec[k].st == ST_PROCESSING && SEES_LIVE_LEASE ->
-#ifdef PLANT_RELEASE_NOT_HELD
-        WRITE(k, EV_RELEASE);   /* the error path deletes a lock this call does not hold */
-#endif
+        if :: PLANT_RELEASE_NOT_HELD -> WRITE(k, EV_RELEASE) :: else fi;   /* the error path deletes a lock this call does not hold */
         out = A_IN_PROGRESS
      :: rec[k].st == ST_PROCESSING && !SEES_LIVE_LEASE && REEXEC ->
-        NEW_TOKEN(); WRITE(k, EV_TAKE_OVER); rec[k].own = t; rec[k].lease = 1;
-        exec_tok[me] = t; mylease[me] = 1; go = 1; tk = 1
+        NEW_TOKEN(); WRITE(k, EV_TAKE_OVER); HOLD(); tk = 1
+     :: rec[k].st == ST_PROCESSING && !SEES_LIVE_LEASE && !REEXEC && PLANT_TAKEOVER_IN_WINDOW && !SEEN(k) ->
+        /* the takeover asks the downstream, hears nothing inside the window and takes that as absent: runs again */
+        NEW_TOKEN(); WRITE(k, EV_TAKE_OVER); HOLD(); tk = 1
      :: rec[k].st == ST_PROCESSING && !SEES_LIVE_LEASE && !REEXEC ->
         WRITE(k, EV_LEASE_EXPIRED); rec[k].lease = 0; rec[k].att = 0; out = A_UNKNOWN
      fi
@@ -204,23 +238,15 @@ inline FOLLOW() {
 }
 
 inline CLAIM() {
-  NEW_TOKEN(); WRITE(k, EV_CLAIM);
-  rec[k].own = t; rec[k].fp = myfp; rec[k].lease = 1; rec[k].att = 0;
-  exec_tok[me] = t; mylease[me] = 1; go = 1
+  NEW_TOKEN(); WRITE(k, EV_CLAIM); rec[k].fp = myfp; rec[k].att = 0; HOLD()
 }
 
 #define FENCED (rec[k].st == ST_PROCESSING && rec[k].own == t)
 
-#ifdef PLANT_MUTATED_ARGS
-#define SK (1 - k)          /* the completion is keyed by arguments the handler changed after the claim */
-#define SETTLE_FENCE 1
-#elif defined(PLANT_NO_FENCE)
-#define SK k
-#define SETTLE_FENCE 1      /* completion without the owner fence */
-#else
-#define SK k
-#define SETTLE_FENCE FENCED
-#endif
+/* PLANT_MUTATED_ARGS: the completion is keyed by arguments the handler changed after the claim (and so unfenced);
+   PLANT_NO_FENCE: completion without the owner fence. */
+#define SK (PLANT_MUTATED_ARGS -> 1 - k : k)
+#define SETTLE_FENCE (PLANT_MUTATED_ARGS || PLANT_NO_FENCE || FENCED)
 
 /* The settle write: PROCESSING (ours) -> SUCCEEDED / FAILED; a local tool's items commit with it. */
 inline SETTLE_APPLY() {
@@ -299,20 +325,26 @@ proctype Caller(byte me; bit myfp) {
 
        if
        :: go ->
-          /* Execute under the claim. */
+          /* Execute under the claim: a request to the downstream lands now, or stays on the wire (our deadline,
+             a timeout or our crash ended the wait before it landed) and may land later. */
           atomic {
             if
-            :: !mylease[me] -> o = O_TRANSIENT   /* no budget left: nothing ran */
+            :: !mylease[me] -> o = O_TRANSIENT   /* no budget left: nothing sent */
             :: mylease[me] && LOCAL -> if :: o = O_OK :: o = O_TERMINAL fi
-            :: mylease[me] && !LOCAL && DEDUP && eff_cnt[k] > 0 ->
+            :: mylease[me] && !LOCAL && DEDUP && SEEN(k) ->
                r = eff_res[k]; o = O_OK              /* the downstream dedups on our key: the first effect's result */
-            :: mylease[me] && !LOCAL && !(DEDUP && eff_cnt[k] > 0) ->
+            :: mylease[me] && !LOCAL && !(DEDUP && SEEN(k)) ->
                if
                :: NEW_RESULT(); EFFECT(k, r); o = O_OK
-               :: o = O_TERMINAL                     /* refused for good: nothing happened */
-               :: fault_b > 0 -> fault_b--; NEW_RESULT(); EFFECT(k, r); o = O_UNCERTAIN  /* committed, answer lost */
-               :: fault_b > 0 -> fault_b--; o = O_UNCERTAIN  /* timed out before it committed */
+               :: o = O_TERMINAL;                    /* refused for good: nothing happened */
+                  if :: DEDUP -> fly[k * 2] = 0; fly[k * 2 + 1] = 0 :: else fi   /* it answers the key's requests so */
+               :: fault_b > 0 -> fault_b--; NEW_RESULT(); EFFECT(k, r); o = O_UNCERTAIN  /* landed, answer lost */
+               :: fault_b > 0 -> fault_b--; ON_THE_WIRE(); o = O_UNCERTAIN  /* timed out before it landed */
                :: fault_b > 0 -> fault_b--; o = O_TRANSIENT  /* refused, nothing happened */
+               :: slow_b > 0 && FENCED ->            /* our deadline (and lease) passes while it is on the wire */
+                  slow_b--; ON_THE_WIRE(); o = O_UNCERTAIN; mylease[me] = 0; rec[k].lease = 0;
+                  printf("TRAIL %d lease_passed %d\n", _pid, k)
+               :: crash_b > 0 -> crash_b--; ON_THE_WIRE(); crash_req[me] = 1   /* we crash while it is on the wire */
                fi
             fi
           };
@@ -328,12 +360,8 @@ proctype Caller(byte me; bit myfp) {
                   fi
                :: else -> ANSWER_FROM_RECORD()       /* fenced out: our writes did not commit */
                fi
-#ifndef FINDING_RELEASE_AFTER_TAKEOVER
-            :: o == O_TRANSIENT && tk -> MARK_UNKNOWN_OR_READ(EV_UNCERTAIN)  /* an earlier executor may have acted */
-            :: o == O_TRANSIENT && !tk ->
-#else
-            :: o == O_TRANSIENT ->
-#endif
+            :: o == O_TRANSIENT && tk && !FINDING_RELEASE_AFTER_TAKEOVER -> MARK_UNKNOWN_OR_READ(EV_UNCERTAIN)  /* an earlier executor may have acted */
+            :: o == O_TRANSIENT && (!tk || FINDING_RELEASE_AFTER_TAKEOVER) ->
                if
                :: FENCED -> WRITE(k, EV_RELEASE); ANSWER_TRANSIENT()
                :: !FENCED && rec[k].st == ST_ABSENT -> ANSWER_TRANSIENT()
@@ -355,10 +383,7 @@ proctype Caller(byte me; bit myfp) {
          :: FINAL(out) && fault_b > 0 -> fault_b--; out = A_NONE    /* the answer is lost on the way back */
          :: FINAL(out) -> done[me] = 1
          :: !FINAL(out) ->
-#ifdef PLANT_NEW_KEY_ON_UNKNOWN
-            if :: out == A_UNKNOWN -> k = 1 :: else fi;  /* the client retries `unknown` with a new key */
-#endif
-            skip
+            if :: PLANT_NEW_KEY_ON_UNKNOWN && out == A_UNKNOWN -> k = 1 :: else fi  /* the client retries `unknown` with a new key */
          fi
        }
      } unless {
@@ -371,8 +396,21 @@ proctype Caller(byte me; bit myfp) {
   od
 }
 
-/* Time: a lease passes (at once when its executor is gone; while it lives, SLOW times), retention ends (EXPIRES times). */
+/* A request on the wire lands: an effect, unless a deduplicating downstream has already seen the key. */
+inline LAND(i) {
+  fly[i]--;
+  if
+  :: DEDUP && SEEN(i / 2) -> printf("TRAIL %d deduplicated %d\n", _pid, i / 2)
+  :: else -> nres++; assert(nres < 16); r = nres; res_fp[r] = i % 2; EFFECT(i / 2, r)
+  fi
+}
+
+/* Time and the wire: a lease passes (at once when its executor is gone; while it lives, SLOW times); a request on
+   the wire lands; the in-flight window of what is on the wire passes (a request not landed by then never lands;
+   each send opens it again); the downstream's memory of a key ends (FORGETS times, once the record is settled and its window
+   passed); retention ends (EXPIRES times, after the window). */
 proctype Clock() {
+  byte r;
 end:
   do
   :: atomic {
@@ -384,20 +422,31 @@ end:
        rec[0].lease = 0;
        printf("TRAIL %d lease_passed 0\n", _pid)
      }
+  :: atomic { fly[0] > 0 -> LAND(0) }
+  :: atomic { fly[1] > 0 -> LAND(1) }
+  :: atomic { fly[2] + fly[3] > 0 -> if :: fly[2] > 0 -> LAND(2) :: fly[3] > 0 -> LAND(3) fi }
   :: atomic {
-       exp_b > 0 && (rec[0].st == ST_SUCCEEDED || rec[0].st == ST_FAILED) ->
+       win[0] ->
+       win[0] = 0; fly[0] = 0; fly[1] = 0; printf("TRAIL %d window_passed 0\n", _pid)
+     }
+  :: atomic {
+       forget_b > 0 && !forgot[0] && eff_cnt[0] > 0 &&
+       (PLANT_SHORT_MEMORY || (rec[0].st == ST_SUCCEEDED && !win[0])) ->
+       forget_b--; forgot[0] = 1; printf("TRAIL %d forgets 0\n", _pid)
+     }
+  :: atomic {
+       exp_b > 0 && (rec[0].st == ST_SUCCEEDED || rec[0].st == ST_FAILED) && !win[0] ->
        exp_b--; WRITE(0, EV_EXPIRE);
        /* a new retention period of the key */
-       eff_cnt[0] = 0; eff_res[0] = 0; eff_int[0] = 0; eff_int[1] = 0; succ_res[0] = 0
+       eff_cnt[0] = 0; eff_res[0] = 0; eff_int[0] = 0; eff_int[1] = 0; succ_res[0] = 0; forgot[0] = 0
      }
   od
 }
 
-#ifdef PLANT_RECONCILE_LIVE_LEASE
-#define STALE(kk) 1         /* the reconciler settles records whose first call's lease still runs */
-#else
-#define STALE(kk) (!rec[kk].lease)
-#endif
+/* PLANT_RECONCILE_LIVE_LEASE: the reconciler settles records whose first call's lease still runs. */
+#define STALE(kk) (PLANT_RECONCILE_LIVE_LEASE || !rec[kk].lease)
+/* A lookup's "nothing found" decides only once the window passed (PLANT_ABSENT_IN_WINDOW: at once). */
+#define DECIDABLE(kk) (!win[kk] || PLANT_ABSENT_IN_WINDOW)
 
 /* The reconciler: one fenced transition per look; a look abandoned by a crash writes nothing. */
 proctype Reconciler() {
@@ -406,18 +455,20 @@ end:
   :: atomic {
        rec[0].st == ST_UNKNOWN ->
        if
-       :: eff_cnt[0] > 0 -> WRITE(0, EV_RECONCILED_FOUND); rec[0].res = eff_res[0]
-       :: eff_cnt[0] == 0 && absent_fail -> WRITE(0, EV_RECONCILED_ABSENT_FAIL)
-       :: eff_cnt[0] == 0 && !absent_fail -> WRITE(0, EV_RECONCILED_ABSENT)
-       :: rec[0].att + 1 >= MAXATT -> WRITE(0, EV_RECONCILE_EXHAUSTED)           /* unreachable, attempts spent */
-       :: rec[0].att + 1 < MAXATT -> WRITE(0, EV_RECONCILE_DEFERRED); rec[0].att++  /* unreachable */
+       :: SEEN(0) -> WRITE(0, EV_RECONCILED_FOUND); rec[0].res = eff_res[0]
+       :: !SEEN(0) && DECIDABLE(0) && absent_fail -> WRITE(0, EV_RECONCILED_ABSENT_FAIL)
+       :: !SEEN(0) && DECIDABLE(0) && !absent_fail -> WRITE(0, EV_RECONCILED_ABSENT)
+       :: !DECIDABLE(0) -> WRITE(0, EV_RECONCILE_DEFERRED)   /* nothing found or unreachable inside the window: wait, not an attempt */
+       :: DECIDABLE(0) && rec[0].att + 1 >= MAXATT -> WRITE(0, EV_RECONCILE_EXHAUSTED)           /* unreachable, attempts spent */
+       :: DECIDABLE(0) && rec[0].att + 1 < MAXATT -> WRITE(0, EV_RECONCILE_DEFERRED); rec[0].att++  /* unreachable */
        fi
      }
   :: atomic { rec[0].st == ST_PROCESSING && STALE(0) -> WRITE(0, EV_LEASE_EXPIRED); rec[0].att = 0 }
   od
 }
 
-/* A person verifies by hand and settles with a decision fenced on what they read. */
+/* A person verifies by hand and settles with a decision fenced on what they read; "absent" only once the window
+   passed (before it, what they see proves nothing). */
 proctype Operator() {
 end:
   do
@@ -425,9 +476,9 @@ end:
        op_b > 0 && (rec[0].st == ST_UNKNOWN || rec[0].st == ST_NEEDS_REVIEW) ->
        op_b--;
        if
-       :: eff_cnt[0] > 0 -> WRITE(0, EV_OPERATOR_SETTLED_FOUND); rec[0].res = eff_res[0]
-       :: eff_cnt[0] == 0 && absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT_FAIL)
-       :: eff_cnt[0] == 0 && !absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT)
+       :: SEEN(0) -> WRITE(0, EV_OPERATOR_SETTLED_FOUND); rec[0].res = eff_res[0]
+       :: !SEEN(0) && !win[0] && absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT_FAIL)
+       :: !SEEN(0) && !win[0] && !absent_fail -> WRITE(0, EV_OPERATOR_SETTLED_ABSENT)
        :: WRITE(0, EV_OPERATOR_RECHECK); rec[0].att = 0
        fi
      }
@@ -451,6 +502,8 @@ ltl progress { <> [] QUIET }
 
 init {
   atomic {
+    READ_PARAMETERS();
+    crash_b = CRASHES; fault_b = FAULTS; slow_b = SLOW; op_b = OPS; exp_b = EXPIRES; forget_b = FORGETS;
     TRANSITION_TABLE_INIT();
     if :: absent_fail = 0 :: absent_fail = 1 fi;
     run Caller(0, 0);

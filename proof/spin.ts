@@ -1,12 +1,16 @@
 /**
- * Runs spin on the models of this folder: `spin -a` with the given defines, `gcc -O2` (with -DSAFETY for the
- * invariants, or the weak-fairness build for progress), `./pan`; reads back the errors and the states explored, and
- * replays the trail of a failure as one line per step (store writes, effects, answers, crashes, lease expiries).
- * `npx tsx proof/spin.ts` runs every check (CLEAN, LIVENESS, the planted bugs, FINDINGS) and prints a table.
+ * Runs spin on the models of this folder. Each model is compiled once per search mode (`spin -a`, `gcc -O2`: the
+ * invariants, the invariants with the shortest trail, progress under weak fairness), and every profile, tool kind
+ * and planted bug is a run-time parameter of that one `pan` (SPIN_<NAME> in its environment, read by the model's
+ * init), so a whole run compiles six binaries, in parallel, each once. `runSpin` reads back the errors and the states
+ * explored, and replays the trail of a failure (`pan -r`) as one line per step (store writes, effects, answers,
+ * requests left on the wire, crashes, lease expiries). `npx tsx proof/spin.ts` runs every check (CLEAN, LIVENESS, the
+ * planted bugs, FINDINGS) and prints a table.
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,13 +18,13 @@ const PROOF_DIR = fileURLToPath(new URL('.', import.meta.url));
 
 export interface SpinRun {
   model: 'protocol.pml' | 'outbox.pml';
-  /** Preprocessor defines, e.g. { KIND: 1, CRASHES: 1, PLANT_NO_FENCE: true }. */
-  defines: Record<string, number | boolean>;
+  /** Run-time parameters of the model (its `hidden` globals read at init), e.g. { KIND: 1, CRASHES: 1, PLANT_NO_FENCE: true }. */
+  params: Record<string, number | boolean>;
   /** Check the `progress` LTL property under weak fairness instead of the invariants. */
   liveness?: boolean;
   /** With `liveness`: look for cycles only, ignoring assertions (`pan -A`), to show the progress check on its own. */
   cyclesOnly?: boolean;
-  /** Breadth-first search: the shortest counterexample (safety only). */
+  /** The shortest counterexample (safety only): `-DREACH` and `pan -i`. */
   shortest?: boolean;
   /** The search depth bound (`pan -m`); a search that reaches it is incomplete. */
   depth?: number;
@@ -47,7 +51,8 @@ export interface SpinResult {
 /** The invariants, by the text of the assertion that checks them (docs/correctness.md, "Invariants"). */
 const INVARIANTS: Array<[RegExp, string]> = [
   [/^assertion violated \(T\[.*\]!=6\)$/, 'no store transition outside the code\'s table'],
-  [/^assertion violated \(eff_cnt\[\w+\]<=1\)$/, 'at most one effect per key'],
+  [/^assertion violated \(eff_cnt\[.*\]<=1\)$/, 'at most one effect per key'],
+  [/^assertion violated \(rec\[.*\]\.st!=\d+\)$/, 'a record that says the operation failed has no effect'],
   [/^assertion violated \(eff_int\[.*\]<=1\)$/, 'at most one effect per intent'],
   [/^assertion violated \(eff_cnt\[k\]==0\)$/, 'no answer says nothing ran once an effect exists'],
   [/^assertion violated \(.*eff_mask.*\)$/, 'no succeeded answer without its effect'],
@@ -96,6 +101,14 @@ function describe(line: string, { states, events }: Names, procs: Map<string, st
       return rest.length ? `${who}: downstream effect on key ${n[0]}, result r${n[1]}` : `${who}: effect`;
     case 'answer':
       return `${who}: answers ${ANSWERS[n[1]!] ?? n[1]} (key ${n[0]})`;
+    case 'on_the_wire':
+      return `${who}: request sent${rest.length ? ` on key ${n[0]}` : ''}, left on the wire (it may land later)`;
+    case 'deduplicated':
+      return `${who}: a request on key ${n[0]} lands, deduplicated (no effect)`;
+    case 'window_passed':
+      return `${who}: the in-flight window passes${rest.length ? ` on key ${n[0]}` : ''} (what is on the wire never lands)`;
+    case 'forgets':
+      return `${who}: the downstream forgets key ${n[0]} (dedup and lookup)`;
     case 'commit_once':
       return `${who}: one-request commit on key ${n[0]}`;
     default:
@@ -105,9 +118,9 @@ function describe(line: string, { states, events }: Names, procs: Map<string, st
 
 /** The processes of a model in the order init starts them (pids from 1), for naming a trail's steps. */
 function processes(run: SpinRun): string[] {
-  if (run.model === 'outbox.pml') return ['writer', 'relay', 'clock', 'consumer 0', 'consumer 1', 'crasher'];
+  if (run.model === 'outbox.pml') return ['writer', 'relay', 'clock', 'consumer 0', 'consumer 1', 'crasher', 'wire'];
   // protocol.pml starts the operator and the crasher only when their bound is not 0 (the model's defaults are 1).
-  const bound = (name: string) => Number(run.defines[name] ?? 1) > 0;
+  const bound = (name: string) => Number(run.params[name] ?? 1) > 0;
   return [
     'caller 0 (args A)',
     'caller 1 (args A)',
@@ -119,99 +132,203 @@ function processes(run: SpinRun): string[] {
   ];
 }
 
-export function runSpin(run: SpinRun): SpinResult {
-  const dir = mkdtempSync(join(tmpdir(), 'spin-'));
+type Mode = 'safety' | 'shortest' | 'progress';
+const MODE_FLAGS: Record<Mode, string[]> = {
+  safety: ['-DSAFETY', '-DNOCLAIM'],
+  // pan -i shortens the trail on each error it finds (BFS does not take hidden variables).
+  shortest: ['-DSAFETY', '-DNOCLAIM', '-DREACH'],
+  progress: ['-DNFAIR=3'],
+};
+
+/** How many spin, gcc and pan processes run at once (SPIN_JOBS, default the machine's cores). */
+const JOBS = Math.max(1, Number(process.env.SPIN_JOBS) || availableParallelism());
+let running = 0;
+const waiting: Array<() => void> = [];
+async function limited<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= JOBS) await new Promise<void>((resolve) => waiting.push(resolve));
+  running++;
   try {
-    cpSync(PROOF_DIR, dir, { recursive: true, filter: (src) => !src.endsWith('.ts') });
-    const defs = Object.entries(run.defines)
-      .filter(([, v]) => v !== false)
-      .map(([k, v]) => (v === true ? `-D${k}` : `-D${k}=${v}`));
-    const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { cwd: dir, encoding: 'utf8', maxBuffer: 64 << 20 });
-    sh('spin', ['-a', ...defs, run.model]);
-    // The shortest counterexample: pan -i shortens the trail on each error it finds (BFS does not take hidden variables).
-    const mode = run.liveness ? ['-DNFAIR=3'] : run.shortest ? ['-DSAFETY', '-DNOCLAIM', '-DREACH'] : ['-DSAFETY', '-DNOCLAIM'];
-    sh('gcc', ['-w', '-O2', '-DCOLLAPSE', `-DMEMLIM=${MEMLIM_MB}`, ...mode, '-o', 'pan', 'pan.c']);
-    const depth = run.depth ?? 200_000;
-    const started = Date.now();
-    let output: string;
-    try {
-      output = sh('./pan', [`-m${depth}`, ...(run.liveness ? ['-a', '-f'] : []), ...(run.cyclesOnly ? ['-A'] : []), ...(run.shortest ? ['-i'] : [])]);
-    } catch (err) {
-      output = String((err as { stdout?: string }).stdout ?? err);
-    }
-    const seconds = (Date.now() - started) / 1000;
-    const errors = Number(/errors: (\d+)/.exec(output)?.[1] ?? NaN);
-    const states = Number(/(\d+) states, stored/.exec(output)?.[1] ?? NaN);
-    let failure = /pan:1: (.*?) \(at depth/.exec(output)?.[1];
-    let trail: string[] = [];
-    if (errors > 0) {
-      const replay = sh('spin', ['-t', ...defs, run.model]);
-      const procs = new Map(processes(run).map((name, i) => [String(i + 1), name]));
-      const names = tableNames(sh('cat', ['generated/transitions.pml']));
-      trail = replay
-        .split('\n')
-        .filter((l) => l.includes('TRAIL') || l.includes('Error') || l.includes('assertion') || l.includes('START OF CYCLE'))
-        .map((l) => (l.includes('TRAIL') ? describe(l.slice(l.indexOf('TRAIL')), names, procs) : l.trim()));
-      // The trail kept is the last (with -i the shortest) error found, not always the first pan reported.
-      const replayed = /text of failed assertion: assert\((.*)\)\s*$/m.exec(replay)?.[1];
-      if (replayed) failure = `assertion violated ${replayed.replace(/\s+/g, '')}`;
-    }
-    const incomplete = output.includes('max search depth too small')
-      ? `the depth bound (${depth})`
-      : /MEMLIM|out of memory/.test(output)
-        ? `the memory bound (${MEMLIM_MB} MB)`
-        : failure && MODEL_BOUNDS.some((b) => b.test(failure!))
-          ? `the model's bound: ${failure}`
-          : Number.isNaN(errors) || Number.isNaN(states)
-            ? 'no result from pan'
-            : undefined;
-    const invariant = failure === undefined ? undefined : INVARIANTS.find(([text]) => text.test(failure!))?.[1];
-    return { errors, states, seconds, failure, incomplete, invariant, trail, output };
+    return await work();
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    running--;
+    waiting.shift()?.();
   }
 }
 
-/** Bound profiles of the protocol model for the invariants: each runs exhaustively in seconds. */
+function exec(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string; failed: boolean }> {
+  return new Promise((resolve, reject) =>
+    execFile(cmd, args, { ...options, encoding: 'utf8', maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
+      // pan exits non-zero when it finds an error: its report is still on stdout.
+      if (err && !stdout) reject(new Error(`${cmd} ${args.join(' ')} failed: ${stderr || err.message}`));
+      else resolve({ stdout, failed: Boolean(err) });
+    }),
+  );
+}
+
+/** Where this process keeps what it compiled; removed when it exits. */
+let buildRoot: string | undefined;
+function buildDir(): string {
+  if (!buildRoot) {
+    const root = mkdtempSync(join(tmpdir(), 'spin-build-'));
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+    buildRoot = root;
+  }
+  return buildRoot;
+}
+
+/** Counts of what this process did, for the docs' figures and the test's check that nothing compiles twice. */
+export const compileStats = { spin: 0, gcc: 0 };
+
+const generated = new Map<string, Promise<{ dir: string; panC: string }>>();
+const compiled = new Map<string, Promise<string>>();
+
+/** `spin -a` of a model, once per process. */
+function generate(model: SpinRun['model']): Promise<{ dir: string; panC: string }> {
+  let done = generated.get(model);
+  if (!done) {
+    done = limited(async () => {
+      const dir = mkdtempSync(join(buildDir(), `${model}-`));
+      cpSync(PROOF_DIR, dir, { recursive: true, filter: (src) => !src.endsWith('.ts') });
+      compileStats.spin++;
+      await exec('spin', ['-a', model], { cwd: dir });
+      return { dir, panC: readFileSync(join(dir, 'pan.c'), 'utf8') + readFileSync(join(dir, 'pan.h'), 'utf8') };
+    });
+    generated.set(model, done);
+  }
+  return done;
+}
+
+/** The pan binary of a model and mode; identical sources with identical flags compile once per process. */
+export async function panFor(model: SpinRun['model'], mode: Mode): Promise<string> {
+  const { dir, panC } = await generate(model);
+  const flags = ['-w', '-O2', '-DCOLLAPSE', `-DMEMLIM=${MEMLIM_MB}`, ...MODE_FLAGS[mode]];
+  const key = createHash('sha256').update(panC).update(flags.join(' ')).digest('hex').slice(0, 16);
+  let done = compiled.get(key);
+  if (!done) {
+    done = limited(async () => {
+      compileStats.gcc++;
+      await exec('gcc', [...flags, '-o', `pan-${key}`, 'pan.c'], { cwd: dir });
+      return join(dir, `pan-${key}`);
+    });
+    compiled.set(key, done);
+  }
+  return done;
+}
+
+/** Compiles every binary a list of runs needs, in parallel (each once). */
+export async function compileFor(runs: SpinRun[]): Promise<void> {
+  await Promise.all(runs.map((run) => panFor(run.model, modeOf(run))));
+}
+
+const modeOf = (run: SpinRun): Mode => (run.liveness ? 'progress' : run.shortest ? 'shortest' : 'safety');
+
+/** The run-time parameters a model declares (its `hidden` globals); any other name is refused. */
+function declaredParams(model: SpinRun['model']): Set<string> {
+  const text = readFileSync(join(PROOF_DIR, model), 'utf8');
+  const names = new Set<string>();
+  for (const m of text.matchAll(/^hidden byte ([^;]+);/gm)) for (const name of m[1]!.split(',')) names.add(name.trim().split(/\s*=/)[0]!);
+  return names;
+}
+
+export async function runSpin(run: SpinRun): Promise<SpinResult> {
+  const known = declaredParams(run.model);
+  const unknown = Object.keys(run.params).filter((name) => !known.has(name));
+  if (unknown.length) throw new Error(`${run.model} has no run-time parameter ${unknown.join(', ')} (it has ${[...known].join(', ')})`);
+  const env = { ...process.env };
+  for (const [name, value] of Object.entries(run.params)) env[`SPIN_${name}`] = String(Number(value));
+  const pan = await panFor(run.model, modeOf(run));
+  return limited(async () => {
+    // Each search in its own folder: pan writes its trail there, under the model's name.
+    const dir = mkdtempSync(join(tmpdir(), 'spin-run-'));
+    try {
+      const depth = run.depth ?? 200_000;
+      const started = Date.now();
+      const args = [`-m${depth}`, ...(run.liveness ? ['-a', '-f'] : []), ...(run.cyclesOnly ? ['-A'] : []), ...(run.shortest ? ['-i'] : [])];
+      const { stdout: output } = await exec(pan, args, { cwd: dir, env });
+      const seconds = (Date.now() - started) / 1000;
+      const errors = Number(/errors: (\d+)/.exec(output)?.[1] ?? NaN);
+      const states = Number(/(\d+) states, stored/.exec(output)?.[1] ?? NaN);
+      let failure = /pan:1: (.*?) \(at depth/.exec(output)?.[1];
+      let trail: string[] = [];
+      if (errors > 0) {
+        const { stdout: replay } = await exec(pan, ['-r'], { cwd: dir, env });
+        const procs = new Map(processes(run).map((name, i) => [String(i + 1), name]));
+        const names = tableNames(readFileSync(join(PROOF_DIR, 'generated/transitions.pml'), 'utf8'));
+        trail = replay
+          .split('\n')
+          .filter((l) => l.startsWith('TRAIL') || /^pan:\d+: /.test(l) || l.includes('START OF CYCLE'))
+          .map((l) => (l.startsWith('TRAIL') ? describe(l, names, procs) : l.trim()));
+        // The trail kept is the last (with -i the shortest) error found, not always the first pan reported.
+        const replayed = /^pan:\d+: (assertion violated .*?) \(at depth/m.exec(replay)?.[1];
+        if (replayed) failure = replayed;
+      }
+      const incomplete = output.includes('max search depth too small')
+        ? `the depth bound (${depth})`
+        : /MEMLIM|out of memory/.test(output)
+          ? `the memory bound (${MEMLIM_MB} MB)`
+          : failure && MODEL_BOUNDS.some((b) => b.test(failure!))
+            ? `the model's bound: ${failure}`
+            : Number.isNaN(errors) || Number.isNaN(states)
+              ? 'no result from pan'
+              : undefined;
+      const invariant = failure === undefined ? undefined : INVARIANTS.find(([text]) => text.test(failure!))?.[1];
+      return { errors, states, seconds, failure, incomplete, invariant, trail, output };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+/**
+ * Bound profiles of the protocol model for the invariants: each runs exhaustively in seconds. FORGETS (the
+ * downstream's memory of a key ending once its record settled and its window passed) rides with the retention
+ * profile, the other end of a key's life.
+ */
 export const PROFILES = {
-  /** A crash of any caller at any step, and one fault (downstream, store or a lost answer). */
-  crash_fault: { CRASHES: 1, FAULTS: 1, SLOW: 0, OPS: 0, EXPIRES: 0 },
-  /** A lease that passes while its executor lives, and one fault. */
-  slow_fault: { CRASHES: 0, FAULTS: 1, SLOW: 1, OPS: 0, EXPIRES: 0 },
+  /** A crash of any caller at any step (also with its request on the wire), and one fault (downstream, store or a lost answer). */
+  crash_fault: { CRASHES: 1, FAULTS: 1, SLOW: 0, OPS: 0, EXPIRES: 0, FORGETS: 0 },
+  /** A lease that passes while its executor lives (also with its request on the wire), and one fault. */
+  slow_fault: { CRASHES: 0, FAULTS: 1, SLOW: 1, OPS: 0, EXPIRES: 0, FORGETS: 0 },
   /** A crash and a lease that passes while its executor lives. */
-  crash_slow: { CRASHES: 1, FAULTS: 0, SLOW: 1, OPS: 0, EXPIRES: 0 },
-  /** The operator's settle and the end of retention, with a slow executor. */
-  operator_retention: { CRASHES: 0, FAULTS: 0, SLOW: 1, OPS: 1, EXPIRES: 1 },
+  crash_slow: { CRASHES: 1, FAULTS: 0, SLOW: 1, OPS: 0, EXPIRES: 0, FORGETS: 0 },
+  /** The operator's settle, the end of retention and of the downstream's memory, with a slow executor. */
+  operator_retention: { CRASHES: 0, FAULTS: 0, SLOW: 1, OPS: 1, EXPIRES: 1, FORGETS: 1 },
 } as const;
 
 /** Planted bugs need few of the bounds: each run below turns on only what its counterexample needs. */
-const NONE = { CRASHES: 0, FAULTS: 0, SLOW: 0, OPS: 0, EXPIRES: 0 } as const;
+const NONE = { CRASHES: 0, FAULTS: 0, SLOW: 0, OPS: 0, EXPIRES: 0, FORGETS: 0 } as const;
 
 export const KINDS = { dedup_downstream: 0, plain_downstream: 1, local_one_request: 2 } as const;
 
+const protocol = (params: SpinRun['params']): SpinRun => ({ model: 'protocol.pml', params, shortest: true });
+
 /** Each planted bug and the run that must catch it. */
 export const PLANTED: Array<{ flag: string; what: string; run: SpinRun }> = [
-  { flag: 'PLANT_NO_FENCE', what: 'completion without the owner fence', run: { model: 'protocol.pml', defines: { KIND: 0, ...NONE, SLOW: 1, PLANT_NO_FENCE: true }, shortest: true } },
-  { flag: 'PLANT_RELEASE_NOT_HELD', what: 'releasing a lock this call does not hold', run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, PLANT_RELEASE_NOT_HELD: true }, shortest: true } },
-  { flag: 'PLANT_MUTATED_ARGS', what: 'completion keyed by arguments changed after the claim', run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, PLANT_MUTATED_ARGS: true }, shortest: true } },
-  { flag: 'PLANT_NO_DEADLINE', what: 'an in-progress record without a deadline taken as orphaned', run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }, shortest: true } },
-  { flag: 'PLANT_RECONCILE_LIVE_LEASE', what: "the reconciler settling `absent` while the first call's lease still runs", run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, PLANT_RECONCILE_LIVE_LEASE: true }, shortest: true } },
-  { flag: 'PLANT_NO_CONSUMER_DEDUP', what: 'a consumer without dedup', run: { model: 'outbox.pml', defines: { PLANT_NO_CONSUMER_DEDUP: true }, shortest: true } },
-  { flag: 'PLANT_NEW_KEY_ON_UNKNOWN', what: 'a client that retries `unknown` with a new key', run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, FAULTS: 1, PLANT_NEW_KEY_ON_UNKNOWN: true }, shortest: true } },
+  { flag: 'PLANT_NO_FENCE', what: 'completion without the owner fence', run: protocol({ KIND: 0, ...NONE, SLOW: 1, PLANT_NO_FENCE: true }) },
+  { flag: 'PLANT_RELEASE_NOT_HELD', what: 'releasing a lock this call does not hold', run: protocol({ KIND: 1, ...NONE, PLANT_RELEASE_NOT_HELD: true }) },
+  { flag: 'PLANT_MUTATED_ARGS', what: 'completion keyed by arguments changed after the claim', run: protocol({ KIND: 1, ...NONE, PLANT_MUTATED_ARGS: true }) },
+  { flag: 'PLANT_NO_DEADLINE', what: 'an in-progress record without a deadline taken as orphaned', run: protocol({ KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }) },
+  { flag: 'PLANT_RECONCILE_LIVE_LEASE', what: "the reconciler settling `absent` while the first call's lease still runs", run: protocol({ KIND: 1, ...NONE, PLANT_RECONCILE_LIVE_LEASE: true }) },
+  { flag: 'PLANT_NEW_KEY_ON_UNKNOWN', what: 'a client that retries `unknown` with a new key', run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_NEW_KEY_ON_UNKNOWN: true }) },
+  { flag: 'PLANT_ABSENT_IN_WINDOW', what: "the reconciler concluding `absent` while a request may still land (inside its in-flight window)", run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_ABSENT_IN_WINDOW: true }) },
+  { flag: 'PLANT_TAKEOVER_IN_WINDOW', what: 'a takeover after a lost lease that takes "nothing found" inside the window as absent and runs again', run: protocol({ KIND: 1, ...NONE, SLOW: 1, PLANT_TAKEOVER_IN_WINDOW: true }) },
+  { flag: 'PLANT_SHORT_MEMORY', what: "a downstream whose dedup and lookup forget a key before its record settled", run: protocol({ KIND: 0, ...NONE, FAULTS: 1, FORGETS: 1, PLANT_SHORT_MEMORY: true }) },
+  { flag: 'PLANT_NO_CONSUMER_DEDUP', what: 'a consumer without dedup', run: { model: 'outbox.pml', params: { PLANT_NO_CONSUMER_DEDUP: true }, shortest: true } },
+  { flag: 'PLANT_VERIFY_IN_WINDOW', what: "the outbox consumer's lookup (`verify`) taking \"nothing found\" inside the window as absent", run: { model: 'outbox.pml', params: { PLANT_VERIFY_IN_WINDOW: true }, shortest: true } },
 ];
 
 /** What the model found in the engine as it is on main (docs/correctness.md, "Findings"): each flag restores it. */
 export const FINDINGS: Array<{ flag: string; what: string; run: SpinRun }> = [
-  { flag: 'FINDING_REPLAY_OTHER_ARGS', what: 'a fenced-out executor answers the result of other arguments', run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, SLOW: 1, FINDING_REPLAY_OTHER_ARGS: true }, shortest: true } },
-  { flag: 'FINDING_RELEASE_AFTER_TAKEOVER', what: 'a taken-over execution that fails transiently releases the key', run: { model: 'protocol.pml', defines: { KIND: 0, ...NONE, CRASHES: 1, SLOW: 1, FINDING_RELEASE_AFTER_TAKEOVER: true }, shortest: true } },
+  { flag: 'FINDING_REPLAY_OTHER_ARGS', what: 'a fenced-out executor answers the result of other arguments', run: protocol({ KIND: 1, ...NONE, SLOW: 1, FINDING_REPLAY_OTHER_ARGS: true }) },
+  { flag: 'FINDING_RELEASE_AFTER_TAKEOVER', what: 'a taken-over execution that fails transiently releases the key', run: protocol({ KIND: 0, ...NONE, CRASHES: 1, SLOW: 1, FINDING_RELEASE_AFTER_TAKEOVER: true }) },
 ];
 
 /** The runs that must pass on main. */
 export const CLEAN: Array<{ name: string; run: SpinRun }> = [
   ...Object.entries(KINDS).flatMap(([kind, KIND]) =>
-    Object.entries(PROFILES).map(([profile, bounds]) => ({ name: `protocol ${kind} ${profile}`, run: { model: 'protocol.pml' as const, defines: { KIND, ...bounds } } })),
+    Object.entries(PROFILES).map(([profile, bounds]) => ({ name: `protocol ${kind} ${profile}`, run: { model: 'protocol.pml' as const, params: { KIND, ...bounds } } })),
   ),
-  { name: 'outbox', run: { model: 'outbox.pml', defines: {} } },
+  { name: 'outbox', run: { model: 'outbox.pml', params: {} } },
 ];
 
 /**
@@ -222,9 +339,9 @@ export const CLEAN: Array<{ name: string; run: SpinRun }> = [
  * decisions and the end of retention stay with the safety profiles.
  */
 export const PROGRESS_PROFILES = {
-  crash: { CRASHES: 1, FAULTS: 0, SLOW: 0, OPS: 0, EXPIRES: 0 },
-  fault: { CRASHES: 0, FAULTS: 1, SLOW: 0, OPS: 0, EXPIRES: 0 },
-  slow: { CRASHES: 0, FAULTS: 0, SLOW: 1, OPS: 0, EXPIRES: 0 },
+  crash: { CRASHES: 1, FAULTS: 0, SLOW: 0, OPS: 0, EXPIRES: 0, FORGETS: 0 },
+  fault: { CRASHES: 0, FAULTS: 1, SLOW: 0, OPS: 0, EXPIRES: 0, FORGETS: 0 },
+  slow: { CRASHES: 0, FAULTS: 0, SLOW: 1, OPS: 0, EXPIRES: 0, FORGETS: 0 },
 } as const;
 
 /** Progress under weak fairness: every tool kind with every progress profile, and the outbox. */
@@ -232,10 +349,10 @@ export const LIVENESS: Array<{ name: string; run: SpinRun }> = [
   ...Object.entries(KINDS).flatMap(([kind, KIND]) =>
     Object.entries(PROGRESS_PROFILES).map(([profile, bounds]) => ({
       name: `protocol ${kind} progress ${profile}`,
-      run: { model: 'protocol.pml' as const, defines: { KIND, ...bounds }, liveness: true },
+      run: { model: 'protocol.pml' as const, params: { KIND, ...bounds }, liveness: true },
     })),
   ),
-  { name: 'outbox progress', run: { model: 'outbox.pml', defines: {}, liveness: true } },
+  { name: 'outbox progress', run: { model: 'outbox.pml', params: {}, liveness: true } },
 ];
 
 /**
@@ -245,16 +362,16 @@ export const LIVENESS: Array<{ name: string; run: SpinRun }> = [
 export const PLANTED_LIVELOCK: { flag: string; what: string; run: SpinRun } = {
   flag: 'PLANT_NO_DEADLINE',
   what: 'an in-progress record without a deadline taken as orphaned (progress only)',
-  run: { model: 'protocol.pml', defines: { KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }, liveness: true, cyclesOnly: true },
+  run: { model: 'protocol.pml', params: { KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }, liveness: true, cyclesOnly: true },
 };
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const rows: Array<Record<string, unknown>> = [];
   const planted = [...PLANTED, { ...PLANTED_LIVELOCK, flag: `${PLANTED_LIVELOCK.flag} (progress)` }, ...FINDINGS];
-  for (const { name, run } of [...CLEAN, ...LIVENESS, ...planted.map((p) => ({ name: p.flag, run: p.run }))]) {
-    const r = runSpin(run);
-    rows.push({ check: name, errors: r.errors, states: r.states, seconds: r.seconds, broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' });
-    if (r.errors && process.argv.includes('--trails')) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
-  }
+  const all = [...CLEAN, ...LIVENESS, ...planted.map((p) => ({ name: p.flag, run: p.run }))];
+  const started = Date.now();
+  const results = await Promise.all(all.map(async ({ name, run }) => ({ name, r: await runSpin(run) })));
+  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, seconds: r.seconds, broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
+  if (process.argv.includes('--trails')) for (const { name, r } of results) if (r.errors) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
   console.table(rows);
+  console.log(`${all.length} searches, ${compileStats.spin} spin -a, ${compileStats.gcc} gcc, ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -43,6 +43,26 @@ export interface ReferenceConfig {
   sandboxTableName: string;
 }
 
+/** The downstreams a deployment has configured: a demo tool whose downstream is not is not served (docs/deploy.md). */
+export interface ConfiguredDownstreams {
+  /** PAYMENTS_URL: request_payment. */
+  payments: boolean;
+  /** TICKETS_URL: create_ticket. */
+  tickets: boolean;
+  /** EMAIL_MODE=sandbox with MAILBOX_URL, or SES with EMAIL_FROM set (not its local default): send_email. */
+  email: boolean;
+}
+
+/** Which downstreams these settings configure, read from the same declarations as everything else. */
+export function configuredDownstreams(env: Env = process.env): ConfiguredDownstreams {
+  const email =
+    read(env, ReferenceEnvVars.emailMode) === 'sandbox'
+      ? read(env, ReferenceEnvVars.mailboxUrl) !== undefined
+      : // SES sends only from an identity verified in the account: its local default names none.
+        (env[ReferenceEnvVars.emailFrom.name]?.trim() ?? '') !== '';
+  return { payments: read(env, ReferenceEnvVars.paymentsUrl) !== undefined, tickets: read(env, ReferenceEnvVars.ticketsUrl) !== undefined, email };
+}
+
 /** Reads the reference settings once per container; a bad one fails the cold start with its name. */
 export function loadReferenceConfig(env: Env = process.env): ReferenceConfig {
   const emailFrom = read(env, ReferenceEnvVars.emailFrom);

@@ -1,19 +1,21 @@
 import { fileURLToPath } from 'node:url';
-import { App, CfnOutput, Stack, Validations } from 'aws-cdk-lib';
+import { App, Stack, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { IdempotentMcpEndpoint } from 'idempotent-mcp/cdk';
 import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 
 const app = new App();
 const stack = new Stack(app, 'MyTeamEndpoint');
-const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', {
+new IdempotentMcpEndpoint(stack, 'Endpoint', {
   // esbuild bundles this file into the MCP function and the reconciler.
   tools: fileURLToPath(new URL('./tools.ts', import.meta.url)),
   // esbuild bundles this one into the outbox consumer: it delivers the events the tools commit.
   deliveries: fileURLToPath(new URL('./deliveries.ts', import.meta.url)),
   environment: { ROOMS_CALENDAR: 'team-calendar', ROOMS_CHAT_WEBHOOK: 'https://chat.example.com/hooks/rooms' },
+  // The stack's outputs are the endpoint's: McpUrl, TokenEndpoint, TokenScope, UserPoolId, the approval page's, the
+  // table and queues. No tenant exists yet: each is an app client you create (docs/deploy.md); to try the endpoint
+  // with one made here, add `auth: { demoClient: true }`.
 });
-new CfnOutput(stack, 'McpUrl', { value: endpoint.mcpUrl });
 
 // Synth fails on any cdk-nag finding the constructs have not acknowledged with a reason.
 const packs = [new AwsSolutionsChecks(), new IdempotentMcpChecks()];

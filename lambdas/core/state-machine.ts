@@ -12,7 +12,8 @@ import { leaseHasPassed, leaseRemainingMs } from './lease';
  *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
  *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
  *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
- *           --reconcile_deferred--> UNKNOWN    (the downstream could not be asked; one more attempt counted)
+ *           --reconcile_deferred--> UNKNOWN    (the downstream could not be asked: one more attempt counted; or
+ *                                              asked inside the in-flight window, lambdas/core/in-flight.ts: not counted)
  *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
  *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
  */

@@ -33,6 +33,7 @@ export {
   loadWorkerConfig,
   loadAuthConfig,
   ConfigError,
+  DEV_SIGN_IN_MOUNT,
   EnvVars,
   environmentOf,
   environmentFor,
@@ -55,4 +56,5 @@ export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Ca
 export { withMetrics, countForTool, MetricName } from '../observability/metrics';
 export { SecretUnavailableError } from '../core/errors';
 export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../auth/dev-issuer';
+export { createDevSignIn } from '../http/dev-sign-in';
 export { DEV_KEY_FILE } from '../auth/dev-keys';

@@ -9,10 +9,9 @@ import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelc
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
-import { type AppConfig, type ApprovalPageConfig, DEV_ISSUER_PATH } from '../config';
+import type { AppConfig, ApprovalPageConfig } from '../config';
 import { APPROVALS_PATH } from '../mcp/confirmation';
 import { createApprovalPage } from './approval-page';
-import { createDevSignIn } from './dev-sign-in';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
@@ -40,8 +39,9 @@ export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, and only these: there is no default list. */
   tools: readonly ToolDefinition<S>[];
   /**
-   * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams here; the MCP function
-   * mounts none (deployed, the sandbox is a function of its own), so its bundle does not carry them.
+   * Route groups served next to /mcp, by path. `npm start` mounts the sandbox downstreams and the dev issuer's
+   * sign-in (`createDevSignIn`) here; the MCP function mounts none (deployed, the sandbox is a function of its own,
+   * and the dev issuer is refused), so its bundle carries neither.
    */
   mounts?: Record<string, AnyHono>;
   /** Whether the store answers now: then `/health` is 503 while it does not. The local stack asks its emulator. */
@@ -241,17 +241,23 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     return c.json(jsonRpcError(-32000, 'Method not allowed: this stateless endpoint takes POST only'), 405);
   });
 
-  // The approval page (URL-mode confirmations), and locally the dev issuer's sign-in it sends the person to.
+  // The approval page (URL-mode confirmations). Locally, the dev issuer's sign-in it sends the person to is one of
+  // the mounts (`createDevSignIn`): the functions never trust the dev issuer, so their bundles do not carry it.
   const { approvals, signingSecret } = services;
-  const devSignIn = config.auth.mode === 'dev' && config.approvals?.signIn ? createDevSignIn(config.auth, services.clock) : undefined;
-  // The dev issuer's token URL is relative (a route of this server): the page exchanges its codes there in-process.
-  const devIssuer = devSignIn && new Hono().route(DEV_ISSUER_PATH, devSignIn);
   if (approvals && signingSecret && config.approvals?.signIn)
     app.route(
       APPROVALS_PATH,
-      createApprovalPage({ config: { ...config, approvals: config.approvals }, approvals, signingSecret, clock: services.clock, logger, localRoutes: devIssuer?.fetch }),
+      createApprovalPage({
+        config: { ...config, approvals: config.approvals },
+        approvals,
+        signingSecret,
+        clock: services.clock,
+        logger,
+        // Locally the dev issuer's token URL is relative, a route mounted on this app: exchanged in-process, never
+        // sent to a host a request names.
+        localRoutes: config.auth.mode === 'dev' ? (request) => app.fetch(request) : undefined,
+      }),
     );
-  if (devSignIn) app.route(DEV_ISSUER_PATH, devSignIn);
 
   for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
 

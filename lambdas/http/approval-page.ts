@@ -236,6 +236,16 @@ ${state
     );
   }
 
+  // The page's own URL (the stack's ApprovalPageUrl output): each approval has a link of its own under it.
+  app.get('/', (c) =>
+    c.html(
+      pageDocument(
+        'Approvals',
+        html`<h1>Approvals</h1><p>Each operation waiting for a person has a link of its own under this address (<code>${base(c)}${APPROVALS_PATH}/&lt;id&gt;</code>): open the link the agent gave you, sign in, and approve or decline it there.</p>`,
+      ),
+    ),
+  );
+
   app.get('/:id', async (c) => {
     const loaded = await load(c, c.req.param('id'));
     if (loaded instanceof Response) return loaded;

@@ -34,7 +34,7 @@ const ConfirmAnswer = z.looseObject({
   content: z.looseObject({ confirm: z.unknown() }).optional(),
 });
 
-/** The extension's own cache answers within milliseconds once Secrets Manager is back. */
+/** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
 export const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
@@ -264,13 +264,14 @@ async function confirmInForm(request: ConfirmationRequest): Promise<Decision> {
   const state = await checkState(request, binding);
   if (state.kind === 'invalid' || state.kind === 'expired') return invalidState(key, state.kind === 'expired');
   const current = services.approvals ? await services.approvals.current(binding) : undefined;
-  if (current?.mode === 'url') {
+  // Once the operation was asked on the page, it stays there: a client declaring only forms now cannot answer for
+  // the person, nor open a form round in place of the page's (after an expiry or the person's decline either).
+  if (current?.mode === 'url' || current?.log.some((entry) => entry.event === 'requested' && entry.via === 'url')) {
     const status = approvalState(current, binding.fingerprint, services.clock());
     // The person approved these arguments on the page.
-    if (status === 'approved') return 'run';
+    if (current.mode === 'url' && status === 'approved') return 'run';
     if (status === 'declined' && state.kind === 'valid' && state.nonce === current.nonce) return declined(key);
-    if (status === 'pending') return onThePage(key, tool);
-    // Expired, declined in an earlier round, or about other arguments: a new round, asked in a form, may follow.
+    return onThePage(key, tool);
   }
   const ask = async (): Promise<Decision> => {
     let requestState: string;
@@ -310,11 +311,11 @@ async function confirmInForm(request: ConfirmationRequest): Promise<Decision> {
   return invalidState(key, decided.reason === 'expired');
 }
 
-/** A round asked on the approval page, still pending: only the person decides it, there. */
+/** An operation asked on the approval page: only a signed-in person decides it, there. */
 const onThePage = (key: string, tool: string) =>
   unavailable(
     key,
-    `This ${tool} operation awaits the person's decision on the approval page, where it was asked; an answer in a form ` +
-      'cannot decide it, and nothing ran. Once they have decided there, call again with the same key; or use a client that ' +
-      'declares URL elicitation to get the link again.',
+    `This ${tool} operation was asked for the person's approval on the approval page; only they decide it there, an ` +
+      'answer in a form cannot, and nothing ran. Once they have approved it there, call again with the same key; for a ' +
+      'new link, call from a client that declares URL elicitation (capability elicitation.url).',
   );

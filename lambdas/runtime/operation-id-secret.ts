@@ -1,15 +1,17 @@
-import { request } from 'node:http';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { MIN_SECRET_LENGTH, type SecretSource } from '../config';
 import { SecretUnavailableError } from '../core/errors';
+import { awsClientConfig } from '../store/clients';
 
-
-const EXTENSION_TIMEOUT_MS = 3000;
-const MAX_RESPONSE_BYTES = 256 * 1024;
+/** Secrets Manager answers in milliseconds; a read slower than this fails the call that needs it, retryable. */
+const CONNECTION_TIMEOUT_MS = 1000;
+const REQUEST_TIMEOUT_MS = 3000;
 
 /**
  * The key, read on first use and kept for the container's life; a failed read is not kept, so the next call tries
- * again. Lazily on purpose: only operation-id tools need it (most cold starts never do), and the extension answers
- * only during an invocation, not in the init phase.
+ * again. Lazily on purpose: only operation-id tools need it (most cold starts never do), and neither the client nor
+ * a connection is made before then.
  */
 export function lazySecret(source: SecretSource): () => Promise<string> {
   if ('value' in source) {
@@ -18,58 +20,35 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
   }
   let pending: Promise<string> | undefined;
   return () =>
-    (pending ??= readThroughExtension(source).catch((err: unknown) => {
+    (pending ??= readSecret(source).catch((err: unknown) => {
       pending = undefined;
       throw err;
     }));
 }
 
 /**
- * One GET on localhost, answered from the extension's cache after its first Secrets Manager call. Not the SDK's
- * Secrets Manager client: that is 29 KiB of the MCP function's bundle and an HTTPS call during every cold start.
+ * One GetSecretValue with the SDK's Secrets Manager client, in every region the function runs in (the Parameters
+ * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
+ * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
+ * backoff rather than held here.
  */
-function readThroughExtension(source: Extract<SecretSource, { secretArn: string }>): Promise<string> {
-  const path = `/secretsmanager/get?secretId=${encodeURIComponent(source.secretArn)}`;
-  return new Promise<string>((resolve, reject) => {
-    const fail = (reason: string, cause?: unknown) =>
-      reject(new SecretUnavailableError(`the operation-id secret could not be read through the Parameters and Secrets extension: ${reason}`, { cause }));
-    const req = request(
-      {
-        host: 'localhost',
-        port: source.extensionPort,
-        path,
-        headers: { 'X-Aws-Parameters-Secrets-Token': source.sessionToken },
-        timeout: EXTENSION_TIMEOUT_MS,
-        // No pooled socket to outlive a Lambda freeze: the secret is read once per container.
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) req.destroy(new Error('response too large'));
-          else chunks.push(chunk);
-        });
-        res.on('error', (err) => fail('the response broke off', err));
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          // The extension's own errors are short texts (not ready, forbidden, Secrets Manager's answer): worth a log.
-          if (res.statusCode !== 200) return fail(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
-          let secret: unknown;
-          try {
-            secret = (JSON.parse(body) as { SecretString?: unknown }).SecretString;
-          } catch (err) {
-            return fail('the answer is not JSON', err);
-          }
-          if (typeof secret !== 'string') return fail('the secret has no string value');
-          if (secret.length < MIN_SECRET_LENGTH) return fail(`the secret must be at least ${MIN_SECRET_LENGTH} characters`);
-          resolve(secret);
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${EXTENSION_TIMEOUT_MS} ms`)));
-    req.on('error', (err) => fail(err.message, err));
-    req.end();
+async function readSecret(source: Extract<SecretSource, { secretArn: string }>): Promise<string> {
+  const client = new SecretsManagerClient({
+    maxAttempts: 1,
+    requestHandler: new NodeHttpHandler({ connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true }),
+    ...awsClientConfig(source.endpoint),
   });
+  const fail = (reason: string, cause?: unknown) => new SecretUnavailableError(`the operation-id secret could not be read from Secrets Manager: ${reason}`, { cause });
+  let secret: string | undefined;
+  try {
+    secret = (await client.send(new GetSecretValueCommand({ SecretId: source.secretArn }))).SecretString;
+  } catch (err) {
+    throw fail(`${(err as Error).name}: ${(err as Error).message}`.slice(0, 300), err);
+  } finally {
+    // Read once per container: no socket kept open across a Lambda freeze.
+    client.destroy();
+  }
+  if (typeof secret !== 'string') throw fail('the secret has no string value');
+  if (secret.length < MIN_SECRET_LENGTH) throw fail(`the secret must be at least ${MIN_SECRET_LENGTH} characters`);
+  return secret;
 }

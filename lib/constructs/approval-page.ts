@@ -70,13 +70,16 @@ export class ApprovalPageApi extends Construct {
     return `${this.baseUrl}${APPROVAL_CALLBACK_PATH}`;
   }
 
-  /** Routes the page's GET and POST requests to `fn`, the function that serves it. */
+  /**
+   * Routes the page's requests to `fn`, the function that serves it: GET and POST of each approval under
+   * `/approvals/`, and GET of `/approvals` itself (the page's own URL, which `{proxy+}` does not match).
+   */
   serve(fn: lambda.IFunction): void {
-    const routes = this.api.addRoutes({
-      path: `${APPROVALS_PATH}/{proxy+}`,
-      methods: [apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
-      integration: new HttpLambdaIntegration('Page', fn, { payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 }),
-    });
+    const integration = new HttpLambdaIntegration('Page', fn, { payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 });
+    const routes = [
+      ...this.api.addRoutes({ path: `${APPROVALS_PATH}/{proxy+}`, methods: [apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST], integration }),
+      ...this.api.addRoutes({ path: APPROVALS_PATH, methods: [apigwv2.HttpMethod.GET], integration }),
+    ];
     for (const route of routes) {
       Validations.of(route).acknowledge({
         id: 'AwsSolutions-APIG4',

@@ -72,7 +72,14 @@ export interface AuthProps {
    */
   readonly resourceServerIdentifier?: string;
   /**
-   * Access token lifetime for the client-credentials client.
+   * With the stack's pool: create one app client for a first tenant to try the endpoint with (client credentials,
+   * with a secret; its client id is the tenant id). Tenants of your own are app clients you create
+   * (docs/deploy.md); the reference stack asks for this one.
+   * @default false: the pool has no client; no tenant exists until you create one
+   */
+  readonly demoClient?: boolean;
+  /**
+   * Access token lifetime for the demo client.
    * @default Duration.hours(1)
    */
   readonly accessTokenValidity?: Duration;
@@ -108,6 +115,7 @@ export const TOOLS_SCOPE = 'tools';
 export class Auth extends Construct {
   readonly verification: TokenVerification;
   readonly userPool?: cognito.UserPool;
+  /** The demo tenant's app client; only with `demoClient`. */
   readonly client?: cognito.UserPoolClient;
   readonly domain?: cognito.UserPoolDomain;
   /** The scope a client-credentials token request asks for, e.g. `idempotent-mcp/tools`. */
@@ -122,6 +130,7 @@ export class Auth extends Construct {
     if (props.external) {
       if (props.approvalPage)
         throw new Error('auth.approvalPage is for the stack\'s own Cognito pool: with auth.external, people sign in at your issuer (give its client as approvalPage.signIn)');
+      if (props.demoClient) throw new Error('auth.demoClient is for the stack\'s own Cognito pool: with auth.external, your issuer makes the clients');
       const { issuer, audience, jwksUrl, tenantClaim, audienceNotRequiredReason, requiredScopes } = props.external;
       if (!audience && !audienceNotRequiredReason?.trim())
         throw new Error(
@@ -164,18 +173,20 @@ export class Auth extends Construct {
       scopes: [toolsScope],
     });
     this.scope = `${identifier}/${TOOLS_SCOPE}`;
-    this.client = this.userPool.addClient('DemoTenantClient', {
-      generateSecret: true,
-      oAuth: {
-        flows: { clientCredentials: true },
-        scopes: [cognito.OAuthScope.resourceServer(resourceServer, toolsScope)],
-      },
-      accessTokenValidity: props.accessTokenValidity ?? Duration.hours(1),
-      preventUserExistenceErrors: true,
-      enableTokenRevocation: true,
-    });
-    // Machines never sign in as users: no password, SRP or custom flows (refresh is always listed by Cognito).
-    (this.client.node.defaultChild as cognito.CfnUserPoolClient).explicitAuthFlows = ['ALLOW_REFRESH_TOKEN_AUTH'];
+    if (props.demoClient) {
+      this.client = this.userPool.addClient('DemoTenantClient', {
+        generateSecret: true,
+        oAuth: {
+          flows: { clientCredentials: true },
+          scopes: [cognito.OAuthScope.resourceServer(resourceServer, toolsScope)],
+        },
+        accessTokenValidity: props.accessTokenValidity ?? Duration.hours(1),
+        preventUserExistenceErrors: true,
+        enableTokenRevocation: true,
+      });
+      // Machines never sign in as users: no password, SRP or custom flows (refresh is always listed by Cognito).
+      (this.client.node.defaultChild as cognito.CfnUserPoolClient).explicitAuthFlows = ['ALLOW_REFRESH_TOKEN_AUTH'];
+    }
     // Globally unique per region, stable for this stack, and without the account id in a public URL.
     const stackIdSuffix = Fn.select(0, Fn.split('-', Fn.select(2, Fn.split('/', Aws.STACK_ID))));
     this.domain = this.userPool.addDomain('Domain', {

@@ -1,5 +1,6 @@
 import { Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { MCP_PATH } from '../../lambdas/http/app';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
@@ -90,10 +91,10 @@ function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettin
 
 /**
  * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
- * of Put/Update/ConditionCheck), release (Delete). TransactWriteItems has no IAM action of its own: each item is
- * authorized as its Put/Update/Delete/ConditionCheck. No Query, no Scan.
+ * of Put/Update items), release (Delete). TransactWriteItems has no IAM action of its own: each item is authorized as
+ * its Put/Update/Delete; no transaction has a ConditionCheck item (the artifact test checks every call). No Query, no Scan.
  */
-export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
+export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 
 /** The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers. */
 export class McpFunction extends Construct {
@@ -122,7 +123,7 @@ export class McpFunction extends Construct {
         authAudience: props.auth.audience || undefined,
         authRequiredScopes: props.auth.requiredScopes,
         // The ARN, not the value, so the key never sits in the template, the console or `GetFunctionConfiguration`.
-        // The first call that needs it reads it through the Parameters and Secrets extension (the layer below).
+        // The first call that needs it reads it with the SDK's Secrets Manager client (GetSecretValue, granted below).
         operationIdSecretArn: this.operationIdSecret.secretArn,
         allowedOrigins: props.allowedOrigins ?? [],
         reconcileIntervalMs: (props.reconcilePeriod ?? DEFAULT_RECONCILE_PERIOD).toMilliseconds(),
@@ -142,14 +143,13 @@ export class McpFunction extends Construct {
       timeout: props.timeout ?? Duration.seconds(29),
       memorySize: props.memorySize ?? 1024,
       environment,
-      // AWS's extension, not the SDK's Secrets Manager client in the bundle: the key is one GET on localhost, read
-      // only by operation-id tools, so most cold starts never pay for it.
-      paramsAndSecrets: lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda.ParamsAndSecretsVersions.V1_0_103, {
-        logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
-      }),
     });
     props.store.grantItems(this.handler.role, MCP_TABLE_ACTIONS);
-    this.operationIdSecret.grantRead(this.handler.role);
+    // GetSecretValue alone: grantRead adds DescribeSecret, which nothing here calls. A secret given by name only has
+    // a partial ARN, which IAM matches with the six characters Secrets Manager appends (as CDK's own grants do).
+    const secret = this.operationIdSecret;
+    iam.Grant.addToPrincipal({ grantee: this.handler.role, actions: ['secretsmanager:GetSecretValue'], resourceArns: [secret.secretFullArn ?? `${secret.secretArn}-??????`] });
+    secret.encryptionKey?.grantDecrypt(this.handler.role);
 
     // Auth NONE: MCP clients send an OAuth bearer token in Authorization, the header SigV4 would need, so AWS_IAM
     // would lock every MCP client out. The function verifies the token before anything else runs.

@@ -74,7 +74,7 @@ export class OutboxConsumerFunction extends Construct {
     });
     props.store.grantItems(this.handler.role, CONSUMER_TABLE_ACTIONS);
     // A message whose delivery budget is spent is moved to the dead-letter queue by the consumer.
-    props.queue.deadLetterQueue.grantSendMessages(this.handler.role);
+    props.queue.grantSendToDeadLetterQueue(this.handler.role);
 
     this.handler.function.addEventSource(
       new SqsEventSource(props.queue.queue, {

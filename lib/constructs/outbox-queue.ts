@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -97,4 +98,25 @@ export class OutboxQueue extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
   }
+
+  /** Sending to the queue (the relay, the reconciler's sweep): see sendOnly. */
+  grantSend(grantee: iam.IGrantable): iam.Grant {
+    return sendOnly(this.queue, grantee);
+  }
+
+  /** Sending to the dead-letter queue (the consumer, once a message's delivery budget is spent): see sendOnly. */
+  grantSendToDeadLetterQueue(grantee: iam.IGrantable): iam.Grant {
+    return sendOnly(this.deadLetterQueue, grantee);
+  }
+}
+
+/**
+ * sqs:SendMessage alone, which authorizes SendMessage and SendMessageBatch: CDK's grantSendMessages adds
+ * GetQueueAttributes and GetQueueUrl, which no function calls (each is given the queue's URL). Under a customer
+ * managed key, the two key actions SQS asks of a producer.
+ */
+function sendOnly(queue: sqs.IQueue, grantee: iam.IGrantable): iam.Grant {
+  const grant = iam.Grant.addToPrincipal({ grantee, actions: ['sqs:SendMessage'], resourceArns: [queue.queueArn] });
+  queue.encryptionMasterKey?.grant(grantee, 'kms:GenerateDataKey', 'kms:Decrypt');
+  return grant;
 }

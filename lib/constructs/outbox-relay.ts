@@ -51,7 +51,7 @@ export class OutboxRelayFunction extends Construct {
       environment: environmentOf({ tableName: props.store.tableName, outboxQueueUrl: props.queue.queue.queueUrl }),
     });
     props.store.grantItems(this.handler.role, RELAY_TABLE_ACTIONS);
-    props.queue.queue.grantSendMessages(this.handler.role);
+    props.queue.grantSend(this.handler.role);
 
     this.handler.function.addEventSource(
       new DynamoEventSource(props.store.table, {

@@ -78,7 +78,7 @@ export class ReconcilerFunction extends Construct {
     });
     props.store.grantItems(this.handler.role, RECONCILER_TABLE_ACTIONS);
     props.store.grantAttentionQuery(this.handler.role);
-    props.queue?.queue.grantSendMessages(this.handler.role);
+    props.queue?.grantSend(this.handler.role);
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the reconciler',

@@ -127,11 +127,6 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
   readonly timeout: Duration;
   /** @default none */
   readonly environment?: Record<string, string>;
-  /**
-   * The AWS Parameters and Secrets Lambda Extension, for functions that read a secret.
-   * @default none
-   */
-  readonly paramsAndSecrets?: lambda.ParamsAndSecretsLayerVersion;
 }
 
 /**
@@ -188,7 +183,6 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
       securityGroups: props.securityGroups,
       role: this.role,
       logGroup: this.logGroup,
-      paramsAndSecrets: props.paramsAndSecrets,
       environment: {
         ...environmentOf({
           powertoolsServiceName: powertools.serviceName,

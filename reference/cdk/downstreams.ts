@@ -34,6 +34,9 @@ export function validateDownstreams(settings: DownstreamSettings): void {
   if (settings.emailMode === 'ses' && !settings.emailFrom) {
     throw new Error('emailMode "ses" needs emailFrom: an SES verified identity to send from');
   }
+  if (settings.emailMode === 'sandbox' && !settings.mailboxUrl) {
+    throw new Error('emailMode "sandbox" needs mailboxUrl: the mailbox to post to (the sandbox flag sets both)');
+  }
   if (settings.emailMode !== undefined && settings.emailMode !== 'ses' && settings.emailMode !== 'sandbox') {
     throw new Error(`emailMode must be "ses" or "sandbox" (got "${settings.emailMode as string}")`);
   }

@@ -9,7 +9,10 @@ import { downstreamEnvironment, emailModeOf, validateDownstreams, type Downstrea
 import { SandboxDownstreams } from './sandbox-downstreams';
 
 export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettings, 'alarmTopic' | 'downstreamTimeout'> {
-  /** Payments, tickets and email settings of the demo tools. Default none (those tools report unconfigured). */
+  /**
+   * Payments, tickets and email settings of the demo tools. Default none: only create_order and get_order are served
+   * (and the toolkit's own tools); each setting turns on the tool it serves.
+   */
   readonly downstreams?: DownstreamSettings;
   /** Deploy the sandbox downstreams and point the tools at them (demo only). Default false. */
   readonly sandbox?: boolean;
@@ -22,9 +25,9 @@ export interface IdempotentMcpStackProps extends StackProps, Omit<EndpointSettin
 const referenceFile = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
- * The reference endpoint (`cdk deploy` in this repository): the demo tools served by the toolkit's
- * IdempotentMcpEndpoint, exactly as a team serves its own, plus the sandbox downstreams when asked for and the
- * outputs an operator needs.
+ * The reference endpoint (`cdk deploy` in this repository): the demo tools whose downstream is configured, served by
+ * the toolkit's IdempotentMcpEndpoint exactly as a team serves its own (with a demo tenant's client, and the
+ * endpoint's outputs), plus the sandbox downstreams when asked for.
  */
 export class IdempotentMcpStack extends Stack {
   readonly endpoint: IdempotentMcpEndpoint;
@@ -56,7 +59,10 @@ export class IdempotentMcpStack extends Stack {
     // 'Default' keeps the endpoint's resources at the logical ids of every earlier deploy (CDK leaves it out of ids).
     this.endpoint = new IdempotentMcpEndpoint(this, 'Default', {
       ...props,
-      tools: referenceFile('../tools/index.ts'),
+      // The demo is tried with one tenant's client, made here; a team's endpoint makes none unless asked.
+      auth: props.auth?.external ? props.auth : { demoClient: true, ...props.auth },
+      // The demo tools whose downstream is configured here (docs/deploy.md): the module reads the same settings.
+      tools: referenceFile('../served-tools.ts'),
       deliveries: referenceFile('../deliveries.ts'),
       environment: downstreamEnvironment(downstreams),
       downstreamTimeout: downstreams.timeoutMs === undefined ? undefined : Duration.millis(downstreams.timeoutMs),
@@ -65,34 +71,7 @@ export class IdempotentMcpStack extends Stack {
     });
     if (emailModeOf(downstreams) === 'ses' && downstreams.emailFrom) this.allowSesSending(downstreams.emailFrom);
 
-    const endpoint = this.endpoint;
-    new CfnOutput(this, 'McpUrl', {
-      value: endpoint.mcpUrl,
-      description: 'The MCP endpoint (streamable HTTP): hand it to your agents',
-    });
-    if (endpoint.auth.tokenEndpoint) {
-      new CfnOutput(this, 'TokenEndpoint', { value: endpoint.auth.tokenEndpoint, description: 'OAuth 2.0 token endpoint (client credentials)' });
-      new CfnOutput(this, 'TokenScope', { value: endpoint.auth.scope!, description: 'The scope to request' });
-      new CfnOutput(this, 'ClientId', { value: endpoint.auth.client!.userPoolClientId, description: 'Demo tenant app client id (also its tenant id)' });
-      new CfnOutput(this, 'UserPoolId', { value: endpoint.auth.userPool!.userPoolId });
-      new CfnOutput(this, 'ClientSecretCommand', {
-        value: endpoint.auth.clientSecretCommand()!,
-        description: 'Prints the client secret (kept out of outputs and the template)',
-      });
-    }
-    if (endpoint.approvalPageUrl) {
-      new CfnOutput(this, 'ApprovalPageUrl', { value: endpoint.approvalPageUrl, description: 'Where approval links point (people approve payments here, signed in)' });
-      new CfnOutput(this, 'ApprovalCallbackUrl', { value: endpoint.approvalCallbackUrl!, description: 'The sign-in redirect URI of the page (register it with an external issuer)' });
-    }
-    if (endpoint.auth.approvalClient)
-      new CfnOutput(this, 'ApprovalClientId', { value: endpoint.auth.approvalClient.userPoolClientId, description: 'The approval page\'s app client for people (managed login)' });
-    new CfnOutput(this, 'TableName', { value: endpoint.store.tableName });
-    // `npm run ops -- --stack <name>` reads these three.
-    if (endpoint.outbox) {
-      new CfnOutput(this, 'OutboxQueueUrl', { value: endpoint.outbox.queue.queueUrl });
-      new CfnOutput(this, 'DeadLetterQueueUrl', { value: endpoint.outbox.deadLetterQueue.queueUrl });
-    }
-    if (endpoint.monitoring.dashboard) new CfnOutput(this, 'DashboardName', { value: endpoint.monitoring.dashboard.dashboardName });
+    // The endpoint adds its own outputs (McpUrl, the token's, the approval page's, the table and queues).
     if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });
   }
 

@@ -1,4 +1,5 @@
 import type { ToolDefinition } from 'idempotent-mcp/mcp';
+import type { ConfiguredDownstreams } from '../config';
 import { createOrderTool } from './create-order';
 import { createTicketTool } from './create-ticket';
 import { getOrderTool } from './get-order';
@@ -19,3 +20,17 @@ export const tools: readonly ToolDefinition[] = [
   sendEmailTool,
   createTicketTool,
 ];
+
+/** The downstream each demo tool needs; the others (orders) need only the table. */
+const NEEDS: Record<string, keyof ConfiguredDownstreams> = {
+  [requestPaymentTool.name]: 'payments',
+  [createTicketTool.name]: 'tickets',
+  [sendEmailTool.name]: 'email',
+};
+
+/**
+ * The demo tools a deployment serves: those whose downstream is configured. A tool that could never finish (an
+ * email with no sender, a ticket with no ticket system) is not offered at all, rather than answering `queued`.
+ */
+export const servedTools = (configured: ConfiguredDownstreams): readonly ToolDefinition[] =>
+  tools.filter((tool) => NEEDS[tool.name] === undefined || configured[NEEDS[tool.name]!]);

@@ -11,7 +11,8 @@ import { EnvVars, loadConfig, read as readEnv, type Env, type EnvVar } from '../
 import { approvalId } from '../../lambdas/core/approval';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
-import { APPROVAL_CALLBACK_PATH } from '../../lambdas/mcp/confirmation';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/mcp/confirmation';
+import { Hono } from 'hono/tiny';
 import { ContextError, settingsFromContext } from '../../reference/cdk/context';
 import type { LocalStack } from '../../local/stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
@@ -86,6 +87,26 @@ function deployedEnv(variables: Record<string, unknown>, values: Record<string, 
   return Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, resolve(value)]));
 }
 
+/** Whether an HTTP API route key (`GET /a/{proxy+}`) takes this request: a greedy `{proxy+}` needs one segment or more. */
+function httpApiRouteMatches(routeKey: string, method: string, path: string): boolean {
+  const [routeMethod, routePath] = routeKey.split(' ') as [string, string];
+  if (routeMethod !== method && routeMethod !== 'ANY') return false;
+  const pattern = routePath.replace(/[.*?^$()|[\]\\]/g, '\\$&').replace(/\/\{[^}/]+\+\}$/, '/.+').replace(/\{[^}/]+\}/g, '[^/]+');
+  return new RegExp(`^${pattern}$`).test(path);
+}
+
+/** A page whose sign-in is at an issuer no test reaches: enough for what it answers before anyone signs in. */
+const pageServices = () => ({
+  config: {
+    auth: { mode: 'oidc' as const, issuer: 'https://pool.example.com', jwksUrl: 'https://pool.example.com/jwks', tenantClaim: 'client_id', requiredScopes: [] },
+    approvals: { ttlSeconds: 900, signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl: 'https://pool.example.com/oauth2/token', scopes: ['openid'] } },
+  },
+  approvals: {} as never,
+  signingSecret: async () => 's'.repeat(32),
+  clock: () => Date.now(),
+  logger: { info: () => {}, warn: () => {} },
+});
+
 describe('the reference stack, by default: the page on its own HTTP API, people at the Cognito pool', () => {
   const { stack, template } = synthStack();
   const resources = resourcesOf(template);
@@ -97,9 +118,9 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
   const domainId = logicalId(endpoint.auth.domain!);
   const env = mcpEnv(template, stack);
 
-  it('routes GET and POST under /approvals/ to the MCP function, which serves the page', () => {
+  it('routes GET and POST under /approvals/, and GET of /approvals itself, to the MCP function, which serves the page', () => {
     const routes = ofType(resources, 'AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
-    expect(routes.map((r) => r.RouteKey).sort()).toEqual(['GET /approvals/{proxy+}', 'POST /approvals/{proxy+}']);
+    expect(routes.map((r) => r.RouteKey).sort()).toEqual(['GET /approvals', 'GET /approvals/{proxy+}', 'POST /approvals/{proxy+}']);
     for (const route of routes) {
       expect(route.ApiId).toEqual({ Ref: apiId });
       const integrationId = route.Target['Fn::Join'][1][1].Ref as string;
@@ -159,6 +180,22 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     // The check finds one where there is one.
     const looped: Resources = { ...resources, [apiId]: { ...resources[apiId]!, DependsOn: [logicalId(endpoint.mcp.handler.function)] } };
     expect(dependencyCycle(looped)).toBeDefined();
+  });
+
+  it('routes the URL it outputs as ApprovalPageUrl (and the callback) to the function, which answers the page\'s own URL', async () => {
+    const routeKeys = ofType(resources, 'AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties.RouteKey as string);
+    const outputs = template.toJSON().Outputs;
+    for (const name of ['ApprovalPageUrl', 'ApprovalCallbackUrl']) {
+      const [first, path] = outputs[name].Value['Fn::Join'][1];
+      expect(first).toEqual(apiEndpoint);
+      expect(routeKeys.filter((key) => httpApiRouteMatches(key, 'GET', path)), `${name} (${path})`).not.toEqual([]);
+    }
+    // The function answers there: a page saying where the links are, not the API's or the app's 404.
+    const pageUrl: string = outputs.ApprovalPageUrl.Value['Fn::Join'][1][1];
+    const app = new Hono().route(APPROVALS_PATH, createApprovalPage(pageServices()));
+    const response = await app.request(`https://page.example.com${pageUrl}`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('https://page.example.com/approvals/&lt;id&gt;');
   });
 
   it('outputs where the page is, its callback and its client', () => {
@@ -247,7 +284,7 @@ describe('an external issuer', () => {
     });
     const apiId = logicalId(stack.endpoint.approvalPageApi!.api);
     expect(template.toJSON().Outputs.ApprovalCallbackUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, APPROVAL_CALLBACK_PATH]] });
-    expect(ofType(resources, 'AWS::ApiGatewayV2::Route')).toHaveLength(2);
+    expect(ofType(resources, 'AWS::ApiGatewayV2::Route')).toHaveLength(3);
     expect(dependencyCycle(resources)).toBeUndefined();
   });
 

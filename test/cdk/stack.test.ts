@@ -1,18 +1,20 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnQueue } from 'aws-cdk-lib/aws-sqs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import { Duration, App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { EnvVars, read as readEnv } from '../../lambdas/config';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { MCP_TABLE_ACTIONS } from '../../lib/constructs/mcp-function';
 import { CONSUMER_TABLE_ACTIONS } from '../../lib/constructs/outbox-consumer';
 import { OutboxQueue } from '../../lib/constructs/outbox-queue';
 import { RELAY_TABLE_ACTIONS } from '../../lib/constructs/outbox-relay';
 import { RECONCILER_TABLE_ACTIONS } from '../../lib/constructs/reconciler';
-import { StackOutput } from '../../ops/target';
+import { StackOutput } from '../../lib/stack-outputs';
 import { MetricName } from '../../lambdas/observability/metrics';
 import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { awsClientConfig, createDynamoDbClient } from '../../lambdas/store/clients';
@@ -150,6 +152,20 @@ describe('the outbox queue', () => {
     expect(() => new OutboxQueue(scope, 'TooLong', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(30) })).toThrow(/deliveryBudget/);
   });
 
+  it('under a customer managed key, lets a sender use the key as SQS asks of a producer, and send nothing more', () => {
+    const scope = new Stack(new App({ builtinCloudFormationValidation: false }), 'QueueKey');
+    const key = new kms.Key(scope, 'Key');
+    const keyed = new OutboxQueue(scope, 'Keyed', { consumerTimeout: Duration.seconds(60), encryptionKey: key });
+    const role = new iam.Role(scope, 'Sender', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    keyed.grantSend(role);
+    keyed.grantSendToDeadLetterQueue(role);
+    const sent = Template.fromStack(scope);
+    const statements = statementsOfRole(sent, scope.getLogicalId(role.node.defaultChild as iam.CfnRole));
+    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.queue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
+    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.deadLetterQueue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
+    expect([...new Set(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(key.node.defaultChild as kms.CfnKey), 'Arn'] }))]).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+  });
+
   it('keeps a message invisible for at least six consumer timeouts', () => {
     expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * fnProps(functionIds.consumer).Timeout);
   });
@@ -233,11 +249,13 @@ describe('the functions', () => {
     expect(env(functionIds.mcp)).not.toHaveProperty('OPERATION_ID_SECRET');
   });
 
-  it('gives the MCP function (only) the Parameters and Secrets extension it reads the secret through', () => {
-    const layers = (id: string) => template.toJSON().Resources[id].Properties.Layers;
-    expect(layers(functionIds.mcp)).toEqual([{ 'Fn::FindInMap': [expect.any(String), { Ref: 'AWS::Region' }, expect.stringMatching(/arm64$/)] }]);
-    expect(env(functionIds.mcp)).toMatchObject({ PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: '2773', PARAMETERS_SECRETS_EXTENSION_CACHE_ENABLED: 'true' });
-    for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(layers(functionIds[name])).toBeUndefined();
+  it('works in every region: no layer and no region map decide whether a function deploys', () => {
+    // The operation-id key is read with the SDK's Secrets Manager client in the bundle, not through a layer whose ARN
+    // CDK looks up in a partial map of regions (Fn::FindInMap on AWS::Region).
+    for (const id of Object.values(functionIds)) expect(fnProps(id).Layers, id).toBeUndefined();
+    expect(template.toJSON().Mappings ?? {}).toEqual({});
+    expect(JSON.stringify(template.toJSON().Resources)).not.toContain('Fn::FindInMap');
+    expect(Object.keys(env(functionIds.mcp)).filter((name) => name.startsWith('PARAMETERS_SECRETS_'))).toEqual([]);
   });
 });
 
@@ -274,8 +292,13 @@ describe('least-privilege IAM', () => {
   });
 
   it('gives the queue to the relay and reconciler to send, to the consumer to receive, and not to the MCP function', () => {
-    expect(actionsOn(statements.relay, queueArn)).toContain('sqs:SendMessage');
-    expect(actionsOn(statements.reconciler, queueArn)).toContain('sqs:SendMessage');
+    // SendMessage alone (SendMessageBatch is authorized by it): each function is given the queue's URL, so no
+    // GetQueueUrl, and none reads the queue's attributes.
+    expect(actionsOn(statements.relay, queueArn)).toEqual(['sqs:SendMessage']);
+    expect(actionsOn(statements.reconciler, queueArn)).toEqual(['sqs:SendMessage']);
+    const dlqArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'Arn'] };
+    expect(actionsOn(statements.consumer, dlqArn)).toEqual(['sqs:SendMessage']);
+    for (const name of ['relay', 'reconciler', 'mcp'] as const) expect(actionsOn(statements[name], dlqArn)).toEqual([]);
     expect(actionsOn(statements.consumer, queueArn)).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']));
     expect(actionsOn(statements.consumer, queueArn)).not.toContain('sqs:SendMessage');
     expect(serviceActions(statements.mcp, 'sqs')).toEqual([]);
@@ -286,7 +309,7 @@ describe('least-privilege IAM', () => {
     expect(actionsOn(statements.relay, stream)).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
     for (const name of ['mcp', 'consumer', 'reconciler'] as const) expect(actionsOn(statements[name], stream)).toEqual([]);
     const secret = { Ref: logicalId(stack.endpoint.mcp.operationIdSecret as never) };
-    expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:GetSecretValue']);
     for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(serviceActions(statements[name], 'secretsmanager')).toEqual([]);
   });
 
@@ -376,11 +399,8 @@ describe('event sources and the schedule', () => {
 describe('the configuration contract', () => {
   it('every variable a construct sets is declared once in lambdas/config.ts, and reads back as what was set', () => {
     const declared = new Map(Object.values(EnvVars).map((v) => [v.name, v]));
-    // Set by the Parameters and Secrets layer's own props, not read by our code.
-    const layerSettings = /^(PARAMETERS_SECRETS_EXTENSION_(?!HTTP_PORT)|SECRETS_MANAGER_|SSM_)/;
     for (const [, fn] of ofType('AWS::Lambda::Function')) {
       for (const [name, value] of Object.entries(fn.Properties.Environment?.Variables ?? {})) {
-        if (layerSettings.test(name)) continue;
         expect(declared.has(name), `${name} is not declared in EnvVars`).toBe(true);
         if (typeof value === 'string') expect(() => declared.get(name)!.parse(value), name).not.toThrow();
       }
@@ -556,6 +576,50 @@ describe('the sandbox downstreams', () => {
     const sandboxStatements = statementsOfRole(demo.template, logicalId(sandbox.handler.role));
     expect(actionsOn(sandboxStatements, { 'Fn::GetAtt': [logicalId(demo.stack.endpoint.store.table), 'Arn'] })).toEqual([]);
   });
+});
+
+describe('the demo tools a deployment serves: none whose downstream is not configured', () => {
+  /** The MCP function's environment from its template: deploy-time values (the sandbox's URL) as URLs of that shape. */
+  const deployedEnv = (synth: ReturnType<typeof synthStack>): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables as Record<string, unknown>).map(
+        ([name, value]) => [name, typeof value === 'string' ? value : `https://deployed.example.com/${name.toLowerCase()}`],
+      ),
+    );
+  /** The tool names the stack's tools module exports when loaded with this environment, as at the function's cold start. */
+  async function servedWith(synth: ReturnType<typeof synthStack>, env: Record<string, string>): Promise<string[]> {
+    const saved = { ...process.env };
+    for (const name of ['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_MODE', 'EMAIL_FROM']) delete process.env[name];
+    Object.assign(process.env, env);
+    try {
+      vi.resetModules();
+      const module = (await import(synth.stack.endpoint.toolsModule)) as { tools: Array<{ name: string }> };
+      return module.tools.map((tool) => tool.name).sort();
+    } finally {
+      process.env = saved;
+    }
+  }
+  const ORDERS = ['create_order', 'get_order'];
+
+  it('serves only the order tools by default (no payments provider, ticket system or sender configured)', async () => {
+    expect(await servedWith(base, deployedEnv(base))).toEqual(ORDERS);
+  });
+
+  it('turns each tool on with its own setting: paymentsUrl request_payment, ticketsUrl create_ticket, emailFrom send_email', async () => {
+    const all = synthStack({ paymentsUrl: 'https://payments.example.com', ticketsUrl: 'https://tickets.example.com', emailFrom: 'agent@mail.example.com' });
+    const env = deployedEnv(all);
+    expect(await servedWith(all, env)).toEqual([...ORDERS, 'create_ticket', 'request_payment', 'send_email'].sort());
+    const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));
+    expect(await servedWith(all, without('PAYMENTS_URL'))).not.toContain('request_payment');
+    expect(await servedWith(all, without('TICKETS_URL'))).not.toContain('create_ticket');
+    expect(await servedWith(all, without('EMAIL_FROM'))).not.toContain('send_email');
+  }, 120_000);
+
+  it('serves all five with the sandbox, and refuses a sandbox mailbox without its URL in one sentence', async () => {
+    const demo = synthStack({ sandbox: 'true' });
+    expect(await servedWith(demo, deployedEnv(demo))).toEqual([...ORDERS, 'create_ticket', 'request_payment', 'send_email'].sort());
+    expect(() => synthStack({ emailMode: 'sandbox' })).toThrow(/^emailMode "sandbox" needs mailboxUrl/);
+  }, 120_000);
 });
 
 describe('context settings', () => {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReferenceEnvVars } from '../../reference/config';
 import { tools as referenceTools } from '../../reference/tools/index';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { StackOutput } from '../../lib/stack-outputs';
 import { teamProject } from './support';
 
 const run = promisify(execFile);
@@ -91,6 +92,40 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
     for (const code of bundles) {
       for (const name of [...DEMO_TOOLS, ...REFERENCE_VARIABLES]) expect(code.includes(name), name).toBe(false);
       expect(code).not.toMatch(/sandbox/i);
+    }
+  });
+
+  it('deploys no demo client: no app client with a secret, none for machines at all until the team makes its tenants', () => {
+    const clients = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Cognito::UserPoolClient');
+    expect(clients.filter(([id]) => /demo/i.test(id))).toEqual([]);
+    expect(clients.filter(([, r]) => r.Properties.GenerateSecret === true || r.Properties.AllowedOAuthFlows?.includes('client_credentials'))).toEqual([]);
+    // Only the approval page's client for people remains (code grant, no secret).
+    expect(clients.map(([, r]) => r.Properties.AllowedOAuthFlows)).toEqual([['code']]);
+  });
+
+  it('outputs what a team needs to get a token, reach the endpoint and run the review tool (docs/deploy.md)', () => {
+    const outputs = (template as unknown as { Outputs: Record<string, { Value: unknown }> }).Outputs;
+    for (const name of [
+      StackOutput.mcpUrl,
+      StackOutput.tokenEndpoint,
+      StackOutput.tokenScope,
+      StackOutput.userPoolId,
+      StackOutput.approvalPageUrl,
+      StackOutput.table,
+      StackOutput.queue,
+      StackOutput.deadLetterQueue,
+    ])
+      expect(outputs, name).toHaveProperty(name);
+    // No client made here, so no client id and no secret command.
+    expect(outputs).not.toHaveProperty(StackOutput.clientId);
+    expect(outputs).not.toHaveProperty(StackOutput.clientSecretCommand);
+    expect(outputs[StackOutput.tokenScope]!.Value).toBe('idempotent-mcp/tools');
+  });
+
+  it('bundles no development sign-in: neither the dev issuer\'s page nor its token endpoint (a function never trusts it)', () => {
+    for (const code of bundles) {
+      expect(code).not.toContain('Local sign-in');
+      expect(code).not.toContain('Sign-in refused');
     }
   });
 

@@ -11,7 +11,7 @@ import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
 import { freePort } from '../../local/free-port';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
-import { startSecretsExtension } from '../support/secrets-extension';
+import { startSecretsManager } from '../support/secrets-manager';
 import { startFaultProxy, type FaultProxy } from './support/fault-proxy';
 
 let stack: LocalStack;
@@ -351,33 +351,32 @@ describe('operation ids', () => {
   });
 
   it('are asked for again while the server cannot read its key for a moment; the payment then runs once', async () => {
-    // A server as deployed: the key by ARN, read through the Parameters and Secrets extension (a stand-in here).
+    // A server as deployed: the key by ARN, read from Secrets Manager (a stand-in here).
     const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids';
-    const extension = await startSecretsExtension({ [secretArn]: 'k'.repeat(48) }, 'session-token');
+    const secrets = await startSecretsManager({ [secretArn]: 'k'.repeat(48) });
     const deployedLike = await startLocalStack({
       env: {
         OPERATION_ID_SECRET: undefined,
         OPERATION_ID_SECRET_ARN: secretArn,
-        AWS_SESSION_TOKEN: 'session-token',
-        PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
+        SECRETS_MANAGER_ENDPOINT: secrets.endpoint,
       },
     });
     try {
-      extension.failNext = 2;
+      secrets.failNext = 2;
       const { client, sleeps } = testClient({ url: deployedLike.mcpUrl, token: await deployedLike.tokenFor('client-tests') });
       const args = { amount_minor: 700, currency: 'EUR', payee_id: `payee-${++orderNumber}` };
 
       const call = await client.callWrite({ tool: 'request_payment', args });
 
       expect(call).toMatchObject({ keyKind: 'operation_id', state: 'succeeded', result: { replayed: false } });
-      expect(extension.requests).toHaveLength(3);
+      expect(secrets.requests).toHaveLength(3);
       // Two waits while the key was unreadable (full jitter at random() = 0.5), then one while the person approved.
       expect(sleeps).toEqual([100, 200, 2000]);
       const ledger = (await (await fetch(`${deployedLike.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string }[] };
       expect(ledger.payments.filter((p) => p.payee_id === args.payee_id)).toHaveLength(1);
     } finally {
       await deployedLike.stop();
-      await extension.stop();
+      await secrets.stop();
     }
   });
 

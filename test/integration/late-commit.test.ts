@@ -55,20 +55,20 @@ describe('request_payment on the reference endpoint, the provider booking after 
       await armFault(stack, { target: 'payments', mode: 'late-commit', times: 2, delay_ms: LATE_MS });
       const first = await callWrite(client, 'request_payment', paymentArgs(operationId));
       expect(first).toMatchObject({ outcome: 'unknown', retryable: true });
-      // Told to come back after the window (the tool's execution timeout + DOWNSTREAM_TIMEOUT_MS from its stop).
-      expect(first.retry_after_ms).toBeGreaterThanOrEqual(10_000);
 
-      // Several reconciler runs meanwhile; the provider has not booked yet when they ask.
+      // Several reconciler runs meanwhile; the provider has not booked yet when they ask. The agent retries early.
       await sleep(1500);
       const record = () => stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId });
-      expect(await record()).toMatchObject({ status: 'UNKNOWN' });
-      expect((await record())!.reconcileAttempts ?? 0).toBe(0);
       const early = await callWrite(client, 'request_payment', paymentArgs(operationId));
       expect(early).toMatchObject({ outcome: 'unknown', retryable: true });
 
-      await eventually(async () => ((await record())?.status === 'SUCCEEDED' ? true : undefined), 'the record to settle', 40_000, 200);
+      // Settled, or charged twice (what happened before the window was kept).
+      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || (await paymentsOf(operationId)).length > 1 ? true : undefined), 'the record to settle', 40_000, 200);
       const payments = await paymentsOf(operationId);
       expect(payments).toHaveLength(1);
+      expect(await record()).toMatchObject({ status: 'SUCCEEDED', reconcileAttempts: undefined });
+      // The first answer said to come back after the window (the tool's execution timeout + DOWNSTREAM_TIMEOUT_MS).
+      expect(first.retry_after_ms).toBeGreaterThanOrEqual(10_000);
       const replay = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
       expect(replay).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payments[0]!.payment_id } });
       expect(await paymentsOf(operationId)).toHaveLength(1);
@@ -190,7 +190,7 @@ describe("a team's own server with startReconciler, its provider booking after t
       // The reconciler has asked (and heard "not found") before the provider booked; the retry must not run again.
       await sleep(1000);
       expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
-      await eventually(async () => ((await record())?.status === 'SUCCEEDED' ? true : undefined), 'the record to settle', 30_000, 200);
+      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || (await paymentsOf(key)).length > 1 ? true : undefined), 'the record to settle', 30_000, 200);
       const payments = await paymentsOf(key);
       expect(payments).toHaveLength(1);
       expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payments[0]!.payment_id } });

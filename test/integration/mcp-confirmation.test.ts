@@ -184,6 +184,20 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(await stack.services.approvals.current(key)).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
   });
 
+  it('an operation the person declined on the page stays declined for a client that now declares only forms: no form round replaces it', async () => {
+    const id = await operationId();
+    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const link = onPage.inputRequests!.confirm.params.url;
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    const anew = await call(paymentArgs(id));
+    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('URL elicitation') } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    const record = (await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id }))!;
+    expect(record.log.map((entry) => `${entry.event} ${entry.via}`)).toEqual(['requested url', 'declined url']);
+  });
+
   it('an expired requestState is refused, nothing runs, and calling again asks anew', async () => {
     const id = await operationId();
     const { requestState } = (await call(paymentArgs(id))) as { requestState: string };

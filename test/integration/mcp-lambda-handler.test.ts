@@ -12,7 +12,7 @@ import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
 import { createProbeTools, orderArgs } from '../support/mcp';
-import { startSecretsExtension, type SecretsExtensionStandIn } from '../support/secrets-extension';
+import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
 
 /**
  * The deployed shape: Function URL events (payload 2.0) through the Lambda handler, with OIDC auth against a
@@ -30,9 +30,8 @@ let issuer: DevIssuer;
 let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
 let probeHandler: typeof handler;
 const probes = createProbeTools();
-let extension: SecretsExtensionStandIn;
+let secrets: SecretsManagerStandIn;
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids-AbCdEf';
-const SESSION_TOKEN = 'session-token-of-this-container';
 /** Invocations so far, and whether the key set's first GET came before any (the cold start reads it at init). */
 let invocations = 0;
 let firstKeySetGetBeforeAnyRequest: Promise<boolean>;
@@ -51,7 +50,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
   const { port } = jwksServer.address() as { port: number };
 
-  extension = await startSecretsExtension({ [SECRET_ARN]: randomBytes(32).toString('hex') }, SESSION_TOKEN);
+  secrets = await startSecretsManager({ [SECRET_ARN]: randomBytes(32).toString('hex') });
 
   // Stubbed, and restored after the file: other test files in this worker build local (dev-auth) stacks.
   const env: Record<string, string> = {
@@ -63,10 +62,9 @@ beforeAll(async () => {
     AUTH_AUDIENCE: AUDIENCE,
     AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`,
     AUTH_TENANT_CLAIM: TENANT_CLAIM,
-    // As deployed: the ARN of the key, read through the Parameters and Secrets extension (here a stand-in).
+    // As deployed: the ARN of the key, read with the SDK's Secrets Manager client (here from a stand-in).
     OPERATION_ID_SECRET_ARN: SECRET_ARN,
-    AWS_SESSION_TOKEN: SESSION_TOKEN,
-    PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(extension.port),
+    SECRETS_MANAGER_ENDPOINT: secrets.endpoint,
     SANDBOX_ENABLED: 'false',
     // request_payment runs for a 2025-era client here; no payments provider is configured.
     CONFIRMATION_OPT_OUT_TOOLS: 'request_payment',
@@ -89,7 +87,7 @@ beforeAll(async () => {
 afterAll(async () => {
   vi.unstubAllEnvs();
   await new Promise((resolve) => jwksServer?.close(resolve));
-  await extension?.stop();
+  await secrets?.stop();
   await rm(keyDir, { recursive: true, force: true });
   await table?.drop();
 });
@@ -217,20 +215,20 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect((await first).structuredContent).toMatchObject({ outcome: 'succeeded' });
   });
 
-  it('reads the operation-id key through the extension on first use only, once, with the session token', async () => {
+  it('reads the operation-id key from Secrets Manager on first use only, once, with a signed request', async () => {
     // The tests above ran create_order and more through this container's services: none needed the key.
     const handlerServices = createServices(loadConfig(process.env));
     const fresh = createLambdaHandler(handlerServices, { tools: probes.tools }) as unknown as typeof handler;
-    const before = extension.requests.length;
+    const before = secrets.requests.length;
     await callTool(fresh, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed' });
-    expect(extension.requests.length).toBe(before);
+    expect(secrets.requests.length).toBe(before);
 
     const issued = await callTool(fresh, 'issue_operation_id', { tool: 'probe_operation' });
     const id = (issued.structuredContent as { operation_id: string }).operation_id;
     expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: false },
     });
-    expect(extension.requests.slice(before)).toEqual([{ secretId: SECRET_ARN, tokenOk: true }]);
+    expect(secrets.requests.slice(before)).toEqual([{ secretId: SECRET_ARN, signed: true }]);
     // Another container reading the same secret accepts the id: the key is the secret's, not the process's.
     expect(await callTool(probeHandler, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: true },
@@ -241,7 +239,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: probes.tools }) as unknown as typeof handler;
     const id = ((await callTool(probeHandler, 'issue_operation_id', { tool: 'probe_operation' })).structuredContent as { operation_id: string })
       .operation_id;
-    extension.failNext = Number.POSITIVE_INFINITY;
+    secrets.failNext = Number.POSITIVE_INFINITY;
     try {
       const write = await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' });
       expect(write).toMatchObject({
@@ -253,7 +251,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
       expect(issue.isError).toBe(true);
       expect(issue.content[0]!.text).toMatch(/^TRANSIENT_FAILURE: /);
     } finally {
-      extension.failNext = 0;
+      secrets.failNext = 0;
     }
     expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: false },

@@ -78,11 +78,22 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   const paymentsFor = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
   const paymentArgs = (operationId: string, payee: string) => ({ operation_id: operationId, amount_minor: 1250, currency: 'EUR', payee_id: payee });
 
+  /** Until a request of the operation can no longer land (its in-flight window) and its next check is due. */
+  async function decidable(...operationIds: string[]) {
+    const due = async (key: string) => {
+      const r = (await record(key))!;
+      return Math.max(r.nextCheckAt ?? 0, r.inFlightUntil ?? 0) <= Date.now();
+    };
+    await eventually(async () => ((await Promise.all(operationIds.map(due))).every(Boolean) ? true : undefined), 'the in-flight window to pass', 40_000, 200);
+  }
+
   /** A payment whose outcome was lost, then parked after RECONCILE_MAX_ATTEMPTS checks that could not reach the provider. */
   async function parkedPayment(payee: string, lost: 'commit-then-timeout' | 'fail-before-commit') {
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: lost });
     expect(await callWrite(client, 'request_payment', paymentArgs(operationId, payee))).toMatchObject({ outcome: 'unknown' });
+    // Checks inside the in-flight window are not attempts: the two that park it come after it.
+    await decidable(operationId);
     await armFault(stack, { target: 'payments', mode: 'unavailable', times: 2 });
     // RECONCILE_MAX_ATTEMPTS=2: the second check that cannot reach the provider parks the record.
     for (let run = 0; run < 2; run++) {
@@ -398,6 +409,21 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await record(operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment!.payment_id } });
   }, 120_000);
 
+  it('show says when an UNKNOWN payment becomes decidable; settle --absent is refused before then, nothing written', async () => {
+    const operationId = await issueOperationId(client, 'request_payment');
+    await armFault(stack, { target: 'payments', mode: 'fail-before-commit' });
+    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, 'payee-early'))).toMatchObject({ outcome: 'unknown' });
+    const unknown = (await record(operationId))!;
+    const shown = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    expect(shown.decidable_at).toBe(new Date(unknown.inFlightUntil!).toISOString());
+    expect((await opsInProcess(['show', TENANT, 'request_payment', operationId])).stdout).toMatch(/decidable at\s+\S+ \(a request may still land until then\)/);
+    const early = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'the provider shows nothing']);
+    expect(early.code).toBe(2);
+    expect(early.stderr).toMatch(/may still land until/);
+    expect(await record(operationId)).toMatchObject({ status: 'UNKNOWN', updatedAt: unknown.updatedAt });
+    expect(await stack.services.store.reviewLog(identity('request_payment', operationId))).toEqual({ entries: [], version: 0 });
+  });
+
   it('list --status stale names a PROCESSING record whose lease passed, not a live one', async () => {
     const now = Date.now();
     const claim = (key: string, leaseExpiresAt: number) =>
@@ -445,10 +471,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: keys.length });
     await Promise.all(keys.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
 
-    // First the deterministic interleaving: read, the reconciler moves, then the write: nothing is written.
+    // First the deterministic interleaving: read, the reconciler moves, then the write: nothing is written. (An
+    // absence is only settled once no request of the payment can still land.)
     const [first, ...rest] = keys;
+    await decidable(...keys.map((k) => k.operationId));
     const stale = await desk.prepare(identity('request_payment', first!.operationId), { kind: 'absent' }, 'race: stale read');
-    await eventually(async () => ((await record(first!.operationId))!.nextCheckAt! <= Date.now() ? true : undefined), 'the check to be due');
     const report = await stack.workers.reconciler.runOnce();
     expect(report.found).toBe(keys.length);
     const lost = await desk.apply(stale);
@@ -464,10 +491,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     );
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: fresh.length });
     await Promise.all(fresh.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
-    await eventually(
-      async () => ((await Promise.all(fresh.map(({ operationId }) => record(operationId)))).every((r) => r!.nextCheckAt! <= Date.now()) ? true : undefined),
-      'the checks to be due',
-    );
+    await decidable(...fresh.map(({ operationId }) => operationId));
     const prepared = await Promise.all(fresh.map(({ operationId }) => desk.prepare(identity('request_payment', operationId), { kind: 'absent' }, 'race')));
     const [reconciled, ...decisions] = await Promise.all([stack.workers.reconciler.runOnce(), ...prepared.map((p) => desk.apply(p))]);
     for (const [i, { operationId }] of fresh.entries()) {

@@ -15,6 +15,8 @@ import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { armedFaults, armFault, clearFaults, eventually, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
 
 const TENANT = 'tenant-reconciler';
+/** The in-flight window of the tools here (the default): their 10 s execution timeout + DOWNSTREAM_TIMEOUT_MS (2 s). */
+const WINDOW_MS = 12_000;
 
 /** Write tools whose downstream answer the test sets per key: every finding the reconciler can get, on demand. */
 const findings = new Map<string, ReconcileFinding>();
@@ -86,6 +88,12 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     const lookups = async () => 20 - ((await armedFaults(stack)).find((f) => f.target === 'payments')?.remaining ?? 0);
 
     catchUp();
+    // Inside the in-flight window a check that gets no answer decides nothing and is not an attempt: next at its end.
+    expect((await run()).deferred).toBe(1);
+    const inWindow = (await record('request_payment', operationId))!;
+    expect(inWindow.reconcileAttempts ?? 0).toBe(0);
+    expect(inWindow.nextCheckAt).toBe(inWindow.inFlightUntil);
+    time.advance(inWindow.inFlightUntil! - time.clock());
     const waits: number[] = [];
     for (let attempt = 1; attempt < 4; attempt++) {
       const report = await run();
@@ -98,7 +106,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
       // Before the next check is due, runs leave it alone (and do not ask the provider).
       time.advance(stored.nextCheckAt! - time.clock() - 1);
       expect((await run()).deferred).toBe(0);
-      expect(await lookups()).toBe(attempt);
+      expect(await lookups()).toBe(attempt + 1);
       time.advance(1);
     }
     expect(waits).toEqual([1000, 2000, 4000]);
@@ -115,7 +123,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     // Parked: the caller is told not to retry, and nothing runs again.
     expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
     expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
-    expect(await lookups()).toBe(4);
+    expect(await lookups()).toBe(5);
     await clearFaults(stack);
   });
 
@@ -161,8 +169,13 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     expect((await run()).expiredLeases).toBe(2);
     expect(await record('request_payment', paid)).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired' });
 
+    // The dead executor's requests may still land until its lease's end plus the window: found settles now, an
+    // absence waits for the window's end.
+    expect(await run()).toMatchObject({ found: 1, released: 0, deferred: 1 });
+    expect(await record('request_payment', unpaid)).toMatchObject({ status: 'UNKNOWN', inFlightUntil: time.clock() - 10_000 - 1000 + WINDOW_MS });
+    time.advance(WINDOW_MS);
     const report = await run();
-    expect(report).toMatchObject({ found: 1, released: 1 });
+    expect(report).toMatchObject({ released: 1 });
     expect(await record('request_payment', paid)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
     expect(await record('request_payment', unpaid)).toBeUndefined();
     expect(await record('request_payment', live)).toMatchObject({ status: 'PROCESSING', ownerToken: `dead-${live}` });
@@ -199,7 +212,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
   });
 
-  it("confirmed absent under the tool's 'fail' policy settles FAILED; without a reconcile hook, review at once", async () => {
+  it("confirmed absent under the tool's 'fail' policy settles FAILED; without a reconcile hook, review once the window has passed", async () => {
     const absentKey = newKey();
     const unverifiableKey = newKey();
     findings.set(absentKey, { kind: 'absent' });
@@ -207,7 +220,9 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     expect(await callWrite(client, 'probe_unverifiable', { idempotency_key: unverifiableKey, label: 'b' })).toMatchObject({ outcome: 'unknown' });
 
     // The engine marks UNKNOWN records due at the real time of the call: the reconciler's clock must have reached it.
+    // Once their in-flight window has passed (before it, neither decides anything: test/engine/in-flight-window.test.ts).
     catchUp();
+    time.advance(WINDOW_MS);
     const report = await run();
     expect(report).toMatchObject({ failed: 1, needsReviewNew: 1 });
     expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: absentKey, label: 'a' })).toMatchObject({
@@ -261,7 +276,8 @@ describe('the reconciler on its local timer', () => {
     const args = { operation_id: operationId, amount_minor: 4200, currency: 'USD', payee_id: 'payee-9' };
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
     const first = await callWrite(client, 'request_payment', args);
-    expect(first).toMatchObject({ outcome: 'unknown', retry_after_ms: 200 });
+    // Come back after the in-flight window (10 s execution timeout + 1.5 s downstream timeout) and one period.
+    expect(first).toMatchObject({ outcome: 'unknown', retry_after_ms: 10_000 + 1500 + 200 });
     const settled = await eventually(async () => {
       const status = await operationStatus(client, 'request_payment', operationId);
       return status.status === 'succeeded' ? status : undefined;

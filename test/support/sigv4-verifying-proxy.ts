@@ -41,7 +41,9 @@ export function verifySigV4(
   if (region !== expected.region || service !== expected.service) return fail(`scope ${region}/${service}`);
   const amzDate = String(request.headers['x-amz-date'] ?? '');
   if (!amzDate.startsWith(date!)) return fail('x-amz-date does not match the credential scope');
-  const mustSign = ['host', 'x-amz-date', 'x-amz-target', ...(request.headers['x-amz-security-token'] ? ['x-amz-security-token'] : [])];
+  // The operation travels in X-Amz-Target on JSON protocols (DynamoDB, SQS); REST ones (SES v2) name it in the path.
+  const carried = ['x-amz-target', 'x-amz-security-token'].filter((name) => request.headers[name] !== undefined);
+  const mustSign = ['host', 'x-amz-date', ...carried];
   const unsigned = mustSign.filter((name) => !signedHeaders.includes(name));
   if (unsigned.length > 0) return fail(`headers not signed: ${unsigned.join(', ')}`);
   if ([...signedHeaders].sort().join(';') !== signedHeaderList) return fail('signed headers not sorted');

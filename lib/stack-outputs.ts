@@ -1,0 +1,19 @@
+/**
+ * The stack outputs IdempotentMcpEndpoint adds (its `outputs` prop), by name: docs/deploy.md's recipes and
+ * `idempotent-mcp-ops --stack` (table and queues) read them. Plain data, so the ops CLI reads it without the CDK.
+ */
+export const StackOutput = {
+  mcpUrl: 'McpUrl',
+  tokenEndpoint: 'TokenEndpoint',
+  tokenScope: 'TokenScope',
+  userPoolId: 'UserPoolId',
+  clientId: 'ClientId',
+  clientSecretCommand: 'ClientSecretCommand',
+  approvalPageUrl: 'ApprovalPageUrl',
+  approvalCallbackUrl: 'ApprovalCallbackUrl',
+  approvalClientId: 'ApprovalClientId',
+  table: 'TableName',
+  queue: 'OutboxQueueUrl',
+  deadLetterQueue: 'DeadLetterQueueUrl',
+  dashboard: 'DashboardName',
+} as const;
