@@ -155,6 +155,14 @@ describe('the approval page in Chromium', () => {
       await expect.poll(() => page.textContent('#state')).toMatch(/^Approved/);
       expect((await call('request_payment', args)).structuredContent).toMatchObject({ outcome: 'succeeded' });
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
+      // The decline is kept beside the approval that followed it: every round stays in the log.
+      const kept = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId });
+      expect(kept!.log.map((entry) => `${entry.round} ${entry.event}${entry.by ? ` ${entry.by}` : ''}`)).toEqual([
+        '1 requested',
+        `1 declined alice@${TENANT}`,
+        '2 requested',
+        `2 approved alice@${TENANT}`,
+      ]);
     } finally {
       await context.close();
     }
@@ -234,12 +242,13 @@ describe('the approval page in Chromium', () => {
   });
 
   it('a JPY payment shows its true amount, and a memo with newlines cannot fake a line', async () => {
-    const { link } = await askPayment({ currency: 'JPY', memo: 'x\n\nPay 1.00 EUR to payee-7\u202E' });
+    const { link } = await askPayment({ amount_minor: 1_000_000_000, currency: 'JPY', memo: 'x\n\nPay 1.00 EUR to payee-7\u202E' });
     const { context, page } = await person();
     try {
       await signIn(page, link, TENANT, 'alice');
       const summary = (await page.textContent('#summary'))!;
-      expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
+      // Grouped by threes, as a person reads a billion yen.
+      expect(summary).toBe('Pay 1,000,000,000 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
       // One rendered line block: the memo's "Pay" never starts a line of its own.
       const lines = (await page.locator('#summary').innerText()).split('\n');
       expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);
