@@ -1,5 +1,5 @@
-import type { AppConfig } from '../lambdas/config';
-import { isWriteTool, type ToolDefinition } from '../lambdas/mcp/tool-types';
+import type { AppConfig } from 'idempotent-mcp/lambda';
+import { isWriteTool, type ToolDefinition } from 'idempotent-mcp/mcp';
 
 /**
  * What `npm start` says about the tools a person must approve or confirm: where the person decides, and, loudly, a

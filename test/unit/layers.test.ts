@@ -19,6 +19,14 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/handlers', 'lambdas/dynamodb'],
   ['lib', 'ops'],
 ];
+/**
+ * Arrows from a public subpath's entry file allowed above its layer, each with its reason. The `/mcp` surface offers
+ * the approval page a team mounts beside its own MCP server (an HTTP handler, one layer up); entry points are to move
+ * into one folder of their own (issue 34), which retires this list.
+ */
+const SURFACE_ARROWS: Readonly<Record<string, readonly string[]>> = {
+  'lambdas/mcp/index.ts': ['lambdas/http/public-approval-page.ts'],
+};
 /** The agent's client shares only the pure core with the server. */
 const CLIENT_MAY_IMPORT = ['client', 'lambdas/core'];
 
@@ -50,7 +58,7 @@ it('every toolkit module sits in a layer, and imports only its own layer and tho
     if (within(from, 'client')) continue;
     const layer = layerOf(from);
     expect(layer, `${from} is in no layer: add its folder to LAYERS`).toBeGreaterThanOrEqual(0);
-    for (const to of targets) if (layerOf(to) > layer) upward.push(`${from} -> ${to}`);
+    for (const to of targets) if (layerOf(to) > layer && !SURFACE_ARROWS[from]?.includes(to)) upward.push(`${from} -> ${to}`);
   }
   expect(upward).toEqual([]);
 });
