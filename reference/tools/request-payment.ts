@@ -38,8 +38,9 @@ export const requestPaymentTool = defineWriteTool({
   // The amount by the currency's own minor units; the memo quoted, so it cannot pass for a line of the summary.
   summarize: ({ amount_minor, currency, payee_id, memo }) =>
     `Pay ${formatMinorUnits(amount_minor, currency)} to ${payee_id}${memo ? ` (memo: ${quotedText(memo)})` : ''}`,
-  // The provider deduplicates on our key, so a stale execution may be re-run: it gets the first payment back.
-  idempotency: { reexecuteSafe: true },
+  // No `reexecuteSafe`: PAYMENTS_URL may name a provider that books every request it receives (the sandbox's
+  // late-commit fault is one), so a stale execution is never re-run; the reconciler finds the payment by our key once
+  // the request's in-flight window has passed.
   async execute(args, ctx: WriteToolContext<PaymentServices>) {
     const { payments } = ctx.services.downstreams;
     const { payment, replayed } = await payments.create(args, { idempotencyKey: ctx.idempotencyKey, tenant: ctx.tenant, signal: ctx.signal });

@@ -193,7 +193,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     expect(ledger.filter((p) => p.idempotency_key === unpaid)).toHaveLength(1);
   });
 
-  it('a retry after the executor died re-runs the payment safely: the provider answers with the first payment', async () => {
+  it('a retry after the executor died never sends the payment again: unknown, until the reconciler finds the first payment', async () => {
     const args = { amount_minor: 900, currency: 'EUR', payee_id: 'payee-10' };
     const operationId = await issueOperationId(client, 'request_payment');
     // The dead executor's request reached the provider; its lease has passed (in real time: the engine's clock).
@@ -204,12 +204,25 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     });
     const payment = (await first.json()) as { payment_id: string };
     await abandonedExecution('request_payment', operationId, args, Date.now() - 1000);
+    const payments = async () => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
 
-    // request_payment is re-execution safe: the caller's retry takes the record over and calls the provider again,
-    // which deduplicates on the same key.
-    const retry = await callWrite(client, 'request_payment', { operation_id: operationId, ...args });
-    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false, result: { payment_id: payment.payment_id } });
-    expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
+    // request_payment does not declare reexecuteSafe (its provider may book every request it gets): the caller's
+    // retry marks the record UNKNOWN and sends nothing.
+    expect(await callWrite(client, 'request_payment', { operation_id: operationId, ...args })).toMatchObject({ outcome: 'unknown', retryable: true });
+    expect(await record('request_payment', operationId)).toMatchObject({ status: 'UNKNOWN' });
+    expect(await payments()).toHaveLength(1);
+
+    // The reconciler finds the dead executor's payment by our key (a finding needs no window); the retry replays it.
+    catchUp();
+    time.advance(10_000);
+    await run();
+    expect(await record('request_payment', operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
+    expect(await callWrite(client, 'request_payment', { operation_id: operationId, ...args })).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: { payment_id: payment.payment_id },
+    });
+    expect(await payments()).toHaveLength(1);
   });
 
   it("confirmed absent under the tool's 'fail' policy settles FAILED; without a reconcile hook, review once the window has passed", async () => {
