@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1ClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport as V1Transport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
@@ -15,6 +12,7 @@ import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler,
 import type { LocalStack } from '../../local/stack';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
+import { OwnServers } from '../support/own-server';
 
 /**
  * Issue 30: a provider that does not deduplicate and books a request after its caller gave up (the sandbox's
@@ -80,7 +78,7 @@ describe('request_payment on the reference endpoint, the provider booking after 
 });
 
 describe("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
-  const servers: ServerType[] = [];
+  const servers = new OwnServers();
   let services: ToolRuntime;
   let reconciler: RunningReconciler;
 
@@ -122,18 +120,7 @@ describe("a team's own server with startReconciler, its provider booking after t
     },
   });
 
-  const authInfoOf = (request: Request): AuthInfo | undefined => {
-    const tenant = request.headers.get('authorization')?.replace(/^Bearer /, '');
-    return tenant ? { token: tenant, clientId: `agent-${tenant}`, scopes: [], extra: { tenant } } : undefined;
-  };
   const registration = () => ({ services, tenant: (authInfo?: AuthInfo) => authInfo?.extra?.tenant });
-
-  async function listen(fetchHandler: (request: Request) => Promise<Response> | Response): Promise<string> {
-    const http = serve({ port: 0, hostname: '127.0.0.1', fetch: fetchHandler });
-    servers.push(http);
-    await new Promise<void>((resolve) => http.once('listening', () => resolve()));
-    return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  }
 
   const urls: Record<'v1' | 'v2', string> = { v1: '', v2: '' };
 
@@ -144,27 +131,20 @@ describe("a team's own server with startReconciler, its provider booking after t
     // The same downstream timeout for the engine and the reconciler: both derive the tool's window from it.
     services = createToolRuntime({ store, secret: randomUUID() + randomUUID(), engine: { downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, unknownRetryAfterMs: 200 } });
     reconciler = startReconciler({ tools: [paySupplier], store, intervalMs: 200, downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, metrics: false, logger: silent });
-    urls.v1 = await listen(async (request) => {
+    urls.v1 = await servers.v1(() => {
       const server = new V1McpServer({ name: 'suppliers-v1', version: '1.0.0' });
       registerWriteTool(server, paySupplier, registration());
-      const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      await server.connect(transport);
-      try {
-        return await transport.handleRequest(request, { authInfo: authInfoOf(request) });
-      } finally {
-        await server.close();
-      }
+      return server;
     });
-    const handler = createMcpHandler(() => {
+    urls.v2 = await servers.v2(() => {
       const server = new McpServer({ name: 'suppliers-v2', version: '1.0.0' });
       registerWriteTool(server, paySupplier, registration());
       return server;
     });
-    urls.v2 = await listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
   });
   afterAll(async () => {
     await reconciler?.stop();
-    await Promise.all(servers.map((http) => new Promise<void>((resolve) => http.close(() => resolve()))));
+    await servers.close();
   });
 
   async function connect(line: 'v1' | 'v2') {

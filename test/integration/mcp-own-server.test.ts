@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1ClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport as V1Transport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
@@ -27,6 +24,7 @@ import { createApp } from '../../lambdas/http/app';
 import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { AppConfig } from '../../lambdas/config';
+import { OwnServers } from '../support/own-server';
 
 /**
  * A team's own MCP server, on either SDK line (`@modelcontextprotocol/sdk` 1.x, still `latest`, and the v2
@@ -68,13 +66,7 @@ const writeTools = [bookRoom, payInvoice];
 let services: ToolRuntime;
 let store: DynamoDbIdempotencyStore;
 let doc: ReturnType<typeof createDynamoDbClient>;
-const servers: ServerType[] = [];
-
-/** `Bearer <tenant>` or nothing: the server's own (toy) verification, passing on what it found, maybe nothing. */
-const authInfoOf = (request: Request): AuthInfo | undefined => {
-  const tenant = request.headers.get('authorization')?.replace(/^Bearer /, '');
-  return tenant ? { token: tenant, clientId: `agent-${tenant}`, scopes: [], extra: { tenant } } : undefined;
-};
+const servers = new OwnServers();
 
 /** The tenant functions a team writes: the one the docs showed before (fails open without this toolkit's check), and the plain one. */
 const stringified = (authInfo: AuthInfo | undefined) => String(authInfo?.extra?.tenant);
@@ -88,13 +80,6 @@ function registerAll(server: Parameters<typeof registerWriteTool>[0]) {
 }
 const INSTRUCTIONS = () => serverInstructions([...writeTools, getOperationStatusTool, issueOperationIdTool]);
 
-async function listen(fetch: (request: Request) => Promise<Response> | Response): Promise<string> {
-  const http = serve({ port: 0, hostname: '127.0.0.1', fetch });
-  servers.push(http);
-  await new Promise<void>((resolve) => http.once('listening', () => resolve()));
-  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-}
-
 /** The rooms tools on a 1.x McpServer. */
 function roomsV1Server(): V1McpServer {
   const server = new V1McpServer({ name: 'rooms-v1', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
@@ -102,28 +87,11 @@ function roomsV1Server(): V1McpServer {
   return server;
 }
 
-/** 1.x: one McpServer (made by `newServer`) and stateless transport per request, JSON answers. */
-function startV1Server(newServer: () => V1McpServer): Promise<string> {
-  return listen(async (request) => {
-    const server = newServer();
-    const transport = new V1Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    try {
-      return await transport.handleRequest(request, { authInfo: authInfoOf(request) });
-    } finally {
-      await server.close();
-    }
-  });
-}
-
-/** v2: one McpServer per request through createMcpHandler, both eras. */
-function startV2Server(): Promise<string> {
-  const handler = createMcpHandler(() => {
-    const server = new McpServer({ name: 'rooms-v2', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
-    registerAll(server);
-    return server;
-  });
-  return listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
+/** The rooms tools on a v2 McpServer. */
+function roomsV2Server(): McpServer {
+  const server = new McpServer({ name: 'rooms-v2', version: '1.0.0' }, { instructions: INSTRUCTIONS() });
+  registerAll(server);
+  return server;
 }
 
 interface AnyClient {
@@ -159,11 +127,11 @@ beforeAll(async () => {
   await ensureTable(doc, tableName);
   store = new DynamoDbIdempotencyStore(doc, tableName);
   services = createToolRuntime({ store, secret: randomUUID() + randomUUID() });
-  urls = { v1: await startV1Server(roomsV1Server), v2: await startV2Server() };
+  urls = { v1: await servers.v1(roomsV1Server), v2: await servers.v2(roomsV2Server) };
 });
 
 afterAll(async () => {
-  await Promise.all(servers.map((http) => new Promise<void>((resolve) => http.close(() => resolve()))));
+  await servers.close();
   if (doc) closeDynamoDbClient(doc);
 });
 
@@ -282,7 +250,7 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
         return { result: { sent: true } };
       },
     });
-    const url = await startV1Server(() => {
+    const url = await servers.v1(() => {
       const server = new V1McpServer({ name: 'payouts-v1', version: '1.0.0' });
       registerWriteTool(server, payout, { services: withPage, tenant: plain });
       return server;
@@ -319,7 +287,7 @@ describe("the endpoint's server (createApp) around a team's tools", () => {
     confirmationOptOut: [],
   };
   const serveTools = (tools: readonly ToolDefinition[]) =>
-    listen(createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch);
+    servers.listen(createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch);
   const getRoom = defineReadTool({
     name: 'get_room',
     title: 'Get a room',
@@ -393,17 +361,15 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
   /** One Lambda container: its own engine (and memory of answered keys) on the shared table. */
   const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore(counted, tableName), secret: 's'.repeat(40) });
   const serverPaths: Record<string, (services: ToolRuntime) => Promise<string>> = {
-    createApp: (s) => listen(createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] }).fetch),
-    'registerWriteTool, SDK v2': (s) => {
-      const handler = createMcpHandler(() => {
+    createApp: (s) => servers.listen(createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] }).fetch),
+    'registerWriteTool, SDK v2': (s) =>
+      servers.v2(() => {
         const server = new McpServer({ name: 'notes-v2', version: '1.0.0' });
         registerWriteTool(server, noteRoom, { services: s, tenant: plain });
         return server;
-      });
-      return listen((request) => handler.fetch(request, { authInfo: authInfoOf(request) }));
-    },
+      }),
     'registerWriteTool, SDK 1.x': (s) =>
-      startV1Server(() => {
+      servers.v1(() => {
         const server = new V1McpServer({ name: 'notes-v1', version: '1.0.0' });
         registerWriteTool(server, noteRoom, { services: s, tenant: plain });
         return server;
