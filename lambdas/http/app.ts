@@ -261,7 +261,7 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
       }),
     );
 
-  for (const [path, routes] of Object.entries(options.mounts ?? {})) app.route(path, routes);
+  app.route('/', mounted);
 
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   // Nothing internal leaves the server: the client gets a generic error, the log gets the error's name.
