@@ -1,26 +1,15 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { teamProject } from '../cdk/support';
+import { synthTeamApp } from '../cdk/support';
 import { MODERN_PROTOCOL, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { LocalDeployment } from './local-deploy';
 import { artifactChecks, cfnLint, node22 } from './support';
 
-const run = promisify(execFile);
 const STACK = 'MyTeamEndpoint';
-
-/** A machine with no AWS account: no credentials, no instance metadata, no Docker. */
-function offlineEnv(outdir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
-  return { ...env, CDK_OUTDIR: outdir, AWS_EC2_METADATA_DISABLED: 'true', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_CONFIG_FILE: '/nonexistent/config', CDK_DOCKER: '/nonexistent/docker' };
-}
 
 /**
  * A team's endpoint (examples/cdk-app, synthesized by its own app as a team runs it) deployed from cdk.out into a
@@ -29,7 +18,6 @@ function offlineEnv(outdir: string): NodeJS.ProcessEnv {
  * reconciler run on its schedule, every AWS call checked against the role.
  */
 describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a local account", () => {
-  const project = teamProject();
   const outdir = mkdtempSync(join(tmpdir(), 'artifact-team-'));
   let deployment: LocalDeployment;
   let lint: Promise<string[]>;
@@ -38,10 +26,7 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
 
   beforeAll(async () => {
     const node = node22();
-    const tsx = join(PROJECT_ROOT, 'node_modules/.bin/tsx');
-    await run(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv(outdir), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch((err: { message: string; stderr?: string }) => {
-      throw new Error(`the team's app did not synthesize: ${err.message.split('\n')[0]}\n${err.stderr ?? ''}`);
-    });
+    await synthTeamApp(outdir);
     lint = cfnLint(join(outdir, `${STACK}.template.json`));
     lint.catch(() => {});
     deployment = await LocalDeployment.deploy(outdir, STACK, { node, dynamodbEndpoint: inject('dynamodbEndpoint') });
@@ -56,7 +41,6 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
 
   afterAll(async () => {
     await deployment?.stop();
-    project.remove();
     rmSync(outdir, { recursive: true, force: true });
   });
 

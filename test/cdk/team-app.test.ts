@@ -1,16 +1,11 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReferenceEnvVars } from '../../reference/config';
 import { tools as referenceTools } from '../../reference/tools/index';
-import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { StackOutput } from '../../lib/stack-outputs';
-import { teamProject } from './support';
-
-const run = promisify(execFile);
+import { synthTeamApp } from './support';
 
 /** Every endpoint serves these (issue 21 item 3): they are the toolkit's, not the reference endpoint's. */
 const TOOLKIT_TOOLS = new Set(['get_operation_status', 'issue_operation_id']);
@@ -19,39 +14,19 @@ const DEMO_TOOLS = referenceTools.map((tool) => tool.name).filter((name) => !TOO
 /** The reference endpoint's settings (payments, tickets, mailbox, email, sandbox), by variable name. */
 const REFERENCE_VARIABLES = Object.values(ReferenceEnvVars).map((variable) => variable.name);
 
-/** A machine with no AWS account: no credentials, no instance metadata, no Docker. */
-function offlineEnv(outdir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
-  return {
-    ...env,
-    CDK_OUTDIR: outdir,
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
-    AWS_CONFIG_FILE: '/nonexistent/config',
-    CDK_DOCKER: '/nonexistent/docker',
-  };
-}
-
 /**
  * A team's endpoint is the team's only: examples/cdk-app (what a stranger writes from docs/toolkit.md) synthesized
  * as its own app does it (`tsx app.ts`, nag included, every function bundled by the local esbuild), then its
  * template and its four bundles searched for anything of the reference endpoint.
  */
 describe("a team's CDK app (examples/cdk-app) carries nothing of the reference endpoint", () => {
-  const project = teamProject();
   const outdir = mkdtempSync(join(tmpdir(), 'team-app-'));
   let template: { Resources: Record<string, { Type: string; Properties?: any }> };
   let templateText: string;
   const bundles: string[] = [];
 
   beforeAll(async () => {
-    const tsx = join(PROJECT_ROOT, 'node_modules/.bin/tsx');
-    const { stdout } = await run(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv(outdir), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch(
-      (err: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`the team's app did not synthesize: ${err.message.split('\n')[0]}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
-      },
-    );
+    const { stdout } = await synthTeamApp(outdir);
     expect(stdout).toMatch(/synth passed, cdk-nag clean: 4 functions/);
     templateText = readFileSync(join(outdir, 'MyTeamEndpoint.template.json'), 'utf8');
     template = JSON.parse(templateText);
@@ -62,7 +37,6 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
     }
   }, 420_000);
   afterAll(() => {
-    project.remove();
     rmSync(outdir, { recursive: true, force: true });
   });
 
