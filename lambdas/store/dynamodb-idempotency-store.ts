@@ -42,7 +42,7 @@ import {
 import { createDynamoDbClient } from './clients';
 import { claimByCondition, leasePassedClause } from './conditional-claim';
 import { AttentionIndexOffError, attentionPages, countAttention, queryAttention } from './attention-index';
-import { isRecordItemOf, itemToRecord, recordKeyOf, recordToItem } from './record-item';
+import { isRecordItemOf, itemToRecord, recordKeyOf, recordPkPrefix, recordToItem } from './record-item';
 import { cancellationReasons, isConditionRefusal, type Item } from './refusals';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
@@ -572,7 +572,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   async countAttention(status: AttentionStatus): Promise<number> {
     this.assertQueryable('A count of the records that need a look');
-    return countAttention(this.doc, this.tableName, ATTENTION_KIND[status]);
+    return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], recordPkPrefix(this.keyPrefix));
   }
 
   /** The index's items that are this store's records and still in `status` (the index is read eventually consistent). */

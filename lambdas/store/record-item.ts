@@ -10,9 +10,13 @@ export const recordKeyOf = (id: RecordIdentity, keyPrefix = '') => {
   return keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key;
 };
 
+const RECORD_KEY = Keys.idempotency('', '', '');
+/** What the partition key of every record of the store with `keyPrefix` starts with (`IDEM#`, after the prefix). */
+export const recordPkPrefix = (keyPrefix = '') => `${keyPrefix}${RECORD_KEY.pk.replace(/#+$/, '#')}`;
+
 /** Whether `item` is an idempotency record of the store with `keyPrefix` (the table and its index hold other items too). */
 export const isRecordItemOf = (item: Item, keyPrefix = ''): boolean =>
-  typeof item.pk === 'string' && item.pk.startsWith(`${keyPrefix}IDEM#`) && item.sk === Keys.idempotency('t', 't', 'k').sk;
+  typeof item.pk === 'string' && item.pk.startsWith(recordPkPrefix(keyPrefix)) && item.sk === RECORD_KEY.sk;
 
 /**
  * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
