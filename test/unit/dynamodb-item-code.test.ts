@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import madge from 'madge';
 import { beforeAll, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
@@ -7,10 +9,16 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * attention index's queries, the refusals read from the SDK's errors) lives in the DynamoDB adapter. Everything
  * else reaches the records through the store port (lambdas/engine/persistence.ts: `IdempotencyStore`,
  * `ReviewStore`, `RecordQueries`), so a second store needs one adapter, and the conformance suite covers what the
- * reconciler and the review desk ask. madge reads the imports (type-only ones too) of the toolkit (what a team
- * installs); the reference endpoint's own tools write their own business items and are not walked.
+ * reconciler and the review desk ask. madge reads the imports (type-only ones too) of the toolkit's modules (what a
+ * team installs: its entry files and what they reach; the tests beside the modules are none); the reference
+ * endpoint's own tools write their own business items and are not walked.
  */
-const TOOLKIT = ['lambdas', 'lib', 'client', 'ops', 'bin'];
+const TOOLKIT = ['exports', 'lambdas', 'lib', 'client', 'ops'];
+/** The modules under a folder, without the tests beside them (as test/unit/layers.test.ts walks them). */
+const modulesUnder = (folder: string): string[] =>
+  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? modulesUnder(join(folder, entry.name)) : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [join(folder, entry.name)] : [],
+  );
 
 /** What counts as DynamoDB item code when imported. */
 const ITEM_CODE: readonly RegExp[] = [
@@ -28,7 +36,7 @@ const ALLOWED: Readonly<Record<string, string>> = {
   'lambdas/store/': 'the DynamoDB adapter itself: records, review logs, approvals, the attention index, the table schema and client',
   'lambdas/outbox/outbox-store.ts':
     "the outbox's DynamoDB adapter: events and delivery claims live in the records' table and commit in the record's transaction",
-  'lambdas/dynamodb/index.ts': 'the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team\'s own item writes',
+  'exports/dynamodb.ts': "the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team's own item writes",
   'lambdas/runtime/services.ts': "composition root: builds the document client the stores and the tools' own writes share (its type only)",
   'lambdas/runtime/worker-services.ts': 'composition root of the workers: the same document client (its type only)',
   'ops/target.ts': "composition root of `idempotent-mcp-ops`: the document client of the table it reviews (its type only)",
@@ -46,7 +54,7 @@ function itemCodeOutsideTheAdapter(graph: Record<string, string[]>): string[] {
 let graph: Record<string, string[]>;
 
 beforeAll(async () => {
-  const result = await madge(TOOLKIT, {
+  const result = await madge(TOOLKIT.flatMap(modulesUnder), {
     baseDir: PROJECT_ROOT,
     fileExtensions: ['ts'],
     tsConfig: `${PROJECT_ROOT}/tsconfig.json`,
