@@ -104,6 +104,11 @@ describe('the deployed MCP bundle', () => {
     expect(inputs.filter((file) => /hono\/dist\/router\/(reg-exp|trie|linear)-router\//.test(file))).toEqual([]);
   });
 
+  it('carries neither the development issuer nor its sign-in page (deployed, the dev issuer is refused)', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /lambdas\/(http\/dev-sign-in|auth\/dev-issuer)\.ts$/.test(file))).toEqual([]);
+  });
+
   it('carries one zod (4): the MCP SDK reaches zod 3 and its JSON Schema converter only for zod 3 schemas', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /node_modules\/(zod\/v3\/|zod-to-json-schema\/)/.test(file))).toEqual([]);
@@ -166,7 +171,7 @@ describe('the deployed worker bundles', () => {
   const dir = mkdtempSync(join(tmpdir(), 'worker-bundles-'));
   const teamTools = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
   const entries = {
-    relay: 'lambdas/handlers/relay.ts',
+    relay: 'lambdas/functions/relay.ts',
     'demo consumer': 'reference/handlers/consumer.ts',
     "a team's consumer": deliveriesFunctionEntry(join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts'), teamTools),
     'demo reconciler': 'reference/handlers/reconciler.ts',
