@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
-import { checkParamHeaders, decodeParamHeaderValue, KEY_HEADER_NAMES, scanParamHeaders } from '../../lambdas/mcp/param-headers';
+import { defineWriteTool } from './define-write-tool';
+import { checkParamHeaders, decodeParamHeaderValue, KEY_HEADER_NAMES, scanParamHeaders } from './param-headers';
 
 /** MCP 2026-07-28, Streamable HTTP, "Custom Headers from Tool Parameters": the rules as pure functions. */
 
