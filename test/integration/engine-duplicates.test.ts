@@ -28,8 +28,10 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     const tool = { runs: 0, effects: effectLedger(effect, table), executor: undefined as unknown as Executor<R> };
     tool.executor = async () => {
       const n = ++tool.runs;
+      // The effect happens as the tool runs (a downstream call), before it answers.
+      const effect = tool.effects.act();
       await hold;
-      return { result: result(n), ...tool.effects.act() };
+      return { result: result(n), ...effect };
     };
     return tool;
   }
