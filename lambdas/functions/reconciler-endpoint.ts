@@ -1,9 +1,9 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
-import { createReconcilerHandler } from '../runtime/worker-handlers';
+import { createReconcilerHandler } from '../runtime/worker-events';
 import { createWorkerServices, type WorkerServices } from '../runtime/worker-services';
 import { createReconciler, type ReconcilerServices } from '../runtime/workers';
-import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-module';
+import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
 
 /**
  * The reconciler of an endpoint serving these tools: their reconcile hooks settle lost outcomes. Each hook gets the

@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import { loadConfig } from '../config';
-import { createLambdaHandler } from '../http/lambda';
+import { createLambdaHandler } from '../http/function-url';
 import { createServices, type Services } from '../runtime/services';
-import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-module';
+import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
 
 /**
  * The MCP function of an endpoint serving these tools. Once per container, outside the handler: clients, the JWKS

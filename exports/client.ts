@@ -12,8 +12,8 @@ export {
   type ReadCall,
   type WriteCall,
   type WriteCallRequest,
-} from './idempotent-client';
-export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from './call-ledger';
+} from '../client/idempotent-client';
+export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from '../client/call-ledger';
 export {
   DEFAULT_RETRY,
   HttpStatusError,
@@ -22,6 +22,6 @@ export {
   isRetryableHttpStatus,
   type RetryOptions,
   type TransportFailure,
-} from './retry';
-export { keyHint, shortId, statusLine, type StatusLineInput } from './status-line';
+} from '../client/retry';
+export { keyHint, shortId, statusLine, type StatusLineInput } from '../client/status-line';
 export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -1,7 +1,7 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
 import type { DeliveryHandler } from '../outbox/consumer';
-import { createConsumerSqsHandler } from '../runtime/worker-handlers';
+import { createConsumerSqsHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createConsumer } from '../runtime/workers';
 

@@ -3,8 +3,8 @@
  * a store adapter needs (key and tenant rules, fingerprint, the record and its settled states, errors, the clock).
  * Nothing here does I/O of its own. The transition table and the storage-key layout are internal.
  */
-export { systemClock, type Clock } from '../core/clock';
-export { closestName } from '../core/closest-name';
+export { systemClock, type Clock } from '../lambdas/core/clock';
+export { closestName } from '../lambdas/core/closest-name';
 export {
   ErrorCode,
   IdempotencyError,
@@ -19,8 +19,8 @@ export {
   UncertainToolError,
   type FailureKind,
   type ToolFailure,
-} from '../core/errors';
-export { canonicalJson, fingerprint, DEFAULT_NON_BUSINESS_FIELDS } from '../core/fingerprint';
+} from '../lambdas/core/errors';
+export { canonicalJson, fingerprint, DEFAULT_NON_BUSINESS_FIELDS } from '../lambdas/core/fingerprint';
 export {
   KEY_MAX_LENGTH,
   KEY_MIN_LENGTH,
@@ -29,10 +29,10 @@ export {
   validateIdempotencyKey,
   validateTenantId,
   validateToolName,
-} from '../core/idempotency-key';
-export { leaseHasPassed, leaseRemainingMs } from '../core/lease';
-export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
-export { describeResult, type ContractError, type KeyField, type Outcome, type WriteResults, type WriteToolResult } from '../core/result-contract';
+} from '../lambdas/core/idempotency-key';
+export { leaseHasPassed, leaseRemainingMs } from '../lambdas/core/lease';
+export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../lambdas/core/reconcile';
+export { describeResult, type ContractError, type KeyField, type Outcome, type WriteResults, type WriteToolResult } from '../lambdas/core/result-contract';
 export {
   IllegalTransitionError,
   isSettled,
@@ -42,7 +42,7 @@ export {
   type RecordStatus,
   type ReviewEntry,
   type StoredError,
-} from '../core/state-machine';
+} from '../lambdas/core/state-machine';
 export {
   DEFAULT_POLICY,
   IdempotencyEngine,
@@ -54,8 +54,8 @@ export {
   type IdempotencyPolicy,
   type ToolEffect,
   type WriteRequest,
-} from './engine';
-export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from './observer';
+} from '../lambdas/engine/engine';
+export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   ClaimOptions,
   ClaimResult,
@@ -68,8 +68,8 @@ export type {
   ReviewLog,
   ReviewStore,
   Settlement,
-} from './persistence';
-export { InMemoryIdempotencyStore } from './in-memory-store';
+} from '../lambdas/engine/persistence';
+export { InMemoryIdempotencyStore } from '../lambdas/engine/in-memory-store';
 export {
   approvalId,
   approvalState,
@@ -80,8 +80,8 @@ export {
   type ApprovalMode,
   type ApprovalRecord,
   type ApprovalStatus,
-} from '../core/approval';
-export type { ApprovalStore, DecideResult } from './approval-store';
-export { InMemoryApprovalStore } from './in-memory-approval-store';
-export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../core/money';
-export { hasInvisibleCharacters, quotedText, visibleText } from '../core/display-text';
+} from '../lambdas/core/approval';
+export type { ApprovalStore, DecideResult } from '../lambdas/engine/approval-store';
+export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
+export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../lambdas/core/money';
+export { hasInvisibleCharacters, quotedText, visibleText } from '../lambdas/core/display-text';

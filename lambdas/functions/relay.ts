@@ -1,6 +1,6 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
-import { createRelayStreamHandler } from '../runtime/worker-handlers';
+import { createRelayStreamHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createRelay } from '../runtime/workers';
 
