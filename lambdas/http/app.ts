@@ -10,14 +10,13 @@ import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes }
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { AppConfig, ApprovalPageConfig } from '../config';
-import { APPROVALS_PATH } from '../mcp/confirmation';
+import { APPROVALS_PATH, MCP_PATH } from '../core/endpoint-paths';
 import { createApprovalPage } from './approval-page';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
-export { MAX_BODY_BYTES };
-export const MCP_PATH = '/mcp';
+export { MAX_BODY_BYTES, MCP_PATH };
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
