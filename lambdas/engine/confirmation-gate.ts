@@ -1,4 +1,4 @@
-import { type ApprovalMode, type ApprovalRecord, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
+import { type ApprovalMode, type ApprovalRecord, approvalSpent, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
 import { type ConfirmationBinding, type ConfirmationStateCheck, confirmationStateNonce } from '../core/confirmation-state';
@@ -93,9 +93,24 @@ export function secretUnavailable(err: SecretUnavailableError, key: string, logg
   );
 }
 
+/** What the engine's one read says of the key's past, for a key it found free. */
+export interface KeyHistory {
+  /** When the key's last record was created (settled, its retention over); undefined: no record. */
+  lastRunAt: number | undefined;
+  /** The tool's retention. */
+  retentionSeconds: number;
+}
+
 interface Gate {
   requirement: ConfirmationRequirement;
   binding: ConfirmationBinding;
+  history: KeyHistory;
+}
+
+/** Whether `approval` was used up by an earlier run of the operation (`approvalSpent`): then the person is asked anew. */
+function spent({ requirement, history }: Gate, approval: ApprovalRecord): boolean {
+  const linkMs = (requirement.ports.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000;
+  return approvalSpent(approval, { lastRunAt: history.lastRunAt, now: requirement.ports.clock(), keptMs: Math.max(history.retentionSeconds * 1000, linkMs) });
 }
 
 const refuse = (answer: WriteToolResult<never>): GateVerdict => ({ answer });
@@ -143,9 +158,9 @@ function unavailableMessage(reason: UnavailableReason, tool: string, client: Con
 
 /**
  * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
- * tool, key and the arguments' fingerprint, as the engine computed it).
+ * tool, key and the arguments' fingerprint, as the engine computed it); `history`: what the engine read of the key.
  */
-export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding): Promise<GateVerdict> {
+export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding, history: KeyHistory): Promise<GateVerdict> {
   const { client, ports } = requirement;
   const { tool, idempotencyKey: key } = binding;
   const choice = chooseConfirmation({
@@ -164,9 +179,9 @@ export async function confirmBeforeRunning(requirement: ConfirmationRequirement,
       case 'unavailable':
         return unavailable(key, unavailableMessage(choice.reason, tool, client));
       case 'page':
-        return await approveOnPage({ requirement, binding });
+        return await approveOnPage({ requirement, binding, history });
       case 'form':
-        return await confirmInForm({ requirement, binding });
+        return await confirmInForm({ requirement, binding, history });
     }
   } catch (err) {
     if (err instanceof SecretUnavailableError) return refuse(secretUnavailable(err, key, ports.logger, tool, 'confirmation'));
@@ -237,7 +252,8 @@ async function approveOnPage(gate: Gate): Promise<GateVerdict> {
   let approval = current;
   const now = ports.clock();
   const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
-  if (status === 'approved') return 'run';
+  // An approval used by an earlier run (its key since free again) approves no other: a new round below.
+  if (status === 'approved' && !spent(gate, approval!)) return 'run';
   // A decline is final for the round it answered: the same round (its requestState, or a 2025 client's retries while
   // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
   if (status === 'declined' && approval) {
@@ -281,8 +297,8 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   // the person, nor open a form round in place of the page's (after an expiry or the person's decline either).
   if (current?.mode === 'url' || current?.log.some((entry) => entry.event === 'requested' && entry.via === 'url')) {
     const status = approvalState(current, binding.fingerprint, ports.clock());
-    // The person approved these arguments on the page.
-    if (current.mode === 'url' && status === 'approved') return 'run';
+    // The person approved these arguments on the page (for this run, not one that ran before).
+    if (current.mode === 'url' && status === 'approved' && !spent(gate, current)) return 'run';
     if (status === 'declined' && state.kind === 'valid' && state.nonce === current.nonce) return declined(key);
     return onThePage(key, tool);
   }
@@ -307,7 +323,11 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   // and only a round asked in a form takes one (the store checks the mode in the same conditional write).
   if (!current || current.nonce !== state.nonce) return invalidState(key, false);
   const decided = await ports.approvals.decide(current, { status: yes ? 'approved' : 'declined', by: MCP_CLIENT, at: ports.clock(), via: 'form' });
-  if (decided.applied || decided.reason === 'decided') return decided.record.status === 'approved' ? 'run' : declined(key);
+  if (decided.applied || decided.reason === 'decided') {
+    if (decided.record.status !== 'approved') return declined(key);
+    // The round's yes was used by a run whose key is free again: it approves no other.
+    return spent(gate, decided.record) ? invalidState(key, true) : 'run';
+  }
   if (decided.reason === 'mode') return onThePage(key, tool);
   return invalidState(key, decided.reason === 'expired');
 }

@@ -318,7 +318,11 @@ export class IdempotencyEngine {
       let known = readFirst ? await this.store.get(identity) : undefined;
       if (gated && (!known || keyIsFree(known, this.clock(), policy.onExpired))) {
         if (request.onlyIfHeld) return request.onlyIfHeld;
-        const verdict = await confirmBeforeRunning(confirmation!, { ...identity, fingerprint: fp });
+        const verdict = await confirmBeforeRunning(
+          confirmation!,
+          { ...identity, fingerprint: fp },
+          { lastRunAt: known?.createdAt, retentionSeconds: policy.retentionSeconds },
+        );
         if (verdict !== 'run') return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
         // Free: the claim (or the one-request commit) takes it, conditioned on it being free still.
         known = undefined;
