@@ -81,7 +81,7 @@ export type ConfirmationAsk =
 export type GateVerdict = 'run' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
-export const SECRET_RETRY_AFTER_MS = 2000;
+const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
 export function secretUnavailable(err: SecretUnavailableError, key: string, logger: ConfirmationPorts['logger'], tool: string, what: string): WriteToolResult<never> {
