@@ -10,7 +10,7 @@ import { code as iso4217 } from 'currency-codes';
  * Codes ISO 4217 lists that are no money anyone is paid in, by the table's own marks: no minor unit at all ("N.A.":
  * the metals, the bond market units, the SDR, the Sucre, the ADB unit of account, the testing and "no currency"
  * codes) or a fund ("IsFund": units of account and next-day dollars). The package's table keeps neither mark (it
- * gives "N.A." as 0 digits), so they are listed here; test/unit/money-and-text.test.ts derives this set from the
+ * gives "N.A." as 0 digits), so they are listed here; lambdas/core/money-and-text.test.ts derives this set from the
  * package's copy of list one and fails when the two differ.
  */
 export const NOT_PAYABLE_CODES: ReadonlySet<string> = new Set([

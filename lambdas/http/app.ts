@@ -7,7 +7,7 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
-import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
+import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/streamable-http';
 import type { ToolDefinition } from '../mcp/tool-types';
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import { APPROVALS_PATH, MCP_PATH } from '../core/endpoint-paths';

@@ -165,7 +165,7 @@ describe('the deployed worker bundles', () => {
   const dir = mkdtempSync(join(tmpdir(), 'worker-bundles-'));
   const teamTools = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
   const entries = {
-    relay: 'lambdas/handlers/relay.ts',
+    relay: 'lambdas/functions/relay.ts',
     'demo consumer': 'reference/handlers/consumer.ts',
     "a team's consumer": deliveriesFunctionEntry(join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts'), teamTools),
     'demo reconciler': 'reference/handlers/reconciler.ts',
