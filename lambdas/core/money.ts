@@ -30,8 +30,11 @@ export function minorUnitsOf(code: string): number | undefined {
 
 export const isPayableCurrency = (code: string): boolean => minorUnitsOf(code) !== undefined;
 
-/** Whole numbers grouped by threes with commas (`en-US` is that rule; the locale of the machine plays no part). */
-const GROUPED = new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 });
+/**
+ * Whole numbers grouped by threes with commas (`en-US` is that rule; the locale of the machine plays no part). Made
+ * on first use: the process's first Intl object loads ICU's data, which a call that shows no amount never needs.
+ */
+let grouped: Intl.NumberFormat | undefined;
 
 /**
  * `1250, 'EUR'` → `12.50 EUR`; `1000000000, 'JPY'` → `1,000,000,000 JPY`; `1250, 'BHD'` → `1.250 BHD`: the major
@@ -45,6 +48,6 @@ export function formatMinorUnits(amountMinor: number, currency: string): string 
   if (!Number.isSafeInteger(amountMinor)) throw new RangeError('the amount must be a whole number of minor units');
   const sign = amountMinor < 0 ? '-' : '';
   const text = Math.abs(amountMinor).toString().padStart(digits + 1, '0');
-  const major = GROUPED.format(BigInt(digits === 0 ? text : text.slice(0, -digits)));
+  const major = (grouped ??= new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 })).format(BigInt(digits === 0 ? text : text.slice(0, -digits)));
   return `${sign}${digits === 0 ? major : `${major}.${text.slice(-digits)}`} ${currency}`;
 }
