@@ -16,7 +16,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/reconciler', 'lambdas/mcp'],
   ['lambdas/runtime'],
   ['lambdas/http'],
-  ['lambdas/handlers', 'lambdas/dynamodb'],
+  ['lambdas/handlers', 'lambdas/dynamodb', 'lambdas/gateway'],
   ['lib', 'ops'],
 ];
 /**
