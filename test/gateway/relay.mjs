@@ -6,7 +6,8 @@
 //   { "tool": "edit_file", "match": "<substring of the arguments' JSON>", "action": "drop-answer" }  the server
 //       applies the call, its answer never reaches the gateway
 //   { ..., "action": "delay", "ms": 3000 }      the call reaches the server ms later (an effect landing late)
-//   { ..., "action": "kill", "ms": 300 }        the call is forwarded, then the server and this relay are SIGKILLed
+//   { ..., "action": "kill", "ms": 300 }        the call is forwarded, its answer held, then the server and this
+//       relay are SIGKILLed
 // Plain JavaScript, so it starts as fast as the server it wraps.
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -54,7 +55,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     if (flags.log) appendFileSync(flags.log, `${JSON.stringify({ name: message.params.name, arguments: message.params.arguments, at: Date.now() })}\n`);
     server.stdin.write(`${line}\n`);
   };
-  if (fault?.action === 'drop-answer') dropped.add(message.id);
+  // A kill mid-call: the server has the call (and applies it), its answer never leaves before the kill.
+  if (fault?.action === 'drop-answer' || fault?.action === 'kill') dropped.add(message.id);
   if (fault?.action === 'delay') {
     setTimeout(forward, fault.ms);
     return;
