@@ -10,8 +10,10 @@ import type { PreparedLookup } from './policy';
  * arguments, and the upstream knows nothing of our key.
  */
 export interface LookupMemo {
-  put(identity: RecordIdentity, lookup: PreparedLookup, expiresAtSeconds: number): Promise<void>;
-  get(identity: RecordIdentity): Promise<PreparedLookup | undefined>;
+  /** `null`: the call cannot be checked (its arguments lack what a template names): a person decides. */
+  put(identity: RecordIdentity, lookup: PreparedLookup | null, expiresAtSeconds: number): Promise<void>;
+  /** undefined: no memo, so the call was never sent (the memo is written first). */
+  get(identity: RecordIdentity): Promise<PreparedLookup | null | undefined>;
 }
 
 /** The memo's sort key, in the record's own partition (beside its review log). */
@@ -21,7 +23,7 @@ const SORT_KEY = 'GATEWAY_LOOKUP';
 export class DynamoDbLookupMemo implements LookupMemo {
   constructor(private readonly options: { doc: DynamoDBDocumentClient; tableName: string }) {}
 
-  async put(identity: RecordIdentity, lookup: PreparedLookup, expiresAtSeconds: number): Promise<void> {
+  async put(identity: RecordIdentity, lookup: PreparedLookup | null, expiresAtSeconds: number): Promise<void> {
     const { pk } = Keys.idempotency(identity.tenant, identity.tool, identity.idempotencyKey);
     await this.options.doc.send(
       new PutCommand({
@@ -31,11 +33,11 @@ export class DynamoDbLookupMemo implements LookupMemo {
     );
   }
 
-  async get(identity: RecordIdentity): Promise<PreparedLookup | undefined> {
+  async get(identity: RecordIdentity): Promise<PreparedLookup | null | undefined> {
     const { pk } = Keys.idempotency(identity.tenant, identity.tool, identity.idempotencyKey);
     const { Item } = await this.options.doc.send(
       new GetCommand({ TableName: this.options.tableName, Key: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: SORT_KEY }, ConsistentRead: true }),
     );
-    return Item?.lookup as PreparedLookup | undefined;
+    return Item === undefined ? undefined : ((Item.lookup ?? null) as PreparedLookup | null);
   }
 }

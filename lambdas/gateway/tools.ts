@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import * as z from 'zod';
 import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
+import { validateIdempotencyKey } from '../core/idempotency-key';
 import { readErrorText } from '../core/result-contract';
 import type { ReconcileFinding } from '../core/reconcile';
 import { defineWriteTool } from '../mcp/define-write-tool';
@@ -56,6 +58,20 @@ function keyDescription(policy: WritePolicy): string {
   return KEY_REUSE;
 }
 
+/**
+ * The record's key for a business key the upstream defines: the value itself when it fits the toolkit's key rules,
+ * else a digest of it (a path, an e-mail address), so any string the upstream takes can be the key. A value that
+ * is not a string is passed on as is, and refused by the key check (nothing runs).
+ */
+function recordKeyOf(value: unknown): unknown {
+  if (typeof value !== 'string' || value.length === 0) return value;
+  try {
+    return validateIdempotencyKey(value);
+  } catch {
+    return `sha256:${createHash('sha256').update(value).digest('hex')}`;
+  }
+}
+
 function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts: GatewayParts): ToolDefinition {
   const shape = inputShape(upstreamTool);
   const key = policy.key ?? 'idempotency_key';
@@ -90,14 +106,12 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
       const credential = await credentialOf(parts, ctx.tenant);
       const identity = { tenant: ctx.tenant, tool: name, idempotencyKey: ctx.idempotencyKey };
       if (policy.reconcile) {
-        const lookup = prepareLookup(policy.reconcile, { args, key: ctx.idempotencyKey });
-        // Without a memo of the lookup a lost answer could not be settled: then the call is not sent at all.
-        if (lookup) {
-          try {
-            await parts.memo.put(identity, lookup, Math.floor(ctx.now() / 1000) + (retentionSeconds ?? 86_400) + 7 * 86_400);
-          } catch (err) {
-            throw new TransientToolError(ErrorCode.STORE_UNAVAILABLE, `The gateway could not record how to check this call; nothing was sent. Call again with the same key.`, undefined, { cause: err });
-          }
+        // Written before the call is sent, so that a missing memo proves the call never left (see reconcile below).
+        const lookup = prepareLookup(policy.reconcile, { args, key: ctx.idempotencyKey }) ?? null;
+        try {
+          await parts.memo.put(identity, lookup, Math.floor(ctx.now() / 1000) + (retentionSeconds ?? 86_400) + 7 * 86_400);
+        } catch (err) {
+          throw new TransientToolError(ErrorCode.STORE_UNAVAILABLE, `The gateway could not record how to check this call; nothing was sent. Call again with the same key.`, undefined, { cause: err });
         }
       }
       let answer: CallToolResult;
@@ -121,8 +135,9 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
     reconcile: policy.reconcile
       ? async ({ record, signal }): Promise<ReconcileFinding> => {
           const lookup = await parts.memo.get(record);
-          // No memo: the call was never sent (the memo comes first), or it names no lookup: a person decides.
-          if (!lookup) return { kind: 'unreachable', reason: 'no lookup was recorded for this call: a person decides' };
+          // No memo: the gateway stopped before it sent the call (the memo is written first, and the call waits for it).
+          if (lookup === undefined) return { kind: 'absent' };
+          if (lookup === null) return { kind: 'unreachable', reason: 'the call lacks an argument the lookup names, so it cannot be checked: a person decides' };
           let credential: UpstreamCredential | undefined;
           try {
             credential = await parts.credentials.forTenant(record.tenant);
@@ -157,7 +172,7 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
     ...inner,
     inputSchema: listed,
     async call(args, call) {
-      return inner.call({ ...(args ?? {}), idempotency_key: args?.[key.argument] }, call);
+      return inner.call({ ...(args ?? {}), idempotency_key: recordKeyOf(args?.[key.argument]) }, call);
     },
   } satisfies WriteToolDefinition;
 }

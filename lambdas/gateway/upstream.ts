@@ -166,6 +166,8 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
     },
     async callTool(credential, name, args, { signal, timeoutMs }) {
       const client = await clientFor(credential);
+      // The connection took the call's whole budget: nothing was sent.
+      if (signal?.aborted) throw new UpstreamError('not_sent', `the upstream's ${name} was not called: the call's time ran out while connecting`);
       try {
         return (await client.callTool({ name, arguments: args }, { signal, timeout: timeoutMs })) as CallToolResult;
       } catch (err) {
