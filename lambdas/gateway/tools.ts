@@ -184,9 +184,7 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
     title: upstreamTool.title ?? upstreamTool.annotations?.title ?? name,
     description: upstreamTool.description ?? name,
     inputSchema: z.object(inputShape(upstreamTool)),
-    outputSchema: upstreamTool.outputSchema
-      ? (z.fromJSONSchema(upstreamTool.outputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodObject)
-      : z.object({}).catchall(z.unknown()),
+    ...(upstreamTool.outputSchema ? { outputSchema: z.fromJSONSchema(upstreamTool.outputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodObject } : {}),
     annotations: upstreamTool.annotations ?? { readOnlyHint: true },
     // Reads pass through unchanged: the upstream validates its own arguments and its answer comes back as it is.
     async call(args, call) {

@@ -88,3 +88,81 @@ export const newKey = () => `key-${randomUUID()}`;
 export function contract(answer: unknown): { outcome: string; replayed: boolean; retryable: boolean; result?: unknown; error?: { code: string; message: string } } {
   return (answer as { structuredContent: never }).structuredContent;
 }
+
+/**
+ * An HTTP relay in front of a streamable-HTTP upstream: passes every request and its (streamed) answer through, and
+ * records each `tools/call` it forwards with the Authorization header it carried.
+ */
+export interface HttpRelay {
+  url: string;
+  calls: Array<RelayedCall & { authorization?: string }>;
+  /** Every Authorization header that reached the upstream, on any request. */
+  authorizations: Set<string>;
+  close(): Promise<void>;
+}
+
+export async function startHttpRelay(upstream: string): Promise<HttpRelay> {
+  const { createServer, request } = await import('node:http');
+  const target = new URL(upstream);
+  const calls: HttpRelay['calls'] = [];
+  const authorizations = new Set<string>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const authorization = req.headers.authorization;
+      if (authorization) authorizations.add(authorization);
+      try {
+        const messages = [JSON.parse(body.toString('utf8') || 'null')].flat();
+        for (const message of messages)
+          if (message?.method === 'tools/call') calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
+      } catch {
+        // not JSON: passed on as is
+      }
+      const forward = request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    authorizations,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** `mcp-server-everything streamableHttp` on a free port; resolves once it listens. */
+export async function startEverything(): Promise<{ url: string; stop: () => void }> {
+  const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+  const child = spawn(join(BIN, 'mcp-server-everything'), ['streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let text = '';
+    child.stderr!.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('listening')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`mcp-server-everything exited (${code}): ${text}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGKILL') };
+}
