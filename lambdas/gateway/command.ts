@@ -13,8 +13,9 @@ import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable } from '../store/table-schema';
 import { GatewayEnvVars } from './config';
-import { envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
+import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
 import { createGateway, type Gateway } from './gateway';
+import { GatewayPolicyError } from './policy';
 import type { UpstreamTarget } from './upstream';
 
 export const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
@@ -190,4 +191,52 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     await stop();
     throw err;
   }
+}
+
+/**
+ * The bin's whole life: parse, start, print the banner (URL, tools, a dev token), stop on SIGINT/SIGTERM. Mistakes
+ * in the flags, the policy or the credentials stop it before it serves, one sentence each, exit code 2.
+ */
+export async function runGatewayMain(argv: readonly string[], env: Env, options: { onStop?: () => Promise<void> } = {}): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(GATEWAY_USAGE);
+    return;
+  }
+  let running: RunningGateway;
+  try {
+    running = await startGatewayCommand(parseGatewayCommand(argv, env), env);
+  } catch (err) {
+    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
+    console.error(`The gateway did not start: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}`);
+    if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
+    await options.onStop?.();
+    process.exit(2);
+  }
+  const { gateway } = running;
+  const names = (kind: 'write' | 'read') => gateway.tools.filter((tool) => tool.kind === kind).map((tool) => tool.name).join(', ') || 'none';
+  const token = (env.AUTH_MODE ?? 'dev') === 'dev' ? await running.tokenFor('demo') : undefined;
+  console.log(
+    [
+      'Idempotent MCP gateway is running.',
+      '',
+      `  MCP URL        ${running.mcpUrl}`,
+      `  Writes         ${names('write')}`,
+      `  Reads          ${names('read')}`,
+      `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
+      ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
+      '',
+      'Ctrl-C to stop.',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const shutdown = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${reason}: stopping...`);
+    await running.stop();
+    await options.onStop?.();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
 }
