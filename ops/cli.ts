@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
-import { toolsOf, type ToolsModuleExports } from '../lambdas/handlers/tools-module';
+import { toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { DynamoDbApprovalStore } from '../lambdas/store/dynamodb-approval-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
