@@ -57,6 +57,8 @@ export {
 } from '../lambdas/engine/engine';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
+  AttentionQuery,
+  AttentionStatus,
   ClaimOptions,
   ClaimResult,
   CommitOnceResult,
@@ -65,6 +67,7 @@ export type {
   OperatorDecision,
   Reconciliation,
   RecordIdentity,
+  RecordQueries,
   ReviewLog,
   ReviewStore,
   Settlement,

@@ -242,8 +242,6 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     const desk = new ReviewDesk({
       store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
       outbox: new OutboxStore(target.doc, target.tableName),
-      doc: target.doc,
-      tableName: target.tableName,
       approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,
       queue: target.queue,

@@ -10,7 +10,6 @@ import {
   type IdempotencyRecord,
 } from 'idempotent-mcp/engine';
 import { Reconciler } from '../reconciler/reconciler';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**
  * Issue 30 on the in-memory store, one path at a time: a request that lands after its caller gave up, at a provider
@@ -64,8 +63,6 @@ function world() {
   const engine = new IdempotencyEngine({ store, clock, downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, unknownRetryAfterMs: 500 });
   const reconciler = new ReconcilerSteps({
     store,
-    doc: undefined as unknown as DynamoDBDocumentClient,
-    tableName: 'unused',
     tools: new Map([
       [
         TOOL,
@@ -178,8 +175,6 @@ describe('an absence inside the in-flight window decides nothing', () => {
     await w.call(w.pay(Number.POSITIVE_INFINITY));
     const reconciler = new ReconcilerSteps({
       store: w.store,
-      doc: undefined as unknown as DynamoDBDocumentClient,
-      tableName: 'unused',
       tools: new Map([[TOOL, { onAbsent: 'release' as const, inFlightWindowMs: WINDOW_MS, reconcile: async () => ({ kind: 'unreachable' as const, reason: 'down' }) }]]),
       logger: { info: () => {}, warn: () => {}, error: () => {} },
       clock: w.now,

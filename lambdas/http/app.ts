@@ -11,14 +11,13 @@ import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/streamable-http'
 import type { ToolDefinition } from '../mcp/tool-types';
 import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../mcp/param-headers';
 import type { AppConfig, ApprovalPageConfig } from '../config';
-import { APPROVALS_PATH } from '../mcp/confirmation';
+import { APPROVALS_PATH, MCP_PATH } from '../core/endpoint-paths';
 import { createApprovalPage } from './approval-page';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
-export { MAX_BODY_BYTES };
-export const MCP_PATH = '/mcp';
+export { MAX_BODY_BYTES, MCP_PATH };
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */

@@ -73,6 +73,15 @@ it('every toolkit module sits in a layer, and imports only its own layer and tho
   expect(upward).toEqual([]);
 });
 
+it('the CDK code loads no runtime: the paths it routes come from lambdas/core/endpoint-paths.ts, not the MCP or HTTP runtime', () => {
+  const reached = new Set<string>();
+  const pending = Object.keys(graph).filter((file) => within(file, 'lib'));
+  while (pending.length > 0) for (const to of graph[pending.pop()!] ?? []) if (!reached.has(to)) reached.add(to), pending.push(to);
+  expect(reached.has('lambdas/core/endpoint-paths.ts')).toBe(true);
+  const RUNTIME = ['lambdas/mcp', 'lambdas/http', 'lambdas/runtime', 'lambdas/functions', 'lambdas/engine'];
+  expect([...reached].filter((file) => RUNTIME.some((unit) => within(file, unit)))).toEqual([]);
+});
+
 it('the client and its entry files import only the client and the pure core', () => {
   const clientFiles = Object.keys(graph).filter(isClientCode);
   expect(clientFiles).toEqual(expect.arrayContaining(['client/idempotent-client.ts', 'exports/client.ts', 'exports/client-testing.ts']));
