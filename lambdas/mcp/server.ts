@@ -65,7 +65,7 @@ function listing(tool: ToolDefinition): Tool {
       title: tool.title,
       description: tool.description,
       inputSchema: toJson(tool.inputSchema, 'input'),
-      outputSchema: toJson(tool.outputSchema, 'output') as Tool['outputSchema'],
+      ...(tool.outputSchema ? { outputSchema: toJson(tool.outputSchema, 'output') as Tool['outputSchema'] } : {}),
       annotations: tool.annotations,
     };
     listings.set(tool, entry);

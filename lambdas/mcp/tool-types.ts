@@ -98,7 +98,8 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   description: string;
   /** Advertised in `tools/list`; arguments are validated against it by the tool itself. */
   inputSchema: z.ZodObject;
-  outputSchema: z.ZodObject;
+  /** Unset: the tool declares no output schema (a gateway's read passing on an upstream tool that declares none). */
+  outputSchema?: z.ZodObject;
   annotations: ToolAnnotations;
   call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
 }
@@ -115,6 +116,8 @@ export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'en
 /** A write tool also tells the reconciler how to settle its lost outcomes. */
 export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
   kind: 'write';
+  /** Every write declares the result contract. */
+  outputSchema: z.ZodObject;
   keySource: KeySource;
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';

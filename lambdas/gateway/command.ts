@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { serve, type ServerType } from '@hono/node-server';
+import { devIssuerFor } from '../auth/dev-issuer';
+import { ConfigError, DEV_SIGN_IN_MOUNT, loadConfig, read, type Env } from '../config';
+import { createApp, servedHostnames } from '../http/app';
+import { createDevSignIn } from '../http/dev-sign-in';
+import { startReconciler } from '../reconciler/start';
+import { createServices } from '../runtime/services';
+import { closeDynamoDbClient } from '../store/clients';
+import { ensureTable } from '../store/table-schema';
+import { GatewayEnvVars } from './config';
+import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
+import { createGateway, type Gateway } from './gateway';
+import { GatewayPolicyError } from './policy';
+import type { UpstreamTarget } from './upstream';
+
+export const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
+
+  --policy <file>        the policy per upstream tool (JSON; docs/gateway.md)       [GATEWAY_POLICY_FILE]
+  --upstream-url <url>   a streamable-HTTP MCP server                                [GATEWAY_UPSTREAM_URL]
+  -- <command> [args]    or a stdio MCP server the gateway starts (locally)
+  --credentials <file>   the gateway's own upstream credentials, by tenant (JSON)    [GATEWAY_CREDENTIALS_FILE]
+                         (or GATEWAY_CREDENTIALS with the JSON itself; none given: the upstream is called without one)
+  --port <n>             default 3100; 0 picks a free port
+  --state-dir <dir>      local state: the dev issuer's key, the operation-id secret (default .gateway)
+
+Table, auth and reconciler settings are the endpoint's (docs/configuration.md): TABLE_NAME (default
+idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
+here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
+
+export class GatewayUsageError extends Error {
+  override name = 'GatewayUsageError';
+}
+
+export interface GatewayCommand {
+  policyFile: string;
+  upstream: UpstreamTarget;
+  credentials: () => Promise<CredentialSource>;
+  port: number;
+  stateDir: string;
+}
+
+/** The command line and the environment, checked: one sentence per mistake. */
+export function parseGatewayCommand(argv: readonly string[], env: Env): GatewayCommand {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: {
+        policy: { type: 'string' },
+        'upstream-url': { type: 'string' },
+        credentials: { type: 'string' },
+        port: { type: 'string' },
+        'state-dir': { type: 'string' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new GatewayUsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const policyFile = values.policy ?? read(env, GatewayEnvVars.policyFile);
+  if (!policyFile) throw new GatewayUsageError('--policy <file> is required: the policy per upstream tool');
+  const url = values['upstream-url'] ?? read(env, GatewayEnvVars.upstreamUrl);
+  if (url && positionals.length > 0) throw new GatewayUsageError('give --upstream-url or a command after --, not both');
+  let upstream: UpstreamTarget;
+  if (url) {
+    if (!/^https?:\/\/\S+$/.test(url)) throw new GatewayUsageError(`--upstream-url must be an http(s) URL (got ${url.slice(0, 80)})`);
+    upstream = { url };
+  } else if (positionals.length > 0) upstream = { command: positionals[0]!, args: positionals.slice(1) };
+  else throw new GatewayUsageError('name the upstream: --upstream-url <url>, or -- <command> [args] for a stdio server');
+  const port = Number(values.port ?? 3100);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new GatewayUsageError(`--port must be a port number (got ${values.port})`);
+  const credentialsFile = values.credentials ?? read(env, GatewayEnvVars.credentialsFile);
+  const credentialsJson = read(env, GatewayEnvVars.credentialsJson);
+  const credentials = async () =>
+    credentialsFile
+      ? fileCredentials(credentialsFile)
+      : credentialsJson
+        ? envCredentials(GatewayEnvVars.credentialsJson.name, credentialsJson)
+        : staticCredentials({ tenants: { '*': { none: true } } });
+  return { policyFile, upstream, credentials, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
+}
+
+async function readJson(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new GatewayUsageError(`the ${what} ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new GatewayUsageError(`the ${what} ${path} is not JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Kept across restarts, so operation ids and tokens issued before a restart stay valid after it. */
+async function localSecret(dir: string): Promise<string> {
+  const file = join(dir, 'operation-id-secret');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeFile(file, secret, { mode: 0o600 });
+  return secret;
+}
+
+export interface RunningGateway {
+  url: string;
+  mcpUrl: string;
+  gateway: Gateway;
+  /** A token of the local dev issuer (AUTH_MODE=dev only). */
+  tokenFor(tenant: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The gateway as a local process: the endpoint's HTTP app (auth, tenants, result contract, approval page) serving
+ * the gateway's tools on 127.0.0.1, and the reconciler running in the same process.
+ */
+export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
+  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', ...givenEnv };
+  if (env.AUTH_MODE === 'dev') {
+    env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
+    if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localSecret(command.stateDir);
+  }
+  const config = loadConfig(env);
+  const policy = await readJson(command.policyFile, 'policy file');
+  const credentials = await command.credentials();
+  const services = createServices(config);
+  const stops: Array<() => Promise<void>> = [async () => closeDynamoDbClient(services.doc)];
+  const stop = async () => {
+    for (const step of stops.splice(0).reverse()) await step().catch(() => {});
+  };
+  try {
+    if (config.dynamodbEndpoint) await ensureTable(services.doc, config.tableName);
+    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: services });
+    stops.push(() => gateway.close());
+    if (gateway.hidden.length > 0)
+      services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
+
+    const app = createApp(services, {
+      tools: gateway.tools,
+      hosts: servedHostnames(config),
+      mounts: config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
+    });
+    const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolvePromise, reject) => {
+      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) => resolvePromise({ server, port: info.port }));
+      server.once('error', reject);
+    });
+    stops.push(
+      () =>
+        new Promise<void>((done) => {
+          server.close(() => done());
+          if ('closeAllConnections' in server) server.closeAllConnections();
+        }),
+    );
+    const reconciler = startReconciler({
+      tools: gateway.tools,
+      store: services.store,
+      logger: services.logger,
+      intervalMs: config.sideEffects.reconcileIntervalMs,
+      maxAttempts: config.sideEffects.reconcileMaxAttempts,
+      downstreamTimeoutMs: config.sideEffects.downstreamTimeoutMs,
+      metrics: false,
+    });
+    stops.push(() => reconciler.stop());
+    const url = `http://127.0.0.1:${port}`;
+    const auth = config.auth;
+    return {
+      url,
+      mcpUrl: `${url}/mcp`,
+      gateway,
+      async tokenFor(tenant) {
+        if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
+        return (await devIssuerFor(auth)).sign({ tenant });
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/**
+ * The bin's whole life: parse, start, print the banner (URL, tools, a dev token), stop on SIGINT/SIGTERM. Mistakes
+ * in the flags, the policy or the credentials stop it before it serves, one sentence each, exit code 2.
+ */
+export async function runGatewayMain(argv: readonly string[], env: Env, options: { onStop?: () => Promise<void> } = {}): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(GATEWAY_USAGE);
+    return;
+  }
+  let running: RunningGateway;
+  try {
+    running = await startGatewayCommand(parseGatewayCommand(argv, env), env);
+  } catch (err) {
+    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
+    console.error(`The gateway did not start: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}`);
+    if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
+    await options.onStop?.();
+    process.exit(2);
+  }
+  const { gateway } = running;
+  const names = (kind: 'write' | 'read') => gateway.tools.filter((tool) => tool.kind === kind).map((tool) => tool.name).join(', ') || 'none';
+  const token = (env.AUTH_MODE ?? 'dev') === 'dev' ? await running.tokenFor('demo') : undefined;
+  console.log(
+    [
+      'Idempotent MCP gateway is running.',
+      '',
+      `  MCP URL        ${running.mcpUrl}`,
+      `  Writes         ${names('write')}`,
+      `  Reads          ${names('read')}`,
+      `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
+      ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
+      '',
+      'Ctrl-C to stop.',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const shutdown = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${reason}: stopping...`);
+    await running.stop();
+    await options.onStop?.();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}

@@ -1,0 +1,59 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
+import type { CredentialSource } from './credentials';
+import { DynamoDbLookupMemo, type LookupMemo } from './lookup-memo';
+import { checkPolicyAgainstUpstream, GatewayPolicyError, parseGatewayPolicy, type GatewayPolicy } from './policy';
+import { gatewayTools } from './tools';
+import { connectUpstream, type UpstreamCaller, type UpstreamTarget } from './upstream';
+
+export interface GatewayOptions {
+  /** The policy file's content (checked here), or a policy `parseGatewayPolicy` already checked. */
+  policy: unknown;
+  /** The upstream MCP server (a URL, or a command to start), or a caller of your own. */
+  upstream: UpstreamTarget | UpstreamCaller;
+  /** The gateway's own credentials for the upstream, by tenant (a file locally, Secrets Manager deployed). */
+  credentials: CredentialSource;
+  /** The endpoint's table (the records' own): each write's lookup is kept there beside its record. */
+  table: { doc: DynamoDBDocumentClient; tableName: string } | { memo: LookupMemo };
+}
+
+/**
+ * A gateway: the upstream's tools as this toolkit's tools, ready for `createApp` (the HTTP endpoint), the reconciler
+ * (`startReconciler`, or the reconciler function) and the Lambda handler, like any tools module.
+ */
+export interface Gateway<S extends ToolRuntime = ToolRuntime> {
+  /** The tools served: every upstream tool the policy names, writes keyed and reads passed through. */
+  readonly tools: readonly ToolDefinition<S>[];
+  /** Upstream tools the policy does not name: neither listed nor callable (fail closed). */
+  readonly hidden: readonly string[];
+  readonly policy: GatewayPolicy;
+  /** Closes the upstream connections (and stops a stdio upstream's processes). */
+  close(): Promise<void>;
+}
+
+const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller => typeof (upstream as UpstreamCaller).callTool === 'function';
+
+/**
+ * Connects to the upstream, reads its `tools/list` with the listing credential, checks the policy against it and
+ * builds the tools. Throws GatewayPolicyError (every mistake, one sentence each) before serving anything.
+ */
+export async function createGateway<S extends ToolRuntime = ToolRuntime>(options: GatewayOptions): Promise<Gateway<S>> {
+  const policy = parseGatewayPolicy(options.policy);
+  const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(options.upstream);
+  try {
+    const credential = await options.credentials.forListing();
+    if (!credential) throw new Error('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
+    const listed = await upstream.listTools(credential);
+    const mistakes = checkPolicyAgainstUpstream(
+      policy,
+      listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
+    );
+    if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
+    const memo = 'memo' in options.table ? options.table.memo : new DynamoDbLookupMemo(options.table);
+    const { tools, hidden } = gatewayTools<S>(policy, listed, { upstream, credentials: options.credentials, memo });
+    return { tools, hidden, policy, close: () => upstream.close() };
+  } catch (err) {
+    await upstream.close();
+    throw err;
+  }
+}

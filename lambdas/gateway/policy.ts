@@ -1,0 +1,351 @@
+import * as z from 'zod';
+import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
+
+/**
+ * The gateway's policy file, pure: its schema (zod), its checks (at start, and at synth by the construct), the
+ * templates that build a lookup's arguments from a call, and the rule that reads a lookup's answer. No I/O here.
+ *
+ * Every mistake is one sentence naming the tool and the field, so a person fixes the file without reading code.
+ */
+
+/**
+ * A value that may name the call: `"{{path}}"`, `"{{edits.0.newText}}"` (a dotted path into the call's arguments),
+ * `"{{$key}}"` (the key the call ran under). A string that is exactly one placeholder takes the value as it is (an
+ * array stays an array); elsewhere placeholders are replaced by text.
+ */
+const templateValue: z.ZodType<unknown> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(templateValue), z.record(z.string(), templateValue)]),
+);
+
+/** A condition on a lookup's answer; every condition given must hold. */
+const lookupRule = z.strictObject({
+  /** The answer's text (its text blocks joined by newlines) is exactly this. */
+  textEquals: z.string().optional(),
+  /** The answer's text contains this. */
+  textIncludes: z.string().optional(),
+  /** A field of the answer's structured content (dotted path) equals this value. */
+  structured: z.strictObject({ field: z.string().min(1), equals: templateValue }).optional(),
+  /** Whether the upstream answered with `isError`. Default false: a rule matches only a normal answer unless it says so. */
+  isError: z.boolean().optional(),
+});
+
+const reconcileSchema = z.strictObject({
+  /** The upstream's read tool that says whether the write took effect. */
+  tool: z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name'),
+  /** Its arguments, built from the call (templates). */
+  arguments: z.record(z.string(), templateValue),
+  /** When the lookup's answer shows the write's effect. */
+  found: lookupRule,
+  /** When it shows that the write did not happen. Default: any answer without isError that is not `found`. */
+  absent: lookupRule.optional(),
+});
+
+const keySchema = z.union([
+  z.literal('idempotency_key'),
+  z.literal('operation_id'),
+  z.strictObject({
+    /** An argument of the upstream tool that already is a business key: passed through as is. */
+    argument: z.string().min(1),
+  }),
+]);
+
+const writeSchema = z.strictObject({
+  kind: z.literal('write'),
+  /** Default `idempotency_key`: an argument the gateway adds and removes before calling the upstream. */
+  key: keySchema.optional(),
+  /** Arguments left out of the fingerprint (trace ids): they may differ between retries of one intent. */
+  fingerprint: z.strictObject({ exclude: z.array(z.string().min(1)) }).optional(),
+  /** How long one upstream call may take before its outcome counts as unknown. Default 10000. */
+  timeoutMs: z.number().int().min(100).max(900_000).optional(),
+  /**
+   * Required: how long after the gateway gave up on a call the upstream may still apply it. The gateway cannot know
+   * it; until it has passed, a lookup that finds nothing decides nothing.
+   */
+  inFlightWindowMs: z.number().int().min(0).max(86_400_000),
+  /** `approval`: a person approves each operation on the gateway's approval page before it is sent. */
+  confirmation: z.enum(['none', 'approval']).optional(),
+  /** What the person is asked (a template); default the tool's name and its arguments. */
+  summary: z.string().min(1).max(500).optional(),
+  /** How the reconciler learns what became of a call whose answer was lost. Without it, such calls wait for a person. */
+  reconcile: reconcileSchema.optional(),
+  /** How long a retry replays the first answer. Default 24 h. */
+  retentionSeconds: z.number().int().min(60).optional(),
+});
+
+const readSchema = z.strictObject({ kind: z.literal('read') });
+
+const toolPolicySchema = z.discriminatedUnion('kind', [writeSchema, readSchema]);
+
+export const gatewayPolicySchema = z.strictObject({
+  $schema: z.string().optional(),
+  /** Per upstream tool. A tool the upstream lists and this file does not name is not served (fail closed). */
+  tools: z.record(z.string(), toolPolicySchema),
+});
+
+export type GatewayPolicy = z.output<typeof gatewayPolicySchema>;
+export type ToolPolicy = z.output<typeof toolPolicySchema>;
+export type WritePolicy = z.output<typeof writeSchema>;
+export type LookupPolicy = z.output<typeof reconcileSchema>;
+export type LookupRule = z.output<typeof lookupRule>;
+
+/** The arguments the gateway itself adds to a write tool: an upstream argument of the same name cannot be served. */
+export const GATEWAY_ARGUMENTS = ['idempotency_key', 'operation_id', 'trace_id'] as const;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export class GatewayPolicyError extends Error {
+  constructor(readonly mistakes: readonly string[]) {
+    super(`The gateway policy has ${mistakes.length === 1 ? 'a mistake' : `${mistakes.length} mistakes`}:\n${mistakes.map((m) => `- ${m}`).join('\n')}`);
+    this.name = 'GatewayPolicyError';
+  }
+}
+
+const FIELD_NAMES = new Map<string, readonly string[]>([
+  ['write', Object.keys(writeSchema.shape)],
+  ['read', Object.keys(readSchema.shape)],
+]);
+
+/** One sentence for one zod issue, naming the tool and the field. */
+function sentence(issue: z.core.$ZodIssue, input: unknown): string {
+  const [top, tool, ...field] = issue.path.map(String);
+  if (top !== 'tools' || tool === undefined) {
+    if (issue.code === 'unrecognized_keys') return `the file has unknown field(s) ${issue.keys.join(', ')}: it takes "tools" (and "$schema")`;
+    return `the file: ${top ?? 'its top level'} ${issue.message.toLowerCase()} (it must be an object with "tools": { "<upstream tool>": { "kind": "write" | "read", ... } })`;
+  }
+  const where = `tool ${tool}`;
+  const kind = (input as { tools?: Record<string, { kind?: unknown }> })?.tools?.[tool]?.kind;
+  if (issue.code === 'invalid_union' && (field.length === 0 || field.join('.') === 'kind')) return `${where}: field kind must be "write" or "read"`;
+  if (issue.code === 'unrecognized_keys') {
+    const path = field.length > 0 ? `${field.join('.')}.` : '';
+    const known = field.length === 0 && typeof kind === 'string' ? FIELD_NAMES.get(kind) : undefined;
+    return `${where}: unknown field ${issue.keys.map((key) => path + key).join(', ')}${known ? ` (a ${kind} tool takes ${known.join(', ')})` : ''}`;
+  }
+  const name = field.join('.') || 'kind';
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: field ${name} is required${name === 'inFlightWindowMs' ? ' (how long the upstream may still apply a call after the gateway gave up on it, in ms)' : ''}`;
+  return `${where}: field ${name}: ${issue.message}`;
+}
+
+const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
+const PATH = /^(\$key|[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*)$/;
+
+/** The placeholders of a template value, in order. */
+export function placeholders(value: unknown): string[] {
+  if (typeof value === 'string') return [...value.matchAll(PLACEHOLDER)].map((match) => match[1]!);
+  if (Array.isArray(value)) return value.flatMap(placeholders);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(placeholders);
+  return [];
+}
+
+/** The templates of a write policy, by field (for the checks). */
+function templatesOf(policy: WritePolicy): Array<[string, unknown]> {
+  const list: Array<[string, unknown]> = [];
+  if (policy.summary !== undefined) list.push(['summary', policy.summary]);
+  const lookup = policy.reconcile;
+  if (lookup) {
+    list.push(['reconcile.arguments', lookup.arguments]);
+    for (const rule of ['found', 'absent'] as const) {
+      const value = lookup[rule];
+      if (!value) continue;
+      if (value.textEquals !== undefined) list.push([`reconcile.${rule}.textEquals`, value.textEquals]);
+      if (value.textIncludes !== undefined) list.push([`reconcile.${rule}.textIncludes`, value.textIncludes]);
+      if (value.structured) list.push([`reconcile.${rule}.structured.equals`, value.structured.equals]);
+    }
+  }
+  return list;
+}
+
+function emptyRule(rule: LookupRule): boolean {
+  return rule.textEquals === undefined && rule.textIncludes === undefined && rule.structured === undefined && rule.isError === undefined;
+}
+
+/**
+ * The policy file's content, checked on its own (no upstream needed: the construct runs this at synth). Throws a
+ * GatewayPolicyError listing every mistake, one sentence each.
+ */
+export function parseGatewayPolicy(input: unknown): GatewayPolicy {
+  const parsed = gatewayPolicySchema.safeParse(input);
+  if (!parsed.success) throw new GatewayPolicyError([...new Set(parsed.error.issues.map((issue) => sentence(issue, input)))]);
+  const policy = parsed.data;
+  const mistakes: string[] = [];
+  const names = Object.keys(policy.tools);
+  if (names.length === 0) mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
+  for (const [tool, entry] of Object.entries(policy.tools)) {
+    if (!TOOL_NAME_PATTERN.test(tool)) mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
+    if (entry.kind !== 'write') continue;
+    for (const [field, value] of templatesOf(entry))
+      for (const path of placeholders(value))
+        if (!PATH.test(path)) mistakes.push(`tool ${tool}: field ${field}: {{${path}}} is not an argument path (write {{name}}, {{name.0.field}} or {{$key}})`);
+    if (entry.reconcile && emptyRule(entry.reconcile.found))
+      mistakes.push(`tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`);
+    if (typeof entry.key === 'object' && entry.fingerprint?.exclude.includes(entry.key.argument))
+      mistakes.push(`tool ${tool}: field fingerprint.exclude names the key argument ${entry.key.argument}: the key is never part of the fingerprint`);
+  }
+  if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
+  return policy;
+}
+
+/** What the gateway needs to know of an upstream tool (its `tools/list` entry). */
+export interface UpstreamToolInfo {
+  name: string;
+  inputSchema: { type?: unknown; properties?: Record<string, unknown>; required?: readonly string[] };
+}
+
+/**
+ * The policy against the upstream's `tools/list`, at start: every tool it names exists upstream, the key and the
+ * excluded fields are arguments of the tool, the lookup tool exists and its arguments are its own, and the
+ * templates name arguments of the call. Returns the mistakes (empty: fine).
+ */
+export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: readonly UpstreamToolInfo[]): string[] {
+  const byName = new Map(upstream.map((tool) => [tool.name, tool]));
+  const listed = [...byName.keys()].sort().join(', ') || 'none';
+  const mistakes: string[] = [];
+  for (const [name, entry] of Object.entries(policy.tools)) {
+    const tool = byName.get(name);
+    if (!tool) {
+      mistakes.push(`tool ${name}: the upstream lists no tool of that name (it lists ${listed})`);
+      continue;
+    }
+    if (entry.kind !== 'write') continue;
+    const properties = tool.inputSchema.properties ?? {};
+    const args = Object.keys(properties);
+    const required = new Set(tool.inputSchema.required ?? []);
+    const key = entry.key ?? 'idempotency_key';
+    if (typeof key === 'object') {
+      const schema = properties[key.argument] as { type?: unknown } | undefined;
+      if (!schema) mistakes.push(`tool ${name}: field key.argument: the upstream tool has no argument ${key.argument} (it has ${args.join(', ') || 'none'})`);
+      else if (!required.has(key.argument)) mistakes.push(`tool ${name}: field key.argument: ${key.argument} is optional upstream, and a business key must be in every call`);
+      else if (schema.type !== 'string') mistakes.push(`tool ${name}: field key.argument: ${key.argument} is not a string argument upstream`);
+    }
+    for (const own of GATEWAY_ARGUMENTS)
+      if (own in properties && !(typeof key === 'object' && key.argument === own))
+        mistakes.push(`tool ${name}: the upstream tool has its own argument ${own}, which the gateway adds: name it as the key ({ "argument": "${own}" }) or leave the tool out`);
+    for (const field of entry.fingerprint?.exclude ?? [])
+      if (!(field in properties)) mistakes.push(`tool ${name}: field fingerprint.exclude: the upstream tool has no argument ${field}`);
+    for (const [field, value] of templatesOf(entry))
+      for (const path of placeholders(value)) {
+        const root = path.split('.')[0]!;
+        if (root !== '$key' && !(root in properties)) mistakes.push(`tool ${name}: field ${field}: {{${path}}} names no argument of ${name} (it has ${args.join(', ') || 'none'})`);
+      }
+    const lookup = entry.reconcile;
+    if (lookup) {
+      const reader = byName.get(lookup.tool);
+      if (!reader) mistakes.push(`tool ${name}: field reconcile.tool: the upstream lists no tool ${lookup.tool} (it lists ${listed})`);
+      else {
+        const readerArgs = reader.inputSchema.properties ?? {};
+        for (const arg of Object.keys(lookup.arguments))
+          if (!(arg in readerArgs)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} has no argument ${arg} (it has ${Object.keys(readerArgs).join(', ') || 'none'})`);
+        for (const arg of reader.inputSchema.required ?? [])
+          if (!(arg in lookup.arguments)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} requires ${arg}, which is not given`);
+      }
+    }
+  }
+  return mistakes;
+}
+
+/** The value at a dotted path of the call (`edits.0.newText`), or undefined. */
+function at(source: unknown, path: string): unknown {
+  let value = source;
+  for (const part of path.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+/** What a template is filled from: the call's arguments and the key it ran under. */
+export interface CallFacts {
+  args: Record<string, unknown>;
+  key: string;
+}
+
+/** A template filled from a call; undefined when a placeholder names nothing in the call. */
+export function fillTemplate(template: unknown, call: CallFacts): unknown {
+  const lookup = (path: string) => (path === '$key' ? call.key : at(call.args, path));
+  if (typeof template === 'string') {
+    const whole = /^\{\{\s*([^{}]*?)\s*\}\}$/.exec(template);
+    if (whole) return lookup(whole[1]!);
+    let missing = false;
+    const text = template.replace(PLACEHOLDER, (_, path: string) => {
+      const value = lookup(path);
+      if (value === undefined) missing = true;
+      return typeof value === 'string' ? value : JSON.stringify(value);
+    });
+    return missing ? undefined : text;
+  }
+  if (Array.isArray(template)) {
+    const items = template.map((item) => fillTemplate(item, call));
+    return items.includes(undefined) ? undefined : items;
+  }
+  if (template && typeof template === 'object') {
+    const entries = Object.entries(template).map(([name, value]) => [name, fillTemplate(value, call)] as const);
+    return entries.some(([, value]) => value === undefined) ? undefined : Object.fromEntries(entries);
+  }
+  return template;
+}
+
+/** A lookup with its templates filled from one call: stored before the call is sent, read by the reconciler. */
+export interface PreparedLookup {
+  tool: string;
+  arguments: Record<string, unknown>;
+  found: LookupRule;
+  absent?: LookupRule;
+}
+
+function fillRule(rule: LookupRule, call: CallFacts): LookupRule | undefined {
+  const filled: LookupRule = { ...rule };
+  for (const field of ['textEquals', 'textIncludes'] as const) {
+    if (rule[field] === undefined) continue;
+    const value = fillTemplate(rule[field], call);
+    if (value === undefined) return undefined;
+    filled[field] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  if (rule.structured) {
+    const equals = fillTemplate(rule.structured.equals, call);
+    if (equals === undefined) return undefined;
+    filled.structured = { field: rule.structured.field, equals };
+  }
+  return filled;
+}
+
+/** The lookup of one call, or undefined when the call lacks an argument a template names (then a person decides). */
+export function prepareLookup(lookup: LookupPolicy, call: CallFacts): PreparedLookup | undefined {
+  const args = fillTemplate(lookup.arguments, call) as Record<string, unknown> | undefined;
+  const found = fillRule(lookup.found, call);
+  const absent = lookup.absent ? fillRule(lookup.absent, call) : undefined;
+  if (!args || !found || (lookup.absent && !absent)) return undefined;
+  return { tool: lookup.tool, arguments: args, found, ...(absent ? { absent } : {}) };
+}
+
+/** The part of a tool result a lookup rule reads. */
+export interface LookupAnswer {
+  content?: readonly unknown[];
+  structuredContent?: unknown;
+  isError?: boolean;
+}
+
+export function answerText(answer: LookupAnswer): string {
+  return (answer.content ?? [])
+    .filter((block): block is { type: 'text'; text: string } => (block as { type?: unknown })?.type === 'text' && typeof (block as { text?: unknown }).text === 'string')
+    .map((block) => block.text)
+    .join('\n');
+}
+
+const canonical = (value: unknown): string => JSON.stringify(value, (_, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+
+function matches(rule: LookupRule, answer: LookupAnswer): boolean {
+  if ((answer.isError === true) !== (rule.isError ?? false)) return false;
+  const text = answerText(answer);
+  if (rule.textEquals !== undefined && text !== rule.textEquals) return false;
+  if (rule.textIncludes !== undefined && !text.includes(rule.textIncludes)) return false;
+  if (rule.structured && canonical(at(answer.structuredContent, rule.structured.field)) !== canonical(rule.structured.equals)) return false;
+  return true;
+}
+
+/**
+ * What a lookup's answer says: `found` when it matches the found rule, `absent` when it matches the absent rule
+ * (default: a normal answer that is not found), else `undecided` (an error answer no rule covers: ask again later).
+ */
+export function judgeLookup(lookup: PreparedLookup, answer: LookupAnswer): 'found' | 'absent' | 'undecided' {
+  if (matches(lookup.found, answer)) return 'found';
+  if (matches(lookup.absent ?? { isError: false }, answer)) return 'absent';
+  return 'undecided';
+}

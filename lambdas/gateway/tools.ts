@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
+import * as z from 'zod';
+import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
+import { validateIdempotencyKey } from '../core/idempotency-key';
+import { readErrorText } from '../core/result-contract';
+import type { ReconcileFinding } from '../core/reconcile';
+import { defineWriteTool } from '../mcp/define-write-tool';
+import type { ToolDefinition, ToolRuntime, WriteToolDefinition } from '../mcp/tool-types';
+import type { CredentialSource, UpstreamCredential } from './credentials';
+import type { LookupMemo } from './lookup-memo';
+import { answerText, DEFAULT_TIMEOUT_MS, fillTemplate, judgeLookup, prepareLookup, type GatewayPolicy, type WritePolicy } from './policy';
+import { UpstreamError, type UpstreamCaller } from './upstream';
+
+/** What the gateway's tools need besides the toolkit's runtime. */
+export interface GatewayParts {
+  upstream: UpstreamCaller;
+  credentials: CredentialSource;
+  memo: LookupMemo;
+}
+
+/** A write's stored result: the upstream's answer as it came (replayed to every retry with the same key). */
+const upstreamResultSchema = z.object({
+  content: z.array(z.record(z.string(), z.unknown())),
+  structuredContent: z.record(z.string(), z.unknown()).optional(),
+  /** True when the upstream's answer was lost and the gateway's lookup found the effect (the content then says so). */
+  settledByLookup: z.boolean().optional(),
+});
+type UpstreamResult = z.output<typeof upstreamResultSchema>;
+
+/** The upstream's argument schema as zod, for the gateway's own validation and listing (strict: unknown arguments are refused). */
+function inputShape(tool: Tool): z.ZodRawShape {
+  const schema = z.fromJSONSchema(tool.inputSchema as Parameters<typeof z.fromJSONSchema>[0]);
+  if (!(schema instanceof z.ZodObject)) throw new TypeError(`the upstream's ${tool.name} takes arguments that are not an object`);
+  return schema.shape;
+}
+
+const NO_CREDENTIAL = (tenant: string) =>
+  `The gateway has no upstream credential for tenant ${tenant}; nothing was sent. An operator adds one to the gateway's credentials.`;
+
+async function credentialOf(parts: GatewayParts, tenant: string): Promise<UpstreamCredential> {
+  const credential = await parts.credentials.forTenant(tenant).catch((err: unknown) => {
+    throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', `The gateway's upstream credential could not be read (${(err as Error).message}); nothing was sent. Call again with the same key.`);
+  });
+  if (!credential) throw new TerminalToolError(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(tenant));
+  return credential;
+}
+
+const KEY_REUSE =
+  'This tool is served by a retry-safe gateway in front of the upstream server: a call with a key that already ran returns ' +
+  "that call's result and is never sent to the upstream again.";
+
+/** How a write's key reaches the tool (see the policy's `key`). */
+function keyDescription(policy: WritePolicy): string {
+  const key = policy.key ?? 'idempotency_key';
+  if (typeof key === 'object')
+    return `${KEY_REUSE} Its argument \`${key.argument}\` is the key: the same ${key.argument} with different arguments is refused as a conflict.`;
+  return KEY_REUSE;
+}
+
+/**
+ * The record's key for a business key the upstream defines: the value itself when it fits the toolkit's key rules,
+ * else a digest of it (a path, an e-mail address), so any string the upstream takes can be the key. A value that
+ * is not a string is passed on as is, and refused by the key check (nothing runs).
+ */
+function recordKeyOf(value: unknown): unknown {
+  if (typeof value !== 'string' || value.length === 0) return value;
+  try {
+    return validateIdempotencyKey(value);
+  } catch {
+    return `sha256:${createHash('sha256').update(value).digest('hex')}`;
+  }
+}
+
+function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts: GatewayParts): ToolDefinition {
+  const shape = inputShape(upstreamTool);
+  const key = policy.key ?? 'idempotency_key';
+  const timeoutMs = policy.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const annotations = upstreamTool.annotations ?? {};
+  const retentionSeconds = policy.retentionSeconds;
+  const summaryTemplate = policy.summary;
+
+  const inner: WriteToolDefinition = defineWriteTool<z.ZodRawShape, UpstreamResult>({
+    name,
+    title: upstreamTool.title ?? annotations.title ?? name,
+    description: `${upstreamTool.description ?? name}\n\n${keyDescription(policy)}`,
+    input: shape,
+    result: upstreamResultSchema,
+    // MCP's defaults when the upstream says nothing: destructive, open world.
+    annotations: { destructiveHint: annotations.destructiveHint ?? true, openWorldHint: annotations.openWorldHint ?? true },
+    keySource: key === 'operation_id' ? 'operation_id' : 'client',
+    idempotency: {
+      executionTimeoutMs: timeoutMs,
+      inFlightWindowMs: policy.inFlightWindowMs,
+      // Every argument is part of the operation unless the policy says otherwise (the toolkit's defaults would leave
+      // out an upstream argument that happens to be called request_id).
+      nonBusinessFields: policy.fingerprint?.exclude ?? [],
+      ...(retentionSeconds !== undefined ? { retentionSeconds } : {}),
+    },
+    confirmation: policy.confirmation ?? 'none',
+    summarize: (args) =>
+      summaryTemplate !== undefined
+        ? String(fillTemplate(summaryTemplate, { args, key: '' }) ?? `${name} ${JSON.stringify(args)}`)
+        : `${name} ${JSON.stringify(args)}`,
+    async execute(args, ctx) {
+      const credential = await credentialOf(parts, ctx.tenant);
+      const identity = { tenant: ctx.tenant, tool: name, idempotencyKey: ctx.idempotencyKey };
+      if (policy.reconcile) {
+        // Written before the call is sent, so that a missing memo proves the call never left (see reconcile below).
+        const lookup = prepareLookup(policy.reconcile, { args, key: ctx.idempotencyKey }) ?? null;
+        try {
+          await parts.memo.put(identity, lookup, Math.floor(ctx.now() / 1000) + (retentionSeconds ?? 86_400) + 7 * 86_400);
+        } catch (err) {
+          throw new TransientToolError(ErrorCode.STORE_UNAVAILABLE, `The gateway could not record how to check this call; nothing was sent. Call again with the same key.`, undefined, { cause: err });
+        }
+      }
+      let answer: CallToolResult;
+      try {
+        answer = await parts.upstream.callTool(credential, name, args, { signal: ctx.signal, timeoutMs: Math.max(1, Math.min(timeoutMs, ctx.deadline - ctx.now())) });
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw new UncertainToolError('UPSTREAM_UNCERTAIN', `The upstream's answer is unknown: ${(err as Error)?.message}`, { cause: err });
+        if (err.failure === 'not_sent') throw new TransientToolError('UPSTREAM_UNAVAILABLE', `${err.message}; nothing was sent. Call again with the same key.`, 2000, { cause: err });
+        if (err.failure === 'refused') throw new TerminalToolError('UPSTREAM_REFUSED', err.message, { cause: err });
+        throw new UncertainToolError('UPSTREAM_UNCERTAIN', err.message, { cause: err });
+      }
+      // The upstream's tool ran and said it failed: a business answer, kept and replayed like a success.
+      if (answer.isError) throw new TerminalToolError('UPSTREAM_TOOL_ERROR', answerText(answer).slice(0, 1000) || `the upstream's ${name} answered with an error`);
+      return {
+        result: {
+          content: answer.content as UpstreamResult['content'],
+          ...(answer.structuredContent ? { structuredContent: answer.structuredContent as Record<string, unknown> } : {}),
+        },
+      };
+    },
+    reconcile: policy.reconcile
+      ? async ({ record, signal }): Promise<ReconcileFinding> => {
+          const lookup = await parts.memo.get(record);
+          // No memo: the gateway stopped before it sent the call (the memo is written first, and the call waits for it).
+          if (lookup === undefined) return { kind: 'absent' };
+          if (lookup === null) return { kind: 'unreachable', reason: 'the call lacks an argument the lookup names, so it cannot be checked: a person decides' };
+          let credential: UpstreamCredential | undefined;
+          try {
+            credential = await parts.credentials.forTenant(record.tenant);
+          } catch (err) {
+            return { kind: 'unreachable', reason: `the upstream credential could not be read: ${(err as Error).message}` };
+          }
+          if (!credential) return { kind: 'unreachable', reason: NO_CREDENTIAL(record.tenant) };
+          let answer: CallToolResult;
+          try {
+            answer = await parts.upstream.callTool(credential, lookup.tool, lookup.arguments, { signal, timeoutMs });
+          } catch (err) {
+            return { kind: 'unreachable', reason: (err as Error).message };
+          }
+          const verdict = judgeLookup(lookup, answer);
+          if (verdict === 'undecided') return { kind: 'unreachable', reason: `the lookup's answer matched neither rule: ${answerText(answer).slice(0, 200)}` };
+          if (verdict === 'absent') return { kind: 'absent' };
+          const result: UpstreamResult = {
+            content: [{ type: 'text', text: `The upstream applied this call; its answer was lost, and ${lookup.tool} confirmed the effect.` }],
+            settledByLookup: true,
+          };
+          return { kind: 'found', result };
+        }
+      : undefined,
+    onAbsent: 'release',
+  });
+  if (typeof key !== 'object') return inner;
+
+  // The key is an upstream argument: the tool is listed with the upstream's own arguments, and the argument is both
+  // sent upstream as is and the key the gateway runs the call under.
+  const listed = z.strictObject(shape);
+  return {
+    ...inner,
+    inputSchema: listed,
+    async call(args, call) {
+      return inner.call({ ...(args ?? {}), idempotency_key: recordKeyOf(args?.[key.argument]) }, call);
+    },
+  } satisfies WriteToolDefinition;
+}
+
+function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDefinition {
+  return {
+    kind: 'read',
+    name,
+    title: upstreamTool.title ?? upstreamTool.annotations?.title ?? name,
+    description: upstreamTool.description ?? name,
+    inputSchema: z.object(inputShape(upstreamTool)),
+    ...(upstreamTool.outputSchema ? { outputSchema: z.fromJSONSchema(upstreamTool.outputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodObject } : {}),
+    annotations: upstreamTool.annotations ?? { readOnlyHint: true },
+    // Reads pass through unchanged: the upstream validates its own arguments and its answer comes back as it is.
+    async call(args, call) {
+      const credential = await parts.credentials.forTenant(call.caller.tenant).catch(() => undefined);
+      if (!credential) return { content: [{ type: 'text', text: readErrorText(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant)) }], isError: true };
+      try {
+        return await parts.upstream.callTool(credential, name, args ?? {}, { timeoutMs: DEFAULT_TIMEOUT_MS });
+      } catch (err) {
+        return { content: [{ type: 'text', text: readErrorText('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`) }], isError: true };
+      }
+    },
+  };
+}
+
+/**
+ * The tools the gateway serves: each upstream tool the policy names, as a write (keyed, fingerprinted, reconciled)
+ * or a read (passed through). Upstream tools the policy does not name are left out (`hidden`): fail closed, a
+ * tool nobody classified is neither listed nor callable.
+ */
+export function gatewayTools<S extends ToolRuntime>(policy: GatewayPolicy, upstreamTools: readonly Tool[], parts: GatewayParts): { tools: ToolDefinition<S>[]; hidden: string[] } {
+  const tools: ToolDefinition<S>[] = [];
+  for (const upstreamTool of upstreamTools) {
+    const entry = policy.tools[upstreamTool.name];
+    if (!entry) continue;
+    tools.push((entry.kind === 'write' ? writeTool(upstreamTool.name, upstreamTool, entry, parts) : readTool(upstreamTool.name, upstreamTool, parts)) as ToolDefinition<S>);
+  }
+  return { tools, hidden: upstreamTools.map((tool) => tool.name).filter((name) => !policy.tools[name]) };
+}

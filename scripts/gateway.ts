@@ -1,0 +1,18 @@
+/**
+ * `npm run gateway -- <flags>`: the `idempotent-mcp-gateway` bin, with DynamoDB Local started for it (data kept in
+ * .local/gateway/) unless DYNAMODB_ENDPOINT names one. Ctrl-C stops both.
+ */
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const { runGatewayMain } = await import('../lambdas/gateway/command');
+const { startDynamoDbLocal } = await import('../local/dynamodb-local');
+export {};
+
+let onStop: (() => Promise<void>) | undefined;
+const argv = process.argv.slice(2);
+if (!process.env.DYNAMODB_ENDPOINT && !argv.includes('--help')) {
+  const dynamo = await startDynamoDbLocal({ dbPath: '.local/gateway/dynamodb' });
+  process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+  onStop = dynamo.stop;
+}
+await runGatewayMain(argv, process.env, { onStop });

@@ -1,0 +1,181 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { PACKAGE_ROOT } from '../../lib/package-root';
+import { createTestTable } from '../support/dynamodb';
+import { parseGatewayCommand, startGatewayCommand, type RunningGateway } from '../../lambdas/gateway/command';
+
+export const ROOT = PACKAGE_ROOT;
+export const BIN = join(ROOT, 'node_modules', '.bin');
+
+/** The registry servers the tests put behind the gateway (devDependencies), by the bin each package declares. */
+const require = createRequire(import.meta.url);
+const binOf = (manifest: string) => {
+  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
+  return join(dirname(manifest), Object.values(bin)[0]!);
+};
+export const REGISTRY_SERVERS = {
+  'mcp-server-filesystem': binOf(require.resolve('@modelcontextprotocol/server-filesystem/package.json')),
+  'mcp-server-memory': binOf(require.resolve('@modelcontextprotocol/server-memory/package.json')),
+  'mcp-server-everything': binOf(require.resolve('@modelcontextprotocol/server-everything/package.json')),
+} as const;
+export const RELAY = join(ROOT, 'test', 'gateway', 'relay.mjs');
+
+/** A temporary folder, removed by `cleanup`. */
+export async function scratch(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), `gateway-${prefix}-`));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The relay's log: every `tools/call` it forwarded to the registry server. */
+export interface RelayedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  at: number;
+}
+
+export function relayedCalls(logFile: string): RelayedCall[] {
+  if (!existsSync(logFile)) return [];
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as RelayedCall);
+}
+
+export type Fault = { tool: string; match?: string; action: 'drop-answer' | 'delay' | 'kill'; ms?: number; times?: number };
+export const setFaults = (file: string, faults: Fault[]) => writeFile(file, JSON.stringify(faults));
+
+/** The gateway's upstream command: the relay, wrapping a registry server's bin. */
+export function relayed(files: { log: string; faults: string }, server: keyof typeof REGISTRY_SERVERS, ...args: string[]): string[] {
+  return ['--', process.execPath, RELAY, `--log=${files.log}`, `--faults=${files.faults}`, '--', process.execPath, REGISTRY_SERVERS[server], ...args];
+}
+
+export interface TestGateway extends RunningGateway {
+  table: Awaited<ReturnType<typeof createTestTable>>;
+  stateDir: string;
+}
+
+/** The gateway in this process (the same code its bin runs), on a fresh table of the shared DynamoDB Local. */
+export async function startTestGateway(options: { policy: unknown; argv: string[]; env?: Record<string, string> }): Promise<TestGateway> {
+  const table = await createTestTable();
+  const { dir: stateDir } = await scratch('state');
+  const policyFile = join(stateDir, 'policy.json');
+  await writeFile(policyFile, JSON.stringify(options.policy));
+  const env = {
+    ...process.env,
+    DYNAMODB_ENDPOINT: table.endpoint,
+    TABLE_NAME: table.tableName,
+    AUTH_MODE: 'dev',
+    RECONCILE_INTERVAL_MS: '200',
+    ...options.env,
+  };
+  const command = parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', stateDir, ...options.argv], env);
+  const running = await startGatewayCommand(command, env);
+  return {
+    ...running,
+    table,
+    stateDir,
+    stop: async () => {
+      await running.stop();
+      await table.drop();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A plain v2 SDK client of the gateway, as tenant. */
+export async function sdkClient(gateway: Pick<RunningGateway, 'mcpUrl' | 'tokenFor'>, tenant = 'demo'): Promise<Client> {
+  const token = await gateway.tokenFor(tenant);
+  const client = new Client({ name: 'gateway-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+export const newKey = () => `key-${randomUUID()}`;
+
+/** The structured result of a write (the toolkit's result contract). */
+export function contract(answer: unknown): { outcome: string; replayed: boolean; retryable: boolean; result?: unknown; error?: { code: string; message: string } } {
+  return (answer as { structuredContent: never }).structuredContent;
+}
+
+/**
+ * An HTTP relay in front of a streamable-HTTP upstream: passes every request and its (streamed) answer through, and
+ * records each `tools/call` it forwards with the Authorization header it carried.
+ */
+export interface HttpRelay {
+  url: string;
+  calls: Array<RelayedCall & { authorization?: string }>;
+  /** Every Authorization header that reached the upstream, on any request. */
+  authorizations: Set<string>;
+  close(): Promise<void>;
+}
+
+export async function startHttpRelay(upstream: string): Promise<HttpRelay> {
+  const { createServer, request } = await import('node:http');
+  const target = new URL(upstream);
+  const calls: HttpRelay['calls'] = [];
+  const authorizations = new Set<string>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const authorization = req.headers.authorization;
+      if (authorization) authorizations.add(authorization);
+      try {
+        const messages = [JSON.parse(body.toString('utf8') || 'null')].flat();
+        for (const message of messages)
+          if (message?.method === 'tools/call') calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
+      } catch {
+        // not JSON: passed on as is
+      }
+      const forward = request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    authorizations,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** `mcp-server-everything streamableHttp` on a free port; resolves once it listens. */
+export async function startEverything(): Promise<{ url: string; stop: () => void }> {
+  const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+  const child = spawn(process.execPath, [REGISTRY_SERVERS['mcp-server-everything'], 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let text = '';
+    child.stderr!.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('listening')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`mcp-server-everything exited (${code}): ${text}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGKILL') };
+}
