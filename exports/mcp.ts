@@ -20,4 +20,7 @@ export type { ToolsModule, WithClients, ClientsOf } from '../lambdas/mcp/tools-m
 export { startReconciler, reconcileOnce, type OwnReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
 export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
 export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../lambdas/observability/logger';
-export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../lambdas/observability/metrics';
+export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher, type MetricUnitName } from '../lambdas/observability/metrics';
+export type { OperationIdBinding, IssuedOperationId, OperationIdCheck } from '../lambdas/core/operation-id';
+export type { ConfirmationStateCheck } from '../lambdas/core/confirmation-state';
+export type { SweepReport } from '../lambdas/outbox/relay';

@@ -306,9 +306,10 @@ export const EnvVars = {
 } as const;
 
 export type EnvVarKey = keyof typeof EnvVars;
-type ValueOf<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+/** The parsed value of one environment variable. */
+export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
 /** Settings by declared name; what a construct puts into a function's environment. */
-export type EnvSettings = { [K in EnvVarKey]?: ValueOf<K> };
+export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
 /** Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's). */
 export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };

@@ -42,7 +42,12 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
           tsdocMetadata: { enabled: false },
           messages: {
             compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning } },
-            extractorMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning }, 'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None }, 'ae-undocumented': { logLevel: ExtractorLogLevel.None } },
+            extractorMessageReporting: {
+              default: { logLevel: ExtractorLogLevel.Warning },
+              // Release tags are checked: a name without `@public`, `@beta` or `@internal` is listed in its report.
+              'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None, addToApiReportFile: true },
+              'ae-undocumented': { logLevel: ExtractorLogLevel.None },
+            },
             tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },
           },
         },
