@@ -19,7 +19,7 @@ import type { ToolCall, ToolRuntime, UrlElicitationRequired } from './tool-types
 export type Confirmation = 'approval' | 'required' | 'none';
 
 /** The key of the one input request of a confirmation round, in `inputRequests` and in the answer's `inputResponses`. */
-export const CONFIRM_INPUT = 'confirm';
+const CONFIRM_INPUT = 'confirm';
 
 /** The form the person answers: one explicit yes. */
 const CONFIRM_FORM = {
@@ -35,7 +35,7 @@ const ConfirmAnswer = z.looseObject({
 });
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
-export const SECRET_RETRY_AFTER_MS = 2000;
+const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
 export function secretUnavailable(err: SecretUnavailableError, key: string, call: ToolCall<ToolRuntime>, tool: string, what: string): WriteToolResult {

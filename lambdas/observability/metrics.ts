@@ -4,13 +4,13 @@ import { EnvVars, read } from '../config';
 import { logger as defaultLogger, stderrLogger, type ToolkitLogger } from './logger';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
-export const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
+const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
 
 /**
  * The one Metrics instance (CloudWatch EMF on stdout). Disabled by POWERTOOLS_METRICS_DISABLED=true
  * or POWERTOOLS_DEV=true, which `npm start` and the tests set.
  */
-export const metrics = new Metrics({
+const metrics = new Metrics({
   namespace: METRICS_NAMESPACE,
   serviceName: read(process.env, EnvVars.powertoolsServiceName),
 });

@@ -16,9 +16,9 @@ export interface SandboxDownstreamOptions {
 }
 
 /** Payments above this are declined (a business rejection to try the terminal path with). */
-export const SANDBOX_PAYMENT_LIMIT_MINOR = 10_000_000;
+const SANDBOX_PAYMENT_LIMIT_MINOR = 10_000_000;
 /** Mail to this domain is refused by the mailbox (a permanent delivery failure). */
-export const SANDBOX_REJECTED_EMAIL_DOMAIN = 'rejected.example';
+const SANDBOX_REJECTED_EMAIL_DOMAIN = 'rejected.example';
 
 const metadataSchema = z.object({ tenant: z.string().max(256).optional() }).optional();
 const paymentBody = z.object({
