@@ -103,6 +103,11 @@ describe('the deployed MCP bundle', () => {
     expect(inputs.filter((file) => /hono\/dist\/router\/(reg-exp|trie|linear)-router\//.test(file))).toEqual([]);
   });
 
+  it('carries neither the development issuer nor its sign-in page (deployed, the dev issuer is refused)', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /lambdas\/(http\/dev-sign-in|auth\/dev-issuer)\.ts$/.test(file))).toEqual([]);
+  });
+
   it('carries one zod (4): the MCP SDK reaches zod 3 and its JSON Schema converter only for zod 3 schemas', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /node_modules\/(zod\/v3\/|zod-to-json-schema\/)/.test(file))).toEqual([]);

@@ -9,7 +9,7 @@ import {
   type IdempotencyPolicy,
   type IdempotencyRecord,
 } from 'idempotent-mcp/engine';
-import { Reconciler } from '../../lambdas/reconciler/reconciler';
+import { Reconciler } from '../reconciler/reconciler';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeResult, isErrorResult, parseReadError, readErrorText, WriteResults, type WriteToolResult } from '../../lambdas/core/result-contract';
+import { describeResult, isErrorResult, parseReadError, readErrorText, WriteResults, type WriteToolResult } from './result-contract';
 
 const KEY = 'key-00000001';
 const FIRST = { firstExecutedAt: Date.UTC(2030, 0, 1, 12) };

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fingerprint } from '../../lambdas/core/fingerprint';
-import { validateIdempotencyKey } from '../../lambdas/core/idempotency-key';
-import { WriteResults } from '../../lambdas/core/result-contract';
-import { CallLedger, type CallIdentity } from '../../client/call-ledger';
-import { newIdempotencyKey } from '../../client/idempotent-client';
-import { HttpStatusError, backoffDelay, classifyCallError, parseRetryAfter } from '../../client/retry';
-import { keyHint, shortId, statusLine } from '../../client/status-line';
+import { fingerprint } from '../lambdas/core/fingerprint';
+import { validateIdempotencyKey } from '../lambdas/core/idempotency-key';
+import { WriteResults } from '../lambdas/core/result-contract';
+import { CallLedger, type CallIdentity } from './call-ledger';
+import { newIdempotencyKey } from './idempotent-client';
+import { HttpStatusError, backoffDelay, classifyCallError, parseRetryAfter } from './retry';
+import { keyHint, shortId, statusLine } from './status-line';
 
 let dir: string;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { mintConfirmationState, verifyConfirmationState } from '../../lambdas/core/confirmation-state';
-import { fingerprint } from '../../lambdas/core/fingerprint';
-import { issueOperationId, verifyOperationId } from '../../lambdas/core/operation-id';
+import { mintConfirmationState, verifyConfirmationState } from './confirmation-state';
+import { fingerprint } from './fingerprint';
+import { issueOperationId, verifyOperationId } from './operation-id';
 
 const SECRET = 's'.repeat(32);
 const NOW = Date.UTC(2026, 0, 1);

@@ -17,7 +17,7 @@ import {
   type RecordState,
   type RecordStatus,
   type TransitionEvent,
-} from '../../lambdas/core/state-machine';
+} from './state-machine';
 
 const STATES: RecordState[] = ['ABSENT', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'UNKNOWN', 'NEEDS_REVIEW'];
 const EVENTS: TransitionEvent[] = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../lambdas/config';
+import { ConfigError, loadConfig } from './config';
 
 const base = { TABLE_NAME: 'records', OPERATION_ID_SECRET: 'x'.repeat(32) };
 const oidc = {

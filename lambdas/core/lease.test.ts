@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaseHasPassed, leaseRemainingMs } from '../../lambdas/core/lease';
+import { leaseHasPassed, leaseRemainingMs } from './lease';
 
 describe('the lease rule', () => {
   it('protects its holder before its end only: at the end instant another may take over', () => {

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
-import { fetchJwks } from '../../lambdas/auth/jwks-fetch';
-import { AuthUnavailableError, createTokenVerifier } from '../../lambdas/auth/verifier';
+import { loadDevIssuer } from './dev-issuer';
+import { fetchJwks } from './jwks-fetch';
+import { AuthUnavailableError, createTokenVerifier } from './verifier';
 
 /** The key set fetch jose makes through `node:http(s)`: what jose reads from it must match what `fetch` gives. */
 describe('fetchJwks', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { businessArguments, canonicalJson, DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../../lambdas/core/fingerprint';
+import { businessArguments, canonicalJson, DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from './fingerprint';
 
 /** The same JSON value with every object's keys in an order chosen by `seed` (arrays keep their order: it is data). */
 function reorderKeys(value: unknown, seed: number): unknown {

@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { MessageRejected, SendEmailCommand, SESv2Client, TooManyRequestsException } from '@aws-sdk/client-sesv2';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
-import { SesEmailSender } from '../../reference/downstream/ses-email';
-import { failureForStatus, requestJson } from '../../reference/downstream/http';
-import { PaymentsClient } from '../../reference/downstream/payments';
+import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
+import { SesEmailSender } from './ses-email';
+import { failureForStatus, requestJson } from './http';
+import { PaymentsClient } from './payments';
 import { freePort } from '../../local/free-port';
 
 /**

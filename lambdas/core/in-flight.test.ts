@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { absenceIsConclusive, decidableAt, defaultInFlightWindowMs, inFlightUntil, inFlightWindowMs, unknownRetryAfterMs } from '../../lambdas/core/in-flight';
-import { toolInFlightWindowMs } from '../../lambdas/engine/engine';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../../lambdas/config';
+import { absenceIsConclusive, decidableAt, defaultInFlightWindowMs, inFlightUntil, inFlightWindowMs, unknownRetryAfterMs } from './in-flight';
+import { toolInFlightWindowMs } from '../engine/engine';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../config';
 
 describe('the in-flight window', () => {
   it('defaults to the sum of the two timeouts that end a request; a tool setting wins, 0 included', () => {

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { createApp, type AppConfig } from 'idempotent-mcp/lambda';
-import { deliveriesOf } from '../../lambdas/functions/consumer-endpoint';
+import { deliveriesOf } from '../functions/consumer-endpoint';
 
 const writeSpec = (name: string) => ({
   name,

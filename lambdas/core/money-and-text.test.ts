@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { formatMinorUnits, isPayableCurrency, minorUnitsOf, NOT_PAYABLE_CODES } from '../../lambdas/core/money';
-import { quotedText, visibleText } from '../../lambdas/core/display-text';
+import { formatMinorUnits, isPayableCurrency, minorUnitsOf, NOT_PAYABLE_CODES } from './money';
+import { quotedText, visibleText } from './display-text';
 
 describe('amounts follow each currency\'s minor units (ISO 4217)', () => {
   it.each([

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompactSign, importJWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
-import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
-import { AuthenticationError, createTokenVerifier } from '../../lambdas/auth/verifier';
-import { InvalidTenantError } from '../../lambdas/core/errors';
-import { validateTenantId } from '../../lambdas/core/idempotency-key';
+import { loadDevIssuer } from './dev-issuer';
+import { readDevKeyPair } from './dev-keys';
+import { AuthenticationError, createTokenVerifier } from './verifier';
+import { InvalidTenantError } from '../core/errors';
+import { validateTenantId } from '../core/idempotency-key';
 
 /**
  * The verifier of `npm start` reads the local issuer's public key from the file the issuer writes (it does not make

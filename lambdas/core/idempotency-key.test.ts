@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, InvalidIdempotencyKeyError, InvalidTenantError } from '../../lambdas/core/errors';
-import { hashForLog, keyForEcho, TENANT_MIN_LENGTH, validateIdempotencyKey, validateTenantId, validateToolName } from '../../lambdas/core/idempotency-key';
+import { ErrorCode, InvalidIdempotencyKeyError, InvalidTenantError } from './errors';
+import { hashForLog, keyForEcho, TENANT_MIN_LENGTH, validateIdempotencyKey, validateTenantId, validateToolName } from './idempotency-key';
 
 const refused: [string, unknown][] = [
   ['empty', ''],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkHistory, Invariant, readHistory, type HistoryAnswer, type HistoryIntent, type Ledger } from '../../proof/history-check';
+import { checkHistory, Invariant, readHistory, type HistoryAnswer, type HistoryIntent, type Ledger } from './history-check';
 
 const T0 = Date.parse('2026-12-04T08:00:00Z');
 const answer = (a: Partial<HistoryAnswer> & { at: number }): HistoryAnswer => ({ variant: 0, sentAt: T0 + a.at, answeredAt: T0 + a.at + 10, ...a });

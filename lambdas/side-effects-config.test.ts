@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadWorkerConfig } from '../../lambdas/config';
-import { loadReferenceConfig } from '../../reference/config';
-import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
+import { ConfigError, loadConfig, loadWorkerConfig } from './config';
+import { loadReferenceConfig } from '../reference/config';
+import { receivesWithinBudget } from './core/outbox-budget';
 
 const base = {
   TABLE_NAME: 'records',

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { validateIdempotencyKey } from '../../lambdas/core/idempotency-key';
-import { issueOperationId, verifyOperationId } from '../../lambdas/core/operation-id';
+import { validateIdempotencyKey } from './idempotency-key';
+import { issueOperationId, verifyOperationId } from './operation-id';
 
 const SECRET = 's'.repeat(32);
 const binding = { tenant: 'tenant-a', tool: 'request_payment' };
