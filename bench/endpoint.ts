@@ -155,7 +155,8 @@ async function runTurn(
         setupRequest: (request, context) => {
           const key = load === 'first_call' ? randomUUID() : executed[next++ % executed.length]!;
           (context as { key?: string }).key = key;
-          return { ...request, body: rpcBody(key) };
+          // The key's Mcp-Param header, as a 2026-07-28 client mirrors it (the endpoint refuses a call without it).
+          return { ...request, headers: { ...request.headers, 'mcp-param-idempotency-key': key }, body: rpcBody(key) };
         },
         onResponse: (status, body, context) => {
           const key = (context as { key: string }).key;

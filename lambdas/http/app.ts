@@ -9,6 +9,7 @@ import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelc
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/streamable-http';
 import type { ToolDefinition } from '../mcp/tool-types';
+import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../mcp/param-headers';
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import { APPROVALS_PATH } from '../mcp/confirmation';
 import { createApprovalPage } from './approval-page';
@@ -163,8 +164,11 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     cors({
       origin: (origin) => origin,
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them.
-      allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID'],
+      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them; a write tool's call also its key's Mcp-Param-*.
+      allowHeaders: [
+        'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
+        ...Object.values(KEY_HEADER_NAMES).map((name) => `${MCP_PARAM_HEADER_PREFIX}${name}`),
+      ],
       // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
       exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
       maxAge: 600,

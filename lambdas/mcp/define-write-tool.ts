@@ -8,6 +8,7 @@ import { keyIsFree } from '../core/state-machine';
 import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
 import { SecretUnavailableError } from '../core/errors';
 import { parseArguments } from './arguments';
+import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
 import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
 import { visibleText } from '../core/display-text';
 import { definedToolName, isUrlElicitationRequired, type UrlElicitationRequired, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
@@ -83,7 +84,9 @@ const traceIdSchema = z
   .describe('Optional correlation id for your logs; not part of the operation, so it may differ between retries.');
 
 function keyFieldSchema(keySource: KeySource, tool: string) {
-  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN));
+  // Mirrored into the Mcp-Param-* header by 2026-07-28 clients, which servers check against the body (param-headers.ts).
+  const header = KEY_HEADER_NAMES[keySource === 'client' ? 'idempotency_key' : 'operation_id'];
+  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN)).meta({ [X_MCP_HEADER]: header });
   return keySource === 'client'
     ? base.describe(IDEMPOTENCY_KEY_DESCRIPTION)
     : base.describe(

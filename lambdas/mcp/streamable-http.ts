@@ -1,12 +1,15 @@
 import {
   type AuthInfo,
   createMcpHandler,
+  isJSONRPCRequest,
   isLegacyRequest,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import type { Caller } from '../auth/verifier';
+import { hashForLog } from '../core/idempotency-key';
+import { checkParamHeaders, describeParamHeaderMismatch, HEADER_MISMATCH, type ParamHeaderDeclaration } from './param-headers';
 import { servedTools } from './served-tools';
-import { buildMcpServer } from './server';
+import { buildMcpServer, paramHeaderScan } from './server';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 /** Larger request bodies are refused with 413 before anything parses them. */
@@ -39,6 +42,48 @@ const authInfoOf = ({ caller, remainingTimeMs, origin }: McpRequestOptions): Aut
 });
 
 /**
+ * The 2026-07-28 rule on tool-parameter headers (param-headers.ts), applied before anything runs: a `tools/call`
+ * whose `Mcp-Param-*` headers disagree with the arguments the tool's inputSchema marks with `x-mcp-header` (the key
+ * of every write tool among them), or lack one while the argument is there, is answered 400 / -32020 HeaderMismatch
+ * as the SDK's McpServer answers it; the low-level server here gets no such check from the SDK. Undefined: the call
+ * goes on. The log line carries the values hashed, as the key is everywhere else.
+ */
+function paramHeaderRefusal<S extends ToolRuntime>(
+  request: Request,
+  body: unknown,
+  tools: ReadonlyMap<string, ToolDefinition<S>>,
+  declarationsOf: (tool: ToolDefinition<S>) => readonly ParamHeaderDeclaration[],
+  facts: McpRequestOptions,
+  logger: ToolRuntime['logger'],
+): Response | undefined {
+  if (!isJSONRPCRequest(body) || body.method !== 'tools/call') return undefined;
+  const params = body.params as { name?: unknown; arguments?: unknown } | undefined;
+  const tool = typeof params?.name === 'string' ? tools.get(params.name) : undefined;
+  if (!tool) return undefined;
+  const declarations = declarationsOf(tool);
+  const mismatch = declarations.length > 0 ? checkParamHeaders(declarations, params?.arguments, request.headers) : undefined;
+  if (!mismatch) return undefined;
+  const reason = describeParamHeaderMismatch(mismatch);
+  logger.info('mcp request refused', {
+    reason: 'header mismatch',
+    tool: tool.name,
+    tenant: facts.caller.tenant,
+    header: mismatch.header,
+    problem: mismatch.problem,
+    value_hash: hashForLog(mismatch.bodyValue),
+    header_value_hash: mismatch.headerValue === undefined ? undefined : hashForLog(mismatch.headerValue),
+  });
+  return Response.json(
+    {
+      jsonrpc: '2.0',
+      id: body.id,
+      error: { code: HEADER_MISMATCH, message: `Bad Request: the request headers and body disagree: ${reason}`, data: { mismatch: { header: mismatch.header, body: reason } } },
+    },
+    { status: 400 },
+  );
+}
+
+/**
  * One stateless Request → Response handler for both protocol eras, with a new server and a new transport for every
  * request (CVE-2026-25536):
  * - 2026-07-28 requests (no handshake; version, capabilities and `Mcp-Method` on each request; `server/discover`)
@@ -48,11 +93,26 @@ const authInfoOf = ({ caller, remainingTimeMs, origin }: McpRequestOptions): Aut
  * - 2025-era requests (`initialize`, then calls without `_meta`) go to the stateless Streamable HTTP transport in
  *   JSON mode, so those clients get exactly the answers they got before (the SDK's own legacy leg answers in SSE).
  * Origin checks and bearer authentication come first (lambdas/http/app.ts): `caller` is already verified.
+ * 2026-07-28 calls are checked against their `Mcp-Param-*` headers first (paramHeaderRefusal). 2025-era requests
+ * are not: those revisions define no such headers, their clients send none, and the spec tells an intermediary not
+ * to trust mirrored headers on them.
  */
 export function createMcpRequestHandler<S extends ToolRuntime>(services: S, options: { tools: readonly ToolDefinition<S>[] }): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   // Once, here: a tool list the server cannot serve (two tools of one name) fails the start, not every request.
   const tools = servedTools(options.tools);
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  // Read at the first 2026-07-28 call of each tool, not at start: a cold start pays for no tool it is not asked for.
+  const warned = new WeakSet<ToolDefinition<S>>();
+  const declarationsOf = (tool: ToolDefinition<S>) => {
+    const scan = paramHeaderScan(tool);
+    if (!scan.valid && !warned.has(tool)) {
+      warned.add(tool);
+      // As the SDK's McpServer does; the declarations that are well-formed are still checked.
+      services.logger.warn('tool declares an invalid x-mcp-header: conforming 2026-07-28 clients leave it out of tools/list', { tool: tool.name, reason: scan.reason });
+    }
+    return scan.declarations ?? [];
+  };
   const serverFor = (facts: McpRequestOptions) => buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs, origin: facts.origin });
   const modern = createMcpHandler(
     ({ authInfo }) => {
@@ -65,8 +125,12 @@ export function createMcpRequestHandler<S extends ToolRuntime>(services: S, opti
 
   return async (request, facts) => {
     const { parsedBody } = facts;
-    if (!(await isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES })))
-      return modern.fetch(request, { authInfo: authInfoOf(facts), parsedBody });
+    if (!(await isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES }))) {
+      const body = parsedBody ?? (await request.clone().json().catch(() => undefined));
+      const refusal = paramHeaderRefusal(request, body, byName, declarationsOf, facts, services.logger);
+      if (refusal) return refusal;
+      return modern.fetch(request, { authInfo: authInfoOf(facts), parsedBody: body });
+    }
     const server = serverFor(facts);
     // Stateless (no session id: any Lambda instance may get the next request) with plain JSON responses.
     const transport = new WebStandardStreamableHTTPServerTransport({

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { MODERN_PROTOCOL, orderArgs } from '../support/mcp';
+import { keyHeaders, MODERN_PROTOCOL, orderArgs } from '../support/mcp';
 
 /** Imports the bundle in a fresh Node process, passes it the events in order, and prints what it answered. */
 const SERVE_EVENTS = `
@@ -56,6 +56,7 @@ describe('the deployed MCP bundle', () => {
         'mcp-protocol-version': MODERN_PROTOCOL,
         'mcp-method': method,
         ...(name ? { 'mcp-name': name } : {}),
+        ...keyHeaders((params.arguments ?? {}) as Record<string, unknown>),
       });
     const legacy = (id: number, method: string, params: Record<string, unknown>) => functionUrlEvent(rpc(id, method, params), fixture.token);
     const order = (key: string) => ({ name: 'create_order', arguments: orderArgs(key) });
