@@ -227,7 +227,7 @@ function makeContender(variant: Variant, endpoint: string, tables: BenchTables):
 
   const table = variant === 'engine_without_index' ? tables.engineWithoutIndex : tables.engine;
   const doc = createDynamoDbClient({ endpoint: endpoint });
-  const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, table) });
+  const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table }) });
   return {
     variant,
     requests: countDynamoDbRequests(doc),

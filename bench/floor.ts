@@ -51,7 +51,7 @@ async function runFloorBench(): Promise<SectionReport> {
   const requests = countDynamoDbRequests(doc);
   try {
     await ensureTable(admin, tableName);
-    const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore(doc, tableName) });
+    const engine = new IdempotencyEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName }) });
     const cases = toolCases(tableName);
     const run = (c: ToolCase, key: string) =>
       engine.run({ tenant: TENANT, tool: c.name, idempotencyKey: key, args: c.args, effect: c.effect }, {}, async () => c.execution(key));

@@ -21,6 +21,7 @@ export {
   classifyCallError,
   isRetryableHttpStatus,
   type RetryOptions,
+  type ResolvedRetryOptions,
   type TransportFailure,
 } from '../client/retry';
 export { keyHint, shortId, statusLine, type StatusLineInput } from '../client/status-line';

@@ -41,6 +41,9 @@ export {
   type IdempotencyRecord,
   type RecordStatus,
   type ReviewEntry,
+  type RecordState,
+  type TransitionEvent,
+  type OperatorEvent,
   type StoredError,
 } from '../lambdas/core/state-machine';
 export {
@@ -79,6 +82,7 @@ export {
   parseApprovalId,
   DEFAULT_APPROVAL_TTL_SECONDS,
   MAX_APPROVAL_TTL_SECONDS,
+  type ApprovalDecision,
   type ApprovalLogEntry,
   type ApprovalMode,
   type ApprovalRecord,
@@ -88,3 +92,5 @@ export type { ApprovalStore, DecideResult } from '../lambdas/engine/approval-sto
 export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
 export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../lambdas/core/money';
 export { hasInvisibleCharacters, quotedText, visibleText } from '../lambdas/core/display-text';
+export type { ConfirmationBinding } from '../lambdas/core/confirmation-state';
+export type { ItemKey } from '../lambdas/core/keys';

@@ -110,11 +110,11 @@ export interface ApprovalPageConfig {
   };
 }
 
-export const DEV_APPROVAL_CLIENT_ID = 'approval-page';
+const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /** Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts). */
 export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
 /** The dev issuer's endpoints, on the local server itself. */
-export const DEV_SIGN_IN_PATHS = { authorize: `${DEV_SIGN_IN_MOUNT}/authorize`, token: `${DEV_SIGN_IN_MOUNT}/token` } as const;
+const DEV_SIGN_IN_PATHS = { authorize: `${DEV_SIGN_IN_MOUNT}/authorize`, token: `${DEV_SIGN_IN_MOUNT}/token` } as const;
 
 /** Shorter keys make operation ids guessable by brute force. */
 export const MIN_SECRET_LENGTH = 32;
@@ -134,17 +134,17 @@ export type SecretSource =
 export type Env = Record<string, string | undefined>;
 
 export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
-export const DEFAULT_AUDIENCE = 'idempotent-mcp';
+const DEFAULT_AUDIENCE = 'idempotent-mcp';
 export const DEFAULT_TENANT_CLAIM = 'tenant';
-export const DEFAULT_DEV_AUTH_DIR = '.local/auth';
+const DEFAULT_DEV_AUTH_DIR = '.local/auth';
 /** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
 export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
 export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 /** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
-export const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
-export const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
+const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -306,9 +306,10 @@ export const EnvVars = {
 } as const;
 
 export type EnvVarKey = keyof typeof EnvVars;
-type ValueOf<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+/** The parsed value of one environment variable. */
+export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
 /** Settings by declared name; what a construct puts into a function's environment. */
-export type EnvSettings = { [K in EnvVarKey]?: ValueOf<K> };
+export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
 /** Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's). */
 export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };

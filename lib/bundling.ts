@@ -5,7 +5,7 @@
  */
 import { packageFile } from './package-root';
 
-export const LAMBDA_NODE_TARGET = 'node22';
+const LAMBDA_NODE_TARGET = 'node22';
 
 const stub = (file: string) => packageFile(`lib/bundle-stubs/${file}`, `dist/bundle-stubs/${file}`);
 
@@ -13,7 +13,7 @@ const stub = (file: string) => packageFile(`lib/bundle-stubs/${file}`, `dist/bun
  * ESM output lets esbuild tree-shake the ESM builds of the SDK, MCP SDK, Hono, jose and zod. A few CommonJS
  * dependencies still call `require()` for Node built-ins, which ESM output cannot do without this shim.
  */
-export const ESM_REQUIRE_BANNER =
+const ESM_REQUIRE_BANNER =
   "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);";
 
 export const LambdaBundle = {

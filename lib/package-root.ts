@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PACKAGE_NAME = 'idempotent-mcp';
+const PACKAGE_NAME = 'idempotent-mcp';
 
 function findPackageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {

@@ -23,7 +23,7 @@ import {
 } from './review';
 import { resolveTarget, type Target, type TargetOptions } from './target';
 
-export const USAGE = `Usage: npm run ops -- <command> [options]
+const USAGE = `Usage: npm run ops -- <command> [options]
 
   list [--status needs_review|unknown|stale|pending|failed] [--tenant T] [--tool X] [--older-than 15m] [--limit N] [--json]
   show <tenant> <tool> <key> [--json]   (the record, its review log, its delivery and its approval)

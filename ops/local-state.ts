@@ -13,7 +13,7 @@ export interface LocalStackState {
 }
 
 /** In the state directory `npm start` uses (`.local`). */
-export const LOCAL_STATE_FILE = 'stack.json';
+const LOCAL_STATE_FILE = 'stack.json';
 
 /** What a started local stack tells the review tool (`pid`: the process serving it). */
 export interface LocalStackFacts {

@@ -22,7 +22,7 @@ export interface Target {
 }
 
 /** The outbox queue and its dead-letter queue: only `redrive` needs them. */
-export interface QueueTarget {
+interface QueueTarget {
   sqs: SQSClient;
   queueUrl?: string;
   deadLetterQueueUrl: () => Promise<string | undefined>;

@@ -1,6 +1,6 @@
 import { ConfigError, EnvVars, environmentFor, httpUrl, oneOf, read, text, type Env, type SettingsOf } from 'idempotent-mcp/lambda';
 
-export const DEFAULT_EMAIL_FROM = 'agent@example.com';
+const DEFAULT_EMAIL_FROM = 'agent@example.com';
 
 /**
  * The reference endpoint's own settings: where its demo tools' downstreams are, and the sandbox. A team's endpoint

@@ -21,13 +21,14 @@ export interface ApiReportOutcome {
 
 /** Checks (and with `update`, rewrites) every subpath's report. */
 export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] {
-  // Inside the project, so the declarations resolve their imports from the project's node_modules.
-  mkdirSync(join(PROJECT_ROOT, 'node_modules/.cache'), { recursive: true });
-  const work = mkdtempSync(join(PROJECT_ROOT, 'node_modules/.cache/api-report-'));
+  // Inside the project, so the declarations resolve their imports from the project's node_modules, and outside
+  // node_modules: API Extractor takes a declaration under node_modules for an external package's and reports a name
+  // re-exported from it as an import line, not with its signature.
+  const work = mkdtempSync(join(PROJECT_ROOT, '.api-report-'));
   mkdirSync(API_FOLDER, { recursive: true });
   try {
     const types = join(work, 'types');
-    emitDeclarations(types);
+    emitDeclarations(types, PROJECT_ROOT, { check: false });
     const configs = publicSubpaths().map(({ name, out, source }) => {
       const reportName = out.replaceAll('/', '-');
       const config = ExtractorConfig.prepare({
@@ -41,7 +42,12 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
           tsdocMetadata: { enabled: false },
           messages: {
             compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning } },
-            extractorMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning }, 'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None }, 'ae-undocumented': { logLevel: ExtractorLogLevel.None } },
+            extractorMessageReporting: {
+              default: { logLevel: ExtractorLogLevel.Warning },
+              // Release tags are checked: a name without `@public`, `@beta` or `@internal` is listed in its report.
+              'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None, addToApiReportFile: true },
+              'ae-undocumented': { logLevel: ExtractorLogLevel.None },
+            },
             tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },
           },
         },
@@ -52,14 +58,20 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
     });
     // One TypeScript program for every subpath: compiling the declarations (and aws-cdk-lib's) once per report is the slow part.
     const compilerState = CompilerState.create(configs[0]!.config, { additionalEntryPoints: configs.map((c) => c.config.mainEntryPointFilePath) });
+    const exported = exportedNames(compilerState, configs.map((c) => c.config.mainEntryPointFilePath));
     return configs.map(({ name, reportName, config }) => {
       const problems: string[] = [];
       const result = Extractor.invoke(config, {
         localBuild: update,
         compilerState,
         messageCallback: (message: ExtractorMessage) => {
-          if (message.logLevel === ExtractorLogLevel.Error || message.logLevel === ExtractorLogLevel.Warning) problems.push(`${message.messageId}: ${message.text}`);
           message.handled = true;
+          if (message.logLevel !== ExtractorLogLevel.Error && message.logLevel !== ExtractorLogLevel.Warning) return;
+          // API Extractor checks one entry point at a time: a type one subpath uses and another exports (`ToolDefinition`
+          // in `/lambda`, from `/mcp`) is importable, and its declaration is printed in both reports.
+          const forgotten = message.messageId === 'ae-forgotten-export' && /The symbol "([^"]+)"/.exec(message.text)?.[1];
+          if (forgotten && exported.has(forgotten)) return;
+          problems.push(`${message.messageId}: ${message.text}`);
         },
       });
       return { subpath: name, reportFile: `api/${reportName}.api.md`, changed: result.apiReportChanged, problems };
@@ -67,6 +79,23 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The names every entry point exports, read from the program API Extractor compiled (its own TypeScript's). */
+function exportedNames(compilerState: CompilerState, entryFiles: string[]): Set<string> {
+  interface Checker {
+    getSymbolAtLocation(node: unknown): unknown;
+    getExportsOfModule(module: unknown): { name: string }[];
+  }
+  const program = compilerState.program as { getSourceFile(path: string): unknown; getTypeChecker(): Checker };
+  const checker = program.getTypeChecker();
+  return new Set(
+    entryFiles.flatMap((file) => {
+      const module = checker.getSymbolAtLocation(program.getSourceFile(file));
+      if (!module) throw new Error(`API Extractor's program has no module for ${file}`);
+      return checker.getExportsOfModule(module).map((symbol) => symbol.name);
+    }),
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

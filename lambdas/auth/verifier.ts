@@ -17,7 +17,7 @@ export interface Caller {
 }
 
 /** The scopes a token's claims grant: RFC 9068 / Cognito `scope` (space-separated) or Entra / Okta `scp` (list or string). */
-export function tokenScopes(payload: Record<string, unknown>): string[] {
+function tokenScopes(payload: Record<string, unknown>): string[] {
   const words = (value: unknown): string[] =>
     typeof value === 'string' ? value.split(' ').filter(Boolean) : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
   return [...new Set([...words(payload.scope), ...words(payload.scp)])];

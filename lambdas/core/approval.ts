@@ -70,8 +70,6 @@ export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
 /** The longest an approval link may live: a day. */
 export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 
-const NONCE = /^[A-Za-z0-9_-]{22}$/;
-
 export const approvalKey = (binding: Pick<ConfirmationBinding, 'tenant' | 'tool' | 'idempotencyKey'>): ItemKey => ({
   pk: Keys.idempotency(binding.tenant, binding.tool, binding.idempotencyKey).pk,
   sk: 'APPROVAL',
@@ -100,13 +98,13 @@ export function parseApprovalId(id: string): { tenant: string; tool: string; ide
  * (the review log's: lambdas/core/state-machine.ts). The review log drops its oldest entries; an approval log may
  * not (a decision is never erased), so a full log takes no new round: the operation is asked under a new key.
  */
-export function canOpenRound(previous: Pick<ApprovalRecord, 'log'> | undefined, next: ApprovalLogEntry): boolean {
+function canOpenRound(previous: Pick<ApprovalRecord, 'log'> | undefined, next: ApprovalLogEntry): boolean {
   const decision: ApprovalLogEntry = { ...next, event: 'approved', by: 'x'.repeat(MAX_DECIDER_CHARS), summary: undefined };
   return withinLogBounds([...(previous?.log ?? []), next, decision]);
 }
 
 /** The longest `by` a decision records (a subject claim is an opaque id, seldom over a hundred characters). */
-export const MAX_DECIDER_CHARS = 256;
+const MAX_DECIDER_CHARS = 256;
 
 /**
  * The next round of the operation's approval after `previous` (none: the first), pending, with its request appended
@@ -157,8 +155,6 @@ export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprin
 export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): ApprovalLogEntry | undefined =>
   // A record written before rounds were numbered has one round, and entries without `round`.
   record.log.findLast((entry) => (entry.round ?? 1) === (record.round ?? 1) && entry.event !== 'requested');
-
-export const isNonce = (value: unknown): value is string => typeof value === 'string' && NONCE.test(value);
 
 /**
  * What an approval means for the call that asks about it now:

@@ -10,7 +10,7 @@ import { mintSignedToken, verifySignedToken } from './signed-token';
 const VERSION = 'confirm-v1';
 const PREFIX = 'cf1.';
 /** Long enough for a person to read and answer, short enough that a forgotten prompt cannot be answered days later. */
-export const DEFAULT_CONFIRMATION_TTL_SECONDS = 600;
+const DEFAULT_CONFIRMATION_TTL_SECONDS = 600;
 
 export interface ConfirmationBinding {
   tenant: string;

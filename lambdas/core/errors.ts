@@ -22,7 +22,7 @@ export const ErrorCode = {
   TRANSIENT_FAILURE: 'TRANSIENT_FAILURE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   NOT_FOUND: 'NOT_FOUND',
-  /** @deprecated No answer carries it: a refused token is answered with HTTP 401 before any tool runs. */
+  /** On your own server, a call whose `tenant` function found none (the endpoint answers a refused token with HTTP 401 before any tool runs). */
   UNAUTHORIZED: 'UNAUTHORIZED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;

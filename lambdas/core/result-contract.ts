@@ -28,7 +28,7 @@ export interface WriteToolResult<R = unknown> {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A message as a sentence: ended (with its own `.`, `?` or `!`, else a period), so the next one reads apart. */
-export const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`);
+const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`);
 
 /** The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids. */
 export type KeyField = 'idempotency_key' | 'operation_id';

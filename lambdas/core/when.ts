@@ -11,7 +11,7 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
   ['second', 1000],
 ];
 
-export function fromNow(at: number, now: number): string {
+function fromNow(at: number, now: number): string {
   const diff = at - now;
   // The largest unit that fits twice (90 minutes reads "in 2 hours" less truly than "in 90 minutes").
   const [unit, ms] = UNITS.find(([, size]) => Math.abs(diff) >= 2 * size) ?? ['second', 1000];

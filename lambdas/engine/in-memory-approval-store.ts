@@ -1,8 +1,8 @@
 import { type ApprovalDecision, type ApprovalRecord, decisionEntry } from '../core/approval';
 import { type ApprovalStore, type DecideResult, decisionRefused } from './approval-store';
+import type { RecordIdentity } from './persistence';
 
-type Binding = { tenant: string; tool: string; idempotencyKey: string };
-const keyOf = (binding: Binding) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
+const keyOf = (binding: RecordIdentity) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
 const copy = <T>(value: T): T => structuredClone(value);
 
 /**
@@ -13,7 +13,7 @@ const copy = <T>(value: T): T => structuredClone(value);
 export class InMemoryApprovalStore implements ApprovalStore {
   private readonly approvals = new Map<string, ApprovalRecord>();
 
-  async current(binding: Binding): Promise<ApprovalRecord | undefined> {
+  async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
     const record = this.approvals.get(keyOf(binding));
     return record && copy(record);
   }

@@ -21,8 +21,8 @@ export { MAX_BODY_BYTES, MCP_PATH };
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
-type Bindings = { lambdaContext?: LambdaContext };
-type AppEnv = { Bindings: Bindings; Variables: { caller: Caller } };
+/** The app's Hono environment: `c.env.lambdaContext` under the Lambda adapter, the verified caller as `c.var.caller`. */
+export type AppEnv = { Bindings: { lambdaContext?: LambdaContext }; Variables: { caller: Caller } };
 
 /**
  * What the HTTP app uses: the tool runtime its tools run on, the bearer verifier and the settings of origins, base

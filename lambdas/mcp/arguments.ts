@@ -12,7 +12,7 @@ function fieldPath(path: readonly PropertyKey[]): string {
 }
 
 /** One line per problem, each naming its field; never echoes the value. */
-export function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.ZodError): string {
   const lines = error.issues.slice(0, MAX_ISSUES_REPORTED).map((issue) => `${fieldPath(issue.path)}: ${issue.message}`);
   const more = error.issues.length - MAX_ISSUES_REPORTED;
   return `Invalid arguments: ${lines.join('; ')}${more > 0 ? `; and ${more} more` : ''}.`;

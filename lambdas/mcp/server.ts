@@ -16,14 +16,14 @@ import { answerOf, requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
-export const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
+const SERVER_INFO = { name: 'idempotent-mcp', version: '0.1.0' };
 
 /**
  * How long a 2026-07-28 client may keep `tools/list` and `server/discover` (SEP-2549 cache hints). The list is the
  * same for every caller and changes only with a deployment, which replaces every instance. Private: a shared cache
  * must not serve it to callers it never authenticated.
  */
-export const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
+const LIST_CACHE_HINT = { ttlMs: 5 * 60_000, cacheScope: 'private' } as const;
 
 export interface BuildServerOptions<S extends ToolRuntime = ToolRuntime> {
   /**

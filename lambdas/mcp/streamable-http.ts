@@ -15,7 +15,7 @@ import type { ToolDefinition, ToolRuntime } from './tool-types';
 /** Larger request bodies are refused with 413 before anything parses them. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export interface McpRequestOptions {
+interface McpRequestOptions {
   /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
   /** The JSON body when the caller has read it already (the request's own body is then used up). */

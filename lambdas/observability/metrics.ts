@@ -4,13 +4,13 @@ import { EnvVars, read } from '../config';
 import { logger as defaultLogger, stderrLogger, type ToolkitLogger } from './logger';
 import type { Logger } from '@aws-lambda-powertools/logger';
 
-export const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
+const METRICS_NAMESPACE = read(process.env, EnvVars.powertoolsMetricsNamespace);
 
 /**
  * The one Metrics instance (CloudWatch EMF on stdout). Disabled by POWERTOOLS_METRICS_DISABLED=true
  * or POWERTOOLS_DEV=true, which `npm start` and the tests set.
  */
-export const metrics = new Metrics({
+const metrics = new Metrics({
   namespace: METRICS_NAMESPACE,
   serviceName: read(process.env, EnvVars.powertoolsServiceName),
 });
@@ -84,7 +84,8 @@ export function countForTool(name: MetricName, tool: string, value = 1, unit: (t
   perToolMetric.addMetric(name, unit, value);
 }
 
-type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
+/** A CloudWatch metric unit (`Count`, `Seconds`, ...). */
+export type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
 
 /**
  * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions
@@ -92,9 +93,9 @@ type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
  */
 export interface MetricsPublisher {
   /** A count or gauge of the service (no tool dimension), kept until `flush()`. */
-  add(name: MetricName, unit: Unit, value: number): void;
+  add(name: MetricName, unit: MetricUnitName, value: number): void;
   /** A count for one tool (dimension `tool`), written at once. */
-  countForTool(name: MetricName, tool: string, value?: number, unit?: Unit): void;
+  countForTool(name: MetricName, tool: string, value?: number, unit?: MetricUnitName): void;
   /** Writes what `add` kept. */
   flush(): void;
 }

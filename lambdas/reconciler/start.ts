@@ -8,7 +8,7 @@ import { Reconciler, ReconcilerDefaults, runActed, type ReconcileReport } from '
 import { toolReconcilers } from './tool-hooks';
 
 /** How often a started reconciler runs, unless told otherwise (the deployed endpoint's schedule is the same). */
-export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
+const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
 
 /** What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports. */
 export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {

@@ -36,7 +36,7 @@ export const DynamoDbClientDefaults = {
  * The document client shares its base client's config (lib-dynamodb's design), so a client passed in gets these
  * options too; they change nothing for a document that has no `undefined` in it.
  */
-export const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
+const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
   marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
 };
 

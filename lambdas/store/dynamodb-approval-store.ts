@@ -4,8 +4,8 @@ import { type ApprovalDecision, type ApprovalRecord, approvalKey, decisionEntry 
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
 import { type ApprovalStore, type DecideResult, decisionRefused } from '../engine/approval-store';
 import { TableSchema } from './table-schema';
+import type { RecordIdentity } from '../engine/persistence';
 
-type Binding = { tenant: string; tool: string; idempotencyKey: string };
 
 /** The log is an audit trail, kept as long as the review log after its last entry; DynamoDB TTL deletes it later. */
 const ttlFrom = (nowMs: number) => Math.ceil(nowMs / 1000) + AUDIT_LOG_RETENTION_SECONDS;
@@ -43,7 +43,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     this.tableName = options.tableName;
   }
 
-  async current(binding: Binding): Promise<ApprovalRecord | undefined> {
+  async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
     const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: approvalKey(binding), ConsistentRead: true }));
     return fromItem(Item);
   }

@@ -163,12 +163,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */
   readonly attentionIndex: boolean;
 
-  constructor(options: DynamoDbStoreOptions);
-  /** @deprecated pass the options object. */
-  constructor(client: DynamoDBDocumentClient, tableName: string);
-  constructor(clientOrOptions: DynamoDBDocumentClient | DynamoDbStoreOptions, tableName?: string) {
-    const options: DynamoDbStoreOptions =
-      tableName === undefined ? (clientOrOptions as DynamoDbStoreOptions) : { client: clientOrOptions as DynamoDBDocumentClient, tableName };
+  constructor(options: DynamoDbStoreOptions) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('DynamoDbIdempotencyStore: pass the options object: { client, tableName }');
     if ([options.client, options.awsSdkV3Client, options.clientConfig].filter((given) => given !== undefined).length > 1) {
       throw new TypeError('DynamoDbIdempotencyStore: pass one of client, awsSdkV3Client or clientConfig');
     }

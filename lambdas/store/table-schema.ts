@@ -21,7 +21,7 @@ export const TableSchema = {
 } as const;
 
 /** The attention index is written on every claim; shards keep that write load off a single partition. */
-export const ATTENTION_SHARDS = 4;
+const ATTENTION_SHARDS = 4;
 /**
  * REVIEW holds NEEDS_REVIEW records: nothing acts on them, but the reconciler counts them for the alarm.
  * UNDELIVERED holds outbox events given up on (the sweep's last send, the dead-letter queue) until a redrive
@@ -38,7 +38,7 @@ export function attentionPartitions(kind: AttentionKind): string[] {
   return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => `${kind}#${shard}`);
 }
 
-export { Keys, type ItemKey } from '../core/keys';
+export { Keys } from '../core/keys';
 
 /** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
 export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {

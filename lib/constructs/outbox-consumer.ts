@@ -10,7 +10,7 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
 /** How many consumer instances SQS runs at most, by default. */
-export const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
+const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
 
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */

@@ -6,7 +6,7 @@ import { Construct } from 'constructs';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 
 /** AWS: the source queue's visibility timeout should be at least six times the consuming function's timeout. */
-export const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
+const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
 
 export interface OutboxQueueProps {
   /** The consumer function's timeout; the visibility timeout is derived from it. */

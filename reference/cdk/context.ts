@@ -172,7 +172,7 @@ function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettin
 }
 
 /** The known key closest to a misspelled one. */
-export function closestContextKey(key: string): string {
+function closestContextKey(key: string): string {
   return closestName(key, Object.values(ContextKey))!;
 }
 

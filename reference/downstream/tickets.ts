@@ -1,7 +1,7 @@
 import { UncertainToolError } from 'idempotent-mcp/engine';
 import { baseUrlOf, DownstreamErrorCode, failureForStatus, LookupFailedError, lookupJson, requestJson, type CallOptions } from './http';
 
-export type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
+type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
 
 export interface TicketRequest {
   title: string;

@@ -3,7 +3,6 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Hono, type Context } from 'hono';
 import * as z from 'zod';
 import { canonicalJson, type Clock } from 'idempotent-mcp/engine';
-import { parseArguments } from 'idempotent-mcp/mcp';
 import { faultRequestSchema, type DownstreamTarget } from './faults';
 import { sandboxId, type PaymentEntry, type SandboxStore } from './sandbox-store';
 
@@ -17,9 +16,9 @@ export interface SandboxDownstreamOptions {
 }
 
 /** Payments above this are declined (a business rejection to try the terminal path with). */
-export const SANDBOX_PAYMENT_LIMIT_MINOR = 10_000_000;
+const SANDBOX_PAYMENT_LIMIT_MINOR = 10_000_000;
 /** Mail to this domain is refused by the mailbox (a permanent delivery failure). */
-export const SANDBOX_REJECTED_EMAIL_DOMAIN = 'rejected.example';
+const SANDBOX_REJECTED_EMAIL_DOMAIN = 'rejected.example';
 
 const metadataSchema = z.object({ tenant: z.string().max(256).optional() }).optional();
 const paymentBody = z.object({
@@ -212,8 +211,8 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
   app.post('/faults', async (c) => {
     const body = await readJson(c);
     if (body === undefined) return problem(c, 400, 'invalid_fault', 'the body must be JSON: { "target", "mode", "times"?, "delay_ms"? }');
-    const parsed = parseArguments(faultRequestSchema, body);
-    if (!parsed.ok) return problem(c, 400, 'invalid_fault', parsed.message);
+    const parsed = faultRequestSchema.safeParse(body);
+    if (!parsed.success) return problem(c, 400, 'invalid_fault', parsed.error.issues.map((issue) => `${issue.path.join('.') || 'fault'}: ${issue.message}`).join('; '));
     return c.json({ fault: await store.armFault(parsed.data) }, 201);
   });
   app.get('/faults', async (c) => c.json({ faults: await store.listFaults() }));

@@ -14,16 +14,16 @@ import * as z from 'zod';
  *   this fault: it applies to the calls that act.
  * - `duplicate-delivery` (target `queue`): the relay puts the next event(s) on the queue twice.
  */
-export const DOWNSTREAM_TARGETS = ['payments', 'tickets', 'mailbox'] as const;
-export const DOWNSTREAM_FAULT_MODES = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit'] as const;
-export const QUEUE_FAULT_MODES = ['duplicate-delivery'] as const;
+const DOWNSTREAM_TARGETS = ['payments', 'tickets', 'mailbox'] as const;
+const DOWNSTREAM_FAULT_MODES = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow', 'late-commit'] as const;
+const QUEUE_FAULT_MODES = ['duplicate-delivery'] as const;
 
 export type DownstreamTarget = (typeof DOWNSTREAM_TARGETS)[number];
 export type FaultTarget = DownstreamTarget | 'queue';
 export type FaultMode = (typeof DOWNSTREAM_FAULT_MODES)[number] | (typeof QUEUE_FAULT_MODES)[number];
 
-export const MAX_FAULT_TIMES = 100;
-export const MAX_FAULT_DELAY_MS = 60_000;
+const MAX_FAULT_TIMES = 100;
+const MAX_FAULT_DELAY_MS = 60_000;
 
 export const faultRequestSchema = z
   .object({

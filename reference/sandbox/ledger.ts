@@ -4,10 +4,10 @@ import type { ReferenceConfig } from '../config';
 import { openSandboxStore } from './sandbox-store';
 
 /** One section per sandbox downstream: what it executed, with the tenant and key (or event id) on every entry. */
-export type LedgerSection = (services: Services, config: ReferenceConfig) => Promise<unknown[]>;
+type LedgerSection = (services: Services, config: ReferenceConfig) => Promise<unknown[]>;
 
 /** Add a downstream's section here; `GET /sandbox/ledger` returns them all. */
-export const ledgerSections: Record<string, LedgerSection> = {
+const ledgerSections: Record<string, LedgerSection> = {
   orders: (services) => listAllOrders(services.doc, services.tableName),
   payments: async (services, config) => (await openSandboxStore(services, config)?.payments()) ?? [],
   tickets: async (services, config) => (await openSandboxStore(services, config)?.tickets()) ?? [],

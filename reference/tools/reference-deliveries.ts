@@ -9,7 +9,7 @@ import { createDeliveryHandlers } from './deliveries';
  * The reference endpoint's email sender: the sandbox mailbox (EMAIL_MODE=sandbox, `npm start`, the deployed demo),
  * or SES. The choice is the reference endpoint's: a team's consumer delivers through its own deliveries module.
  */
-export function createEmailSender(config: ReferenceConfig): EmailSender {
+function createEmailSender(config: ReferenceConfig): EmailSender {
   const timeoutMs = config.downstreamTimeoutMs;
   return config.emailMode === 'sandbox'
     ? new MailboxEmailSender({ baseUrl: config.mailboxUrl, from: config.emailFrom, timeoutMs })

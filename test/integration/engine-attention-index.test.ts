@@ -1,7 +1,8 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, Reconciler, TableSchema } from 'idempotent-mcp/dynamodb';
+import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, TableSchema } from 'idempotent-mcp/dynamodb';
+import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord, OperatorDecision, ReviewEntry } from 'idempotent-mcp/engine';
 import { Keys } from '../../lambdas/core/keys';
 import { logger } from '../../lambdas/observability/logger';

@@ -273,7 +273,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
     const tableName = `key-header-${randomUUID()}`;
     await ensureTable(doc, tableName);
-    store = new DynamoDbIdempotencyStore(doc, tableName);
+    store = new DynamoDbIdempotencyStore({ client: doc, tableName });
     services = createToolRuntime({ store, secret: randomUUID() + randomUUID(), logger: stderrLogger({ level: 'DEBUG', write: (line) => logLines.push(line) }) });
     const config = {
       allowedOrigins: [],

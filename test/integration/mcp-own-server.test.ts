@@ -125,7 +125,7 @@ beforeAll(async () => {
   doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
   const tableName = `own-server-${randomUUID()}`;
   await ensureTable(doc, tableName);
-  store = new DynamoDbIdempotencyStore(doc, tableName);
+  store = new DynamoDbIdempotencyStore({ client: doc, tableName });
   services = createToolRuntime({ store, secret: randomUUID() + randomUUID() });
   urls = { v1: await servers.v1(roomsV1Server), v2: await servers.v2(roomsV2Server) };
 });
@@ -359,7 +359,7 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
   afterAll(() => closeDynamoDbClient(counted));
 
   /** One Lambda container: its own engine (and memory of answered keys) on the shared table. */
-  const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore(counted, tableName), secret: 's'.repeat(40) });
+  const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore({ client: counted, tableName }), secret: 's'.repeat(40) });
   const serverPaths: Record<string, (services: ToolRuntime) => Promise<string>> = {
     createApp: (s) => servers.listen(createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] }).fetch),
     'registerWriteTool, SDK v2': (s) =>

@@ -47,7 +47,7 @@ describe('observability of the engine', () => {
   it('counts executions, replays, conflicts and unknown outcomes per tool, and never logs a raw key', async () => {
     const { createEngineObserver } = await import('../../lambdas/observability/metrics');
     const engine = new IdempotencyEngine({
-      store: new DynamoDbIdempotencyStore(table.doc, table.tableName),
+      store: new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }),
       observer: createEngineObserver(),
     });
     const key = newKey();

@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbIdempotencyStore, Reconciler } from 'idempotent-mcp/dynamodb';
+import { DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord } from 'idempotent-mcp/engine';
 import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';

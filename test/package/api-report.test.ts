@@ -5,8 +5,10 @@ import { apiReports } from '../../scripts/api-report';
 import { PROJECT_ROOT } from '../../scripts/declarations';
 
 /**
- * The public surface is a promise: each subpath's API report (api/*.api.md, API Extractor's) is committed, so a change
- * of what a team can import is a visible diff. After a deliberate change, `npm run api` rewrites the reports.
+ * The public surface is a promise: each subpath's API report (api/*.api.md, API Extractor's) is committed with every
+ * name's full signature and release tag, so a change of what a team can import, or of a parameter's type, is a
+ * visible diff that fails here. After a deliberate change, `npm run api` rewrites the reports (and CHANGELOG.md says
+ * what changed).
  */
 it('matches the committed API report of every public subpath, and each surface names every type it uses', () => {
   const outcomes = apiReports({ update: false });

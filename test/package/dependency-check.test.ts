@@ -9,8 +9,9 @@ const root = join(import.meta.dirname, '../..');
 const knip = join(root, 'node_modules/.bin/knip');
 
 /**
- * `npm test` runs `knip --dependencies` with the project's knip.jsonc. Here the same check on a copy of one real
- * source file, with and without its import declared: an import that resolves only through hoisting fails.
+ * `npm test` runs knip with the project's knip.jsonc (dependencies among its checks). Here its dependency check on a
+ * copy of one real source file, as an entry file of the package (knip reads what the entries reach), with and without
+ * its import declared: an import that resolves only through hoisting fails.
  */
 describe('the dependency check of npm test', () => {
   const dir = mkdtempSync(join(tmpdir(), 'knip-'));
@@ -18,8 +19,9 @@ describe('the dependency check of npm test', () => {
 
   async function check(declared: Record<string, string>): Promise<{ code: number; output: string }> {
     const source = 'lambdas/store/refusals.ts';
-    mkdirSync(dirname(join(dir, source)), { recursive: true });
-    copyFileSync(join(root, source), join(dir, source));
+    const copy = 'exports/refusals.ts';
+    mkdirSync(dirname(join(dir, copy)), { recursive: true });
+    copyFileSync(join(root, source), join(dir, copy));
     copyFileSync(join(root, 'knip.jsonc'), join(dir, 'knip.jsonc'));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', private: true, dependencies: declared }));
     try {
@@ -37,6 +39,6 @@ describe('the dependency check of npm test', () => {
     expect(await check(utilDynamodb)).toMatchObject({ code: 0 });
     const undeclared = await check({});
     expect(undeclared.code).not.toBe(0);
-    expect(undeclared.output).toMatch(/Unlisted dependencies[\s\S]*@aws-sdk\/util-dynamodb\s+lambdas\/store\/refusals\.ts/);
+    expect(undeclared.output).toMatch(/Unlisted dependencies[\s\S]*@aws-sdk\/util-dynamodb\s+exports\/refusals\.ts/);
   }, 60_000);
 });
