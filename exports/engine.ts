@@ -57,7 +57,10 @@ export {
   type IdempotencyPolicy,
   type ToolEffect,
   type WriteRequest,
+  type NeedsConfirmation,
+  type EngineAnswer,
 } from '../lambdas/engine/engine';
+export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/engine/confirmation-gate';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,

@@ -18,7 +18,7 @@ import { createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
 import type { UpstreamTarget } from './upstream';
 
-export const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
+const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
 
   --policy <file>        the policy per upstream tool (JSON; docs/gateway.md)       [GATEWAY_POLICY_FILE]
   --upstream-url <url>   a streamable-HTTP MCP server                                [GATEWAY_UPSTREAM_URL]
@@ -32,7 +32,7 @@ Table, auth and reconciler settings are the endpoint's (docs/configuration.md): 
 idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
 here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
 
-export class GatewayUsageError extends Error {
+class GatewayUsageError extends Error {
   override name = 'GatewayUsageError';
 }
 

@@ -32,7 +32,7 @@ const credentialSchema = z.union([
 export type UpstreamCredential = z.output<typeof credentialSchema>;
 
 /** The credentials file (or Secrets Manager secret): by tenant, `*` for every tenant not named. */
-export const credentialsFileSchema = z.strictObject({ tenants: z.record(z.string().min(1), credentialSchema) });
+const credentialsFileSchema = z.strictObject({ tenants: z.record(z.string().min(1), credentialSchema) });
 export type CredentialsFile = z.output<typeof credentialsFileSchema>;
 
 /**
@@ -51,7 +51,7 @@ export class CredentialsError extends Error {
 }
 
 /** The file's content checked, one sentence per mistake naming the tenant and field (values never repeated). */
-export function parseCredentials(input: unknown, origin: string): CredentialsFile {
+function parseCredentials(input: unknown, origin: string): CredentialsFile {
   const parsed = credentialsFileSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.map((issue) => {

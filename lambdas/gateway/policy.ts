@@ -76,20 +76,20 @@ const readSchema = z.strictObject({ kind: z.literal('read') });
 
 const toolPolicySchema = z.discriminatedUnion('kind', [writeSchema, readSchema]);
 
-export const gatewayPolicySchema = z.strictObject({
+const gatewayPolicySchema = z.strictObject({
   $schema: z.string().optional(),
   /** Per upstream tool. A tool the upstream lists and this file does not name is not served (fail closed). */
   tools: z.record(z.string(), toolPolicySchema),
 });
 
 export type GatewayPolicy = z.output<typeof gatewayPolicySchema>;
-export type ToolPolicy = z.output<typeof toolPolicySchema>;
+type ToolPolicy = z.output<typeof toolPolicySchema>;
 export type WritePolicy = z.output<typeof writeSchema>;
 export type LookupPolicy = z.output<typeof reconcileSchema>;
-export type LookupRule = z.output<typeof lookupRule>;
+type LookupRule = z.output<typeof lookupRule>;
 
 /** The arguments the gateway itself adds to a write tool: an upstream argument of the same name cannot be served. */
-export const GATEWAY_ARGUMENTS = ['idempotency_key', 'operation_id', 'trace_id'] as const;
+const GATEWAY_ARGUMENTS = ['idempotency_key', 'operation_id', 'trace_id'] as const;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 export class GatewayPolicyError extends Error {
@@ -128,7 +128,7 @@ const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const PATH = /^(\$key|[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*)$/;
 
 /** The placeholders of a template value, in order. */
-export function placeholders(value: unknown): string[] {
+function placeholders(value: unknown): string[] {
   if (typeof value === 'string') return [...value.matchAll(PLACEHOLDER)].map((match) => match[1]!);
   if (Array.isArray(value)) return value.flatMap(placeholders);
   if (value && typeof value === 'object') return Object.values(value).flatMap(placeholders);

@@ -71,7 +71,7 @@ function neverConnected(err: unknown): boolean {
 }
 
 /** How a failure of `tools/call` counts (see UpstreamFailure). */
-export function classifyCallFailure(err: unknown): UpstreamFailure {
+function classifyCallFailure(err: unknown): UpstreamFailure {
   // A JSON-RPC error answer: the upstream refused the request (unknown tool, invalid arguments); an internal error
   // may come from a tool that failed half-way.
   if (err instanceof ProtocolError) return err.code === ProtocolErrorCode.InternalError ? 'uncertain' : 'refused';

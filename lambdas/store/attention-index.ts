@@ -14,11 +14,6 @@ export class AttentionIndexOffError extends Error {
   }
 }
 
-/** Refuses a store whose records are kept out of the index: a reader would find nothing and say nothing. */
-export function requireAttentionIndex(store: object, reader: string): void {
-  if ((store as { attentionIndex?: unknown }).attentionIndex === false) throw new AttentionIndexOffError(reader);
-}
-
 export interface AttentionQuery {
   /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
   dueBy?: number;
