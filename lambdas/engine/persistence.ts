@@ -191,3 +191,13 @@ export interface IdempotencyStore {
     now: number,
   ): Promise<boolean>;
 }
+
+/**
+ * A small JSON value kept beside a record, named, with the record's retention: what a tool needs later to reconcile
+ * a call that the record cannot tell (it keeps a fingerprint of the arguments, not the arguments).
+ */
+export interface RecordMemos {
+  put(identity: RecordIdentity, name: string, value: unknown, expiresAtSeconds: number): Promise<void>;
+  /** undefined: no memo of that name was written. */
+  get(identity: RecordIdentity, name: string): Promise<unknown>;
+}

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -144,7 +145,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     if (config.dynamodbEndpoint) await ensureTable(services.doc, config.tableName);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: services });
+    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName }) } });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });

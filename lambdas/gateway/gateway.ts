@@ -1,7 +1,7 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { RecordMemos } from '../engine/persistence';
 import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
 import type { CredentialSource } from './credentials';
-import { DynamoDbLookupMemo, type LookupMemo } from './lookup-memo';
+import { RecordLookupMemo, type LookupMemo } from './lookup-memo';
 import { checkPolicyAgainstUpstream, GatewayPolicyError, parseGatewayPolicy, type GatewayPolicy } from './policy';
 import { gatewayTools } from './tools';
 import { connectUpstream, type UpstreamCaller, type UpstreamTarget } from './upstream';
@@ -14,7 +14,7 @@ export interface GatewayOptions {
   /** The gateway's own credentials for the upstream, by tenant (a file locally, Secrets Manager deployed). */
   credentials: CredentialSource;
   /** The endpoint's table (the records' own): each write's lookup is kept there beside its record. */
-  table: { doc: DynamoDBDocumentClient; tableName: string } | { memo: LookupMemo };
+  table: { memos: RecordMemos } | { memo: LookupMemo };
 }
 
 /**
@@ -49,7 +49,7 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
       listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
-    const memo = 'memo' in options.table ? options.table.memo : new DynamoDbLookupMemo(options.table);
+    const memo = 'memo' in options.table ? options.table.memo : new RecordLookupMemo(options.table.memos);
     const { tools, hidden } = gatewayTools<S>(policy, listed, { upstream, credentials: options.credentials, memo });
     return { tools, hidden, policy, close: () => upstream.close() };
   } catch (err) {

@@ -1,7 +1,4 @@
-import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Keys } from '../core/keys';
-import type { RecordIdentity } from '../engine/persistence';
-import { TableSchema } from '../store/table-schema';
+import type { RecordIdentity, RecordMemos } from '../engine/persistence';
 import type { PreparedLookup } from './policy';
 
 /**
@@ -16,28 +13,18 @@ export interface LookupMemo {
   get(identity: RecordIdentity): Promise<PreparedLookup | null | undefined>;
 }
 
-/** The memo's sort key, in the record's own partition (beside its review log). */
-const SORT_KEY = 'GATEWAY_LOOKUP';
+/** The memo's name beside the record. */
+const MEMO = 'gateway-lookup';
 
-/** In the endpoint's table, beside the record; deleted by TTL with it. */
-export class DynamoDbLookupMemo implements LookupMemo {
-  constructor(private readonly options: { doc: DynamoDBDocumentClient; tableName: string }) {}
+/** The lookup memo on the store's record memos (the DynamoDB table when deployed). */
+export class RecordLookupMemo implements LookupMemo {
+  constructor(private readonly memos: RecordMemos) {}
 
-  async put(identity: RecordIdentity, lookup: PreparedLookup | null, expiresAtSeconds: number): Promise<void> {
-    const { pk } = Keys.idempotency(identity.tenant, identity.tool, identity.idempotencyKey);
-    await this.options.doc.send(
-      new PutCommand({
-        TableName: this.options.tableName,
-        Item: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: SORT_KEY, lookup, [TableSchema.ttlAttribute]: expiresAtSeconds },
-      }),
-    );
+  put(identity: RecordIdentity, lookup: PreparedLookup | null, expiresAtSeconds: number): Promise<void> {
+    return this.memos.put(identity, MEMO, lookup, expiresAtSeconds);
   }
 
   async get(identity: RecordIdentity): Promise<PreparedLookup | null | undefined> {
-    const { pk } = Keys.idempotency(identity.tenant, identity.tool, identity.idempotencyKey);
-    const { Item } = await this.options.doc.send(
-      new GetCommand({ TableName: this.options.tableName, Key: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: SORT_KEY }, ConsistentRead: true }),
-    );
-    return Item === undefined ? undefined : ((Item.lookup ?? null) as PreparedLookup | null);
+    return (await this.memos.get(identity, MEMO)) as PreparedLookup | null | undefined;
   }
 }
