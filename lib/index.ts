@@ -4,6 +4,7 @@
  */
 export { StackOutput } from './stack-outputs';
 export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions, type ApprovalPageSettings } from './endpoint';
+export { IdempotentMcpGateway, type IdempotentMcpGatewayProps, type GatewayUpstream } from './gateway';
 export { ApprovalPageApi, type ApprovalPageApiProps } from './constructs/approval-page';
 export { Auth, TOOLS_SCOPE, PERSON_TENANT_ATTRIBUTE, type ApprovalSignIn, type AuthProps, type ExternalOidcSettings, type TokenVerification } from './constructs/auth';
 export { IdempotencyTable, type IdempotencyTableProps, type TableItemAction } from './constructs/idempotency-store';
