@@ -4,13 +4,17 @@ import { endpointBench } from './endpoint';
 import { coldStartBench } from './cold-start';
 import { tableShapeBench } from './table-shape';
 import { capacityBench } from './capacity';
+import { gatewayBench } from './gateway';
 import { formatTable, type BenchSection } from './section';
 
 /**
  * `npm run bench`: each section measures one thing and returns its figures; the last line printed is ONE JSON
  * object with all of them, keyed by section, for CI to parse. Add a section by appending it here.
  */
-const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench];
+const all: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench, gatewayBench];
+/** `npm run bench -- gateway engine`: only the sections with these keys. */
+const only = process.argv.slice(2);
+const sections = only.length ? all.filter((section) => only.includes(section.key)) : all;
 
 const figures: Record<string, unknown> = {};
 for (const section of sections) {
