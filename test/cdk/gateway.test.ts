@@ -5,6 +5,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatewayToolsModule } from '../../lambdas/gateway/lambda';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { IdempotentMcpGateway, type IdempotentMcpGatewayProps } from '../../lib/gateway';
 import { IdempotentMcpChecks } from '../../lib/nag-checks';
@@ -142,4 +143,11 @@ describe('IdempotentMcpGateway (synth)', () => {
       expect(bundle.length).toBeLessThan(20_000_000);
     }
   }, 240_000);
+
+  it('the functions\' tools module refuses a cold start without the settings the construct writes, in one sentence', async () => {
+    await expect(gatewayToolsModule(policy, {})).rejects.toThrow(/^GATEWAY_UPSTREAM_URL must be set \(the upstream's streamable-HTTP URL\)$/);
+    await expect(gatewayToolsModule(policy, { GATEWAY_UPSTREAM_URL: 'https://vendor.example.com/mcp', TABLE_NAME: 't' })).rejects.toThrow(
+      /^GATEWAY_CREDENTIALS_SECRET_ARN must be set \(the gateway's upstream credentials\)$/,
+    );
+  });
 });
