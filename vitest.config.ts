@@ -31,10 +31,17 @@ class SlowestFirstSequencer extends BaseSequencer {
   }
 }
 
+/**
+ * The fast tier, `npm run test:unit` (vitest.unit.config.ts): the tests beside the module they test (pure: no
+ * DynamoDB Local, no child process) and the whole-project checks of test/unit/. Every other folder of test/ needs
+ * the local stack, a child process or a build. conformance/ and examples/ have runs of their own.
+ */
+export const UNIT_TESTS = ['{lambdas,lib,client,ops,bin,reference,local,scripts,proof}/**/*.test.ts', 'test/unit/**/*.test.ts'];
+
 export default defineConfig({
   resolve: { alias: subpaths },
   test: {
-    include: ['test/**/*.test.ts'],
+    include: [...UNIT_TESTS, 'test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

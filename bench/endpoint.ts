@@ -58,6 +58,11 @@ export interface CellFigures {
   errors: number;
   /** One checked answer's structured result, for the harness test. */
   sample?: { key: string; result: Record<string, unknown> };
+  /**
+   * The server process's CPU time (user + system, all threads) over its turns, per call: what one call costs the
+   * server, which the machine's load stretches far less than calls per second. Absent for the floor's cells.
+   */
+  server_cpu_ms_per_call?: number;
 }
 
 export interface EndpointFigures {
@@ -67,6 +72,8 @@ export interface EndpointFigures {
   dynamodb_floor: { engine: Record<Load, CellFigures>; put: CellFigures; calls_per_s_vs_put: Record<Load, number> };
   calls_per_s_vs_bare: Record<Load, number>;
   p50_vs_bare: Record<Load, number>;
+  /** The endpoint's server CPU per call over the bare server's: what the endpoint adds, in CPU. */
+  server_cpu_per_call_vs_bare: Record<Load, number>;
   targets: Record<Load, { calls_per_s_vs_bare_at_least: number; met: boolean }>;
   connections: number;
   rounds: number;
@@ -112,12 +119,14 @@ interface Turn {
   errors: number;
   durationMs: number;
   sample?: CellFigures['sample'];
+  /** The server's CPU ms over the turn (servers only). */
+  cpuMs?: number;
 }
 
 /** One server's turn at one load; first calls add their keys to `executed`, replays take keys from it in turn. */
 async function runTurn(
   server: ServerKind,
-  ready: ServerReady,
+  { ready, child }: { ready: ServerReady; child: ChildProcess },
   load: Load,
   executed: string[],
   options: { connections: number; seconds?: number; requestsPerTurn?: number },
@@ -146,7 +155,8 @@ async function runTurn(
         setupRequest: (request, context) => {
           const key = load === 'first_call' ? randomUUID() : executed[next++ % executed.length]!;
           (context as { key?: string }).key = key;
-          return { ...request, body: rpcBody(key) };
+          // The key's Mcp-Param header, as a 2026-07-28 client mirrors it (the endpoint refuses a call without it).
+          return { ...request, headers: { ...request.headers, 'mcp-param-idempotency-key': key }, body: rpcBody(key) };
         },
         onResponse: (status, body, context) => {
           const key = (context as { key: string }).key;
@@ -161,13 +171,27 @@ async function runTurn(
       },
     ],
   };
+  const cpuBefore = await serverCpuMs(child);
   const instance = autocannon(settings, (err, result) => (err ? failed(err) : done(result)));
   instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => turn.latencies.push(responseTime));
   const result = await finished;
+  turn.cpuMs = (await serverCpuMs(child)) - cpuBefore;
   turn.calls = result.requests.total;
   turn.errors = result.errors + result.timeouts;
   turn.durationMs = result.duration * 1000;
   return turn;
+}
+
+/** The server process's CPU time so far (user + system, ms), asked over IPC (bench/endpoint-server.ts answers). */
+function serverCpuMs(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not report its CPU time')), 10_000);
+    child.once('message', (message: { cpu: NodeJS.CpuUsage }) => {
+      clearTimeout(timer);
+      resolve((message.cpu.user + message.cpu.system) / 1000);
+    });
+    child.send('cpu');
+  });
 }
 
 /** Starts one server process; resolves once it listens. */
@@ -282,6 +306,7 @@ function cellFigures(turns: Turn[]): CellFigures {
     unexpected,
     errors: turns.reduce((n, t) => n + t.errors, 0),
     sample: turns.find((t) => t.sample)?.sample,
+    ...(turns.every((t) => t.cpuMs !== undefined) ? { server_cpu_ms_per_call: round2(turns.reduce((n, t) => n + t.cpuMs!, 0) / Math.max(1, calls)) } : {}),
   };
 }
 
@@ -298,11 +323,10 @@ export async function measureEndpoint(options: EndpointBenchOptions = {}): Promi
   const children: ChildProcess[] = [];
   const floor = await startStoreFloor(dynamodbEndpoint);
   try {
-    const servers = {} as Record<ServerKind, ServerReady>;
+    const servers = {} as Record<ServerKind, { ready: ServerReady; child: ChildProcess }>;
     for (const kind of SERVERS) {
-      const { ready, child } = await startServer(kind, dynamodbEndpoint);
-      children.push(child);
-      servers[kind] = ready;
+      servers[kind] = await startServer(kind, dynamodbEndpoint);
+      children.push(servers[kind].child);
     }
     // Keys the endpoint has executed: the replays' keys (the bare server takes the same requests).
     const executed: string[] = [];
@@ -333,11 +357,13 @@ export async function measureEndpoint(options: EndpointBenchOptions = {}): Promi
     const ratio = (f: (c: CellFigures) => number) =>
       Object.fromEntries(LOADS.map((load) => [load, round2(f(figures.endpoint[load]) / f(figures.bare[load]))])) as Record<Load, number>;
     const callsPerS = ratio((c) => c.calls_per_s);
+    const cpuPerCall = ratio((c) => c.server_cpu_ms_per_call!);
     const target = { first_call: ENDPOINT_TARGETS.firstCallCallsPerSVsBare, replay: ENDPOINT_TARGETS.replayCallsPerSVsBare };
     return {
       ...figures,
       calls_per_s_vs_bare: callsPerS,
       p50_vs_bare: ratio((c) => c.p50_ms),
+      server_cpu_per_call_vs_bare: cpuPerCall,
       dynamodb_floor: {
         engine: engineFloor,
         put,
@@ -363,11 +389,11 @@ export const endpointBench: BenchSection = {
     const f = await measureEndpoint();
     const row = (server: ServerKind, load: Load): (string | number)[] => {
       const c = f[server][load];
-      return [server === 'endpoint' ? 'endpoint' : 'bare MCP server', load, c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors];
+      return [server === 'endpoint' ? 'endpoint' : 'bare MCP server', load, c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors, c.server_cpu_ms_per_call ?? ''];
     };
-    const floorRow = (label: string, c: CellFigures): (string | number)[] => [label, '', c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors];
+    const floorRow = (label: string, c: CellFigures): (string | number)[] => [label, '', c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors, ''];
     const table = [
-      ['server', 'load', 'calls/s', 'p50 ms', 'p99 ms', 'calls', 'unexpected'],
+      ['server', 'load', 'calls/s', 'p50 ms', 'p99 ms', 'calls', 'unexpected', 'server CPU ms/call'],
       ...SERVERS.flatMap((s) => LOADS.map((l) => row(s, l))),
       floorRow('floor: engine first call, no server', f.dynamodb_floor.engine.first_call),
       floorRow('floor: engine replay, no server', f.dynamodb_floor.engine.replay),
@@ -383,7 +409,7 @@ export const endpointBench: BenchSection = {
         `create_order over 2026-07-28 JSON requests, ${f.connections} connections, ${f.rounds} interleaved rounds of ${f.seconds_per_turn} s per server and load; load average ${f.load_avg} on ${availableParallelism()} cores.`,
         ...LOADS.map(
           (load) =>
-            `${load}: calls/s endpoint / bare ${f.calls_per_s_vs_bare[load]} >= ${f.targets[load].calls_per_s_vs_bare_at_least} [${f.targets[load].met ? 'met' : 'MISSED'}]; p50 endpoint / bare ${f.p50_vs_bare[load]}; ` +
+            `${load}: calls/s endpoint / bare ${f.calls_per_s_vs_bare[load]} >= ${f.targets[load].calls_per_s_vs_bare_at_least} [${f.targets[load].met ? 'met' : 'MISSED'}]; p50 endpoint / bare ${f.p50_vs_bare[load]}; server CPU per call endpoint / bare ${f.server_cpu_per_call_vs_bare[load]}; ` +
             `the floor DynamoDB Local sets: engine ${load} / PutItem, calls/s, no server ${f.dynamodb_floor.calls_per_s_vs_put[load]}`,
         ),
       ],

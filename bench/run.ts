@@ -10,14 +10,20 @@ import { formatTable, type BenchSection } from './section';
 /**
  * `npm run bench`: each section measures one thing and returns its figures; the last line printed is ONE JSON
  * object with all of them, keyed by section, for CI to parse. Add a section by appending it here.
+ * `npm run bench -- coldStart endpoint` runs only the sections with those keys.
  */
-const all: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench, gatewayBench];
-/** `npm run bench -- gateway engine`: only the sections with these keys. */
+const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench, gatewayBench];
+
 const only = process.argv.slice(2);
-const sections = only.length ? all.filter((section) => only.includes(section.key)) : all;
+const unknown = only.filter((key) => !sections.some((section) => section.key === key));
+if (unknown.length > 0) {
+  console.error(`no bench section ${unknown.join(', ')}; the sections are ${sections.map((s) => s.key).join(', ')}`);
+  process.exit(2);
+}
 
 const figures: Record<string, unknown> = {};
 for (const section of sections) {
+  if (only.length > 0 && !only.includes(section.key)) continue;
   console.log(`\n== ${section.title} ==`);
   const report = await section.run();
   console.log(formatTable(report.table));

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { IdempotencyRecord } from '../lambdas/core/state-machine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { refusingItem } from '../lambdas/store/refusals';
-import { recordToItem } from '../lambdas/store/dynamodb-idempotency-store';
+import { recordToItem } from '../lambdas/store/record-item';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
 import { createTableWithoutIndex } from './engine-bench';

@@ -62,4 +62,4 @@ export const lambdaEsbuildArgs = (): Record<string, string | string[]> => ({
 export type BuiltInHandler = 'relay';
 
 /** The entry file of a built-in handler: its source in the repository, its build once installed. */
-export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/handlers/${name}.ts`, `dist/handlers/${name}.js`);
+export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/functions/${name}.ts`, `dist/functions/${name}.js`);

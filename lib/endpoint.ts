@@ -8,7 +8,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { EnvVars } from '../lambdas/config';
 import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/core/approval';
-import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/mcp/confirmation';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/core/endpoint-paths';
 import { ApprovalPageApi } from './constructs/approval-page';
 import { Auth, type ApprovalSignIn, type AuthProps } from './constructs/auth';
 import { IdempotencyTable } from './constructs/idempotency-store';

@@ -1,4 +1,4 @@
-/** `idempotent-mcp/cdk/nag`: cdk-nag rules for an endpoint (needs the optional peer `cdk-nag`, which `idempotent-mcp/cdk` does not). */
+/** The cdk-nag rules of `idempotent-mcp/cdk/nag` (exports/cdk-nag.ts). */
 import type { CfnResource } from 'aws-cdk-lib';
 import { NagMessageLevel, NagPack, rules, type NagPackProps } from 'cdk-nag';
 import type { IConstruct } from 'constructs';

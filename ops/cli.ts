@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
-import { toolsOf, type ToolsModuleExports } from '../lambdas/handlers/tools-module';
+import { toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
 import { DynamoDbApprovalStore } from '../lambdas/store/dynamodb-approval-store';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
@@ -242,8 +242,6 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     const desk = new ReviewDesk({
       store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
       outbox: new OutboxStore(target.doc, target.tableName),
-      doc: target.doc,
-      tableName: target.tableName,
       approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,
       queue: target.queue,

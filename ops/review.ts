@@ -1,6 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type * as z from 'zod';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { ErrorCode } from '../lambdas/core/errors';
@@ -17,18 +16,15 @@ import {
 } from '../lambdas/core/state-machine';
 import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/core/approval';
 import type { ApprovalStore } from '../lambdas/engine/approval-store';
-import type { IdempotencyStore, OperatorDecision, RecordIdentity, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
+import type { AttentionStatus, IdempotencyStore, OperatorDecision, RecordIdentity, RecordQueries, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
 import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../lambdas/outbox/outbox-event';
 import { OutboxDefaults } from '../lambdas/core/outbox-budget';
-import { OutboxStore, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
+import type { OutboxStore, StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
 import { leaseHasPassed } from '../lambdas/core/lease';
 import { absenceIsConclusive, decidableAt } from '../lambdas/core/in-flight';
 import { toolInFlightWindowMs } from '../lambdas/engine/engine';
-import { attentionPages, requireAttentionIndex } from '../lambdas/store/attention-index';
-import { itemToRecord } from '../lambdas/store/dynamodb-idempotency-store';
-import type { AttentionKind } from '../lambdas/store/table-schema';
 
 /** Bad input: unknown key, malformed result, a wrong state for the action, a missing reason. Nothing was written. */
 export class ReviewInputError extends Error {
@@ -187,11 +183,9 @@ export interface RedriveResult {
 }
 
 export interface ReviewDeskOptions {
-  store: IdempotencyStore & ReviewStore;
+  /** The records, their review logs, and the queries that find what needs a look. */
+  store: IdempotencyStore & ReviewStore & RecordQueries;
   outbox: OutboxStore;
-  /** For the attention index (the store's port has no queries). */
-  doc: DynamoDBDocumentClient;
-  tableName: string;
   /** The write tools this deployment serves: result schemas and absence policies. */
   tools: ReadonlyMap<string, WriteToolDefinition>;
   /** The outbox queue and its dead-letter queue (redrive only). */
@@ -227,7 +221,7 @@ export class ReviewDesk {
   }
 
   async list(filter: ListFilter = {}): Promise<ListResult> {
-    requireAttentionIndex(this.options.store, '`ops list`');
+    this.options.store.assertQueryable('`ops list`');
     const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
     const now = this.clock();
     const olderThan = filter.olderThanMs ?? 0;
@@ -239,20 +233,29 @@ export class ReviewDesk {
       (filter.tool === undefined || e.tool === filter.tool) &&
       e.age_seconds * 1000 >= olderThan;
 
-    const sources: Array<{ kind: AttentionKind; dueBy?: number; read: (item: Record<string, unknown>) => AttentionEntry | undefined }> = [];
-    if (wanted('needs_review')) sources.push({ kind: 'REVIEW', read: (item) => this.recordEntry(item, 'NEEDS_REVIEW', now) });
-    if (wanted('unknown')) sources.push({ kind: 'UNKNOWN', read: (item) => this.recordEntry(item, 'UNKNOWN', now) });
-    // A lease's index time is its expiry: live executions are not read at all.
-    if (wanted('stale')) sources.push({ kind: 'LEASE', dueBy: now, read: (item) => this.recordEntry(item, 'PROCESSING', now) });
+    const { store, outbox } = this.options;
+    /** Each wanted listing, as pages of entries (undefined: read, but not one to show). */
+    const sources: Array<() => AsyncIterable<Array<AttentionEntry | undefined>>> = [];
+    const records = (status: AttentionStatus, dueBy?: number) =>
+      async function* () {
+        for await (const page of store.attentionPages(status, { pageSize: PAGE_SIZE, dueBy })) yield page.map((record) => recordEntry(record, now));
+      };
+    const events = (status: 'PENDING' | 'FAILED', minAgeMs: number) =>
+      async function* () {
+        for await (const page of outbox.eventPages(status, PAGE_SIZE)) yield page.map((event) => eventEntry(event, now, minAgeMs));
+      };
+    if (wanted('needs_review')) sources.push(records('NEEDS_REVIEW'));
+    if (wanted('unknown')) sources.push(records('UNKNOWN'));
+    // A lease is due at its expiry: live executions are not read at all.
+    if (wanted('stale')) sources.push(records('PROCESSING', now));
     // A pending event is expected for a moment after its commit; by default one past its expected delivery is shown.
     const pendingAfter = filter.olderThanMs ?? OutboxDefaults.expectedDeliveryMs;
-    if (wanted('pending')) sources.push({ kind: 'OUTBOX', read: (item) => eventEntry(item, 'PENDING', now, pendingAfter) });
-    if (wanted('failed')) sources.push({ kind: 'UNDELIVERED', read: (item) => eventEntry(item, 'FAILED', now, 0) });
+    if (wanted('pending')) sources.push(events('PENDING', pendingAfter));
+    if (wanted('failed')) sources.push(events('FAILED', 0));
 
     for (const source of sources) {
-      for await (const page of attentionPages(this.options.doc, this.options.tableName, source.kind, PAGE_SIZE, source.dueBy)) {
-        for (const item of page) {
-          const entry = source.read(item);
+      for await (const page of source()) {
+        for (const entry of page) {
           if (!entry || !matches(entry)) continue;
           if (entries.length === limit) {
             truncated = true;
@@ -405,25 +408,6 @@ export class ReviewDesk {
     return result;
   }
 
-  private recordEntry(item: Record<string, unknown>, status: 'NEEDS_REVIEW' | 'UNKNOWN' | 'PROCESSING', now: number): AttentionEntry | undefined {
-    const record = itemToRecord(item);
-    // The index is read eventually consistent: an item may have moved on already.
-    if (record.status !== status) return undefined;
-    if (status === 'PROCESSING' && !leaseHasPassed(record.leaseExpiresAt, now)) return undefined;
-    const since = status === 'PROCESSING' ? record.leaseExpiresAt : record.updatedAt;
-    return {
-      kind: 'record',
-      status: status === 'PROCESSING' ? 'stale' : status === 'UNKNOWN' ? 'unknown' : 'needs_review',
-      tenant: record.tenant,
-      tool: record.tool,
-      idempotency_key: record.idempotencyKey,
-      since: iso(since)!,
-      age_seconds: Math.max(0, Math.floor((now - since) / 1000)),
-      attempts: record.reconcileAttempts ?? 0,
-      ...(record.error ? { error: record.error } : {}),
-    };
-  }
-
   private approvalView(approval: ApprovalRecord): ApprovalView {
     const status = approvalState(approval, approval.fingerprint, this.clock());
     // Who decided and how: from the decision's own log entry, never from how the round was asked.
@@ -489,9 +473,27 @@ export class ReviewDesk {
   }
 }
 
-function eventEntry(item: Record<string, unknown>, status: 'PENDING' | 'FAILED', now: number, minAgeMs: number): AttentionEntry | undefined {
-  const event: StoredOutboxEvent | undefined = OutboxStore.eventFromItem(item);
-  if (!event || event.status !== status) return undefined;
+/** A record the store found needing a look, as `list` shows it; undefined for a lease that has not passed (yet). */
+function recordEntry(record: IdempotencyRecord, now: number): AttentionEntry | undefined {
+  const { status } = record;
+  if (status === 'PROCESSING' && !leaseHasPassed(record.leaseExpiresAt, now)) return undefined;
+  const since = status === 'PROCESSING' ? record.leaseExpiresAt : record.updatedAt;
+  return {
+    kind: 'record',
+    status: status === 'PROCESSING' ? 'stale' : status === 'UNKNOWN' ? 'unknown' : 'needs_review',
+    tenant: record.tenant,
+    tool: record.tool,
+    idempotency_key: record.idempotencyKey,
+    since: iso(since)!,
+    age_seconds: Math.max(0, Math.floor((now - since) / 1000)),
+    attempts: record.reconcileAttempts ?? 0,
+    ...(record.error ? { error: record.error } : {}),
+  };
+}
+
+/** An outbox event found pending or given up on, as `list` shows it; undefined for one younger than `minAgeMs`. */
+function eventEntry(event: StoredOutboxEvent, now: number, minAgeMs: number): AttentionEntry | undefined {
+  const status = event.status === 'PENDING' ? 'PENDING' : 'FAILED';
   const since = status === 'PENDING' ? event.message.created_at : event.updatedAt;
   if (now - since < minAgeMs) return undefined;
   return {

@@ -1,7 +1,7 @@
 /**
  * Renders the state machine's transition table (`lambdas/core/state-machine.ts`) as Promela macros for the spin
  * models in this folder, so the model and the code share one table. `npx tsx proof/emit-transitions.ts` rewrites
- * `proof/generated/transitions.pml`; `test/proof/transitions.test.ts` fails when the committed file and the code differ.
+ * `proof/generated/transitions.pml`; `proof/transitions.test.ts` fails when the committed file and the code differ.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

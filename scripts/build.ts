@@ -1,6 +1,6 @@
 /**
  * `npm run build`: the package's public subpaths to dist/ (ESM, one shared copy of each module across subpaths),
- * the Lambda handlers the constructs bundle once installed, their bundle stubs, and type declarations.
+ * the Lambda functions' entries (lambdas/functions/) the constructs bundle once installed, their bundle stubs, and type declarations.
  * The subpaths come from tsconfig.json's `paths`, the one map tsc, tsx, vitest and package.json's `exports` share.
  */
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { emitDeclarations, PROJECT_ROOT, publicSubpaths } from './declarations';
 
 const root = PROJECT_ROOT;
 const dist = join(root, 'dist');
-const HANDLERS = ['endpoint', 'reconciler-endpoint', 'consumer-endpoint', 'relay'];
+const FUNCTIONS = ['endpoint', 'reconciler-endpoint', 'consumer-endpoint', 'relay'];
 
 const subpaths = publicSubpaths();
 
@@ -19,9 +19,9 @@ await build({
   absWorkingDir: root,
   entryPoints: [
     ...subpaths.map(({ out, source }) => ({ out, in: source })),
-    ...HANDLERS.map((name) => ({ out: `handlers/${name}`, in: `lambdas/handlers/${name}.ts` })),
+    ...FUNCTIONS.map((name) => ({ out: `functions/${name}`, in: `lambdas/functions/${name}.ts` })),
     // What IdempotentMcpGateway's generated tools module imports (lib/tools-entry.ts).
-    { out: 'handlers/gateway', in: 'lambdas/gateway/lambda.ts' },
+    { out: 'functions/gateway', in: 'lambdas/gateway/lambda.ts' },
     // The package's bin (package.json `bin`), its shebang kept.
     ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => ({
       out: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, ''),
@@ -53,4 +53,4 @@ for (const { name, out, source } of subpaths) {
   }
   for (const file of Object.values(expected)) if (!existsSync(join(root, file))) throw new Error(`build did not write ${file}`);
 }
-console.log(`built ${subpaths.length} subpaths and ${HANDLERS.length} handlers into ${relative(process.cwd(), dist) || 'dist'}/`);
+console.log(`built ${subpaths.length} subpaths and ${FUNCTIONS.length} function entries into ${relative(process.cwd(), dist) || 'dist'}/`);

@@ -15,14 +15,25 @@ export interface Subpath {
   readonly name: string;
   /** `engine/testing` (dist/engine/testing.js) */
   readonly out: string;
-  /** `lambdas/engine/testing/index.ts` */
+  /** `exports/engine-testing.ts` */
   readonly source: string;
 }
+
+/**
+ * The naming rule of the entry points: subpath `idempotent-mcp/a/b` is the file `exports/a-b.ts`, its API report
+ * `api/a-b.api.md`, its build `dist/a/b.js`.
+ */
+export const entryFileOf = (out: string) => `exports/${out.replaceAll('/', '-')}.ts`;
 
 /** The public subpaths, from tsconfig.json's `paths`: the one map tsc, tsx, vitest and package.json's `exports` share. */
 export function publicSubpaths(root = PROJECT_ROOT): Subpath[] {
   const paths: Record<string, [string]> = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')).compilerOptions.paths;
-  return Object.entries(paths).map(([name, [source]]) => ({ name, out: name.slice(PACKAGE.length + 1), source: source.replace(/^\.\//, '') }));
+  return Object.entries(paths).map(([name, [source]]) => {
+    const out = name.slice(PACKAGE.length + 1);
+    const file = source.replace(/^\.\//, '');
+    if (file !== entryFileOf(out)) throw new Error(`tsconfig.json paths["${name}"] must be ./${entryFileOf(out)}: a subpath's entry file is named after it`);
+    return { name, out, source: file };
+  });
 }
 
 /** Writes the declarations of every public subpath under `outDir` (mirroring the source tree); returns the files. */

@@ -172,3 +172,17 @@ export function approvalState(record: ApprovalRecord, fingerprint: string, now: 
   if (record.status !== 'pending') return record.status;
   return now >= record.expiresAt ? 'expired' : 'pending';
 }
+
+/**
+ * Whether an approved round was used up: an approval authorizes one run of its operation. Once that run's key is free
+ * again (its retention ended), the next call is a new run, and the person is asked anew. `lastRunAt`: when the key's
+ * record (the one the engine read, settled and expired) was created; an approval decided before it is the one that
+ * run used. Once that record is gone (TTL deletes it some time after it expired), an approval older than `keptMs`
+ * (the longest of the tool's retention and the link's lifetime) is taken as used: a run it authorized has had its
+ * whole retention by then, and one never used is asked again, which is safe.
+ */
+export function approvalSpent(record: Pick<ApprovalRecord, 'status' | 'decidedAt'>, options: { lastRunAt: number | undefined; now: number; keptMs: number }): boolean {
+  if (record.status !== 'approved' || record.decidedAt === undefined) return false;
+  if (options.lastRunAt !== undefined) return record.decidedAt <= options.lastRunAt;
+  return options.now - record.decidedAt >= options.keptMs;
+}

@@ -10,7 +10,7 @@ import { code as iso4217 } from 'currency-codes';
  * Codes ISO 4217 lists that are no money anyone is paid in, by the table's own marks: no minor unit at all ("N.A.":
  * the metals, the bond market units, the SDR, the Sucre, the ADB unit of account, the testing and "no currency"
  * codes) or a fund ("IsFund": units of account and next-day dollars). The package's table keeps neither mark (it
- * gives "N.A." as 0 digits), so they are listed here; test/unit/money-and-text.test.ts derives this set from the
+ * gives "N.A." as 0 digits), so they are listed here; lambdas/core/money-and-text.test.ts derives this set from the
  * package's copy of list one and fails when the two differ.
  */
 export const NOT_PAYABLE_CODES: ReadonlySet<string> = new Set([
@@ -30,8 +30,11 @@ export function minorUnitsOf(code: string): number | undefined {
 
 export const isPayableCurrency = (code: string): boolean => minorUnitsOf(code) !== undefined;
 
-/** Whole numbers grouped by threes with commas (`en-US` is that rule; the locale of the machine plays no part). */
-const GROUPED = new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 });
+/**
+ * Whole numbers grouped by threes with commas (`en-US` is that rule; the locale of the machine plays no part). Made
+ * on first use: the process's first Intl object loads ICU's data, which a call that shows no amount never needs.
+ */
+let grouped: Intl.NumberFormat | undefined;
 
 /**
  * `1250, 'EUR'` → `12.50 EUR`; `1000000000, 'JPY'` → `1,000,000,000 JPY`; `1250, 'BHD'` → `1.250 BHD`: the major
@@ -45,6 +48,6 @@ export function formatMinorUnits(amountMinor: number, currency: string): string 
   if (!Number.isSafeInteger(amountMinor)) throw new RangeError('the amount must be a whole number of minor units');
   const sign = amountMinor < 0 ? '-' : '';
   const text = Math.abs(amountMinor).toString().padStart(digits + 1, '0');
-  const major = GROUPED.format(BigInt(digits === 0 ? text : text.slice(0, -digits)));
+  const major = (grouped ??= new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 })).format(BigInt(digits === 0 ? text : text.slice(0, -digits)));
   return `${sign}${digits === 0 ? major : `${major}.${text.slice(-digits)}`} ${currency}`;
 }

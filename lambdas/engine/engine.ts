@@ -20,11 +20,13 @@ import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import {
   decideForExisting,
   isSettled,
+  keyIsFree,
   transition,
   type ExpiryPolicy,
   type IdempotencyRecord,
   type StoredError,
 } from '../core/state-machine';
+import { type ConfirmationAsk, type ConfirmationRequirement, confirmBeforeRunning } from './confirmation-gate';
 import { silentObserver, type EngineEventType, type IdempotencyObserver } from './observer';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity } from './persistence';
 
@@ -138,7 +140,21 @@ export interface WriteRequest {
    * a key found free still goes to the conditional write, so a wrong or forged hint costs one read and no answer.
    */
   likelyReplay?: boolean;
+  /**
+   * The key may only be answered from its record (an operation id past its expiry still names the operation it
+   * ran): a call that finds it free gets this answer instead, and nothing runs.
+   */
+  onlyIfHeld?: WriteToolResult<never>;
 }
+
+/** The engine's answer while a person is asked to confirm (nothing ran, nothing was written for the key). */
+export interface NeedsConfirmation {
+  outcome: 'needs_confirmation';
+  ask: ConfirmationAsk;
+}
+
+/** What `runConfirmed` answers: the result contract, or the ask while the person is asked. */
+export type EngineAnswer<R> = WriteToolResult<R> | NeedsConfirmation;
 
 export interface EngineOptions {
   store: IdempotencyStore;
@@ -219,7 +235,34 @@ export class IdempotencyEngine {
     this.answeredLimit = options.answeredKeys ?? 10_000;
   }
 
-  async run<R>(request: WriteRequest, policyInput: IdempotencyPolicy, execute: Executor<R>): Promise<WriteToolResult<R>> {
+  /** Runs `execute` at most once per key and answers every call with the key: the first call's result, a replay, or why not now. */
+  run<R>(request: WriteRequest, policyInput: IdempotencyPolicy, execute: Executor<R>): Promise<WriteToolResult<R>> {
+    // Without a confirmation requirement nobody is asked: the answer is never `needs_confirmation`.
+    return this.answer(request, undefined, policyInput, execute) as Promise<WriteToolResult<R>>;
+  }
+
+  /**
+   * As `run`, for a tool a person confirms before it runs (its `confirmation`): the engine reads the record once and,
+   * when the key is free, asks the gate (lambdas/engine/confirmation-gate.ts); the call runs only on its yes, and is
+   * answered `needs_confirmation` while the person is asked, or refused (declined, nobody can be asked). A key whose
+   * record answers the call (a replay, a conflict, in progress) is answered from that record without asking anyone.
+   * `confirmation` undefined: as `run`.
+   */
+  runConfirmed<R>(
+    request: WriteRequest,
+    confirmation: ConfirmationRequirement | undefined,
+    policyInput: IdempotencyPolicy,
+    execute: Executor<R>,
+  ): Promise<EngineAnswer<R>> {
+    return this.answer(request, confirmation, policyInput, execute);
+  }
+
+  private async answer<R>(
+    request: WriteRequest,
+    confirmation: ConfirmationRequirement | undefined,
+    policyInput: IdempotencyPolicy,
+    execute: Executor<R>,
+  ): Promise<EngineAnswer<R>> {
     const started = this.clock();
     const policy: ResolvedPolicy = {
       ...DEFAULT_POLICY,
@@ -268,8 +311,22 @@ export class IdempotencyEngine {
       // answers it without running the tool or sending the transaction (refused, it would still cost a write of every
       // item it carries). Only a shortcut to the answer a held record gives: a key found free goes on to the
       // conditional write as any other.
-      const readFirst = local && (request.likelyReplay === true || this.answered.has(answeredKey));
+      // A gated call (a person confirms, an expired operation id) reads first too: the one read that decides whether
+      // anyone is asked; a held key goes on from the record it read, with no second read.
+      const gated = confirmation !== undefined || request.onlyIfHeld !== undefined;
+      const readFirst = gated || (local && (request.likelyReplay === true || this.answered.has(answeredKey)));
       let known = readFirst ? await this.store.get(identity) : undefined;
+      if (gated && (!known || keyIsFree(known, this.clock(), policy.onExpired))) {
+        if (request.onlyIfHeld) return request.onlyIfHeld;
+        const verdict = await confirmBeforeRunning(
+          confirmation!,
+          { ...identity, fingerprint: fp },
+          { lastRunAt: known?.createdAt, retentionSeconds: policy.retentionSeconds },
+        );
+        if (verdict !== 'run') return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
+        // Free: the claim (or the one-request commit) takes it, conditioned on it being free still.
+        known = undefined;
+      }
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
         const { budgetMs, leaseExpiresAt } = this.budget(now, policy, request);

@@ -9,22 +9,27 @@ import {
   retentionFromNow,
   transition,
   type IdempotencyRecord,
+  type RecordState,
   type ReviewEntry,
   type StoredError,
   type TransitionEvent,
 } from '../core/state-machine';
-import type {
-  ClaimOptions,
-  ClaimResult,
-  CommitOnceResult,
-  ExtraWrite,
-  IdempotencyStore,
-  OperatorDecision,
-  Reconciliation,
-  RecordIdentity,
-  ReviewLog,
-  ReviewStore,
-  Settlement,
+import {
+  attentionDueAt,
+  type AttentionQuery,
+  type AttentionStatus,
+  type ClaimOptions,
+  type ClaimResult,
+  type CommitOnceResult,
+  type ExtraWrite,
+  type IdempotencyStore,
+  type OperatorDecision,
+  type Reconciliation,
+  type RecordIdentity,
+  type ReviewLog,
+  type ReviewStore,
+  type RecordQueries,
+  type Settlement,
 } from './persistence';
 
 const recordKey = (id: RecordIdentity) => JSON.stringify([id.tenant, id.tool, id.idempotencyKey]);
@@ -37,7 +42,7 @@ const copy = <T>(value: T): T => structuredClone(value);
  * and applies it whole or not at all (the store conformance suite holds both to that). Every write's status check
  * is the transition table's (`allows`), and a free key is `keyIsFree`'s.
  */
-export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
+export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
   private readonly records = new Map<string, IdempotencyRecord>();
   private readonly reviewLogs = new Map<string, ReviewLog>();
   private readonly items = new Map<string, Record<string, unknown>>();
@@ -125,26 +130,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     const to = transition('UNKNOWN', outcome.event);
     const record = this.asRead(read, outcome.event);
     if (!record) return false;
-    if (outcome.event === 'reconciled_absent') {
-      this.records.delete(recordKey(read));
-      return true;
-    }
-    record.status = to as IdempotencyRecord['status'];
-    record.updatedAt = now;
-    delete record.nextCheckAt;
-    if (to === 'SUCCEEDED' || to === 'FAILED') {
-      // Settled now, so it replays for a full retention from now.
-      Object.assign(record, retentionFromNow(read, now));
-    }
-    if (outcome.event === 'reconciled_found') {
-      record.result = copy(outcome.result ?? null);
-      delete record.error;
-      delete record.errorType;
-    } else {
-      record.error = copy(outcome.error);
-      record.errorType = outcome.event === 'reconcile_exhausted' ? 'reconcile_exhausted' : 'terminal';
-    }
-    if (outcome.event === 'reconcile_exhausted') record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
+    this.resolve(record, read, outcome, to, now);
     return true;
   }
 
@@ -177,43 +163,34 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
   async decide(read: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
     const to = transition(read.status, decision.event);
     const key = recordKey(read);
-    const record = this.records.get(key);
-    const version = this.reviewLogs.get(key)?.version ?? 0;
-    if (
-      !record ||
-      record.status !== read.status ||
-      record.ownerToken !== read.ownerToken ||
-      record.updatedAt !== read.updatedAt ||
-      record.reconcileAttempts !== read.reconcileAttempts ||
-      version !== log.version
-    ) {
-      return false;
-    }
+    const record = this.asRead(read, decision.event, { exact: true });
+    if (!record || (this.reviewLogs.get(key)?.version ?? 0) !== log.version) return false;
     this.reviewLogs.set(key, { entries: appendReviewEntry(log.entries, copy(entry)), version: log.version + 1 });
-    if (decision.event === 'operator_settled_absent') {
-      this.records.delete(key);
-      return true;
-    }
-    record.status = to as IdempotencyRecord['status'];
-    record.updatedAt = now;
-    if (decision.event === 'operator_recheck') {
-      record.nextCheckAt = now;
-      record.error = copy(OPERATOR_RECHECK_ERROR);
-      delete record.reconcileAttempts;
-      return true;
-    }
-    // Settled now, so it replays for a full retention from now.
-    Object.assign(record, retentionFromNow(read, now));
-    delete record.nextCheckAt;
-    if (decision.event === 'operator_settled_found') {
-      record.result = copy(decision.result ?? null);
-      delete record.error;
-      delete record.errorType;
-    } else {
-      record.error = copy(decision.error);
-      record.errorType = 'terminal';
-    }
+    this.resolve(record, read, decision, to, now);
     return true;
+  }
+
+  assertQueryable(): void {}
+
+  async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
+    return this.needingAttention(status, query.dueBy).slice(0, query.limit);
+  }
+
+  async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
+    const found = this.needingAttention(status, query.dueBy);
+    for (let i = 0; i < found.length; i += query.pageSize) yield found.slice(i, i + query.pageSize);
+  }
+
+  async countAttention(status: AttentionStatus): Promise<number> {
+    return this.needingAttention(status).length;
+  }
+
+  /** Copies of the records in `status` due by `dueBy`, the earliest due first. */
+  private needingAttention(status: AttentionStatus, dueBy = Number.POSITIVE_INFINITY): IdempotencyRecord[] {
+    return [...this.records.values()]
+      .filter((record) => record.status === status && attentionDueAt(record) <= dueBy)
+      .sort((a, b) => attentionDueAt(a) - attentionDueAt(b))
+      .map(copy);
   }
 
   /** A tool's item created by a settlement (tests look at what committed). */
@@ -228,10 +205,50 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore {
     return record && allows(record.status, event) && record.ownerToken === ownerToken ? record : undefined;
   }
 
-  /** The version the reconciler read: `event` legal from its status, same owner, same number of attempts. */
-  private asRead(read: IdempotencyRecord, event: TransitionEvent): IdempotencyRecord | undefined {
+  /**
+   * The record at the version read, as the DynamoDB adapter fences it: `event` legal from its status, same owner,
+   * same number of attempts (the reconciler's fence); `exact` (a person's decision) adds the status and the last
+   * update, since attempts alone could come round again.
+   */
+  private asRead(read: IdempotencyRecord, event: TransitionEvent, { exact = false } = {}): IdempotencyRecord | undefined {
     const record = this.owned(read, read.ownerToken, event);
-    return record?.reconcileAttempts === read.reconcileAttempts ? record : undefined;
+    if (!record || record.reconcileAttempts !== read.reconcileAttempts) return undefined;
+    return !exact || (record.status === read.status && record.updatedAt === read.updatedAt) ? record : undefined;
+  }
+
+  /**
+   * An outcome settled for an UNKNOWN or NEEDS_REVIEW record, by the reconciler or a person: the one write of both,
+   * by the state the table sends it to (`to`). ABSENT: deleted. SUCCEEDED or FAILED: replayed for a full retention
+   * from now. NEEDS_REVIEW: parked, one more attempt counted. UNKNOWN: checked again from now, attempts reset.
+   */
+  private resolve(record: IdempotencyRecord, read: IdempotencyRecord, outcome: Reconciliation | OperatorDecision, to: RecordState, now: number) {
+    if (to === 'ABSENT') {
+      this.records.delete(recordKey(read));
+      return;
+    }
+    record.status = to;
+    record.updatedAt = now;
+    if (to === 'SUCCEEDED' || to === 'FAILED') {
+      Object.assign(record, retentionFromNow(read, now));
+      delete record.nextCheckAt;
+      if (to === 'SUCCEEDED') {
+        record.result = copy(('result' in outcome ? outcome.result : undefined) ?? null);
+        delete record.error;
+        delete record.errorType;
+      } else {
+        record.error = copy('error' in outcome ? outcome.error : undefined);
+        record.errorType = 'terminal';
+      }
+    } else if (to === 'NEEDS_REVIEW') {
+      delete record.nextCheckAt;
+      record.error = copy('error' in outcome ? outcome.error : undefined);
+      record.errorType = 'reconcile_exhausted';
+      record.reconcileAttempts = (read.reconcileAttempts ?? 0) + 1;
+    } else {
+      record.nextCheckAt = now;
+      record.error = copy(OPERATOR_RECHECK_ERROR);
+      delete record.reconcileAttempts;
+    }
   }
 
   private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number, inFlightUntil: number) {

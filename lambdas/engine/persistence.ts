@@ -81,6 +81,48 @@ export interface ReviewStore {
   decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean>;
 }
 
+/** The statuses of records that need a look: a lease running (or passed), an outcome to verify, a person's review. */
+export type AttentionStatus = Extract<RecordStatus, 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW'>;
+
+/**
+ * When a record needing a look is due (epoch ms), the order and the bound of the queries: a PROCESSING record at its
+ * lease's end, an UNKNOWN record at its next check (its last update when none is set), a NEEDS_REVIEW record at its
+ * last update.
+ */
+export function attentionDueAt(record: IdempotencyRecord): number {
+  if (record.status === 'PROCESSING') return record.leaseExpiresAt;
+  if (record.status === 'UNKNOWN') return record.nextCheckAt ?? record.updatedAt;
+  return record.updatedAt;
+}
+
+export interface AttentionQuery {
+  /** Only records due at or before this (epoch ms, `attentionDueAt`); all when unset. */
+  dueBy?: number;
+}
+
+/**
+ * The queries of the reconciler and the review desk (`idempotent-mcp-ops`): the records that need a look, found
+ * without reading the whole store; the engine never calls them. Reads may lag the writes: a record returned may
+ * have moved on since, so every write that acts on one is fenced on it as read. Only records still in the status
+ * asked for (as read) and of this store (its key prefix) come back.
+ */
+export interface RecordQueries {
+  /**
+   * Throws, naming `reader` ("The reconciler"), when this store cannot answer the queries (a DynamoDB store created
+   * with `attentionIndex: false`): a reader would find nothing and say nothing. A reader calls it when it is made.
+   */
+  assertQueryable(reader: string): void;
+  /** Records in `status`, the earliest due first, at most `limit`. */
+  findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]>;
+  /**
+   * Every record in `status`, a page (at most `pageSize`) at a time, in no set order across pages: a listing that
+   * filters as it goes reads no more than it needs.
+   */
+  attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]>;
+  /** How many records are in `status` (the alarms' gauges). May count a record that moved on a moment ago. */
+  countAttention(status: AttentionStatus): Promise<number>;
+}
+
 export interface Settlement {
   status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;
   result?: unknown;

@@ -113,7 +113,7 @@ function sentence(issue: z.core.$ZodIssue, input: unknown): string {
   }
   const where = `tool ${tool}`;
   const kind = (input as { tools?: Record<string, { kind?: unknown }> })?.tools?.[tool]?.kind;
-  if (field.length === 0 && issue.code === 'invalid_union') return `${where}: field kind must be "write" or "read"`;
+  if (issue.code === 'invalid_union' && (field.length === 0 || field.join('.') === 'kind')) return `${where}: field kind must be "write" or "read"`;
   if (issue.code === 'unrecognized_keys') {
     const path = field.length > 0 ? `${field.join('.')}.` : '';
     const known = field.length === 0 && typeof kind === 'string' ? FIELD_NAMES.get(kind) : undefined;

@@ -7,17 +7,17 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
-import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/http-handler';
+import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/streamable-http';
 import type { ToolDefinition } from '../mcp/tool-types';
+import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../mcp/param-headers';
 import type { AppConfig, ApprovalPageConfig } from '../config';
-import { APPROVALS_PATH } from '../mcp/confirmation';
+import { APPROVALS_PATH, MCP_PATH } from '../core/endpoint-paths';
 import { createApprovalPage } from './approval-page';
 import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
-export { MAX_BODY_BYTES };
-export const MCP_PATH = '/mcp';
+export { MAX_BODY_BYTES, MCP_PATH };
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
@@ -163,8 +163,11 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     cors({
       origin: (origin) => origin,
       allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them.
-      allowHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID'],
+      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them; a write tool's call also its key's Mcp-Param-*.
+      allowHeaders: [
+        'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
+        ...Object.values(KEY_HEADER_NAMES).map((name) => `${MCP_PARAM_HEADER_PREFIX}${name}`),
+      ],
       // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
       exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
       maxAge: 600,

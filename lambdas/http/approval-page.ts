@@ -10,7 +10,7 @@ import type { AppConfig, ApprovalPageConfig } from '../config';
 import type { Clock } from '../core/clock';
 import { whenText } from '../core/when';
 import type { ToolRuntime } from '../mcp/tool-types';
-import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../mcp/confirmation';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../core/endpoint-paths';
 import { openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
 
 /**

@@ -4,13 +4,16 @@ import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/erro
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
-import { keyIsFree } from '../core/state-machine';
-import { DEFAULT_POLICY, type Execution, type ExecutionContext, type IdempotencyPolicy, type ToolEffect } from '../engine/engine';
+import type { Execution, ExecutionContext, IdempotencyPolicy, ToolEffect } from '../engine/engine';
+import { type ConfirmationAsk, secretUnavailable } from '../engine/confirmation-gate';
 import { SecretUnavailableError } from '../core/errors';
+import type { Confirmation } from '../core/confirmation-choice';
 import { parseArguments } from './arguments';
-import { type Confirmation, confirmBeforeRunning, isInputRequired, secretUnavailable } from './confirmation';
+import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
+import { CONFIRM_FORM, CONFIRM_INPUT, confirmationRequirement } from './confirmation';
 import { visibleText } from '../core/display-text';
-import { definedToolName, isUrlElicitationRequired, type UrlElicitationRequired, type KeySource, type ReconcileServices, type ToolCall, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+import type { ProtocolEra, ToolAnswer, UrlElicitationRequired, KeySource, ReconcileServices, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
+import { definedToolName } from './tool-types';
 
 /** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
 export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
@@ -83,7 +86,9 @@ const traceIdSchema = z
   .describe('Optional correlation id for your logs; not part of the operation, so it may differ between retries.');
 
 function keyFieldSchema(keySource: KeySource, tool: string) {
-  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN));
+  // Mirrored into the Mcp-Param-* header by 2026-07-28 clients, which servers check against the body (param-headers.ts).
+  const header = KEY_HEADER_NAMES[keySource === 'client' ? 'idempotency_key' : 'operation_id'];
+  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN)).meta({ [X_MCP_HEADER]: header });
   return keySource === 'client'
     ? base.describe(IDEMPOTENCY_KEY_DESCRIPTION)
     : base.describe(
@@ -133,7 +138,37 @@ export function toCallToolResult(result: WriteToolResult, keyField: KeyField = '
   };
 }
 
+/**
+ * MCP answer of a call whose person is being asked (the engine's `needs_confirmation`): a 2026-07-28 input request
+ * (URL or form mode) with the round's `requestState`, or, for a 2025-11-25 client sent to the page, that era's
+ * URL-elicitation-required error (answerOf in register-write-tool.ts throws it).
+ */
+function askThePerson(ask: ConfirmationAsk, era: ProtocolEra | undefined): InputRequiredResult | UrlElicitationRequired {
+  if (ask.via === 'form') {
+    return {
+      resultType: 'input_required',
+      inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'form', message: ask.message, requestedSchema: CONFIRM_FORM } } },
+      requestState: ask.requestState,
+    };
+  }
+  if (era !== 'modern') {
+    return {
+      resultType: 'url_elicitation_required',
+      message: `The person must approve this on the approval page first: ${ask.url} . Nothing ran; call again with the same key once they have decided.`,
+      elicitations: [{ mode: 'url', elicitationId: ask.approvalId, url: ask.url, message: ask.message }],
+    };
+  }
+  return {
+    resultType: 'input_required',
+    inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'url', message: ask.message, url: ask.url, elicitationId: ask.approvalId } } },
+    requestState: ask.requestState!,
+  };
+}
+
 const rawKeyOf = (value: unknown) => (typeof value === 'string' ? value : '');
+
+/** The key a call runs under; `onlyIfHeld`: an expired operation id, answered only while its record still answers. */
+type ResolvedKey = { key: string; onlyIfHeld?: WriteToolResult<never> };
 
 /**
  * THE way to add an idempotent write tool. The helper adds the key field and `trace_id` to the input schema,
@@ -156,11 +191,11 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
     throw new TypeError(`defineWriteTool ${spec.name}: idempotency.inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`);
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
-  async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<string | WriteToolResult> {
+  async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<ResolvedKey | WriteToolResult<never>> {
     const value = args[keyField];
     if (keySource === 'client') {
       try {
-        return validateIdempotencyKey(value);
+        return { key: validateIdempotencyKey(value) };
       } catch (err) {
         if (err instanceof IdempotencyError) return WriteResults.rejected(rawKeyOf(value), { code: err.code, message: err.message });
         throw err;
@@ -172,20 +207,20 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       check = await call.services.operationIds.verify(binding, value);
     } catch (err) {
       if (!(err instanceof SecretUnavailableError)) throw err;
-      return secretUnavailable(err, rawKeyOf(value), call, spec.name, 'operation_id');
+      return secretUnavailable(err, rawKeyOf(value), call.services.logger, spec.name, 'operation_id');
     }
-    if (check.valid) return value as string;
+    if (check.valid) return { key: value as string };
     if (check.reason === 'expired') {
       // An expired id still names its operation: a late retry of one that ran must get its result, not a refusal.
-      // Only while its record still answers: past the replay window (the record lingers until TTL deletes it) the
-      // engine would treat the key as free and run the operation again under an id that expired long ago.
-      const existing = await call.services.store.get({ ...binding, idempotencyKey: value as string });
-      const onExpired = policy.onExpired ?? DEFAULT_POLICY.onExpired;
-      if (existing && !keyIsFree(existing, call.services.clock(), onExpired)) return value as string;
-      return WriteResults.rejected(value as string, {
-        code: ErrorCode.UNKNOWN_OPERATION_ID,
-        message: `This operation_id has expired and no result of it is on record; nothing ran. Call issue_operation_id { "tool": "${spec.name}" } for a new one.`,
-      });
+      // Only while its record still answers (the engine's one read decides): past the replay window (the record
+      // lingers until TTL deletes it) the key is free, and running under an id that expired long ago is refused.
+      return {
+        key: value as string,
+        onlyIfHeld: WriteResults.rejected(value as string, {
+          code: ErrorCode.UNKNOWN_OPERATION_ID,
+          message: `This operation_id has expired and no result of it is on record; nothing ran. Call issue_operation_id { "tool": "${spec.name}" } for a new one.`,
+        }),
+      };
     }
     return WriteResults.rejected(rawKeyOf(value), {
       code: ErrorCode.UNKNOWN_OPERATION_ID,
@@ -196,20 +231,21 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   const confirmation = spec.confirmation ?? 'none';
   if (confirmation !== 'none' && !spec.summarize) throw new Error(`${spec.name}: confirmation '${confirmation}' needs summarize(args), what the person is asked`);
 
-  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<WriteToolResult | InputRequiredResult | UrlElicitationRequired> {
+  /** MCP in, the engine decides (the one read of the record, the person's confirmation, the run), MCP out. */
+  async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer> {
     const args = rawArgs ?? {};
-    const key = await resolveKey(args, call);
-    if (typeof key !== 'string') return key;
+    const resolved = await resolveKey(args, call);
+    if ('outcome' in resolved) return toCallToolResult(resolved, keyField);
+    const { key } = resolved;
     const parsed = parseArguments(inputSchema, args);
-    if (!parsed.ok) return WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message });
+    if (!parsed.ok) return toCallToolResult(WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message }), keyField);
     const { trace_id: traceId, [keyField]: _key, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
-    if (confirmation !== 'none') {
-      // One line whatever the tool writes: free text in it cannot draw a second line that looks like the summary.
-      const summary = visibleText(spec.summarize!(business as z.output<z.ZodObject<Shape>>));
-      const decision = await confirmBeforeRunning({ tool: spec.name, key, args: business, summary, mode: confirmation, policy, call });
-      if (decision !== 'run') return decision;
-    }
-    const answer = await call.services.engine.run<R>(
+    const requirement =
+      confirmation === 'none'
+        ? undefined
+        : // One line whatever the tool writes: free text in it cannot draw a second line that looks like the summary.
+          confirmationRequirement(confirmation, visibleText(spec.summarize!(business as z.output<z.ZodObject<Shape>>)), spec.name, call);
+    const answer = await call.services.engine.runConfirmed<R>(
       {
         tenant: call.caller.tenant,
         tool: spec.name,
@@ -219,12 +255,15 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
         remainingTimeMs: call.remainingTimeMs,
         effect: spec.effect,
         likelyReplay: call.likelyReplay,
+        onlyIfHeld: resolved.onlyIfHeld,
       },
+      requirement,
       policy,
       (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),
     );
+    if (answer.outcome === 'needs_confirmation') return askThePerson(answer.ask, call.era);
     // The engine speaks of keys; the caller should hear of the field it actually sent.
-    return answer.outcome === 'conflict' ? WriteResults.conflict(key, keyField) : answer;
+    return toCallToolResult(answer.outcome === 'conflict' ? WriteResults.conflict(key, keyField) : answer, keyField);
   }
 
   return {
@@ -252,8 +291,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
     async call(rawArgs, call) {
       const rawKey = rawKeyOf(rawArgs?.[keyField]);
       try {
-        const answer = await run(rawArgs, call);
-        return isInputRequired(answer) || isUrlElicitationRequired(answer) ? answer : toCallToolResult(answer, keyField);
+        return await run(rawArgs, call);
       } catch (err) {
         // The engine answers every outcome it understands; anything else is ours, and may have happened.
         const storeDown = err instanceof StoreUnavailableError;

@@ -11,6 +11,7 @@ import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import { closestName } from '../core/closest-name';
 import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
+import { type ParamHeaderScan, scanParamHeaders } from './param-headers';
 import { answerOf, requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
@@ -70,6 +71,15 @@ function listing(tool: ToolDefinition): Tool {
     listings.set(tool, entry);
   }
   return entry;
+}
+
+// The Mcp-Param-* declarations of each tool, read from the very inputSchema tools/list serves, once per tool.
+const headerScans = new WeakMap<ToolDefinition, ParamHeaderScan>();
+/** The `x-mcp-header` declarations a tool's listed inputSchema makes (2026-07-28 clients mirror those arguments). */
+export function paramHeaderScan(tool: ToolDefinition): ParamHeaderScan {
+  let scan = headerScans.get(tool);
+  if (!scan) headerScans.set(tool, (scan = scanParamHeaders(listing(tool).inputSchema)));
+  return scan;
 }
 
 // Written once per tool list, not on every request (one server per request).

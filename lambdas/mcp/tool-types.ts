@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
-import type { ConfirmationBinding, ConfirmationStateCheck } from '../core/confirmation-state';
+import type { ConfirmationSigner } from '../engine/confirmation-gate';
 import type { ApprovalStore } from '../engine/approval-store';
 
 /** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
@@ -17,11 +17,8 @@ export interface OperationIdSigner {
   verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
 }
 
-/** Signs and checks the `requestState` of confirmation rounds, with the operation-id key (domain-separated). */
-export interface ConfirmationSigner {
-  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
-  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
-}
+/** The confirmation rounds' signer is the engine's gate's port (lambdas/engine/confirmation-gate.ts). */
+export type { ConfirmationSigner };
 
 /**
  * What the tool helpers themselves need of a server's services: the engine and its store, the clock, a logger, and

@@ -2,7 +2,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { OwnershipLostError, TerminalToolError } from '../core/errors';
 import type { StoredError } from '../core/state-machine';
 import type { ExtraWrite } from '../engine/persistence';
-import { queryAttention } from '../store/attention-index';
+import { attentionPages, countAttention, queryAttention } from '../store/attention-index';
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
@@ -158,6 +158,21 @@ export class OutboxStore {
   async dueEvents(dueBy: number, limit: number): Promise<StoredOutboxEvent[]> {
     const items = await queryAttention(this.doc, this.tableName, 'OUTBOX', { dueBy, limit });
     return items.map(itemToEvent).filter((e) => e.status === 'PENDING');
+  }
+
+  /** How many events are pending (the reconciler's gauge): a COUNT per index shard, no event read back. */
+  pendingCount(): Promise<number> {
+    return countAttention(this.doc, this.tableName, 'OUTBOX');
+  }
+
+  /**
+   * Every event still pending, or given up on (FAILED: until a redrive delivers it), a page at a time, in no set
+   * order across pages: the review desk's listing, which filters as it goes.
+   */
+  async *eventPages(status: 'PENDING' | 'FAILED', pageSize: number): AsyncIterable<StoredOutboxEvent[]> {
+    for await (const page of attentionPages(this.doc, this.tableName, status === 'PENDING' ? 'OUTBOX' : 'UNDELIVERED', pageSize)) {
+      yield page.map((item) => OutboxStore.eventFromItem(item)).filter((event): event is StoredOutboxEvent => event?.status === status);
+    }
   }
 
   /** After a send: count it and schedule the sweep's next look. False when the event settled meanwhile. */

@@ -92,6 +92,11 @@ export class OutboxRelay {
     return { sent: sent.map((e) => e.message.event_id), failed };
   }
 
+  /** How many events are pending (sent or not), for the reconciler's gauge. */
+  pendingCount(): Promise<number> {
+    return this.outbox.pendingCount();
+  }
+
   /** One pass of the safety net over events due at or before `now - graceMs`. */
   async sweep(options: { graceMs?: number; limit?: number } = {}): Promise<SweepReport> {
     const now = this.clock();

@@ -7,14 +7,11 @@ import { leaseHasPassed } from '../core/lease';
 import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
-import type { IdempotencyStore } from '../engine/persistence';
+import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
 import { toolInFlightWindowMs } from '../engine/engine';
 import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
-import { countAttention, queryAttention, requireAttentionIndex } from '../store/attention-index';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { itemToRecord } from '../store/dynamodb-idempotency-store';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
 export interface ToolReconciler {
@@ -26,10 +23,8 @@ export interface ToolReconciler {
 }
 
 export interface ReconcilerOptions {
-  store: IdempotencyStore;
-  /** For the attention index queries (the store's port has no queries: the engine never needs them). */
-  doc: DynamoDBDocumentClient;
-  tableName: string;
+  /** The store and its queries (the UNKNOWN records, the stale leases, the records parked for review). */
+  store: IdempotencyStore & RecordQueries;
   tools: ReadonlyMap<string, ToolReconciler>;
   logger: Pick<ToolkitLogger, 'info' | 'warn' | 'error'>;
   /** Where its counts and gauges go. Default the Lambda functions' (EMF on standard output, see `lambdaMetrics`). */
@@ -93,8 +88,8 @@ const UNKNOWN_SCAN_LIMIT = 1000;
 
 /**
  * Settles what the engine could not: UNKNOWN records (a timeout after the downstream may have acted), stale
- * PROCESSING records (an executor that vanished) and stuck outbox events, all found through the sparse attention
- * index. Each record gets one state transition per run, always through a conditional write fenced on what was
+ * PROCESSING records (an executor that vanished) and stuck outbox events, all found through the store's queries
+ * (`RecordQueries`; on DynamoDB the sparse attention index). Each record gets one state transition per run, always through a conditional write fenced on what was
  * read, so the reconciler never races a live executor or a second reconciler.
  *
  *   UNKNOWN --found--> SUCCEEDED (the downstream's result; the next duplicate replays it)
@@ -107,7 +102,7 @@ export class Reconciler {
   private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;
 
   constructor(options: ReconcilerOptions) {
-    requireAttentionIndex(options.store, 'The reconciler');
+    options.store.assertQueryable('The reconciler');
     this.options = { clock: systemClock, metrics: lambdaMetrics, ...ReconcilerDefaults, ...options };
   }
 
@@ -128,7 +123,7 @@ export class Reconciler {
   }
 
   async runOnce(): Promise<ReconcileReport> {
-    const { doc, tableName, clock, batchSize, leaseGraceMs, relay, outboxGraceMs, metrics } = this.options;
+    const { store, clock, batchSize, leaseGraceMs, relay, outboxGraceMs, metrics } = this.options;
     const report: ReconcileReport = {
       found: 0,
       released: 0,
@@ -142,9 +137,7 @@ export class Reconciler {
     };
     const now = clock();
 
-    const unknown = (await queryAttention(doc, tableName, 'UNKNOWN', { limit: UNKNOWN_SCAN_LIMIT }))
-      .map(itemToRecord)
-      .filter((r) => r.status === 'UNKNOWN');
+    const unknown = await store.findAttention('UNKNOWN', { limit: UNKNOWN_SCAN_LIMIT });
     const due = unknown.filter((r) => this.isDue(r, now)).slice(0, batchSize);
     const settled = new Set<IdempotencyRecord>();
     await inBatches(due, CONCURRENCY, async (record) => {
@@ -154,9 +147,9 @@ export class Reconciler {
     });
 
     // Stale leases become UNKNOWN now and are checked from the next run on: one transition per record per run.
-    const stale = (await queryAttention(doc, tableName, 'LEASE', { dueBy: now - leaseGraceMs, limit: batchSize }))
-      .map(itemToRecord)
-      .filter((r) => r.status === 'PROCESSING' && leaseHasPassed(r.leaseExpiresAt + leaseGraceMs, now));
+    const stale = (await store.findAttention('PROCESSING', { dueBy: now - leaseGraceMs, limit: batchSize })).filter((r) =>
+      leaseHasPassed(r.leaseExpiresAt + leaseGraceMs, now),
+    );
     for (const record of stale) {
       if (await this.expireLease(record, now)) {
         report.expiredLeases++;
@@ -167,14 +160,14 @@ export class Reconciler {
 
     if (relay) {
       report.outbox = await relay.sweep({ graceMs: outboxGraceMs, limit: batchSize });
-      report.outboxPending = await countAttention(doc, tableName, 'OUTBOX');
+      report.outboxPending = await relay.pendingCount();
       metrics.add(MetricName.OutboxPending, MetricUnit.Count, report.outboxPending);
     }
 
     const remaining = unknown.filter((r) => !settled.has(r));
     report.unknown = remaining.length + report.expiredLeases;
     report.oldestUnknownAgeSeconds = Math.max(0, ...remaining.map((r) => Math.floor((now - r.updatedAt) / 1000)));
-    report.needsReview = await countAttention(doc, tableName, 'REVIEW');
+    report.needsReview = await store.countAttention('NEEDS_REVIEW');
     metrics.add(MetricName.UnknownRecords, MetricUnit.Count, report.unknown);
     metrics.add(MetricName.OldestUnknownAgeSeconds, MetricUnit.Seconds, report.oldestUnknownAgeSeconds);
     metrics.add(MetricName.NeedsReview, MetricUnit.Count, report.needsReview);
@@ -196,7 +189,7 @@ export class Reconciler {
 
   /**
    * Asks the tool's downstream and makes the one transition its answer calls for. Protected, not private: the race
-   * exploration (test/proof) drives it one record at a time over the in-memory store, which has no attention index.
+   * exploration (test/proof) drives it one record at a time over the in-memory store.
    */
   protected async settleUnknown(
     record: IdempotencyRecord,

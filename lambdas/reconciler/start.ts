@@ -83,8 +83,6 @@ function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>)
   const services = (options.withClients ? options.withClients(base) : base) as unknown as ReconcileServices<S>;
   const reconciler = new Reconciler({
     store,
-    doc: store.doc,
-    tableName: store.tableName,
     tools: toolReconcilers(options.tools, services, options.downstreamTimeoutMs),
     downstreamTimeoutMs: options.downstreamTimeoutMs ?? ReconcilerDefaults.downstreamTimeoutMs,
     logger,

@@ -100,8 +100,6 @@ function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, override
   const { sideEffects } = services.config;
   return new Reconciler({
     store: services.store,
-    doc: services.doc,
-    tableName: services.tableName,
     tools: toolReconcilers(overrides.tools ?? [], services, sideEffects.downstreamTimeoutMs),
     downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,
     logger: services.logger,

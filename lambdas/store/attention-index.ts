@@ -61,9 +61,16 @@ export async function queryAttention(
     .slice(0, query.limit);
 }
 
-/** How many items of a kind are in the index (a COUNT query per shard: no items are read back). */
-export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind): Promise<number> {
+/**
+ * How many items of a kind are in the index (a COUNT query per shard: no items are read back); with `pkPrefix`, only
+ * items whose partition key starts with it (a store's own records in a shared table).
+ */
+export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind, pkPrefix?: string): Promise<number> {
   const { name, partitionKey } = TableSchema.attentionIndex;
+  const filter =
+    pkPrefix === undefined
+      ? {}
+      : { FilterExpression: 'begins_with(#base, :prefix)', ExpressionAttributeNames: { '#pk': partitionKey, '#base': TableSchema.partitionKey } };
   let total = 0;
   for (const partition of attentionPartitions(kind)) {
     const pages = paginateQuery({ client: doc }, {
@@ -71,7 +78,8 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
       IndexName: name,
       KeyConditionExpression: '#pk = :pk',
       ExpressionAttributeNames: { '#pk': partitionKey },
-      ExpressionAttributeValues: { ':pk': partition },
+      ExpressionAttributeValues: { ':pk': partition, ...(pkPrefix === undefined ? {} : { ':prefix': pkPrefix }) },
+      ...filter,
       Select: 'COUNT',
     });
     for await (const page of pages) total += page.Count ?? 0;

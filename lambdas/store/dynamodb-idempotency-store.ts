@@ -9,11 +9,14 @@ import {
   transition,
   type ExpiryPolicy,
   type IdempotencyRecord,
+  type RecordState,
   type ReviewEntry,
   type StoredError,
   type TransitionEvent,
 } from '../core/state-machine';
 import type {
+  AttentionQuery,
+  AttentionStatus,
   ClaimOptions,
   ClaimResult,
   CommitOnceResult,
@@ -24,6 +27,7 @@ import type {
   RecordIdentity,
   ReviewLog,
   ReviewStore,
+  RecordQueries,
   Settlement,
 } from '../engine/persistence';
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
@@ -37,14 +41,13 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDbClient } from './clients';
 import { claimByCondition, leasePassedClause } from './conditional-claim';
+import { AttentionIndexOffError, attentionPages, countAttention, queryAttention } from './attention-index';
+import { isRecordItemOf, itemToRecord, recordKeyOf, recordPkPrefix, recordToItem } from './record-item';
 import { cancellationReasons, isConditionRefusal, type Item } from './refusals';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
 
-const keyOf = (id: RecordIdentity, keyPrefix = '') => {
-  const key = Keys.idempotency(id.tenant, id.tool, id.idempotencyKey);
-  return keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key;
-};
+const keyOf = recordKeyOf;
 
 type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -72,72 +75,6 @@ export interface DynamoDbStoreOptions {
    * list them (both refuse such a store, saying so).
    */
   attentionIndex?: boolean;
-}
-
-/**
- * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
- * repeated as attributes: every claim sends the item and every replay reads it back.
- */
-export function recordToItem(record: IdempotencyRecord, keyPrefix = '', attentionIndex = true): Item {
-  const key = keyOf(record, keyPrefix);
-  // Properties listed one by one: `{ ...key, <15 more> }` costs tens of microseconds in V8 (Node 20), on every claim.
-  const item: Item = {
-    pk: key.pk,
-    sk: key.sk,
-    fingerprint: record.fingerprint,
-    status: record.status,
-    owner_token: record.ownerToken,
-    created_at: record.createdAt,
-    updated_at: record.updatedAt,
-    lease_expires_at: record.leaseExpiresAt,
-    retain_until: record.retainUntil,
-    [TableSchema.ttlAttribute]: record.expiresAt,
-    trace_id: record.traceId,
-    result: record.result,
-    error: record.error,
-    error_type: record.errorType,
-    reconcile_attempts: record.reconcileAttempts,
-    next_check_at: record.nextCheckAt,
-    in_flight_until: record.inFlightUntil,
-  };
-  if (!attentionIndex) return item;
-  if (record.status === 'PROCESSING') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('LEASE', key.pk);
-    item[TableSchema.attentionIndex.sortKey] = record.leaseExpiresAt;
-  } else if (record.status === 'UNKNOWN') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('UNKNOWN', key.pk);
-    item[TableSchema.attentionIndex.sortKey] = record.nextCheckAt ?? record.updatedAt;
-  } else if (record.status === 'NEEDS_REVIEW') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('REVIEW', key.pk);
-    item[TableSchema.attentionIndex.sortKey] = record.updatedAt;
-  }
-  return item;
-}
-
-export function itemToRecord(item: Item): IdempotencyRecord {
-  const opt = <T>(name: string) => (item[name] === undefined || item[name] === null ? undefined : (item[name] as T));
-  const [, tenant, tool, idempotencyKey] = String(item.pk).split('#');
-  return {
-    tenant: tenant as string,
-    tool: tool as string,
-    idempotencyKey: idempotencyKey as string,
-    fingerprint: item.fingerprint as string,
-    status: item.status as IdempotencyRecord['status'],
-    ownerToken: item.owner_token as string,
-    createdAt: Number(item.created_at),
-    updatedAt: Number(item.updated_at),
-    leaseExpiresAt: Number(item.lease_expires_at),
-    retainUntil: Number(item.retain_until),
-    // UNKNOWN and NEEDS_REVIEW records carry no TTL: deleting them would free a key whose effect may exist.
-    expiresAt: item[TableSchema.ttlAttribute] === undefined ? Number.POSITIVE_INFINITY : Number(item[TableSchema.ttlAttribute]),
-    traceId: opt('trace_id'),
-    result: opt('result'),
-    error: opt('error'),
-    errorType: opt('error_type'),
-    reconcileAttempts: opt<number>('reconcile_attempts'),
-    nextCheckAt: opt<number>('next_check_at'),
-    inFlightUntil: opt<number>('in_flight_until'),
-  };
 }
 
 /** Errors that prove DynamoDB refused the request, so it was not applied. Anything else may have been. */
@@ -168,7 +105,20 @@ function renderFromStates(event: TransitionEvent): { clause: string; values: Exp
   };
 }
 
-type StoreWriteEvent = Exclude<TransitionEvent, 'claim' | 'expire' | 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck'>;
+/** Every write but the claim (whose condition is the key-expiry rule, `renderKeyIsFree`); `expire` is TTL's. */
+type StoreWriteEvent = Exclude<TransitionEvent, 'claim' | 'expire'>;
+/** A fence on a record as read: its condition, with the names and values it uses. */
+interface ReadFence {
+  clause: string;
+  names: Record<string, string>;
+  values: ExpressionValues;
+}
+
+/** Where the attention index keeps records of each status that needs a look. */
+const ATTENTION_KIND: Record<AttentionStatus, AttentionKind> = { PROCESSING: 'LEASE', UNKNOWN: 'UNKNOWN', NEEDS_REVIEW: 'REVIEW' };
+
+/** The error an UNKNOWN record carries when its executor's lease passed without an outcome. */
+const LEASE_EXPIRED_ERROR: StoredError = { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' };
 /** Rendered once per event: settle runs on every call. */
 const FROM_STATES = new Map<StoreWriteEvent, { clause: string; values: ExpressionValues }>();
 const fromStatesOf = (event: StoreWriteEvent) => FROM_STATES.get(event) ?? FROM_STATES.set(event, renderFromStates(event)).get(event)!;
@@ -205,7 +155,7 @@ const removeClause = (attributes: string[]) => (attributes.length === 0 ? '' : `
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
  */
-export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
+export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
   /** The document client the store writes with (the outbox and the tools' writes may share it). */
   readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
@@ -392,32 +342,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
   async markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
-    details: { error: { code: string; message: string }; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
+    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    const key = this.keyOf(identity);
-    const fence = ownedFence('uncertain', ownerToken);
-    const attention = this.attentionSet('UNKNOWN', key.pk, ':next');
-    return this.conditional('mark unknown', () =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, in_flight_until = :inFlight${attention.set} REMOVE #expires`,
-        ConditionExpression: fence.clause,
-        ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
-        ExpressionAttributeValues: {
-          ':unknown': 'UNKNOWN',
-          ':now': now,
-          ':error': details.error,
-          ':errorType': details.errorType ?? null,
-          ':next': details.nextCheckAt,
-          ':inFlight': details.inFlightUntil,
-          ...attention.values,
-          ...fence.values,
-        },
-      })),
-    );
+    return this.conditional('mark unknown', () => this.doc.send(new UpdateCommand(this.toUnknown(identity, ownedFence('uncertain', ownerToken), details, now))));
   }
 
   async takeOver(
@@ -444,85 +373,59 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   async expireLease(record: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
-    const key = this.keyOf(record);
-    const fence = ownedFence('lease_expired', record.ownerToken);
-    const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
-    return this.conditional('expire lease', () =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :now, in_flight_until = :inFlight${attention.set} REMOVE #expires`,
-        ConditionExpression: `${fence.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
-        ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
-        ExpressionAttributeValues: {
-          ':unknown': 'UNKNOWN',
-          ':now': now,
-          ':inFlight': inFlightUntil,
-          ':error': { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
-          ':errorType': 'lease_expired',
-          ':lease': record.leaseExpiresAt,
-          ...attention.values,
-          ...fence.values,
-        },
-      })),
-    );
+    const owned = ownedFence('lease_expired', record.ownerToken);
+    // The lease as read, and passed: a live executor or a takeover keeps the record.
+    const fence = {
+      clause: `${owned.clause} AND lease_expires_at = :lease AND ${leasePassedClause('lease_expires_at')}`,
+      values: { ...owned.values, ':lease': record.leaseExpiresAt },
+    };
+    const details = { error: LEASE_EXPIRED_ERROR, errorType: 'lease_expired' as const, nextCheckAt: now, inFlightUntil };
+    return this.conditional('expire lease', () => this.doc.send(new UpdateCommand(this.toUnknown(record, fence, details, now))));
+  }
+
+  /**
+   * PROCESSING to UNKNOWN, queued for the reconciler at `nextCheckAt`: the one update of `markUnknown` (its owner)
+   * and `expireLease` (anyone, once the lease read has passed), which differ in their fence only. The TTL goes:
+   * deleting an UNKNOWN record would free a key whose effect may exist.
+   */
+  private toUnknown(
+    identity: RecordIdentity,
+    fence: { clause: string; values: ExpressionValues },
+    details: { error: StoredError; errorType: IdempotencyRecord['errorType']; nextCheckAt: number; inFlightUntil: number },
+    now: number,
+  ) {
+    const key = this.keyOf(identity);
+    const attention = this.attentionSet('UNKNOWN', key.pk, ':next');
+    return {
+      TableName: this.tableName,
+      Key: key,
+      UpdateExpression: `SET #status = :unknown, updated_at = :now, #error = :error, error_type = :errorType, next_check_at = :next, in_flight_until = :inFlight${attention.set} REMOVE #expires`,
+      ConditionExpression: fence.clause,
+      ExpressionAttributeNames: { '#status': 'status', '#error': 'error', '#expires': TableSchema.ttlAttribute },
+      ExpressionAttributeValues: {
+        ':unknown': transition('PROCESSING', 'uncertain'),
+        ':now': now,
+        ':error': details.error,
+        ':errorType': details.errorType ?? null,
+        ':next': details.nextCheckAt,
+        ':inFlight': details.inFlightUntil,
+        ...attention.values,
+        ...fence.values,
+      },
+    };
   }
 
   async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
-    const key = this.keyOf(record);
-    const fence = this.versionFence(record, outcome.event);
-    if (outcome.event === 'reconciled_absent') {
-      return this.conditional('release after reconciliation', () =>
-        this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: key, ...fence })),
-      );
-    }
-    const values: Record<string, unknown> = { ':to': to, ':now': now };
-    let set = '#status = :to, updated_at = :now';
-    if (to === 'SUCCEEDED' || to === 'FAILED') {
-      const retention = retentionFromNow(record, now);
-      set += ', retain_until = :retain, #expires = :expires';
-      values[':retain'] = retention.retainUntil;
-      values[':expires'] = retention.expiresAt;
-    }
-    let remove = [...this.attentionRemove, 'next_check_at'];
-    if (outcome.event === 'reconciled_found') {
-      set += ', #result = :result';
-      values[':result'] = outcome.result ?? null;
-      remove.push('#error', 'error_type');
-    } else {
-      set += ', #error = :error, error_type = :errorType';
-      values[':error'] = outcome.error;
-      values[':errorType'] = outcome.event === 'reconcile_exhausted' ? 'reconcile_exhausted' : 'terminal';
-    }
-    if (outcome.event === 'reconcile_exhausted') {
-      // Parked records stay in the index (their own kind) so the reconciler can count them for the alarm.
-      const attention = this.attentionSet('REVIEW', key.pk, ':now');
-      set += `, reconcile_attempts = :attempts${attention.set}`;
-      values[':attempts'] = (record.reconcileAttempts ?? 0) + 1;
-      Object.assign(values, attention.values);
-      remove = ['next_check_at'];
-    }
-    return this.conditional('reconcile', () =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: `SET ${set}${removeClause(remove)}`,
-        ConditionExpression: fence.ConditionExpression,
-        ExpressionAttributeNames: {
-          ...fence.ExpressionAttributeNames,
-          ...(outcome.event === 'reconciled_found' ? { '#result': 'result' } : {}),
-          '#error': 'error',
-          ...(to === 'SUCCEEDED' || to === 'FAILED' ? { '#expires': TableSchema.ttlAttribute } : {}),
-        },
-        ExpressionAttributeValues: { ...fence.ExpressionAttributeValues, ...values },
-      })),
+    const write = this.resolution(record, outcome, to, this.readFence(record, outcome.event), now);
+    return this.conditional(to === 'ABSENT' ? 'release after reconciliation' : 'reconcile', () =>
+      this.doc.send('Delete' in write ? new DeleteCommand(write.Delete) : new UpdateCommand(write.Update)),
     );
   }
 
   async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number, options: { countsAsAttempt?: boolean } = {}): Promise<boolean> {
     transition('UNKNOWN', 'reconcile_deferred');
-    const fence = this.versionFence(record, 'reconcile_deferred');
+    const fence = this.readFence(record, 'reconcile_deferred');
     const counted = options.countsAsAttempt !== false;
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
@@ -530,10 +433,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
         TableName: this.tableName,
         Key: this.keyOf(record),
         UpdateExpression: `SET ${counted ? 'reconcile_attempts = :attempts, ' : ''}next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
-        ConditionExpression: fence.ConditionExpression,
-        ExpressionAttributeNames: { ...fence.ExpressionAttributeNames, '#error': 'error' },
+        ConditionExpression: fence.clause,
+        ExpressionAttributeNames: { ...fence.names, '#error': 'error' },
         ExpressionAttributeValues: {
-          ...fence.ExpressionAttributeValues,
+          ...fence.values,
           ...(counted ? { ':attempts': (record.reconcileAttempts ?? 0) + 1 } : {}),
           ':next': nextCheckAt,
           ':error': reason,
@@ -554,72 +457,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
 
   async decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
     const to = transition(record.status, decision.event);
-    const key = this.keyOf(record);
     // The version `show` read: status, owner, attempts and the last update (attempts alone could come round again).
-    const attempts = record.reconcileAttempts;
-    const fence = {
-      ConditionExpression: `#status = :from AND owner_token = :owner AND updated_at = :readUpdatedAt AND ${
-        attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
-      }`,
-      names: { '#status': 'status' } as Record<string, string>,
-      values: {
-        ':from': record.status,
-        ':owner': record.ownerToken,
-        ':readUpdatedAt': record.updatedAt,
-        ...(attempts === undefined ? {} : { ':readAttempts': attempts }),
-      } as Record<string, unknown>,
-    };
-    let recordWrite: TransactWriteItem;
-    if (decision.event === 'operator_settled_absent') {
-      recordWrite = {
-        Delete: {
-          TableName: this.tableName,
-          Key: key,
-          ConditionExpression: fence.ConditionExpression,
-          ExpressionAttributeNames: fence.names,
-          ExpressionAttributeValues: fence.values,
-        },
-      };
-    } else {
-      const names: Record<string, string> = { ...fence.names, '#error': 'error' };
-      const values: Record<string, unknown> = { ...fence.values, ':to': to, ':now': now };
-      let set = '#status = :to, updated_at = :now';
-      let remove: string[];
-      if (decision.event === 'operator_recheck') {
-        const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
-        set += `, next_check_at = :now, #error = :error${attention.set}`;
-        Object.assign(values, attention.values);
-        values[':error'] = OPERATOR_RECHECK_ERROR;
-        remove = ['reconcile_attempts'];
-      } else {
-        const retention = retentionFromNow(record, now);
-        set += ', retain_until = :retain, #expires = :expires';
-        names['#expires'] = TableSchema.ttlAttribute;
-        values[':retain'] = retention.retainUntil;
-        values[':expires'] = retention.expiresAt;
-        remove = [...this.attentionRemove, 'next_check_at'];
-        if (decision.event === 'operator_settled_found') {
-          set += ', #result = :result';
-          names['#result'] = 'result';
-          values[':result'] = decision.result ?? null;
-          remove.push('#error', 'error_type');
-        } else if (decision.event === 'operator_settled_absent_fail') {
-          set += ', #error = :error, error_type = :errorType';
-          values[':error'] = decision.error;
-          values[':errorType'] = 'terminal';
-        }
-      }
-      recordWrite = {
-        Update: {
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: `SET ${set}${removeClause(remove)}`,
-          ConditionExpression: fence.ConditionExpression,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        },
-      };
-    }
+    const recordWrite = this.resolution(record, decision, to, this.readFence(record, decision.event, { exact: true }), now);
     const logKey = this.reviewLogKey(record);
     const logWrite: TransactWriteItem = {
       Put: {
@@ -644,22 +483,124 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore {
     }
   }
 
+  /**
+   * An outcome settled for an UNKNOWN or NEEDS_REVIEW record, by the reconciler (`reconcile`) or a person (`decide`):
+   * the one write of both, by the state the table sends the record to (`to`), fenced on the version read.
+   * ABSENT: the record is deleted (a retry executes). SUCCEEDED or FAILED: replayed for a full retention from now,
+   * the TTL with it. NEEDS_REVIEW: parked (one more attempt counted). UNKNOWN: checked again from now, attempts reset.
+   */
+  private resolution(
+    record: IdempotencyRecord,
+    outcome: Reconciliation | OperatorDecision,
+    to: RecordState,
+    fence: ReadFence,
+    now: number,
+  ): { Delete: NonNullable<TransactWriteItem['Delete']> } | { Update: NonNullable<TransactWriteItem['Update']> } {
+    const key = this.keyOf(record);
+    const names: Record<string, string> = { ...fence.names };
+    const values: ExpressionValues = { ...fence.values };
+    if (to === 'ABSENT') {
+      return { Delete: { TableName: this.tableName, Key: key, ConditionExpression: fence.clause, ExpressionAttributeNames: names, ExpressionAttributeValues: values } };
+    }
+    names['#error'] = 'error';
+    values[':to'] = to;
+    values[':now'] = now;
+    let set = '#status = :to, updated_at = :now';
+    let remove: string[];
+    if (to === 'SUCCEEDED' || to === 'FAILED') {
+      const retention = retentionFromNow(record, now);
+      set += ', retain_until = :retain, #expires = :expires';
+      names['#expires'] = TableSchema.ttlAttribute;
+      values[':retain'] = retention.retainUntil;
+      values[':expires'] = retention.expiresAt;
+      remove = [...this.attentionRemove, 'next_check_at'];
+      if (to === 'SUCCEEDED') {
+        set += ', #result = :result';
+        names['#result'] = 'result';
+        values[':result'] = ('result' in outcome ? outcome.result : undefined) ?? null;
+        remove.push('#error', 'error_type');
+      } else {
+        set += ', #error = :error, error_type = :errorType';
+        values[':error'] = 'error' in outcome ? outcome.error : undefined;
+        values[':errorType'] = 'terminal';
+      }
+    } else if (to === 'NEEDS_REVIEW') {
+      // Parked records stay in the index (their own kind) so the reconciler can count them for the alarm.
+      const attention = this.attentionSet('REVIEW', key.pk, ':now');
+      set += `, #error = :error, error_type = :errorType, reconcile_attempts = :attempts${attention.set}`;
+      values[':error'] = 'error' in outcome ? outcome.error : undefined;
+      values[':errorType'] = 'reconcile_exhausted';
+      values[':attempts'] = (record.reconcileAttempts ?? 0) + 1;
+      Object.assign(values, attention.values);
+      remove = ['next_check_at'];
+    } else {
+      // Back to UNKNOWN (a person's recheck): due now, with fresh attempts.
+      const attention = this.attentionSet('UNKNOWN', key.pk, ':now');
+      set += `, next_check_at = :now, #error = :error${attention.set}`;
+      values[':error'] = OPERATOR_RECHECK_ERROR;
+      Object.assign(values, attention.values);
+      remove = ['reconcile_attempts'];
+    }
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: `SET ${set}${removeClause(remove)}`,
+        ConditionExpression: fence.clause,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  assertQueryable(reader: string): void {
+    if (!this.attentionIndex) throw new AttentionIndexOffError(reader);
+  }
+
+  /** Through the attention index: a Query per shard, never a table scan (eventually consistent). */
+  async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
+    this.assertQueryable('A query of the records that need a look');
+    return this.recordsOf(await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], query), status);
+  }
+
+  async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
+    this.assertQueryable('A listing of the records that need a look');
+    for await (const page of attentionPages(this.doc, this.tableName, ATTENTION_KIND[status], query.pageSize, query.dueBy)) {
+      yield this.recordsOf(page, status);
+    }
+  }
+
+  async countAttention(status: AttentionStatus): Promise<number> {
+    this.assertQueryable('A count of the records that need a look');
+    return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], recordPkPrefix(this.keyPrefix));
+  }
+
+  /** The index's items that are this store's records and still in `status` (the index is read eventually consistent). */
+  private recordsOf(items: Item[], status: AttentionStatus): IdempotencyRecord[] {
+    return items.filter((item) => isRecordItemOf(item, this.keyPrefix)).map(itemToRecord).filter((record) => record.status === status);
+  }
+
   /** A tool's own item as a transaction Put that refuses to overwrite. */
   private createItem({ create }: ExtraWrite) {
     return { Put: { TableName: create.table ?? this.tableName, Item: { ...create.item, ...create.key }, ConditionExpression: 'attribute_not_exists(pk)' } };
   }
 
-  /** The version the reconciler read: `event` legal from its status, same owner, same number of attempts. */
-  private versionFence(record: IdempotencyRecord, event: StoreWriteEvent) {
+  /**
+   * The version `record` was read at, for a write making `event`: the states the table allows `event` from, the
+   * owner token and the reconcile attempts (the reconciler's fence); `exact` (a person's decision) adds the status
+   * and the last update as read, since attempts alone could come round again.
+   */
+  private readFence(record: IdempotencyRecord, event: StoreWriteEvent, { exact = false } = {}): ReadFence {
     const attempts = record.reconcileAttempts;
     const owned = ownedFence(event, record.ownerToken);
-    return {
-      ConditionExpression: `${owned.clause} AND ${
-        attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'
-      }`,
-      ExpressionAttributeNames: { '#status': 'status' } as Record<string, string>,
-      ExpressionAttributeValues: { ...owned.values, ...(attempts === undefined ? {} : { ':readAttempts': attempts }) } as Record<string, unknown>,
-    };
+    const clauses = [owned.clause, attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'];
+    const values: ExpressionValues = { ...owned.values, ...(attempts === undefined ? {} : { ':readAttempts': attempts }) };
+    if (exact) {
+      clauses.push('#status = :readStatus', 'updated_at = :readUpdatedAt');
+      values[':readStatus'] = record.status;
+      values[':readUpdatedAt'] = record.updatedAt;
+    }
+    return { clause: clauses.join(' AND '), names: { '#status': 'status' }, values };
   }
 
   private async conditional(action: string, send: () => Promise<unknown>): Promise<boolean> {

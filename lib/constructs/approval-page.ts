@@ -5,7 +5,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/mcp/confirmation';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';
 
 export interface ApprovalPageApiProps {
   /**

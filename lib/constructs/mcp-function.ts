@@ -1,5 +1,5 @@
 import { Duration, Fn, RemovalPolicy, Validations } from 'aws-cdk-lib';
-import { MCP_PATH } from '../../lambdas/http/app';
+import { MCP_PATH } from '../../lambdas/core/endpoint-paths';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';

@@ -16,6 +16,9 @@ describe('the endpoint bench harness', () => {
       expect({ name, calls: cell.calls, unexpected: cell.unexpected, errors: cell.errors }).toEqual({ name, calls: 6, unexpected: 0, errors: 0 });
       expect(cell.calls_per_s).toBeGreaterThan(0);
     }
+    // Each server reported the CPU its turns took (the floor's cells run in this process and have none).
+    for (const server of [f.endpoint, f.bare]) for (const cell of Object.values(server)) expect(cell.server_cpu_ms_per_call).toBeGreaterThan(0);
+    expect(f.dynamodb_floor.put.server_cpu_ms_per_call).toBeUndefined();
 
     // The endpoint executed a fresh key, and replayed a key it had executed: the order is the key's own.
     const first = f.endpoint.first_call.sample!;

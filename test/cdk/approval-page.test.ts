@@ -11,7 +11,7 @@ import { EnvVars, loadConfig, read as readEnv, type Env, type EnvVar } from '../
 import { approvalId } from '../../lambdas/core/approval';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
-import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/mcp/confirmation';
+import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';
 import { Hono } from 'hono/tiny';
 import { ContextError, settingsFromContext } from '../../reference/cdk/context';
 import type { LocalStack } from '../../local/stack';

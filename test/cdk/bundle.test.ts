@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { MODERN_PROTOCOL, orderArgs } from '../support/mcp';
+import { keyHeaders, MODERN_PROTOCOL, orderArgs } from '../support/mcp';
 
 /** Imports the bundle in a fresh Node process, passes it the events in order, and prints what it answered. */
 const SERVE_EVENTS = `
@@ -56,6 +56,7 @@ describe('the deployed MCP bundle', () => {
         'mcp-protocol-version': MODERN_PROTOCOL,
         'mcp-method': method,
         ...(name ? { 'mcp-name': name } : {}),
+        ...keyHeaders((params.arguments ?? {}) as Record<string, unknown>),
       });
     const legacy = (id: number, method: string, params: Record<string, unknown>) => functionUrlEvent(rpc(id, method, params), fixture.token);
     const order = (key: string) => ({ name: 'create_order', arguments: orderArgs(key) });
@@ -101,6 +102,11 @@ describe('the deployed MCP bundle', () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /lambdas\/sandbox\/(router|downstreams)\.ts$/.test(file))).toEqual([]);
     expect(inputs.filter((file) => /hono\/dist\/router\/(reg-exp|trie|linear)-router\//.test(file))).toEqual([]);
+  });
+
+  it('carries neither the development issuer nor its sign-in page (deployed, the dev issuer is refused)', () => {
+    const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
+    expect(inputs.filter((file) => /lambdas\/(http\/dev-sign-in|auth\/dev-issuer)\.ts$/.test(file))).toEqual([]);
   });
 
   it('carries one zod (4): the MCP SDK reaches zod 3 and its JSON Schema converter only for zod 3 schemas', () => {
@@ -165,7 +171,7 @@ describe('the deployed worker bundles', () => {
   const dir = mkdtempSync(join(tmpdir(), 'worker-bundles-'));
   const teamTools = join(PROJECT_ROOT, 'examples/cdk-app/tools.ts');
   const entries = {
-    relay: 'lambdas/handlers/relay.ts',
+    relay: 'lambdas/functions/relay.ts',
     'demo consumer': 'reference/handlers/consumer.ts',
     "a team's consumer": deliveriesFunctionEntry(join(PROJECT_ROOT, 'examples/cdk-app/deliveries.ts'), teamTools),
     'demo reconciler': 'reference/handlers/reconciler.ts',

@@ -6,7 +6,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { AwsSolutionsChecks, type NagPack } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { IdempotentMcpChecks } from '../../lib/nag-checks';
+import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 import { synthStack } from './support';
 
 /**

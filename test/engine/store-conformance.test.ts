@@ -5,7 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { awsClientConfig, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createTestTable } from '../support/dynamodb';
 
-describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore(), reviewStore: true });
+describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore(), reviewStore: true, queries: true });
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
 beforeAll(async () => {
@@ -17,10 +17,11 @@ let sdkClient: DynamoDBClient | undefined;
 const teamClient = () => (sdkClient ??= new DynamoDBClient({ ...awsClientConfig(table.endpoint), maxAttempts: 2 }));
 afterAll(() => sdkClient?.destroy());
 
-describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), reviewStore: true });
+describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), reviewStore: true, queries: true });
 describeStoreConformance('DynamoDB with a key prefix', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, keyPrefix: 'team-a:' }),
   reviewStore: true,
+  queries: true,
 });
 describeStoreConformance('DynamoDB without the attention index', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: false }),
@@ -29,8 +30,10 @@ describeStoreConformance('DynamoDB without the attention index', {
 describeStoreConformance("DynamoDB through a team's own AWS SDK client (awsSdkV3Client)", {
   store: () => new DynamoDbIdempotencyStore({ awsSdkV3Client: teamClient(), tableName: table.tableName }),
   reviewStore: true,
+  queries: true,
 });
 describeStoreConformance('DynamoDB through a client made from clientConfig', {
   store: () => new DynamoDbIdempotencyStore({ clientConfig: awsClientConfig(table.endpoint), tableName: table.tableName }),
   reviewStore: true,
+  queries: true,
 });

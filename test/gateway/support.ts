@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 import { createTestTable } from '../support/dynamodb';
@@ -10,6 +11,18 @@ import { parseGatewayCommand, startGatewayCommand, type RunningGateway } from '.
 
 export const ROOT = PACKAGE_ROOT;
 export const BIN = join(ROOT, 'node_modules', '.bin');
+
+/** The registry servers the tests put behind the gateway (devDependencies), by the bin each package declares. */
+const require = createRequire(import.meta.url);
+const binOf = (manifest: string) => {
+  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
+  return join(dirname(manifest), Object.values(bin)[0]!);
+};
+export const REGISTRY_SERVERS = {
+  'mcp-server-filesystem': binOf(require.resolve('@modelcontextprotocol/server-filesystem/package.json')),
+  'mcp-server-memory': binOf(require.resolve('@modelcontextprotocol/server-memory/package.json')),
+  'mcp-server-everything': binOf(require.resolve('@modelcontextprotocol/server-everything/package.json')),
+} as const;
 export const RELAY = join(ROOT, 'test', 'gateway', 'relay.mjs');
 
 /** A temporary folder, removed by `cleanup`. */
@@ -37,8 +50,8 @@ export type Fault = { tool: string; match?: string; action: 'drop-answer' | 'del
 export const setFaults = (file: string, faults: Fault[]) => writeFile(file, JSON.stringify(faults));
 
 /** The gateway's upstream command: the relay, wrapping a registry server's bin. */
-export function relayed(files: { log: string; faults: string }, server: string, ...args: string[]): string[] {
-  return ['--', process.execPath, RELAY, `--log=${files.log}`, `--faults=${files.faults}`, '--', join(BIN, server), ...args];
+export function relayed(files: { log: string; faults: string }, server: keyof typeof REGISTRY_SERVERS, ...args: string[]): string[] {
+  return ['--', process.execPath, RELAY, `--log=${files.log}`, `--faults=${files.faults}`, '--', process.execPath, REGISTRY_SERVERS[server], ...args];
 }
 
 export interface TestGateway extends RunningGateway {
@@ -155,7 +168,7 @@ export async function startEverything(): Promise<{ url: string; stop: () => void
       probe.close(() => resolve(port));
     });
   });
-  const child = spawn(join(BIN, 'mcp-server-everything'), ['streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [REGISTRY_SERVERS['mcp-server-everything'], 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let text = '';
     child.stderr!.on('data', (chunk) => {

@@ -97,21 +97,19 @@ describe('the DynamoDB store with the attention index on or off', () => {
 
   it('the reconciler and `ops list` refuse a store with the index off, saying so', async () => {
     const off = store(false);
-    const build = () => new Reconciler({ store: off, doc: table.doc, tableName: table.tableName, tools: new Map(), logger });
+    const build = () => new Reconciler({ store: off, tools: new Map(), logger });
     expect(build).toThrow(AttentionIndexOffError);
     expect(build).toThrow(/The reconciler reads the attention index, but the idempotency store was created with attentionIndex: false/);
     const desk = new ReviewDesk({
       store: off,
       outbox: new OutboxStore(table.doc, table.tableName),
-      doc: table.doc,
-      tableName: table.tableName,
       tools: new Map(),
       who: async () => 'test',
       logger,
     });
     await expect(desk.list()).rejects.toThrow(/`ops list` reads the attention index, but the idempotency store was created with attentionIndex: false/);
     // With the index on, both work.
-    expect(() => new Reconciler({ store: store(), doc: table.doc, tableName: table.tableName, tools: new Map(), logger })).not.toThrow();
+    expect(() => new Reconciler({ store: store(), tools: new Map(), logger })).not.toThrow();
   });
 
   it('refuses an attentionIndex that is not a boolean', () => {

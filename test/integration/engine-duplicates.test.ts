@@ -6,7 +6,7 @@ import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempoten
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
-import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, engineFor, ran } from '../support/engine';
+import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, effectLedger, engineFor } from '../support/engine';
 
 const TOOL = 'create_order';
 const TENANT = 'tenant-alpha';
@@ -23,13 +23,15 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     return engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), ...options });
   }
 
-  /** A tool that counts its executions and returns which one answered. */
+  /** A tool that counts its executions and returns which one answered; its effects are counted where they land. */
   function countingTool<R>(result: (n: number) => R, hold?: Promise<void>) {
-    const tool = { runs: 0, executor: undefined as unknown as Executor<R> };
+    const tool = { runs: 0, effects: effectLedger(effect, table), executor: undefined as unknown as Executor<R> };
     tool.executor = async () => {
       const n = ++tool.runs;
+      // The effect happens as the tool runs (a downstream call), before it answers.
+      const effect = tool.effects.act();
       await hold;
-      return { result: result(n) };
+      return { result: result(n), ...effect };
     };
     return tool;
   }
@@ -48,7 +50,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       setTimeout(() => release.resolve(), 300);
       const answers = await Promise.all(calls);
 
-      expect(ran(e, tool.runs)).toBe(1);
+      expect(await tool.effects.count()).toBe(1);
       const fresh = answers.filter((a) => a.outcome === 'succeeded' && !a.replayed);
       expect(fresh).toHaveLength(1);
       expect(fresh[0]!.result).toEqual({ order_id: 'order-1' });
@@ -78,7 +80,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       );
       expect(first).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
       expect(reordered).toMatchObject({ outcome: 'succeeded', replayed: true, result: { n: 1 } });
-      expect(ran(e, tool.runs)).toBe(1);
+      expect(await tool.effects.count()).toBe(1);
     });
 
     it('replays arguments that differ only in trace fields (defaults and a tool-declared one)', async () => {
@@ -92,7 +94,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const bare = await call({ amount: 10 });
       expect(retried).toMatchObject({ outcome: 'succeeded', replayed: true });
       expect(bare).toMatchObject({ outcome: 'succeeded', replayed: true });
-      expect(ran(e, tool.runs)).toBe(1);
+      expect(await tool.effects.count()).toBe(1);
     });
 
     it('a replay carries the first execution time and the same result', async () => {
@@ -123,7 +125,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 10 } }, {}, tool.executor);
       const other = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 11 } }, {}, tool.executor);
       expect(other).toMatchObject(conflict);
-      expect(ran(e, tool.runs)).toBe(1);
+      expect(await tool.effects.count()).toBe(1);
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
@@ -139,41 +141,43 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(other).toMatchObject(conflict);
       release.resolve();
       expect(await first).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect(ran(e, tool.runs)).toBe(1);
+      expect(await tool.effects.count()).toBe(1);
     });
 
     it('conflicts after a terminal failure, and nothing runs', async () => {
-      let runs = 0;
+      const effects = effectLedger(effect, table);
       const e = engine();
       const key = newKey();
       await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 10 } }, {}, async () => {
-        runs++;
+        effects.act();
         throw new TerminalToolError('CARD_DECLINED', 'the card was declined');
       });
-      const other = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 5 } }, {}, async () => {
-        runs++;
-        return { result: 'should not run' };
-      });
+      const other = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 5 } }, {}, async () => ({
+        result: 'should not run',
+        ...effects.act(),
+      }));
       expect(other).toMatchObject(conflict);
-      expect(ran(e, runs)).toBe(1);
+      // The declined call reached the downstream once; a local tool's failure committed nothing.
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
+      expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'FAILED' });
     });
 
     it('conflicts while the outcome is unknown, and nothing runs', async () => {
-      let runs = 0;
+      const effects = effectLedger(effect, table);
       const e = engine();
       const key = newKey();
       const first = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 10 } }, {}, async () => {
-        runs++;
+        effects.act();
         throw new Error('socket hang up after sending'); // unclassified: may have happened
       });
       expect(first.outcome).toBe('unknown');
-      const other = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 5 } }, {}, async () => {
-        runs++;
-        return { result: 'should not run' };
-      });
+      const other = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 5 } }, {}, async () => ({
+        result: 'should not run',
+        ...effects.act(),
+      }));
       expect(other).toMatchObject(conflict);
       // A local tool acts only by committing: its uncertain failure committed nothing.
-      expect(ran(e, runs)).toBe(effect === 'local' ? 0 : 1);
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
     });
   });
 
@@ -188,7 +192,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(a).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
       expect(b).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 2 } });
       expect(aAgain).toMatchObject({ outcome: 'succeeded', replayed: true, result: { n: 1 } });
-      expect(ran(e, tool.runs)).toBe(2);
+      expect(await tool.effects.count()).toBe(2);
     });
 
     it('the same key on two tools is two operations', async () => {
@@ -198,7 +202,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       await e.run({ tenant: TENANT, tool: 'send_email', idempotencyKey: key, args: { to: 'a' } }, {}, tool.executor);
       const other = await e.run({ tenant: TENANT, tool: 'create_ticket', idempotencyKey: key, args: { title: 'b' } }, {}, tool.executor);
       expect(other).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect(ran(e, tool.runs)).toBe(2);
+      expect(await tool.effects.count()).toBe(2);
     });
 
     it.each([

@@ -8,7 +8,7 @@ import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/c
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import { createTestTable } from '../support/dynamodb';
-import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, engineFor, ran } from '../support/engine';
+import { deferred, manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, effectLedger, engineFor } from '../support/engine';
 
 const TOOL = 'request_payment';
 const TENANT = 'tenant-expiry';
@@ -28,10 +28,11 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     const clock = manualClock();
     const engine = engineFor(effect, { store, clock: clock.clock, ...options });
     const key = newKey();
+    const effects = effectLedger(effect, table);
     let runs = 0;
     const call = (policy: IdempotencyPolicy, args: Record<string, unknown> = { amount: 100 }) =>
-      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, async () => ({ result: { run: ++runs } }));
-    return { clock, engine, key, call, runs: () => ran(engine, runs) };
+      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, async () => ({ result: { run: ++runs }, ...effects.act() }));
+    return { clock, engine, key, call, effects, runs: () => effects.count() };
   }
 
   describe('retention and expiry (the claim condition does the work: DynamoDB Local never deletes)', () => {
@@ -47,7 +48,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       clock.advance(HOUR);
       // Past retention the key is free again: other arguments are a new operation, not a conflict.
       expect(await call(policy, { amount: 5 })).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 3 } });
-      expect(runs()).toBe(3);
+      expect(await runs()).toBe(3);
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
@@ -61,10 +62,10 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(await call(policy)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
       clock.advance(2 * HOUR - 1000);
       expect(await call(policy)).toMatchObject({ error: { code: 'REVIEW_REQUIRED' } });
-      expect(runs()).toBe(1);
+      expect(await runs()).toBe(1);
       clock.advance(1000);
       expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
-      expect(runs()).toBe(2);
+      expect(await runs()).toBe(2);
     });
 
     it('a tool that moved from review to execute executes again after retention, though the old record is kept longer', async () => {
@@ -72,39 +73,38 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       await call({ retentionSeconds: 3600, onExpired: 'review' });
       clock.advance(HOUR);
       expect(await call({ retentionSeconds: 3600, onExpired: 'execute' })).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect(runs()).toBe(2);
+      expect(await runs()).toBe(2);
     });
 
     it('a terminal failure expires like a success', async () => {
-      const { clock, engine, key } = setup();
-      let runs = 0;
+      const { clock, engine, key, effects } = setup();
       const call = () =>
         engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, { retentionSeconds: 60 }, async () => {
-          runs++;
+          effects.act();
           throw new TerminalToolError('DECLINED', 'declined');
         });
       expect(await call()).toMatchObject({ outcome: 'failed', replayed: false });
       expect(await call()).toMatchObject({ outcome: 'failed', replayed: true });
       clock.advance(60_000);
       expect(await call()).toMatchObject({ outcome: 'failed', replayed: false });
-      expect(ran(engine, runs)).toBe(2);
+      // Two declined calls reached the downstream; a local tool's failures committed no item, only their record.
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 2);
     });
   });
 
   describe('unsettled records do not expire', () => {
     it('an UNKNOWN outcome is never freed by time: long after retention a retry still does not execute', async () => {
-      const { clock, engine, key } = setup();
-      let runs = 0;
+      const { clock, engine, key, effects } = setup();
       const call = () =>
         engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, { retentionSeconds: 60 }, async () => {
-          runs++;
+          effects.act();
           throw new UncertainToolError('TIMEOUT', 'no answer after sending');
         });
       expect(await call()).toMatchObject({ outcome: 'unknown' });
       clock.advance(48 * HOUR);
       expect(await call()).toMatchObject({ outcome: 'unknown' });
       // A local tool acts only by committing: its uncertain failure committed nothing.
-      expect(ran(engine, runs)).toBe(effect === 'local' ? 0 : 1);
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
     });
   });
 
@@ -133,7 +133,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       await abandonedRecord(key, clock.clock(), { amount: 100 });
       clock.advance(10_000);
       expect(await call({})).toMatchObject({ outcome: 'in_progress', retryable: true });
-      expect(runs()).toBe(0);
+      expect(await runs()).toBe(0);
     });
 
     it('tool not safe to re-execute: becomes UNKNOWN and nothing runs', async () => {
@@ -142,7 +142,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       clock.advance(11_000);
       expect(await call({ reexecuteSafe: false })).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'OUTCOME_UNKNOWN' } });
       expect(await call({ reexecuteSafe: false })).toMatchObject({ outcome: 'unknown' });
-      expect(runs()).toBe(0);
+      expect(await runs()).toBe(0);
       const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
       expect(item).toMatchObject({ status: 'UNKNOWN', error_type: 'lease_expired', owner_token: abandoned.ownerToken });
       expect(String(item!.attention_pk)).toMatch(/^UNKNOWN#/); // queued for the reconciler
@@ -306,12 +306,13 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const engine = engineFor(effect, { store, inProgressWaitMs: 10_000 });
       const key = newKey();
       const finish = deferred();
+      const effects = effectLedger(effect, table);
       let runs = 0;
       const call = () =>
         engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
           runs++;
           await finish.promise;
-          return { result: 'done' };
+          return { result: 'done', ...effects.act() };
         });
       const first = call();
       await expect.poll(() => runs).toBe(1);
@@ -319,7 +320,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       setTimeout(() => finish.resolve(), 200);
       expect(await duplicate).toMatchObject({ outcome: 'succeeded', replayed: true, result: 'done' });
       await first;
-      expect(ran(engine, runs)).toBe(1);
+      expect(await effects.count()).toBe(1);
     });
   });
 });

@@ -1,5 +1,4 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { orderKey } from '../../reference/tools/orders';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
@@ -7,7 +6,7 @@ import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/c
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
 import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
-import { manualClock, newKey, orderItem, orderWrite, storedItem, ENGINE_PATHS, engineFor, ran } from '../support/engine';
+import { effectLedger, manualClock, newKey, orderItem, orderKey, orderWrite, storedItem, ENGINE_PATHS, engineFor } from '../support/engine';
 
 const TOOL = 'create_order';
 const TENANT = 'tenant-faults';
@@ -39,10 +38,10 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it('terminal: stored as FAILED and replayed with the stored error; nothing runs again', async () => {
       const e = engine();
       const key = newKey();
-      let runs = 0;
+      const effects = effectLedger(effect, table);
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 5 } }, {}, async () => {
-          runs++;
+          effects.act();
           throw new TerminalToolError('CARD_DECLINED', 'the card was declined');
         });
       const first = await call();
@@ -50,7 +49,9 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(first).toMatchObject({ outcome: 'failed', replayed: false, retryable: false, error: { code: 'CARD_DECLINED', message: 'the card was declined' } });
       expect(replay).toMatchObject({ outcome: 'failed', replayed: true, retryable: false, error: { code: 'CARD_DECLINED', message: 'the card was declined' } });
       expect(replay.first_executed_at).toBeDefined();
-      expect(ran(e, runs)).toBe(1);
+      // The declined call reached the downstream once; a local tool's failure committed no item, only its record.
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
+      expect(await stored(key)).toMatchObject({ status: 'FAILED' });
     });
 
     it('transient: the key is released, so a retry with the same key executes', async () => {
@@ -74,16 +75,16 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     ])('%s becomes UNKNOWN, never FAILED or released, and a retry does not execute', async (_, failure) => {
       const e = engine();
       const key = newKey();
-      let runs = 0;
+      const effects = effectLedger(effect, table);
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-          runs++;
+          effects.act();
           throw failure();
         });
       expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'OUTCOME_UNKNOWN' } });
       expect(await call()).toMatchObject({ outcome: 'unknown' });
       // A local tool acts only by committing: its uncertain failure committed nothing.
-      expect(ran(e, runs)).toBe(effect === 'local' ? 0 : 1);
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
       expect(await stored(key)).toMatchObject({ status: 'UNKNOWN', error_type: 'uncertain' });
     });
   });
@@ -135,11 +136,11 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const e = engine();
       const key = newKey();
       const orderId = `big-${key}`;
-      let runs = 0;
+      const effects = effectLedger(effect, table);
       const call = () =>
         e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, { maxResultBytes: 1024 }, async () => {
-          runs++;
-          return { result: { blob: 'x'.repeat(2000) }, writes: [orderWrite(TENANT, orderId)] };
+          const { writes = [] } = effects.act();
+          return { result: { blob: 'x'.repeat(2000) }, writes: [...writes, orderWrite(TENANT, orderId)] };
         });
       const answer = await call();
       expect(answer).toMatchObject({ outcome: 'unknown', error: { code: 'RESULT_TOO_LARGE' } });
@@ -148,7 +149,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toBeUndefined();
       expect(await stored(key)).toMatchObject({ status: 'UNKNOWN', error_type: 'result_too_large' });
       expect(await call()).toMatchObject({ outcome: 'unknown' });
-      expect(ran(e, runs)).toBe(effect === 'local' ? 0 : 1);
+      expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
     });
 
     it('the first answer is the stored JSON, identical to every replay', async () => {

@@ -1,5 +1,4 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { orderKey } from '../../reference/tools/orders';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionPath } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
@@ -7,7 +6,7 @@ import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempoten
 import { Keys } from '../../lambdas/store/table-schema';
 import { createTestTable } from '../support/dynamodb';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
-import { engineFor, manualClock, newKey, orderItem, orderWrite, storedItem } from '../support/engine';
+import { effectLedger, engineFor, manualClock, newKey, orderItem, orderKey, orderWrite, storedItem } from '../support/engine';
 
 const TOOL = 'create_order';
 const TENANT = 'tenant-once';
@@ -28,16 +27,23 @@ afterAll(async () => {
 const localEngine = (options: Parameters<typeof engineFor>[1] = { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) }) =>
   engineFor('local', options);
 
-/** A local tool: its whole effect is one order item, committed with the record. */
+/**
+ * A local tool: its whole effect is one order item, committed with the record. It runs for every call, duplicates
+ * included; how often it acted is counted in the table (`effects`: one item per run that committed), never from the
+ * engine's answers or events.
+ */
 function orderTool(key: string) {
   const paths: ExecutionPath[] = [];
   const orderId = `order-${key}`;
+  const effects = effectLedger('local', table);
   return {
     paths,
     orderId,
+    effects,
     executor: async (ctx: { path: ExecutionPath }) => {
       paths.push(ctx.path);
-      return { result: { order_id: orderId, run: paths.length }, writes: [orderWrite(TENANT, orderId)] };
+      const run = paths.length;
+      return { result: { order_id: orderId, run }, writes: [orderWrite(TENANT, orderId, { run }), ...effects.act().writes!] };
     },
   };
 }
@@ -64,6 +70,8 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(await call(2, localEngine())).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
     expect(tool.paths.every((p) => p === 'one_request')).toBe(true);
+    expect(await tool.effects.count()).toBe(1);
+    expect(await orderItem(table.doc, table.tableName, TENANT, tool.orderId)).toMatchObject({ run: 1 });
   });
 
   it('on the container that answered the key, a replay and a conflict are one strongly consistent GetItem each: the tool does not run', async () => {
@@ -81,6 +89,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(await call(2)).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
     expect(requests.byOperation).toEqual({ GetItem: 1 });
     expect(tool.paths).toEqual(['one_request']);
+    expect(await tool.effects.count()).toBe(1);
   });
 
   it("on another container, a client's replay hint makes a replay and a conflict one GetItem each, no transaction: the tool does not run", async () => {
@@ -98,6 +107,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(await call(2, true)).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
     expect(requests.byOperation).toEqual({ GetItem: 1 });
     expect(tool.paths).toEqual(['one_request']);
+    expect(await tool.effects.count()).toBe(1);
   });
 
   it('a replay hint on a first call costs one GetItem more: the key is free, the call commits once in one request', async () => {
@@ -111,6 +121,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(requests.byOperation).toEqual({ GetItem: 1, TransactWriteItems: 1 });
     expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: { run: 1 } });
     expect(tool.paths).toEqual(['one_request']);
+    expect(await tool.effects.count()).toBe(1);
   });
 
   it('a key the container answered and a reconciler or TTL deleted since commits again in one request after the read', async () => {
@@ -142,6 +153,9 @@ describe('the one-request path (a tool whose effect is local)', () => {
     // transaction that met the winner's in flight tried again).
     expect(Object.keys(requests.byOperation)).toEqual(['TransactWriteItems']);
     expect(tool.paths.every((p) => p === 'one_request')).toBe(true);
+    // Twenty runs, one effect: the table holds one committed run, the one every answer names.
+    expect(await tool.effects.count()).toBe(1);
+    expect(await orderItem(table.doc, table.tableName, TENANT, tool.orderId)).toMatchObject({ run: (fresh[0]!.result as { run: number }).run });
   });
 
   it('concurrent calls with other arguments: one commits, the others answer conflict', async () => {
@@ -157,6 +171,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(answers.filter((a) => a.outcome === 'succeeded' && !a.replayed)).toHaveLength(1);
     expect(answers.filter((a) => a.outcome === 'conflict')).toHaveLength(9);
     expect(Object.keys(requests.byOperation)).toEqual(['TransactWriteItems']);
+    expect(await tool.effects.count()).toBe(1);
   });
 
   it('a conflict on another container costs the one failed request, with no read', async () => {
@@ -169,6 +184,7 @@ describe('the one-request path (a tool whose effect is local)', () => {
       outcome: 'conflict',
     });
     expect(requests.total()).toBe(1);
+    expect(await tool.effects.count()).toBe(1);
   });
 
   it("a write refused by its own condition takes the claimed path: the tool runs again there and its answer settles", async () => {

@@ -5,7 +5,7 @@ import type { LocalStack } from '../../local/stack';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
 import { tools as registry } from '../../reference/tools';
 import { deferred, newKey } from '../support/engine';
-import { callWrite, connectClient, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, keyHeaders, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
 
 /**
  * MCP 2026-07-28: a client disconnect on Streamable HTTP is a cancellation. For a write that already claimed its key,
@@ -63,7 +63,7 @@ function startCall(key: string, era: 'modern' | 'legacy') {
     Authorization: `Bearer ${token}`,
     'Content-Length': String(Buffer.byteLength(body)),
     ...(era === 'modern'
-      ? { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'held_write', 'Mcp-Protocol-Version': MODERN_PROTOCOL }
+      ? { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'held_write', 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(params.arguments) }
       : { 'Mcp-Protocol-Version': '2025-11-25' }),
   };
   const answered = deferred<void>();

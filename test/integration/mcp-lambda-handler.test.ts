@@ -7,7 +7,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDevIssuer, type DevIssuer } from '../../lambdas/auth/dev-issuer';
 import { loadConfig } from '../../lambdas/config';
-import { createLambdaHandler } from '../../lambdas/http/lambda';
+import { createLambdaHandler } from '../../lambdas/http/function-url';
 import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
@@ -268,7 +268,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   });
 
   it("takes the clients of a team's tools module from its `withClients` export, as the generated entry passes the module", async () => {
-    const { mcpLambdaHandler } = await import('../../lambdas/handlers/endpoint');
+    const { mcpLambdaHandler } = await import('../../lambdas/functions/endpoint');
     const { tools } = await import('../../reference/tools');
     const { withReferenceClients } = await import('../../reference/tools/services');
     const call = async (module: Parameters<typeof mcpLambdaHandler>[0]) => {

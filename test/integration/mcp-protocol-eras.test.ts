@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { issueOperationId, sandboxLedger } from '../support/side-effects';
-import { callWrite, connectClient, connectModernClient, ledger, MODERN_PROTOCOL, orderArgs, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, keyHeaders, ledger, MODERN_PROTOCOL, orderArgs, startTestStack } from '../support/mcp';
 
 /** One endpoint, both protocol eras: what each generation of client gets over real HTTP. */
 let stack: LocalStack;
@@ -100,9 +100,10 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
   });
 
   it('a tools/call is answered in plain JSON, and nothing warns about modes the operator cannot act on', async () => {
+    const args = orderArgs(newKey());
     const response = await rawPost(
-      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'create_order', arguments: orderArgs(newKey()), _meta: modernMeta } },
-      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_order', 'Mcp-Protocol-Version': MODERN_PROTOCOL },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'create_order', arguments: args, _meta: modernMeta } },
+      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_order', 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(args) },
     );
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await response.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');

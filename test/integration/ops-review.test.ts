@@ -455,8 +455,6 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const desk = new ReviewDesk({
       store: stack.services.store,
       outbox: stack.services.outbox,
-      doc: stack.services.doc,
-      tableName: stack.services.tableName,
       tools,
       who: async () => 'race-test',
       logger,
@@ -522,8 +520,6 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         const desk = new ReviewDesk({
           store: halted.services.store,
           outbox: halted.services.outbox,
-          doc: halted.services.doc,
-          tableName: halted.services.tableName,
           tools: new Map(),
           who: async () => 'test',
           logger,

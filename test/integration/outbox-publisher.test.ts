@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { parseOutboxMessage, type OutboxMessage } from '../../lambdas/outbox/outbox-event';
 import { SqsEventPublisher } from '../../lambdas/outbox/publisher';
-import { createConsumerSqsHandler } from '../../lambdas/runtime/worker-handlers';
+import { createConsumerSqsHandler } from '../../lambdas/runtime/worker-events';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';

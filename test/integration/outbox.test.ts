@@ -7,7 +7,7 @@ import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@a
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
-import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-handlers';
+import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-events';
 import { createWorkers } from '../../lambdas/runtime/workers';
 import { referenceDeliveries } from '../../reference/tools/reference-deliveries';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';

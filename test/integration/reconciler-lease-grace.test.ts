@@ -29,8 +29,6 @@ describe('the reconciler waits for the lease and its grace before it checks an U
   function reconcilerAt(clock: { now: number }, asked: Map<string, number>) {
     return new Reconciler({
       store: store(),
-      doc: table.doc,
-      tableName: table.tableName,
       tools: new Map([
         [
           'orders.create',

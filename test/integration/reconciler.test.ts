@@ -233,7 +233,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     expect(await callWrite(client, 'probe_unverifiable', { idempotency_key: unverifiableKey, label: 'b' })).toMatchObject({ outcome: 'unknown' });
 
     // The engine marks UNKNOWN records due at the real time of the call: the reconciler's clock must have reached it.
-    // Once their in-flight window has passed (before it, neither decides anything: test/engine/in-flight-window.test.ts).
+    // Once their in-flight window has passed (before it, neither decides anything: lambdas/engine/in-flight-window.test.ts).
     catchUp();
     time.advance(WINDOW_MS);
     const report = await run();

@@ -4,7 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { tools } from '../../examples/cdk-app/tools';
-import { consumerLambdaHandler } from '../../lambdas/handlers/consumer-endpoint';
+import { consumerLambdaHandler } from '../../lambdas/functions/consumer-endpoint';
 import { encodeMessageBody } from '../../lambdas/outbox/publisher';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';

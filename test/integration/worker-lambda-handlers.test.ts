@@ -12,7 +12,7 @@ import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { armFault, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
 
 /**
- * The deployed entry points themselves (lambdas/handlers/*), imported as Lambda imports them, configured only by
+ * The deployed entry points themselves (lambdas/functions/*), imported as Lambda imports them, configured only by
  * the environment, against the local table, queue and sandbox: stream -> relay -> queue -> consumer -> mailbox.
  */
 let stack: LocalStack;
@@ -46,7 +46,7 @@ beforeAll(async () => {
     OPERATION_ID_SECRET: undefined,
   };
   for (const [name, value] of Object.entries(deployed)) vi.stubEnv(name, value);
-  relay = (await import('../../lambdas/handlers/relay')).handler as unknown as typeof relay;
+  relay = (await import('../../lambdas/functions/relay')).handler as unknown as typeof relay;
   consumer = (await import('../../reference/handlers/consumer')).handler as unknown as typeof consumer;
   reconciler = (await import('../../reference/handlers/reconciler')).handler as unknown as typeof reconciler;
   sandbox = (await import('../../reference/handlers/sandbox')).handler as unknown as typeof sandbox;
@@ -115,7 +115,7 @@ describe('the worker Lambda handlers', () => {
   });
 
   it("a team's tools module hands its reconcile hooks its own clients through `withClients`; anything else is refused", async () => {
-    const { reconcilerLambdaHandler } = await import('../../lambdas/handlers/reconciler-endpoint');
+    const { reconcilerLambdaHandler } = await import('../../lambdas/functions/reconciler-endpoint');
     const { tools } = await import('../../reference/tools');
     const { withReferenceClients } = await import('../../reference/tools/services');
     // The reference tools as a team's module would export them, clients included: the generated entry passes the module.

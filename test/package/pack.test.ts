@@ -81,7 +81,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
 
   it('ships the build, README and LICENSE only: no sources, tests or local state', () => {
     expect(files).toContain('dist/engine.js');
-    expect(files).toContain('dist/types/lambdas/engine/index.d.ts');
+    expect(files).toContain('dist/types/exports/engine.d.ts');
     expect(files).toContain('LICENSE');
     expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f))).toEqual([]);
   });

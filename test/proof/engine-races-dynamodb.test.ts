@@ -41,7 +41,7 @@ describe('races on the real engine (DynamoDB Local)', () => {
         newKey: () => `key-race-${run}-new-${++keys}`,
         peek: (identity) => store.get(identity),
         peekItem: async (key) => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item,
-        index: { doc: table.doc, tableName: table.tableName },
+        index: true,
         stuckAfterMs: 30_000,
       });
       await checkRun(world, scheduler, stats);

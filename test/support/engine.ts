@@ -1,4 +1,3 @@
-import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lambdas/core/clock';
 import {
@@ -10,7 +9,7 @@ import {
   type WriteRequest,
 } from '../../lambdas/engine/engine';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
-import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Keys } from '../../lambdas/store/table-schema';
 
 /** A clock the test moves by hand, so expiry and leases are exercised without waiting. */
@@ -45,6 +44,12 @@ export async function storedItem(doc: DynamoDBDocumentClient, tableName: string,
   return Item;
 }
 
+/**
+ * A fixture tool's order: a kind of its own in the table (the engine's tests use fixture tools of their own, never the
+ * reference endpoint's), so it never meets the toolkit's `IDEM#` and `OUTBOX#` items.
+ */
+export const orderKey = (tenant: string, orderId: string) => ({ pk: `FIXTURE-ORDER#${tenant}#${orderId}`, sk: 'ORDER' });
+
 /** The business item a test tool commits with its SUCCEEDED record. */
 export function orderWrite(tenant: string, orderId: string, extra: Record<string, unknown> = {}): ExtraWrite {
   // A business rule the store enforces: an order id is never reused (a write creates, it never overwrites).
@@ -64,33 +69,41 @@ export const ENGINE_PATHS = [
 
 /** An engine whose every call comes from a tool with this effect (the tool spec's `effect`). */
 export function engineFor(effect: ToolEffect, options: EngineOptions): IdempotencyEngine {
-  let commits = 0;
-  const observer = options.observer;
-  const engine = new (class extends IdempotencyEngine {
+  return new (class extends IdempotencyEngine {
     override run<R>(request: WriteRequest, policy: IdempotencyPolicy, execute: Executor<R>) {
       return super.run<R>({ ...request, effect }, policy, execute);
     }
-  })({
-    ...options,
-    observer: {
-      record(event) {
-        if (event.type === 'executed' || event.type === 'failed') commits++;
-        observer?.record(event);
-      },
-    },
-  });
-  effects.set(engine, { effect, commits: () => commits });
-  return engine;
+  })(options);
 }
 
-const effects = new WeakMap<IdempotencyEngine, { effect: ToolEffect; commits: () => number }>();
-
 /**
- * How often the tool acted. Claimed path: every run of the tool (each may call a downstream). One-request path: the
- * tool runs for every call, duplicates included, but only computes; it acts by committing its outcome, so the count
- * is the outcomes this engine committed (executed and failed events).
+ * Where a fixture tool's effect lands, counted there (never from the engine's own events or answers). A tool on the
+ * claimed path (`external`) calls a downstream once per run: `act` is that call, and the ledger counts the calls
+ * that reached it. A tool on the one-request path (`local`) runs for every call, duplicates included, but only
+ * computes: it acts by committing its item with the record, so its effects are the items found in the table (one per
+ * run that committed; a run that failed or was refused committed none).
  */
-export function ran(engine: IdempotencyEngine, runs: number): number {
-  const entry = effects.get(engine);
-  return entry?.effect === 'local' ? entry.commits() : runs;
+export function effectLedger(effect: ToolEffect, table: { doc: DynamoDBDocumentClient; tableName: string }) {
+  const pk = `FIXTURE-EFFECT#${randomUUID()}`;
+  let runs = 0;
+  let downstreamCalls = 0;
+  return {
+    /** One run's effect: the downstream call (claimed path), or the item to commit with the record (one-request path). */
+    act(): { writes?: ExtraWrite[] } {
+      const run = ++runs;
+      if (effect === 'external') {
+        downstreamCalls++;
+        return {};
+      }
+      return { writes: [{ create: { key: { pk, sk: `RUN#${run}` }, item: { run } } }] };
+    },
+    /** The effects that happened: the downstream's calls, or the committed items in DynamoDB. */
+    async count(): Promise<number> {
+      if (effect === 'external') return downstreamCalls;
+      const { Count } = await table.doc.send(
+        new QueryCommand({ TableName: table.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true, Select: 'COUNT' }),
+      );
+      return Count ?? 0;
+    },
+  };
 }

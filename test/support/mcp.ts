@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import type { WriteToolResult } from '../../lambdas/core/result-contract';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
+import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../../lambdas/mcp/param-headers';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import { tools as registry } from '../../reference/tools';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
@@ -46,7 +47,18 @@ export type RawToolAnswer = Record<string, unknown> & {
 };
 
 /**
- * One raw 2026-07-28 tools/call, as any client sends it (headers, `_meta` with the client's capabilities, an optional
+ * The `Mcp-Param-*` headers a 2026-07-28 client mirrors a write tool's key into (its inputSchema marks the key with
+ * `x-mcp-header`); the keys here are plain ASCII, sent as they are.
+ */
+export function keyHeaders(args: Record<string, unknown>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [field, name] of Object.entries(KEY_HEADER_NAMES))
+    if (typeof args[field] === 'string') headers[`${MCP_PARAM_HEADER_PREFIX}${name}`] = args[field] as string;
+  return headers;
+}
+
+/**
+ * One raw 2026-07-28 tools/call, as any client sends it (headers, the key's among them, `_meta` with the client's capabilities, an optional
  * later round's `requestState` / `inputResponses`), without an SDK client: the JSON-RPC result.
  */
 export async function rawToolCall(
@@ -66,6 +78,7 @@ export async function rawToolCall(
       'Mcp-Method': 'tools/call',
       'Mcp-Name': name,
       'Mcp-Protocol-Version': MODERN_PROTOCOL,
+      ...keyHeaders(args),
     },
     body: JSON.stringify({
       jsonrpc: '2.0',

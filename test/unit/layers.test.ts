@@ -1,10 +1,12 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import madge from 'madge';
 import { beforeAll, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
  * The toolkit's layers, lowest first: a module may import its own layer and the ones below, never one above, so
- * the arrows read one way (the pure core at the bottom, the handlers and the constructs at the top). madge reads
+ * the arrows read one way (the pure core at the bottom; the Lambda functions' entries, the constructs and, last, the public entry files at the top). madge reads
  * the imports (type-only ones too); this file holds the rules.
  */
 const LAYERS: readonly (readonly string[])[] = [
@@ -16,28 +18,33 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/reconciler', 'lambdas/mcp'],
   ['lambdas/runtime'],
   ['lambdas/http'],
-  ['lambdas/handlers', 'lambdas/dynamodb', 'lambdas/gateway'],
+  ['lambdas/functions', 'lambdas/gateway'],
   ['lib', 'ops'],
+  // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
+  ['exports'],
 ];
-/**
- * Arrows from a public subpath's entry file allowed above its layer, each with its reason. The `/mcp` surface offers
- * the approval page a team mounts beside its own MCP server (an HTTP handler, one layer up); entry points are to move
- * into one folder of their own (issue 34), which retires this list.
- */
-const SURFACE_ARROWS: Readonly<Record<string, readonly string[]>> = {
-  'lambdas/mcp/index.ts': ['lambdas/http/public-approval-page.ts'],
-};
-/** The agent's client shares only the pure core with the server. */
-const CLIENT_MAY_IMPORT = ['client', 'lambdas/core'];
-
 const within = (file: string, unit: string) => file === unit || file.startsWith(`${unit}/`);
+/** The agent's client shares only the pure core with the server; so do the client's entry files. */
+const CLIENT_MAY_IMPORT = ['client', 'lambdas/core'];
+const isClientCode = (file: string) => within(file, 'client') || /^exports\/client(-[a-z-]+)?\.ts$/.test(file);
+
 const layerOf = (file: string) => LAYERS.findIndex((layer) => layer.some((unit) => within(file, unit)));
+
+const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
+/**
+ * The modules under a folder. A module's tests sit beside it (lambdas/core/fingerprint.test.ts): they are no toolkit
+ * module, ship nowhere, and may import anything, so the walk starts from the modules only.
+ */
+const modulesUnder = (folder: string): string[] =>
+  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? modulesUnder(join(folder, entry.name)) : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [join(folder, entry.name)] : [],
+  );
 
 let graph: Record<string, string[]>;
 let cycles: string[][];
 
 beforeAll(async () => {
-  const result = await madge(['lambdas', 'lib', 'client', 'ops'], {
+  const result = await madge(['exports', ...TOOLKIT].flatMap(modulesUnder), {
     baseDir: PROJECT_ROOT,
     fileExtensions: ['ts'],
     tsConfig: `${PROJECT_ROOT}/tsconfig.json`,
@@ -53,19 +60,33 @@ it('the toolkit has no import cycle', () => {
 });
 
 it('every toolkit module sits in a layer, and imports only its own layer and those below', () => {
+  // The tests beside the modules are not counted (their imports may reach anything), the modules they test are.
+  expect(Object.keys(graph).filter((file) => file.endsWith('.test.ts'))).toEqual([]);
+  expect(Object.keys(graph)).toContain('lambdas/core/fingerprint.ts');
   const upward: string[] = [];
   for (const [from, targets] of Object.entries(graph)) {
-    if (within(from, 'client')) continue;
+    if (isClientCode(from)) continue;
     const layer = layerOf(from);
     expect(layer, `${from} is in no layer: add its folder to LAYERS`).toBeGreaterThanOrEqual(0);
-    for (const to of targets) if (layerOf(to) > layer && !SURFACE_ARROWS[from]?.includes(to)) upward.push(`${from} -> ${to}`);
+    for (const to of targets) if (layerOf(to) > layer) upward.push(`${from} -> ${to}`);
   }
   expect(upward).toEqual([]);
 });
 
-it('the client imports only itself and the pure core', () => {
+it('the CDK code loads no runtime: the paths it routes come from lambdas/core/endpoint-paths.ts, not the MCP or HTTP runtime', () => {
+  const reached = new Set<string>();
+  const pending = Object.keys(graph).filter((file) => within(file, 'lib'));
+  while (pending.length > 0) for (const to of graph[pending.pop()!] ?? []) if (!reached.has(to)) reached.add(to), pending.push(to);
+  expect(reached.has('lambdas/core/endpoint-paths.ts')).toBe(true);
+  const RUNTIME = ['lambdas/mcp', 'lambdas/http', 'lambdas/runtime', 'lambdas/functions', 'lambdas/engine'];
+  expect([...reached].filter((file) => RUNTIME.some((unit) => within(file, unit)))).toEqual([]);
+});
+
+it('the client and its entry files import only the client and the pure core', () => {
+  const clientFiles = Object.keys(graph).filter(isClientCode);
+  expect(clientFiles).toEqual(expect.arrayContaining(['client/idempotent-client.ts', 'exports/client.ts', 'exports/client-testing.ts']));
   const outside = Object.entries(graph)
-    .filter(([from]) => within(from, 'client'))
+    .filter(([from]) => isClientCode(from))
     .flatMap(([from, targets]) => targets.filter((to) => !CLIENT_MAY_IMPORT.some((unit) => within(to, unit))).map((to) => `${from} -> ${to}`));
   expect(outside).toEqual([]);
 });
@@ -73,5 +94,7 @@ it('the client imports only itself and the pure core', () => {
 it('finds an upward arrow and a cycle when there is one', () => {
   expect(layerOf('lambdas/core/keys.ts')).toBeLessThan(layerOf('lambdas/config.ts'));
   expect(layerOf('lambdas/config.ts')).toBeLessThan(layerOf('lambdas/runtime/services.ts'));
-  expect(layerOf('lambdas/handlers/endpoint.ts')).toBeGreaterThan(layerOf('lambdas/mcp/server.ts'));
+  expect(layerOf('lambdas/functions/endpoint.ts')).toBeGreaterThan(layerOf('lambdas/mcp/server.ts'));
+  expect(layerOf('exports/mcp.ts')).toBeGreaterThan(layerOf('lib/endpoint.ts'));
+  expect(isClientCode('exports/client-testing.ts') && !isClientCode('exports/cdk.ts')).toBe(true);
 });

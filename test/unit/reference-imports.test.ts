@@ -4,17 +4,20 @@ import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
- * The toolkit is what a team installs: `lambdas/` (the runtime), `lib/` (the constructs), `client/` and `ops/`.
+ * The toolkit is what a team installs: `exports/` (the public subpaths' entry files), `lambdas/` (the runtime), `lib/` (the
+ * constructs), `client/` and `ops/`.
  * The reference endpoint (`reference/`: its demo tools, their downstream clients, the sandbox, its settings and
  * stack) is the toolkit's first user: it, `npm start` (`local/`, `scripts/`) and the CDK app (`bin/`) reach the
  * toolkit only through the public subpaths (`idempotent-mcp/engine`, `/mcp`, `/lambda`, ...), as a team's code does.
  */
-const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
+const TOOLKIT = ['exports', 'lambdas', 'lib', 'client', 'ops'];
 const REFERENCE_CODE = ['reference'];
 const SCANNED = ['reference', 'local', 'scripts/start.ts', 'bin/app.ts'];
 
 const filesUnder = (path: string): string[] =>
   statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => filesUnder(join(path, name))) : path.endsWith('.ts') ? [path] : [];
+/** A module's tests sit beside it (lambdas/core/fingerprint.test.ts): no toolkit module, shipped nowhere. */
+const isTest = (file: string) => file.endsWith('.test.ts');
 
 /** Static and dynamic import specifiers of a module, and re-exports. */
 const specifiersOf = (source: string) => [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
@@ -48,10 +51,10 @@ it('finds a relative import into the toolkit, static or dynamic', () => {
     '../lambdas/core/keys',
   ]);
   // A toolkit handler is the toolkit's inside: it may, and does, import it relatively, and the scan says so.
-  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/handlers/consumer-endpoint.ts')])).toContain('lambdas/handlers/consumer-endpoint.ts imports ../config');
+  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/functions/consumer-endpoint.ts')])).toContain('lambdas/functions/consumer-endpoint.ts imports ../config');
 });
 
-/** The public subpaths' sources, as tsconfig.json maps them (`idempotent-mcp/mcp` -> lambdas/mcp/index.ts, ...). */
+/** The public subpaths' sources, as tsconfig.json maps them (`idempotent-mcp/mcp` -> exports/mcp.ts, ...). */
 const SUBPATHS: Record<string, string> = Object.fromEntries(
   Object.entries((JSON.parse(readFileSync(join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } }).compilerOptions.paths).map(
     ([name, [target]]) => [name, resolve(PROJECT_ROOT, target!)],
@@ -83,20 +86,22 @@ const reachedUnder = (entries: string[], folders: string[]) =>
     [...reachableFrom(entry)].filter((file) => folders.some((folder) => within(file, folder))).map((file) => `${entry} reaches ${relative(PROJECT_ROOT, file)}`),
   );
 
-/** The handler factories every team's endpoint runs (its tools and deliveries modules are bundled with them). */
-const TEAM_HANDLERS = ['lambdas/handlers/endpoint.ts', 'lambdas/handlers/relay.ts', 'lambdas/handlers/consumer-endpoint.ts', 'lambdas/handlers/reconciler-endpoint.ts'];
+/** The Lambda functions' entries every team's endpoint runs (its tools and deliveries modules are bundled with them). */
+const TEAM_FUNCTIONS = ['lambdas/functions/endpoint.ts', 'lambdas/functions/relay.ts', 'lambdas/functions/consumer-endpoint.ts', 'lambdas/functions/reconciler-endpoint.ts'];
 
-it('the public subpaths, the handlers every team runs and every toolkit module reach no reference code', () => {
+it('the public subpaths, the Lambda functions every team runs and every toolkit module reach no reference code', () => {
   const publicEntries = [...new Set(Object.values(SUBPATHS))].map((file) => relative(PROJECT_ROOT, file));
-  expect(publicEntries).toEqual(expect.arrayContaining(['lambdas/engine/index.ts', 'lambdas/dynamodb/index.ts', 'lambdas/mcp/index.ts', 'lambdas/handlers/index.ts', 'lib/index.ts', 'client/index.ts']));
-  const toolkitModules = TOOLKIT.flatMap((folder) => filesUnder(join(PROJECT_ROOT, folder))).map((file) => relative(PROJECT_ROOT, file));
+  expect(publicEntries).toEqual(expect.arrayContaining(['exports/engine.ts', 'exports/dynamodb.ts', 'exports/mcp.ts', 'exports/lambda.ts', 'exports/cdk.ts', 'exports/client.ts']));
+  const toolkitModules = TOOLKIT.flatMap((folder) => filesUnder(join(PROJECT_ROOT, folder)))
+    .filter((file) => !isTest(file))
+    .map((file) => relative(PROJECT_ROOT, file));
   expect(toolkitModules.length).toBeGreaterThan(60);
-  expect(reachedUnder([...publicEntries, ...TEAM_HANDLERS, ...toolkitModules], REFERENCE_CODE)).toEqual([]);
+  expect(reachedUnder([...publicEntries, ...TEAM_FUNCTIONS, ...toolkitModules], REFERENCE_CODE)).toEqual([]);
 });
 
 it('the walk sees through the public subpaths: the reference consumer reaches its deliveries and the toolkit', () => {
   expect([...reachableFrom('reference/handlers/consumer.ts')].map((file) => relative(PROJECT_ROOT, file))).toEqual(
-    expect.arrayContaining(['reference/tools/reference-deliveries.ts', 'lambdas/handlers/index.ts', 'reference/downstream/ses-email.ts']),
+    expect.arrayContaining(['reference/tools/reference-deliveries.ts', 'exports/lambda.ts', 'reference/downstream/ses-email.ts']),
   );
   expect(reachedUnder(['reference/handlers/consumer.ts'], REFERENCE_CODE).length).toBeGreaterThan(0);
 });

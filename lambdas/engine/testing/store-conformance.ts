@@ -1,14 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OwnershipLostError, TransactionRejectedError } from '../../core/errors';
-import { allows, keyIsFree, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
-import type { ExtraWrite, IdempotencyStore, RecordIdentity, ReviewStore } from '../persistence';
+import { allows, keyIsFree, retentionFromNow, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
+import type { AttentionStatus, ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, ReviewStore } from '../persistence';
 
 export interface StoreConformanceOptions {
   /** The store under test; called once per test. Records of different tests never share a key. */
   store: () => IdempotencyStore | Promise<IdempotencyStore>;
   /** The store also implements ReviewStore (the review workflow): its decisions are held to the table too. */
   reviewStore?: boolean;
+  /**
+   * The store also implements RecordQueries (the reconciler's and the review desk's): its answers are held to the
+   * records it holds. The suite's records may share the store with other tests' (one table): the queries are checked
+   * on records due before any other's.
+   */
+  queries?: boolean;
 }
 
 const HOUR = 3600_000;
@@ -78,6 +84,15 @@ const WRITES: Record<Exclude<TransitionEvent, 'claim' | 'expire' | OperatorEvent
 
 const OPERATOR_EVENTS: readonly OperatorEvent[] = ['operator_settled_found', 'operator_settled_absent', 'operator_settled_absent_fail', 'operator_recheck'];
 const isReviewStore = (store: IdempotencyStore): store is IdempotencyStore & ReviewStore => 'decide' in store && 'reviewLog' in store;
+const isQueryStore = (store: IdempotencyStore): store is IdempotencyStore & RecordQueries => 'findAttention' in store && 'attentionPages' in store && 'countAttention' in store;
+/** No record's expiry: an UNKNOWN or NEEDS_REVIEW record never frees its key by time (`expiresAt` reads as infinite). */
+const NEVER = Number.POSITIVE_INFINITY;
+/**
+ * A time before every record of the suite's earlier query tests (each takes a day before the last): records made
+ * there are due before any other in a store shared by many tests, so a bounded query sees them first.
+ */
+let earliestBase = Date.UTC(2020, 0, 1);
+const nextQueryBase = () => (earliestBase -= 24 * HOUR);
 const operatorDecision = (event: OperatorEvent) =>
   event === 'operator_settled_found'
     ? { event, result: 1 }
@@ -446,6 +461,175 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(current).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 30_000, error: reason });
         expect(current.reconcileAttempts ?? 0).toBe(0);
         expect(await store.reconcile(current, { event: 'reconciled_found', result: 1 }, T0 + 30_000)).toBe(true);
+      });
+    });
+
+    describe('the expiry (TTL) each write leaves on a record', () => {
+      const expiryOf = async (store: IdempotencyStore, record: IdempotencyRecord) => {
+        const stored = await store.get(identity(record));
+        return stored && { retainUntil: stored.retainUntil, expiresAt: stored.expiresAt };
+      };
+      const claimed = (record: IdempotencyRecord) => ({ retainUntil: record.retainUntil, expiresAt: record.expiresAt });
+
+      it('claim, commitOnce, settle and takeOver keep the expiry the record was written with', async () => {
+        const store = await open();
+        const ok = processing();
+        await store.claim(ok, T0);
+        expect(await expiryOf(store, ok)).toEqual(claimed(ok));
+        expect(await store.takeOver(identity(ok), ok.ownerToken, randomUUID(), T0 + 120_000, ok.leaseExpiresAt)).toBe(true);
+        expect(await expiryOf(store, ok), 'takeOver').toEqual(claimed(ok));
+        const owner = (await store.get(identity(ok)))!.ownerToken;
+        await store.settle(identity(ok), owner, { status: 'SUCCEEDED', result: 1 }, T0 + 2 * HOUR);
+        expect(await expiryOf(store, ok), 'settle').toEqual(claimed(ok));
+        const bad = processing();
+        await store.claim(bad, T0);
+        await store.settle(identity(bad), bad.ownerToken, { status: 'FAILED', error: unknownError }, T0 + 1);
+        expect(await expiryOf(store, bad), 'settle (FAILED)').toEqual(claimed(bad));
+        const once = settledAtOnce();
+        await store.commitOnce(once, T0);
+        expect(await expiryOf(store, once), 'commitOnce').toEqual(claimed(once));
+      });
+
+      it('markUnknown and expireLease take it away: an UNKNOWN record never frees its key by time', async () => {
+        const store = await open();
+        const uncertain = processing();
+        await store.claim(uncertain, T0);
+        await store.markUnknown(identity(uncertain), uncertain.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 }, T0 + 1);
+        expect(await expiryOf(store, uncertain), 'markUnknown').toEqual({ retainUntil: uncertain.retainUntil, expiresAt: NEVER });
+        const vanished = processing();
+        await store.claim(vanished, T0);
+        expect(await store.expireLease(vanished, vanished.leaseExpiresAt, vanished.leaseExpiresAt)).toBe(true);
+        expect(await expiryOf(store, vanished), 'expireLease').toEqual({ retainUntil: vanished.retainUntil, expiresAt: NEVER });
+      });
+
+      it('a deferred check and reconcile_exhausted leave none: a record parked for review never expires', async () => {
+        const { store, record } = await unknownRecord();
+        expect(await store.deferReconcile(record, T0 + 60_000, unknownError, T0 + 10_000)).toBe(true);
+        expect(await expiryOf(store, record), 'deferReconcile').toEqual({ retainUntil: record.retainUntil, expiresAt: NEVER });
+        expect(await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 70_000)).toBe(true);
+        expect(await expiryOf(store, record), 'reconcile_exhausted').toEqual({ retainUntil: record.retainUntil, expiresAt: NEVER });
+      });
+
+      it.each(['reconciled_found', 'reconciled_absent_fail'] as const)('reconcile %s: a full retention from now, and the expiry with it (retentionFromNow)', async (event) => {
+        const { store, record } = await unknownRecord();
+        const now = T0 + 2 * HOUR + 500;
+        const outcome = event === 'reconciled_found' ? { event, result: 1 } : { event, error: unknownError };
+        expect(await store.reconcile(record, outcome, now)).toBe(true);
+        expect(await expiryOf(store, record)).toEqual(retentionFromNow(record, now));
+      });
+
+      it.skipIf(!options.reviewStore).each(OPERATOR_EVENTS.filter((e) => e !== 'operator_settled_absent'))(
+        'decide %s (review stores): settled, a full retention from now with its expiry; rechecked, none',
+        async (event) => {
+          const store = await open();
+          if (!isReviewStore(store)) throw new Error('reviewStore: true, but the store has no decide/reviewLog');
+          const record = await recordIn(store, 'NEEDS_REVIEW');
+          const now = T0 + 3 * HOUR + 250;
+          const entry = { by: 'conformance', at: now, action: event, reason: 'checked by hand', from: record.status, to: 'ABSENT' as const };
+          expect(await store.decide(record, await store.reviewLog(identity(record)), operatorDecision(event), entry, now)).toBe(true);
+          expect(await expiryOf(store, record)).toEqual(event === 'operator_recheck' ? { retainUntil: record.retainUntil, expiresAt: NEVER } : retentionFromNow(record, now));
+        },
+      );
+    });
+
+    describe.skipIf(!options.queries)('the queries (RecordQueries: the reconciler, the review desk)', () => {
+      const openQueryStore = async () => {
+        const store = await open();
+        if (!isQueryStore(store)) throw new Error('queries: true, but the store has no findAttention/attentionPages/countAttention');
+        store.assertQueryable('the conformance suite');
+        return store;
+      };
+      /** A record of `tool` claimed at `base`, its lease ending at `leaseEnd`. */
+      const claimedAt = async (store: IdempotencyStore, base: number, tool: string, leaseEnd = base + 60_000) => {
+        const record = processing({ tool, createdAt: base, updatedAt: base, leaseExpiresAt: leaseEnd, retainUntil: base + HOUR, expiresAt: Math.floor((T0 + HOUR) / 1000) });
+        expect((await store.claim(record, base)).claimed).toBe(true);
+        return record;
+      };
+      /** A record of `tool` made UNKNOWN by its owner at `base`, next checked at `nextCheckAt`. */
+      const unknownAt = async (store: IdempotencyStore, base: number, tool: string, nextCheckAt: number) => {
+        const record = await claimedAt(store, base, tool);
+        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt, inFlightUntil: nextCheckAt };
+        expect(await store.markUnknown(identity(record), record.ownerToken, details, base + 1)).toBe(true);
+        return (await store.get(identity(record)))!;
+      };
+      const newTool = () => `conformance.q${randomUUID().slice(0, 8)}`;
+      const keys = (records: IdempotencyRecord[]) => records.map((r) => r.idempotencyKey);
+      const due = (store: RecordQueries, status: AttentionStatus, dueBy: number) => store.findAttention(status, { dueBy, limit: 100 });
+
+      it('findAttention: the records in a status due by a time, the earliest due first, at most the limit, as get reads them', async () => {
+        const store = await openQueryStore();
+        const base = nextQueryBase();
+        const tool = newTool();
+        const last = await unknownAt(store, base, tool, base + 3000);
+        const first = await unknownAt(store, base, tool, base + 1000);
+        const second = await unknownAt(store, base, tool, base + 2000);
+        await claimedAt(store, base, tool, base + 500);
+        expect(keys(await due(store, 'UNKNOWN', base + 2500))).toEqual(keys([first, second]));
+        expect(await due(store, 'UNKNOWN', base + 3000)).toEqual([first, second, last]);
+        expect(keys(await store.findAttention('UNKNOWN', { limit: 2 }))).toEqual(keys([first, second]));
+        // Settled: no longer found.
+        expect(await store.reconcile(first, { event: 'reconciled_found', result: 1 }, base + 5000)).toBe(true);
+        expect(keys(await due(store, 'UNKNOWN', base + 3000))).toEqual(keys([second, last]));
+      });
+
+      it('findAttention: a lease is due at its end (a takeover moves it), an UNKNOWN record at its next check, a parked one at its last update', async () => {
+        const store = await openQueryStore();
+        const base = nextQueryBase();
+        const record = await claimedAt(store, base, newTool(), base + 1000);
+        expect(await due(store, 'PROCESSING', base + 999)).toEqual([]);
+        expect(keys(await due(store, 'PROCESSING', base + 1000))).toEqual(keys([record]));
+        const owner = randomUUID();
+        expect(await store.takeOver(identity(record), record.ownerToken, owner, base + 5000, base + 1000)).toBe(true);
+        expect(await due(store, 'PROCESSING', base + 4999)).toEqual([]);
+        expect(keys(await due(store, 'PROCESSING', base + 5000))).toEqual(keys([record]));
+        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt: base + 7000, inFlightUntil: base + 7000 };
+        expect(await store.markUnknown(identity(record), owner, details, base + 6000)).toBe(true);
+        expect(await due(store, 'PROCESSING', base + 10_000)).toEqual([]);
+        expect(await due(store, 'UNKNOWN', base + 6999)).toEqual([]);
+        expect(keys(await due(store, 'UNKNOWN', base + 7000))).toEqual(keys([record]));
+        const unknown = (await store.get(identity(record)))!;
+        expect(await store.deferReconcile(unknown, base + 9000, unknownError, base + 8000)).toBe(true);
+        expect(await due(store, 'UNKNOWN', base + 8999)).toEqual([]);
+        expect(await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 9500)).toBe(true);
+        expect(await due(store, 'UNKNOWN', base + 10_000)).toEqual([]);
+        expect(await due(store, 'NEEDS_REVIEW', base + 9499)).toEqual([]);
+        expect(await due(store, 'NEEDS_REVIEW', base + 9500)).toEqual([await store.get(identity(record))]);
+      });
+
+      it('attentionPages: every record in a status, a page of at most pageSize at a time; with dueBy, only those due', async () => {
+        const store = await openQueryStore();
+        const base = nextQueryBase();
+        const tool = newTool();
+        const made: IdempotencyRecord[] = [];
+        for (let i = 1; i <= 5; i++) made.push(await unknownAt(store, base, tool, base + i));
+        const listed = async (query: { pageSize: number; dueBy?: number }) => {
+          const found: IdempotencyRecord[] = [];
+          for await (const page of store.attentionPages('UNKNOWN', query)) {
+            expect(page.length).toBeLessThanOrEqual(query.pageSize);
+            found.push(...page);
+          }
+          expect(found.filter((r) => r.status !== 'UNKNOWN')).toEqual([]);
+          return keys(found.filter((r) => r.tool === tool)).sort();
+        };
+        expect(await listed({ pageSize: 2, dueBy: base + 4 })).toEqual(keys(made.slice(0, 4)).sort());
+        expect(await listed({ pageSize: 100 })).toEqual(keys(made).sort());
+      });
+
+      it('countAttention: how many records are in a status', async () => {
+        const store = await openQueryStore();
+        const base = nextQueryBase();
+        const counts = async () => ({
+          PROCESSING: await store.countAttention('PROCESSING'),
+          UNKNOWN: await store.countAttention('UNKNOWN'),
+          NEEDS_REVIEW: await store.countAttention('NEEDS_REVIEW'),
+        });
+        const before = await counts();
+        const record = await claimedAt(store, base, newTool());
+        expect(await counts()).toEqual({ ...before, PROCESSING: before.PROCESSING + 1 });
+        await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: base, inFlightUntil: base }, base + 1);
+        expect(await counts()).toEqual({ ...before, UNKNOWN: before.UNKNOWN + 1 });
+        await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 2);
+        expect(await counts()).toEqual({ ...before, NEEDS_REVIEW: before.NEEDS_REVIEW + 1 });
       });
     });
   });

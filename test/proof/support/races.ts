@@ -9,9 +9,8 @@ import type { ItemKey } from '../../../lambdas/core/keys';
 import { isSettled, keyIsFree, transition, type IdempotencyRecord, type RecordState, type TransitionEvent } from '../../../lambdas/core/state-machine';
 import { IdempotencyEngine, toolInFlightWindowMs, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
-import type { ExtraWrite, IdempotencyStore, OperatorDecision, RecordIdentity, ReviewStore } from '../../../lambdas/engine/persistence';
+import type { ExtraWrite, IdempotencyStore, OperatorDecision, RecordIdentity, RecordQueries, ReviewStore } from '../../../lambdas/engine/persistence';
 import { Reconciler, type ToolReconciler } from '../../../lambdas/reconciler/reconciler';
-import type { DynamoDBDocumentClient as DocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**
  * The race exploration of the real engine (issue 23 item 5). fast-check's scheduler decides the order in which every
@@ -333,12 +332,19 @@ export class Actor {
 }
 
 /** The store as one actor sees it: each call is an await of that actor, applied under the store lock and observed. */
-export class ActorStore implements IdempotencyStore, ReviewStore {
+export class ActorStore implements IdempotencyStore, ReviewStore, RecordQueries {
   constructor(
     private readonly actor: Actor,
     private readonly world: World,
     private readonly inner: IdempotencyStore & ReviewStore,
+    /** The run's store, for the reconciler's queries: reads of no fence, outside any actor's step (as before, when it read the index itself). */
+    private readonly queries: RecordQueries,
   ) {}
+
+  assertQueryable: RecordQueries['assertQueryable'] = (reader) => this.queries.assertQueryable(reader);
+  findAttention: RecordQueries['findAttention'] = (status, query) => this.queries.findAttention(status, query);
+  attentionPages: RecordQueries['attentionPages'] = (status, query) => this.queries.attentionPages(status, query);
+  countAttention: RecordQueries['countAttention'] = (status) => this.queries.countAttention(status);
 
   private call<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>, writes?: ExtraWrite[]): Promise<T> {
     return this.actor.step(method, () => this.world.observe(method, identity, event, apply, writes), true);
@@ -436,7 +442,7 @@ export interface WorldOptions {
   variant: Variant;
   /** The run's first key; the others are made from it (`<key>-1`, `<key>-2`). */
   key: string;
-  store: IdempotencyStore & ReviewStore;
+  store: IdempotencyStore & ReviewStore & RecordQueries;
   clock: WorldClock;
   /** A fresh key for the planted client that retries `unknown` with a new key. */
   newKey: () => string;
@@ -444,8 +450,8 @@ export interface WorldOptions {
   peek: (identity: RecordIdentity) => Promise<IdempotencyRecord | undefined>;
   /** Reads a tool's item outside any actor (what a local tool committed). */
   peekItem: (key: ItemKey) => Promise<Record<string, unknown> | undefined>;
-  /** DynamoDB: the table the reconciler's `runOnce` reads the attention index of. Without it, `realReconcilePass` over the keys. */
-  index?: { doc: DocumentClient; tableName: string };
+  /** DynamoDB: the reconciler's `runOnce` finds the records through the store's queries. Without it, `realReconcilePass` over the keys. */
+  index?: boolean;
   /** How long nothing pending while an actor runs means it is stuck (real I/O takes longer than memory). */
   stuckAfterMs?: number;
 }
@@ -684,7 +690,7 @@ export class World {
     const base = this.options.variant.wrapStore
       ? this.options.variant.wrapStore(this.options.store, { liveArgs, clock: this.options.clock.clock })
       : this.options.store;
-    return new ActorStore(actor, this, base);
+    return new ActorStore(actor, this, base, this.options.store);
   }
 
   /** The tool's settings in this run. */
@@ -716,9 +722,6 @@ export class World {
     ]);
     return new ReconcilerPass({
       store,
-      // The per-record step reads nothing through the index; runOnce (DynamoDB run) gets the real client.
-      doc: this.options.index?.doc ?? (undefined as unknown as DocumentClient),
-      tableName: this.options.index?.tableName ?? 'unused',
       tools,
       logger: silentLogger,
       clock: this.options.clock.clock,

@@ -1,0 +1,27 @@
+/**
+ * The agent's side of the idempotency promise: a retry-safe MCP client with a call ledger.
+ * Depends only on the MCP SDK and the pure helpers of lambdas/core, never on server code.
+ */
+export {
+  IdempotentMcpClient,
+  asWriteToolResult,
+  newIdempotencyKey,
+  type ApprovalLink,
+  type AttemptEvent,
+  type IdempotentClientOptions,
+  type ReadCall,
+  type WriteCall,
+  type WriteCallRequest,
+} from '../client/idempotent-client';
+export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from '../client/call-ledger';
+export {
+  DEFAULT_RETRY,
+  HttpStatusError,
+  backoffDelay,
+  classifyCallError,
+  isRetryableHttpStatus,
+  type RetryOptions,
+  type TransportFailure,
+} from '../client/retry';
+export { keyHint, shortId, statusLine, type StatusLineInput } from '../client/status-line';
+export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -1,0 +1,31 @@
+/**
+ * `idempotent-mcp/dynamodb`: the DynamoDB adapters. The AWS SDK document client they share (`createDynamoDbClient`,
+ * over your own `DynamoDBClient` if you pass one), the idempotency store (options: client, table name, key
+ * prefix, attention index on or off), the approval store (the people's decisions, beside the records they are about), the outbox store, the reconciler and its work list (the sparse attention index), and the table
+ * definition the CDK constructs and the local setup share.
+ */
+export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../lambdas/store/dynamodb-idempotency-store';
+export { DynamoDbApprovalStore, type DynamoDbApprovalStoreOptions } from '../lambdas/store/dynamodb-approval-store';
+export { TableSchema, ATTENTION_SHARDS, attentionPartitions, attentionPk, ensureTable, type AttentionKind } from '../lambdas/store/table-schema';
+export { AttentionIndexOffError } from '../lambdas/store/attention-index';
+export {
+  awsClientConfig,
+  closeDynamoDbClient,
+  createDynamoDbClient,
+  DOCUMENT_TRANSLATE_CONFIG,
+  DynamoDbClientDefaults,
+  type DynamoDbClientOptions,
+} from '../lambdas/store/clients';
+export { cancellationReasons, isConditionRefusal, refusingItem, type CancellationReason, type Item } from '../lambdas/store/refusals';
+export { OutboxStore, type StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
+export { SqsEventPublisher, type EventPublisher } from '../lambdas/outbox/publisher';
+export {
+  MalformedMessageError,
+  newOutboxMessage,
+  parseOutboxMessage,
+  toDeliveryView,
+  type DeliveryStatus,
+  type DeliveryView,
+  type OutboxMessage,
+} from '../lambdas/outbox/outbox-event';
+export { Reconciler, ReconcilerDefaults, type ReconcilerOptions, type ReconcileReport, type ToolReconciler } from '../lambdas/reconciler/reconciler';

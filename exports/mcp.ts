@@ -1,0 +1,28 @@
+/**
+ * `idempotent-mcp/mcp`: define idempotent write tools and read tools, and serve them over MCP (on your own
+ * McpServer, or as the stateless per-request server), with the reconciler that settles their lost outcomes and the
+ * approval page where a person approves what a `confirmation: 'approval'` tool does. The Lambda wiring is
+ * `idempotent-mcp/lambda`.
+ */
+export { defineWriteTool, toCallToolResult, writeResultSchema, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
+export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from '../lambdas/mcp/define-read-tool';
+export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner, type UrlElicitationRequired } from '../lambdas/mcp/tool-types';
+export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions, type RegisterWriteToolOptions } from '../lambdas/mcp/register-write-tool';
+export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
+export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
+export { serverInstructions } from '../lambdas/mcp/served-tools';
+export { createToolRuntime, type ToolRuntimeOptions } from '../lambdas/mcp/tool-runtime';
+export { CONFIRM_INPUT } from '../lambdas/mcp/confirmation';
+export { APPROVALS_PATH } from '../lambdas/core/endpoint-paths';
+export type { Confirmation } from '../lambdas/core/confirmation-choice';
+export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-approval-page';
+export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from '../lambdas/mcp/outbox-tool';
+export { createMcpRequestHandler, type McpRequestHandler, type McpRequestOptions } from '../lambdas/mcp/streamable-http';
+export { buildMcpServer, SERVER_INFO, type BuildServerOptions } from '../lambdas/mcp/server';
+export { parseArguments, describeIssues, type ParsedArguments } from '../lambdas/mcp/arguments';
+export type { DeliveryContext, DeliveryHandler } from '../lambdas/outbox/consumer';
+export type { ToolsModule, WithClients, ClientsOf } from '../lambdas/mcp/tools-module';
+export { startReconciler, reconcileOnce, DEFAULT_RECONCILE_INTERVAL_MS, type OwnReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
+export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
+export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../lambdas/observability/logger';
+export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../lambdas/observability/metrics';

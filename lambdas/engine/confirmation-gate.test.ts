@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { IdempotencyEngine, InMemoryApprovalStore, InMemoryIdempotencyStore, type Execution } from 'idempotent-mcp/engine';
+import { WriteResults } from '../core/result-contract';
+import { mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
+import { ErrorCode } from '../core/errors';
+import type { ConfirmationRequirement } from './confirmation-gate';
+import type { EngineAnswer } from './engine';
+
+/**
+ * Confirmation as the engine's gate (lambdas/engine/confirmation-gate.ts): the engine reads the key's record once; a
+ * held key answers from it without asking anyone, a free key is asked about first, and runs only on the person's yes.
+ * The MCP side of the same: test/integration/mcp-confirmation-expiry.test.ts, mcp-confirmation, mcp-approval.
+ */
+const TENANT = 'tenant-gate';
+const TOOL = 'pay_invoice';
+const SECRET = 'g'.repeat(32);
+const RETENTION_SECONDS = 60;
+const POLICY = { retentionSeconds: RETENTION_SECONDS, onExpired: 'execute' } as const;
+
+function setup() {
+  let now = Date.UTC(2030, 0, 1);
+  const clock = () => now;
+  const store = new InMemoryIdempotencyStore();
+  const reads = { get: 0, claim: 0, current: 0 };
+  // Counts the record's reads and claims, and the approval reads, as the engine and its gate make them.
+  const counted = new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop === 'get' || prop === 'claim') return (...args: unknown[]) => (reads[prop]++, (value as (...a: unknown[]) => unknown).apply(target, args));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const approvals = new InMemoryApprovalStore();
+  const current = approvals.current.bind(approvals);
+  approvals.current = (binding) => (reads.current++, current(binding));
+  const engine = new IdempotencyEngine({ store: counted, clock, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50 });
+  let runs = 0;
+  const execute = async (): Promise<Execution<{ run: number }>> => ({ result: { run: ++runs } });
+  const requirement = (mode: 'approval' | 'required', round: Partial<ConfirmationRequirement> = {}): ConfirmationRequirement => ({
+    mode,
+    summary: 'Pay invoice inv-1',
+    client: { protocol: '2026-07-28', canElicitUrls: mode === 'approval', canElicitForms: mode === 'required' },
+    optedOut: false,
+    formFallback: false,
+    pageBase: 'https://pay.example.com',
+    ports: {
+      approvals,
+      clock,
+      logger: { warn: () => undefined },
+      confirmations: {
+        mint: async (binding, ttl) => mintConfirmationState(SECRET, binding, now, ttl),
+        verify: async (binding, value) => verifyConfirmationState(SECRET, binding, value, now),
+      },
+    },
+    ...round,
+  });
+  const call = (key: string, confirmation: ConfirmationRequirement | undefined, onlyIfHeld?: ReturnType<typeof WriteResults.rejected>) =>
+    engine.runConfirmed({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { invoice_id: 'inv-1' }, onlyIfHeld }, confirmation, POLICY, execute);
+  /** The person approves the current round on the page. */
+  const approveOnPage = async (key: string) => {
+    const round = (await current({ tenant: TENANT, tool: TOOL, idempotencyKey: key }))!;
+    expect(await approvals.decide(round, { status: 'approved', by: 'alice', at: now, via: 'url' })).toMatchObject({ applied: true });
+  };
+  return { engine, reads, call, requirement, approveOnPage, runs: () => runs, advance: (ms: number) => void (now += ms) };
+}
+
+const asked = (answer: EngineAnswer<unknown>, via: 'url' | 'form') => {
+  expect(answer).toMatchObject({ outcome: 'needs_confirmation', ask: { via } });
+  return (answer as Extract<EngineAnswer<unknown>, { outcome: 'needs_confirmation' }>).ask;
+};
+
+describe("a key whose settled record's retention ended (onExpired 'execute')", () => {
+  it("an 'approval' tool asks the person again on the page before it runs again", async () => {
+    const { call, requirement, approveOnPage, runs, advance } = setup();
+    const key = `key-${randomUUID()}`;
+    asked(await call(key, requirement('approval')), 'url');
+    await approveOnPage(key);
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: true, result: { run: 1 } });
+
+    advance(RETENTION_SECONDS * 1000);
+    // The key is free again: the approval the first run used approves no second run.
+    const again = asked(await call(key, requirement('approval')), 'url');
+    expect(again.via === 'url' && again.url).toMatch(/^https:\/\/pay\.example\.com\/approvals\//);
+    expect(runs()).toBe(1);
+    await approveOnPage(key);
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+  });
+
+  it("a 'required' tool asks again in a form; the old round's yes, sent again, runs nothing", async () => {
+    const { call, requirement, runs, advance } = setup();
+    const key = `key-${randomUUID()}`;
+    const first = asked(await call(key, requirement('required')), 'form');
+    const yes = { requestState: first.requestState, formAnswer: 'yes' as const };
+    expect(await call(key, requirement('required', yes))).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+
+    advance(RETENTION_SECONDS * 1000);
+    // The first round's state is still within its lifetime (600 s): its recorded yes was used by the first run.
+    expect(await call(key, requirement('required', yes))).toMatchObject({ outcome: 'rejected', error: { code: ErrorCode.CONFIRMATION_INVALID } });
+    const second = asked(await call(key, requirement('required')), 'form');
+    expect(second.requestState).not.toBe(first.requestState);
+    expect(runs()).toBe(1);
+    expect(await call(key, requirement('required', { requestState: second.requestState, formAnswer: 'yes' }))).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+      result: { run: 2 },
+    });
+  });
+});
+
+describe('the engine reads the record once', () => {
+  it('a held key answers from that read: no claim, and nobody is asked', async () => {
+    const { call, requirement, reads, approveOnPage } = setup();
+    const key = `key-${randomUUID()}`;
+    asked(await call(key, requirement('approval')), 'url');
+    await approveOnPage(key);
+    await call(key, requirement('approval'));
+    Object.assign(reads, { get: 0, claim: 0, current: 0 });
+
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(reads).toEqual({ get: 1, claim: 0, current: 0 });
+  });
+
+  it('a free key: one read, the person asked, then the claim', async () => {
+    const { call, requirement, reads, approveOnPage } = setup();
+    const key = `key-${randomUUID()}`;
+    asked(await call(key, requirement('approval')), 'url');
+    expect(reads).toEqual({ get: 1, claim: 0, current: 1 });
+    await approveOnPage(key);
+    Object.assign(reads, { get: 0, claim: 0, current: 0 });
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(reads).toEqual({ get: 1, claim: 1, current: 1 });
+  });
+
+  it('an operation id past its expiry is answered only from its record', async () => {
+    const { call, runs } = setup();
+    const key = `key-${randomUUID()}`;
+    const refusal = WriteResults.rejected(key, { code: ErrorCode.UNKNOWN_OPERATION_ID, message: 'expired' });
+    expect(await call(key, undefined, refusal)).toBe(refusal);
+    expect(await call(key, undefined)).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await call(key, undefined, refusal)).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(runs()).toBe(1);
+  });
+});

@@ -1,0 +1,342 @@
+import { type ApprovalMode, type ApprovalRecord, approvalSpent, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
+import { APPROVALS_PATH } from '../core/endpoint-paths';
+import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
+import { type ConfirmationBinding, type ConfirmationStateCheck, confirmationStateNonce } from '../core/confirmation-state';
+import type { Clock } from '../core/clock';
+import { ErrorCode, SecretUnavailableError } from '../core/errors';
+import { WriteResults, type WriteToolResult } from '../core/result-contract';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { ApprovalStore } from './approval-store';
+
+/**
+ * The engine's gate for a tool a person confirms: asked by the engine only when its one read of the record found the
+ * key free (a key whose record answers the call replays, conflicts or waits without asking anyone). It says whether
+ * the call runs now, or what to answer instead: ask the person (on the approval page or in the client's form), or
+ * refuse. Nothing here writes an idempotency record: a declined or unanswered call leaves the key free. Every
+ * decision is kept in the approval record (when there is an approval store), so a round answered once cannot be
+ * answered again, whatever the client sends next. Protocol-neutral: the MCP layer maps its request to a
+ * `ConfirmationRequirement` and an `ask` to its input request or error.
+ */
+
+/** Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated). */
+export interface ConfirmationSigner {
+  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
+  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
+}
+
+/** What the gate works with: the people's decisions, the round signer, the clock and where to log. */
+export interface ConfirmationPorts {
+  /** Without it, `'approval'` tools are refused and form answers are not recorded. */
+  approvals?: ApprovalStore;
+  confirmations: ConfirmationSigner;
+  clock: Clock;
+  logger: Pick<Logger, 'warn'>;
+  /** How long an approval link lives. Default DEFAULT_APPROVAL_TTL_SECONDS. */
+  approvalTtlSeconds?: number;
+}
+
+/** The client of this call, as far as confirming goes. */
+export interface ConfirmingClient {
+  protocol: ConfirmingProtocol;
+  /** The protocol version it spoke, for the sentence that says why it cannot be sent to the page. */
+  protocolVersion?: string;
+  canElicitUrls: boolean;
+  canElicitForms: boolean;
+}
+
+/** A write request's confirmation requirement: who must say yes, what they are asked, and this call's side of it. */
+export interface ConfirmationRequirement {
+  mode: Exclude<Confirmation, 'none'>;
+  /** What the person is asked, e.g. "Pay 12.50 EUR to payee-7 (memo: "rent")", on one line (display-text.ts). */
+  summary: string;
+  client: ConfirmingClient;
+  /** The operator lists the tool in CONFIRMATION_OPT_OUT_TOOLS. */
+  optedOut: boolean;
+  /** The operator lists the tool in CONFIRMATION_FORM_FALLBACK_TOOLS. */
+  formFallback: boolean;
+  /** The round token this call echoes (2026-07-28 `requestState`): untrusted, verified here. */
+  requestState?: string;
+  /** The client's answer to that round's form: 'yes' only for an explicit yes; undefined when it sent none. */
+  formAnswer?: 'yes' | 'no';
+  /** The base URL of the approval page's links; needed only when the person is sent there. */
+  pageBase?: string;
+  ports: ConfirmationPorts;
+}
+
+/** How the person is asked; the MCP layer turns it into an input request (2026-07-28) or an error (2025-11-25). */
+export type ConfirmationAsk =
+  | {
+      via: 'url';
+      /** The approval's id: the link's last segment, the elicitation's id. */
+      approvalId: string;
+      url: string;
+      /** What the person reads beside the link. */
+      message: string;
+      /** The round's token, for a client that answers input requests. */
+      requestState: string | undefined;
+    }
+  | { via: 'form'; message: string; requestState: string };
+
+/** The gate's answer: run now, ask the person, or answer this instead (nothing ran). */
+export type GateVerdict = 'run' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
+
+/** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
+const SECRET_RETRY_AFTER_MS = 2000;
+
+/** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
+export function secretUnavailable(err: SecretUnavailableError, key: string, logger: ConfirmationPorts['logger'], tool: string, what: string): WriteToolResult<never> {
+  logger.warn(`${what} not checked: the key is unavailable`, { tool, reason: err.message });
+  return WriteResults.transientFailure(
+    key,
+    { code: err.code, message: `The ${what} cannot be checked right now; nothing ran. Call again shortly with the same key.` },
+    SECRET_RETRY_AFTER_MS,
+  );
+}
+
+/** What the engine's one read says of the key's past, for a key it found free. */
+export interface KeyHistory {
+  /** When the key's last record was created (settled, its retention over); undefined: no record. */
+  lastRunAt: number | undefined;
+  /** The tool's retention. */
+  retentionSeconds: number;
+}
+
+interface Gate {
+  requirement: ConfirmationRequirement;
+  binding: ConfirmationBinding;
+  history: KeyHistory;
+}
+
+/** Whether `approval` was used up by an earlier run of the operation (`approvalSpent`): then the person is asked anew. */
+function spent({ requirement, history }: Gate, approval: ApprovalRecord): boolean {
+  const linkMs = (requirement.ports.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000;
+  return approvalSpent(approval, { lastRunAt: history.lastRunAt, now: requirement.ports.clock(), keptMs: Math.max(history.retentionSeconds * 1000, linkMs) });
+}
+
+const refuse = (answer: WriteToolResult<never>): GateVerdict => ({ answer });
+
+const declined = (key: string) =>
+  refuse(
+    WriteResults.rejected(key, {
+      code: ErrorCode.CONFIRMATION_DECLINED,
+      message: 'The person did not confirm the operation; nothing ran and the key is still free. Do not retry unless they ask you to.',
+    }),
+  );
+
+const unavailable = (key: string, message: string) => refuse(WriteResults.rejected(key, { code: ErrorCode.CONFIRMATION_UNAVAILABLE, message }));
+
+/** Why nobody can be asked, in one sentence for the agent: what works instead. */
+function unavailableMessage(reason: UnavailableReason, tool: string, client: ConfirmingClient): string {
+  switch (reason) {
+    case 'no_approval_page':
+      return `${tool} runs only after the person approves it on this endpoint's approval page, and this server has no approval page configured; nothing ran.`;
+    case 'no_url_elicitation':
+      return (
+        `${tool} runs only after the person approves it on this endpoint's approval page, and this client declares no URL-mode ` +
+        'elicitation (capability elicitation.url), so it cannot send them there; nothing ran. Use a client that supports URL ' +
+        'elicitation, or ask the operator to allow form confirmation for this tool (CONFIRMATION_FORM_FALLBACK_TOOLS).'
+      );
+    case 'protocol_cannot_open_page':
+      return (
+        `${tool} runs only after the person approves it on this endpoint's approval page, which a client of protocol version ` +
+        `${client.protocolVersion ?? 'before 2025-11-25'} cannot be sent to; nothing ran. Use a client that speaks MCP 2026-07-28 or 2025-11-25 with URL elicitation.`
+      );
+    case 'protocol_cannot_answer':
+      return (
+        `${tool} runs only after the person confirms it, and this server asks through an MCP 2026-07-28 input request, ` +
+        'which a client of an earlier protocol version cannot answer; nothing ran. Use a client that speaks MCP 2026-07-28 ' +
+        'and can show a form (elicitation), for example Claude Code or Claude Desktop; or, where this client asks the person ' +
+        `itself, the operator lists ${tool} in CONFIRMATION_OPT_OUT_TOOLS (deployed: the confirmationOptOut setting).`
+      );
+    case 'no_form_elicitation':
+      return (
+        `${tool} runs only after the person confirms it in a form, and this client declares no form elicitation capability; nothing ran. ` +
+        'Use a client that declares elicitation (form mode), for example Claude Code or Claude Desktop.'
+      );
+  }
+}
+
+/**
+ * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
+ * tool, key and the arguments' fingerprint, as the engine computed it); `history`: what the engine read of the key.
+ */
+export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding, history: KeyHistory): Promise<GateVerdict> {
+  const { client, ports } = requirement;
+  const { tool, idempotencyKey: key } = binding;
+  const choice = chooseConfirmation({
+    mode: requirement.mode,
+    protocol: client.protocol,
+    canElicitUrls: client.canElicitUrls,
+    canElicitForms: client.canElicitForms,
+    approvalPage: ports.approvals !== undefined,
+    optedOut: requirement.optedOut,
+    formFallback: requirement.formFallback,
+  });
+  try {
+    switch (choice.kind) {
+      case 'run':
+        return 'run';
+      case 'unavailable':
+        return unavailable(key, unavailableMessage(choice.reason, tool, client));
+      case 'page':
+        return await approveOnPage({ requirement, binding, history });
+      case 'form':
+        return await confirmInForm({ requirement, binding, history });
+    }
+  } catch (err) {
+    if (err instanceof SecretUnavailableError) return refuse(secretUnavailable(err, key, ports.logger, tool, 'confirmation'));
+    throw err;
+  }
+}
+
+type StateCheck = { kind: 'none' } | { kind: 'valid'; nonce: string | undefined } | { kind: 'expired' } | { kind: 'invalid' };
+
+async function checkState({ requirement, binding }: Gate): Promise<StateCheck> {
+  const { requestState } = requirement;
+  if (requestState === undefined) return { kind: 'none' };
+  const check = await requirement.ports.confirmations.verify(binding, requestState);
+  if (check.valid) return { kind: 'valid', nonce: confirmationStateNonce(requestState) };
+  return check.reason === 'expired' ? { kind: 'expired' } : { kind: 'invalid' };
+}
+
+const invalidState = (key: string, expired: boolean) =>
+  refuse(
+    WriteResults.rejected(key, {
+      code: ErrorCode.CONFIRMATION_INVALID,
+      message: expired
+        ? 'The confirmation came too late; nothing ran. Call again with the same key to ask the person anew.'
+        : 'This confirmation is not one this server asked for these arguments; nothing ran. Call again without it to ask the person.',
+    }),
+  );
+
+/**
+ * The operation's next approval round and the requestState it is asked under (the state's nonce is the round's),
+ * appended to the log of every earlier round; or the approval another call opened meanwhile. Undefined when the log
+ * has room for no more rounds (`canOpenRound`).
+ */
+async function openApproval({ requirement, binding }: Gate, mode: ApprovalMode, previous: ApprovalRecord | undefined) {
+  const { ports } = requirement;
+  const ttlSeconds = ports.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS;
+  const requestState = await ports.confirmations.mint(binding, ttlSeconds);
+  const record = newApproval(binding, {
+    mode,
+    summary: requirement.summary,
+    now: ports.clock(),
+    ttlSeconds,
+    nonce: confirmationStateNonce(requestState),
+    requestState,
+    previous,
+  });
+  return record && ports.approvals!.open(record, previous);
+}
+
+/** The approval log is full: every round stays in it, so no new one is asked under this key. */
+const roundsSpent = (key: string, tool: string) =>
+  unavailable(
+    key,
+    `${tool} was asked for approval under this key as many times as its approval log keeps; nothing ran. ` +
+      'Start again under a new key (for an operation id: issue_operation_id).',
+  );
+
+/** URL mode: the person decides on the approval page; only the record's decision counts, whatever the client answers. */
+async function approveOnPage(gate: Gate): Promise<GateVerdict> {
+  const { requirement, binding } = gate;
+  const { ports, client } = requirement;
+  const { tool, idempotencyKey: key } = binding;
+  // Only a 2026-07-28 client echoes a round's token; a 2025-11-25 client retries the same call.
+  const answersRounds = client.protocol === '2026-07-28';
+  const state = answersRounds ? await checkState(gate) : ({ kind: 'none' } as StateCheck);
+  if (state.kind === 'invalid') return invalidState(key, false);
+
+  const current = await ports.approvals!.current(binding);
+  let approval = current;
+  const now = ports.clock();
+  const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
+  // An approval used by an earlier run (its key since free again) approves no other: a new round below.
+  if (status === 'approved' && !spent(gate, approval!)) return 'run';
+  // A decline is final for the round it answered: the same round (its requestState, or a 2025 client's retries while
+  // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
+  if (status === 'declined' && approval) {
+    const sameRound = state.kind === 'valid' ? state.nonce === approval.nonce : !answersRounds && now < approval.expiresAt;
+    if (sameRound) return declined(key);
+  }
+  // A pending round asked in a form has no page: this client can send the person to one, so a page round replaces it.
+  if (status !== 'pending' || approval!.mode !== 'url') approval = await openApproval(gate, 'url', current);
+  if (!approval) return roundsSpent(key, tool);
+  if (approval.fingerprint !== binding.fingerprint || approval.status !== 'pending' || approval.mode !== 'url') {
+    // Lost a race to a call with other arguments or to a decision: the next call sees the winner.
+    return refuse(
+      WriteResults.transientFailure(key, { code: ErrorCode.OPERATION_IN_PROGRESS, message: 'Another call for this key is being approved; nothing ran. Call again shortly with the same key.' }, 1000),
+    );
+  }
+  if (!requirement.pageBase) throw new Error('the approval link needs the endpoint\'s public base URL');
+  return {
+    ask: {
+      via: 'url',
+      approvalId: approval.id,
+      url: `${requirement.pageBase}${APPROVALS_PATH}/${approval.id}`,
+      message: `${requirement.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${new Date(approval.expiresAt).toISOString()}.`,
+      requestState: approval.requestState,
+    },
+  };
+}
+
+/**
+ * Form mode: the client's answer is the person's word; the first answer to a round is recorded and final. Only a
+ * round asked in a form is answered here: a round asked on the approval page is decided there, by a signed-in person,
+ * whatever this client declares now.
+ */
+async function confirmInForm(gate: Gate): Promise<GateVerdict> {
+  const { requirement, binding } = gate;
+  const { ports } = requirement;
+  const { tool, idempotencyKey: key } = binding;
+  const state = await checkState(gate);
+  if (state.kind === 'invalid' || state.kind === 'expired') return invalidState(key, state.kind === 'expired');
+  const current = ports.approvals ? await ports.approvals.current(binding) : undefined;
+  // Once the operation was asked on the page, it stays there: a client declaring only forms now cannot answer for
+  // the person, nor open a form round in place of the page's (after an expiry or the person's decline either).
+  if (current?.mode === 'url' || current?.log.some((entry) => entry.event === 'requested' && entry.via === 'url')) {
+    const status = approvalState(current, binding.fingerprint, ports.clock());
+    // The person approved these arguments on the page (for this run, not one that ran before).
+    if (current.mode === 'url' && status === 'approved' && !spent(gate, current)) return 'run';
+    if (status === 'declined' && state.kind === 'valid' && state.nonce === current.nonce) return declined(key);
+    return onThePage(key, tool);
+  }
+  const ask = async (): Promise<GateVerdict> => {
+    let requestState: string;
+    if (ports.approvals) {
+      const opened = await openApproval(gate, 'form', current);
+      if (!opened) return roundsSpent(key, tool);
+      // Another call opened a round on the page meanwhile: that one is the person's to decide.
+      if (opened.mode !== 'form') return onThePage(key, tool);
+      requestState = opened.requestState!;
+    } else {
+      requestState = await ports.confirmations.mint(binding);
+    }
+    return { ask: { via: 'form', message: `${requirement.summary}\n\nConfirm this operation?`, requestState } };
+  };
+  if (state.kind === 'none' || requirement.formAnswer === undefined) return ask();
+  const yes = requirement.formAnswer === 'yes';
+  if (!ports.approvals) return yes ? 'run' : declined(key);
+
+  // MRTR: state that must be consumed once is enforced by the server. The round's record takes the first answer,
+  // and only a round asked in a form takes one (the store checks the mode in the same conditional write).
+  if (!current || current.nonce !== state.nonce) return invalidState(key, false);
+  const decided = await ports.approvals.decide(current, { status: yes ? 'approved' : 'declined', by: MCP_CLIENT, at: ports.clock(), via: 'form' });
+  if (decided.applied || decided.reason === 'decided') {
+    if (decided.record.status !== 'approved') return declined(key);
+    // The round's yes was used by a run whose key is free again: it approves no other.
+    return spent(gate, decided.record) ? invalidState(key, true) : 'run';
+  }
+  if (decided.reason === 'mode') return onThePage(key, tool);
+  return invalidState(key, decided.reason === 'expired');
+}
+
+/** An operation asked on the approval page: only a signed-in person decides it, there. */
+const onThePage = (key: string, tool: string) =>
+  unavailable(
+    key,
+    `This ${tool} operation was asked for the person's approval on the approval page; only they decide it there, an ` +
+      'answer in a form cannot, and nothing ran. Once they have approved it there, call again with the same key; for a ' +
+      'new link, call from a client that declares URL elicitation (capability elicitation.url).',
+  );

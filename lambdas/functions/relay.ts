@@ -1,0 +1,11 @@
+import { loadWorkerConfig } from '../config';
+import { withMetrics } from '../observability/metrics';
+import { createRelayStreamHandler } from '../runtime/worker-events';
+import { createWorkerServices } from '../runtime/worker-services';
+import { createRelay } from '../runtime/workers';
+
+/**
+ * DynamoDB Streams on the table, filtered to INSERTs of outbox events (sk = EVENT), with ReportBatchItemFailures.
+ * The same function for every endpoint: it moves events to the queue and builds nothing else.
+ */
+export const handler = withMetrics(createRelayStreamHandler(createRelay(createWorkerServices(loadWorkerConfig()))));
