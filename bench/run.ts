@@ -4,6 +4,7 @@ import { endpointBench } from './endpoint';
 import { coldStartBench } from './cold-start';
 import { tableShapeBench } from './table-shape';
 import { capacityBench } from './capacity';
+import { gatewayBench } from './gateway';
 import { formatTable, type BenchSection } from './section';
 
 /**
@@ -11,7 +12,7 @@ import { formatTable, type BenchSection } from './section';
  * object with all of them, keyed by section, for CI to parse. Add a section by appending it here.
  * `npm run bench -- coldStart endpoint` runs only the sections with those keys.
  */
-const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench];
+const sections: BenchSection[] = [floorBench, endpointBench, engineBench, tableShapeBench, coldStartBench, capacityBench, gatewayBench];
 
 const only = process.argv.slice(2);
 const unknown = only.filter((key) => !sections.some((section) => section.key === key));

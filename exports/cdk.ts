@@ -4,6 +4,7 @@
  */
 export { StackOutput } from '../lib/stack-outputs';
 export { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps, type EndpointSettings, type EndpointFunctions, type ApprovalPageSettings } from '../lib/endpoint';
+export { IdempotentMcpGateway, type IdempotentMcpGatewayProps, type GatewayUpstream } from '../lib/gateway';
 export { ApprovalPageApi, type ApprovalPageApiProps } from '../lib/constructs/approval-page';
 export { Auth, TOOLS_SCOPE, PERSON_TENANT_ATTRIBUTE, type ApprovalSignIn, type AuthProps, type ExternalOidcSettings, type TokenVerification } from '../lib/constructs/auth';
 export { IdempotencyTable, type IdempotencyTableProps, type TableItemAction } from '../lib/constructs/idempotency-store';

@@ -20,6 +20,8 @@ await build({
   entryPoints: [
     ...subpaths.map(({ out, source }) => ({ out, in: source })),
     ...FUNCTIONS.map((name) => ({ out: `functions/${name}`, in: `lambdas/functions/${name}.ts` })),
+    // What IdempotentMcpGateway's generated tools module imports (lib/tools-entry.ts).
+    { out: 'functions/gateway', in: 'lambdas/gateway/lambda.ts' },
     // The package's bin (package.json `bin`), its shebang kept.
     ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => ({
       out: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, ''),

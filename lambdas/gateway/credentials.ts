@@ -51,7 +51,7 @@ export class CredentialsError extends Error {
 }
 
 /** The file's content checked, one sentence per mistake naming the tenant and field (values never repeated). */
-function parseCredentials(input: unknown, origin: string): CredentialsFile {
+export function parseCredentials(input: unknown, origin: string): CredentialsFile {
   const parsed = credentialsFileSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.map((issue) => {

@@ -30,15 +30,16 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
  * One GetSecretValue with the SDK's Secrets Manager client, in every region the function runs in (the Parameters
  * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
  * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
- * backoff rather than held here.
+ * backoff rather than held here. `what` names the secret in the error (the operation-id secret, the gateway's
+ * upstream credentials).
  */
-async function readSecret(source: Extract<SecretSource, { secretArn: string }>): Promise<string> {
+export async function readSecretString(source: Extract<SecretSource, { secretArn: string }>, what: string): Promise<string> {
   const client = new SecretsManagerClient({
     maxAttempts: 1,
     requestHandler: new NodeHttpHandler({ connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true }),
     ...awsClientConfig(source.endpoint),
   });
-  const fail = (reason: string, cause?: unknown) => new SecretUnavailableError(`the operation-id secret could not be read from Secrets Manager: ${reason}`, { cause });
+  const fail = (reason: string, cause?: unknown) => new SecretUnavailableError(`${what} could not be read from Secrets Manager: ${reason}`, { cause });
   let secret: string | undefined;
   try {
     secret = (await client.send(new GetSecretValueCommand({ SecretId: source.secretArn }))).SecretString;
@@ -49,6 +50,12 @@ async function readSecret(source: Extract<SecretSource, { secretArn: string }>):
     client.destroy();
   }
   if (typeof secret !== 'string') throw fail('the secret has no string value');
-  if (secret.length < MIN_SECRET_LENGTH) throw fail(`the secret must be at least ${MIN_SECRET_LENGTH} characters`);
+  return secret;
+}
+
+async function readSecret(source: Extract<SecretSource, { secretArn: string }>): Promise<string> {
+  const secret = await readSecretString(source, 'the operation-id secret');
+  if (secret.length < MIN_SECRET_LENGTH)
+    throw new SecretUnavailableError(`the operation-id secret could not be read from Secrets Manager: the secret must be at least ${MIN_SECRET_LENGTH} characters`);
   return secret;
 }

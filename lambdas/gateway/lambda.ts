@@ -1,0 +1,57 @@
+import { ConfigError, EnvVars, read, type Env } from '../config';
+import { readSecretString } from '../runtime/operation-id-secret';
+import { createDynamoDbClient } from '../store/clients';
+import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
+import { GatewayEnvVars } from './config';
+import { parseCredentials, staticCredentials, type CredentialSource, type CredentialsFile } from './credentials';
+import { createGateway } from './gateway';
+
+/**
+ * Deployed: the credentials JSON (the file's format) in a Secrets Manager secret, read once per container on first
+ * need; a failed read is not kept, so the next call reads again. The value never sits in the template or the
+ * function's configuration, only its ARN.
+ */
+export function secretCredentials(secretArn: string, endpoint?: string): CredentialSource {
+  let pending: Promise<CredentialsFile> | undefined;
+  const file = () =>
+    (pending ??= readSecretString({ secretArn, endpoint }, "the gateway's upstream credentials")
+      .then((text) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          throw new ConfigError(`the gateway's upstream credentials secret ${secretArn} is not JSON`);
+        }
+        return parseCredentials(json, `the secret ${secretArn}`);
+      })
+      .catch((err: unknown) => {
+        pending = undefined;
+        throw err;
+      }));
+  return {
+    forTenant: async (tenant) => staticCredentials(await file()).forTenant(tenant),
+    forListing: async () => staticCredentials(await file()).forListing(),
+  };
+}
+
+/**
+ * The gateway's tools as a tools module, for the Lambda functions IdempotentMcpGateway deploys: the policy (checked
+ * at synth, bundled as it is), the upstream's URL and the credentials secret from the environment the construct
+ * sets. Connects to the upstream and reads its `tools/list` during the cold start, so a policy that does not fit
+ * the upstream fails the cold start with its mistakes, before any call is served.
+ */
+export async function gatewayToolsModule(policy: unknown, env: Env = process.env) {
+  const url = read(env, GatewayEnvVars.upstreamUrl);
+  const secretArn = read(env, GatewayEnvVars.credentialsSecretArn);
+  const tableName = read(env, EnvVars.tableName);
+  if (!url) throw new ConfigError(`${GatewayEnvVars.upstreamUrl.name} must be set (the upstream's streamable-HTTP URL)`);
+  if (!secretArn) throw new ConfigError(`${GatewayEnvVars.credentialsSecretArn.name} must be set (the gateway's upstream credentials)`);
+  if (!tableName) throw new ConfigError(`${EnvVars.tableName.name} must be set`);
+  const gateway = await createGateway({
+    policy,
+    upstream: { url },
+    credentials: secretCredentials(secretArn, read(env, EnvVars.secretsManagerEndpoint)),
+    table: { memos: new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName }) },
+  });
+  return { tools: gateway.tools };
+}
