@@ -5,12 +5,20 @@ import { systemClock, type Clock } from '../lambdas/core/clock';
 import { canonicalJson } from '../lambdas/core/fingerprint';
 import type { Outcome } from '../lambdas/core/result-contract';
 
-/** Where a call stands, as far as this agent knows. */
+/**
+ * Where a call stands, as far as this agent knows.
+ *
+ * @public
+ */
 export type CallState = 'submitted' | 'in_progress' | 'succeeded' | 'failed' | 'unknown';
 
 const SETTLED: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
 
-/** Which intent a call belongs to: the same identity gets the same key. */
+/**
+ * Which intent a call belongs to: the same identity gets the same key.
+ *
+ * @public
+ */
 export interface CallIdentity {
   /** The agent's conversation or run; keys never cross sessions. */
   session: string;
@@ -21,6 +29,7 @@ export interface CallIdentity {
   fingerprint: string;
 }
 
+/** @public */
 export interface LedgerEntry extends CallIdentity {
   /** What the server deduplicates on: the idempotency_key we generated, or the operation_id it issued. */
   key: string;
@@ -42,6 +51,7 @@ export interface LedgerEntry extends CallIdentity {
   sent?: boolean;
 }
 
+/** @public */
 export interface CallLedgerOptions {
   /** How long after its last answer a settled intent keeps its key, so a re-plan gets the replay. Default 15 min. */
   ttlMs?: number;
@@ -68,6 +78,7 @@ const DEFAULT_MAX_AGE_MS = 12 * 3600_000;
  * The agent's short-term memory of its write intents and their keys. In memory, optionally mirrored to a file;
  * one process per file (two processes sharing a file would each overwrite the other's entries).
  * The arguments themselves are never stored, only their fingerprint.
+ * @public
  */
 export class CallLedger {
   private readonly entriesById = new Map<string, LedgerEntry>();

@@ -6,12 +6,14 @@ import type { FetchLike } from '@modelcontextprotocol/client';
  *   sees a reset connection (the case idempotency keys exist for).
  * - `refuse`: nothing is sent; the caller sees a refused connection.
  * - `status`: nothing is sent; the caller gets this HTTP status (with Retry-After if given).
+ * @public
  */
 export type Fault =
   | { mode: 'lose-response' }
   | { mode: 'refuse' }
   | { mode: 'status'; status: number; retryAfterSeconds?: number };
 
+/** @public */
 export interface FaultRule {
   /** Only `tools/call` requests for this tool; without it, every POST. */
   tool?: string;
@@ -25,6 +27,7 @@ export interface FaultRule {
   times: number;
 }
 
+/** @public */
 export interface RequestLogEntry {
   /** The JSON-RPC method, or the HTTP method for bodiless requests. */
   method: string;
@@ -35,6 +38,7 @@ export interface RequestLogEntry {
   fault?: Fault['mode'];
 }
 
+/** @public */
 export interface FaultFetch {
   fetch: FetchLike;
   inject(rule: FaultRule): void;
@@ -63,6 +67,7 @@ function networkError(code: 'ECONNRESET' | 'ECONNREFUSED'): TypeError {
   return new TypeError('fetch failed', { cause });
 }
 
+/** @public */
 export function createFaultFetch(base: FetchLike = (url, init) => fetch(url, init)): FaultFetch {
   const rules: FaultRule[] = [];
   const requests: RequestLogEntry[] = [];

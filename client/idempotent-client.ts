@@ -22,6 +22,7 @@ import {
 } from './retry';
 import { statusLine } from './status-line';
 
+/** @public */
 export interface IdempotentClientOptions {
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
   url: string | URL;
@@ -78,7 +79,11 @@ export interface IdempotentClientOptions {
   clock?: Clock;
 }
 
-/** An approval link the person must open, sign in at and decide on (MCP URL-mode elicitation). */
+/**
+ * An approval link the person must open, sign in at and decide on (MCP URL-mode elicitation).
+ *
+ * @public
+ */
 export interface ApprovalLink {
   tool: string;
   /** The approval page, e.g. http://127.0.0.1:3000/approvals/<id>. */
@@ -137,7 +142,11 @@ function openInBrowser(url: string): void {
   }
 }
 
-/** A write the agent wants done. */
+/**
+ * A write the agent wants done.
+ *
+ * @public
+ */
 export interface WriteCallRequest {
   tool: string;
   /** The tool's arguments; any idempotency_key or operation_id in them is replaced by the intent's own. */
@@ -150,7 +159,11 @@ export interface WriteCallRequest {
   intent?: string;
 }
 
-/** What became of a write: the state, the server's last answer or why there was none, and a status line. */
+/**
+ * What became of a write: the state, the server's last answer or why there was none, and a status line.
+ *
+ * @public
+ */
 export interface WriteCall<R = unknown> {
   tool: string;
   intent?: string;
@@ -170,7 +183,11 @@ export interface WriteCall<R = unknown> {
   status: string;
 }
 
-/** One attempt of a write, as `onAttempt` reports it. */
+/**
+ * One attempt of a write, as `onAttempt` reports it.
+ *
+ * @public
+ */
 export interface AttemptEvent {
   tool: string;
   key: string;
@@ -182,6 +199,7 @@ export interface AttemptEvent {
   nextDelayMs?: number;
 }
 
+/** @public */
 export interface ReadCall {
   structuredContent?: Record<string, unknown>;
   isError: boolean;
@@ -209,12 +227,20 @@ const STATE_OF: Record<Outcome, CallState> = {
   unknown: 'unknown',
 };
 
-/** 144 random bits, base64url: inside the server's key charset (A-Za-z0-9._:-) and length (8..128). */
+/**
+ * 144 random bits, base64url: inside the server's key charset (A-Za-z0-9._:-) and length (8..128).
+ *
+ * @public
+ */
 export function newIdempotencyKey(): string {
   return `ik_${randomBytes(18).toString('base64url')}`;
 }
 
-/** The result contract, if this structuredContent carries it. */
+/**
+ * The result contract, if this structuredContent carries it.
+ *
+ * @public
+ */
 export function asWriteToolResult(content: unknown): WriteToolResult | undefined {
   if (!content || typeof content !== 'object') return undefined;
   const r = content as Record<string, unknown>;
@@ -246,6 +272,7 @@ function takesOperationId(inputSchema: { required?: unknown } | undefined): bool
 /**
  * An MCP client for write tools that must not run twice: every intent gets one key, kept in a ledger across
  * retries, re-plans and (with a file) restarts; only what can help is retried, always with that key.
+ * @public
  */
 export class IdempotentMcpClient {
   readonly session: string;

@@ -1,7 +1,11 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { fullJitterBackoffMs } from '../lambdas/core/backoff';
 
-/** How many attempts and how much time one call may spend, and how the waits between attempts grow. */
+/**
+ * How many attempts and how much time one call may spend, and how the waits between attempts grow.
+ *
+ * @public
+ */
 export interface RetryOptions {
   /** Attempts per call, the first included. Default 5. */
   maxAttempts?: number;
@@ -13,8 +17,10 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
+/** @public */
 export type ResolvedRetryOptions = Required<RetryOptions>;
 
+/** @public */
 export const DEFAULT_RETRY: ResolvedRetryOptions = {
   maxAttempts: 5,
   maxElapsedMs: 30_000,
@@ -26,6 +32,7 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
  * Exponential backoff with full jitter (a random wait in [0, ceiling)), so many agents retrying the same outage
  * spread out; the server's retry_after_ms is a floor because it knows when an answer can exist (a reconciler period).
  * `retryIndex` is 0 for the wait before the second attempt.
+ * @public
  */
 export function backoffDelay(
   retryIndex: number,
@@ -37,7 +44,11 @@ export function backoffDelay(
   return Math.max(jittered, serverRetryAfterMs ?? 0);
 }
 
-/** What went wrong below the result contract, and whether calling again with the same key can help. */
+/**
+ * What went wrong below the result contract, and whether calling again with the same key can help.
+ *
+ * @public
+ */
 export interface TransportFailure {
   /** `transport`: the request may or may not have arrived (retry with the same key); `deterministic`: it will fail again. */
   kind: 'transport' | 'deterministic';
@@ -51,7 +62,11 @@ export interface TransportFailure {
   retryAfterMs?: number;
 }
 
-/** An HTTP answer that says "not now" (5xx, 429), raised by the client's fetch seam so its Retry-After survives. */
+/**
+ * An HTTP answer that says "not now" (5xx, 429), raised by the client's fetch seam so its Retry-After survives.
+ *
+ * @public
+ */
 export class HttpStatusError extends Error {
   constructor(
     readonly status: number,
@@ -71,7 +86,11 @@ export function parseRetryAfter(header: string | null, now: number): number | un
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Statuses that mean "not now" rather than "never": timeouts, throttling, server and gateway failures. */
+/**
+ * Statuses that mean "not now" rather than "never": timeouts, throttling, server and gateway failures.
+ *
+ * @public
+ */
 export const isRetryableHttpStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
 /** Error codes of sockets that broke or never opened: nothing the server said, so the same key may help. */
@@ -103,6 +122,7 @@ function networkErrorCode(err: unknown): string | undefined {
 /**
  * Sorts an error thrown by the MCP SDK (or the fetch below it) into "retry with the same key" or "return at once".
  * Unrecognised errors are deterministic: retrying a bug only burns the budget, and the key is kept anyway.
+ * @public
  */
 export function classifyCallError(err: unknown): TransportFailure {
   if (err instanceof HttpStatusError) {

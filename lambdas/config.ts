@@ -4,6 +4,7 @@ import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/a
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
  * the local stack builds one from a plain record and nothing reads `process.env` behind its back.
+ * @public
  */
 export type AuthConfig =
   | {
@@ -31,7 +32,11 @@ export type AuthConfig =
       requiredScopes: string[];
     };
 
-/** The outbox queue, its deliveries and the reconciler. An unset queue keeps events pending, it does not fail the start. */
+/**
+ * The outbox queue, its deliveries and the reconciler. An unset queue keeps events pending, it does not fail the start.
+ *
+ * @public
+ */
 export interface SideEffectsConfig {
   /** Local SQS-compatible server (fauxqs); unset on AWS. */
   sqsEndpoint?: string;
@@ -56,6 +61,7 @@ export interface SideEffectsConfig {
   outboxMaxReceiveCount: number;
 }
 
+/** @public */
 export interface AppConfig {
   tableName: string;
   /** DynamoDB Local (or another emulator); unset on AWS. */
@@ -81,7 +87,11 @@ export interface AppConfig {
   sideEffects: SideEffectsConfig;
 }
 
-/** The approval page (`/approvals/<id>`): how long a link lives, and how the person signs in. */
+/**
+ * The approval page (`/approvals/<id>`): how long a link lives, and how the person signs in.
+ *
+ * @public
+ */
 export interface ApprovalPageConfig {
   /** How long an approval link can be decided. */
   ttlSeconds: number;
@@ -111,7 +121,11 @@ export interface ApprovalPageConfig {
 }
 
 const DEV_APPROVAL_CLIENT_ID = 'approval-page';
-/** Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts). */
+/**
+ * Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts).
+ *
+ * @public
+ */
 export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
 /** The dev issuer's endpoints, on the local server itself. */
 const DEV_SIGN_IN_PATHS = { authorize: `${DEV_SIGN_IN_MOUNT}/authorize`, token: `${DEV_SIGN_IN_MOUNT}/token` } as const;
@@ -122,6 +136,7 @@ export const MIN_SECRET_LENGTH = 32;
 /**
  * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
  * Manager secret the function reads with the AWS SDK on first use.
+ * @public
  */
 export type SecretSource =
   | { value: string }
@@ -131,6 +146,7 @@ export type SecretSource =
       endpoint?: string;
     };
 
+/** @public */
 export type Env = Record<string, string | undefined>;
 
 export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
@@ -146,6 +162,7 @@ export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
+/** @public */
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -157,6 +174,7 @@ export class ConfigError extends Error {
  * One environment variable: its name, how its text is read (with its default), and how a value is written. The
  * constructs write environments only through `environmentOf` and the functions read them only through `read`, both
  * from `EnvVars` below: a renamed or retyped variable fails the type check on both sides.
+ * @public
  */
 export interface EnvVar<T> {
   readonly name: string;
@@ -170,12 +188,15 @@ const trimmed = (raw: string | undefined) => {
   return value ? value : undefined;
 };
 
+/** @public */
 export function text(name: string): EnvVar<string | undefined>;
+/** @public */
 export function text(name: string, fallback: string): EnvVar<string>;
 export function text(name: string, fallback?: string): EnvVar<string | undefined> {
   return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
 }
 
+/** @public */
 export function httpUrl(name: string): EnvVar<string | undefined> {
   return {
     name,
@@ -188,6 +209,7 @@ export function httpUrl(name: string): EnvVar<string | undefined> {
   };
 }
 
+/** @public */
 export function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
   return {
     name,
@@ -202,6 +224,7 @@ export function positiveInt(name: string, fallback: number, max: number): EnvVar
   };
 }
 
+/** @public */
 export function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
   return {
     name,
@@ -214,11 +237,16 @@ export function oneOf<T extends string>(name: string, allowed: readonly T[], fal
   };
 }
 
+/** @public */
 export function flag(name: string): EnvVar<boolean> {
   return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
 }
 
-/** Comma-separated, each item normalized (blank items dropped). */
+/**
+ * Comma-separated, each item normalized (blank items dropped).
+ *
+ * @public
+ */
 export function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
   return {
     name,
@@ -252,7 +280,11 @@ function scopeList(name: string): EnvVar<string[] | undefined> {
   };
 }
 
-/** Every environment variable the functions read, declared once. */
+/**
+ * Every environment variable the functions read, declared once.
+ *
+ * @public
+ */
 export const EnvVars = {
   tableName: text('TABLE_NAME'),
   /** DynamoDB Local (or another emulator); unset on AWS. */
@@ -305,16 +337,33 @@ export const EnvVars = {
   powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
 } as const;
 
+/** @public */
 export type EnvVarKey = keyof typeof EnvVars;
-/** The parsed value of one environment variable. */
+/**
+ * The parsed value of one environment variable.
+ *
+ * @public
+ */
 export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
-/** Settings by declared name; what a construct puts into a function's environment. */
+/**
+ * Settings by declared name; what a construct puts into a function's environment.
+ *
+ * @public
+ */
 export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
-/** Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's). */
+/**
+ * Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's).
+ *
+ * @public
+ */
 export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
 
-/** A function's environment from typed settings of `variables` (unset ones are left out). */
+/**
+ * A function's environment from typed settings of `variables` (unset ones are left out).
+ *
+ * @public
+ */
 export function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
   const environment: Record<string, string> = {};
   for (const [key, value] of Object.entries(settings)) {
@@ -325,10 +374,18 @@ export function environmentFor<V extends Record<string, EnvVar<unknown>>>(variab
   return environment;
 }
 
-/** A function's environment from typed settings: the one way the constructs write the toolkit's variables. */
+/**
+ * A function's environment from typed settings: the one way the constructs write the toolkit's variables.
+ *
+ * @public
+ */
 export const environmentOf = (settings: EnvSettings): Record<string, string> => environmentFor(EnvVars, settings);
 
-/** A declared variable's value from an environment record. */
+/**
+ * A declared variable's value from an environment record.
+ *
+ * @public
+ */
 export const read = <T>(env: Env, variable: EnvVar<T>): T => variable.parse(env[variable.name]);
 
 function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
@@ -337,7 +394,11 @@ function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
   return value;
 }
 
-/** The auth settings alone: `npm run token` signs with the same dev issuer the server trusts. */
+/**
+ * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.
+ *
+ * @public
+ */
 export function loadAuthConfig(env: Env): AuthConfig {
   const mode = read(env, EnvVars.authMode);
   const tenantClaim = read(env, EnvVars.authTenantClaim);
@@ -395,7 +456,11 @@ function loadSecretSource(env: Env): SecretSource {
   return { secretArn, endpoint: read(env, EnvVars.secretsManagerEndpoint) };
 }
 
-/** Reads and checks the configuration once per container; a missing setting fails the cold start, not a request. */
+/**
+ * Reads and checks the configuration once per container; a missing setting fails the cold start, not a request.
+ *
+ * @public
+ */
 export function loadConfig(env: Env = process.env): AppConfig {
   const operationIdSecret = loadSecretSource(env);
   const publicBaseUrl = read(env, EnvVars.publicBaseUrl);
@@ -430,9 +495,11 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
 /**
  * What the background functions (relay, consumer, reconciler) read: the table, the queue and the downstream
  * settings. They serve no MCP request, so they need neither the issuer nor the operation-id secret.
+ * @public
  */
 export type WorkerConfig = Pick<AppConfig, 'tableName' | 'dynamodbEndpoint' | 'sideEffects'>;
 
+/** @public */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
   return { tableName, dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint), sideEffects: loadSideEffects(env) };

@@ -29,7 +29,11 @@ import { StackOutput } from './stack-outputs';
 import { checkModuleExports } from './tools-check';
 import { checkToolsModule, deliveriesFunctionEntry, toolsFunctionEntry } from './tools-entry';
 
-/** Settings of each of the endpoint's functions (`relay` and `consumer` exist only with deliveries). */
+/**
+ * Settings of each of the endpoint's functions (`relay` and `consumer` exist only with deliveries).
+ *
+ * @public
+ */
 export interface EndpointFunctions {
   /** @default memory 1024 MB, timeout 29 s, no reserved concurrency, ARM_64 */
   readonly mcp?: FunctionOptions;
@@ -47,7 +51,11 @@ export interface EndpointFunctions {
 
 const FUNCTION_NAMES = ['mcp', 'reconciler', 'consumer', 'relay'] as const;
 
-/** The approval page, where a person approves a `confirmation: 'approval'` tool's call, signed in. */
+/**
+ * The approval page, where a person approves a `confirmation: 'approval'` tool's call, signed in.
+ *
+ * @public
+ */
 export interface ApprovalPageSettings {
   /**
    * Serve the page. False: no page, and `confirmation: 'approval'` tools answer CONFIRMATION_UNAVAILABLE.
@@ -67,7 +75,11 @@ export interface ApprovalPageSettings {
   readonly linkLifetime?: Duration;
 }
 
-/** What every endpoint is configured with, the reference stack and a team's IdempotentMcpEndpoint alike. */
+/**
+ * What every endpoint is configured with, the reference stack and a team's IdempotentMcpEndpoint alike.
+ *
+ * @public
+ */
 export interface EndpointSettings extends FunctionNetwork {
   /**
    * Who may call.
@@ -173,6 +185,7 @@ export interface EndpointSettings extends FunctionNetwork {
   readonly outputs?: boolean;
 }
 
+/** @public */
 export interface IdempotentMcpEndpointProps extends EndpointSettings {
   /**
    * Your tools module: a .ts or .js file exporting `tools`, an array of defineWriteTool / defineReadTool results
@@ -282,6 +295,7 @@ const servesApprovalPage = (props: IdempotentMcpEndpointProps) =>
  * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the reconciler and the
  * alarms; with a deliveries module also the outbox (the table's stream, relay, queue, dead-letter queue, consumer).
  * A misconfigured prop, or a tools module that does not export its tools, fails the synth with the prop's name.
+ * @public
  */
 export class IdempotentMcpEndpoint extends Construct {
   /** The tools module the MCP function and the reconciler bundle (absolute path). */

@@ -9,9 +9,14 @@ import { GatewayPolicyError, parseGatewayPolicy } from '../lambdas/gateway/polic
 import { IdempotentMcpEndpoint, type EndpointSettings } from './endpoint';
 import { gatewayToolsModule } from './tools-entry';
 
-/** The upstream MCP server a deployed gateway calls: streamable HTTP only (a stdio server runs only locally). */
+/**
+ * The upstream MCP server a deployed gateway calls: streamable HTTP only (a stdio server runs only locally).
+ *
+ * @public
+ */
 export type GatewayUpstream = { readonly url: string } | { readonly command: string; readonly args?: readonly string[] };
 
+/** @public */
 export interface IdempotentMcpGatewayProps extends EndpointSettings {
   /**
    * The policy file (JSON, docs/gateway.md): per upstream tool, write or read, the key, the fingerprint, the timeout,
@@ -75,6 +80,7 @@ function upstreamUrl(upstream: GatewayUpstream | undefined): string {
  * (the table, auth, approval page, reconciler, alarms and outputs, with the same settings) whose tools are the
  * upstream's, as the policy says: writes keyed and fingerprinted, reads passed through, lost answers settled by the
  * policy's lookups. The upstream is called with the gateway's own credential per tenant, from Secrets Manager.
+ * @public
  */
 export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
   /** The policy file bundled into the functions (absolute path). */

@@ -7,6 +7,7 @@ import type { IConstruct } from 'constructs';
  * Rules cdk-nag ships but leaves out of the AwsSolutions pack, which this stack depends on: a public Function URL
  * must be a deliberate, explained choice, and the outbox queue must outlast six consumer timeouts.
  * Applied next to AwsSolutionsChecks in the app and in the tests.
+ * @public
  */
 export class IdempotentMcpChecks extends NagPack {
   readonly name = 'IdempotentMcp';

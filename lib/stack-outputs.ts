@@ -1,6 +1,7 @@
 /**
  * The stack outputs IdempotentMcpEndpoint adds (its `outputs` prop), by name: docs/deploy.md's recipes and
  * `idempotent-mcp-ops --stack` (table and queues) read them. Plain data, so the ops CLI reads it without the CDK.
+ * @public
  */
 export const StackOutput = {
   mcpUrl: 'McpUrl',

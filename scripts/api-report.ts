@@ -44,8 +44,9 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
             compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning } },
             extractorMessageReporting: {
               default: { logLevel: ExtractorLogLevel.Warning },
-              // Release tags are checked: a name without `@public`, `@beta` or `@internal` is listed in its report.
-              'ae-missing-release-tag': { logLevel: ExtractorLogLevel.None, addToApiReportFile: true },
+              // Every exported declaration carries a release tag (`@public`, or `@beta` where a doc calls it experimental):
+              // an untagged one is an error, so `npm run api` and the report test fail on it.
+              'ae-missing-release-tag': { logLevel: ExtractorLogLevel.Error, addToApiReportFile: false },
               'ae-undocumented': { logLevel: ExtractorLogLevel.None },
             },
             tsdocMessageReporting: { default: { logLevel: ExtractorLogLevel.None } },

@@ -10,8 +10,10 @@ import { DEV_KEY_FILE, readDevKeyPair, type StoredKeyPair } from './dev-keys';
  * kept in `<dir>/dev-issuer.json` (dev-keys.ts), so tokens printed by one process verify in another and across restarts.
  */
 const ALGORITHM = 'ES256';
+/** @public */
 export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
 
+/** @public */
 export interface DevIssuer {
   issuer: string;
   audience: string;
@@ -48,6 +50,7 @@ async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
   }
 }
 
+/** @public */
 export async function loadDevIssuer(options: {
   dir: string;
   issuer: string;
@@ -77,7 +80,11 @@ export async function loadDevIssuer(options: {
   };
 }
 
-/** The issuer a dev-mode endpoint trusts; its tokens carry the scopes that endpoint requires unless told otherwise. */
+/**
+ * The issuer a dev-mode endpoint trusts; its tokens carry the scopes that endpoint requires unless told otherwise.
+ *
+ * @public
+ */
 export function devIssuerFor(auth: Extract<AuthConfig, { mode: 'dev' }>): Promise<DevIssuer> {
   return loadDevIssuer({
     dir: auth.devAuthDir,

@@ -8,7 +8,11 @@ import { fetchJwks } from './jwks-fetch';
 /** How far the token issuer's clock and ours may disagree on `exp` and `nbf` (docs/security.md says it). */
 export const CLOCK_TOLERANCE_SECONDS = 30;
 
-/** Who is calling: the tenant comes from the verified token and nowhere else. */
+/**
+ * Who is calling: the tenant comes from the verified token and nowhere else.
+ *
+ * @public
+ */
 export interface Caller {
   tenant: string;
   subject: string;
@@ -29,7 +33,11 @@ export function missingScopes(caller: Caller, required: readonly string[]): stri
   return required.filter((scope) => !granted.has(scope));
 }
 
-/** A missing or unacceptable token; the message is safe to return (it never echoes the token). */
+/**
+ * A missing or unacceptable token; the message is safe to return (it never echoes the token).
+ *
+ * @public
+ */
 export class AuthenticationError extends Error {
   constructor(
     message: string,
@@ -41,7 +49,11 @@ export class AuthenticationError extends Error {
   }
 }
 
-/** The issuer's key set could not be fetched: answered 503, the client may retry. */
+/**
+ * The issuer's key set could not be fetched: answered 503, the client may retry.
+ *
+ * @public
+ */
 export class AuthUnavailableError extends Error {
   constructor(options?: { cause?: unknown }) {
     super('the token issuer could not be reached', options);
@@ -49,6 +61,7 @@ export class AuthUnavailableError extends Error {
   }
 }
 
+/** @public */
 export interface TokenVerifier {
   /** Verifies an `Authorization` header value; throws AuthenticationError. */
   verify(authorization: string | undefined): Promise<Caller>;
@@ -67,6 +80,7 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 
 const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
 
+/** @public */
 export interface TokenVerifierOptions {
   /**
    * For ID tokens (the approval page's sign-in): the client they were issued to. OpenID Connect Core 3.1.3.7: a
@@ -75,6 +89,7 @@ export interface TokenVerifierOptions {
   authorizedParty?: string;
 }
 
+/** @public */
 export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOptions = {}): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   // jose caches the key set and refetches it when a token names an unknown key id (key rotation), at most once per

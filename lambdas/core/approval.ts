@@ -15,17 +15,20 @@ import { withinLogBounds } from './state-machine';
  *
  * The approval's id, the link's last segment, is `<binding>.<nonce>`: the binding names the item, the random nonce
  * names this one round of it, so a link replaced by a newer round no longer works.
+ * @public
  */
 export type ApprovalStatus = 'pending' | 'approved' | 'declined';
 /**
  * How a round is asked and decided: 'url', on the approval page by a signed-in person of the tenant; 'form', in the
  * MCP client's form (the client's word). A round is decided only the way it was asked.
+ * @public
  */
 export type ApprovalMode = 'url' | 'form';
 
 /** What the client of a form-mode round is recorded as: its answer is the client's word, not a signed-in person's. */
 export const MCP_CLIENT = 'mcp-client';
 
+/** @public */
 export interface ApprovalLogEntry {
   /** Epoch ms. */
   at: number;
@@ -42,6 +45,7 @@ export interface ApprovalLogEntry {
   by?: string;
 }
 
+/** @public */
 export interface ApprovalRecord extends ConfirmationBinding {
   /** `<binding>.<nonce>`: what the page's link names. */
   id: string;
@@ -65,9 +69,17 @@ export interface ApprovalRecord extends ConfirmationBinding {
   requestState?: string;
 }
 
-/** Long enough to sign in and read; short enough that a forgotten link cannot be approved days later. */
+/**
+ * Long enough to sign in and read; short enough that a forgotten link cannot be approved days later.
+ *
+ * @public
+ */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
-/** The longest an approval link may live: a day. */
+/**
+ * The longest an approval link may live: a day.
+ *
+ * @public
+ */
 export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 
 export const approvalKey = (binding: Pick<ConfirmationBinding, 'tenant' | 'tool' | 'idempotencyKey'>): ItemKey => ({
@@ -75,11 +87,16 @@ export const approvalKey = (binding: Pick<ConfirmationBinding, 'tenant' | 'tool'
   sk: 'APPROVAL',
 });
 
+/** @public */
 export function approvalId(binding: Pick<ConfirmationBinding, 'tenant' | 'tool' | 'idempotencyKey'>, nonce: string): string {
   return `${Buffer.from(JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey])).toString('base64url')}.${nonce}`;
 }
 
-/** The binding and nonce an approval id names, or undefined for anything that is not one. */
+/**
+ * The binding and nonce an approval id names, or undefined for anything that is not one.
+ *
+ * @public
+ */
 export function parseApprovalId(id: string): { tenant: string; tool: string; idempotencyKey: string; nonce: string } | undefined {
   const match = /^([A-Za-z0-9_-]{1,1400})\.([A-Za-z0-9_-]{22})$/.exec(id);
   if (!match) return undefined;
@@ -133,7 +150,11 @@ export function newApproval(
   };
 }
 
-/** A decision of `record`'s round, made `via` the page or a form, as its log records it. */
+/**
+ * A decision of `record`'s round, made `via` the page or a form, as its log records it.
+ *
+ * @public
+ */
 export interface ApprovalDecision {
   status: 'approved' | 'declined';
   by: string;
@@ -162,6 +183,7 @@ export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): 
  * - 'pending': the person has not decided, and still can;
  * - 'expired': undecided and too late: the next call asks anew;
  * - 'other': for other arguments under the same key (the engine answers that call as a conflict or runs it anew).
+ * @public
  */
 export function approvalState(record: ApprovalRecord, fingerprint: string, now: number): ApprovalStatus | 'expired' | 'other' {
   if (record.fingerprint !== fingerprint) return 'other';

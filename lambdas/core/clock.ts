@@ -1,3 +1,8 @@
-/** Milliseconds since the epoch. Injected everywhere time matters, so expiry and leases are tested without waiting. */
+/**
+ * Milliseconds since the epoch. Injected everywhere time matters, so expiry and leases are tested without waiting.
+ *
+ * @public
+ */
 export type Clock = () => number;
+/** @public */
 export const systemClock: Clock = () => Date.now();

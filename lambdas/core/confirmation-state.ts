@@ -12,6 +12,7 @@ const PREFIX = 'cf1.';
 /** Long enough for a person to read and answer, short enough that a forgotten prompt cannot be answered days later. */
 const DEFAULT_CONFIRMATION_TTL_SECONDS = 600;
 
+/** @public */
 export interface ConfirmationBinding {
   tenant: string;
   tool: string;
@@ -20,6 +21,7 @@ export interface ConfirmationBinding {
   fingerprint: string;
 }
 
+/** @public */
 export type ConfirmationStateCheck =
   | { valid: true }
   /** Authentic and for this operation, but the person's answer came too late. */

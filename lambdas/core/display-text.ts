@@ -18,17 +18,26 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 const escapeInvisible = (char: string) => NAMED[char] ?? `\\u{${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}}`;
 
-/** The text on one line, every invisible, blank-drawing or line-breaking character written out. */
+/**
+ * The text on one line, every invisible, blank-drawing or line-breaking character written out.
+ *
+ * @public
+ */
 export function visibleText(text: string): string {
   return text.replace(INVISIBLE, escapeInvisible);
 }
 
-/** Whether the text has a character `visibleText` would write out. */
+/**
+ * Whether the text has a character `visibleText` would write out.
+ *
+ * @public
+ */
 export const hasInvisibleCharacters = (text: string): boolean => new RegExp(INVISIBLE.source, 'u').test(text);
 
 /**
  * Free text inside a summary: in double quotes, with quotes and backslashes escaped, so it reads as one quoted value
  * and cannot close its quote to continue the summary.
+ * @public
  */
 export function quotedText(text: string): string {
   return `"${visibleText(text.replace(/[\\"]/g, (char) => `\\${char}`))}"`;

@@ -4,7 +4,11 @@
  * runtime behind it.
  */
 
-/** The MCP endpoint. */
+/**
+ * The MCP endpoint.
+ *
+ * @public
+ */
 export const MCP_PATH = '/mcp';
 /** The path of the approval page; the link is `<base>/approvals/<approval id>`. */
 export const APPROVALS_PATH = '/approvals';

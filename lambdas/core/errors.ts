@@ -1,5 +1,6 @@
 /**
  * Error codes are part of the public result contract: agents branch on them, so they never change meaning.
+ * @public
  */
 export const ErrorCode = {
   INVALID_ARGUMENTS: 'INVALID_ARGUMENTS',
@@ -26,9 +27,14 @@ export const ErrorCode = {
   UNAUTHORIZED: 'UNAUTHORIZED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;
+/** @public */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** What a failure tells us about whether the side effect happened. */
+/**
+ * What a failure tells us about whether the side effect happened.
+ *
+ * @public
+ */
 export type FailureKind =
   /** A business rejection: nothing happened and nothing will; stored as FAILED and replayed. */
   | 'terminal'
@@ -37,7 +43,11 @@ export type FailureKind =
   /** It may have happened: stored as UNKNOWN and settled by the reconciler, never retried blindly. */
   | 'uncertain';
 
-/** Base of the errors a tool throws to say how its failure must be treated. */
+/**
+ * Base of the errors a tool throws to say how its failure must be treated.
+ *
+ * @public
+ */
 export abstract class ToolFailure extends Error {
   abstract readonly kind: FailureKind;
   constructor(
@@ -50,12 +60,20 @@ export abstract class ToolFailure extends Error {
   }
 }
 
-/** A business rejection (card declined, unknown customer): replayed to every duplicate. */
+/**
+ * A business rejection (card declined, unknown customer): replayed to every duplicate.
+ *
+ * @public
+ */
 export class TerminalToolError extends ToolFailure {
   readonly kind = 'terminal' as const;
 }
 
-/** The downstream refused before doing anything (503 before commit, throttled): retry with the same key. */
+/**
+ * The downstream refused before doing anything (503 before commit, throttled): retry with the same key.
+ *
+ * @public
+ */
 export class TransientToolError extends ToolFailure {
   readonly kind = 'transient' as const;
   constructor(
@@ -68,7 +86,11 @@ export class TransientToolError extends ToolFailure {
   }
 }
 
-/** The downstream may have acted (timeout after sending): the outcome must be verified, not retried. */
+/**
+ * The downstream may have acted (timeout after sending): the outcome must be verified, not retried.
+ *
+ * @public
+ */
 export class UncertainToolError extends ToolFailure {
   readonly kind = 'uncertain' as const;
 }
@@ -81,7 +103,11 @@ export function classifyFailure(err: unknown): FailureKind {
   return err instanceof ToolFailure ? err.kind : 'uncertain';
 }
 
-/** Errors raised by the engine itself, each with the contract code it maps to. */
+/**
+ * Errors raised by the engine itself, each with the contract code it maps to.
+ *
+ * @public
+ */
 export class IdempotencyError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -93,18 +119,21 @@ export class IdempotencyError extends Error {
   }
 }
 
+/** @public */
 export class InvalidIdempotencyKeyError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_IDEMPOTENCY_KEY, message);
   }
 }
 
+/** @public */
 export class InvalidTenantError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_TENANT, message);
   }
 }
 
+/** @public */
 export class ResultTooLargeError extends IdempotencyError {
   constructor(bytes: number, limit: number) {
     super(
@@ -114,21 +143,33 @@ export class ResultTooLargeError extends IdempotencyError {
   }
 }
 
-/** The record is no longer ours: the lease was taken over or the record settled while we executed. */
+/**
+ * The record is no longer ours: the lease was taken over or the record settled while we executed.
+ *
+ * @public
+ */
 export class OwnershipLostError extends IdempotencyError {
   constructor() {
     super(ErrorCode.OPERATION_IN_PROGRESS, 'the idempotency record is owned by another executor');
   }
 }
 
-/** The store could not be reached or failed; carries whether our write may have been applied. */
+/**
+ * The store could not be reached or failed; carries whether our write may have been applied.
+ *
+ * @public
+ */
 export class StoreUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.STORE_UNAVAILABLE, message, options);
   }
 }
 
-/** The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed. */
+/**
+ * The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed.
+ *
+ * @public
+ */
 export class TransactionRejectedError extends Error {
   constructor(readonly reasons: (string | undefined)[]) {
     super(`the completion transaction was cancelled: ${reasons.map((r) => r ?? 'None').join(', ')}`);
@@ -136,7 +177,11 @@ export class TransactionRejectedError extends Error {
   }
 }
 
-/** The operation-id key could not be read: nothing that needs it ran, and a retry may succeed. */
+/**
+ * The operation-id key could not be read: nothing that needs it ran, and a retry may succeed.
+ *
+ * @public
+ */
 export class SecretUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.TRANSIENT_FAILURE, message, options);

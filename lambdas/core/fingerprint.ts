@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
-/** Fields that describe the call, not the business operation: they never change the fingerprint. */
+/**
+ * Fields that describe the call, not the business operation: they never change the fingerprint.
+ *
+ * @public
+ */
 export const DEFAULT_NON_BUSINESS_FIELDS: readonly string[] = ['trace_id', 'request_id', 'requested_at'];
 
 /** The identity fields are not arguments of the operation either: they name it. */
@@ -17,14 +21,22 @@ export function businessArguments(
   return Object.fromEntries(Object.entries(args).filter(([name, value]) => !excluded.has(name) && value !== undefined));
 }
 
-/** RFC 8785 (JCS) canonical JSON: the same arguments in any key order give the same text. */
+/**
+ * RFC 8785 (JCS) canonical JSON: the same arguments in any key order give the same text.
+ *
+ * @public
+ */
 export function canonicalJson(value: unknown): string {
   const text = canonicalize(value);
   if (text === undefined) throw new TypeError('value cannot be represented as JSON');
   return text;
 }
 
-/** SHA-256 of the canonical business arguments, hex. */
+/**
+ * SHA-256 of the canonical business arguments, hex.
+ *
+ * @public
+ */
 export function fingerprint(
   args: Record<string, unknown>,
   nonBusinessFields: readonly string[] = DEFAULT_NON_BUSINESS_FIELDS,

@@ -1,4 +1,8 @@
-/** A storage key: the partition and sort key of one item. */
+/**
+ * A storage key: the partition and sort key of one item.
+ *
+ * @public
+ */
 export interface ItemKey {
   pk: string;
   sk: string;

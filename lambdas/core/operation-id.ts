@@ -10,17 +10,20 @@ const PREFIX = 'op_';
 const VERSION = 'v1';
 export const DEFAULT_OPERATION_ID_TTL_SECONDS = 3600;
 
+/** @public */
 export interface OperationIdBinding {
   tenant: string;
   tool: string;
 }
 
+/** @public */
 export interface IssuedOperationId {
   operationId: string;
   /** Epoch seconds. */
   expiresAt: number;
 }
 
+/** @public */
 export type OperationIdCheck =
   | { valid: true; expiresAt: number }
   /** Authentic, but past its expiry: still names an operation that may have run. */

@@ -3,6 +3,7 @@ import type { IdempotencyRecord } from './state-machine';
 /**
  * What a tool's downstream says about an operation whose outcome we lost (UNKNOWN or a stale PROCESSING).
  * The reconciler turns a finding into one state transition; tools only answer the question.
+ * @public
  */
 export type ReconcileFinding =
   /** The effect happened: settle SUCCEEDED with the downstream's result. */
@@ -12,9 +13,14 @@ export type ReconcileFinding =
   /** The downstream could not answer: keep the record and ask again later, with backoff. */
   | { kind: 'unreachable'; reason: string };
 
-/** What to do with a record the downstream confirms absent. */
+/**
+ * What to do with a record the downstream confirms absent.
+ *
+ * @public
+ */
 export type AbsentPolicy = 'release' | 'fail';
 
+/** @public */
 export interface ReconcileRequest {
   record: IdempotencyRecord;
   /** Aborted when the reconciler's own budget for this record runs out. */

@@ -4,14 +4,17 @@ import { keyForEcho } from './idempotency-key';
 /**
  * The one result contract of every write tool (the MCP `structuredContent`).
  * `retryable` says whether calling again *with the same key* can help.
+ * @public
  */
 export type Outcome = 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
 
+/** @public */
 export interface ContractError {
   code: string;
   message: string;
 }
 
+/** @public */
 export interface WriteToolResult<R = unknown> {
   outcome: Outcome;
   replayed: boolean;
@@ -30,13 +33,18 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** A message as a sentence: ended (with its own `.`, `?` or `!`, else a period), so the next one reads apart. */
 const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimEnd() : `${text.trimEnd()}.`);
 
-/** The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids. */
+/**
+ * The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids.
+ *
+ * @public
+ */
 export type KeyField = 'idempotency_key' | 'operation_id';
 
 /** The key as echoed; a call that carried no key echoes none (an empty `idempotency_key` would read as one). */
 const echo = (key: string) => (key === '' ? {} : { idempotency_key: key });
 const echoShort = (key: string) => echo(keyForEcho(key));
 
+/** @public */
 export const WriteResults = {
   succeeded<R>(key: string, result: R, replay?: { firstExecutedAt: number }): WriteToolResult<R> {
     return {
@@ -124,7 +132,11 @@ export const WriteResults = {
   },
 };
 
-/** One sentence a model can act on; the text content of every write tool's answer. */
+/**
+ * One sentence a model can act on; the text content of every write tool's answer.
+ *
+ * @public
+ */
 export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempotency_key'): string {
   const retry = r.retry_after_ms !== undefined ? ` Retry with the same ${keyField} after ${r.retry_after_ms} ms.` : '';
   switch (r.outcome) {

@@ -16,10 +16,13 @@ import { leaseHasPassed, leaseRemainingMs } from './lease';
  *                                              asked inside the in-flight window, lambdas/core/in-flight.ts: not counted)
  *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
  *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
+ * @public
  */
 export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
+/** @public */
 export type RecordState = RecordStatus | 'ABSENT';
 
+/** @public */
 export type TransitionEvent =
   | 'claim'
   | 'complete'
@@ -36,7 +39,11 @@ export type TransitionEvent =
   | 'expire'
   | OperatorEvent;
 
-/** What a person decides about an operation whose outcome the reconciler could not settle (the review workflow). */
+/**
+ * What a person decides about an operation whose outcome the reconciler could not settle (the review workflow).
+ *
+ * @public
+ */
 export type OperatorEvent = 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck';
 
 /** A person settles what they verified by hand, or sends the record back to the reconciler with fresh attempts. */
@@ -74,6 +81,7 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
 /** The table itself, read-only: `proof/emit-transitions.ts` renders it for the spin model (one table, not two). */
 export const TRANSITION_TABLE: Readonly<Record<RecordState, Readonly<Partial<Record<TransitionEvent, RecordState>>>>> = TRANSITIONS;
 
+/** @public */
 export class IllegalTransitionError extends Error {
   constructor(
     readonly from: RecordState,
@@ -106,15 +114,21 @@ export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
   return STATES.filter((state): state is RecordStatus => state !== 'ABSENT' && TRANSITIONS[state][event] !== undefined);
 }
 
+/** @public */
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' =>
   status === 'SUCCEEDED' || status === 'FAILED';
 
+/** @public */
 export interface StoredError {
   code: string;
   message: string;
 }
 
-/** What the store keeps for one identity. Times are epoch ms except `expiresAt` (epoch seconds, the TTL attribute). */
+/**
+ * What the store keeps for one identity. Times are epoch ms except `expiresAt` (epoch seconds, the TTL attribute).
+ *
+ * @public
+ */
 export interface IdempotencyRecord {
   tenant: string;
   tool: string;
@@ -144,7 +158,11 @@ export interface IdempotencyRecord {
   inFlightUntil?: number;
 }
 
-/** One decision of the review workflow, kept beside the record (and after it, when the decision released the key). */
+/**
+ * One decision of the review workflow, kept beside the record (and after it, when the decision released the key).
+ *
+ * @public
+ */
 export interface ReviewEntry {
   /** Who: the caller's AWS identity (STS ARN), or the OS user locally. */
   by: string;
@@ -197,6 +215,7 @@ export function withinLogBounds(entries: readonly unknown[]): boolean {
 /** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
 export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
+/** @public */
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
   onExpired: 'execute' | 'review';
@@ -252,6 +271,7 @@ export function keyExpiryRule(now: number, onExpired: ExpiryPolicy['onExpired'] 
  * Whether `record` no longer holds its key, so a new claim may overwrite it: `keyExpiryRule` applied to one record.
  * The engine, the in-memory store, `get_operation_status` and the tool's pre-checks ask this; the DynamoDB store
  * renders the same rule as its claim condition.
+ * @public
  */
 export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired'] | undefined): boolean {
   const rule = keyExpiryRule(now, onExpired);

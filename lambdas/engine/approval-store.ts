@@ -1,6 +1,10 @@
 import type { ApprovalDecision, ApprovalRecord } from '../core/approval';
 
-/** The answer of `decide`: applied, or why not (nothing written). */
+/**
+ * The answer of `decide`: applied, or why not (nothing written).
+ *
+ * @public
+ */
 export type DecideResult =
   | { applied: true; record: ApprovalRecord }
   /** Already decided (by this person in another tab, by a replayed POST, by another person): the first decision stands. */
@@ -16,6 +20,7 @@ export type DecideResult =
  * Where approvals live (port; lambdas/store/dynamodb-approval-store.ts is the DynamoDB adapter). Each method is one
  * read or one conditional write, so two people (or one person's two tabs, or a replayed POST) deciding at once
  * leave exactly one decision, and two calls opening a round at once leave one round: no log entry is ever lost.
+ * @public
  */
 export interface ApprovalStore {
   /** The binding's current round, with the log of every round, whatever its state. */

@@ -18,13 +18,21 @@ import type { ApprovalStore } from './approval-store';
  * `ConfirmationRequirement` and an `ask` to its input request or error.
  */
 
-/** Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated). */
+/**
+ * Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated).
+ *
+ * @public
+ */
 export interface ConfirmationSigner {
   mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
   verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
 }
 
-/** What the gate works with: the people's decisions, the round signer, the clock and where to log. */
+/**
+ * What the gate works with: the people's decisions, the round signer, the clock and where to log.
+ *
+ * @public
+ */
 export interface ConfirmationPorts {
   /** Without it, `'approval'` tools are refused and form answers are not recorded. */
   approvals?: ApprovalStore;
@@ -35,7 +43,11 @@ export interface ConfirmationPorts {
   approvalTtlSeconds?: number;
 }
 
-/** The client of this call, as far as confirming goes. */
+/**
+ * The client of this call, as far as confirming goes.
+ *
+ * @public
+ */
 export interface ConfirmingClient {
   protocol: ConfirmingProtocol;
   /** The protocol version it spoke, for the sentence that says why it cannot be sent to the page. */
@@ -44,7 +56,11 @@ export interface ConfirmingClient {
   canElicitForms: boolean;
 }
 
-/** A write request's confirmation requirement: who must say yes, what they are asked, and this call's side of it. */
+/**
+ * A write request's confirmation requirement: who must say yes, what they are asked, and this call's side of it.
+ *
+ * @public
+ */
 export interface ConfirmationRequirement {
   mode: Exclude<Confirmation, 'none'>;
   /** What the person is asked, e.g. "Pay 12.50 EUR to payee-7 (memo: "rent")", on one line (display-text.ts). */
@@ -63,7 +79,11 @@ export interface ConfirmationRequirement {
   ports: ConfirmationPorts;
 }
 
-/** How the person is asked; the MCP layer turns it into an input request (2026-07-28) or an error (2025-11-25). */
+/**
+ * How the person is asked; the MCP layer turns it into an input request (2026-07-28) or an error (2025-11-25).
+ *
+ * @public
+ */
 export type ConfirmationAsk =
   | {
       via: 'url';

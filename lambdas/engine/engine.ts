@@ -30,7 +30,11 @@ import { type ConfirmationAsk, type ConfirmationRequirement, confirmBeforeRunnin
 import { silentObserver, type EngineEventType, type IdempotencyObserver } from './observer';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity } from './persistence';
 
-/** Per-tool idempotency settings; every field has a default a newcomer can leave alone. */
+/**
+ * Per-tool idempotency settings; every field has a default a newcomer can leave alone.
+ *
+ * @public
+ */
 export interface IdempotencyPolicy {
   /** Top-level arguments left out of the fingerprint. Default: trace_id, request_id, requested_at. */
   nonBusinessFields?: readonly string[];
@@ -63,7 +67,11 @@ export interface IdempotencyPolicy {
 /** A tool's settings as one run uses them: every default applied, the window resolved (`toolInFlightWindowMs`). */
 type ResolvedPolicy = Required<IdempotencyPolicy>;
 
-/** The defaults; the window's is derived from the timeouts (`toolInFlightWindowMs`), so it has none here. */
+/**
+ * The defaults; the window's is derived from the timeouts (`toolInFlightWindowMs`), so it has none here.
+ *
+ * @public
+ */
 export const DEFAULT_POLICY: Required<Omit<IdempotencyPolicy, 'inFlightWindowMs'>> & Pick<IdempotencyPolicy, 'inFlightWindowMs'> = {
   nonBusinessFields: DEFAULT_NON_BUSINESS_FIELDS,
   retentionSeconds: 24 * 3600,
@@ -88,6 +96,7 @@ export function toolInFlightWindowMs(
   return inFlightWindowMs({ executionTimeoutMs: policy.executionTimeoutMs ?? DEFAULT_POLICY.executionTimeoutMs, inFlightWindowMs: policy.inFlightWindowMs }, downstreamTimeoutMs);
 }
 
+/** @public */
 export interface ExecutionContext {
   tenant: string;
   tool: string;
@@ -111,18 +120,23 @@ export interface ExecutionContext {
  * 'local': `execute` computes the result and the items to write and calls nothing outside (its own table, an outbox
  * event), so the record and the items commit in one request. 'external' (default): it calls another system, so the
  * key is claimed before and settled after.
+ * @public
  */
 export type ToolEffect = 'local' | 'external';
+/** @public */
 export type ExecutionPath = 'one_request' | 'claimed';
 
+/** @public */
 export interface Execution<R> {
   result: R;
   /** Items committed in the same transaction as the SUCCEEDED record (business items, outbox events). */
   writes?: ExtraWrite[];
 }
 
+/** @public */
 export type Executor<R> = (ctx: ExecutionContext) => Promise<Execution<R>>;
 
+/** @public */
 export interface WriteRequest {
   /** From the authenticated caller, never from tool arguments. */
   tenant: string;
@@ -147,15 +161,24 @@ export interface WriteRequest {
   onlyIfHeld?: WriteToolResult<never>;
 }
 
-/** The engine's answer while a person is asked to confirm (nothing ran, nothing was written for the key). */
+/**
+ * The engine's answer while a person is asked to confirm (nothing ran, nothing was written for the key).
+ *
+ * @public
+ */
 export interface NeedsConfirmation {
   outcome: 'needs_confirmation';
   ask: ConfirmationAsk;
 }
 
-/** What `runConfirmed` answers: the result contract, or the ask while the person is asked. */
+/**
+ * What `runConfirmed` answers: the result contract, or the ask while the person is asked.
+ *
+ * @public
+ */
 export type EngineAnswer<R> = WriteToolResult<R> | NeedsConfirmation;
 
+/** @public */
 export interface EngineOptions {
   store: IdempotencyStore;
   clock?: Clock;
@@ -207,6 +230,7 @@ const CONTENDED_COMMIT_BACKOFF_BASE_MS = 10;
 /**
  * The one place that owns the idempotency state machine: claim, execute once, settle, and answer duplicates.
  * Tools supply the business function; the engine decides whether it runs.
+ * @public
  */
 export class IdempotencyEngine {
   private readonly store: IdempotencyStore;

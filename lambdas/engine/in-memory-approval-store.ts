@@ -9,6 +9,7 @@ const copy = <T>(value: T): T => structuredClone(value);
  * The approval store in one process's memory: tests, and a single-process server where losing the people's
  * decisions with the process is acceptable. Each method checks the condition the DynamoDB adapter's conditional
  * write checks (lambdas/store/dynamodb-approval-store.ts) and applies it whole or not at all; callers get copies.
+ * @public
  */
 export class InMemoryApprovalStore implements ApprovalStore {
   private readonly approvals = new Map<string, ApprovalRecord>();

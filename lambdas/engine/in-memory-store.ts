@@ -41,6 +41,7 @@ const copy = <T>(value: T): T => structuredClone(value);
  * with the process is acceptable. Each method checks the same condition as the DynamoDB adapter's conditional write
  * and applies it whole or not at all (the store conformance suite holds both to that). Every write's status check
  * is the transition table's (`allows`), and a free key is `keyIsFree`'s.
+ * @public
  */
 export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
   private readonly records = new Map<string, IdempotencyRecord>();

@@ -1,4 +1,8 @@
-/** What the engine reports; adapters turn these into metrics and log lines (never raw keys or arguments). */
+/**
+ * What the engine reports; adapters turn these into metrics and log lines (never raw keys or arguments).
+ *
+ * @public
+ */
 export type EngineEventType =
   | 'executed'
   | 'replayed'
@@ -12,6 +16,7 @@ export type EngineEventType =
   | 'ownership_lost'
   | 'store_unavailable';
 
+/** @public */
 export interface EngineEvent {
   type: EngineEventType;
   tool: string;
@@ -23,8 +28,10 @@ export interface EngineEvent {
   errorCode?: string;
 }
 
+/** @public */
 export interface IdempotencyObserver {
   record(event: EngineEvent): void;
 }
 
+/** @public */
 export const silentObserver: IdempotencyObserver = { record: () => {} };

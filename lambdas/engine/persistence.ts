@@ -1,6 +1,7 @@
 import type { ItemKey } from '../core/keys';
 import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, ReviewEntry, StoredError } from '../core/state-machine';
 
+/** @public */
 export interface RecordIdentity {
   tenant: string;
   tool: string;
@@ -10,6 +11,7 @@ export interface RecordIdentity {
 /**
  * A tool's own item (a business item, an outbox event), created in the same transaction as its SUCCEEDED record.
  * An item with the same key already there refuses the whole completion (TransactionRejectedError): nothing commits.
+ * @public
  */
 export interface ExtraWrite {
   create: {
@@ -20,11 +22,13 @@ export interface ExtraWrite {
   };
 }
 
+/** @public */
 export interface ClaimOptions {
   /** The tool's policy after retention: with 'execute', a settled record past its retention frees its key too. */
   onExpired?: ExpiryPolicy['onExpired'];
 }
 
+/** @public */
 export type ClaimResult =
   /**
    * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
@@ -33,6 +37,7 @@ export type ClaimResult =
   | { claimed: true; answerLost?: boolean }
   | { claimed: false; existing: IdempotencyRecord };
 
+/** @public */
 export type CommitOnceResult =
   | { committed: true }
   /** The key is held: the caller is a duplicate and answers from this record. Nothing was written. */
@@ -40,7 +45,11 @@ export type CommitOnceResult =
   /** Another transaction on the same items was in flight: nothing was written; trying again may commit or meet its record. */
   | { committed: false; contended: true };
 
-/** What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine. */
+/**
+ * What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine.
+ *
+ * @public
+ */
 export type Reconciliation =
   /** The downstream has the effect: SUCCEEDED with its result (replayed to the next duplicate). */
   | { event: 'reconciled_found'; result: unknown }
@@ -51,7 +60,11 @@ export type Reconciliation =
   /** The downstream could not be asked often enough: parked for a person. */
   | { event: 'reconcile_exhausted'; error: StoredError };
 
-/** What a person decided about an UNKNOWN or NEEDS_REVIEW record; each is one transition of the state machine. */
+/**
+ * What a person decided about an UNKNOWN or NEEDS_REVIEW record; each is one transition of the state machine.
+ *
+ * @public
+ */
 export type OperatorDecision =
   /** Verified by hand that the effect exists: SUCCEEDED with its result (replayed to the next call with the key). */
   | { event: 'operator_settled_found'; result: unknown }
@@ -62,14 +75,22 @@ export type OperatorDecision =
   /** Back to UNKNOWN with its attempts reset: the reconciler asks the downstream again. */
   | { event: 'operator_recheck' };
 
-/** A record's review log as read: the entries and the version a decision is fenced on. */
+/**
+ * A record's review log as read: the entries and the version a decision is fenced on.
+ *
+ * @public
+ */
 export interface ReviewLog {
   entries: ReviewEntry[];
   /** 0 when nothing was logged yet. */
   version: number;
 }
 
-/** The review workflow's side of the store (the `ops` command line tool); the engine never calls it. */
+/**
+ * The review workflow's side of the store (the `ops` command line tool); the engine never calls it.
+ *
+ * @public
+ */
 export interface ReviewStore {
   /** The review log kept beside the record (also after a decision released the key). */
   reviewLog(identity: RecordIdentity): Promise<ReviewLog>;
@@ -81,7 +102,11 @@ export interface ReviewStore {
   decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean>;
 }
 
-/** The statuses of records that need a look: a lease running (or passed), an outcome to verify, a person's review. */
+/**
+ * The statuses of records that need a look: a lease running (or passed), an outcome to verify, a person's review.
+ *
+ * @public
+ */
 export type AttentionStatus = Extract<RecordStatus, 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW'>;
 
 /**
@@ -95,6 +120,7 @@ export function attentionDueAt(record: IdempotencyRecord): number {
   return record.updatedAt;
 }
 
+/** @public */
 export interface AttentionQuery {
   /** Only records due at or before this (epoch ms, `attentionDueAt`); all when unset. */
   dueBy?: number;
@@ -105,6 +131,7 @@ export interface AttentionQuery {
  * without reading the whole store; the engine never calls them. Reads may lag the writes: a record returned may
  * have moved on since, so every write that acts on one is fenced on it as read. Only records still in the status
  * asked for (as read) and of this store (its key prefix) come back.
+ * @public
  */
 export interface RecordQueries {
   /**
@@ -123,6 +150,7 @@ export interface RecordQueries {
   countAttention(status: AttentionStatus): Promise<number>;
 }
 
+/** @public */
 export interface Settlement {
   status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;
   result?: unknown;
@@ -135,6 +163,7 @@ export interface Settlement {
  * guarantees hold however many executors race. Errors: `OwnershipLostError` when a fenced write finds the record
  * is no longer ours; `TransactionRejectedError` when the tool's own writes were refused (nothing committed);
  * `StoreUnavailableError` when the write may or may not have been applied.
+ * @public
  */
 export interface IdempotencyStore {
   /**

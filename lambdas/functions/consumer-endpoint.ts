@@ -5,13 +5,21 @@ import { createConsumerSqsHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createConsumer } from '../runtime/workers';
 
-/** A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export). */
+/**
+ * A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export).
+ *
+ * @public
+ */
 export interface DeliveriesModule {
   deliveries?: unknown;
   default?: unknown;
 }
 
-/** The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start). */
+/**
+ * The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start).
+ *
+ * @public
+ */
 export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, DeliveryHandler>> {
   const deliveries = module.deliveries ?? module.default;
   const problem = (() => {
@@ -30,6 +38,7 @@ export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, 
 /**
  * The outbox consumer of an endpoint whose tools queue these event types: the module's handlers deliver them. A
  * module of its own, like the reconciler's factory: the MCP function's (./endpoint.ts) would bundle the MCP SDK here.
+ * @public
  */
 export function consumerLambdaHandler(module: DeliveriesModule) {
   const services = createWorkerServices(loadWorkerConfig());

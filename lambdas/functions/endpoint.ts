@@ -9,6 +9,7 @@ import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
  * cache (its fetch started here) and the app serve every invocation; the operation-id key is read by the first call
  * that needs one. `withClients` adds the clients the tools call to the services (the reference endpoint's payments
  * provider); by default the tools module's own `withClients`, if it exports one. The toolkit builds none of its own.
+ * @public
  */
 export function mcpLambdaHandler(module: ToolsModuleExports, withClients: (services: Services) => Services = clientsOf(module, (services) => services)) {
   // Zod compiles a fast path (new Function) for each schema on its first parse: on Lambda the cold request pays for

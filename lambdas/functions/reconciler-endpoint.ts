@@ -12,6 +12,7 @@ import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
  * signers or token verifier are built. A module of its own, apart from the MCP function's factory (./endpoint.ts):
  * importing that one would bundle the MCP SDK here, whose modules run code at load and so survive tree-shaking
  * even when nothing calls them.
+ * @public
  */
 export function reconcilerLambdaHandler(
   module: ToolsModuleExports,

@@ -5,6 +5,7 @@ import type { WorkerServices } from '../runtime/worker-services';
  * A tools module as loaded (the namespace object of the team's tools file), before it is checked: what a team writes is
  * typed by `ToolsModule` (idempotent-mcp/mcp); `toolsOf` and `clientsOf` check what the bundle actually exports,
  * which may also be a default export of the tool list.
+ * @public
  */
 export interface ToolsModuleExports {
   tools?: unknown;
@@ -12,7 +13,11 @@ export interface ToolsModuleExports {
   withClients?: unknown;
 }
 
-/** The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request). */
+/**
+ * The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request).
+ *
+ * @public
+ */
 export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
   const tools = module.tools ?? module.default;
   const valid = Array.isArray(tools) && tools.every((t) => typeof t?.name === 'string' && typeof t?.call === 'function');
@@ -23,6 +28,7 @@ export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
 /**
  * The module's `withClients`, or `fallback` when it exports none; anything else than a function fails the cold
  * start with the reason.
+ * @public
  */
 export function clientsOf<S extends WorkerServices>(module: ToolsModuleExports, fallback: (services: S) => S): (services: S) => S {
   if (module.withClients === undefined) return fallback;

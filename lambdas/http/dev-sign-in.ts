@@ -33,6 +33,7 @@ function tenantHint(value: string | undefined): string | undefined {
   }
 }
 
+/** @public */
 export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, clock: Clock): Hono {
   const codes = new Map<string, Grant>();
   const issuer = devIssuerFor(auth);

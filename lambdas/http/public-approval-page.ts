@@ -6,6 +6,7 @@ import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { createApprovalPage } from './approval-page';
 
+/** @public */
 export interface ApprovalPageOptions {
   /** Where the approvals live: the same store as the tool runtime's `approvals` (DynamoDbApprovalStore). */
   approvals: ApprovalStore;
@@ -48,6 +49,7 @@ export interface ApprovalPageOptions {
  * handler (`page.fetch(request)`) for requests under `/approvals/`: on `@hono/node-server` or any fetch-based server
  * route them to it; on Lambda, `handle(page)` of `hono/aws-lambda`; in a Hono app, `app.route('/', page)`. The same
  * page the endpoint serves, with your issuer's settings instead of the endpoint's environment.
+ * @public
  */
 export function approvalPage(options: ApprovalPageOptions): Hono {
   const { secret, signIn } = options;

@@ -6,7 +6,11 @@ import type { Caller } from '../auth/verifier';
 import { parseArguments } from './arguments';
 import { definedToolName, type ToolCall, type ToolDefinition, type ToolRuntime } from './tool-types';
 
-/** A read tool's expected refusal (not found, not allowed): its message is shown to the model as is. */
+/**
+ * A read tool's expected refusal (not found, not allowed): its message is shown to the model as is.
+ *
+ * @public
+ */
 export class ReadToolError extends Error {
   constructor(
     readonly code: string,
@@ -17,13 +21,18 @@ export class ReadToolError extends Error {
   }
 }
 
+/** @public */
 export interface ReadToolContext<S extends ToolRuntime = ToolRuntime> {
   services: S;
   caller: Caller;
   tools: ToolCall<S>['tools'];
 }
 
-/** `S`: the services the tool needs (see ToolRuntime). */
+/**
+ * `S`: the services the tool needs (see ToolRuntime).
+ *
+ * @public
+ */
 export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = ToolRuntime> {
   name: string;
   title: string;
@@ -41,7 +50,11 @@ function errorResult(code: string, message: string): CallToolResult {
   return { content: [{ type: 'text', text: readErrorText(code, message) }], isError: true };
 }
 
-/** Read-only tools: validated like write tools, no idempotency (reading twice changes nothing). */
+/**
+ * Read-only tools: validated like write tools, no idempotency (reading twice changes nothing).
+ *
+ * @public
+ */
 export function defineReadTool<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = ToolRuntime>(
   spec: ReadToolSpec<Shape, Out, S>,
 ): ToolDefinition<S> {

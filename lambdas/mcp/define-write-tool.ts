@@ -15,12 +15,20 @@ import { visibleText } from '../core/display-text';
 import type { ProtocolEra, ToolAnswer, UrlElicitationRequired, KeySource, ReconcileServices, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 import { definedToolName } from './tool-types';
 
-/** What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services. */
+/**
+ * What a write tool's `execute` gets: the engine's context (tenant, key, deadline, signal) and the services.
+ *
+ * @public
+ */
 export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
   services: S;
 }
 
-/** `S`: the services the tool needs (the tool helpers' own `ToolRuntime` plus the team's clients). */
+/**
+ * `S`: the services the tool needs (the tool helpers' own `ToolRuntime` plus the team's clients).
+ *
+ * @public
+ */
 export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = ToolRuntime> {
   /** MCP's tool-name charset (`create_order`, `createOrder`, `orders.create`), unique: part of every record's storage key. */
   name: string;
@@ -111,7 +119,11 @@ function keyUsage(keySource: KeySource, tool: string): string {
   );
 }
 
-/** The WriteToolResult contract as an output schema, with the tool's own `result`. */
+/**
+ * The WriteToolResult contract as an output schema, with the tool's own `result`.
+ *
+ * @public
+ */
 export function writeResultSchema<R>(result: z.ZodType<R>) {
   return z.object({
     outcome: z.enum(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']),
@@ -175,6 +187,7 @@ type ResolvedKey = { key: string; onlyIfHeld?: WriteToolResult<never> };
  * documents the key, declares the output schema, validates the arguments itself (so a schema failure answers
  * `rejected` + INVALID_ARGUMENTS in the result contract instead of a bare protocol error), runs the engine and
  * maps its answer to MCP.
+ * @public
  */
 export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRuntime = ToolRuntime>(
   spec: WriteToolSpec<Shape, R, S>,

@@ -61,6 +61,7 @@ async function deliveryOf(result: unknown, tenant: string, outbox: StatusService
 /**
  * What became of a write call, for the write tools of the server that serves it (`ctx.tools`): the endpoint adds it
  * to every tools module with a write tool; on your own McpServer, `registerReadTool` with `tools` puts it there.
+ * @public
  */
 export const getOperationStatusTool: ToolDefinition = defineReadTool({
   name: 'get_operation_status',

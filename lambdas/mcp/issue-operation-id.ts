@@ -7,6 +7,7 @@ import { isWriteTool } from './tool-types';
 /**
  * Mints the operation ids of the server's tools with `keySource: 'operation_id'` (`ctx.tools`): the endpoint adds it
  * to every tools module with such a tool; on your own McpServer, `registerReadTool` with `tools` puts it there.
+ * @public
  */
 export const issueOperationIdTool = defineReadTool({
   name: 'issue_operation_id',

@@ -9,19 +9,26 @@ import type { ToolRuntime } from './tool-types';
 /**
  * What a tool that queues an effect needs besides the tool runtime: the outbox (the endpoint's services have it)
  * and new event ids.
+ * @public
  */
 export interface OutboxRuntime extends ToolRuntime {
   outbox: Pick<OutboxStore, 'eventWrite'>;
   newEventId(): string;
 }
 
-/** What an outbox tool answers: the effect is queued under `event_id`; get_operation_status shows its delivery. */
+/**
+ * What an outbox tool answers: the effect is queued under `event_id`; get_operation_status shows its delivery.
+ *
+ * @public
+ */
 export const queuedSchema = z.object({
   status: z.literal('queued'),
   event_id: z.string().describe('The queued effect; get_operation_status shows whether it was delivered.'),
 });
+/** @public */
 export type Queued = z.infer<typeof queuedSchema>;
 
+/** @public */
 export const OUTBOX_TOOL_NOTE =
   'The effect is queued in the same transaction that records this call and delivered exactly once shortly after; ' +
   'the result says queued with an event_id, and get_operation_status shows the delivery (pending, delivered, failed).';
@@ -29,6 +36,7 @@ export const OUTBOX_TOOL_NOTE =
 /**
  * Commits an outbox event of `type` with the SUCCEEDED record: it exists if and only if the call succeeded, and
  * the outbox consumer delivers it once (its handler for `type`). For a tool with `effect: 'local'`.
+ * @public
  */
 export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext<OutboxRuntime>): Execution<Queued> {
   const { services } = ctx;
@@ -47,6 +55,7 @@ export function queueEffect(type: string, payload: Record<string, unknown>, ctx:
 /**
  * An outbox tool's record can only be UNKNOWN if its completion transaction did not commit (a committed one is
  * SUCCEEDED, and every later write is conditional on PROCESSING): then no event exists and nothing was sent.
+ * @public
  */
 export async function outboxToolNeverCommitted(): Promise<ReconcileFinding> {
   return { kind: 'absent' };

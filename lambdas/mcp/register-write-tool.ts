@@ -37,6 +37,7 @@ export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
 /**
  * The part of an SDK `McpServer` these helpers use, so that both lines fit: `@modelcontextprotocol/server` 2.x and
  * `@modelcontextprotocol/sdk` 1.23 or later (the first 1.x with zod 4 schemas).
+ * @public
  */
 export interface McpServerLike {
   registerTool(
@@ -47,6 +48,7 @@ export interface McpServerLike {
   readonly server: object;
 }
 
+/** @public */
 export interface RegisterToolOptions<S extends ToolRuntime> {
   /** The services the tool needs (the engine and its store among them). */
   services: S;
@@ -66,6 +68,7 @@ export interface RegisterToolOptions<S extends ToolRuntime> {
   tools?: readonly ToolDefinition<S>[];
 }
 
+/** @public */
 export type RegisterWriteToolOptions<S extends ToolRuntime> = RegisterToolOptions<S>;
 
 const NOT_AUTHENTICATED = 'This call carries no verified tenant (it is not authenticated); nothing ran. Call again with a valid token.';
@@ -156,6 +159,7 @@ function register<S extends ToolRuntime>(helper: string, server: McpServerLike, 
  * arguments answer `rejected` / INVALID_ARGUMENTS; confirmation-required tools ask the person on 2026-07-28 and
  * answer CONFIRMATION_UNAVAILABLE where the request cannot ask (2025 revisions, the 1.x line).
  * Returns the SDK's RegisteredTool.
+ * @public
  */
 export function registerWriteTool<S extends ToolRuntime, M extends McpServerLike>(
   server: M,
@@ -170,6 +174,7 @@ export function registerWriteTool<S extends ToolRuntime, M extends McpServerLike
  * Puts a read tool (from `defineReadTool`, or the toolkit's `getOperationStatusTool` / `issueOperationIdTool` with
  * `tools`: the write tools they answer for) on your own `McpServer`, with the same tenant rule and argument checks
  * as registerWriteTool. Returns the SDK's RegisteredTool.
+ * @public
  */
 export function registerReadTool<S extends ToolRuntime, M extends McpServerLike>(
   server: M,

@@ -40,6 +40,7 @@ export function servedTools<S extends ToolRuntime>(tools: readonly ToolDefinitio
 /**
  * The server's instructions, written from the tools it serves: how to key and retry its write tools, and the
  * toolkit's tools that are there to help. Undefined for a server without write tools (nothing to say).
+ * @public
  */
 export function serverInstructions(tools: readonly ToolDefinition[]): string | undefined {
   const writes = tools.filter(isWriteTool);

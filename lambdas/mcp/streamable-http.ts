@@ -12,7 +12,11 @@ import { servedTools } from './served-tools';
 import { buildMcpServer, paramHeaderScan } from './server';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
-/** Larger request bodies are refused with 413 before anything parses them. */
+/**
+ * Larger request bodies are refused with 413 before anything parses them.
+ *
+ * @public
+ */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 interface McpRequestOptions {

@@ -22,6 +22,7 @@ export function createSigners(secret: () => Promise<string>, clock: Clock): Pick
   };
 }
 
+/** @public */
 export interface ToolRuntimeOptions {
   /** Where records live: `new DynamoDbIdempotencyStore(...)` from idempotent-mcp/dynamodb, or an in-memory store. */
   store: IdempotencyStore;
@@ -39,7 +40,11 @@ export interface ToolRuntimeOptions {
   publicBaseUrl?: string;
 }
 
-/** What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it). */
+/**
+ * What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it).
+ *
+ * @public
+ */
 export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
   const clock = options.clock ?? systemClock;
   const { secret } = options;

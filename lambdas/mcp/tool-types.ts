@@ -11,7 +11,11 @@ import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '..
 import type { ConfirmationSigner } from '../engine/confirmation-gate';
 import type { ApprovalStore } from '../engine/approval-store';
 
-/** Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. */
+/**
+ * Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read.
+ *
+ * @public
+ */
 export interface OperationIdSigner {
   issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
   verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
@@ -24,6 +28,7 @@ export type { ConfirmationSigner };
  * What the tool helpers themselves need of a server's services: the engine and its store, the clock, a logger, and
  * the signers of operation ids and confirmations. A team's own services type adds its clients to these; its tools
  * are typed against it (`defineWriteTool<..., MyServices>`), and no project-wide Services object is imposed.
+ * @public
  */
 export interface ToolRuntime {
   engine: IdempotencyEngine;
@@ -45,7 +50,11 @@ export interface ToolRuntime {
   approvals?: ApprovalStore;
 }
 
-/** Everything one `tools/call` needs besides its arguments; built per HTTP request. */
+/**
+ * Everything one `tools/call` needs besides its arguments; built per HTTP request.
+ *
+ * @public
+ */
 export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   services: S;
   /** The authenticated caller: the only source of the tenant. */
@@ -72,12 +81,14 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   likelyReplay?: boolean;
 }
 
+/** @public */
 export type ProtocolEra = 'legacy' | 'modern';
 
 /**
  * The answer to a 2025-11-25 client for a call the person must approve on a page first: the server turns it into
  * that era's URL-elicitation-required error (-32042). Written out here, not the SDK's error class: the reconciler
  * and the outbox functions load the tool registry and must not carry the MCP server SDK for it.
+ * @public
  */
 export interface UrlElicitationRequired {
   resultType: 'url_elicitation_required';
@@ -87,10 +98,18 @@ export interface UrlElicitationRequired {
 export const isUrlElicitationRequired = (answer: object): answer is UrlElicitationRequired =>
   (answer as { resultType?: unknown }).resultType === 'url_elicitation_required';
 
-/** A tool's answer: a result, or a request for the person's input before it can run. */
+/**
+ * A tool's answer: a result, or a request for the person's input before it can run.
+ *
+ * @public
+ */
 export type ToolAnswer = CallToolResult | InputRequiredResult | UrlElicitationRequired;
 
-/** A tool as the MCP server sees it: metadata for `tools/list` and one call function. */
+/**
+ * A tool as the MCP server sees it: metadata for `tools/list` and one call function.
+ *
+ * @public
+ */
 export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   kind: 'read' | 'write';
   name: string;
@@ -104,16 +123,22 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
 }
 
+/** @public */
 export type KeySource = 'client' | 'operation_id';
 
 /**
  * What a reconcile hook gets: the tool's services without the parts only a request uses (the engine, the signers,
  * the request settings). The reconciler runs outside any request, so it builds none of those; it passes its own
  * store, clock and logger and the clients the endpoint adds for its tools.
+ * @public
  */
 export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'>;
 
-/** A write tool also tells the reconciler how to settle its lost outcomes. */
+/**
+ * A write tool also tells the reconciler how to settle its lost outcomes.
+ *
+ * @public
+ */
 export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
   kind: 'write';
   /** Every write declares the result contract. */
@@ -140,4 +165,5 @@ export function definedToolName(helper: 'defineWriteTool' | 'defineReadTool', na
   }
 }
 
+/** @public */
 export const isWriteTool = <S extends ToolRuntime>(tool: ToolDefinition<S>): tool is WriteToolDefinition<S> => tool.kind === 'write';

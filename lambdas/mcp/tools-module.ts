@@ -1,7 +1,11 @@
 import type { DeliveryHandler } from '../outbox/consumer';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
-/** The clients a services type adds to the tool runtime: for `ToolRuntime & { invoices: InvoiceBook }`, `{ invoices }`. */
+/**
+ * The clients a services type adds to the tool runtime: for `ToolRuntime & { invoices: InvoiceBook }`, `{ invoices }`.
+ *
+ * @public
+ */
 export type ClientsOf<S extends ToolRuntime> = Omit<S, keyof ToolRuntime>;
 
 /**
@@ -9,6 +13,7 @@ export type ClientsOf<S extends ToolRuntime> = Omit<S, keyof ToolRuntime>;
  * MCP function's services, with the reconciler's (for the reconcile hooks), and your own server calls it with its
  * tool runtime. So it is generic over what it is given:
  * `function withClients<B extends object>(services: B) { return { ...services, invoices: new InvoiceBook() }; }`.
+ * @public
  */
 export type WithClients<C extends object> = <B extends object>(services: B) => B & C;
 
@@ -16,6 +21,7 @@ export type WithClients<C extends object> = <B extends object>(services: B) => B
  * What a tools module exports: the module `IdempotentMcpEndpoint` bundles (its `tools` prop), or the object your own
  * server hands to `registerWriteTool` and `startReconciler`. `S` is the services your tools are typed against (the
  * tool runtime and your clients).
+ * @public
  */
 export interface ToolsModule<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, from `defineWriteTool` and `defineReadTool`. */

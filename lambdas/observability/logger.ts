@@ -10,6 +10,7 @@ export const logger = new Logger({ serviceName: read(process.env, EnvVars.powert
 /**
  * What the toolkit logs through outside Lambda: a message and its fields. Powertools' `Logger`, `console` and most
  * structured loggers fit as they are.
+ * @public
  */
 export interface ToolkitLogger {
   // `any[]`: each logger types its extra arguments its own way (Powertools: attributes or an error; console: anything).
@@ -19,9 +20,11 @@ export interface ToolkitLogger {
   error(message: string, ...fields: any[]): void;
 }
 
+/** @public */
 export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
 const LEVELS: readonly LogLevel[] = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'];
 
+/** @public */
 export interface StderrLoggerOptions {
   /** The `service` of every line. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
   serviceName?: string;
@@ -34,6 +37,7 @@ export interface StderrLoggerOptions {
 /**
  * A logger for a server of your own: one JSON line per entry (level, message, service, timestamp, fields) on
  * standard error, never on standard output, which a stdio MCP server speaks its protocol on.
+ * @public
  */
 export function stderrLogger(options: StderrLoggerOptions = {}): ToolkitLogger {
   const service = options.serviceName ?? read(process.env, EnvVars.powertoolsServiceName);

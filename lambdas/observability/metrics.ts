@@ -15,7 +15,11 @@ const metrics = new Metrics({
   serviceName: read(process.env, EnvVars.powertoolsServiceName),
 });
 
-/** Metric names are a contract with the CDK alarms and dashboard. */
+/**
+ * Metric names are a contract with the CDK alarms and dashboard.
+ *
+ * @public
+ */
 export const MetricName = {
   Executions: 'Executions',
   Replays: 'Replays',
@@ -55,6 +59,7 @@ export const MetricName = {
   ReviewRaces: 'ReviewRaces',
   Redriven: 'Redriven',
 } as const;
+/** @public */
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
 const EVENT_METRIC: Record<EngineEventType, MetricName> = {
@@ -77,19 +82,28 @@ const EVENT_METRIC: Record<EngineEventType, MetricName> = {
  */
 let perToolMetric: Metrics | undefined;
 
-/** Counts a per-tool event now (its own EMF line, so tools in one invocation never share dimensions). */
+/**
+ * Counts a per-tool event now (its own EMF line, so tools in one invocation never share dimensions).
+ *
+ * @public
+ */
 export function countForTool(name: MetricName, tool: string, value = 1, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
   perToolMetric ??= metrics.singleMetric();
   perToolMetric.addDimension('tool', tool);
   perToolMetric.addMetric(name, unit, value);
 }
 
-/** A CloudWatch metric unit (`Count`, `Seconds`, ...). */
+/**
+ * A CloudWatch metric unit (`Count`, `Seconds`, ...).
+ *
+ * @public
+ */
 export type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
 
 /**
  * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions
  * (`lambdaMetrics`), EMF lines on standard error or anywhere else in a server of your own (`emfMetrics`).
+ * @public
  */
 export interface MetricsPublisher {
   /** A count or gauge of the service (no tool dimension), kept until `flush()`. */
@@ -109,6 +123,7 @@ export const lambdaMetrics: MetricsPublisher = {
   },
 };
 
+/** @public */
 export interface EmfMetricsOptions {
   /** CloudWatch namespace. Default POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`. */
   namespace?: string;
@@ -123,6 +138,7 @@ export interface EmfMetricsOptions {
 /**
  * Metrics as CloudWatch EMF JSON lines written where you say (standard error by default), for a server of your own.
  * Powertools builds the EMF documents; only where they are written differs from `lambdaMetrics`.
+ * @public
  */
 export function emfMetrics(options: EmfMetricsOptions = {}): MetricsPublisher {
   const config = {
@@ -174,7 +190,11 @@ export function createEngineObserver(log: Logger = defaultLogger): IdempotencyOb
   };
 }
 
-/** Wraps a Lambda handler so buffered metrics are flushed after every invocation. */
+/**
+ * Wraps a Lambda handler so buffered metrics are flushed after every invocation.
+ *
+ * @public
+ */
 export function withMetrics<E, C, R>(handler: (event: E, context: C) => Promise<R>): (event: E, context: C) => Promise<R> {
   return async (event, context) => {
     try {

@@ -11,12 +11,17 @@ import { type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import type { DeliveryMarker, OutboxStore } from './outbox-store';
 
+/** @public */
 export interface DeliveryContext {
   /** Aborted when the claim's lease is about to run out: hand it to every downstream call. */
   signal: AbortSignal;
 }
 
-/** How one event type becomes its effect. */
+/**
+ * How one event type becomes its effect.
+ *
+ * @public
+ */
 export interface DeliveryHandler {
   /**
    * Performs the effect and returns the downstream's answer (a ticket id). Pass `message.event_id` to the downstream
@@ -38,6 +43,7 @@ export interface DeliveryHandler {
   inFlightWindowMs?: number;
 }
 
+/** @public */
 export type ConsumeOutcome =
   | { kind: 'delivered' }
   /** The downstream refused the effect for good; the event is FAILED. */
@@ -49,6 +55,7 @@ export type ConsumeOutcome =
   /** Not done and the delivery budget is spent: move the message to the dead-letter queue now. */
   | { kind: 'dead-letter'; reason: string };
 
+/** @public */
 export interface ConsumerOptions {
   outbox: OutboxStore;
   handlers: Readonly<Record<string, DeliveryHandler>>;
@@ -75,6 +82,7 @@ const SETTLE_MARGIN_MS = 1000;
  * tell whether the effect happened) may be taken over, and the new owner first asks the downstream by event id;
  * only a confirmed absence runs the effect again, and "absent" confirms nothing while an earlier request may still
  * land (its in-flight window). The settlement of the claim and of the event commit together.
+ * @public
  */
 export class OutboxConsumer {
   private readonly outbox: OutboxStore;

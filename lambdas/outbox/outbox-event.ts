@@ -9,10 +9,15 @@ import { hashForLog } from '../core/idempotency-key';
  *          \--consumer: terminal error, or last receive failed with nothing done (message in the DLQ)--> FAILED
  *          (a last receive whose outcome is unknown leaves it PENDING: the sweep re-sends it and the consumer verifies)
  *          \--sweep: sent too often without delivery--> FAILED
+ * @public
  */
 export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
 
-/** What travels through the queue: everything the consumer needs, so it reads nothing but its claim. */
+/**
+ * What travels through the queue: everything the consumer needs, so it reads nothing but its claim.
+ *
+ * @public
+ */
 export interface OutboxMessage<P = Record<string, unknown>> {
   event_id: string;
   /** Which delivery handler performs the effect, e.g. `email.send`. */
@@ -25,6 +30,7 @@ export interface OutboxMessage<P = Record<string, unknown>> {
   created_at: number;
 }
 
+/** @public */
 export function newOutboxMessage<P extends Record<string, unknown>>(input: {
   eventId: string;
   type: string;
@@ -45,6 +51,7 @@ export function newOutboxMessage<P extends Record<string, unknown>>(input: {
   };
 }
 
+/** @public */
 export class MalformedMessageError extends Error {
   constructor(detail: string) {
     super(`malformed outbox message: ${detail}`);
@@ -52,6 +59,7 @@ export class MalformedMessageError extends Error {
   }
 }
 
+/** @public */
 export function parseOutboxMessage(body: string): OutboxMessage {
   let value: unknown;
   try {
@@ -67,7 +75,11 @@ export function parseOutboxMessage(body: string): OutboxMessage {
   return m as OutboxMessage;
 }
 
-/** What `get_operation_status` shows about an outbox tool's effect. */
+/**
+ * What `get_operation_status` shows about an outbox tool's effect.
+ *
+ * @public
+ */
 export interface DeliveryView {
   event_id: string;
   status: 'pending' | 'delivered' | 'failed';
@@ -79,7 +91,11 @@ export interface DeliveryView {
   updated_at: string;
 }
 
-/** An outbox event (as OutboxStore reads it) as get_operation_status shows it. */
+/**
+ * An outbox event (as OutboxStore reads it) as get_operation_status shows it.
+ *
+ * @public
+ */
 export function toDeliveryView(event: {
   message: Pick<OutboxMessage, 'event_id'>;
   status: DeliveryStatus;

@@ -11,7 +11,11 @@ import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 
 
-/** A pending (or settled) outbox event as stored. */
+/**
+ * A pending (or settled) outbox event as stored.
+ *
+ * @public
+ */
 export interface StoredOutboxEvent {
   message: OutboxMessage;
   status: DeliveryStatus;
@@ -25,9 +29,14 @@ export interface StoredOutboxEvent {
   error?: StoredError;
 }
 
+/** @public */
 export type MarkerState = 'CLAIMED' | 'DELIVERED' | 'FAILED';
 
-/** The consumer's claim on one event: a lease held by one owner while the effect runs, then the final state. */
+/**
+ * The consumer's claim on one event: a lease held by one owner while the effect runs, then the final state.
+ *
+ * @public
+ */
 export interface DeliveryMarker {
   state: MarkerState;
   owner: string;
@@ -41,6 +50,7 @@ export interface DeliveryMarker {
   lastSendBy?: number;
 }
 
+/** @public */
 export type DeliveryClaim =
   /** `previous`: an earlier claim that never settled (a crashed or uncertain attempt): the effect may exist. */
   | { claimed: true; previous?: DeliveryMarker }
@@ -84,6 +94,7 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
 /**
  * The outbox's DynamoDB adapter: events (`OUTBOX#<id>` / `EVENT`) and the consumer's delivery claims
  * (`OUTBOX#<id>` / `DELIVERY`), one conditional request per step.
+ * @public
  */
 export class OutboxStore {
   constructor(

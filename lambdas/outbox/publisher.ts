@@ -1,7 +1,11 @@
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { OutboxMessage } from './outbox-event';
 
-/** Puts outbox messages on the queue. Returns the event ids that were not accepted (to be tried again). */
+/**
+ * Puts outbox messages on the queue. Returns the event ids that were not accepted (to be tried again).
+ *
+ * @public
+ */
 export interface EventPublisher {
   publish(messages: OutboxMessage[]): Promise<{ failed: string[] }>;
 }
@@ -44,6 +48,7 @@ function batchesOf(messages: OutboxMessage[]): Array<Array<{ message: OutboxMess
   return batches;
 }
 
+/** @public */
 export class SqsEventPublisher implements EventPublisher {
   constructor(
     private readonly sqs: SQSClient,

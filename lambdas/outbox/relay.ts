@@ -5,6 +5,7 @@ import { OutboxDefaults } from '../core/outbox-budget';
 import type { OutboxStore, StoredOutboxEvent } from './outbox-store';
 import type { EventPublisher } from './publisher';
 
+/** @public */
 export interface RelayOptions {
   outbox: OutboxStore;
   publisher: EventPublisher;
@@ -16,6 +17,7 @@ export interface RelayOptions {
   maxSends?: number;
 }
 
+/** @public */
 export interface SweepReport {
   sent: number;
   resent: number;
@@ -31,6 +33,7 @@ export interface SweepReport {
  * settles it, and never dropped: after `maxSends` it is marked FAILED, logged and counted. A send the queue refuses
  * is tried again with the same backoff, without limit (nothing reached the queue, so nothing is given up).
  * Sending twice is harmless: the consumer deduplicates by event id.
+ * @public
  */
 export class OutboxRelay {
   private readonly outbox: OutboxStore;

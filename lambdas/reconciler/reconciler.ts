@@ -13,7 +13,11 @@ import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
 
-/** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
+/**
+ * What the reconciler needs from a write tool: how to ask its downstream, and what an absence means.
+ *
+ * @public
+ */
 export interface ToolReconciler {
   /** Without it the tool's lost outcomes cannot be verified and go straight to review. */
   reconcile?: (request: ReconcileRequest) => Promise<ReconcileFinding>;
@@ -22,6 +26,7 @@ export interface ToolReconciler {
   inFlightWindowMs: number;
 }
 
+/** @public */
 export interface ReconcilerOptions {
   /** The store and its queries (the UNKNOWN records, the stale leases, the records parked for review). */
   store: IdempotencyStore & RecordQueries;
@@ -49,6 +54,7 @@ export interface ReconcilerOptions {
   downstreamTimeoutMs?: number;
 }
 
+/** @public */
 export interface ReconcileReport {
   found: number;
   released: number;
@@ -97,6 +103,7 @@ const UNKNOWN_SCAN_LIMIT = 1000;
  *           --absent--> released (a retry executes) | FAILED (tool policy 'fail')
  *           --unreachable--> UNKNOWN, next check after base * 2^attempts --N attempts--> NEEDS_REVIEW
  *   PROCESSING, lease passed + grace --> UNKNOWN (checked from the next run on)
+ * @public
  */
 export class Reconciler {
   private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;

@@ -10,7 +10,11 @@ import { toolReconcilers } from './tool-hooks';
 /** How often a started reconciler runs, unless told otherwise (the deployed endpoint's schedule is the same). */
 const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
 
-/** What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports. */
+/**
+ * What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports.
+ *
+ * @public
+ */
 export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
   /** The store your tool runtime writes to: the reconciler finds lost outcomes through its attention index and settles them there. */
   store: DynamoDbIdempotencyStore;
@@ -44,7 +48,11 @@ export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> exten
   clock?: Clock;
 }
 
-/** A reconciler running on a schedule in this process. */
+/**
+ * A reconciler running on a schedule in this process.
+ *
+ * @public
+ */
 export interface RunningReconciler {
   /** Runs once now (after a run under way ends); the schedule goes on. */
   runOnce(): Promise<ReconcileReport>;
@@ -110,6 +118,7 @@ function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>)
  * One reconciler run, for your own scheduler (a cron job, a queue worker): settles the UNKNOWN records of your
  * tools through their reconcile hooks, marks stale leases UNKNOWN, and reports. It builds its clients each call;
  * in a long-lived process, `startReconciler` keeps them.
+ * @public
  */
 export function reconcileOnce<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): Promise<ReconcileReport> {
   return reconcilerPass(options).pass();
@@ -120,6 +129,7 @@ export function reconcileOnce<S extends ToolRuntime>(options: OwnReconcilerOptio
  * after each run ends, so runs never overlap. A failed run (the store unreachable) is logged and the next one
  * tries again. Logs and metrics go to standard error unless you say otherwise, so a stdio MCP server keeps its
  * protocol channel clean.
+ * @public
  */
 export function startReconciler<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): RunningReconciler {
   const { pass, logger } = reconcilerPass(options);

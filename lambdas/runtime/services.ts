@@ -17,6 +17,7 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * shared by every request: clients keep their connections and the JWKS cache survives between invocations. The
  * workers' services plus what serving a request takes: the engine, the signers and the token verifier. A tool's
  * own clients (the reference endpoint's payments provider, a team's systems) are the endpoint's, added next to these.
+ * @public
  */
 export interface Services extends WorkerServices {
   config: AppConfig & { approvalTtlSeconds: number; approvalBaseUrl?: string };
@@ -33,6 +34,7 @@ export interface Services extends WorkerServices {
   newEventId: () => string;
 }
 
+/** @public */
 export interface ServiceOverrides extends WorkerServiceOverrides {
   observer?: IdempotencyObserver;
   /** Engine tuning (tests shorten the in-progress wait, for instance). */
@@ -41,6 +43,7 @@ export interface ServiceOverrides extends WorkerServiceOverrides {
   newEventId?: () => string;
 }
 
+/** @public */
 export function createServices(config: AppConfig, overrides: ServiceOverrides = {}): Services {
   const base = createWorkerServices(config, overrides);
   const { store, clock, logger } = base;

@@ -22,6 +22,7 @@ class RetryLater extends Error {
  * DynamoDB Streams (outbox INSERTs, filtered by the event source mapping) to the queue. A record whose event the
  * queue did not take is reported as a batch item failure, so the stream retries from it; the sweep is the net
  * under that too.
+ * @public
  */
 export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
@@ -46,6 +47,7 @@ export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
  * retry gets its visibility set to the consumer's delay before it is reported; one whose delivery budget is spent
  * is moved to the dead-letter queue by the consumer itself (the queue's redrive count is only a backstop, sized to
  * outlast the budget).
+ * @public
  */
 export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl' | 'deadLetterQueueUrl'>, logger: Logger) {
   const handleRecord = async (record: SQSRecord) => {
@@ -84,7 +86,11 @@ export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sq
     });
 }
 
-/** One reconciler run per invocation (EventBridge schedule deployed, a timer locally). */
+/**
+ * One reconciler run per invocation (EventBridge schedule deployed, a timer locally).
+ *
+ * @public
+ */
 export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
   return async (): Promise<ReconcileReport> => {
     const report = await workers.reconciler.runOnce();

@@ -11,6 +11,7 @@ import { OutboxStore } from '../outbox/outbox-store';
  * What the background functions (the outbox relay, its consumer and the reconciler) run on: the table's records
  * and outbox events, the clock and a logger. No engine, token verifier, signers or downstream clients: no worker
  * serves an MCP request, and the clients a tool's reconcile hook or a delivery needs are the endpoint's own.
+ * @public
  */
 export interface WorkerServices {
   config: WorkerConfig;
@@ -23,13 +24,18 @@ export interface WorkerServices {
   outbox: OutboxStore;
 }
 
+/** @public */
 export interface WorkerServiceOverrides {
   clock?: Clock;
   logger?: Logger;
   doc?: DynamoDBDocumentClient;
 }
 
-/** Built once per container (Lambda) or process (local stack): the clients keep their connections. */
+/**
+ * Built once per container (Lambda) or process (local stack): the clients keep their connections.
+ *
+ * @public
+ */
 export function createWorkerServices(config: WorkerConfig, overrides: WorkerServiceOverrides = {}): WorkerServices {
   const doc = overrides.doc ?? createDynamoDbClient({ endpoint: config.dynamodbEndpoint });
   return {

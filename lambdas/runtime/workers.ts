@@ -11,7 +11,11 @@ import { toolReconcilers } from '../reconciler/tool-hooks';
 import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
 
-/** The outbox queue as the workers reach it. */
+/**
+ * The outbox queue as the workers reach it.
+ *
+ * @public
+ */
 export interface OutboxQueue {
   sqs: SQSClient;
   /** Undefined when OUTBOX_QUEUE_URL is not set. */
@@ -20,7 +24,11 @@ export interface OutboxQueue {
   deadLetterQueueUrl?: string;
 }
 
-/** The background side of the service: the outbox relay, its consumer and the reconciler. */
+/**
+ * The background side of the service: the outbox relay, its consumer and the reconciler.
+ *
+ * @public
+ */
 export interface Workers extends OutboxQueue {
   relay: OutboxRelay;
   consumer: OutboxConsumer;
@@ -30,8 +38,10 @@ export interface Workers extends OutboxQueue {
 /** What each worker uses of the workers' services. */
 export type RelayServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
 export type ConsumerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
+/** @public */
 export type ReconcilerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock' | 'store' | 'doc' | 'tableName'>;
 
+/** @public */
 export interface RelayOverrides {
   /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
   wrapPublisher?: (publisher: EventPublisher) => EventPublisher;
@@ -39,6 +49,7 @@ export interface RelayOverrides {
   relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
 }
 
+/** @public */
 export interface ConsumerOverrides {
   /**
    * How the consumer performs each outbox event type: the endpoint's own deliveries (a team's `deliveries` module,
@@ -50,6 +61,7 @@ export interface ConsumerOverrides {
   consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
 }
 
+/** @public */
 export interface ReconcilerOverrides extends RelayOverrides {
   /**
    * Write tools whose reconcile hooks the reconciler uses. Default none: their UNKNOWN records go to review. Each
@@ -61,6 +73,7 @@ export interface ReconcilerOverrides extends RelayOverrides {
   >;
 }
 
+/** @public */
 export type WorkerOverrides = RelayOverrides & ConsumerOverrides & ReconcilerOverrides;
 
 /** Without a queue the relay keeps every event pending (and logs it), so nothing is lost once one is configured. */
@@ -132,7 +145,11 @@ export function createReconciler(services: ReconcilerServices, overrides: Reconc
   return { ...queue, relay, reconciler: reconcilerOf(services, relay, overrides) };
 }
 
-/** All three on one queue client: the local pollers of `npm start` run exactly the Lambda handlers' workers. */
+/**
+ * All three on one queue client: the local pollers of `npm start` run exactly the Lambda handlers' workers.
+ *
+ * @public
+ */
 export function createWorkers(services: WorkerServices, overrides: WorkerOverrides = {}): Workers {
   const queue = outboxQueue(services.config.sideEffects);
   const relay = relayOn(queue, services, overrides);

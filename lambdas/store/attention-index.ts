@@ -2,7 +2,11 @@ import { paginateQuery, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamod
 import type { Item } from './refusals';
 import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
 
-/** What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions). */
+/**
+ * What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions).
+ *
+ * @public
+ */
 export class AttentionIndexOffError extends Error {
   constructor(reader: string) {
     super(

@@ -7,7 +7,11 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 /** Local emulators accept any credentials; AWS uses the function's role. */
 const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
-/** AWS SDK client settings for an endpoint override (DynamoDB Local, the local SQS server); none on AWS. */
+/**
+ * AWS SDK client settings for an endpoint override (DynamoDB Local, the local SQS server); none on AWS.
+ *
+ * @public
+ */
 export function awsClientConfig(endpoint: string | undefined) {
   return endpoint
     ? { endpoint, region: process.env.AWS_REGION ?? 'us-east-1', credentials: localCredentials }
@@ -18,6 +22,7 @@ export function awsClientConfig(endpoint: string | undefined) {
  * How the DynamoDB client made here behaves, as AWS recommends for Lambda. Region and credentials come from the
  * environment (the SDK's default chain: Lambda's role; a profile or SSO outside it); the SDK's standard retry mode
  * (its retry quota bounds retries across calls during an outage); keep-alive connections.
+ * @public
  */
 export const DynamoDbClientDefaults = {
   /** Attempts per request, the first included: a brownout costs a call at most this many requests per write. */
@@ -40,6 +45,7 @@ const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
   marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
 };
 
+/** @public */
 export interface DynamoDbClientOptions {
   /**
    * Your own DynamoDB client (a credentials chain, a retry strategy, X-Ray or OpenTelemetry instrumentation), used
@@ -79,6 +85,7 @@ export function createDynamoDbBaseClient(options: Omit<DynamoDbClientOptions, 'a
  * The one way every path (the functions, `npm start`, the ops CLI, the examples, the bench) makes its DynamoDB
  * client: the AWS SDK's document client over `awsSdkV3Client` when given, else over a client configured as
  * `DynamoDbClientDefaults` says. `destroy()` on the base client (`client.config` is shared) closes its sockets.
+ * @public
  */
 export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDBDocumentClient {
   const base = options.awsSdkV3Client ?? createDynamoDbBaseClient(options);
@@ -88,6 +95,7 @@ export function createDynamoDbClient(options: DynamoDbClientOptions = {}): Dynam
 /**
  * Closes the client's idle connections (a CLI or a test exits sooner). The document client's own `destroy()` does
  * nothing by design; its base client's request handler holds the sockets.
+ * @public
  */
 export function closeDynamoDbClient(client: DynamoDBDocumentClient | DynamoDBClient): void {
   client.config.requestHandler.destroy?.();

@@ -22,6 +22,7 @@ function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | u
   return record as unknown as ApprovalRecord;
 }
 
+/** @public */
 export interface DynamoDbApprovalStoreOptions {
   /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
   client: DynamoDBDocumentClient;
@@ -33,6 +34,7 @@ export interface DynamoDbApprovalStoreOptions {
  * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/core/approval.ts). One
  * item per operation: its current round and the log of every round. A new round is written only if the item is still
  * as read (same round, same status), so the log it carries forward holds every entry written before it.
+ * @public
  */
 export class DynamoDbApprovalStore implements ApprovalStore {
   private readonly client: DynamoDBDocumentClient;

@@ -51,6 +51,7 @@ const keyOf = recordKeyOf;
 
 type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
+/** @public */
 export interface DynamoDbStoreOptions {
   /**
    * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of
@@ -154,6 +155,7 @@ const removeClause = (attributes: string[]) => (attributes.length === 0 ? '' : `
 /**
  * The DynamoDB adapter of the idempotency store: one conditional request per state transition.
  * A replay or a conflict costs exactly the failed claim (the existing item comes back with the failure).
+ * @public
  */
 export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
   /** The document client the store writes with (the outbox and the tools' writes may share it). */

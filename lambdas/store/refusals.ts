@@ -1,6 +1,10 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 
-/** An item, a key or expression values with plain JavaScript values (what the document client reads and writes). */
+/**
+ * An item, a key or expression values with plain JavaScript values (what the document client reads and writes).
+ *
+ * @public
+ */
 export type Item = Record<string, unknown>;
 
 /**
@@ -12,7 +16,11 @@ type AttributeMap = Parameters<typeof unmarshall>[0];
 const nameOf = (err: unknown) => (err as { name?: unknown } | null)?.name;
 const item = (value: unknown): Item | undefined => (value ? unmarshall(value as AttributeMap) : undefined);
 
-/** A conditional write was refused: an answer, never retried by the SDK. */
+/**
+ * A conditional write was refused: an answer, never retried by the SDK.
+ *
+ * @public
+ */
 export const isConditionRefusal = (err: unknown): boolean => nameOf(err) === 'ConditionalCheckFailedException';
 
 /** The item that refused a conditional write that asked for it (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`). */

@@ -7,6 +7,7 @@ import { isTableInUse } from './refusals';
  * One table holds idempotency records, the business items committed with them (orders), and outbox events,
  * so a tool's writes and its SUCCEEDED record commit in one transaction. The CDK construct and the local
  * setup both read this, so the deployed and the local table cannot drift apart.
+ * @public
  */
 export const TableSchema = {
   partitionKey: 'pk',
@@ -40,7 +41,11 @@ export function attentionPartitions(kind: AttentionKind): string[] {
 
 export { Keys } from '../core/keys';
 
-/** Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks. */
+/**
+ * Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks.
+ *
+ * @public
+ */
 export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
   const { partitionKey, sortKey, attentionIndex, ttlAttribute } = TableSchema;
   try {

@@ -7,6 +7,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';
 
+/** @public */
 export interface ApprovalPageApiProps {
   /**
    * How long the page's access log is kept.
@@ -25,6 +26,7 @@ export interface ApprovalPageApiProps {
  * the page). Its URL does not depend on the function, so the sign-in client can name the page's callback while the
  * function names the client: the Function URL could not (its address exists only with the function, whose
  * environment needs the client). Not needed when `publicBaseUrl` (a custom domain) fronts the function.
+ * @public
  */
 export class ApprovalPageApi extends Construct {
   readonly api: apigwv2.HttpApi;

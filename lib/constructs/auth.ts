@@ -3,7 +3,11 @@ import * as cognito from 'aws-cdk-lib/aws-cognito';
 import { Construct } from 'constructs';
 import { DEFAULT_TENANT_CLAIM } from '../../lambdas/config';
 
-/** An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...). */
+/**
+ * An issuer the team already runs (Auth0, Okta, Entra ID, Keycloak, another Cognito pool...).
+ *
+ * @public
+ */
 export interface ExternalOidcSettings {
   /** The issuer URL (`iss` of its tokens). */
   readonly issuer: string;
@@ -32,7 +36,11 @@ export interface ExternalOidcSettings {
   readonly tenantClaim?: string;
 }
 
-/** How people sign in at the approval page: the issuer's OAuth client for the page (authorization code with PKCE). */
+/**
+ * How people sign in at the approval page: the issuer's OAuth client for the page (authorization code with PKCE).
+ *
+ * @public
+ */
 export interface ApprovalSignIn {
   /** The page's client id: a public client (no secret), authorization code grant, the page's callback URL registered. */
   readonly clientId: string;
@@ -52,9 +60,14 @@ export interface ApprovalSignIn {
   readonly tenantClaim?: string;
 }
 
-/** The custom attribute of the stack's pool that holds a person's tenant (their ID token's `custom:tenant`). */
+/**
+ * The custom attribute of the stack's pool that holds a person's tenant (their ID token's `custom:tenant`).
+ *
+ * @public
+ */
 export const PERSON_TENANT_ATTRIBUTE = 'tenant';
 
+/** @public */
 export interface AuthProps {
   /**
    * Verify tokens of an existing issuer instead of creating a Cognito user pool.
@@ -93,7 +106,11 @@ export interface AuthProps {
   readonly approvalPage?: { readonly callbackUrl: string };
 }
 
-/** What the MCP function needs to verify bearer tokens (the AUTH_* environment). */
+/**
+ * What the MCP function needs to verify bearer tokens (the AUTH_* environment).
+ *
+ * @public
+ */
 export interface TokenVerification {
   issuer: string;
   jwksUrl: string;
@@ -104,6 +121,7 @@ export interface TokenVerification {
   requiredScopes: string[];
 }
 
+/** @public */
 export const TOOLS_SCOPE = 'tools';
 
 /**
@@ -111,6 +129,7 @@ export const TOOLS_SCOPE = 'tools';
  * one app client per tenant, the tenant being the token's `client_id` (Cognito puts `client_id`, `scope`, `iss`
  * and `token_use` in those tokens, but no `aud`; the pool is this stack's own, so its issuer pins the audience).
  * Or an existing OIDC issuer, read from props or context.
+ * @public
  */
 export class Auth extends Construct {
   readonly verification: TokenVerification;

@@ -5,6 +5,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 
+/** @public */
 export interface IdempotencyTableProps {
   /**
    * Use a table you already have instead of creating one. It must have the schema of `TableSchema`: partition key
@@ -43,7 +44,11 @@ export interface IdempotencyTableProps {
   readonly stream?: boolean;
 }
 
-/** The item-level actions a function may be granted; Scan is deliberately not among them. */
+/**
+ * The item-level actions a function may be granted; Scan is deliberately not among them.
+ *
+ * @public
+ */
 export type TableItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 
 // What DynamoDB asks KMS for on the caller's behalf; spelled out because wildcards like GenerateDataKey* grant more.
@@ -53,6 +58,7 @@ const KMS_WRITE = [...KMS_READ, 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:Gener
 /**
  * The one table (records, business items, outbox events), defined from the same `TableSchema` the local setup
  * uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
+ * @public
  */
 export class IdempotencyTable extends Construct {
   readonly table: dynamodb.ITable;

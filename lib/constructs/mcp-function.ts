@@ -10,6 +10,7 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
+/** @public */
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;
@@ -93,10 +94,15 @@ function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettin
  * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
  * of Put/Update items), release (Delete). TransactWriteItems has no IAM action of its own: each item is authorized as
  * its Put/Update/Delete; no transaction has a ConditionCheck item (the artifact test checks every call). No Query, no Scan.
+ * @public
  */
 export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 
-/** The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers. */
+/**
+ * The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers.
+ *
+ * @public
+ */
 export class McpFunction extends Construct {
   readonly handler: ServiceFunction;
   readonly url: lambda.FunctionUrl;

@@ -7,12 +7,17 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { resolvePowertools, type PowertoolsSettings } from './service-function';
 
-/** Metric names the reconciler emits (lambdas/observability/metrics.ts), with the `service` dimension only. */
+/**
+ * Metric names the reconciler emits (lambdas/observability/metrics.ts), with the `service` dimension only.
+ *
+ * @public
+ */
 export const ReconcilerMetric = {
   NeedsReview: 'NeedsReview',
   OldestUnknownAgeSeconds: 'OldestUnknownAgeSeconds',
 } as const;
 
+/** @public */
 export interface MonitoringProps {
   /** The functions whose errors and throttles raise an alarm, by a short name used in alarm ids and titles. */
   readonly functions: Record<string, lambda.IFunction>;
@@ -46,6 +51,7 @@ const FIVE_MINUTES = Duration.minutes(5);
  * What an operator must hear about: a side effect that ended in the dead-letter queue, records parked for a person
  * (NEEDS_REVIEW), an UNKNOWN outcome that stays unsettled (or a reconciler that stopped reporting), and function
  * errors and throttles. About $0.10 per alarm per month.
+ * @public
  */
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];

@@ -6,12 +6,17 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** The consumer's timeout; the queue's visibility timeout is derived from it (x6). */
+/**
+ * The consumer's timeout; the queue's visibility timeout is derived from it (x6).
+ *
+ * @public
+ */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
 /** How many consumer instances SQS runs at most, by default. */
 const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
 
+/** @public */
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */
   readonly entry: string;
@@ -42,10 +47,15 @@ export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
 /**
  * The dedup claim (Update with a condition), its settlement with the event in one transaction (two Updates),
  * its release (Delete), and consistent reads of claim and event (Get).
+ * @public
  */
 export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
-/** Performs the queued side effects (emails, tickets) once per event, reporting failures per message. */
+/**
+ * Performs the queued side effects (emails, tickets) once per event, reporting failures per message.
+ *
+ * @public
+ */
 export class OutboxConsumerFunction extends Construct {
   readonly handler: ServiceFunction;
 

@@ -8,6 +8,7 @@ import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-
 /** AWS: the source queue's visibility timeout should be at least six times the consuming function's timeout. */
 const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
 
+/** @public */
 export interface OutboxQueueProps {
   /** The consumer function's timeout; the visibility timeout is derived from it. */
   readonly consumerTimeout: Duration;
@@ -48,6 +49,7 @@ export interface OutboxQueueProps {
 /**
  * The outbox queue and its dead-letter queue. Both encrypted and TLS-only; a message whose delivery keeps failing
  * is moved to the dead-letter queue by the consumer once its delivery budget is spent (and raises the DLQ alarm).
+ * @public
  */
 export class OutboxQueue extends Construct {
   readonly queue: sqs.Queue;

@@ -9,6 +9,7 @@ import type { OutboxQueue } from './outbox-queue';
 import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
+/** @public */
 export interface OutboxRelayFunctionProps extends CommonFunctionProps {
   /** Its table must have a stream (NEW_IMAGE): the relay reads committed outbox events from it. */
   readonly store: IdempotencyTable;
@@ -22,7 +23,11 @@ export interface OutboxRelayFunctionProps extends CommonFunctionProps {
   readonly batchSize?: number;
 }
 
-/** The relay only records each send on the event (send count, next look for the sweep). */
+/**
+ * The relay only records each send on the event (send count, next look for the sweep).
+ *
+ * @public
+ */
 export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
 
 /** The outbox event key shape the stream filter matches (pk `OUTBOX#<id>`, sk `EVENT`). */
@@ -34,6 +39,7 @@ const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
  * INSERT of outbox event items, so the function never wakes for records, orders or delivery markers, nor for its
  * own send bookkeeping (a MODIFY). Failed records are reported per item; records that still fail after the bounded
  * retries are not lost: the event stays pending in the table and the reconciler's sweep sends it.
+ * @public
  */
 export class OutboxRelayFunction extends Construct {
   readonly handler: ServiceFunction;

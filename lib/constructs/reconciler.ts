@@ -7,6 +7,7 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
+/** @public */
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;
@@ -40,16 +41,25 @@ export interface ReconcilerFunctionProps extends CommonFunctionProps {
   readonly maxAttempts?: number;
 }
 
-/** How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long. */
+/**
+ * How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long.
+ *
+ * @public
+ */
 export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(1);
 
 /**
  * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping
  * (Update) and reads of single items (Get). Its work list comes from Query on the attention index only.
+ * @public
  */
 export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
-/** Finds UNKNOWN, stale PROCESSING and stuck outbox items through the sparse index, on a schedule. */
+/**
+ * Finds UNKNOWN, stale PROCESSING and stuck outbox items through the sparse index, on a schedule.
+ *
+ * @public
+ */
 export class ReconcilerFunction extends Construct {
   readonly handler: ServiceFunction;
   readonly rule: events.Rule;

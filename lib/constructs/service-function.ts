@@ -12,7 +12,11 @@ import { PACKAGE_ROOT, projectOf } from '../package-root';
 /** This package's folder (the repository when run from source). */
 export const PROJECT_ROOT = PACKAGE_ROOT;
 
-/** Powertools settings every function shares, so all metrics carry the same `service` dimension the alarms read. */
+/**
+ * Powertools settings every function shares, so all metrics carry the same `service` dimension the alarms read.
+ *
+ * @public
+ */
 export interface PowertoolsSettings {
   /**
    * POWERTOOLS_SERVICE_NAME.
@@ -40,7 +44,11 @@ export const resolvePowertools = (p: PowertoolsSettings = {}): Required<Powertoo
 /** DOWNSTREAM_TIMEOUT_MS of a function: the prop's, else the functions' own default, written out so the template shows it. */
 export const downstreamTimeoutMs = (timeout: Duration | undefined): number => timeout?.toMilliseconds() ?? EnvVars.downstreamTimeoutMs.parse(undefined);
 
-/** What a team may tune on each function of an endpoint (IdempotentMcpEndpoint's `functions`). */
+/**
+ * What a team may tune on each function of an endpoint (IdempotentMcpEndpoint's `functions`).
+ *
+ * @public
+ */
 export interface FunctionOptions {
   /**
    * Memory in MB (128 to 10240); more memory is more CPU, which shortens the cold start.
@@ -63,7 +71,11 @@ export interface FunctionOptions {
   readonly architecture?: lambda.Architecture;
 }
 
-/** Where the functions run in a VPC of yours (all of an endpoint's functions alike). */
+/**
+ * Where the functions run in a VPC of yours (all of an endpoint's functions alike).
+ *
+ * @public
+ */
 export interface FunctionNetwork {
   /**
    * Run the functions in this VPC. Their subnets need a way to DynamoDB and SQS (gateway / interface endpoints or a
@@ -82,7 +94,11 @@ export interface FunctionNetwork {
   readonly securityGroups?: ec2.ISecurityGroup[];
 }
 
-/** What every function of the stack shares; each concern's construct adds its own settings. */
+/**
+ * What every function of the stack shares; each concern's construct adds its own settings.
+ *
+ * @public
+ */
 export interface CommonFunctionProps extends FunctionOptions, FunctionNetwork {
   /** @default the Powertools defaults of PowertoolsSettings */
   readonly powertools?: PowertoolsSettings;
@@ -120,6 +136,7 @@ export function checkFunctionOptions(prop: string, options: FunctionOptions = {}
   }
 }
 
+/** @public */
 export interface ServiceFunctionProps extends CommonFunctionProps {
   /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
   readonly entry: string;
@@ -132,6 +149,7 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
 /**
  * One Lambda function: Node.js 22, bundled by the local esbuild (never Docker) with the shared bundle settings,
  * its own log group and a role that may write only to that log group until the owning construct grants more.
+ * @public
  */
 export class ServiceFunction extends Construct implements iam.IGrantable {
   readonly function: NodejsFunction;

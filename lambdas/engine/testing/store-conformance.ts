@@ -4,6 +4,7 @@ import { OwnershipLostError, TransactionRejectedError } from '../../core/errors'
 import { allows, keyIsFree, retentionFromNow, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
 import type { AttentionStatus, ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, ReviewStore } from '../persistence';
 
+/** @public */
 export interface StoreConformanceOptions {
   /** The store under test; called once per test. Records of different tests never share a key. */
   store: () => IdempotencyStore | Promise<IdempotencyStore>;
@@ -23,6 +24,7 @@ const T0 = Date.UTC(2030, 0, 1);
 /**
  * A PROCESSING record as the engine claims it, on a new key: created at 2030-01-01T00:00Z with a lease of a minute,
  * replayed for an hour, expiring a day later. For a store's own tests beside the suite.
+ * @public
  */
 export function processingRecord(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
   const retainUntil = T0 + HOUR;
@@ -107,6 +109,7 @@ const STATES: readonly RecordState[] = ['ABSENT', 'PROCESSING', 'SUCCEEDED', 'FA
  * What every adapter of the store port must do, as a vitest suite: call it at the top level of a test file with a
  * factory of your store. Each write is one transition of the state machine, fenced so that racing executors and
  * reconcilers never both win. The in-memory store and the DynamoDB adapter both pass it.
+ * @public
  */
 export function describeStoreConformance(name: string, options: StoreConformanceOptions): void {
   const open = async () => options.store();
