@@ -105,4 +105,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.log(`${o.changed ? 'updated' : 'unchanged'} ${o.reportFile} (${o.subpath})`);
     for (const p of o.problems) console.log(`  ${p}`);
   }
+  // A problem (an untagged export, a type the surface uses but no subpath exports) fails the run, as it fails the test.
+  if (outcomes.some((o) => o.problems.length > 0)) process.exitCode = 1;
 }
