@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PageVisitor } from '../support/approval';
 import { rawToolCall, type RawToolAnswer } from '../support/mcp';
-import { newKey, scratch, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
  * A gateway write with `confirmation: "approval"`: a person of the tenant approves each call on the gateway's approval
@@ -89,5 +89,18 @@ describe('gateway write with confirmation: approval', () => {
     expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     expect(echoes(message)).toHaveLength(0);
     expect(relay.calls.filter((c) => c.name === 'echo' && String(c.arguments.message).startsWith('decline '))).toHaveLength(0);
+  });
+
+  it('a plain v2 SDK client (2025-11-25) is answered with the approval link as an error, and nothing reaches the upstream', async () => {
+    const plain = await sdkClient(gateway, TENANT);
+    const message = `plain client ${newKey()}`;
+    try {
+      await expect(plain.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } })).rejects.toThrow(
+        new RegExp(`approve this on the approval page first: ${gateway.url}/approvals/\\S+ \\. Nothing ran`),
+      );
+    } finally {
+      await plain.close();
+    }
+    expect(echoes(message)).toHaveLength(0);
   });
 });
