@@ -38,7 +38,7 @@ describe('the result contract in README', () => {
 
   it('says how long an outcome is kept by default, as the engine keeps it', () => {
     expect(DEFAULT_POLICY.retentionSeconds).toBe(24 * 3600);
-    expect(section('The tools and the result contract')).toMatch(/kept 24 hours by default/);
+    expect(section('The tools and the result contract')).toMatch(/kept 24 hours\s+by default/);
   });
 });
 
@@ -57,7 +57,7 @@ describe('the documents agree', () => {
   it("README's cost at rest names the Cognito machine client that docs/deploy.md adds", () => {
     const deploy = docs.find((d) => d.file === 'docs/deploy.md')!.text;
     expect(deploy).toMatch(/\$6 per active M2M client/);
-    expect(section('Deploy')).toMatch(/about \$3\/month, plus \$6\/month for the Cognito machine client/);
+    expect(section('Deploy')).toMatch(/about \$3\/month, plus \$6\/month for the\s+Cognito machine client/);
   });
 
   it('the clock tolerance on tokens is documented as the verifier applies it', () => {
