@@ -11,7 +11,7 @@ import { createGateway } from './gateway';
  * need; a failed read is not kept, so the next call reads again. The value never sits in the template or the
  * function's configuration, only its ARN.
  */
-function secretCredentials(secretArn: string, endpoint?: string): CredentialSource {
+export function secretCredentials(secretArn: string, endpoint?: string): CredentialSource {
   let pending: Promise<CredentialsFile> | undefined;
   const file = () =>
     (pending ??= readSecretString({ secretArn, endpoint }, "the gateway's upstream credentials")

@@ -65,3 +65,10 @@ it('fills a lookup from the call and reads its answer: found, absent, or undecid
   // A call without the argument a template names cannot be checked.
   expect(prepareLookup({ tool: 'open_nodes', arguments: { names: ['{{entities.0.name}}'] }, found: { textIncludes: 'x' } }, { args: {}, key: 'k' })).toBeUndefined();
 });
+
+it("refuses {{$key}} in a summary: the person is shown the call's arguments, the key is not among them", () => {
+  expect(mistakes({ tools: { echo: { kind: 'write', inFlightWindowMs: 0, confirmation: 'approval', summary: 'Approve {{message}} ({{$key}})' } } })).toEqual([
+    'tool echo: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})',
+  ]);
+  expect(mistakes({ tools: { echo: { kind: 'write', inFlightWindowMs: 0, confirmation: 'approval', summary: 'Approve {{message}}' } } })).toEqual([]);
+});

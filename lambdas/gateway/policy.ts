@@ -172,8 +172,12 @@ export function parseGatewayPolicy(input: unknown): GatewayPolicy {
     if (!TOOL_NAME_PATTERN.test(tool)) mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
     if (entry.kind !== 'write') continue;
     for (const [field, value] of templatesOf(entry))
-      for (const path of placeholders(value))
+      for (const path of placeholders(value)) {
         if (!PATH.test(path)) mistakes.push(`tool ${tool}: field ${field}: {{${path}}} is not an argument path (write {{name}}, {{name.0.field}} or {{$key}})`);
+        // The summary is built from the call's arguments alone (the key is not one of them): {{$key}} would show blank.
+        else if (field === 'summary' && path === '$key')
+          mistakes.push(`tool ${tool}: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})`);
+      }
     if (entry.reconcile && emptyRule(entry.reconcile.found))
       mistakes.push(`tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`);
     if (typeof entry.key === 'object' && entry.fingerprint?.exclude.includes(entry.key.argument))

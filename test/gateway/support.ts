@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 import { createTestTable } from '../support/dynamodb';
+import type { CredentialSource } from '../../lambdas/gateway/credentials';
 import { parseGatewayCommand, startGatewayCommand, type RunningGateway } from '../../lambdas/gateway/command';
 
 export const ROOT = PACKAGE_ROOT;
@@ -60,7 +61,7 @@ export interface TestGateway extends RunningGateway {
 }
 
 /** The gateway in this process (the same code its bin runs), on a fresh table of the shared DynamoDB Local. */
-export async function startTestGateway(options: { policy: unknown; argv: string[]; env?: Record<string, string> }): Promise<TestGateway> {
+export async function startTestGateway(options: { policy: unknown; argv: string[]; env?: Record<string, string>; credentials?: CredentialSource }): Promise<TestGateway> {
   const table = await createTestTable();
   const { dir: stateDir } = await scratch('state');
   const policyFile = join(stateDir, 'policy.json');
@@ -73,7 +74,10 @@ export async function startTestGateway(options: { policy: unknown; argv: string[
     RECONCILE_INTERVAL_MS: '200',
     ...options.env,
   };
-  const command = parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', stateDir, ...options.argv], env);
+  const parsed = parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', stateDir, ...options.argv], env);
+  // A credential source of the test's own (Secrets Manager's, as deployed) in place of the command's file or variable.
+  const source = options.credentials;
+  const command = source ? { ...parsed, credentials: async () => source } : parsed;
   const running = await startGatewayCommand(command, env);
   return {
     ...running,

@@ -1,0 +1,106 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PageVisitor } from '../support/approval';
+import { rawToolCall, type RawToolAnswer } from '../support/mcp';
+import { newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+
+/**
+ * A gateway write with `confirmation: "approval"`: a person of the tenant approves each call on the gateway's approval
+ * page (signed in at the local dev issuer) before the upstream sees it. The judge is the HTTP relay in front of
+ * server-everything, which records every `tools/call` that reached the upstream.
+ */
+const policy = {
+  tools: {
+    echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000, confirmation: 'approval', summary: 'Echo {{message}} to the vendor' },
+  },
+};
+const TENANT = 'demo';
+
+let everything: Awaited<ReturnType<typeof startEverything>>;
+let relay: HttpRelay;
+let gateway: TestGateway;
+let token: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  everything = await startEverything();
+  relay = await startHttpRelay(everything.url);
+  const dir = await scratch('approval');
+  cleanup = dir.cleanup;
+  const credentials = join(dir.dir, 'credentials.json');
+  await writeFile(credentials, JSON.stringify({ tenants: { '*': { header: { name: 'Authorization', value: 'Bearer upstream-credential' } } } }));
+  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+  token = await gateway.tokenFor(TENANT);
+});
+afterAll(async () => {
+  await gateway?.stop();
+  await relay?.close();
+  everything?.stop();
+  await cleanup?.();
+});
+
+const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+/** One raw 2026-07-28 tools/call of a client that opens links (URL elicitation). */
+const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) => rawToolCall(gateway.mcpUrl, token, 'echo', args, round);
+const linkOf = (answer: RawToolAnswer) => answer.inputRequests!.confirm.params.url;
+const yes = { confirm: { action: 'accept' } };
+
+describe('gateway write with confirmation: approval', () => {
+  it('nothing reaches the upstream before the person approves on the page; once approved, exactly one call', async () => {
+    const message = `approve ${newKey()}`;
+    const args = { message, idempotency_key: newKey() };
+    const first = await call(args);
+    expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(first.inputRequests!.confirm.params.message).toContain(`Echo ${message} to the vendor`);
+    const link = linkOf(first);
+    expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
+
+    // The client says yes before the person decided: still nothing sent, the same link again.
+    const early = await call(args, { requestState: first.requestState, inputResponses: yes });
+    expect(early).toMatchObject({ resultType: 'input_required' });
+    expect(linkOf(early)).toBe(link);
+    expect(echoes(message)).toHaveLength(0);
+
+    const person = new PageVisitor();
+    const page = await person.signIn(link, TENANT, 'alice');
+    expect(page).toContain(`Echo ${message} to the vendor`);
+    expect(echoes(message)).toHaveLength(0);
+    expect((await person.decide(link, 'approve', page)).status).toBe(200);
+    // Approval alone sends nothing: the agent's next round does.
+    expect(echoes(message)).toHaveLength(0);
+
+    const done = await call(args, { requestState: first.requestState, inputResponses: yes });
+    expect(done.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(echoes(message)).toHaveLength(1);
+    const replay = await call(args);
+    expect(replay.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(echoes(message)).toHaveLength(1);
+  });
+
+  it('a declined approval sends nothing: rejected CONFIRMATION_DECLINED, and nothing reaches the upstream', async () => {
+    const message = `decline ${newKey()}`;
+    const args = { message, idempotency_key: newKey() };
+    const first = await call(args);
+    const link = linkOf(first);
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
+    const refused = await call(args, { requestState: first.requestState, inputResponses: yes });
+    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
+    expect(echoes(message)).toHaveLength(0);
+    expect(relay.calls.filter((c) => c.name === 'echo' && String(c.arguments.message).startsWith('decline '))).toHaveLength(0);
+  });
+
+  it('a plain v2 SDK client (2025-11-25) is answered with the approval link as an error, and nothing reaches the upstream', async () => {
+    const plain = await sdkClient(gateway, TENANT);
+    const message = `plain client ${newKey()}`;
+    try {
+      await expect(plain.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } })).rejects.toThrow(
+        new RegExp(`approve this on the approval page first: ${gateway.url}/approvals/\\S+ \\. Nothing ran`),
+      );
+    } finally {
+      await plain.close();
+    }
+    expect(echoes(message)).toHaveLength(0);
+  });
+});
