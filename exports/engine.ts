@@ -61,6 +61,7 @@ export {
   type EngineAnswer,
 } from '../lambdas/engine/engine';
 export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/engine/confirmation-gate';
+export type { ConfirmingProtocol } from '../lambdas/core/confirmation-choice';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,

@@ -17,6 +17,8 @@ export type Confirmation = 'approval' | 'required' | 'none';
  * The client's protocol as far as confirming goes: '2026-07-28' answers input requests (URL or form mode, as it
  * declares); '2025-11-25' can be sent to a page by that era's URL-elicitation-required error, never asked in a form;
  * 'earlier' can be asked nothing.
+ *
+ * @public
  */
 export type ConfirmingProtocol = '2026-07-28' | '2025-11-25' | 'earlier';
 
