@@ -118,7 +118,13 @@ export interface HttpRelay {
   close(): Promise<void>;
 }
 
-export async function startHttpRelay(upstream: string): Promise<HttpRelay> {
+/**
+ * What a relay answers itself instead of forwarding (a test's resource server: 401 + WWW-Authenticate, its
+ * protected-resource metadata); undefined to forward. A request it answers is neither forwarded nor recorded.
+ */
+export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer) => Promise<{ status: number; headers?: Record<string, string>; body?: string } | undefined>;
+
+export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard } = {}): Promise<HttpRelay> {
   const { createServer, request } = await import('node:http');
   const target = new URL(upstream);
   const calls: HttpRelay['calls'] = [];
@@ -126,8 +132,13 @@ export async function startHttpRelay(upstream: string): Promise<HttpRelay> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks);
+      const own = await options.guard?.(req, body).catch(() => ({ status: 500 }));
+      if (own) {
+        res.writeHead(own.status, own.headers).end(own.body);
+        return;
+      }
       const authorization = req.headers.authorization;
       if (authorization) authorizations.add(authorization);
       try {

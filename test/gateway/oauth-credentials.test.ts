@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { jwtVerify, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+
+/**
+ * A tenant whose upstream credential is `oauthClientCredentials`: the gateway gets a token from a real token endpoint
+ * (an authorization server of the test's own, on 127.0.0.1, issuing JWTs) by the client-credentials grant, and the
+ * upstream (server-everything behind the relay, which here acts as the resource server: 401 + WWW-Authenticate and
+ * its protected-resource metadata) receives only that token.
+ */
+const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 } } };
+const CLIENT_ID = 'gateway-client';
+const CLIENT_SECRET = 'the-right-secret';
+
+interface TokenRequest {
+  clientId?: string;
+  grantType: string | null;
+  resource: string | null;
+  answer: 'token' | 'invalid_client';
+}
+
+let as: Server;
+let issuer: string;
+const signingKey = randomBytes(32);
+const issued = new Set<string>();
+const tokenRequests: TokenRequest[] = [];
+/** tools/call requests the relay refused itself (no valid token): what the gateway tried to send without one. */
+const refusedCalls: string[] = [];
+let everything: Awaited<ReturnType<typeof startEverything>>;
+let relay: HttpRelay;
+let gateway: TestGateway;
+let cleanup: () => Promise<void>;
+
+/** The smallest authorization server: RFC 8414 metadata and a token endpoint for client_credentials (client_secret_basic). */
+async function startAuthorizationServer(): Promise<void> {
+  as = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.method === 'GET' && req.url === '/.well-known/oauth-authorization-server')
+        return json(200, {
+          issuer,
+          authorization_endpoint: `${issuer}/authorize`,
+          token_endpoint: `${issuer}/token`,
+          response_types_supported: ['code'],
+          grant_types_supported: ['client_credentials'],
+          token_endpoint_auth_methods_supported: ['client_secret_basic'],
+        });
+      if (req.method !== 'POST' || req.url !== '/token') return json(404, { error: 'not_found' });
+      const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      const [scheme, encoded] = (req.headers.authorization ?? '').split(' ');
+      const [id, secret] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [];
+      const request: TokenRequest = { clientId: id, grantType: form.get('grant_type'), resource: form.get('resource'), answer: 'invalid_client' };
+      tokenRequests.push(request);
+      if (id !== CLIENT_ID || secret !== CLIENT_SECRET) return json(401, { error: 'invalid_client', error_description: 'client authentication failed' });
+      if (request.grantType !== 'client_credentials') return json(400, { error: 'unsupported_grant_type' });
+      const token = await new SignJWT({ scope: form.get('scope') ?? undefined })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer(issuer)
+        .setSubject(id)
+        .setAudience(request.resource ?? 'none')
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .sign(signingKey);
+      request.answer = 'token';
+      issued.add(token);
+      return json(200, { access_token: token, token_type: 'Bearer', expires_in: 600 });
+    });
+  });
+  await new Promise<void>((resolve) => as.listen(0, '127.0.0.1', resolve));
+  issuer = `http://127.0.0.1:${(as.address() as { port: number }).port}`;
+}
+
+beforeAll(async () => {
+  await startAuthorizationServer();
+  everything = await startEverything();
+  const metadataPath = '/.well-known/oauth-protected-resource/mcp';
+  relay = await startHttpRelay(everything.url, {
+    guard: async (req, body) => {
+      const resource = relay.url;
+      if (req.method === 'GET' && req.url === metadataPath)
+        return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };
+      const [scheme, token] = (req.headers.authorization ?? '').split(' ');
+      if (scheme === 'Bearer' && token) {
+        const verified = await jwtVerify(token, signingKey, { issuer, audience: resource }).catch(() => undefined);
+        if (verified) return undefined;
+      }
+      try {
+        for (const message of [JSON.parse(body.toString('utf8') || 'null')].flat())
+          if (message?.method === 'tools/call') refusedCalls.push(String(message.params?.arguments?.message));
+      } catch {
+        // not JSON
+      }
+      return { status: 401, headers: { 'www-authenticate': `Bearer resource_metadata="${new URL(metadataPath, resource)}"` }, body: '' };
+    },
+  });
+  const dir = await scratch('oauth');
+  cleanup = dir.cleanup;
+  const credentials = join(dir.dir, 'credentials.json');
+  await writeFile(
+    credentials,
+    JSON.stringify({
+      tenants: {
+        demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
+        wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
+      },
+    }),
+  );
+  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+});
+afterAll(async () => {
+  await gateway?.stop();
+  await relay?.close();
+  everything?.stop();
+  await new Promise((resolve) => as?.close(resolve));
+  as?.closeAllConnections();
+  await cleanup?.();
+});
+
+const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+
+describe('gateway upstream credential: OAuth client credentials', () => {
+  it('gets a token by the client-credentials grant and the upstream receives that token, never the agent’s', async () => {
+    const agentToken = await gateway.tokenFor('demo');
+    const client = await sdkClient(gateway, 'demo');
+    const message = `oauth ${newKey()}`;
+    const key = newKey();
+    let outcome = '';
+    for (let attempt = 0; attempt < 60 && outcome !== 'succeeded'; attempt++) {
+      outcome = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } })).outcome;
+      if (outcome !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await client.close();
+    expect(outcome).toBe('succeeded');
+
+    const granted = tokenRequests.filter((request) => request.answer === 'token');
+    expect(granted.length).toBeGreaterThan(0);
+    expect(granted.every((request) => request.clientId === CLIENT_ID && request.grantType === 'client_credentials' && request.resource === relay.url)).toBe(true);
+    const calls = echoes(message);
+    expect(calls).toHaveLength(1);
+    const [scheme, token] = (calls[0]!.authorization ?? '').split(' ');
+    expect(scheme).toBe('Bearer');
+    expect(issued.has(token!)).toBe(true);
+    for (const seen of relay.authorizations) {
+      expect(issued.has(seen.replace(/^Bearer /, ''))).toBe(true);
+      expect(seen).not.toContain(agentToken);
+    }
+  });
+
+  it('a wrong client secret fails the call, and nothing is sent to the upstream’s tools/call', async () => {
+    const before = tokenRequests.length;
+    const client = await sdkClient(gateway, 'wrong');
+    const message = `wrong secret ${newKey()}`;
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
+    await client.close();
+    expect(answer).toMatchObject({ outcome: 'failed', error: { code: 'UPSTREAM_UNAVAILABLE' } });
+    // The token endpoint refused the secret; no token was issued for it.
+    const attempts = tokenRequests.slice(before);
+    expect(attempts.length).toBeGreaterThan(0);
+    expect(attempts.every((request) => request.answer === 'invalid_client')).toBe(true);
+    expect(echoes(message)).toHaveLength(0);
+    expect(refusedCalls).not.toContain(message);
+  });
+});
