@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
 
 /**
  * A tenant whose upstream credential is `oauthClientCredentials`: the gateway gets a token from a real token endpoint
@@ -81,7 +81,7 @@ beforeAll(async () => {
   everything = await startEverything();
   const metadataPath = '/.well-known/oauth-protected-resource/mcp';
   relay = await startHttpRelay(everything.url, {
-    guard: async (req, body) => {
+    guard: async (req, body): Promise<RelayAnswer | undefined> => {
       const resource = relay.url;
       if (req.method === 'GET' && req.url === metadataPath)
         return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };

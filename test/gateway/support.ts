@@ -122,7 +122,12 @@ export interface HttpRelay {
  * What a relay answers itself instead of forwarding (a test's resource server: 401 + WWW-Authenticate, its
  * protected-resource metadata); undefined to forward. A request it answers is neither forwarded nor recorded.
  */
-export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer) => Promise<{ status: number; headers?: Record<string, string>; body?: string } | undefined>;
+export interface RelayAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer) => Promise<RelayAnswer | undefined>;
 
 export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard } = {}): Promise<HttpRelay> {
   const { createServer, request } = await import('node:http');
@@ -134,7 +139,7 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
-      const own = await options.guard?.(req, body).catch(() => ({ status: 500 }));
+      const own = await options.guard?.(req, body).catch((): RelayAnswer => ({ status: 500 }));
       if (own) {
         res.writeHead(own.status, own.headers).end(own.body);
         return;
