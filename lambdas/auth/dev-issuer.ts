@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { type AuthConfig, DEFAULT_DEV_SCOPE } from '../config';
@@ -40,13 +41,18 @@ async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
     publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' },
   };
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  // Written whole under a name of its own, then linked into place: a process reading the key never sees it half
+  // written, and when two processes start at once the first link wins and both use that key.
+  const draft = `${file}.${randomUUID()}.tmp`;
+  await writeFile(draft, JSON.stringify(pair, null, 2), { flag: 'wx', mode: 0o600 });
   try {
-    // 'wx': when two processes start at once, the first key written wins and both use it.
-    await writeFile(file, JSON.stringify(pair, null, 2), { flag: 'wx', mode: 0o600 });
+    await link(draft, file);
     return pair;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return readDevKeyPair(dir);
+  } finally {
+    await unlink(draft).catch(() => {});
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompactSign, importJWK } from 'jose';
@@ -129,5 +129,33 @@ describe('a missing or malformed bearer token', () => {
     expect(await refusal(undefined)).toMatch(/bearer token is required/);
     expect(await refusal('Basic dXNlcjpwYXNz')).toMatch(/must be "Bearer <token>"/);
     for (const message of await Promise.all(['Bearer undefined', 'Bearer '].map(refusal))) expect(message).not.toMatch(/not valid for this server/);
+  });
+});
+
+describe('the local issuer key, made by processes starting at once', () => {
+  it('issuers and readers started at once all get the one key, and no draft is left behind', async () => {
+    for (let round = 0; round < 10; round++) {
+    const fresh = await mkdtemp(join(tmpdir(), 'dev-key-race-'));
+    try {
+      const options = { dir: fresh, issuer: 'https://local.test', audience: 'local', tenantClaim: 'tenant' };
+      const issuers = Array.from({ length: 12 }, () => loadDevIssuer(options));
+      const readers = Array.from({ length: 24 }, async () => {
+        // A reader that comes before the key exists sees none (ENOENT), never a partial file.
+        for (;;) {
+          try {
+            return (await readDevKeyPair(fresh)).kid;
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        }
+      });
+      const kids = [...(await Promise.all(issuers)).map((issuer) => issuer.jwks.keys[0]!.kid), ...(await Promise.all(readers))];
+      expect(new Set(kids).size).toBe(1);
+      expect((await readdir(fresh)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      await rm(fresh, { recursive: true, force: true });
+    }
+    }
   });
 });
