@@ -6,7 +6,7 @@ import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../o
 import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
-import { Reconciler, type ReconcilerOptions } from '../reconciler/reconciler';
+import { Reconciler, type ReconcileReport } from '../reconciler/reconciler';
 import { toolReconcilers } from '../reconciler/tool-hooks';
 import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
@@ -32,7 +32,8 @@ export interface OutboxQueue {
 export interface Workers extends OutboxQueue {
   relay: OutboxRelay;
   consumer: OutboxConsumer;
-  reconciler: Reconciler;
+  /** One reconciler run (its schedule is the caller's: the Lambda function's EventBridge rule, `npm start`'s timer). */
+  reconciler: { runOnce(): Promise<ReconcileReport> };
 }
 
 /** What each worker uses of the workers' services. */
@@ -68,9 +69,21 @@ export interface ReconcilerOverrides extends RelayOverrides {
    * hook gets the services passed to the factory: give them the clients the tools' hooks call.
    */
   tools?: readonly ToolDefinition[];
-  reconciler?: Partial<
-    Pick<ReconcilerOptions, 'leaseGraceMs' | 'backoffBaseMs' | 'backoffMaxMs' | 'maxAttempts' | 'outboxGraceMs' | 'batchSize'>
-  >;
+  /** The reconciler's timing, over the environment's (RECONCILE_INTERVAL_MS, RECONCILE_MAX_ATTEMPTS) and its own defaults. */
+  reconciler?: {
+    /** A PROCESSING record is stale this long after its lease passed. */
+    leaseGraceMs?: number;
+    /** First wait after an unreachable downstream, doubling per attempt. */
+    backoffBaseMs?: number;
+    /** The longest wait between two checks of one record. */
+    backoffMaxMs?: number;
+    /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW. */
+    maxAttempts?: number;
+    /** Outbox events are swept this long after they were due (the stream relay goes first). */
+    outboxGraceMs?: number;
+    /** Records handled per run. */
+    batchSize?: number;
+  };
 }
 
 /** @public */
