@@ -12,11 +12,11 @@ import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
 
 /**
- * The outbox queue as the workers reach it.
+ * The outbox queue as the workers reach it: its client and addresses (the queue itself is the `OutboxQueue` construct).
  *
  * @public
  */
-export interface OutboxQueue {
+export interface OutboxQueueClient {
   sqs: SQSClient;
   /** Undefined when OUTBOX_QUEUE_URL is not set. */
   queueUrl?: string;
@@ -29,7 +29,7 @@ export interface OutboxQueue {
  *
  * @public
  */
-export interface Workers extends OutboxQueue {
+export interface Workers extends OutboxQueueClient {
   relay: OutboxRelay;
   consumer: OutboxConsumer;
   /** One reconciler run (its schedule is the caller's: the Lambda function's EventBridge rule, `npm start`'s timer). */
@@ -94,7 +94,7 @@ const noQueue: EventPublisher = {
   publish: async (messages: OutboxMessage[]) => ({ failed: messages.map((m) => m.event_id) }),
 };
 
-function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueue {
+function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueueClient {
   return {
     sqs: new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 }),
     queueUrl: sideEffects.outboxQueueUrl,
@@ -102,7 +102,7 @@ function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueue {
   };
 }
 
-function relayOn(queue: OutboxQueue, services: RelayServices, overrides: RelayOverrides): OutboxRelay {
+function relayOn(queue: OutboxQueueClient, services: RelayServices, overrides: RelayOverrides): OutboxRelay {
   const queuePublisher: EventPublisher = queue.queueUrl ? new SqsEventPublisher(queue.sqs, queue.queueUrl) : noQueue;
   const publisher = overrides.wrapPublisher?.(queuePublisher) ?? queuePublisher;
   const clock = overrides.clock ?? services.clock;
@@ -139,13 +139,13 @@ function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, override
 }
 
 /** The relay alone (the DynamoDB Streams function): the outbox and the queue, nothing else. */
-export function createRelay(services: RelayServices, overrides: RelayOverrides = {}): OutboxQueue & Pick<Workers, 'relay'> {
+export function createRelay(services: RelayServices, overrides: RelayOverrides = {}): OutboxQueueClient & Pick<Workers, 'relay'> {
   const queue = outboxQueue(services.config.sideEffects);
   return { ...queue, relay: relayOn(queue, services, overrides) };
 }
 
 /** The consumer alone (the SQS function): the outbox, the queue and the endpoint's deliveries. */
-export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueue & Pick<Workers, 'consumer'> {
+export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueueClient & Pick<Workers, 'consumer'> {
   return { ...outboxQueue(services.config.sideEffects), consumer: consumerOf(services, overrides) };
 }
 
@@ -153,7 +153,7 @@ export function createConsumer(services: ConsumerServices, overrides: ConsumerOv
  * The reconciler (the scheduled function), with the relay it re-sends stuck outbox events through. `services` is
  * also what the tools' reconcile hooks get: the workers' services plus the clients those hooks call.
  */
-export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueue & Pick<Workers, 'relay' | 'reconciler'> {
+export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueueClient & Pick<Workers, 'relay' | 'reconciler'> {
   const { relay, ...queue } = createRelay(services, overrides);
   return { ...queue, relay, reconciler: reconcilerOf(services, relay, overrides) };
 }
