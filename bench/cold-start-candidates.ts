@@ -18,7 +18,7 @@ import { buildLambdaBundle, startColdStartFixture } from './cold-start';
  *   at best leave them out of what a cold start reads.
  *
  * Each variant's process is the section's (bench/cold-start.ts: import, `initialize`, a `create_order`), the variants
- * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator.
+ * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (local/dynamodb-local.ts).
  */
 const RUNS = Math.max(1, Number(process.argv[2]) || 11);
 const WORK_DIR = resolve('.bench/cold-start-candidates');
@@ -67,7 +67,7 @@ await mkdir(WORK_DIR, { recursive: true });
 const built = await Promise.all(
   CANDIDATES.map((candidate, i) => buildLambdaBundle(join(WORK_DIR, String(i), 'index.mjs'), candidate.options)),
 );
-const fixture = await startColdStartFixture({ dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT || undefined, workDir: WORK_DIR });
+const fixture = await startColdStartFixture({ workDir: WORK_DIR });
 const samples = CANDIDATES.map(() => ({ init: [] as number[], cpu: [] as number[], imported: [] as number[] }));
 try {
   for (const { file } of built) await fixture.run(file);

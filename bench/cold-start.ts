@@ -351,8 +351,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
   for (const variant of variants) {
     bundles[variant] = await buildLambdaBundle(join(WORK_DIR, variant, 'index.mjs'), VARIANTS[variant]);
   }
-  // As the other sections: an emulator already running (DYNAMODB_ENDPOINT), else one started here.
-  const fixture = await startColdStartFixture({ dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT || undefined });
+  const fixture = await startColdStartFixture();
   try {
     // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle.
     for (const variant of variants) await fixture.run(bundles[variant].file);
