@@ -66,6 +66,8 @@ export interface FixtureDownstream {
    * other. `entered` settles when it arrived: a test acts while a call is mid-flight.
    */
   hold(key: string): { entered: Promise<void>; release(): void };
+  /** Sends it an acting request as any other caller would (a dead executor's request that got through): its booking. */
+  send(booking: Omit<Booking, 'booking_id'>): Promise<Booking>;
   /** The armed faults and how many calls each still applies to. */
   armed(): Array<{ mode: FixtureFaultMode; remaining: number }>;
   clear(): void;
@@ -162,8 +164,9 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
   const server = createServer((req, res) => void handle(req, res).catch((err) => send(res, 500, { error: String(err) })));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const count = (list: Array<{ key: string }>, key?: string) => (key === undefined ? list.length : list.filter((c) => c.key === key).length);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     bookings: (key) => held.filter((b) => key === undefined || b.key === key),
     calls: (key) => count(acting, key),
     lookups: (key) => count(asked, key),
@@ -171,6 +174,11 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
     hold(key) {
       const gate = holdFor(key);
       return { entered: gate.entered.promise, release: () => gate.released.resolve() };
+    },
+    async send(booking) {
+      const response = await fetch(`${url}/bookings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(booking) });
+      if (response.status !== 201) throw new Error(`the fixture downstream answered ${response.status}: ${await response.text()}`);
+      return (await response.json()) as Booking;
     },
     armed: () => faults.map(({ mode, remaining }) => ({ mode, remaining })),
     clear: () => void faults.splice(0),
@@ -330,7 +338,13 @@ export const fixtureOrderId = (idempotencyKey: string) => `fo-${idempotencyKey}`
 export const fixtureOrder = (stack: LocalStack, tenant: string, idempotencyKey: string) =>
   orderItem(stack.services.doc, stack.config.tableName, tenant, fixtureOrderId(idempotencyKey));
 
-export type FixtureStack = LocalStack & { downstream: FixtureDownstream };
+export type FixtureStack = LocalStack & {
+  downstream: FixtureDownstream;
+  /** Every tool it serves: the fixture tools and the test's own (a second reconciler or worker gets the same). */
+  tools: readonly ToolDefinition[];
+  /** The consumer's deliveries of the fixture tools' events (a second consumer gets the same). */
+  deliveries: Record<string, DeliveryHandler>;
+};
 
 /**
  * The local stack on the run's shared DynamoDB Local serving the fixture tools (and `options.tools` beside them),
@@ -344,15 +358,14 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
   const downstream = await startFixtureDownstream({ holdMs: timeoutMs + 1000 });
   const fixture = fixtureTools(downstream, timeoutMs);
   try {
-    const stack = await startLocalStack({
-      ...options,
-      env,
-      tools: [...fixture.tools, ...(options.tools ?? [])],
-      workers: { ...options.workers, deliveries: { ...fixture.deliveries, ...options.workers?.deliveries } },
-    });
+    const tools = [...fixture.tools, ...(options.tools ?? [])];
+    const deliveries = { ...fixture.deliveries, ...options.workers?.deliveries };
+    const stack = await startLocalStack({ ...options, env, tools, workers: { ...options.workers, deliveries } });
     return {
       ...stack,
       downstream,
+      tools,
+      deliveries,
       async stop() {
         await stack.stop();
         await downstream.stop();
