@@ -12,7 +12,7 @@ import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, 
  * upstream (server-everything behind the relay, which here acts as the resource server: 401 + WWW-Authenticate and
  * its protected-resource metadata) receives only that token.
  */
-const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 } } };
+const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 }, 'get-sum': { kind: 'read' } } };
 const CLIENT_ID = 'gateway-client';
 const CLIENT_SECRET = 'the-right-secret';
 
@@ -108,6 +108,8 @@ beforeAll(async () => {
       tenants: {
         demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
         wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
+        // A static token the resource server does not accept (one the vendor revoked, say).
+        revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
       },
     }),
   );
@@ -156,13 +158,42 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     const before = tokenRequests.length;
     const client = await sdkClient(gateway, 'wrong');
     const message = `wrong secret ${newKey()}`;
-    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
-    await client.close();
-    expect(answer).toMatchObject({ outcome: 'failed', error: { code: 'UPSTREAM_UNAVAILABLE' } });
+    const key = newKey();
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
+    // Final, naming the cause: a retry would send the same secret to the same refusal.
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
+    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the authorization server answered invalid_client \(client authentication failed\) \(tenant wrong\); nothing was sent\./);
+    expect(answer.error!.message).not.toContain('not-the-secret');
     // The token endpoint refused the secret; no token was issued for it.
     const attempts = tokenRequests.slice(before);
     expect(attempts.length).toBeGreaterThan(0);
     expect(attempts.every((request) => request.answer === 'invalid_client')).toBe(true);
+    // The same key again: the recorded answer, without asking the token endpoint again.
+    const asked = tokenRequests.length;
+    expect(contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }))).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+      retryable: false,
+      error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' },
+    });
+    expect(tokenRequests.length).toBe(asked);
+    // A read is refused the same way, as a read error that says calling again will not help.
+    const read = (await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })) as { isError?: boolean; content: Array<{ text: string }> };
+    await client.close();
+    expect(read.isError).toBe(true);
+    expect(read.content[0]!.text).toMatch(/^UPSTREAM_CREDENTIAL_REFUSED: The gateway's upstream credential was refused: the authorization server answered invalid_client/);
+    expect(echoes(message)).toHaveLength(0);
+    expect(refusedCalls).not.toContain(message);
+  });
+
+  it('a header credential the upstream answers 401 to is refused as final, naming the cause; nothing is sent', async () => {
+    const client = await sdkClient(gateway, 'revoked');
+    const message = `revoked ${newKey()}`;
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
+    await client.close();
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
+    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the upstream answered (401 Unauthorized|HTTP 401)/);
+    expect(answer.error!.message).not.toContain('revoked-static-token');
     expect(echoes(message)).toHaveLength(0);
     expect(refusedCalls).not.toContain(message);
   });
