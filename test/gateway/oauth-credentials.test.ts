@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
+import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
 
 /**
  * A tenant whose upstream credential is `oauthClientCredentials`: the gateway gets a token from a real token endpoint
@@ -30,10 +28,9 @@ const issued = new Set<string>();
 const tokenRequests: TokenRequest[] = [];
 /** tools/call requests the relay refused itself (no valid token): what the gateway tried to send without one. */
 const refusedCalls: string[] = [];
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
-let cleanup: () => Promise<void>;
 
 /** The smallest authorization server: RFC 8414 metadata and a token endpoint for client_credentials (client_secret_basic). */
 async function startAuthorizationServer(): Promise<void> {
@@ -78,11 +75,18 @@ async function startAuthorizationServer(): Promise<void> {
 
 beforeAll(async () => {
   await startAuthorizationServer();
-  everything = await startEverything();
   const metadataPath = '/.well-known/oauth-protected-resource/mcp';
-  relay = await startHttpRelay(everything.url, {
-    guard: async (req, body): Promise<RelayAnswer | undefined> => {
-      const resource = relay.url;
+  setup = await startEverythingGateway({
+    policy,
+    credentials: {
+      tenants: {
+        demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
+        wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
+        // A static token the resource server does not accept (one the vendor revoked, say).
+        revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
+      },
+    },
+    guard: async (req, body, resource): Promise<RelayAnswer | undefined> => {
       if (req.method === 'GET' && req.url === metadataPath)
         return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };
       const [scheme, token] = (req.headers.authorization ?? '').split(' ');
@@ -99,32 +103,15 @@ beforeAll(async () => {
       return { status: 401, headers: { 'www-authenticate': `Bearer resource_metadata="${new URL(metadataPath, resource)}"` }, body: '' };
     },
   });
-  const dir = await scratch('oauth');
-  cleanup = dir.cleanup;
-  const credentials = join(dir.dir, 'credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({
-      tenants: {
-        demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
-        wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
-        // A static token the resource server does not accept (one the vendor revoked, say).
-        revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
-      },
-    }),
-  );
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+  ({ relay, gateway } = setup);
 });
 afterAll(async () => {
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
+  await setup?.stop();
   await new Promise((resolve) => as?.close(resolve));
   as?.closeAllConnections();
-  await cleanup?.();
 });
 
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 
 describe('gateway upstream credential: OAuth client credentials', () => {
   it('gets a token by the client-credentials grant and the upstream receives that token, never the agent’s', async () => {

@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayToolsModule, secretCredentials } from '../../lambdas/gateway/lambda';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
-import { contract, newKey, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
  * The deployed credential source: the credentials JSON read from Secrets Manager (a stand-in speaking its API, read
@@ -26,28 +26,25 @@ const credentialsJson = JSON.stringify({
 /** Mutable: a test changes a secret's value between reads, as a rotation would. */
 const secrets: Record<string, string> = { [ARN]: credentialsJson };
 let secretsManager: SecretsManagerStandIn;
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
 let client: Client;
 
 beforeAll(async () => {
   secretsManager = await startSecretsManager(secrets);
-  everything = await startEverything();
-  relay = await startHttpRelay(everything.url);
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url], credentials: secretCredentials(ARN, secretsManager.endpoint) });
+  setup = await startEverythingGateway({ policy, credentials: secretCredentials(ARN, secretsManager.endpoint) });
+  ({ relay, gateway } = setup);
   client = await sdkClient(gateway, 'demo');
 });
 afterAll(async () => {
   await client?.close();
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
+  await setup?.stop();
   await secretsManager?.stop();
 });
 
 const readsOf = (secretId: string) => secretsManager.requests.filter((request) => request.secretId === secretId);
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 
 /** A write until it settles (a tenant's first call opens the gateway's connection for its credential). */
 async function echo(agent: Client, message: string): Promise<string> {
