@@ -103,6 +103,8 @@ export interface HttpRelay {
   calls: Array<RelayedCall & { authorization?: string }>;
   /** Every Authorization header that reached the upstream, on any request. */
   authorizations: Set<string>;
+  /** The method of every JSON-RPC request it forwarded (`initialize`, `tools/list`, ...), in order. */
+  methods: string[];
   close(): Promise<void>;
 }
 
@@ -122,6 +124,7 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
   const target = new URL(upstream);
   const calls: HttpRelay['calls'] = [];
   const authorizations = new Set<string>();
+  const methods: string[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -136,6 +139,7 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
       if (authorization) authorizations.add(authorization);
       try {
         const messages = [JSON.parse(body.toString('utf8') || 'null')].flat();
+        for (const message of messages) if (typeof message?.method === 'string' && message.id !== undefined) methods.push(message.method);
         for (const message of messages)
           if (message?.method === 'tools/call') calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
       } catch {
@@ -158,6 +162,7 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
     url,
     calls,
     authorizations,
+    methods,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
