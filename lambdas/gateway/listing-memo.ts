@@ -23,7 +23,7 @@ const TOOL = 'tools/list';
 const TENANT = 'gateway';
 
 /** How long a kept listing serves cold starts; after it, a cold start reads the upstream again. */
-export const LISTING_MEMO_MAX_AGE_MS = 60 * 60_000;
+const LISTING_MEMO_MAX_AGE_MS = 60 * 60_000;
 
 /** The listing memo on the store's record memos (the DynamoDB table when deployed). */
 export class RecordListingMemo implements ListingMemo {

@@ -176,7 +176,7 @@ export interface EverythingGateway {
   relay: HttpRelay;
   gateway: TestGateway;
   /** The `echo` calls with this message that reached the upstream. */
-  echoes(message: string): RelayedCall[];
+  echoes(message: string): HttpRelay['calls'];
   stop(): Promise<void>;
 }
 
