@@ -9,7 +9,9 @@ import { hostHeaderValidationResponse, localhostAllowedHostnames } from '@modelc
 import { AuthenticationError, AuthUnavailableError, type Caller, missingScopes } from '../auth/verifier';
 import { createMcpRequestHandler, MAX_BODY_BYTES } from '../mcp/streamable-http';
 import type { ToolDefinition } from '../mcp/tool-types';
-import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../mcp/param-headers';
+import { MCP_PARAM_HEADER_PREFIX } from '../mcp/param-headers';
+import { servedTools } from '../mcp/served-tools';
+import { paramHeaderScan } from '../mcp/server';
 import type { AppConfig, ApprovalPageConfig } from '../config';
 import { APPROVALS_PATH, MCP_PATH } from '../core/endpoint-paths';
 import { createApprovalPage } from './approval-page';
@@ -149,6 +151,19 @@ function authenticate(services: AppServices): MiddlewareHandler<AppEnv> {
 }
 
 /**
+ * The request headers a browser client of these tools may send: the transport's own (2026-07-28 requests carry
+ * Mcp-Method and Mcp-Name) and one `Mcp-Param-<Name>` per argument a served tool marks with `x-mcp-header` (the
+ * write tools' keys, and a team's own marked arguments), read from the inputSchemas tools/list serves, so a header
+ * the server checks is one the preflight allows.
+ */
+function corsAllowedHeaders<S extends ToolRuntime>(tools: readonly ToolDefinition<S>[]): string[] {
+  const params = new Map<string, string>();
+  for (const tool of servedTools(tools))
+    for (const { headerName } of paramHeaderScan(tool).declarations ?? []) params.set(headerName.toLowerCase(), `${MCP_PARAM_HEADER_PREFIX}${headerName}`);
+  return ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID', ...params.values()];
+}
+
+/**
  * Hono's `cors` for a request that is not a preflight, with the same headers, set on the answer once it is made.
  * Hono's own sets them on `c.res` before the handler runs, and an answer a handler returns (the MCP SDK's) is then
  * rebuilt around them as a web Response with a stream for its body: under @hono/node-server its string no longer goes
@@ -217,18 +232,17 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   const corsOptions = {
     origin: (origin: string) => origin,
     allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-    // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them; a write tool's call also its key's Mcp-Param-*.
-    allowHeaders: [
-      'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
-      ...Object.values(KEY_HEADER_NAMES).map((name) => `${MCP_PARAM_HEADER_PREFIX}${name}`),
-    ],
     // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
     exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
     maxAge: 600,
   };
-  const preflightCors = cors(corsOptions);
   const simpleCors = corsAfterAnswer(corsOptions);
-  app.use('*', (c, next) => (c.req.method === 'OPTIONS' ? preflightCors(c, next) : simpleCors(c, next)));
+  // The preflight's allowed headers come from the served tools' listed inputSchemas, made on the first preflight:
+  // a cold start or a non-browser client pays nothing for them.
+  let preflightCors: MiddlewareHandler | undefined;
+  app.use('*', (c, next) =>
+    c.req.method === 'OPTIONS' ? (preflightCors ??= cors({ ...corsOptions, allowHeaders: corsAllowedHeaders(options.tools) }))(c, next) : simpleCors(c, next),
+  );
   app.use(
     '*',
     limitBody(MAX_BODY_BYTES, (c) => {
