@@ -427,11 +427,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const all = [...CLEAN, ...LIVENESS, ...planted.map((p) => ({ name: p.flag, run: p.run }))];
   const started = Date.now();
   const results = await Promise.all(all.map(async ({ name, run }) => ({ name, r: await runSpin(run) })));
-  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, depth: r.depth, 'cpu s': r.cpu, broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
+  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, depth: r.depth, 'cpu s': Number(r.cpu.toFixed(2)), broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
   if (process.argv.includes('--trails')) for (const { name, r } of results) if (r.errors) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
   console.table(rows);
   // Where the CPU goes: each search (above) and each compile (a fresh clone compiles all six; a cached binary none).
-  console.table(compileStats.compiles.map((c) => ({ compile: `${c.model} ${c.mode}`, flags: c.flags, 'cpu s': c.cpu })));
+  console.table(compileStats.compiles.map((c) => ({ compile: `${c.model} ${c.mode}`, flags: c.flags, 'cpu s': Number(c.cpu.toFixed(2)) })));
   const cpu = (xs: number[]) => xs.reduce((a, b) => a + b, 0).toFixed(1);
   console.log(
     `${all.length} searches (${cpu(results.map(({ r }) => r.cpu))} s CPU), ${compileStats.spin} spin -a, ${compileStats.gcc} gcc ` +
