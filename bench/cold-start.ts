@@ -4,10 +4,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import { LambdaBundle } from '../lib/bundling';
 import { toolsFunctionEntry } from '../lib/tools-entry';
@@ -31,7 +31,8 @@ import type { BenchSection, SectionReport } from './section';
 
 /** Init against the floor peer's, measured in the same run (an absolute figure would measure the machine's load). */
 export const COLD_START_TARGETS = { ratioInitToFloor: 1.2 } as const;
-const RUNS = 7;
+/** Fresh processes per variant (interleaved); `COLD_START_RUNS` asks for more samples on a noisy machine. */
+const RUNS = Math.max(1, Number(process.env.COLD_START_RUNS) || 7);
 const MARK = '@@cold-start@@';
 const WORK_DIR = resolve('.bench/cold-start');
 const PROTOCOL_VERSION = '2025-06-18';
@@ -49,17 +50,23 @@ const VARIANTS: Record<Variant, { minify: boolean; external: string[]; entry?: s
 export interface BundleFigures {
   bytes: number;
   gzip_bytes: number;
-  /** Output bytes per package (node_modules) or project folder, largest first. */
+  /** Output bytes per package (node_modules) or project folder, of the files read at start, largest first. */
   largest: Array<{ module: string; bytes: number }>;
 }
 
-/** Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers. */
+/**
+ * Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers and for the
+ * candidates measured by bench/cold-start-candidates.ts (`splitting`: esbuild's code splitting into the outfile's
+ * folder, the entry named as the outfile; `plugins`). The figures count what a cold start reads: the entry file and
+ * the chunks it imports statically (a chunk behind `import()` is read when first used).
+ */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string } = {},
+  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[] } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
+  const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
   const result = await build({
-    entryPoints: [overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)))],
+    entryPoints: overrides.splitting ? { [basename(outfile, extname(outfile))]: entry } : [entry],
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,
@@ -71,25 +78,40 @@ export async function buildLambdaBundle(
     external: overrides.external ?? [...LambdaBundle.external],
     legalComments: LambdaBundle.legalComments,
     alias: { ...LambdaBundle.alias },
-    outfile,
+    ...(overrides.splitting ? { splitting: true, outdir: dirname(outfile), outExtension: { '.js': extname(outfile) } } : { outfile }),
+    ...(overrides.plugins ? { plugins: overrides.plugins } : {}),
     metafile: true,
     logLevel: 'error',
     // A project without the package installed (examples/) resolves its `idempotent-mcp/*` imports through this one.
     ...(overrides.tsconfig ? { tsconfig: overrides.tsconfig } : {}),
   });
-  const code = await readFile(outfile);
+  const atStart = readAtStart(result.metafile, outfile);
+  const code = Buffer.concat(await Promise.all(atStart.map((file) => readFile(resolve(file)))));
   return {
     file: outfile,
     metafile: result.metafile,
-    figures: { bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, largest: contributors(result.metafile) },
+    figures: { bytes: code.length, gzip_bytes: gzipSync(code, { level: 9 }).length, largest: contributors(result.metafile, atStart) },
   };
 }
 
-/** Groups the output bytes by npm package, or by project folder for our own code. */
-function contributors(metafile: Metafile, top = 10): BundleFigures['largest'] {
-  const output = Object.values(metafile.outputs)[0]!;
+/** The output files a process that imports `outfile` reads before it runs: the entry and its static imports, transitively. */
+function readAtStart(metafile: Metafile, outfile: string): string[] {
+  const entry = Object.keys(metafile.outputs).find((file) => resolve(file) === resolve(outfile));
+  if (!entry) throw new Error(`esbuild wrote no ${outfile}`);
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const { path, kind } of metafile.outputs[file]?.imports ?? []) if (kind === 'import-statement' && metafile.outputs[path]) visit(path);
+  };
+  visit(entry);
+  return [...seen];
+}
+
+/** Groups the output bytes of `files` by npm package, or by project folder for our own code. */
+function contributors(metafile: Metafile, files: string[], top = 10): BundleFigures['largest'] {
   const byModule = new Map<string, number>();
-  for (const [file, { bytesInOutput }] of Object.entries(output.inputs)) {
+  for (const [file, { bytesInOutput }] of files.flatMap((output) => Object.entries(metafile.outputs[output]!.inputs))) {
     const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1] ?? file.split('/').slice(0, 2).join('/');
     byModule.set(pkg, (byModule.get(pkg) ?? 0) + bytesInOutput);
   }

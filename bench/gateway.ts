@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { parseGatewayCommand, startGatewayCommand } from '../lambdas/gateway/command';
-import { PACKAGE_ROOT } from '../lib/package-root';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { startEverything } from '../test/gateway/registry-servers';
 import type { BenchSection } from './section';
 
 /**
@@ -21,31 +19,6 @@ const CONNECTIONS = 8;
 const ROUNDS = 3;
 const SECONDS = 4;
 const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 } } };
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
-async function startEverything() {
-  const port = await freePort();
-  const child = spawn(join(PACKAGE_ROOT, 'node_modules', '.bin', 'mcp-server-everything'), ['streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let text = '';
-    child.stderr!.on('data', (chunk) => {
-      text += chunk;
-      if (text.includes('listening')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`mcp-server-everything exited (${code}): ${text}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGKILL') };
-}
 
 async function connect(url: string, token?: string) {
   const client = new Client({ name: 'gateway-bench', version: '1.0.0' });

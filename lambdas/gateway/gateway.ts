@@ -1,6 +1,8 @@
 import type { RecordMemos } from '../engine/persistence';
 import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
+import type { Tool } from '@modelcontextprotocol/client';
 import type { CredentialSource } from './credentials';
+import type { ListingMemo } from './listing-memo';
 import { RecordLookupMemo, type LookupMemo } from './lookup-memo';
 import { checkPolicyAgainstUpstream, GatewayPolicyError, parseGatewayPolicy, type GatewayPolicy } from './policy';
 import { gatewayTools } from './tools';
@@ -15,6 +17,11 @@ export interface GatewayOptions {
   credentials: CredentialSource;
   /** The endpoint's table (the records' own): each write's lookup is kept there beside its record. */
   table: { memos: RecordMemos } | { memo: LookupMemo };
+  /**
+   * Where the upstream's `tools/list` is kept between starts (the deployed functions: the table). A kept listing is
+   * used without reaching the upstream; none kept, the upstream is read and its listing kept. Unset: read every start.
+   */
+  listing?: ListingMemo;
 }
 
 /**
@@ -33,6 +40,12 @@ export interface Gateway<S extends ToolRuntime = ToolRuntime> {
 
 const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller => typeof (upstream as UpstreamCaller).callTool === 'function';
 
+async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSource): Promise<Tool[]> {
+  const credential = await credentials.forListing();
+  if (!credential) throw new Error('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
+  return upstream.listTools(credential);
+}
+
 /**
  * Connects to the upstream, reads its `tools/list` with the listing credential, checks the policy against it and
  * builds the tools. Throws GatewayPolicyError (every mistake, one sentence each) before serving anything.
@@ -41,14 +54,16 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
   const policy = parseGatewayPolicy(options.policy);
   const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(options.upstream);
   try {
-    const credential = await options.credentials.forListing();
-    if (!credential) throw new Error('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
-    const listed = await upstream.listTools(credential);
+    // A kept listing that cannot be read is as good as none: the upstream is asked.
+    const kept = await options.listing?.get().catch(() => undefined);
+    const listed = kept ?? (await listUpstream(upstream, options.credentials));
     const mistakes = checkPolicyAgainstUpstream(
       policy,
       listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
+    // Kept only once it fits the policy; failing to keep it costs the next cold start a read, nothing more.
+    if (!kept) await options.listing?.put(listed).catch(() => {});
     const memo = 'memo' in options.table ? options.table.memo : new RecordLookupMemo(options.table.memos);
     const { tools, hidden } = gatewayTools<S>(policy, listed, { upstream, credentials: options.credentials, memo });
     return { tools, hidden, policy, close: () => upstream.close() };

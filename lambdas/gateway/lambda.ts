@@ -5,6 +5,7 @@ import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { GatewayEnvVars } from './config';
 import { parseCredentials, staticCredentials, type CredentialSource, type CredentialsFile } from './credentials';
 import { createGateway } from './gateway';
+import { RecordListingMemo } from './listing-memo';
 
 /**
  * Deployed: the credentials JSON (the file's format) in a Secrets Manager secret, read once per container on first
@@ -37,8 +38,11 @@ export function secretCredentials(secretArn: string, endpoint?: string): Credent
 /**
  * The gateway's tools as a tools module, for the Lambda functions IdempotentMcpGateway deploys: the policy (checked
  * at synth, bundled as it is), the upstream's URL and the credentials secret from the environment the construct
- * sets. Connects to the upstream and reads its `tools/list` during the cold start, so a policy that does not fit
- * the upstream fails the cold start with its mistakes, before any call is served.
+ * sets. The upstream's `tools/list` comes from the table when a cold start of the last hour kept it for this policy
+ * and upstream (RecordListingMemo); else the cold start reads the secret and the upstream's list (a policy that does
+ * not fit the upstream fails it with its mistakes, before any call is served) and keeps the list. So a cold start
+ * with a kept list reaches neither the upstream nor Secrets Manager: replays and `get_operation_status` are served
+ * while either is down, and the first call that needs the upstream reads the secret.
  */
 export async function gatewayToolsModule(policy: unknown, env: Env = process.env) {
   const url = read(env, GatewayEnvVars.upstreamUrl);
@@ -47,11 +51,13 @@ export async function gatewayToolsModule(policy: unknown, env: Env = process.env
   if (!url) throw new ConfigError(`${GatewayEnvVars.upstreamUrl.name} must be set (the upstream's streamable-HTTP URL)`);
   if (!secretArn) throw new ConfigError(`${GatewayEnvVars.credentialsSecretArn.name} must be set (the gateway's upstream credentials)`);
   if (!tableName) throw new ConfigError(`${EnvVars.tableName.name} must be set`);
+  const memos = new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName });
   const gateway = await createGateway({
     policy,
     upstream: { url },
     credentials: secretCredentials(secretArn, read(env, EnvVars.secretsManagerEndpoint)),
-    table: { memos: new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName }) },
+    table: { memos },
+    listing: new RecordListingMemo(memos, { upstream: url, policy }),
   });
   return { tools: gateway.tools };
 }

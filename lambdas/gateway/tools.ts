@@ -38,6 +38,9 @@ function inputShape(tool: Tool): z.ZodRawShape {
 const NO_CREDENTIAL = (tenant: string) =>
   `The gateway has no upstream credential for tenant ${tenant}; nothing was sent. An operator adds one to the gateway's credentials.`;
 
+const CREDENTIAL_REFUSED = (tenant: string, reason: string, write: boolean) =>
+  `${reason.replace(/^the gateway's/, "The gateway's")} (tenant ${tenant}); nothing was sent. Calling again will not help until an operator fixes the gateway's credentials${write ? '; then call with a new key' : ''}.`;
+
 async function credentialOf(parts: GatewayParts, tenant: string): Promise<UpstreamCredential> {
   const credential = await parts.credentials.forTenant(tenant).catch((err: unknown) => {
     throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', `The gateway's upstream credential could not be read (${(err as Error).message}); nothing was sent. Call again with the same key.`);
@@ -120,6 +123,8 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw new UncertainToolError('UPSTREAM_UNCERTAIN', `The upstream's answer is unknown: ${(err as Error)?.message}`, { cause: err });
         if (err.failure === 'not_sent') throw new TransientToolError('UPSTREAM_UNAVAILABLE', `${err.message}; nothing was sent. Call again with the same key.`, 2000, { cause: err });
+        // Calling again sends the same credential to the same refusal: a final answer for this key, nothing sent.
+        if (err.failure === 'credential_refused') throw new TerminalToolError('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(ctx.tenant, err.message, true), { cause: err });
         if (err.failure === 'refused') throw new TerminalToolError('UPSTREAM_REFUSED', err.message, { cause: err });
         throw new UncertainToolError('UPSTREAM_UNCERTAIN', err.message, { cause: err });
       }
@@ -193,6 +198,8 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
       try {
         return await parts.upstream.callTool(credential, name, args ?? {}, { timeoutMs: DEFAULT_TIMEOUT_MS });
       } catch (err) {
+        if (err instanceof UpstreamError && err.failure === 'credential_refused')
+          return { content: [{ type: 'text', text: readErrorText('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(call.caller.tenant, err.message, false)) }], isError: true };
         return { content: [{ type: 'text', text: readErrorText('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`) }], isError: true };
       }
     },

@@ -2,6 +2,8 @@ import {
   type CallToolResult,
   Client,
   ClientCredentialsProvider,
+  OAuthError,
+  OAuthErrorCode,
   ProtocolError,
   ProtocolErrorCode,
   SdkError,
@@ -9,6 +11,7 @@ import {
   SdkHttpError,
   StreamableHTTPClientTransport,
   type Tool,
+  UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { credentialId, type UpstreamCredential } from './credentials';
@@ -26,10 +29,12 @@ export type UpstreamTarget =
 
 /**
  * Whether a failed call may have reached the upstream. `not_sent`: it certainly did not (no connection, refused at
- * the door): the key is released. `refused`: the upstream answered with a protocol error, so its tool did not run.
- * `uncertain`: it may have run (sent, then no answer): the outcome is reconciled, never guessed.
+ * the door): the key is released. `credential_refused`: it did not either, because the upstream or its authorization
+ * server refused the gateway's credential, which calling again does not change. `refused`: the upstream answered with
+ * a protocol error, so its tool did not run. `uncertain`: it may have run (sent, then no answer): the outcome is
+ * reconciled, never guessed.
  */
-export type UpstreamFailure = 'not_sent' | 'refused' | 'uncertain';
+export type UpstreamFailure = 'not_sent' | 'credential_refused' | 'refused' | 'uncertain';
 
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
@@ -70,8 +75,24 @@ function neverConnected(err: unknown): boolean {
   return false;
 }
 
+/** OAuth errors that pass (the server failing or busy): a later attempt with the same credential may get a token. */
+const PASSING_OAUTH_ERRORS: ReadonlySet<string> = new Set([OAuthErrorCode.ServerError, OAuthErrorCode.TemporarilyUnavailable, OAuthErrorCode.TooManyRequests]);
+
+/**
+ * Why the gateway's credential was refused, when that is what failed: the authorization server refused the client
+ * credentials (`invalid_client`, `invalid_scope`...), or the upstream answered 401/403 to the credential it was sent.
+ * Undefined for any other failure. Names the cause, never the credential.
+ */
+function credentialRefusal(err: unknown): string | undefined {
+  if (err instanceof OAuthError && !PASSING_OAUTH_ERRORS.has(err.code)) return `the authorization server answered ${err.code}${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
+  if (err instanceof UnauthorizedError) return `the upstream answered 401 Unauthorized${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
+  if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return `the upstream answered HTTP ${err.status}`;
+  return undefined;
+}
+
 /** How a failure of `tools/call` counts (see UpstreamFailure). */
 function classifyCallFailure(err: unknown): UpstreamFailure {
+  if (credentialRefusal(err) !== undefined) return 'credential_refused';
   // A JSON-RPC error answer: the upstream refused the request (unknown tool, invalid arguments); an internal error
   // may come from a tool that failed half-way.
   if (err instanceof ProtocolError) return err.code === ProtocolErrorCode.InternalError ? 'uncertain' : 'refused';
@@ -144,6 +165,8 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
         },
         (err: unknown) => {
           connections.delete(id);
+          const refusal = credentialRefusal(err);
+          if (refusal !== undefined) throw new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err });
           throw new UpstreamError('not_sent', `the upstream could not be reached: ${describe(err)}`, { cause: err });
         },
       );
@@ -172,6 +195,7 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
         return (await client.callTool({ name, arguments: args }, { signal, timeout: timeoutMs })) as CallToolResult;
       } catch (err) {
         const failure = classifyCallFailure(err);
+        if (failure === 'credential_refused') throw new UpstreamError(failure, `the gateway's upstream credential was refused: ${credentialRefusal(err)}`, { cause: err });
         throw new UpstreamError(failure, `the upstream's ${name} ${failure === 'refused' ? 'refused the call' : 'did not answer'}: ${describe(err)}`, { cause: err });
       }
     },

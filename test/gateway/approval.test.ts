@@ -1,9 +1,7 @@
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PageVisitor } from '../support/approval';
 import { rawToolCall, type RawToolAnswer } from '../support/mcp';
-import { newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
  * A gateway write with `confirmation: "approval"`: a person of the tenant approves each call on the gateway's approval
@@ -17,30 +15,19 @@ const policy = {
 };
 const TENANT = 'demo';
 
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
 let token: string;
-let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  everything = await startEverything();
-  relay = await startHttpRelay(everything.url);
-  const dir = await scratch('approval');
-  cleanup = dir.cleanup;
-  const credentials = join(dir.dir, 'credentials.json');
-  await writeFile(credentials, JSON.stringify({ tenants: { '*': { header: { name: 'Authorization', value: 'Bearer upstream-credential' } } } }));
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+  setup = await startEverythingGateway({ policy, credentials: { tenants: { '*': { header: { name: 'Authorization', value: 'Bearer upstream-credential' } } } } });
+  ({ relay, gateway } = setup);
   token = await gateway.tokenFor(TENANT);
 });
-afterAll(async () => {
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
-  await cleanup?.();
-});
+afterAll(() => setup?.stop());
 
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 /** One raw 2026-07-28 tools/call of a client that opens links (URL elicitation). */
 const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) => rawToolCall(gateway.mcpUrl, token, 'echo', args, round);
 const linkOf = (answer: RawToolAnswer) => answer.inputRequests!.confirm.params.url;

@@ -1,9 +1,7 @@
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpClient } from 'idempotent-mcp/client';
-import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
  * The gateway in front of @modelcontextprotocol/server-everything over streamable HTTP (from the registry), through
@@ -16,39 +14,30 @@ const policy = {
   },
 };
 
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
 let client: Client;
-let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  everything = await startEverything();
-  relay = await startHttpRelay(everything.url);
-  const dir = await scratch('everything');
-  cleanup = dir.cleanup;
-  const credentials = join(dir.dir, 'credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({
+  setup = await startEverythingGateway({
+    policy,
+    credentials: {
       tenants: {
         demo: { header: { name: 'Authorization', value: 'Bearer upstream-credential-of-demo' } },
         other: { header: { name: 'Authorization', value: 'Bearer upstream-credential-of-other' } },
       },
-    }),
-  );
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+    },
+  });
+  ({ relay, gateway } = setup);
   client = await sdkClient(gateway);
 });
 afterAll(async () => {
   await client?.close();
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
-  await cleanup?.();
+  await setup?.stop();
 });
 
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 
 describe('gateway in front of server-everything (streamable HTTP)', () => {
   it('serves only the tools the policy names; another upstream tool is neither listed nor callable', async () => {

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import { jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
+import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
 
 /**
  * A tenant whose upstream credential is `oauthClientCredentials`: the gateway gets a token from a real token endpoint
@@ -12,7 +10,7 @@ import { contract, newKey, scratch, sdkClient, startEverything, startHttpRelay, 
  * upstream (server-everything behind the relay, which here acts as the resource server: 401 + WWW-Authenticate and
  * its protected-resource metadata) receives only that token.
  */
-const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 } } };
+const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 }, 'get-sum': { kind: 'read' } } };
 const CLIENT_ID = 'gateway-client';
 const CLIENT_SECRET = 'the-right-secret';
 
@@ -30,10 +28,9 @@ const issued = new Set<string>();
 const tokenRequests: TokenRequest[] = [];
 /** tools/call requests the relay refused itself (no valid token): what the gateway tried to send without one. */
 const refusedCalls: string[] = [];
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
-let cleanup: () => Promise<void>;
 
 /** The smallest authorization server: RFC 8414 metadata and a token endpoint for client_credentials (client_secret_basic). */
 async function startAuthorizationServer(): Promise<void> {
@@ -78,11 +75,18 @@ async function startAuthorizationServer(): Promise<void> {
 
 beforeAll(async () => {
   await startAuthorizationServer();
-  everything = await startEverything();
   const metadataPath = '/.well-known/oauth-protected-resource/mcp';
-  relay = await startHttpRelay(everything.url, {
-    guard: async (req, body): Promise<RelayAnswer | undefined> => {
-      const resource = relay.url;
+  setup = await startEverythingGateway({
+    policy,
+    credentials: {
+      tenants: {
+        demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
+        wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
+        // A static token the resource server does not accept (one the vendor revoked, say).
+        revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
+      },
+    },
+    guard: async (req, body, resource): Promise<RelayAnswer | undefined> => {
       if (req.method === 'GET' && req.url === metadataPath)
         return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };
       const [scheme, token] = (req.headers.authorization ?? '').split(' ');
@@ -99,30 +103,15 @@ beforeAll(async () => {
       return { status: 401, headers: { 'www-authenticate': `Bearer resource_metadata="${new URL(metadataPath, resource)}"` }, body: '' };
     },
   });
-  const dir = await scratch('oauth');
-  cleanup = dir.cleanup;
-  const credentials = join(dir.dir, 'credentials.json');
-  await writeFile(
-    credentials,
-    JSON.stringify({
-      tenants: {
-        demo: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
-        wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
-      },
-    }),
-  );
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url, '--credentials', credentials] });
+  ({ relay, gateway } = setup);
 });
 afterAll(async () => {
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
+  await setup?.stop();
   await new Promise((resolve) => as?.close(resolve));
   as?.closeAllConnections();
-  await cleanup?.();
 });
 
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 
 describe('gateway upstream credential: OAuth client credentials', () => {
   it('gets a token by the client-credentials grant and the upstream receives that token, never the agent’s', async () => {
@@ -156,13 +145,42 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     const before = tokenRequests.length;
     const client = await sdkClient(gateway, 'wrong');
     const message = `wrong secret ${newKey()}`;
-    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
-    await client.close();
-    expect(answer).toMatchObject({ outcome: 'failed', error: { code: 'UPSTREAM_UNAVAILABLE' } });
+    const key = newKey();
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
+    // Final, naming the cause: a retry would send the same secret to the same refusal.
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
+    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the authorization server answered invalid_client \(client authentication failed\) \(tenant wrong\); nothing was sent\./);
+    expect(answer.error!.message).not.toContain('not-the-secret');
     // The token endpoint refused the secret; no token was issued for it.
     const attempts = tokenRequests.slice(before);
     expect(attempts.length).toBeGreaterThan(0);
     expect(attempts.every((request) => request.answer === 'invalid_client')).toBe(true);
+    // The same key again: the recorded answer, without asking the token endpoint again.
+    const asked = tokenRequests.length;
+    expect(contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }))).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+      retryable: false,
+      error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' },
+    });
+    expect(tokenRequests.length).toBe(asked);
+    // A read is refused the same way, as a read error that says calling again will not help.
+    const read = (await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })) as { isError?: boolean; content: Array<{ text: string }> };
+    await client.close();
+    expect(read.isError).toBe(true);
+    expect(read.content[0]!.text).toMatch(/^UPSTREAM_CREDENTIAL_REFUSED: The gateway's upstream credential was refused: the authorization server answered invalid_client/);
+    expect(echoes(message)).toHaveLength(0);
+    expect(refusedCalls).not.toContain(message);
+  });
+
+  it('a header credential the upstream answers 401 to is refused as final, naming the cause; nothing is sent', async () => {
+    const client = await sdkClient(gateway, 'revoked');
+    const message = `revoked ${newKey()}`;
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
+    await client.close();
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
+    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the upstream answered (401 Unauthorized|HTTP 401)/);
+    expect(answer.error!.message).not.toContain('revoked-static-token');
     expect(echoes(message)).toHaveLength(0);
     expect(refusedCalls).not.toContain(message);
   });

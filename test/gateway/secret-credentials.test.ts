@@ -1,8 +1,14 @@
+import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/config';
 import { gatewayToolsModule, secretCredentials } from '../../lambdas/gateway/lambda';
+import { createApp } from '../../lambdas/http/app';
+import { createServices } from '../../lambdas/runtime/services';
+import { closeDynamoDbClient } from '../../lambdas/store/clients';
+import { OwnServers } from '../support/own-server';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
-import { contract, newKey, sdkClient, startEverything, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
  * The deployed credential source: the credentials JSON read from Secrets Manager (a stand-in speaking its API, read
@@ -26,28 +32,28 @@ const credentialsJson = JSON.stringify({
 /** Mutable: a test changes a secret's value between reads, as a rotation would. */
 const secrets: Record<string, string> = { [ARN]: credentialsJson };
 let secretsManager: SecretsManagerStandIn;
-let everything: Awaited<ReturnType<typeof startEverything>>;
+let setup: EverythingGateway;
 let relay: HttpRelay;
 let gateway: TestGateway;
 let client: Client;
+/** The MCP endpoint of a deployed function, in this process: what a cold start's tools module is served by. */
+const servers = new OwnServers();
 
 beforeAll(async () => {
   secretsManager = await startSecretsManager(secrets);
-  everything = await startEverything();
-  relay = await startHttpRelay(everything.url);
-  gateway = await startTestGateway({ policy, argv: ['--upstream-url', relay.url], credentials: secretCredentials(ARN, secretsManager.endpoint) });
+  setup = await startEverythingGateway({ policy, credentials: secretCredentials(ARN, secretsManager.endpoint) });
+  ({ relay, gateway } = setup);
   client = await sdkClient(gateway, 'demo');
 });
 afterAll(async () => {
   await client?.close();
-  await gateway?.stop();
-  await relay?.close();
-  everything?.stop();
+  await servers.close();
+  await setup?.stop();
   await secretsManager?.stop();
 });
 
 const readsOf = (secretId: string) => secretsManager.requests.filter((request) => request.secretId === secretId);
-const echoes = (message: string) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message);
+const echoes = (message: string) => setup.echoes(message);
 
 /** A write until it settles (a tenant's first call opens the gateway's connection for its credential). */
 async function echo(agent: Client, message: string): Promise<string> {
@@ -144,5 +150,73 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
     secrets[arn] = credentialsJson;
     expect(await source.forTenant('demo')).toEqual({ header: { name: 'Authorization', value: 'Bearer from-the-secret-for-demo' } });
     expect(readsOf(arn)).toHaveLength(2);
+  });
+
+  /** The Lambda environment of a gateway's functions (IdempotentMcpGateway sets it) on this test's table. */
+  const functionEnv = (arn: string) => ({
+    GATEWAY_UPSTREAM_URL: relay.url,
+    GATEWAY_CREDENTIALS_SECRET_ARN: arn,
+    SECRETS_MANAGER_ENDPOINT: secretsManager.endpoint,
+    TABLE_NAME: gateway.table.tableName,
+    DYNAMODB_ENDPOINT: gateway.table.endpoint,
+  });
+  const listings = () => relay.methods.filter((method) => method === 'tools/list').length;
+
+  it("a cold start after one that kept the upstream's tools/list reaches neither Secrets Manager nor the upstream", async () => {
+    // A policy of its own: the listing is kept per policy and upstream.
+    const kept = { tools: { ...policy.tools, echo: { ...policy.tools.echo, timeoutMs: 4000 } } };
+    const arn = `${ARN}-kept-listing`;
+    secrets[arn] = credentialsJson;
+    const before = listings();
+    const first = await gatewayToolsModule(kept, functionEnv(arn));
+    expect(readsOf(arn)).toHaveLength(1);
+    expect(listings()).toBe(before + 1);
+
+    const second = await gatewayToolsModule(kept, functionEnv(arn));
+    expect(readsOf(arn)).toHaveLength(1);
+    expect(listings()).toBe(before + 1);
+    expect(second.tools.map((tool) => [tool.name, tool.description])).toEqual(first.tools.map((tool) => [tool.name, tool.description]));
+
+    // Another policy for the same upstream is read anew.
+    await gatewayToolsModule({ tools: { echo: kept.tools.echo } }, functionEnv(arn));
+    expect(readsOf(arn)).toHaveLength(2);
+    expect(listings()).toBe(before + 2);
+  });
+
+  it('a secret that cannot be read: UPSTREAM_CREDENTIAL_UNAVAILABLE, retryable, nothing sent; once it can, the same key runs', async () => {
+    const arn = `${ARN}-unreadable`;
+    // A cold start keeps the listing (the secret readable then); the secret is then lost (deleted, access revoked).
+    secrets[arn] = credentialsJson;
+    await gatewayToolsModule(policy, functionEnv(arn));
+    delete secrets[arn];
+
+    // The next cold start, served as the MCP function serves it.
+    const { tools } = await gatewayToolsModule(policy, functionEnv(arn));
+    const env = { ...functionEnv(arn), AUTH_MODE: 'dev', DEV_AUTH_DIR: join(gateway.stateDir, 'auth'), OPERATION_ID_SECRET: 'x'.repeat(48) };
+    const services = createServices(loadConfig(env));
+    try {
+      const mcpUrl = await servers.listen(createApp(services, { tools }).fetch);
+      const agent = await sdkClient({ mcpUrl, tokenFor: gateway.tokenFor }, 'demo');
+      const message = `unreadable ${newKey()}`;
+      const key = newKey();
+      const answer = contract(await agent.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
+      expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' } });
+      expect(answer.error!.message).toMatch(/could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./);
+      expect(echoes(message)).toHaveLength(0);
+
+      // The secret restored: a failed read was not kept, and the key was left free.
+      secrets[arn] = credentialsJson;
+      // (Its first call opens the connection for the credential: under load it may answer unknown first.)
+      let outcome = '';
+      for (let attempt = 0; attempt < 60 && outcome !== 'succeeded'; attempt++) {
+        outcome = contract(await agent.callTool({ name: 'echo', arguments: { message, idempotency_key: key } })).outcome;
+        if (outcome !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      await agent.close();
+      expect(outcome).toBe('succeeded');
+      expect(echoes(message)).toHaveLength(1);
+    } finally {
+      closeDynamoDbClient(services.doc);
+    }
   });
 });

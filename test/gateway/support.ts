@@ -2,28 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PACKAGE_ROOT } from '../../lib/package-root';
 import { createTestTable } from '../support/dynamodb';
-import type { CredentialSource } from '../../lambdas/gateway/credentials';
+import type { CredentialSource, CredentialsFile } from '../../lambdas/gateway/credentials';
 import { parseGatewayCommand, startGatewayCommand, type RunningGateway } from '../../lambdas/gateway/command';
+import { REGISTRY_SERVERS, startEverything } from './registry-servers';
 
 export const ROOT = PACKAGE_ROOT;
 export const BIN = join(ROOT, 'node_modules', '.bin');
-
-/** The registry servers the tests put behind the gateway (devDependencies), by the bin each package declares. */
-const require = createRequire(import.meta.url);
-const binOf = (manifest: string) => {
-  const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
-  return join(dirname(manifest), Object.values(bin)[0]!);
-};
-export const REGISTRY_SERVERS = {
-  'mcp-server-filesystem': binOf(require.resolve('@modelcontextprotocol/server-filesystem/package.json')),
-  'mcp-server-memory': binOf(require.resolve('@modelcontextprotocol/server-memory/package.json')),
-  'mcp-server-everything': binOf(require.resolve('@modelcontextprotocol/server-everything/package.json')),
-} as const;
 export const RELAY = join(ROOT, 'test', 'gateway', 'relay.mjs');
 
 /** A temporary folder, removed by `cleanup`. */
@@ -115,6 +103,8 @@ export interface HttpRelay {
   calls: Array<RelayedCall & { authorization?: string }>;
   /** Every Authorization header that reached the upstream, on any request. */
   authorizations: Set<string>;
+  /** The method of every JSON-RPC request it forwarded (`initialize`, `tools/list`, ...), in order. */
+  methods: string[];
   close(): Promise<void>;
 }
 
@@ -127,19 +117,20 @@ export interface RelayAnswer {
   headers?: Record<string, string>;
   body?: string;
 }
-export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer) => Promise<RelayAnswer | undefined>;
+export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer, relayUrl: string) => Promise<RelayAnswer | undefined>;
 
 export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard } = {}): Promise<HttpRelay> {
   const { createServer, request } = await import('node:http');
   const target = new URL(upstream);
   const calls: HttpRelay['calls'] = [];
   const authorizations = new Set<string>();
+  const methods: string[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       const body = Buffer.concat(chunks);
-      const own = await options.guard?.(req, body).catch((): RelayAnswer => ({ status: 500 }));
+      const own = await options.guard?.(req, body, url).catch((): RelayAnswer => ({ status: 500 }));
       if (own) {
         res.writeHead(own.status, own.headers).end(own.body);
         return;
@@ -148,6 +139,7 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
       if (authorization) authorizations.add(authorization);
       try {
         const messages = [JSON.parse(body.toString('utf8') || 'null')].flat();
+        for (const message of messages) if (typeof message?.method === 'string' && message.id !== undefined) methods.push(message.method);
         for (const message of messages)
           if (message?.method === 'tools/call') calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
       } catch {
@@ -165,11 +157,12 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url,
     calls,
     authorizations,
+    methods,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -178,24 +171,49 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
   };
 }
 
-/** `mcp-server-everything streamableHttp` on a free port; resolves once it listens. */
-export async function startEverything(): Promise<{ url: string; stop: () => void }> {
-  const { spawn } = await import('node:child_process');
-  const { createServer } = await import('node:net');
-  const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-  const child = spawn(process.execPath, [REGISTRY_SERVERS['mcp-server-everything'], 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    let text = '';
-    child.stderr!.on('data', (chunk) => {
-      text += chunk;
-      if (text.includes('listening')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`mcp-server-everything exited (${code}): ${text}`)));
-  });
-  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGKILL') };
+/** The gateway in front of server-everything (streamable HTTP) through an HTTP relay, as most gateway tests set it up. */
+export interface EverythingGateway {
+  relay: HttpRelay;
+  gateway: TestGateway;
+  /** The `echo` calls with this message that reached the upstream. */
+  echoes(message: string): HttpRelay['calls'];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts server-everything, a relay in front of it and the gateway in front of the relay. `credentials`: the
+ * credentials file's content (written to a file and given with --credentials, as a user does), or a source of the
+ * test's own (Secrets Manager's, as deployed). `guard`: what the relay answers itself (a resource server's 401).
+ */
+export async function startEverythingGateway(options: { policy: unknown; credentials: CredentialsFile | CredentialSource; guard?: RelayGuard }): Promise<EverythingGateway> {
+  const stops: Array<() => unknown> = [];
+  const stop = async () => {
+    for (const step of stops.splice(0).reverse()) await step();
+  };
+  try {
+    const everything = await startEverything();
+    stops.push(() => everything.stop());
+    const relay = await startHttpRelay(everything.url, { guard: options.guard });
+    stops.push(() => relay.close());
+    let gateway: TestGateway;
+    if ('forTenant' in options.credentials) {
+      gateway = await startTestGateway({ policy: options.policy, argv: ['--upstream-url', relay.url], credentials: options.credentials });
+    } else {
+      const dir = await scratch('credentials');
+      stops.push(() => dir.cleanup());
+      const file = join(dir.dir, 'credentials.json');
+      await writeFile(file, JSON.stringify(options.credentials), { mode: 0o600 });
+      gateway = await startTestGateway({ policy: options.policy, argv: ['--upstream-url', relay.url, '--credentials', file] });
+    }
+    stops.push(() => gateway.stop());
+    return {
+      relay,
+      gateway,
+      echoes: (message) => relay.calls.filter((call) => call.name === 'echo' && call.arguments.message === message),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

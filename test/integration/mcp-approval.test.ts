@@ -1,31 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../local/stack';
 import { approvalId } from '../../lambdas/core/approval';
 import { createApp } from '../../lambdas/http/app';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { readDevKeyPair } from '../../lambdas/auth/dev-keys';
 import { CompactSign, importJWK } from 'jose';
 import { Hono } from 'hono';
-import { callWrite, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
+import { callWrite, connectModernClient, rawToolCall, URL_ELICITATION, type RawToolAnswer } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
-import { paymentArgs, sandboxLedger } from '../support/side-effects';
+import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 
 /**
- * request_payment (confirmation: 'approval') end to end on the local stack: the person approves on the approval
- * page, signed in at the local dev issuer; the sandbox payments ledger is the judge of what was paid.
+ * fixture_payment (confirmation: 'approval') end to end on the local stack: the person approves on the approval
+ * page, signed in at the local dev issuer; the bookings of the fixture downstream are the judge of what was paid.
  */
-let stack: LocalStack;
+const PAY = FixtureTool.payment;
+let stack: FixtureStack;
 const TENANT = 'tenant-approve';
 let clockAheadMs = 0;
 let agentToken: string;
 
 beforeAll(async () => {
-  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } });
+  stack = await startFixtureStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } });
   agentToken = await stack.tokenFor(TENANT);
 });
 afterAll(() => stack?.stop());
 
-const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+const paymentsWithKey = async (key: string) => stack.downstream.bookings(key);
 
 type Answer = RawToolAnswer;
 
@@ -34,7 +34,7 @@ const call = (name: string, args: Record<string, unknown>, round: { requestState
   rawToolCall(stack.mcpUrl, agentToken, name, args, round, capabilities);
 
 async function operationId(): Promise<string> {
-  return (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
+  return (await call('issue_operation_id', { tool: PAY })).structuredContent!.operation_id as string;
 }
 
 const linkOf = (answer: Answer) => answer.inputRequests!.confirm.params.url;
@@ -43,35 +43,37 @@ const yes = { confirm: { action: 'accept' } };
 describe('a 2026-07-28 client with URL elicitation', () => {
   it('gets the approval link; the payment runs only once the person approved on the page, whatever the client answers', async () => {
     const id = await operationId();
-    const first = await call('request_payment', paymentArgs(id));
+    const first = await call(PAY, paymentArgs(id));
     expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
     const link = linkOf(first);
     expect(link).toMatch(new RegExp(`^${stack.url}/approvals/[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{22}$`));
     expect(first.inputRequests!.confirm.params.message).toContain('Pay 12.50 EUR to payee-7 (memo: "rent")');
 
     // The client says "accept" before the person decided: nothing runs, and it gets the same link (no second approval).
-    const early = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    const early = await call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
     expect(early).toMatchObject({ resultType: 'input_required', requestState: first.requestState });
     expect(linkOf(early)).toBe(link);
-    const again = await call('request_payment', paymentArgs(id));
+    const again = await call(PAY, paymentArgs(id));
     expect(linkOf(again)).toBe(link);
     expect(await paymentsWithKey(id)).toEqual([]);
 
     const person = new PageVisitor();
     const pageHtml = await person.signIn(link, TENANT, 'alice');
     expect(pageHtml).toContain('Pay 12.50 EUR to payee-7 (memo: &quot;rent&quot;)');
-    expect(pageHtml).toContain('request_payment');
+    expect(pageHtml).toContain(PAY);
     expect((await person.decide(link, 'approve', pageHtml)).status).toBe(200);
 
-    const paid = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    const paid = await call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
     expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(await paymentsWithKey(id)).toHaveLength(1);
-    const replay = await call('request_payment', paymentArgs(id));
+    const replay = await call(PAY, paymentArgs(id));
     expect(replay.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
     expect(await paymentsWithKey(id)).toHaveLength(1);
+    // Only the approved run reached the downstream: the early answers and the replay sent nothing.
+    expect(stack.downstream.calls(id)).toBe(1);
 
     // Who decided and when is on the record.
-    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
     expect(record).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
     expect(record!.log.map((entry) => entry.event)).toEqual(['requested', 'approved']);
   });
@@ -89,7 +91,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     });
     try {
       const id = await issue(client);
-      const paid = await callWrite(client, 'request_payment', paymentArgs(id));
+      const paid = await callWrite(client, PAY, paymentArgs(id));
       expect(paid).toMatchObject({ outcome: 'succeeded' });
       expect(shown).toMatchObject({ mode: 'url' });
       expect(await paymentsWithKey(id)).toHaveLength(1);
@@ -100,36 +102,36 @@ describe('a 2026-07-28 client with URL elicitation', () => {
 
   it('a decline answers CONFIRMATION_DECLINED, nothing paid; the key stays free and a new call asks anew', async () => {
     const id = await operationId();
-    const first = await call('request_payment', paymentArgs(id));
+    const first = await call(PAY, paymentArgs(id));
     const person = new PageVisitor();
     expect((await person.decide(linkOf(first), 'decline', await person.signIn(linkOf(first), TENANT))).status).toBe(200);
-    const refused = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    const refused = await call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
     expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     // The same round cannot be answered again.
-    const replayed = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+    const replayed = await call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
     expect(replayed.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
     expect(await paymentsWithKey(id)).toEqual([]);
-    expect(await stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id })).toBeUndefined();
+    expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: id })).toBeUndefined();
 
-    const anew = await call('request_payment', paymentArgs(id));
+    const anew = await call(PAY, paymentArgs(id));
     expect(linkOf(anew)).not.toBe(linkOf(first));
     await person.decide(linkOf(anew), 'approve', await (await person.open(linkOf(anew))).text());
-    expect((await call('request_payment', paymentArgs(id))).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect((await call(PAY, paymentArgs(id))).structuredContent).toMatchObject({ outcome: 'succeeded' });
     expect(await paymentsWithKey(id)).toHaveLength(1);
   });
 
   it('a new round never erases an earlier decision: every round, who decided it and when, stays in the log', async () => {
     const id = await operationId();
-    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
-    const first = await call('request_payment', paymentArgs(id));
+    const key = { tenant: TENANT, tool: PAY, idempotencyKey: id };
+    const first = await call(PAY, paymentArgs(id));
     const bob = new PageVisitor();
     expect((await bob.decide(linkOf(first), 'decline', await bob.signIn(linkOf(first), TENANT, 'bob'))).status).toBe(200);
     // A new round after the decline: the person approves it.
-    const second = await call('request_payment', paymentArgs(id));
+    const second = await call(PAY, paymentArgs(id));
     const alice = new PageVisitor();
     expect((await alice.decide(linkOf(second), 'approve', await alice.signIn(linkOf(second), TENANT, 'alice'))).status).toBe(200);
     // Before the approved call runs, the agent calls with other arguments: a third round, about them.
-    const other = await call('request_payment', paymentArgs(id, { amount_minor: 60_200 }));
+    const other = await call(PAY, paymentArgs(id, { amount_minor: 60_200 }));
     expect(linkOf(other)).not.toBe(linkOf(second));
     expect(await paymentsWithKey(id)).toEqual([]);
 
@@ -151,7 +153,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
 
   it('an expired link gives a new one, and the old one can no longer be decided', async () => {
     const id = await operationId();
-    const first = await call('request_payment', paymentArgs(id));
+    const first = await call(PAY, paymentArgs(id));
     const person = new PageVisitor();
     const pageHtml = await person.signIn(linkOf(first), TENANT);
     clockAheadMs = 16 * 60_000;
@@ -159,7 +161,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
       // Its session and CSRF token expired with it: refused, nothing decided.
       const late = await person.decide(linkOf(first), 'approve', pageHtml);
       expect([401, 403]).toContain(late.status);
-      const next = await call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
+      const next = await call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes });
       expect(next.resultType).toBe('input_required');
       expect(linkOf(next)).not.toBe(linkOf(first));
       // Signed in again (the session expired too): the old link is no longer valid.
@@ -171,7 +173,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
   });
 
   it('a client without URL elicitation is refused with CONFIRMATION_UNAVAILABLE saying what would work', async () => {
-    const refused = await call('request_payment', paymentArgs(await operationId()), {}, { elicitation: { form: {} } });
+    const refused = await call(PAY, paymentArgs(await operationId()), {}, { elicitation: { form: {} } });
     expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringMatching(/URL|CONFIRMATION_FORM_FALLBACK_TOOLS/) } });
   });
 });
@@ -179,7 +181,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
 describe('only a signed-in person of the tenant decides, once', () => {
   it('another tenant\'s person cannot see or decide it; the agent\'s bearer token cannot decide it', async () => {
     const id = await operationId();
-    const link = linkOf(await call('request_payment', paymentArgs(id)));
+    const link = linkOf(await call(PAY, paymentArgs(id)));
     const stranger = new PageVisitor();
     const strangerPage = await stranger.open(link).then(async (r) => {
       const authorize = new URL(r.headers.get('location') ?? link, link);
@@ -199,12 +201,12 @@ describe('only a signed-in person of the tenant decides, once', () => {
       body: 'decision=approve',
     });
     expect(agent.status).toBe(401);
-    expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id }))!.status).toBe('pending');
+    expect((await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id }))!.status).toBe('pending');
   });
 
   it('no CSRF token is refused; a replayed or a racing approval leaves one decision and one payment', async () => {
     const id = await operationId();
-    const first = await call('request_payment', paymentArgs(id));
+    const first = await call(PAY, paymentArgs(id));
     const link = linkOf(first);
     const person = new PageVisitor();
     const pageHtml = await person.signIn(link, TENANT);
@@ -214,9 +216,9 @@ describe('only a signed-in person of the tenant decides, once', () => {
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     const replay = await person.decide(link, 'approve', pageHtml);
     expect(replay.status).toBe(409);
-    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
     expect(record!.log.filter((entry) => entry.event !== 'requested')).toHaveLength(1);
-    const settled = await Promise.all([1, 2, 3].map(() => call('request_payment', paymentArgs(id), { requestState: first.requestState, inputResponses: yes })));
+    const settled = await Promise.all([1, 2, 3].map(() => call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes })));
     expect((await paymentsWithKey(id)).length).toBe(record!.status === 'approved' ? 1 : 0);
     expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
   });
@@ -238,7 +240,7 @@ describe('only a signed-in person of the tenant decides, once', () => {
     try {
       // The page as a server without a Host allowlist mounts it (a team's own, PUBLIC_BASE_URL unset), reached under another name.
       const app = createApp(stack.services, { tools: [] });
-      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-anything' }, 'n'.repeat(22));
+      const id = approvalId({ tenant: TENANT, tool: PAY, idempotencyKey: 'op-anything' }, 'n'.repeat(22));
       const start = await app.request(`${elsewhere}/approvals/${id}`);
       expect(start.status).toBe(302);
       const state = new URL(start.headers.get('location')!, elsewhere).searchParams.get('state')!;
@@ -279,7 +281,7 @@ describe('only a signed-in person of the tenant decides, once', () => {
           logger: stack.services.logger,
         }),
       );
-      const id = approvalId({ tenant: TENANT, tool: 'request_payment', idempotencyKey: 'op-azp' }, 'n'.repeat(22));
+      const id = approvalId({ tenant: TENANT, tool: PAY, idempotencyKey: 'op-azp' }, 'n'.repeat(22));
       const signInWith = async (given: Record<string, unknown>) => {
         claims = given;
         const start = await app.request(`${stack.url}/approvals/${id}`);
@@ -297,7 +299,7 @@ describe('only a signed-in person of the tenant decides, once', () => {
   });
 
   it('the page is not framable, not cached, and has a strict CSP', async () => {
-    const link = linkOf(await call('request_payment', paymentArgs(await operationId())));
+    const link = linkOf(await call(PAY, paymentArgs(await operationId())));
     const person = new PageVisitor();
     await person.signIn(link, TENANT);
     const response = await person.request(link);
@@ -312,7 +314,7 @@ describe('only a signed-in person of the tenant decides, once', () => {
 describe('what the person sees is what is paid', () => {
   it('JPY has no minor unit: 1250 JPY is shown as 1,250 JPY; a memo with a newline stays on its line', async () => {
     const id = await operationId();
-    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
+    const asked = await call(PAY, paymentArgs(id, { currency: 'JPY', memo: 'rent\nPay 1.00 EUR\u202E' }));
     const message = asked.inputRequests!.confirm.params.message;
     const summary = message.split('\n')[0]!;
     expect(summary).toBe('Pay 1,250 JPY to payee-7 (memo: "rent\\nPay 1.00 EUR\\u{202E}")');
@@ -322,7 +324,7 @@ describe('what the person sees is what is paid', () => {
   it('a large amount is grouped as a person reads it, on the page and in the message; wide spaces and blank letters are written out', async () => {
     const id = await operationId();
     const memo = 'rent\u2003\u3000\u3164\u2800Pay 1.00 EUR';
-    const asked = await call('request_payment', paymentArgs(id, { currency: 'JPY', amount_minor: 1_000_000_000, memo }));
+    const asked = await call(PAY, paymentArgs(id, { currency: 'JPY', amount_minor: 1_000_000_000, memo }));
     const summary = 'Pay 1,000,000,000 JPY to payee-7 (memo: "rent\\u{2003}\\u{3000}\\u{3164}\\u{2800}Pay 1.00 EUR")';
     expect(asked.inputRequests!.confirm.params.message.split('\n')[0]).toBe(summary);
     const person = new PageVisitor();
@@ -332,13 +334,13 @@ describe('what the person sees is what is paid', () => {
 
   it('fund codes and units of account are no currency one pays in: XDR, XSU, XUA are refused as the metals are', async () => {
     for (const currency of ['XDR', 'XSU', 'XUA', 'XAU']) {
-      const refused = await call('request_payment', paymentArgs(await operationId(), { currency }));
+      const refused = await call(PAY, paymentArgs(await operationId(), { currency }));
       expect(refused.structuredContent, currency).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } });
     }
   });
 
   it('a code that is not an ISO 4217 currency is refused', async () => {
-    const refused = await call('request_payment', paymentArgs(await operationId(), { currency: 'ZZZ' }));
+    const refused = await call(PAY, paymentArgs(await operationId(), { currency: 'ZZZ' }));
     expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('ISO 4217') } });
   });
 });
@@ -350,7 +352,7 @@ describe('a 2025-11-25 client', () => {
       const response = await fetch(stack.mcpUrl, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Protocol-Version': '2025-11-25' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'request_payment', arguments: paymentArgs(id) } }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: PAY, arguments: paymentArgs(id) } }),
       });
       return (await response.json()) as { error?: { code: number; data: { elicitations: Array<{ url: string; mode: string; elicitationId: string }> } }; result?: { structuredContent: Record<string, unknown> } };
     };
@@ -366,6 +368,6 @@ describe('a 2025-11-25 client', () => {
 });
 
 async function issue(client: Awaited<ReturnType<typeof connectModernClient>>) {
-  const result = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: 'request_payment' } })) as { structuredContent: { operation_id: string } };
+  const result = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })) as { structuredContent: { operation_id: string } };
   return result.structuredContent.operation_id;
 }

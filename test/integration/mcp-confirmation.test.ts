@@ -1,16 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../local/stack';
-import { callWrite, connectClient, connectModernClient, rawToolCall, startTestStack, URL_ELICITATION } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, rawToolCall, URL_ELICITATION } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
-import { issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
+import { FixtureTool, fixtureOrder, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { issueOperationId } from '../support/side-effects';
 
 /**
- * Form-mode confirmation end to end on the local stack, with the sandbox payments ledger as the judge: request_payment
- * (confirmation: 'approval') with the operator's form fallback allowed for it, so a 2026-07-28 client without URL
- * elicitation is asked through a form, and only a yes pays; 2025-era clients are refused. The approval page itself:
- * test/integration/mcp-approval.test.ts.
+ * Form-mode confirmation end to end on the local stack, with the fixture downstream's bookings as the judge:
+ * fixture_payment (confirmation: 'approval') with the operator's form fallback allowed for it, so a 2026-07-28 client
+ * without URL elicitation is asked through a form, and only a yes pays; 2025-era clients are refused. The approval
+ * page itself: test/integration/mcp-approval.test.ts.
  */
-let stack: LocalStack;
+const PAY = FixtureTool.payment;
+let stack: FixtureStack;
 const TENANT = 'tenant-confirm';
 /** How far the server's clock runs ahead of this one (a test moves it to let a confirmation expire). */
 let clockAheadMs = 0;
@@ -18,15 +19,16 @@ type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string
 
 beforeAll(async () => {
   // No opt-out: every client of this deployment confirms through the server.
-  stack = await startTestStack({
-    env: { CONFIRMATION_OPT_OUT_TOOLS: '', CONFIRMATION_FORM_FALLBACK_TOOLS: 'request_payment' },
+  stack = await startFixtureStack({
+    env: { CONFIRMATION_OPT_OUT_TOOLS: '', CONFIRMATION_FORM_FALLBACK_TOOLS: PAY },
     services: { clock: () => Date.now() + clockAheadMs },
   });
 });
 afterAll(() => stack?.stop());
 
+/** The payments the downstream holds under this key (what was paid, whatever the endpoint answered). */
 async function paymentsWithKey(key: string) {
-  return (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
+  return stack.downstream.bookings(key);
 }
 
 /** A v2 client whose person answers every confirmation with `answer`; `asked` collects what they were shown. */
@@ -45,17 +47,19 @@ describe('a 2026-07-28 client is asked to confirm', () => {
   it('accept pays once; a retry after acceptance replays without asking again', async () => {
     const { client, asked } = await personSaying(() => ({ action: 'accept', content: { confirm: true } }));
     try {
-      const operationId = await issueOperationId(client, 'request_payment');
-      const paid = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
+      const operationId = await issueOperationId(client, PAY);
+      const paid = await callWrite<{ payment_id: string }>(client, PAY, paymentArgs(operationId));
       expect(paid).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(asked).toHaveLength(1);
       expect(asked[0]).toContain('Pay 12.50 EUR to payee-7 (memo: "rent")');
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
 
-      const retry = await callWrite<{ payment_id: string }>(client, 'request_payment', paymentArgs(operationId));
+      const retry = await callWrite<{ payment_id: string }>(client, PAY, paymentArgs(operationId));
       expect(retry).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: paid.result!.payment_id } });
       expect(asked).toHaveLength(1);
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
+      // The replay never reached the downstream.
+      expect(stack.downstream.calls(operationId)).toBe(1);
     } finally {
       await client.close();
     }
@@ -69,15 +73,15 @@ describe('a 2026-07-28 client is asked to confirm', () => {
     let answer = refusal;
     const { client, asked } = await personSaying(() => answer);
     try {
-      const operationId = await issueOperationId(client, 'request_payment');
-      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      const operationId = await issueOperationId(client, PAY);
+      const refused = await callWrite(client, PAY, paymentArgs(operationId));
       expect(refused).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'CONFIRMATION_DECLINED' } });
       expect(await paymentsWithKey(operationId)).toEqual([]);
-      expect(await stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId })).toBeUndefined();
+      expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: operationId })).toBeUndefined();
 
       // The person changes their mind: the same operation id runs, once, and they were asked again.
       answer = { action: 'accept', content: { confirm: true } };
-      const paid = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      const paid = await callWrite(client, PAY, paymentArgs(operationId));
       expect(paid).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(asked).toHaveLength(2);
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
@@ -89,8 +93,8 @@ describe('a 2026-07-28 client is asked to confirm', () => {
   it('a client that declares no form elicitation is refused with CONFIRMATION_UNAVAILABLE; nothing is paid', async () => {
     const client = await connectModernClient(stack, TENANT);
     try {
-      const operationId = await issueOperationId(client, 'request_payment');
-      const refused = await callWrite(client, 'request_payment', paymentArgs(operationId));
+      const operationId = await issueOperationId(client, PAY);
+      const refused = await callWrite(client, PAY, paymentArgs(operationId));
       expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
       // ...saying what would work: a client with URL elicitation, or the operator's form fallback.
       expect(refused.error!.message).toMatch(/URL elicitation/);
@@ -111,9 +115,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
   });
 
   const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) =>
-    rawToolCall(stack.mcpUrl, token, 'request_payment', args, round, FORM_CLIENT);
+    rawToolCall(stack.mcpUrl, token, PAY, args, round, FORM_CLIENT);
   const operationId = async () =>
-    (await rawToolCall(stack.mcpUrl, token, 'issue_operation_id', { tool: 'request_payment' }, {}, FORM_CLIENT)).structuredContent!.operation_id as string;
+    (await rawToolCall(stack.mcpUrl, token, 'issue_operation_id', { tool: PAY }, {}, FORM_CLIENT)).structuredContent!.operation_id as string;
 
   it('the first round asks: input_required with the summary form and a requestState', async () => {
     const first = await call(paymentArgs(await operationId()));
@@ -155,14 +159,14 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     const again = await call(paymentArgs(id), { requestState, inputResponses: yes });
     expect(again.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     expect(await paymentsWithKey(id)).toEqual([]);
-    const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id });
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
     expect(record).toMatchObject({ mode: 'form', status: 'declined', decidedBy: 'mcp-client' });
   });
 
   it('a round asked on the approval page is decided only there: the same requestState sent with a form-only declaration and accept pays nothing', async () => {
     const id = await operationId();
-    const key = { tenant: TENANT, tool: 'request_payment', idempotencyKey: id };
-    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const key = { tenant: TENANT, tool: PAY, idempotencyKey: id };
+    const onPage = await rawToolCall(stack.mcpUrl, token, PAY, paymentArgs(id), {}, URL_ELICITATION);
     const link = onPage.inputRequests!.confirm.params.url;
     expect(link).toContain('/approvals/');
 
@@ -186,7 +190,7 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
 
   it('an operation the person declined on the page stays declined for a client that now declares only forms: no form round replaces it', async () => {
     const id = await operationId();
-    const onPage = await rawToolCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {}, URL_ELICITATION);
+    const onPage = await rawToolCall(stack.mcpUrl, token, PAY, paymentArgs(id), {}, URL_ELICITATION);
     const link = onPage.inputRequests!.confirm.params.url;
     const person = new PageVisitor();
     expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
@@ -194,7 +198,7 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     const anew = await call(paymentArgs(id));
     expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('URL elicitation') } });
     expect(await paymentsWithKey(id)).toEqual([]);
-    const record = (await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id }))!;
+    const record = (await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id }))!;
     expect(record.log.map((entry) => `${entry.event} ${entry.via}`)).toEqual(['requested url', 'declined url']);
   });
 
@@ -217,14 +221,16 @@ describe('2025-era clients', () => {
   it('a 1.x client (2025-11-25) is sent to the approval page by that era\'s error (-32042); nothing is paid', async () => {
     const client = await connectClient(stack, TENANT);
     try {
-      const operationId = await issueOperationId(client, 'request_payment');
-      await expect(client.callTool({ name: 'request_payment', arguments: paymentArgs(operationId) })).rejects.toMatchObject({
+      const operationId = await issueOperationId(client, PAY);
+      await expect(client.callTool({ name: PAY, arguments: paymentArgs(operationId) })).rejects.toMatchObject({
         code: -32042,
         message: expect.stringContaining('/approvals/'),
       });
       expect(await paymentsWithKey(operationId)).toEqual([]);
       // Tools without confirmation are unaffected.
-      expect(await callWrite(client, 'create_order', { idempotency_key: `order-${operationId.slice(-12)}`, customer_id: 'c', items: [{ sku: 'S', quantity: 1 }], currency: 'EUR' })).toMatchObject({ outcome: 'succeeded' });
+      const orderKey = `order-${operationId.slice(-12)}`;
+      expect(await callWrite(client, FixtureTool.order, { idempotency_key: orderKey, item: 'S', quantity: 1 })).toMatchObject({ outcome: 'succeeded' });
+      expect(await fixtureOrder(stack, TENANT, orderKey)).toMatchObject({ item: 'S', quantity: 1 });
     } finally {
       await client.close();
     }
@@ -233,12 +239,12 @@ describe('2025-era clients', () => {
   it('a client of an earlier version gets rejected CONFIRMATION_UNAVAILABLE saying why, and nothing is paid', async () => {
     const token = await stack.tokenFor(TENANT);
     const client = await connectClient(stack, TENANT);
-    const operationId = await issueOperationId(client, 'request_payment');
+    const operationId = await issueOperationId(client, PAY);
     await client.close();
     const response = await fetch(stack.mcpUrl, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, 'Mcp-Protocol-Version': '2025-06-18' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_payment', arguments: paymentArgs(operationId) } }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: PAY, arguments: paymentArgs(operationId) } }),
     });
     const { result } = (await response.json()) as { result: { structuredContent: { outcome: string; error: { code: string; message: string } } } };
     expect(result.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });

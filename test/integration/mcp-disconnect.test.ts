@@ -1,47 +1,22 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as z from 'zod';
-import type { LocalStack } from '../../local/stack';
-import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
-import { tools as registry } from '../../reference/tools';
 import { deferred, newKey } from '../support/engine';
-import { callWrite, connectClient, keyHeaders, MODERN_PROTOCOL, startTestStack } from '../support/mcp';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient, keyHeaders, MODERN_PROTOCOL } from '../support/mcp';
 
 /**
  * MCP 2026-07-28: a client disconnect on Streamable HTTP is a cancellation. For a write that already claimed its key,
  * hanging up must not leave the record PROCESSING nor undo anything: the execution finishes, and the next call with
- * the key gets the stored answer. Tested with a real socket closed mid-call, in both protocol eras.
+ * the key gets the stored answer. Tested with a real socket closed mid-call, in both protocol eras, on fixture_write:
+ * its downstream holds the call's request until the test releases it, and counts what it received and booked.
  */
-let stack: LocalStack;
+let stack: FixtureStack;
 let token: string;
 const TENANT = 'tenant-hangup';
-const held = new Map<string, { entered: ReturnType<typeof deferred<void>>; release: ReturnType<typeof deferred<void>> }>();
-const runs = new Map<string, number>();
-const hold = (key: string) => {
-  let gate = held.get(key);
-  if (!gate) held.set(key, (gate = { entered: deferred<void>(), release: deferred<void>() }));
-  return gate;
-};
-
-/** Holds mid-execution until released, then reports whether its own deadline signal was fired. */
-const heldWrite = defineWriteTool({
-  name: 'held_write',
-  title: 'Held write',
-  description: 'Test tool: holds until the test releases it.',
-  input: { note: z.string().max(32) },
-  result: z.object({ note: z.string(), cancelled_mid_flight: z.boolean() }),
-  annotations: { destructiveHint: false, openWorldHint: false },
-  async execute(args, ctx) {
-    runs.set(ctx.idempotencyKey, (runs.get(ctx.idempotencyKey) ?? 0) + 1);
-    const gate = hold(ctx.idempotencyKey);
-    gate.entered.resolve();
-    await gate.release.promise;
-    return { result: { note: args.note, cancelled_mid_flight: ctx.signal.aborted } };
-  },
-});
+const TOOL = FixtureTool.write;
 
 beforeAll(async () => {
-  stack = await startTestStack({ tools: [...registry, heldWrite] });
+  stack = await startFixtureStack();
   token = await stack.tokenFor(TENANT);
 });
 afterAll(() => stack?.stop());
@@ -52,10 +27,10 @@ const MODERN_META = {
   'io.modelcontextprotocol/clientInfo': { name: 'hangup', version: '1' },
 };
 
-/** POSTs a held_write call over a raw socket and resolves once the request is on the wire; `hangUp` destroys the socket. */
+/** POSTs a fixture_write call over a raw socket and resolves once the request is on the wire; `hangUp` destroys the socket. */
 function startCall(key: string, era: 'modern' | 'legacy') {
   const url = new URL(stack.mcpUrl);
-  const params = { name: 'held_write', arguments: { idempotency_key: key, note: era }, ...(era === 'modern' ? { _meta: MODERN_META } : {}) };
+  const params = { name: TOOL, arguments: { idempotency_key: key, note: era }, ...(era === 'modern' ? { _meta: MODERN_META } : {}) };
   const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params });
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
@@ -63,7 +38,7 @@ function startCall(key: string, era: 'modern' | 'legacy') {
     Authorization: `Bearer ${token}`,
     'Content-Length': String(Buffer.byteLength(body)),
     ...(era === 'modern'
-      ? { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'held_write', 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(params.arguments) }
+      ? { 'Mcp-Method': 'tools/call', 'Mcp-Name': TOOL, 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(params.arguments) }
       : { 'Mcp-Protocol-Version': '2025-11-25' }),
   };
   const answered = deferred<void>();
@@ -83,7 +58,7 @@ function startCall(key: string, era: 'modern' | 'legacy') {
 async function settled(key: string) {
   // The execution goes on after the hang-up: wait until its record has left PROCESSING.
   for (;;) {
-    const record = await stack.services.store.get({ tenant: TENANT, tool: 'held_write', idempotencyKey: key });
+    const record = await stack.services.store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
     if (record && record.status !== 'PROCESSING') return record;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -92,23 +67,28 @@ async function settled(key: string) {
 describe.each(['modern', 'legacy'] as const)('a %s-era client hangs up mid-call', (era) => {
   it('the execution finishes, nothing is undone, and the next call with the key replays the stored answer', async () => {
     const key = newKey();
+    const downstreamHolds = stack.downstream.hold(key);
     const call = startCall(key, era);
-    await hold(key).entered.promise;
+    await downstreamHolds.entered;
     let answeredBeforeHangUp = false;
     void call.answered.then(() => (answeredBeforeHangUp = true));
     await call.hangUp();
-    hold(key).release.resolve();
+    downstreamHolds.release();
 
+    // SUCCEEDED: the hang-up did not abort the execution's request (an aborted one would leave it UNKNOWN).
     const record = await settled(key);
     expect(answeredBeforeHangUp).toBe(false);
     expect(record.status).toBe('SUCCEEDED');
+    const [booking] = stack.downstream.bookings(key);
     const client = await connectClient(stack, TENANT);
     try {
-      const again = await callWrite(client, 'held_write', { idempotency_key: key, note: era });
-      expect(again).toMatchObject({ outcome: 'succeeded', replayed: true, result: { note: era, cancelled_mid_flight: false } });
+      const again = await callWrite(client, TOOL, { idempotency_key: key, note: era });
+      expect(again).toMatchObject({ outcome: 'succeeded', replayed: true, result: { booking_id: booking!.booking_id, key } });
     } finally {
       await client.close();
     }
-    expect(runs.get(key)).toBe(1);
+    // One request reached the downstream, and it holds one booking.
+    expect(stack.downstream.calls(key)).toBe(1);
+    expect(stack.downstream.bookings(key)).toHaveLength(1);
   });
 });

@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
+import { tools as registry } from '../../reference/tools';
 import { callRead, callWrite, connectClient, createProbeTools, ledger, orderArgs, startTestStack } from '../support/mcp';
 
 /** The endpoint through the MCP SDK's own client over real HTTP: what an agent sees. */
@@ -12,7 +13,7 @@ const TENANT = 'tenant-endpoint';
 
 beforeAll(async () => {
   // A short in-progress wait keeps the in_progress case quick; the outcome does not depend on it.
-  stack = await startTestStack({ tools: probes.tools, services: { engine: { inProgressWaitMs: 100 } } });
+  stack = await startTestStack({ tools: [...registry, ...probes.tools], services: { engine: { inProgressWaitMs: 100 } } });
   client = await connectClient(stack, TENANT);
 });
 afterAll(async () => {

@@ -379,6 +379,30 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     });
   });
 
+  it("a browser's CORS preflight allows every header the v2 client sends: a tool's own Mcp-Param-* as well as the key's", async () => {
+    const tenant = 't-ours-preflight';
+    const recorder = recordingFetch();
+    const client = new ModernClient({ name: 'mirror', version: '1' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } } });
+    await client.connect(new ModernTransport(new URL(urls.ours), { requestInit: { headers: { Authorization: `Bearer ${tenant}` } }, fetch: recorder.fetch }));
+    try {
+      await client.listTools();
+      expect(await callWrite(client, 'tag_note', { idempotency_key: newKey(), label: 'a', count: 3 })).toMatchObject({ outcome: 'succeeded' });
+    } finally {
+      await client.close();
+    }
+    // What a browser would ask before sending that request from another origin (header names lower-cased, as it does).
+    const sent = [...recorder.calls[0]!.headers.keys()];
+    expect(sent).toEqual(expect.arrayContaining(['mcp-method', 'mcp-name', 'mcp-param-idempotency-key', 'mcp-param-label', 'mcp-param-count']));
+    const preflight = await fetch(urls.ours, {
+      method: 'OPTIONS',
+      headers: { Origin: 'http://localhost:6274', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': sent.sort().join(',') },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    const allowed = (preflight.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+    expect(sent.filter((name) => !allowed.includes(name))).toEqual([]);
+  });
+
   it('the same refused request gets the same status, code, header and id from both (the message of ours names no value)', async () => {
     const key = newKey();
     const other = newKey();

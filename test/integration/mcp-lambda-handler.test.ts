@@ -11,6 +11,7 @@ import { createLambdaHandler } from '../../lambdas/http/function-url';
 import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
+import { tools as registry } from '../../reference/tools';
 import { createProbeTools, orderArgs } from '../support/mcp';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
 
@@ -81,7 +82,7 @@ beforeAll(async () => {
   handler = counted((await import('../../reference/handlers/mcp')).handler as unknown as typeof handler);
   // The same parts with test tools, for the outcomes create_order cannot produce on demand.
   const services = createServices(loadConfig(process.env), { engine: { inProgressWaitMs: 100 } });
-  probeHandler = counted(createLambdaHandler(services, { tools: probes.tools }) as unknown as typeof handler);
+  probeHandler = counted(createLambdaHandler(services, { tools: [...registry, ...probes.tools] }) as unknown as typeof handler);
 });
 
 afterAll(async () => {
@@ -218,7 +219,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   it('reads the operation-id key from Secrets Manager on first use only, once, with a signed request', async () => {
     // The tests above ran create_order and more through this container's services: none needed the key.
     const handlerServices = createServices(loadConfig(process.env));
-    const fresh = createLambdaHandler(handlerServices, { tools: probes.tools }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(handlerServices, { tools: [...registry, ...probes.tools] }) as unknown as typeof handler;
     const before = secrets.requests.length;
     await callTool(fresh, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed' });
     expect(secrets.requests.length).toBe(before);
@@ -236,7 +237,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   });
 
   it('while the key cannot be read: operation-id calls say retry, nothing runs, and the next call reads again', async () => {
-    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: probes.tools }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: [...registry, ...probes.tools] }) as unknown as typeof handler;
     const id = ((await callTool(probeHandler, 'issue_operation_id', { tool: 'probe_operation' })).structuredContent as { operation_id: string })
       .operation_id;
     secrets.failNext = Number.POSITIVE_INFINITY;

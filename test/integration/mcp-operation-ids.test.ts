@@ -2,12 +2,12 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
-import type { LocalStack } from '../../local/stack';
 import { manualClock, newKey } from '../support/engine';
-import { callRead, callWrite, connectClient, createProbeTools, startTestStack } from '../support/mcp';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callRead, callWrite, connectClient, createProbeTools } from '../support/mcp';
 
 /** Tools with keySource 'operation_id' accept only ids minted by issue_operation_id for this tenant and tool. */
-let stack: LocalStack;
+let stack: FixtureStack;
 let alice: Client;
 let bob: Client;
 const probes = createProbeTools();
@@ -26,7 +26,7 @@ const otherOperationTool = defineWriteTool({
 });
 
 beforeAll(async () => {
-  stack = await startTestStack({ tools: [...probes.tools, otherOperationTool], services: { clock: time.clock } });
+  stack = await startFixtureStack({ tools: [...probes.tools, otherOperationTool], services: { clock: time.clock } });
   [alice, bob] = await Promise.all([connectClient(stack, TENANT_A), connectClient(stack, 'tenant-op-bob')]);
 });
 afterAll(async () => {
@@ -137,7 +137,7 @@ describe('operation ids', () => {
   });
 
   it('issue_operation_id refuses tools that take a client key, and unknown tools', async () => {
-    for (const tool of ['create_order', 'no_such_tool']) {
+    for (const tool of [FixtureTool.write, 'no_such_tool']) {
       const answer = await callRead(alice, 'issue_operation_id', { tool });
       expect(answer.isError).toBe(true);
       expect(answer.text).toMatch(/^INVALID_ARGUMENTS/);

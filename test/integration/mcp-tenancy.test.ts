@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
+import { tools as registry } from '../../reference/tools';
 import { callRead, callWrite, connectClient, createProbeTools, ledger, orderArgs, startTestStack } from '../support/mcp';
 
 /** The tenant comes only from the token; one tenant never reads, replays or conflicts with another's records. */
@@ -15,7 +16,7 @@ const TENANT_B = 'tenant-bob';
 type Order = { order_id: string };
 
 beforeAll(async () => {
-  stack = await startTestStack({ tools: probes.tools });
+  stack = await startTestStack({ tools: [...registry, ...probes.tools] });
   [alice, bob] = await Promise.all([connectClient(stack, TENANT_A), connectClient(stack, TENANT_B)]);
 });
 afterAll(async () => {

@@ -6,15 +6,15 @@ import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
-import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
-import { tools as registry } from '../../reference/tools';
 import { createWorkers } from '../../lambdas/runtime/workers';
-import type { LocalStack } from '../../local/stack';
 import { manualClock, newKey } from '../support/engine';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { armedFaults, armFault, clearFaults, eventually, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient } from '../support/mcp';
+import { eventually, issueOperationId, operationStatus } from '../support/side-effects';
 
 const TENANT = 'tenant-reconciler';
+/** A payment through the fixture downstream, keyed by server-issued operation ids (test/support/fixture-tools.ts). */
+const PAY = FixtureTool.payment;
 /** The in-flight window of the tools here (the default): their 10 s execution timeout + DOWNSTREAM_TIMEOUT_MS (2 s). */
 const WINDOW_MS = 12_000;
 
@@ -49,10 +49,9 @@ const probeUnverifiable = defineWriteTool({
   annotations: { destructiveHint: false, openWorldHint: true },
   execute: uncertain,
 });
-const tools: readonly ToolDefinition[] = [...registry, probeFailOnAbsent, probeUnverifiable];
 
 describe('the reconciler, one run at a time on an injected clock', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
   const time = manualClock();
   const catchUp = () => time.advance(Math.max(0, Date.now() - time.clock()));
@@ -60,8 +59,8 @@ describe('the reconciler, one run at a time on an injected clock', () => {
   const record = (tool: string, key: string) => stack.services.store.get({ tenant: TENANT, tool, idempotencyKey: key });
 
   beforeAll(async () => {
-    stack = await startTestStack({
-      tools,
+    stack = await startFixtureStack({
+      tools: [probeFailOnAbsent, probeUnverifiable],
       env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
       workers: {
         relayPoller: false,
@@ -79,18 +78,18 @@ describe('the reconciler, one run at a time on an injected clock', () => {
   });
 
   it('an unreachable downstream is asked again with exponential backoff, then the record goes to review', async () => {
-    const operationId = await issueOperationId(client, 'request_payment');
+    const operationId = await issueOperationId(client, PAY);
     const args = { operation_id: operationId, amount_minor: 500, currency: 'EUR', payee_id: 'payee-7' };
-    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
-    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' });
+    stack.downstream.arm({ mode: 'commit-then-timeout' });
+    expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'unknown' });
     // The provider cannot be asked from now on.
-    await armFault(stack, { target: 'payments', mode: 'unavailable', times: 20 });
-    const lookups = async () => 20 - ((await armedFaults(stack)).find((f) => f.target === 'payments')?.remaining ?? 0);
+    stack.downstream.arm({ mode: 'unavailable', times: 20 });
+    const lookups = async () => stack.downstream.lookups(operationId);
 
     catchUp();
     // Inside the in-flight window a check that gets no answer decides nothing and is not an attempt: next at its end.
     expect((await run()).deferred).toBe(1);
-    const inWindow = (await record('request_payment', operationId))!;
+    const inWindow = (await record(PAY, operationId))!;
     expect(inWindow.reconcileAttempts ?? 0).toBe(0);
     expect(inWindow.nextCheckAt).toBe(inWindow.inFlightUntil);
     time.advance(inWindow.inFlightUntil! - time.clock());
@@ -98,11 +97,11 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     for (let attempt = 1; attempt < 4; attempt++) {
       const report = await run();
       expect(report.deferred, `attempt ${attempt}`).toBe(1);
-      const stored = (await record('request_payment', operationId))!;
+      const stored = (await record(PAY, operationId))!;
       expect(stored).toMatchObject({ status: 'UNKNOWN', reconcileAttempts: attempt });
       waits.push(stored.nextCheckAt! - time.clock());
       // Meanwhile a caller with the same id is told to wait, never executed.
-      expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown', retryable: true, retry_after_ms: expect.any(Number) });
+      expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'unknown', retryable: true, retry_after_ms: expect.any(Number) });
       // Before the next check is due, runs leave it alone (and do not ask the provider).
       time.advance(stored.nextCheckAt! - time.clock() - 1);
       expect((await run()).deferred).toBe(0);
@@ -114,17 +113,18 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     const last = await run();
     expect(last).toMatchObject({ needsReviewNew: 1 });
     expect(last.needsReview).toBeGreaterThanOrEqual(1);
-    expect(await record('request_payment', operationId)).toMatchObject({
+    expect(await record(PAY, operationId)).toMatchObject({
       status: 'NEEDS_REVIEW',
       reconcileAttempts: 4,
       error: { code: 'REVIEW_REQUIRED' },
     });
-    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'needs_review' });
+    expect(await operationStatus(client, PAY, operationId)).toMatchObject({ status: 'needs_review' });
     // Parked: the caller is told not to retry, and nothing runs again.
-    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
-    expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
+    expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
+    expect(stack.downstream.bookings(operationId)).toHaveLength(1);
+    expect(stack.downstream.calls(operationId)).toBe(1);
     expect(await lookups()).toBe(5);
-    await clearFaults(stack);
+    stack.downstream.clear();
   });
 
   /** A PROCESSING record left behind by an executor that died (its Lambda was killed mid-call). */
@@ -149,80 +149,74 @@ describe('the reconciler, one run at a time on an injected clock', () => {
   it('a stale PROCESSING record becomes UNKNOWN, then settles to what the downstream has; a live one is left alone', async () => {
     catchUp();
     const args = { amount_minor: 700, currency: 'EUR', payee_id: 'payee-8' };
-    const paid = await issueOperationId(client, 'request_payment');
-    const unpaid = await issueOperationId(client, 'request_payment');
-    const live = await issueOperationId(client, 'request_payment');
+    const paid = await issueOperationId(client, PAY);
+    const unpaid = await issueOperationId(client, PAY);
+    const live = await issueOperationId(client, PAY);
     // The dead executor got its payment through before it died.
-    const response = await fetch(`${stack.url}/sandbox/payments/v1/payments`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': paid },
-      body: JSON.stringify({ ...args, metadata: { tenant: TENANT } }),
-    });
-    const payment = (await response.json()) as { payment_id: string };
-    await abandonedExecution('request_payment', paid, args, time.clock() - 1000);
-    await abandonedExecution('request_payment', unpaid, args, time.clock() - 1000);
-    await abandonedExecution('request_payment', live, args, time.clock() + 600_000);
+    const payment = { payment_id: (await stack.downstream.send({ tenant: TENANT, key: paid, kind: 'payment', payload: args })).booking_id };
+    await abandonedExecution(PAY, paid, args, time.clock() - 1000);
+    await abandonedExecution(PAY, unpaid, args, time.clock() - 1000);
+    await abandonedExecution(PAY, live, args, time.clock() + 600_000);
 
     // Within the grace after the lease, the executor's completion may still land: not touched yet.
     expect((await run()).expiredLeases).toBe(0);
     time.advance(10_000);
     expect((await run()).expiredLeases).toBe(2);
-    expect(await record('request_payment', paid)).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired' });
+    expect(await record(PAY, paid)).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired' });
 
     // The dead executor's requests may still land until its lease's end plus the window: found settles now, an
     // absence waits for the window's end.
     expect(await run()).toMatchObject({ found: 1, released: 0, deferred: 1 });
-    expect(await record('request_payment', unpaid)).toMatchObject({ status: 'UNKNOWN', inFlightUntil: time.clock() - 10_000 - 1000 + WINDOW_MS });
+    expect(await record(PAY, unpaid)).toMatchObject({ status: 'UNKNOWN', inFlightUntil: time.clock() - 10_000 - 1000 + WINDOW_MS });
     time.advance(WINDOW_MS);
     const report = await run();
     expect(report).toMatchObject({ released: 1 });
-    expect(await record('request_payment', paid)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
-    expect(await record('request_payment', unpaid)).toBeUndefined();
-    expect(await record('request_payment', live)).toMatchObject({ status: 'PROCESSING', ownerToken: `dead-${live}` });
+    expect(await record(PAY, paid)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
+    expect(await record(PAY, unpaid)).toBeUndefined();
+    expect(await record(PAY, live)).toMatchObject({ status: 'PROCESSING', ownerToken: `dead-${live}` });
 
     // The caller: a replay of the payment the dead executor made, and a fresh payment for the released id.
-    expect(await callWrite(client, 'request_payment', { operation_id: paid, ...args })).toMatchObject({
+    expect(await callWrite(client, PAY, { operation_id: paid, ...args })).toMatchObject({
       outcome: 'succeeded',
       replayed: true,
       result: { payment_id: payment.payment_id },
     });
-    const fresh = await callWrite<{ payment_id: string }>(client, 'request_payment', { operation_id: unpaid, ...args });
+    const fresh = await callWrite<{ payment_id: string }>(client, PAY, { operation_id: unpaid, ...args });
     expect(fresh).toMatchObject({ outcome: 'succeeded', replayed: false });
-    const ledger = (await sandboxLedger(stack)).payments;
-    expect(ledger.filter((p) => p.idempotency_key === paid)).toHaveLength(1);
-    expect(ledger.filter((p) => p.idempotency_key === unpaid)).toHaveLength(1);
+    expect(stack.downstream.bookings(paid)).toHaveLength(1);
+    expect(stack.downstream.bookings(unpaid)).toHaveLength(1);
+    // The dead executor's request and the fresh payment: the replay sent nothing.
+    expect(stack.downstream.calls(paid)).toBe(1);
+    expect(stack.downstream.calls(unpaid)).toBe(1);
   });
 
   it('a retry after the executor died never sends the payment again: unknown, until the reconciler finds the first payment', async () => {
     const args = { amount_minor: 900, currency: 'EUR', payee_id: 'payee-10' };
-    const operationId = await issueOperationId(client, 'request_payment');
+    const operationId = await issueOperationId(client, PAY);
     // The dead executor's request reached the provider; its lease has passed (in real time: the engine's clock).
-    const first = await fetch(`${stack.url}/sandbox/payments/v1/payments`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': operationId },
-      body: JSON.stringify({ ...args, metadata: { tenant: TENANT } }),
-    });
-    const payment = (await first.json()) as { payment_id: string };
-    await abandonedExecution('request_payment', operationId, args, Date.now() - 1000);
-    const payments = async () => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
+    const payment = { payment_id: (await stack.downstream.send({ tenant: TENANT, key: operationId, kind: 'payment', payload: args })).booking_id };
+    await abandonedExecution(PAY, operationId, args, Date.now() - 1000);
+    const payments = async () => stack.downstream.bookings(operationId);
 
-    // request_payment does not declare reexecuteSafe (its provider may book every request it gets): the caller's
+    // fixture_payment does not declare reexecuteSafe (a provider may book every request it gets): the caller's
     // retry marks the record UNKNOWN and sends nothing.
-    expect(await callWrite(client, 'request_payment', { operation_id: operationId, ...args })).toMatchObject({ outcome: 'unknown', retryable: true });
-    expect(await record('request_payment', operationId)).toMatchObject({ status: 'UNKNOWN' });
+    expect(await callWrite(client, PAY, { operation_id: operationId, ...args })).toMatchObject({ outcome: 'unknown', retryable: true });
+    expect(await record(PAY, operationId)).toMatchObject({ status: 'UNKNOWN' });
     expect(await payments()).toHaveLength(1);
 
     // The reconciler finds the dead executor's payment by our key (a finding needs no window); the retry replays it.
     catchUp();
     time.advance(10_000);
     await run();
-    expect(await record('request_payment', operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
-    expect(await callWrite(client, 'request_payment', { operation_id: operationId, ...args })).toMatchObject({
+    expect(await record(PAY, operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment.payment_id } });
+    expect(await callWrite(client, PAY, { operation_id: operationId, ...args })).toMatchObject({
       outcome: 'succeeded',
       replayed: true,
       result: { payment_id: payment.payment_id },
     });
     expect(await payments()).toHaveLength(1);
+    // The dead executor's request only: neither the retries nor the reconciler sent one.
+    expect(stack.downstream.calls(operationId)).toBe(1);
   });
 
   it("confirmed absent under the tool's 'fail' policy settles FAILED; without a reconcile hook, review once the window has passed", async () => {
@@ -256,7 +250,7 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     // After the calls, not before: on a loaded machine they outlast whatever lead the manual clock had, and a record
     // marked after the reconcilers' now is not due yet (this test failed once that way).
     catchUp();
-    const second = createWorkers(stack.services, { tools, clock: time.clock });
+    const second = createWorkers(stack.services, { tools: stack.tools, clock: time.clock });
     const [a, b] = await Promise.all([run(), second.reconciler.runOnce()]);
     second.sqs.destroy();
     expect(a.found + b.found).toBe(keys.length);
@@ -272,11 +266,11 @@ describe('the reconciler, one run at a time on an injected clock', () => {
 });
 
 describe('the reconciler on its local timer', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500', RECONCILE_INTERVAL_MS: '200' } });
+    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1500', RECONCILE_INTERVAL_MS: '200' } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -285,18 +279,20 @@ describe('the reconciler on its local timer', () => {
   });
 
   it('settles a lost payment by itself; the retry then replays the provider payment', async () => {
-    const operationId = await issueOperationId(client, 'request_payment');
+    const operationId = await issueOperationId(client, PAY);
     const args = { operation_id: operationId, amount_minor: 4200, currency: 'USD', payee_id: 'payee-9' };
-    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
-    const first = await callWrite(client, 'request_payment', args);
+    stack.downstream.arm({ mode: 'commit-then-timeout' });
+    const first = await callWrite(client, PAY, args);
     // Come back after the in-flight window (10 s execution timeout + 1.5 s downstream timeout) and one period.
     expect(first).toMatchObject({ outcome: 'unknown', retry_after_ms: 10_000 + 1500 + 200 });
     const settled = await eventually(async () => {
-      const status = await operationStatus(client, 'request_payment', operationId);
+      const status = await operationStatus(client, PAY, operationId);
       return status.status === 'succeeded' ? status : undefined;
     }, 'the reconciler to settle the payment');
-    const [payment] = (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
-    expect(settled.result).toMatchObject({ payment_id: payment!.payment_id });
-    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payment!.payment_id } });
+    const [payment] = stack.downstream.bookings(operationId);
+    expect(settled.result).toMatchObject({ payment_id: payment!.booking_id });
+    expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payment!.booking_id } });
+    expect(stack.downstream.bookings(operationId)).toHaveLength(1);
+    expect(stack.downstream.calls(operationId)).toBe(1);
   });
 });

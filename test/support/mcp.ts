@@ -8,7 +8,6 @@ import type { WriteToolResult } from '../../lambdas/core/result-contract';
 import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
 import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../../lambdas/mcp/param-headers';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
-import { tools as registry } from '../../reference/tools';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
 import { deferred } from './engine';
 
@@ -171,6 +170,7 @@ export const orderArgs = (key: string, overrides: Record<string, unknown> = {}) 
 /**
  * Write tools built the documented way (defineWriteTool) whose behaviour the test picks, so every outcome of the
  * contract can be produced through the real endpoint: `behavior` decides how execute ends, `gate` holds it mid-flight.
+ * Only the probes: a test that also needs the reference endpoint's tools adds them itself.
  */
 export function createProbeTools() {
   const runs = new Map<string, number>();
@@ -225,7 +225,7 @@ export function createProbeTools() {
     execute,
   });
   return {
-    tools: [...registry, probe, probeOperation] as readonly ToolDefinition[],
+    tools: [probe, probeOperation] as readonly ToolDefinition[],
     /** How often execute ran for this tenant and key. */
     runs: (tenant: string, key: string) => runs.get(`${tenant}/${key}`) ?? 0,
     gate,

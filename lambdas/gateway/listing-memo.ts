@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import type { Tool } from '@modelcontextprotocol/client';
+import type { RecordIdentity, RecordMemos } from '../engine/persistence';
+
+/**
+ * The upstream's `tools/list` as a cold start last read it, kept in the endpoint's table, so that the next cold
+ * starts (the MCP function's and the reconciler's, every scale-out) build the gateway's tools without reaching the
+ * upstream or reading the credentials secret. Safe to keep because the listing decides only what the gateway lists
+ * and validates, never whether a write is sent: a schema that changed since is refused by the upstream (nothing runs)
+ * or by the gateway (nothing is sent), and the fingerprint is computed from the call's arguments alone. It is kept
+ * per policy and upstream (a new deployment of either reads again), and no longer than `maxAgeMs`: a warm container
+ * keeps the list it read for its whole life anyway, so the memo bounds staleness no worse than that.
+ */
+export interface ListingMemo {
+  /** The listing, if one was kept for this policy and upstream within the memo's age. */
+  get(): Promise<Tool[] | undefined>;
+  put(tools: readonly Tool[]): Promise<void>;
+}
+
+/** The memo's place: a record partition no call can have (`tools/list` is not a tool name MCP allows). */
+const MEMO = 'gateway-listing';
+const TOOL = 'tools/list';
+const TENANT = 'gateway';
+
+/** How long a kept listing serves cold starts; after it, a cold start reads the upstream again. */
+const LISTING_MEMO_MAX_AGE_MS = 60 * 60_000;
+
+/** The listing memo on the store's record memos (the DynamoDB table when deployed). */
+export class RecordListingMemo implements ListingMemo {
+  private readonly identity: RecordIdentity;
+
+  constructor(
+    private readonly memos: RecordMemos,
+    /** What the listing was read for: the upstream's URL and the policy; another of either is another memo. */
+    scope: { upstream: string; policy: unknown },
+    private readonly options: { maxAgeMs?: number; now?: () => number } = {},
+  ) {
+    const digest = createHash('sha256').update(JSON.stringify([scope.upstream, scope.policy])).digest('hex');
+    this.identity = { tenant: TENANT, tool: TOOL, idempotencyKey: digest };
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  async get(): Promise<Tool[] | undefined> {
+    const kept = (await this.memos.get(this.identity, MEMO)) as { listedAtMs?: number; tools?: Tool[] } | null | undefined;
+    if (!kept || !Array.isArray(kept.tools) || typeof kept.listedAtMs !== 'number') return undefined;
+    const age = this.now() - kept.listedAtMs;
+    return age >= 0 && age < (this.options.maxAgeMs ?? LISTING_MEMO_MAX_AGE_MS) ? kept.tools : undefined;
+  }
+
+  async put(tools: readonly Tool[]): Promise<void> {
+    const listedAtMs = this.now();
+    // The item goes with the table's TTL a day after it stopped serving.
+    const expiresAtSeconds = Math.floor((listedAtMs + (this.options.maxAgeMs ?? LISTING_MEMO_MAX_AGE_MS)) / 1000) + 86_400;
+    await this.memos.put(this.identity, MEMO, { listedAtMs, tools }, expiresAtSeconds);
+  }
+}
