@@ -225,9 +225,8 @@ function generate(model: SpinRun['model']): Promise<{ dir: string; panC: string 
 }
 
 /**
- * gcc's flags per search mode. Every binary is `-O0`: the longest search is seconds (the largest, the outbox's
- * progress, about 12 s of CPU), and `-O2` would save less CPU in the searches than it costs to compile (about 11 s
- * for the protocol's `pan.c` against 2 s at `-O0`).
+ * gcc's flags per search mode. Every binary is `-O0`: each search takes seconds, and `-O2` would cost more CPU to
+ * compile than it saves in them (docs/correctness.md, "Run time of the model checks").
  */
 function gccFlags(mode: Mode): string[] {
   return ['-w', '-O0', '-DCOLLAPSE', `-DMEMLIM=${MEMLIM_MB}`, ...MODE_FLAGS[mode]];
