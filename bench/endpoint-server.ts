@@ -13,6 +13,8 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector';
 import type { AddressInfo } from 'node:net';
 
 export interface ServerReady {
@@ -86,4 +88,25 @@ process.send!({ ready });
 // less than calls per second.
 process.on('message', (message) => {
   if (message === 'cpu') process.send!({ cpu: process.cpuUsage() });
+  else if (typeof message === 'object' && message !== null && 'profile' in message) void profile(message.profile as ProfileCommand);
 });
+
+/** bench/endpoint-profile.ts: a V8 CPU profile of this process over exactly the turns it asks for. */
+type ProfileCommand = { start: true } | { stopTo: string };
+let profiler: Session | undefined;
+async function profile(command: ProfileCommand): Promise<void> {
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => profiler!.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+  if ('start' in command) {
+    profiler = new Session();
+    profiler.connect();
+    await post('Profiler.enable');
+    await post('Profiler.setSamplingInterval', { interval: 250 });
+    await post('Profiler.start');
+  } else {
+    const { profile: taken } = (await post('Profiler.stop')) as { profile: unknown };
+    await writeFile(command.stopTo, JSON.stringify(taken));
+    profiler!.disconnect();
+  }
+  process.send!({ profiled: true });
+}

@@ -124,7 +124,7 @@ interface Turn {
 }
 
 /** One server's turn at one load; first calls add their keys to `executed`, replays take keys from it in turn. */
-async function runTurn(
+export async function runTurn(
   server: ServerKind,
   { ready, child }: { ready: ServerReady; child: ChildProcess },
   load: Load,
@@ -195,7 +195,7 @@ function serverCpuMs(child: ChildProcess): Promise<number> {
 }
 
 /** Starts one server process; resolves once it listens. */
-function startServer(kind: ServerKind, dynamodbEndpoint: string): Promise<{ ready: ServerReady; child: ChildProcess }> {
+export function startServer(kind: ServerKind, dynamodbEndpoint: string): Promise<{ ready: ServerReady; child: ChildProcess }> {
   const entry = fileURLToPath(new URL('./endpoint-server.ts', import.meta.url));
   const child = fork(entry, [kind], {
     // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops (what to look at when a ratio is missed).
@@ -219,7 +219,7 @@ function startServer(kind: ServerKind, dynamodbEndpoint: string): Promise<{ read
   });
 }
 
-function stopServer(child: ChildProcess): Promise<void> {
+export function stopServer(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -335,9 +335,13 @@ export async function measureEndpoint(options: EndpointBenchOptions = {}): Promi
       if (where === 'floor') return runStoreTurn(floor[load], settings);
       return runTurn(where, servers[where], load as Load, executed, settings);
     };
-    // Warm-up: JIT, connection pools, DynamoDB Local; it also executes the first keys replays will use.
+    // Warm-up of every cell: JIT, connection pools, DynamoDB Local. The first calls execute the keys replays use; the
+    // replays' own warm-up follows, or the endpoint's replay path (its read and the stored answer, code a first call
+    // does not run) would be compiled during its first measured turn while the bare server's, the same code as its
+    // first calls, is warm.
     const warmup = options.requestsPerTurn ? turnOptions : { connections, seconds: 2, requestsPerTurn: undefined };
-    for (const cell of ['endpoint.first_call', 'bare.first_call', 'floor.first_call', 'floor.put'] as const) await runCell(cell, warmup);
+    for (const cell of CELLS.filter((cell) => cell.endsWith('first_call') || cell === 'floor.put')) await runCell(cell, warmup);
+    for (const cell of CELLS.filter((cell) => cell.endsWith('replay'))) await runCell(cell, warmup);
 
     const turns = new Map<CellName, Turn[]>(CELLS.map((cell) => [cell, []]));
     for (let round = 0; round < rounds; round++) {

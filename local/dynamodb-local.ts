@@ -67,6 +67,9 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
     '-Dorg.eclipse.jetty.util.log.announce=false',
     '-Xms64m',
     '-XX:+UseSerialGC',
+    // C1 only: the C2 compiler's work does not pay back in an emulator that lives minutes (docs/development.md,
+    // "How long the suite takes": about a quarter less CPU for a start and a workload, and a faster start).
+    '-XX:TieredStopAtLevel=1',
     '-cp',
     `${join(emulatorDir, 'DynamoDBLocal.jar')}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`,
     'org.eclipse.jetty.xml.XmlConfiguration',

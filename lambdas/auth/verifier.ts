@@ -1,4 +1,4 @@
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, jwtVerify, type CompactJWSHeaderParameters, type FlattenedJWSInput, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config';
 import { IdempotencyError } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
@@ -80,6 +80,33 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 
 const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
 
+/** How many verified tokens a verifier remembers (a container sees few; the local server many tenants). */
+const VERIFIED_TOKENS_MAX = 512;
+/** Longer tokens are verified every time rather than remembered (the memory a full cache may hold stays small). */
+const VERIFIED_TOKEN_MAX_LENGTH = 8192;
+
+/**
+ * A token that passed every check, remembered by its exact string: what deciding on it again needs. The signature,
+ * issuer, audience, algorithm and claims are facts of the string and of the key that verified it, so they hold again
+ * for the same string and key; time and the key set do not, so a hit checks both again (docs/security.md).
+ */
+interface VerifiedToken {
+  caller: Caller;
+  /** The key jose resolved and verified the signature with: a hit needs the key set to resolve this very object. */
+  key: unknown;
+  /** What jose asked the key set with: the protected header and the token's parts. */
+  header: CompactJWSHeaderParameters;
+  parts: FlattenedJWSInput;
+  exp: number;
+  nbf?: number;
+}
+
+/** jose's own time checks (validateClaimsSet): expired at `exp <= now - tolerance`, early at `nbf > now + tolerance`. */
+function inTime(token: Pick<VerifiedToken, 'exp' | 'nbf'>): boolean {
+  const now = Math.floor(Date.now() / 1000);
+  return token.exp > now - CLOCK_TOLERANCE_SECONDS && !(token.nbf !== undefined && token.nbf > now + CLOCK_TOLERANCE_SECONDS);
+}
+
 /** @public */
 export interface TokenVerifierOptions {
   /**
@@ -111,6 +138,30 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
       }));
   };
 
+  // Verifying an ES256 signature is most of a replay's own CPU; a client sends the same token on every call until it
+  // expires. Only successes are kept; a miss, or a hit that fails its checks, runs the whole verification below.
+  const verified = new Map<string, VerifiedToken>();
+  const remembered = async (token: string): Promise<Caller | undefined> => {
+    const hit = verified.get(token);
+    if (!hit) return undefined;
+    if (inTime(hit)) {
+      // The key set as jose has it now (refetched when stale, as for any verification): the token counts only while
+      // it still resolves the very key that verified it. A rotated-out key, a refetched set (new key objects) or a
+      // failed fetch is a miss, decided by the full verification.
+      const current = await getKeys()
+        .then((getKey) => getKey(hit.header, hit.parts))
+        .catch(() => undefined);
+      if (current === hit.key) return hit.caller;
+    }
+    verified.delete(token);
+    return undefined;
+  };
+  const remember = (token: string, entry: VerifiedToken) => {
+    if (token.length > VERIFIED_TOKEN_MAX_LENGTH) return;
+    if (verified.size >= VERIFIED_TOKENS_MAX) verified.delete(verified.keys().next().value!);
+    verified.set(token, entry);
+  };
+
   return {
     prefetch() {
       if (auth.mode === 'oidc') remoteKeys(auth.jwksUrl).reload().catch(() => {});
@@ -132,10 +183,22 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
           `the bearer token is not a JWT (got ${match[1]!.length} characters without the three dot-separated parts of one; was the variable holding the token unset?)`,
           'invalid_token',
         );
+      const token = match[1]!;
+      const known = await remembered(token);
+      if (known) return known;
       const getKey = await getKeys();
       let payload: Record<string, unknown>;
+      let header: CompactJWSHeaderParameters | undefined;
+      let parts: FlattenedJWSInput | undefined;
+      let key: unknown;
       try {
-        ({ payload } = await jwtVerify(match[1]!, getKey, {
+        // The key set is asked through this wrapper so that what it resolved (the very object) can be remembered.
+        const resolveKey: JWTVerifyGetKey = async (protectedHeader, input) => {
+          header = protectedHeader;
+          parts = input;
+          return (key = await getKey(protectedHeader, input));
+        };
+        ({ payload } = await jwtVerify(token, resolveKey, {
           issuer: auth.issuer,
           audience: auth.audience,
           algorithms: ALGORITHMS,
@@ -165,7 +228,15 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
           throw new AuthenticationError(`the token's "${auth.tenantClaim}" claim is not a valid tenant id`, 'invalid_token');
         throw err;
       }
-      return { tenant: tenant as string, subject: typeof payload.sub === 'string' ? payload.sub : 'unknown', scopes: tokenScopes(payload) };
+      const caller: Caller = Object.freeze({
+        tenant: tenant as string,
+        subject: typeof payload.sub === 'string' ? payload.sub : 'unknown',
+        scopes: Object.freeze(tokenScopes(payload)),
+      });
+      // `exp` is required, so a verified payload has one; the key set resolved exactly one key (several matching fail).
+      if (typeof payload.exp === 'number' && header && parts && key !== undefined)
+        remember(token, { caller, key, header, parts, exp: payload.exp, nbf: typeof payload.nbf === 'number' ? payload.nbf : undefined });
+      return caller;
     },
   };
 }

@@ -149,6 +149,50 @@ function authenticate(services: AppServices): MiddlewareHandler<AppEnv> {
 }
 
 /**
+ * Hono's `cors` for a request that is not a preflight, with the same headers, set on the answer once it is made.
+ * Hono's own sets them on `c.res` before the handler runs, and an answer a handler returns (the MCP SDK's) is then
+ * rebuilt around them as a web Response with a stream for its body: under @hono/node-server its string no longer goes
+ * to the socket at once, the answer of every call is copied through a stream.
+ */
+function corsAfterAnswer(options: { origin: (origin: string) => string; exposeHeaders: readonly string[] }): MiddlewareHandler<AppEnv> {
+  const expose = options.exposeHeaders.join(',');
+  return async (c, next) => {
+    const allowOrigin = options.origin(c.req.header('origin') || '');
+    await next();
+    const add = (headers: Headers) => {
+      if (allowOrigin) headers.set('Access-Control-Allow-Origin', allowOrigin);
+      headers.set('Access-Control-Expose-Headers', expose);
+      headers.append('Vary', 'Origin');
+    };
+    try {
+      add(c.res.headers);
+    } catch (err) {
+      // An answer whose headers are immutable (a fetched Response a mount passes on): a copy takes them, as Hono's does.
+      if (!(err instanceof TypeError)) throw err;
+      c.res = new Response(c.res.body, c.res);
+      add(c.res.headers);
+    }
+  };
+}
+
+/**
+ * Hono's `bodyLimit`, deciding from Content-Length when the request states its size (no Transfer-Encoding) without
+ * asking for the body first: under @hono/node-server asking builds the web Request and its stream, and the body is
+ * then read through that stream instead of straight from the socket. Requests of a method without a body pass, as
+ * there; any other request goes to `bodyLimit`, which counts what it reads.
+ */
+function limitBody(maxSize: number, onError: (c: Context<AppEnv>) => Response | Promise<Response>): MiddlewareHandler<AppEnv> {
+  const limit = bodyLimit({ maxSize, onError });
+  return async (c, next) => {
+    const method = c.req.method;
+    if (method === 'GET' || method === 'HEAD' || method === 'TRACE') return next();
+    const length = c.req.header('content-length');
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined) return parseInt(length || '0', 10) > maxSize ? onError(c) : next();
+    return limit(c, next);
+  };
+}
+
+/**
  * The one HTTP app: the Lambda handler (through hono/aws-lambda) and the local server (through @hono/node-server)
  * serve exactly this.
  * @public
@@ -170,30 +214,27 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     });
   app.use('*', originGuard(config.allowedOrigins, config.publicBaseUrl));
   // Browser-based clients (MCP Inspector's direct mode) need CORS; the origin guard has already vetted the Origin.
+  const corsOptions = {
+    origin: (origin: string) => origin,
+    allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+    // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them; a write tool's call also its key's Mcp-Param-*.
+    allowHeaders: [
+      'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
+      ...Object.values(KEY_HEADER_NAMES).map((name) => `${MCP_PARAM_HEADER_PREFIX}${name}`),
+    ],
+    // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
+    exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
+    maxAge: 600,
+  };
+  const preflightCors = cors(corsOptions);
+  const simpleCors = corsAfterAnswer(corsOptions);
+  app.use('*', (c, next) => (c.req.method === 'OPTIONS' ? preflightCors(c, next) : simpleCors(c, next)));
   app.use(
     '*',
-    cors({
-      origin: (origin) => origin,
-      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them; a write tool's call also its key's Mcp-Param-*.
-      allowHeaders: [
-        'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
-        ...Object.values(KEY_HEADER_NAMES).map((name) => `${MCP_PARAM_HEADER_PREFIX}${name}`),
-      ],
-      // Not CORS-safelisted: a browser client must read them to log in (401) and to back off (503).
-      exposeHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
-      maxAge: 600,
-    }),
-  );
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => {
-        // The unread rest of the body is still on the wire: the connection cannot carry another request.
-        c.header('Connection', 'close');
-        return c.json(jsonRpcError(-32000, `Request body too large (limit ${MAX_BODY_BYTES} bytes)`), 413);
-      },
+    limitBody(MAX_BODY_BYTES, (c) => {
+      // The unread rest of the body is still on the wire: the connection cannot carry another request.
+      c.header('Connection', 'close');
+      return c.json(jsonRpcError(-32000, `Request body too large (limit ${MAX_BODY_BYTES} bytes)`), 413);
     }),
   );
 

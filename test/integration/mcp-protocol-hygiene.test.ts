@@ -80,6 +80,64 @@ describe('protocol hygiene', () => {
     for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) expect((await asHost(host, '/sandbox/ledger')).status, host).toBe(200);
   });
 
+  it('every answer to a browser carries the CORS headers it needs (a 200 and a 401 alike), and caches key on Origin', async () => {
+    const origin = 'http://localhost:6274';
+    const served = await post(createOrderCall(20), { Origin: origin });
+    const refused = await post(createOrderCall(21), { Origin: origin, Authorization: '' });
+    const unnamed = await post(createOrderCall(22));
+    expect([served.status, refused.status, unnamed.status]).toEqual([200, 401, 200]);
+    for (const answer of [served, refused]) {
+      expect(answer.headers.get('access-control-allow-origin')).toBe(origin);
+      // A browser client reads these only when they are exposed: the login pointer (401) and the back-off (503).
+      expect(answer.headers.get('access-control-expose-headers')?.split(',')).toEqual(expect.arrayContaining(['WWW-Authenticate', 'Retry-After']));
+    }
+    expect(refused.headers.get('www-authenticate')).toContain('resource_metadata=');
+    // Without an Origin there is no CORS grant, and the answer still varies on Origin (a cache must not reuse it for one).
+    expect(unnamed.headers.get('access-control-allow-origin')).toBeNull();
+    for (const answer of [served, refused, unnamed]) expect(answer.headers.get('vary')?.toLowerCase()).toContain('origin');
+    expect(((await served.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+  });
+
+  it('a mounted route whose answer has headers that cannot change still gets the CORS headers', async () => {
+    const { Hono } = await import('hono');
+    // A Response from fetch: its headers are immutable (a route that passes another server's answer on).
+    const fetched = new Hono().get('/', () => fetch(`${stack.url}/health`));
+    const answer = await createApp(stack.services, { tools: [], mounts: { '/fetched': fetched } }).request('http://localhost/fetched', { headers: { Origin: 'http://localhost:6274' } });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ status: 'ok' });
+    expect(answer.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    expect(answer.headers.get('vary')?.toLowerCase()).toContain('origin');
+  });
+
+  it('a chunked body (no Content-Length) is counted as it arrives: over 1 MB gets 413, a call under it is served', async () => {
+    const { request } = await import('node:http');
+    const url = new URL(stack.mcpUrl);
+    const chunked = (chunks: string[]) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(
+          { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...MCP_HEADERS, Authorization: `Bearer ${token}`, 'Transfer-Encoding': 'chunked' } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          },
+        );
+        // The server may answer 413 and close before the whole body is written.
+        req.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' || err.code === 'ECONNRESET' ? undefined : reject(err)));
+        for (const chunk of chunks) req.write(chunk);
+        req.end();
+      });
+    const call = createOrderCall(23);
+    const served = await chunked([call.slice(0, 10), call.slice(10)]);
+    expect(served.status).toBe(200);
+    expect((JSON.parse(served.text) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { padding: 'x'.repeat(1024 * 1024) } });
+    const refused = await chunked(Array.from({ length: Math.ceil(huge.length / 65536) }, (_, i) => huge.slice(i * 65536, (i + 1) * 65536)));
+    expect(refused.status).toBe(413);
+    expectNoInternals(refused.text);
+    await expectStillServing();
+  });
+
   it('a body over 1 MB gets 413 without being parsed', async () => {
     const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { padding: 'x'.repeat(1024 * 1024) } });
     const response = await post(huge);

@@ -42,7 +42,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   /** Stands in for the repo's working directory: `.local/stack.json` is what `npm start` writes. */
   let workDir: string;
 
-  /** The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. */
+  /**
+   * The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. Only
+   * where the process is the subject (its stdout holds nothing but the answer, its exit code and stderr line, stdin,
+   * its logs and metrics): each one is a cold start of tsx and the sources.
+   */
   function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', referenceTools, ...args], {
@@ -61,7 +65,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     });
   }
 
-  /** The same command in this process (the CLI's own code path, from the same directory): for the many refusals. */
+  /** The same command in this process (the CLI's own code path, from the same directory): for the rest. */
   async function opsInProcess(args: string[]): Promise<OpsRun> {
     let stdout = '';
     let stderr = '';
@@ -143,7 +147,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const payment = await stack.services.downstreams.payments.findByKey(operationId, { signal: AbortSignal.timeout(5000) });
     expect(payment).toBeDefined();
 
-    // Bad input: one line on stderr, exit code 2, nothing written (two as child processes, the rest in process).
+    // Bad input: one line on stderr, exit code 2, nothing written (one as a child process, the rest in process).
     const malformed = await ops(['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen']);
     expect(malformed).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^error: --result is not valid JSON[^\n]*\n$/) });
     const refused = [
@@ -196,7 +200,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await paymentsFor(operationId)).toHaveLength(1);
 
     // The review log says who, when, what and why; a second decision finds the record settled.
-    const view = JSON.parse((await ops(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    const view = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
     expect(view.review).toEqual([
       {
         by: userInfo().username,
@@ -228,12 +232,12 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(blindErr).toMatch(/--tools <module>/);
     expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
 
-    const settled = await ops(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment at the provider']);
+    const settled = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment at the provider']);
     expect(settled.code, settled.stderr).toBe(0);
     expect(settled.stdout).toMatch(/NEEDS_REVIEW -> ABSENT/);
     expect(await record(operationId)).toBeUndefined();
     // The decision outlives the record it released.
-    const view = JSON.parse((await ops(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    const view = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
     expect(view).toMatchObject({ status: 'ABSENT', review: [{ action: 'operator_settled_absent', from: 'NEEDS_REVIEW', to: 'ABSENT' }] });
 
     const args = paymentArgs(operationId, 'payee-absent');
@@ -270,7 +274,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       });
       const after = Date.now();
 
-      const approvedRun = await ops(['show', TENANT, 'request_payment', approvedKey, '--json']);
+      const approvedRun = await opsInProcess(['show', TENANT, 'request_payment', approvedKey, '--json']);
       expect(approvedRun.code, approvedRun.stderr).toBe(0);
       const approved = JSON.parse(approvedRun.stdout) as RecordView;
       // Approved by a person: never reported as run without approval.
@@ -298,7 +302,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(approved.approval!.log[0]!).not.toHaveProperty('by');
 
       // A declined payment leaves the key free, with no idempotency record: show still names who declined it.
-      const declined = JSON.parse((await ops(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      const declined = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
       expect(declined).toMatchObject({
         status: 'ABSENT',
         review: [],
@@ -307,7 +311,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(await paymentsFor(declinedKey)).toEqual([]);
 
       // The text output says the same.
-      const text = (await ops(['show', TENANT, 'request_payment', approvedKey])).stdout;
+      const text = (await opsInProcess(['show', TENANT, 'request_payment', approvedKey])).stdout;
       expect(text).toContain(`  approval      approved by alice@${TENANT}, signed in on the approval page`);
       expect(text).toContain(`    bound to    request_payment, fingerprint ${approved.fingerprint}`);
       expect(text).toContain(`    expires     ${approved.approval!.expires_at}`);
@@ -318,7 +322,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
       // A new round after the decline, approved by another person: show prints every round, the decline kept.
       expect(await callWrite(approving, 'request_payment', paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({ outcome: 'succeeded' });
-      const rounds = JSON.parse((await ops(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      const rounds = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
       expect(rounds.approval).toMatchObject({ status: 'approved', round: 2, decided_by: `alice@${TENANT}`, decided_via: 'url' });
       expect(rounds.approval!.log.map((e) => `${e.round} ${e.event} ${e.by ?? ''}`.trim())).toEqual([
         '1 requested',
@@ -395,7 +399,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
   it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
     const operationId = await parkedPayment('payee-recheck', 'commit-then-timeout');
-    const run = await ops(['recheck', TENANT, 'request_payment', operationId, '--reason', 'provider is back up']);
+    const run = await opsInProcess(['recheck', TENANT, 'request_payment', operationId, '--reason', 'provider is back up']);
     expect(run.code, run.stderr).toBe(0);
     const rechecked = (await record(operationId))!;
     expect(rechecked.status).toBe('UNKNOWN');
@@ -549,7 +553,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(failed).toContainEqual(expect.objectContaining({ kind: 'outbox_event', status: 'failed', event_id: eventId, tool: 'create_ticket' }));
 
     await clearFaults(stack);
-    const redriven = await ops(['redrive', '--json']);
+    const redriven = await opsInProcess(['redrive', '--json']);
     expect(redriven.code, redriven.stderr).toBe(0);
     expect(JSON.parse(redriven.stdout)).toMatchObject({ moved: [{ event_id: eventId, tenant: TENANT, tool: 'create_ticket' }], skipped: 0 });
     await eventually(async () => ((await operationStatus(client, 'create_ticket', key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
