@@ -1,8 +1,9 @@
 /**
  * `npm run api`: one API report per public subpath (api/<subpath>.api.md), written by API Extractor from the package's
  * declarations, so a change of the public surface is a visible diff. test/package/api-report.test.ts runs the same
- * check without writing and fails when a report is out of date.
+ * check without writing, on the declarations of the test run's packed package, and fails when a report is out of date.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel, type ExtractorMessage } from '@microsoft/api-extractor';
@@ -19,8 +20,11 @@ export interface ApiReportOutcome {
   readonly problems: string[];
 }
 
-/** Checks (and with `update`, rewrites) every subpath's report. */
-export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] {
+/**
+ * Checks (and with `update`, rewrites) every subpath's report: of the declarations the package ships when `tarball`
+ * (a packed package: its build emitted them) is given, else of declarations emitted here as the build emits them.
+ */
+export function apiReports({ update, tarball }: { update: boolean; tarball?: string }): ApiReportOutcome[] {
   // Inside the project, so the declarations resolve their imports from the project's node_modules, and outside
   // node_modules: API Extractor takes a declaration under node_modules for an external package's and reports a name
   // re-exported from it as an import line, not with its signature.
@@ -28,7 +32,8 @@ export function apiReports({ update }: { update: boolean }): ApiReportOutcome[] 
   mkdirSync(API_FOLDER, { recursive: true });
   try {
     const types = join(work, 'types');
-    emitDeclarations(types, PROJECT_ROOT, { check: false });
+    if (tarball) execFileSync('tar', ['-xzf', tarball, '-C', work, '--strip-components=2', 'package/dist/types']);
+    else emitDeclarations(types);
     const configs = publicSubpaths().map(({ name, out, source }) => {
       const reportName = out.replaceAll('/', '-');
       const config = ExtractorConfig.prepare({

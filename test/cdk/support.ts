@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { App, CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { inject } from 'vitest';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { oncePerRun } from '../support/once-per-run';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */
 export const cdkJsonContext: Record<string, unknown> = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context;
@@ -100,62 +100,27 @@ function offlineEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   };
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 /**
  * examples/cdk-app synthesized by its own app as a team runs it (`tsx app.ts` in teamProject(), offline, every
  * function bundled by the local esbuild, nag included) into `outdir`; returns what the app printed. The synth runs
- * once per test run: test/cdk/team-app.test.ts reads the assembly and test/artifact/team-app.test.ts deploys it, and
- * each gets its own copy of the one the first of them made (in the run's folder, test/support/global-setup.ts). A
- * file that asks while another synthesizes waits for it; if that synth fails, the waiting file runs its own.
+ * once per test run (oncePerRun): test/cdk/team-app.test.ts reads the assembly and test/artifact/team-app.test.ts
+ * deploys it, and each gets its own copy.
  */
 export async function synthTeamApp(outdir: string): Promise<{ stdout: string }> {
-  const shared = join(inject('runScratch'), 'team-app');
-  const lock = `${shared}.lock`;
-  for (;;) {
-    if (existsSync(join(shared, 'stdout.txt'))) {
-      cpSync(join(shared, 'cdk.out'), outdir, { recursive: true });
-      return { stdout: readFileSync(join(shared, 'stdout.txt'), 'utf8') };
-    }
-    try {
-      mkdirSync(lock);
-      writeFileSync(join(lock, 'pid'), String(process.pid));
-    } catch {
-      // Another file synthesizes: wait for it, unless its process is gone.
-      let holder = 0;
-      try {
-        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-      } catch {
-        // Just taken (no pid written yet) or just released.
-      }
-      if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
-      await sleep(250);
-      continue;
-    }
+  const shared = await oncePerRun('team-app', async (dir) => {
     const project = teamProject();
-    const building = `${shared}.${process.pid}`;
     try {
-      mkdirSync(building, { recursive: true });
       const tsx = join(PROJECT_ROOT, 'node_modules/.bin/tsx');
-      const { stdout } = await promisify(execFile)(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv({ CDK_OUTDIR: join(building, 'cdk.out') }), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch(
+      const { stdout } = await promisify(execFile)(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv({ CDK_OUTDIR: join(dir, 'cdk.out') }), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch(
         (err: { stdout?: string; stderr?: string; message: string }) => {
           throw new Error(`the team's app did not synthesize: ${err.message.split('\n')[0]}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
         },
       );
-      writeFileSync(join(building, 'stdout.txt'), stdout);
-      renameSync(building, shared);
+      writeFileSync(join(dir, 'stdout.txt'), stdout);
     } finally {
       project.remove();
-      rmSync(building, { recursive: true, force: true });
-      rmSync(lock, { recursive: true, force: true });
     }
-  }
+  });
+  cpSync(join(shared, 'cdk.out'), outdir, { recursive: true });
+  return { stdout: readFileSync(join(shared, 'stdout.txt'), 'utf8') };
 }

@@ -1,23 +1,12 @@
-import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../scripts/declarations';
+import { MAX_BUFFER, npmEnv, packedPackage, run } from './support';
 
-const run = promisify(execFile);
 const EXAMPLES = join(PROJECT_ROOT, 'examples');
 const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
-const npmEnv = {
-  ...process.env,
-  npm_config_update_notifier: 'false',
-  npm_config_fund: 'false',
-  npm_config_audit: 'false',
-  // The registry's packages come from npm's cache when it has them (`npm ci` here filled it).
-  npm_config_prefer_offline: 'true',
-};
-const MAX_BUFFER = 64 * 1024 * 1024;
 
 /**
  * docs/toolkit.md's set-up block for an example: the first `sh` block before the example's first file. It is run
@@ -36,6 +25,9 @@ function setupBlock(example: string): string {
 /** The project folder a set-up block makes (`mkdir my-mcp-server && cd my-mcp-server`). */
 const projectFolderOf = (block: string) => /^mkdir (\S+)/m.exec(block)?.[1] ?? '.';
 
+/** What a set-up block installs: the block without the line that makes and enters its folder. */
+const installOf = (block: string) => block.replace(/^mkdir (\S+) && cd \1\n/m, '');
+
 /**
  * A stranger's view of the package, as docs/toolkit.md tells them to install it: `npm pack` in a clone, then each
  * example's set-up block in a folder beside it, which installs the tarball and exactly the packages the docs list,
@@ -51,9 +43,10 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     work = mkdtempSync(join(tmpdir(), 'idempotent-mcp-pack-'));
     const clone = join(work, 'idempotent-mcp');
     mkdirSync(clone);
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', clone], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
-    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('[')));
-    files = packed.files.map((f: { path: string }) => f.path);
+    // The run's one `npm pack` (test/package/api-report.test.ts reports its declarations).
+    const packed = await packedPackage();
+    copyFileSync(packed.tarball, join(clone, packed.filename));
+    files = packed.files;
     tarball = packed.filename;
   }, 600_000);
 
@@ -86,12 +79,34 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f))).toEqual([]);
   });
 
-  it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
+  /**
+   * Examples whose set-up blocks install the same packages (all but the folder's name) share one install, the first
+   * one's, run as printed: the second's folder gets its package.json, its lock file and its node_modules (a link).
+   */
+  const installs = new Map<string, Promise<string>>();
+  async function setUp(example: string): Promise<string> {
     const block = setupBlock(example);
-    await run('sh', ['-euc', block], { cwd: work, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
-    });
     const project = join(work, projectFolderOf(block));
+    const installed = installs.get(installOf(block));
+    if (installed) {
+      const first = await installed;
+      mkdirSync(project);
+      for (const name of ['package.json', 'package-lock.json']) copyFileSync(join(first, name), join(project, name));
+      symlinkSync(join(first, 'node_modules'), join(project, 'node_modules'));
+      return project;
+    }
+    const running = run('sh', ['-euc', block], { cwd: work, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).then(
+      () => project,
+      (err: { stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
+      },
+    );
+    installs.set(installOf(block), running);
+    return running;
+  }
+
+  it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
+    const project = await setUp(example);
     const source = join(EXAMPLES, example);
     for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
     const test = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).scripts.test as string;

@@ -1,0 +1,58 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Written last into a finished build's folder: a folder without it is a build that did not finish. */
+const DONE = '.done';
+
+/**
+ * What more than one test file builds the same way (a synth, a bundle, the packed package), built once per test run:
+ * `build` writes into an empty folder of the run's own (`inject('runScratch')`, made and removed by
+ * test/support/global-setup.ts), and every caller gets that folder's path, to read or copy from, never to write.
+ * A file that asks while another builds waits for it; if that build fails, or its process is gone, the waiting file
+ * builds itself. `name` is the build's one distinct configuration: two builds of the same name must be the same.
+ */
+export async function oncePerRun(name: string, build: (dir: string) => Promise<void>): Promise<string> {
+  const shared = join(inject('runScratch'), name);
+  const lock = `${shared}.lock`;
+  for (;;) {
+    if (existsSync(join(shared, DONE))) return shared;
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+    } catch {
+      // Another file builds: wait for it, unless its process is gone.
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+      } catch {
+        // Just taken (no pid written yet) or just released.
+      }
+      if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+      await sleep(250);
+      continue;
+    }
+    const building = `${shared}.${process.pid}`;
+    try {
+      rmSync(building, { recursive: true, force: true });
+      mkdirSync(building, { recursive: true });
+      await build(building);
+      writeFileSync(join(building, DONE), '');
+      renameSync(building, shared);
+      return shared;
+    } finally {
+      rmSync(building, { recursive: true, force: true });
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+}
