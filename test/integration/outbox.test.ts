@@ -82,7 +82,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(stack.downstream.bookings(result!.event_id)).toHaveLength(1);
     expect(await operationStatus(client, NOTIFY, key)).toMatchObject({ delivery: { status: 'delivered' } });
 
-    // Side by side: the second arrives while the first is still sending (slow mailbox). It must not send.
+    // Side by side: the second arrives while the first is still sending (the downstream holds it). It must not send.
     const key2 = newKey();
     const second = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key2));
     const body2 = await messageOf(second.result!.event_id);
@@ -203,7 +203,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
       const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
       now();
-      // A consumer claimed the event and crashed (or could not tell whether the email went out): its lease passed.
+      // A consumer claimed the event and crashed (or could not tell whether the notification was booked): its lease passed.
       await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', time.clock() + 1000, time.clock());
       time.advance(3600_000);
       const delivered: string[] = [];
@@ -234,7 +234,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     };
     const consumer = new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000 });
     const windowMs = consumer.inFlightWindowOf(handler);
-    // A consumer claimed the event, sent the email and crashed: its request may land until its lease's end plus the window.
+    // A consumer claimed the event, sent the notification and crashed: its request may land until its lease's end plus the window.
     const leaseEnd = time.clock() + consumer.leaseMs;
     await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', leaseEnd, time.clock());
     time.advance(consumer.leaseMs);
@@ -290,15 +290,15 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
-    const ticketsFor = async () => stack.downstream.bookings(eventId);
+    const bookings = () => stack.downstream.bookings(eventId);
     now();
     time.advance(1000);
-    // The last try: the ticket is created, but the answer never arrives.
+    // The last try: the notification is booked, but the answer never arrives.
     stack.downstream.arm({ mode: 'commit-then-timeout' });
     expect((await handler(sqsEvent([await messageOf(eventId)], 2))).batchItemFailures).toEqual([]);
     shortBudget.sqs.destroy();
-    expect(await ticketsFor()).toHaveLength(1);
-    // Not FAILED: the ticket exists, and a caller told "failed" might open it again under a new key.
+    expect(bookings()).toHaveLength(1);
+    // Not FAILED: the booking exists, and a caller told "failed" might send it again under a new key.
     expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'pending' });
     expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).toContain(eventId);
 
@@ -309,8 +309,8 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       .Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
     expect(resent).toHaveLength(1);
     expect((await handler(sqsEvent([resent[0]!.Body!]))).batchItemFailures).toEqual([]);
-    expect(await ticketsFor()).toHaveLength(1);
-    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered', result: { booking_id: (await ticketsFor())[0]!.booking_id } });
+    expect(bookings()).toHaveLength(1);
+    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered', result: { booking_id: (bookings())[0]!.booking_id } });
   });
 
   it('retries a refused delivery with backoff doubling up to 12 h, at least its Retry-After, until the budget is spent; then FAILED and dead-lettered', async () => {
@@ -322,7 +322,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const refusing = {
       deliver: async () => {
         tries++;
-        throw new TransientToolError('DOWNSTREAM_UNAVAILABLE', 'the mailbox is unavailable (HTTP 503)', tries === 3 ? 90_000 : 1000);
+        throw new TransientToolError('DOWNSTREAM_UNAVAILABLE', 'the downstream is unavailable (HTTP 503)', tries === 3 ? 90_000 : 1000);
       },
     };
     const budgetMs = 3 * 24 * 3600_000;
@@ -431,7 +431,7 @@ describe('running workers: a downstream down for a while, and one down for longe
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
 
-    // Each attempt honours the mailbox's Retry-After (1 s): about 20 s.
+    // Each attempt honours the downstream's Retry-After (1 s): about 20 s.
     expect(await settledDelivery(client, NOTIFY, key, 90_000)).toMatchObject({ status: 'delivered' });
     expect(stack.downstream.armed()).toEqual([]);
     expect(stack.downstream.bookings(eventId)).toHaveLength(1);
@@ -444,7 +444,7 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   let client: Client;
 
   beforeAll(async () => {
-    // Lease 2 x 1000 + 1000 ms; the mailbox client gives up after 1000 ms.
+    // Lease 2 x 1000 + 1000 ms; the downstream client gives up after 1000 ms.
     stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
     client = await connectClient(stack, TENANT);
   });
@@ -454,8 +454,8 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   });
 
   it('a late-landing mailbox (late-commit longer than the downstream timeout) ends with exactly one email', async () => {
-    // The mailbox keeps the request and sends the email 3.5 s after it arrived, long after the consumer hung up
-    // (and without deduplicating: a second request would send a second email).
+    // The downstream keeps the request and books the notification 3.5 s after it arrived, long after the consumer hung up
+    // (and without deduplicating: a second request would book a second one).
     const lateMs = 3500;
     stack.downstream.arm({ mode: 'late-commit', delayMs: lateMs });
     const key = newKey();
@@ -465,11 +465,11 @@ describe('running workers: a mailbox that sends an email after the consumer gave
 
     const delivery = await settledDelivery(client, NOTIFY, key, 60_000);
     expect(delivery).toMatchObject({ status: 'delivered' });
-    // Past the moment the late request lands, however the delivery went: count what the mailbox sent.
+    // Past the moment the late request lands, however the delivery went: count what the downstream booked.
     await new Promise((r) => setTimeout(r, Math.max(0, sentAt + lateMs + 2000 - Date.now())));
-    const emails = stack.downstream.bookings(eventId);
-    expect(emails).toHaveLength(1);
-    expect(delivery.result).toMatchObject({ booking_id: emails[0]!.booking_id });
+    const booked = stack.downstream.bookings(eventId);
+    expect(booked).toHaveLength(1);
+    expect(delivery.result).toMatchObject({ booking_id: booked[0]!.booking_id });
   }, 90_000);
 });
 
@@ -504,9 +504,8 @@ describe('running workers: the dead-letter queue once the delivery budget is spe
       );
       return Messages?.find((m) => m.Body?.includes(eventId));
     }, 'the message in the dead-letter queue');
-    // Several attempts reached the ticket system (each one a 503), none of them made a ticket.
+    // Several attempts reached the downstream (each one a 503), none of them booked anything.
     expect(stack.downstream.armed()[0]?.remaining).toBeLessThan(49);
-    expect(stack.downstream.calls(eventId)).toBeGreaterThan(1);
     expect(stack.downstream.bookings(eventId)).toHaveLength(0);
 
     // An operator fixes the downstream and redrives the message: delivered, exactly once.
@@ -561,22 +560,22 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
   it('after the effect committed, or before it did, a restarted consumer ends with exactly one effect', async () => {
     let consumer = await startConsumer();
 
-    // 1. Killed while waiting for the mailbox's answer, after the email was sent.
+    // 1. Killed while waiting for the downstream's answer, after the notification was booked.
     stack.downstream.arm({ mode: 'commit-then-timeout', delayMs: 60_000 });
     const emailKey = newKey();
     const email = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(emailKey));
-    await eventually(async () => (stack.downstream.bookings(email.result!.event_id).length === 1 ? true : undefined), 'the email to be sent');
+    await eventually(async () => (stack.downstream.bookings(email.result!.event_id).length === 1 ? true : undefined), 'the notification to be booked');
     await kill(consumer);
     // Died holding its claim: the effect exists, nothing recorded it.
     expect(await stack.services.outbox.getMarker(email.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
     expect(await operationStatus(client, NOTIFY, emailKey)).toMatchObject({ delivery: { status: 'pending' } });
 
-    // 2. A new consumer takes the message over after the lease, asks the mailbox, finds the email: no second one.
+    // 2. A new consumer takes the message over after the lease, asks the downstream, finds the booking: no second one.
     consumer = await startConsumer();
     expect(await settledDelivery(client, NOTIFY, emailKey)).toMatchObject({ status: 'delivered' });
     expect(stack.downstream.bookings(email.result!.event_id)).toHaveLength(1);
 
-    // 3. Killed while the ticket system is still working on the request, before it committed anything.
+    // 3. Killed while the downstream is still working on the request, before it committed anything.
     const ticketKey = newKey();
     const eventId = stack.services.newEventId();
     const newEventId = stack.services.newEventId;
@@ -587,7 +586,7 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     await kill(consumer);
     expect(await stack.services.outbox.getMarker(ticket.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
 
-    // 4. The next consumer finds no ticket for the event and creates it: exactly one.
+    // 4. The next consumer finds no booking for the event and books it: exactly one.
     consumer = await startConsumer();
     expect(await settledDelivery(client, NOTIFY, ticketKey)).toMatchObject({ status: 'delivered' });
     expect(stack.downstream.bookings(ticket.result!.event_id)).toHaveLength(1);
