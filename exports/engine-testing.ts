@@ -1,7 +1,5 @@
 /**
- * `idempotent-mcp/engine/testing`: what a store adapter must pass, and the in-memory stores for tests. Runs under
- * vitest (a peer dependency of this subpath only).
+ * `idempotent-mcp/engine/testing`: what a store adapter must pass (the in-memory stores it is run on are
+ * `idempotent-mcp/engine`'s). Runs under vitest (a peer dependency of this subpath only).
  */
 export { describeStoreConformance, processingRecord, type StoreConformanceOptions } from '../lambdas/engine/testing/store-conformance';
-export { InMemoryIdempotencyStore } from '../lambdas/engine/in-memory-store';
-export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';

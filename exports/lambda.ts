@@ -12,12 +12,11 @@ export { createApp, servedHostnames, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURC
 export { createLambdaHandler } from '../lambdas/http/function-url';
 export { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 export { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from '../lambdas/runtime/worker-services';
-export { createWorkers, type ConsumerOverrides, type OutboxQueue, type ReconcilerOverrides, type ReconcilerServices, type RelayOverrides, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
+export { createWorkers, type ConsumerOverrides, type OutboxQueueClient, type ReconcilerOverrides, type ReconcilerServices, type RelayOverrides, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
 // The workers' types, as `Workers` holds them (their classes are built by `createWorkers`, never by a team).
-export type { Reconciler, ReconcilerOptions, ToolReconciler } from '../lambdas/reconciler/reconciler';
 export type { OutboxRelay, RelayOptions } from '../lambdas/outbox/relay';
 export type { OutboxConsumer, ConsumerOptions, ConsumeOutcome } from '../lambdas/outbox/consumer';
-export { createConsumerSqsHandler, createReconcilerHandler, createRelayStreamHandler } from '../lambdas/runtime/worker-events';
+export { createConsumerHandler, createReconcilerHandler, createRelayHandler } from '../lambdas/runtime/worker-events';
 export {
   loadConfig,
   loadWorkerConfig,

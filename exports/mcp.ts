@@ -7,7 +7,7 @@
 export { defineWriteTool, writeResultSchema, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from '../lambdas/mcp/define-read-tool';
 export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner, type UrlElicitationRequired } from '../lambdas/mcp/tool-types';
-export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions, type RegisterWriteToolOptions } from '../lambdas/mcp/register-write-tool';
+export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions } from '../lambdas/mcp/register-write-tool';
 export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
 export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
 export { serverInstructions } from '../lambdas/mcp/served-tools';
@@ -17,7 +17,7 @@ export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-a
 export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from '../lambdas/mcp/outbox-tool';
 export type { DeliveryContext, DeliveryHandler } from '../lambdas/outbox/consumer';
 export type { ToolsModule, WithClients, ClientsOf } from '../lambdas/mcp/tools-module';
-export { startReconciler, reconcileOnce, type OwnReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
+export { startReconciler, reconcileOnce, type ReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
 export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
 export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../lambdas/observability/logger';
 export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher, type MetricUnitName } from '../lambdas/observability/metrics';

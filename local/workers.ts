@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createConsumerSqsHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/lambda';
+import { createConsumerHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/lambda';
 
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */
@@ -99,7 +99,7 @@ export function startLocalWorkers(services: Pick<WorkerServices, 'config' | 'log
 
   if ((options.consumerPoller ?? true) && workers.queueUrl) {
     const queueUrl = workers.queueUrl;
-    const handler = createConsumerSqsHandler(workers, logger);
+    const handler = createConsumerHandler(workers, logger);
     stops.push(
       repeat('outbox consumer', 0, logger, async (signal) => {
         const { Messages } = await workers.sqs.send(

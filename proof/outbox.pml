@@ -108,64 +108,65 @@ proctype Consumer(byte me) {
   bit holding, takeover, go, sure;
 end:
   do
-  :: {
-       atomic { q > 0 -> q--; holding = 1; go = 0; takeover = 0; sure = 0; printf("TRAIL %d receive\n", _pid) };
-       if
-       :: PLANT_NO_CONSUMER_DEDUP ->
-          atomic { EFFECT() };
-          atomic { ev_done = 1; holding = 0 }
-       :: else ->
-          atomic {
+  :: /* Each step below is one request (the queue, the store, the downstream); the consumer's choices between them
+        (on its own variables) are no steps of their own: a goto out of an atomic sequence ends it. */
+     {
+       atomic {
+         q > 0 -> q--; holding = 1; go = 0; takeover = 0; sure = 0; printf("TRAIL %d receive\n", _pid);
+         if :: PLANT_NO_CONSUMER_DEDUP -> goto no_dedup :: else -> goto claim fi
+       };
+no_dedup:
+       atomic { EFFECT() };
+       atomic { ev_done = 1; holding = 0; goto end };
+claim:
+       atomic {
+         if
+         :: ev_done -> holding = 0                                  /* settled before: delete the copy */
+         :: !ev_done && claim_own == 0 -> HOLD()
+         :: !ev_done && claim_own != 0 && !claim_lease -> HOLD(); takeover = 1
+         :: !ev_done && claim_own != 0 && claim_lease -> holding = 0; q++  /* claimed by a live delivery: visible again later */
+         fi;
+         if :: go && takeover -> goto verify :: go && !takeover -> goto deliver :: else -> goto end fi
+       };
+verify:
+       /* A takeover asks the downstream by event id first. */
+       atomic {
+         if
+         :: applied > 0 -> sure = 1; printf("TRAIL %d verify_found\n", _pid)
+         :: applied == 0 && fault_b > 0 ->
+            fault_b--; go = 0; printf("TRAIL %d verify_failed\n", _pid)         /* defer */
+         :: applied == 0 && win && !PLANT_VERIFY_IN_WINDOW ->
+            go = 0; printf("TRAIL %d verify_in_window\n", _pid)                 /* nothing found yet: defer */
+         :: applied == 0 && (!win || PLANT_VERIFY_IN_WINDOW) ->
+            printf("TRAIL %d verify_absent\n", _pid)                            /* confirmed absent */
+         fi;
+         if :: go -> goto deliver :: else -> goto later fi
+       };
+later:
+       atomic { holding = 0; q++; exec_tok[me] = 0; mylease[me] = 0; goto end };   /* the claim stays: later */
+deliver:
+       atomic {
+         if
+         :: sure -> skip
+         :: !sure && !mylease[me] -> skip                      /* no budget left: nothing sent */
+         :: !sure && mylease[me] ->
             if
-            :: ev_done -> holding = 0                                  /* settled before: delete the copy */
-            :: !ev_done && claim_own == 0 -> HOLD()
-            :: !ev_done && claim_own != 0 && !claim_lease -> HOLD(); takeover = 1
-            :: !ev_done && claim_own != 0 && claim_lease -> holding = 0; q++  /* claimed by a live delivery: visible again later */
+            :: EFFECT(); sure = 1
+            :: fault_b > 0 -> fault_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid)  /* timed out */
+            :: slow_b > 0 && claim_own == t ->                  /* our deadline and lease pass while it is on the wire */
+               slow_b--; fly++; win = 1; mylease[me] = 0; claim_lease = 0; printf("TRAIL %d on_the_wire\n", _pid); printf("TRAIL %d lease_passed\n", _pid)
+            :: crash_b > 0 -> crash_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid); crash_req[me] = 1
             fi
-          };
-          if
-          :: go ->
-             /* A takeover asks the downstream by event id first. */
-             atomic {
-               if
-               :: takeover && applied > 0 -> sure = 1; printf("TRAIL %d verify_found\n", _pid)
-               :: takeover && applied == 0 && fault_b > 0 ->
-                  fault_b--; go = 0; printf("TRAIL %d verify_failed\n", _pid)         /* defer */
-               :: takeover && applied == 0 && win && !PLANT_VERIFY_IN_WINDOW ->
-                  go = 0; printf("TRAIL %d verify_in_window\n", _pid)                 /* nothing found yet: defer */
-               :: takeover && applied == 0 && (!win || PLANT_VERIFY_IN_WINDOW) ->
-                  printf("TRAIL %d verify_absent\n", _pid)                            /* confirmed absent */
-               :: !takeover -> skip
-               fi
-             };
-             if
-             :: !go -> atomic { holding = 0; q++; exec_tok[me] = 0; mylease[me] = 0 }   /* the claim stays: later */
-             :: go ->
-                atomic {
-                  if
-                  :: sure -> skip
-                  :: !sure && !mylease[me] -> skip                      /* no budget left: nothing sent */
-                  :: !sure && mylease[me] ->
-                     if
-                     :: EFFECT(); sure = 1
-                     :: fault_b > 0 -> fault_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid)  /* timed out */
-                     :: slow_b > 0 && claim_own == t ->                  /* our deadline and lease pass while it is on the wire */
-                        slow_b--; fly++; win = 1; mylease[me] = 0; claim_lease = 0; printf("TRAIL %d on_the_wire\n", _pid); printf("TRAIL %d lease_passed\n", _pid)
-                     :: crash_b > 0 -> crash_b--; fly++; win = 1; printf("TRAIL %d on_the_wire\n", _pid); crash_req[me] = 1
-                     fi
-                  fi
-                };
-                atomic {
-                  if
-                  :: claim_own == t && sure -> ev_done = 1; holding = 0; printf("TRAIL %d settle\n", _pid)
-                  :: !(claim_own == t && sure) -> holding = 0; q++   /* fenced out, not sure or no budget: redelivered */
-                  fi;
-                  exec_tok[me] = 0; mylease[me] = 0
-                }
-             fi
-          :: else
-          fi
-       fi
+         fi
+       };
+       atomic {
+         if
+         :: claim_own == t && sure -> ev_done = 1; holding = 0; printf("TRAIL %d settle\n", _pid)
+         :: !(claim_own == t && sure) -> holding = 0; q++   /* fenced out, not sure or no budget: redelivered */
+         fi;
+         exec_tok[me] = 0; mylease[me] = 0;
+         goto end
+       }
      } unless {
        crash_req[me] ->
        atomic {

@@ -274,57 +274,50 @@ proctype Caller(byte me; bit myfp) {
 
   do
   :: {
-       atomic { out = A_NONE; go = 0; unsure = 0; t = 0; o = 0; tk = 0 };
-       if
-       :: LOCAL ->
-          /* The one-request path: execute first (nothing outside), then commit the settled record and the items in
-             one request on the condition that the key is free. */
-          atomic { if :: o = O_OK :: o = O_TERMINAL fi };   /* its result gets an id when it commits */
-          atomic {
+       /* The first store request of an attempt, with the attempt's local reset and choices in the same step (steps
+          that touch only the caller's own variables are not interleaving points of their own). */
+       atomic {
+         out = A_NONE; go = 0; unsure = 0; t = 0; o = 0; tk = 0;
+         if
+         :: LOCAL && rec[k].st == ST_ABSENT ->
+            /* The one-request path: execute first (nothing outside), then commit the settled record and the items
+               in one request on the condition that the key is free. */
+            if :: o = O_OK :: o = O_TERMINAL fi;   /* its result gets an id when it commits */
+            NEW_TOKEN();
+            assert(NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_COMPLETE) == ST_SUCCEEDED && NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_FAIL) == ST_FAILED);
             if
-            :: rec[k].st == ST_ABSENT ->
-               NEW_TOKEN();
-               assert(NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_COMPLETE) == ST_SUCCEEDED && NEXT(NEXT(ST_ABSENT, EV_CLAIM), EV_FAIL) == ST_FAILED);
-               if
-               :: fault_b > 0 -> fault_b--; unsure = 1    /* store unavailable: the commit may or may not apply */
-               :: true
-               fi;
-               if
-               :: unsure -> skip                           /* not applied */
-               :: true ->
-                  NEW_RESULT(); rec[k].own = t; rec[k].fp = myfp; rec[k].res = r;
-                  printf("TRAIL %d commit_once %d %d\n", _pid, k, o);
-                  if
-                  :: o == O_OK -> rec[k].st = ST_SUCCEEDED; EFFECT(k, r); if :: !unsure -> ANSWER_SUCCEEDED(r) :: else fi
-                  :: o == O_TERMINAL -> rec[k].st = ST_FAILED; rec[k].res = 0; if :: !unsure -> ANSWER_FAILED() :: else fi
-                  fi
-               fi
-            :: rec[k].st != ST_ABSENT -> FOLLOW()
-            fi
-          };
-          /* Not concluded in one request: claim with the same token (finds our record if the commit applied). */
-          if
-          :: unsure ->
-             atomic {
-               if
-               :: rec[k].st != ST_ABSENT && rec[k].own == t -> ANSWER_FROM_RECORD(); unsure = 0
-               :: rec[k].st == ST_ABSENT -> CLAIM(); unsure = 0
-               :: rec[k].st != ST_ABSENT && rec[k].own != t -> FOLLOW(); unsure = 0
-               fi
-             }
-          :: else
-          fi
-       :: !LOCAL ->
-          atomic {
+            :: fault_b > 0 -> fault_b--; unsure = 1    /* store unavailable: the commit may or may not apply */
+            :: true
+            fi;
             if
-            :: rec[k].st == ST_ABSENT -> CLAIM()
-            :: else -> FOLLOW()
+            :: unsure -> skip                           /* not applied */
+            :: true ->
+               NEW_RESULT(); rec[k].own = t; rec[k].fp = myfp; rec[k].res = r;
+               printf("TRAIL %d commit_once %d %d\n", _pid, k, o);
+               if
+               :: o == O_OK -> rec[k].st = ST_SUCCEEDED; EFFECT(k, r); if :: !unsure -> ANSWER_SUCCEEDED(r) :: else fi
+               :: o == O_TERMINAL -> rec[k].st = ST_FAILED; rec[k].res = 0; if :: !unsure -> ANSWER_FAILED() :: else fi
+               fi
             fi
-          }
-       fi;
-
-       if
-       :: go ->
+         :: !LOCAL && rec[k].st == ST_ABSENT -> CLAIM()
+         :: rec[k].st != ST_ABSENT -> FOLLOW()
+         fi;
+         /* Where the next step starts: a goto out of an atomic sequence ends it, so each store request stays a step
+            of its own, and the caller's choices between them (on its own variables) are not. */
+         if :: unsure -> goto again :: !unsure && go -> goto execute :: else -> goto answer fi
+       };
+again:
+       /* A one-request commit not concluded: claim with the same token (finds our record if the commit applied). */
+       atomic {
+         if
+         :: rec[k].st != ST_ABSENT && rec[k].own == t -> ANSWER_FROM_RECORD()
+         :: rec[k].st == ST_ABSENT -> CLAIM()
+         :: rec[k].st != ST_ABSENT && rec[k].own != t -> FOLLOW()
+         fi;
+         unsure = 0;
+         if :: go -> goto execute :: else -> goto answer fi
+       };
+execute:
           /* Execute under the claim: a request to the downstream lands now, or stays on the wire (our deadline,
              a timeout or our crash ended the wait before it landed) and may land later. */
           atomic {
@@ -368,14 +361,12 @@ proctype Caller(byte me; bit myfp) {
                :: !FENCED && rec[k].st != ST_ABSENT -> ANSWER_FROM_RECORD()
                fi
             :: o == O_UNCERTAIN -> MARK_UNKNOWN_OR_READ(EV_UNCERTAIN)
-            fi
+            fi;
+            if :: unsure -> goto mark :: else -> goto answer fi
           };
-          if
-          :: unsure -> atomic { MARK_UNKNOWN_OR_READ(EV_UNCERTAIN) }   /* the completion may or may not have applied */
-          :: else
-          fi
-       :: else
-       fi;
+mark:
+          atomic { MARK_UNKNOWN_OR_READ(EV_UNCERTAIN) };   /* the completion may or may not have applied */
+answer:
        atomic {
          printf("TRAIL %d answer %d %d\n", _pid, k, out);
          exec_tok[me] = 0; mylease[me] = 0;
@@ -384,15 +375,12 @@ proctype Caller(byte me; bit myfp) {
          :: FINAL(out) -> done[me] = 1
          :: !FINAL(out) ->
             if :: PLANT_NEW_KEY_ON_UNKNOWN && out == A_UNKNOWN -> k = 1 :: else fi  /* the client retries `unknown` with a new key */
-         fi
+         fi;
+         if :: done[me] -> break :: else fi
        }
      } unless {
        crash_req[me] -> atomic { printf("TRAIL %d crash\n", _pid); crash_req[me] = 0; exec_tok[me] = 0; mylease[me] = 0 }
-     };
-     if
-     :: done[me] -> break
-     :: else
-     fi
+     }
   od
 }
 

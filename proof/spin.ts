@@ -34,7 +34,11 @@ export interface SpinRun {
 export interface SpinResult {
   errors: number;
   states: number;
+  /** The deepest step of the search. */
+  depth: number;
   seconds: number;
+  /** CPU seconds (user + system) of the search itself (pan), the trail's replay not included. */
+  cpu: number;
   /** The failing assertion or claim, when there is one. */
   failure?: string;
   /**
@@ -69,6 +73,14 @@ const MODEL_BOUNDS = [/\(nres<16\)/];
 
 /** The memory bound of one search, in MB: a search beyond it stops and is incomplete. */
 const MEMLIM_MB = 3000;
+
+/**
+ * The hash table of one search: 2^21 slots (16 MB). pan's default, 2^24 slots (128 MB), is cleared at every start,
+ * about 0.4 s of CPU that a search of tens of thousands of states (every planted bug) spends on nothing; the largest
+ * search here stores about half a million states, so 2^21 slots keep its chains short. A larger search is no less
+ * exhaustive, only slower.
+ */
+const HASH_BITS = 21;
 
 const ANSWERS = ['none', 'succeeded', 'failed', 'conflict', 'review_required', 'unknown', 'in_progress', 'failed (retry, nothing ran)'];
 
@@ -156,12 +168,22 @@ async function limited<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function exec(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string; failed: boolean }> {
+/**
+ * Runs a command and reports its CPU time (user + system): the shell's `times` after it prints what its children
+ * used, the only per-process figure that a shared machine's load does not stretch.
+ */
+function exec(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string; failed: boolean; cpu: number }> {
+  const script = '"$0" "$@"; s=$?; times >&2; exit $s';
   return new Promise((resolve, reject) =>
-    execFile(cmd, args, { ...options, encoding: 'utf8', maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
+    execFile('sh', ['-c', script, cmd, ...args], { ...options, encoding: 'utf8', maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
       // pan exits non-zero when it finds an error: its report is still on stdout.
       if (err && !stdout) reject(new Error(`${cmd} ${args.join(' ')} failed: ${stderr || err.message}`));
-      else resolve({ stdout, failed: Boolean(err) });
+      else {
+        // `times`: the shell's own user and system time, then its children's, each as <minutes>m<seconds>s.
+        const children = stderr.trim().split('\n').at(-1) ?? '';
+        const cpu = [...children.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, m) => sum + Number(m[1]) * 60 + Number(m[2]), 0);
+        resolve({ stdout, failed: Boolean(err), cpu });
+      }
     }),
   );
 }
@@ -181,7 +203,7 @@ function buildDir(): string {
  * Counts of what this process did, for the docs' figures and the test's check that nothing compiles twice: `spin -a`
  * runs, `gcc` runs, and binaries taken from the cache instead of a `gcc`.
  */
-export const compileStats = { spin: 0, gcc: 0, cached: 0 };
+export const compileStats = { spin: 0, gcc: 0, cached: 0, compiles: [] as Array<{ model: SpinRun['model']; mode: Mode; flags: string; cpu: number }> };
 
 const generated = new Map<string, Promise<{ dir: string; panC: string }>>();
 const compiled = new Map<string, Promise<string>>();
@@ -203,14 +225,11 @@ function generate(model: SpinRun['model']): Promise<{ dir: string; panC: string 
 }
 
 /**
- * gcc's flags per model and mode. `-O2` costs about 11 s of CPU for the protocol's `pan.c` against 2 s at `-O0`, and
- * makes its searches about 1.4 times faster: worth it where the searches are long (the protocol's invariants and
- * progress, millions of states), not for the planted bugs' short searches (the shortest-trail mode) or the small
- * outbox model (a few hundred thousand states).
+ * gcc's flags per search mode. Every binary is `-O0`: each search takes seconds, and `-O2` would cost more CPU to
+ * compile than it saves in them (docs/correctness.md, "Run time of the model checks").
  */
-function gccFlags(model: SpinRun['model'], mode: Mode): string[] {
-  const optimize = model === 'protocol.pml' && mode !== 'shortest' ? '-O2' : '-O0';
-  return ['-w', optimize, '-DCOLLAPSE', `-DMEMLIM=${MEMLIM_MB}`, ...MODE_FLAGS[mode]];
+function gccFlags(mode: Mode): string[] {
+  return ['-w', '-O0', '-DCOLLAPSE', `-DMEMLIM=${MEMLIM_MB}`, ...MODE_FLAGS[mode]];
 }
 
 /** Compiled binaries kept between runs, by the hash of what made them (a fresh clone has none). */
@@ -220,7 +239,7 @@ let gccVersion: Promise<string> | undefined;
 /** The pan binary of a model and mode; identical sources with identical flags compile once (per machine, cached). */
 export async function panFor(model: SpinRun['model'], mode: Mode): Promise<string> {
   const { dir, panC } = await generate(model);
-  const flags = gccFlags(model, mode);
+  const flags = gccFlags(mode);
   gccVersion ??= exec('gcc', ['-dumpfullversion', '-dumpmachine'], { cwd: dir }).then((r) => r.stdout);
   const key = createHash('sha256').update(panC).update(flags.join(' ')).update(await gccVersion).digest('hex').slice(0, 16);
   let done = compiled.get(key);
@@ -232,7 +251,8 @@ export async function panFor(model: SpinRun['model'], mode: Mode): Promise<strin
         return cached;
       }
       compileStats.gcc++;
-      await exec('gcc', [...flags, '-o', `pan-${key}`, 'pan.c'], { cwd: dir });
+      const { cpu } = await exec('gcc', [...flags, '-o', `pan-${key}`, 'pan.c'], { cwd: dir });
+      compileStats.compiles.push({ model, mode, flags: flags.join(' '), cpu });
       // Into the cache by a rename, so another run never sees a binary half written.
       try {
         mkdirSync(CACHE_DIR, { recursive: true });
@@ -278,11 +298,12 @@ export async function runSpin(run: SpinRun): Promise<SpinResult> {
     try {
       const depth = run.depth ?? 200_000;
       const started = Date.now();
-      const args = [`-m${depth}`, ...(run.liveness ? ['-a', '-f'] : []), ...(run.cyclesOnly ? ['-A'] : []), ...(run.shortest ? ['-i'] : [])];
-      const { stdout: output } = await exec(pan, args, { cwd: dir, env });
+      const args = [`-m${depth}`, `-w${HASH_BITS}`, ...(run.liveness ? ['-a', '-f'] : []), ...(run.cyclesOnly ? ['-A'] : []), ...(run.shortest ? ['-i'] : [])];
+      const { stdout: output, cpu } = await exec(pan, args, { cwd: dir, env });
       const seconds = (Date.now() - started) / 1000;
       const errors = Number(/errors: (\d+)/.exec(output)?.[1] ?? NaN);
       const states = Number(/(\d+) states, stored/.exec(output)?.[1] ?? NaN);
+      const reached = Number(/depth reached (\d+)/.exec(output)?.[1] ?? NaN);
       let failure = /pan:1: (.*?) \(at depth/.exec(output)?.[1];
       let trail: string[] = [];
       if (errors > 0) {
@@ -307,7 +328,7 @@ export async function runSpin(run: SpinRun): Promise<SpinResult> {
               ? 'no result from pan'
               : undefined;
       const invariant = failure === undefined ? undefined : INVARIANTS.find(([text]) => text.test(failure!))?.[1];
-      return { errors, states, seconds, failure, incomplete, invariant, trail, output };
+      return { errors, states, depth: reached, seconds, cpu, failure, incomplete, invariant, trail, output };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -405,8 +426,14 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const all = [...CLEAN, ...LIVENESS, ...planted.map((p) => ({ name: p.flag, run: p.run }))];
   const started = Date.now();
   const results = await Promise.all(all.map(async ({ name, run }) => ({ name, r: await runSpin(run) })));
-  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, seconds: r.seconds, broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
+  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, depth: r.depth, 'cpu s': Number(r.cpu.toFixed(2)), broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
   if (process.argv.includes('--trails')) for (const { name, r } of results) if (r.errors) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
   console.table(rows);
-  console.log(`${all.length} searches, ${compileStats.spin} spin -a, ${compileStats.gcc} gcc, ${compileStats.cached} from the cache, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // Where the CPU goes: each search (above) and each compile (a fresh clone compiles all six; a cached binary none).
+  console.table(compileStats.compiles.map((c) => ({ compile: `${c.model} ${c.mode}`, flags: c.flags, 'cpu s': Number(c.cpu.toFixed(2)) })));
+  const cpu = (xs: number[]) => xs.reduce((a, b) => a + b, 0).toFixed(1);
+  console.log(
+    `${all.length} searches (${cpu(results.map(({ r }) => r.cpu))} s CPU), ${compileStats.spin} spin -a, ${compileStats.gcc} gcc ` +
+      `(${cpu(compileStats.compiles.map((c) => c.cpu))} s CPU), ${compileStats.cached} from the cache, ${((Date.now() - started) / 1000).toFixed(0)} s wall`,
+  );
 }

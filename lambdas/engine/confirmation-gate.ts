@@ -1,12 +1,13 @@
 import { type ApprovalMode, type ApprovalRecord, approvalSpent, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
-import { type ConfirmationBinding, type ConfirmationStateCheck, confirmationStateNonce } from '../core/confirmation-state';
+import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
 import type { Clock } from '../core/clock';
 import { ErrorCode, SecretUnavailableError } from '../core/errors';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApprovalStore } from './approval-store';
+import type { ConfirmationSigner } from './signers';
 
 /**
  * The engine's gate for a tool a person confirms: asked by the engine only when its one read of the record found the
@@ -17,16 +18,6 @@ import type { ApprovalStore } from './approval-store';
  * answered again, whatever the client sends next. Protocol-neutral: the MCP layer maps its request to a
  * `ConfirmationRequirement` and an `ask` to its input request or error.
  */
-
-/**
- * Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated).
- *
- * @public
- */
-export interface ConfirmationSigner {
-  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
-  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
-}
 
 /**
  * What the gate works with: the people's decisions, the round signer, the clock and where to log.

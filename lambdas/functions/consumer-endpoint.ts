@@ -1,7 +1,7 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
 import type { DeliveryHandler } from '../outbox/consumer';
-import { createConsumerSqsHandler } from '../runtime/worker-events';
+import { createConsumerHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createConsumer } from '../runtime/workers';
 
@@ -42,5 +42,5 @@ export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, 
  */
 export function consumerLambdaHandler(module: DeliveriesModule) {
   const services = createWorkerServices(loadWorkerConfig());
-  return withMetrics(createConsumerSqsHandler(createConsumer(services, { deliveries: deliveriesOf(module) }), services.logger));
+  return withMetrics(createConsumerHandler(createConsumer(services, { deliveries: deliveriesOf(module) }), services.logger));
 }

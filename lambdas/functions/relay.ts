@@ -1,6 +1,6 @@
 import { loadWorkerConfig } from '../config';
 import { withMetrics } from '../observability/metrics';
-import { createRelayStreamHandler } from '../runtime/worker-events';
+import { createRelayHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createRelay } from '../runtime/workers';
 
@@ -8,4 +8,4 @@ import { createRelay } from '../runtime/workers';
  * DynamoDB Streams on the table, filtered to INSERTs of outbox events (sk = EVENT), with ReportBatchItemFailures.
  * The same function for every endpoint: it moves events to the queue and builds nothing else.
  */
-export const handler = withMetrics(createRelayStreamHandler(createRelay(createWorkerServices(loadWorkerConfig()))));
+export const handler = withMetrics(createRelayHandler(createRelay(createWorkerServices(loadWorkerConfig()))));

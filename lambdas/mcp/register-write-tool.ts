@@ -68,9 +68,6 @@ export interface RegisterToolOptions<S extends ToolRuntime> {
   tools?: readonly ToolDefinition<S>[];
 }
 
-/** @public */
-export type RegisterWriteToolOptions<S extends ToolRuntime> = RegisterToolOptions<S>;
-
 const NOT_AUTHENTICATED = 'This call carries no verified tenant (it is not authenticated); nothing ran. Call again with a valid token.';
 
 /** The verified tenant, or undefined: the tenant function's answer, checked, never a guess. */

@@ -1,26 +1,11 @@
 import type { Clock } from '../core/clock';
 import { systemClock } from '../core/clock';
-import { mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
-import { DEFAULT_OPERATION_ID_TTL_SECONDS, issueOperationId, verifyOperationId } from '../core/operation-id';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { stderrLogger } from '../observability/logger';
 import type { ApprovalStore } from '../engine/approval-store';
+import { createSigners } from '../engine/signers';
 import type { ToolRuntime } from './tool-types';
-
-/** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
-export function createSigners(secret: () => Promise<string>, clock: Clock): Pick<ToolRuntime, 'operationIds' | 'confirmations'> {
-  return {
-    operationIds: {
-      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
-      verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
-    },
-    confirmations: {
-      mint: async (binding, ttlSeconds) => mintConfirmationState(await secret(), binding, clock(), ttlSeconds),
-      verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
-    },
-  };
-}
 
 /** @public */
 export interface ToolRuntimeOptions {

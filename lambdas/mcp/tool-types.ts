@@ -7,22 +7,11 @@ import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../core/operation-id';
-import type { ConfirmationSigner } from '../engine/confirmation-gate';
+import type { ConfirmationSigner, OperationIdSigner } from '../engine/signers';
 import type { ApprovalStore } from '../engine/approval-store';
 
-/**
- * Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read.
- *
- * @public
- */
-export interface OperationIdSigner {
-  issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
-  verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
-}
-
-/** The confirmation rounds' signer is the engine's gate's port (lambdas/engine/confirmation-gate.ts). */
-export type { ConfirmationSigner };
+/** The signers are the engine's (lambdas/engine/signers.ts): its confirmation gate calls the round signer. */
+export type { ConfirmationSigner, OperationIdSigner };
 
 /**
  * What the tool helpers themselves need of a server's services: the engine and its store, the clock, a logger, and

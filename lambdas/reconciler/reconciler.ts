@@ -13,11 +13,7 @@ import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
 
-/**
- * What the reconciler needs from a write tool: how to ask its downstream, and what an absence means.
- *
- * @public
- */
+/** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
 export interface ToolReconciler {
   /** Without it the tool's lost outcomes cannot be verified and go straight to review. */
   reconcile?: (request: ReconcileRequest) => Promise<ReconcileFinding>;
@@ -26,8 +22,11 @@ export interface ToolReconciler {
   inFlightWindowMs: number;
 }
 
-/** @public */
-export interface ReconcilerOptions {
+/**
+ * The reconciler class's settings, all resolved: what `startReconciler`'s `ReconcilerOptions` and the workers'
+ * environment come to. Not public: a team configures the reconciler through those.
+ */
+export interface ReconcilerSettings {
   /** The store and its queries (the UNKNOWN records, the stale leases, the records parked for review). */
   store: IdempotencyStore & RecordQueries;
   tools: ReadonlyMap<string, ToolReconciler>;
@@ -72,9 +71,16 @@ export interface ReconcileReport {
 }
 
 /** Whether a run changed anything (runs that did not are logged at debug level only: they come every few seconds locally). */
-export function runActed(report: ReconcileReport): boolean {
+function runActed(report: ReconcileReport): boolean {
   const { found, released, failed, deferred, needsReviewNew, expiredLeases, outbox } = report;
   return found + released + failed + deferred + needsReviewNew + expiredLeases + (outbox?.sent ?? 0) + (outbox?.abandoned ?? 0) > 0;
+}
+
+/** The log line of one run, the same for the Lambda function and a reconciler in a server of your own. */
+export function logRun(logger: Pick<ToolkitLogger, 'info' | 'debug'>, report: ReconcileReport): ReconcileReport {
+  if (runActed(report)) logger.info('reconciler run', { ...report });
+  else logger.debug('reconciler run: nothing to do', { ...report });
+  return report;
 }
 
 export const ReconcilerDefaults = {
@@ -103,12 +109,14 @@ const UNKNOWN_SCAN_LIMIT = 1000;
  *           --absent--> released (a retry executes) | FAILED (tool policy 'fail')
  *           --unreachable--> UNKNOWN, next check after base * 2^attempts --N attempts--> NEEDS_REVIEW
  *   PROCESSING, lease passed + grace --> UNKNOWN (checked from the next run on)
- * @public
+ *
+ * Not public: `startReconciler` / `reconcileOnce` (a server of your own) and `reconcilerLambdaHandler` (the Lambda
+ * function) build it.
  */
 export class Reconciler {
-  private readonly options: Required<Omit<ReconcilerOptions, 'relay'>> & Pick<ReconcilerOptions, 'relay'>;
+  private readonly options: Required<Omit<ReconcilerSettings, 'relay'>> & Pick<ReconcilerSettings, 'relay'>;
 
-  constructor(options: ReconcilerOptions) {
+  constructor(options: ReconcilerSettings) {
     options.store.assertQueryable('The reconciler');
     this.options = { clock: systemClock, metrics: lambdaMetrics, ...ReconcilerDefaults, ...options };
   }

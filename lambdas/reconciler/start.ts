@@ -4,7 +4,7 @@ import type { ToolsModule } from '../mcp/tools-module';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../observability/metrics';
 import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
-import { Reconciler, ReconcilerDefaults, runActed, type ReconcileReport } from './reconciler';
+import { logRun, Reconciler, ReconcilerDefaults, type ReconcileReport } from './reconciler';
 import { toolReconcilers } from './tool-hooks';
 
 /** How often a started reconciler runs, unless told otherwise (the deployed endpoint's schedule is the same). */
@@ -15,7 +15,7 @@ const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
  *
  * @public
  */
-export interface OwnReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
+export interface ReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
   /** The store your tool runtime writes to: the reconciler finds lost outcomes through its attention index and settles them there. */
   store: DynamoDbIdempotencyStore;
   /**
@@ -62,7 +62,7 @@ export interface RunningReconciler {
 
 const noMetrics: MetricsPublisher = { add: () => {}, countForTool: () => {}, flush: () => {} };
 
-function publisherOf(metrics: OwnReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
+function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
   if (metrics === false) return noMetrics;
   if (metrics && 'flush' in metrics) return metrics;
   return emfMetrics({ serviceName, logger, ...metrics });
@@ -73,7 +73,7 @@ function publisherOf(metrics: OwnReconcilerOptions['metrics'], serviceName: stri
  * reconciler's services (the store, the clock, the logger), and each write tool's `reconcile(request, services)` asks
  * its downstream what became of an operation whose outcome was lost.
  */
-function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
+function reconcilerPass<S extends ToolRuntime>(options: ReconcilerOptions<S>): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
   if (!(options?.store instanceof DynamoDbIdempotencyStore)) {
     throw new TypeError('the reconciler needs `store`: the DynamoDbIdempotencyStore your tool runtime writes to (it finds lost outcomes through its attention index)');
   }
@@ -103,10 +103,7 @@ function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>)
   });
   const pass = async () => {
     try {
-      const report = await reconciler.runOnce();
-      if (runActed(report)) logger.info('reconciler run', { ...report });
-      else logger.debug('reconciler run: nothing to do', { ...report });
-      return report;
+      return logRun(logger, await reconciler.runOnce());
     } finally {
       metrics.flush();
     }
@@ -120,7 +117,7 @@ function reconcilerPass<S extends ToolRuntime>(options: OwnReconcilerOptions<S>)
  * in a long-lived process, `startReconciler` keeps them.
  * @public
  */
-export function reconcileOnce<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): Promise<ReconcileReport> {
+export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<S>): Promise<ReconcileReport> {
   return reconcilerPass(options).pass();
 }
 
@@ -131,7 +128,7 @@ export function reconcileOnce<S extends ToolRuntime>(options: OwnReconcilerOptio
  * protocol channel clean.
  * @public
  */
-export function startReconciler<S extends ToolRuntime>(options: OwnReconcilerOptions<S>): RunningReconciler {
+export function startReconciler<S extends ToolRuntime>(options: ReconcilerOptions<S>): RunningReconciler {
   const { pass, logger } = reconcilerPass(options);
   const intervalMs = options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
   if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new TypeError('intervalMs must be a positive number of milliseconds');

@@ -5,7 +5,7 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSE
 import { parseOutboxMessage } from '../outbox/outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import { OutboxStore } from '../outbox/outbox-store';
-import { runActed, type ReconcileReport } from '../reconciler/reconciler';
+import { logRun, type ReconcileReport } from '../reconciler/reconciler';
 import type { Workers } from './workers';
 
 /** SQS visibility timeouts are whole seconds, at most 12 hours (OutboxDefaults.maxRetryDelayMs). */
@@ -24,7 +24,7 @@ class RetryLater extends Error {
  * under that too.
  * @public
  */
-export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
+export function createRelayHandler(workers: Pick<Workers, 'relay'>) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const inserts = event.Records.flatMap((record) => {
       const image = record.eventName === 'INSERT' ? record.dynamodb?.NewImage : undefined;
@@ -49,7 +49,7 @@ export function createRelayStreamHandler(workers: Pick<Workers, 'relay'>) {
  * outlast the budget).
  * @public
  */
-export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl' | 'deadLetterQueueUrl'>, logger: Logger) {
+export function createConsumerHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl' | 'deadLetterQueueUrl'>, logger: Logger) {
   const handleRecord = async (record: SQSRecord) => {
     const message = parseOutboxMessage(record.body);
     const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1');
@@ -92,10 +92,5 @@ export function createConsumerSqsHandler(workers: Pick<Workers, 'consumer' | 'sq
  * @public
  */
 export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
-  return async (): Promise<ReconcileReport> => {
-    const report = await workers.reconciler.runOnce();
-    if (runActed(report)) logger.info('reconciler run', { ...report });
-    else logger.debug('reconciler run: nothing to do', { ...report });
-    return report;
-  };
+  return async (): Promise<ReconcileReport> => logRun(logger, await workers.reconciler.runOnce());
 }

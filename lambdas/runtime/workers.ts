@@ -6,17 +6,17 @@ import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../o
 import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
-import { Reconciler, type ReconcilerOptions } from '../reconciler/reconciler';
+import { Reconciler, type ReconcileReport } from '../reconciler/reconciler';
 import { toolReconcilers } from '../reconciler/tool-hooks';
 import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
 
 /**
- * The outbox queue as the workers reach it.
+ * The outbox queue as the workers reach it: its client and addresses (the queue itself is the `OutboxQueue` construct).
  *
  * @public
  */
-export interface OutboxQueue {
+export interface OutboxQueueClient {
   sqs: SQSClient;
   /** Undefined when OUTBOX_QUEUE_URL is not set. */
   queueUrl?: string;
@@ -29,10 +29,11 @@ export interface OutboxQueue {
  *
  * @public
  */
-export interface Workers extends OutboxQueue {
+export interface Workers extends OutboxQueueClient {
   relay: OutboxRelay;
   consumer: OutboxConsumer;
-  reconciler: Reconciler;
+  /** One reconciler run (its schedule is the caller's: the Lambda function's EventBridge rule, `npm start`'s timer). */
+  reconciler: { runOnce(): Promise<ReconcileReport> };
 }
 
 /** What each worker uses of the workers' services. */
@@ -68,9 +69,21 @@ export interface ReconcilerOverrides extends RelayOverrides {
    * hook gets the services passed to the factory: give them the clients the tools' hooks call.
    */
   tools?: readonly ToolDefinition[];
-  reconciler?: Partial<
-    Pick<ReconcilerOptions, 'leaseGraceMs' | 'backoffBaseMs' | 'backoffMaxMs' | 'maxAttempts' | 'outboxGraceMs' | 'batchSize'>
-  >;
+  /** The reconciler's timing, over the environment's (RECONCILE_INTERVAL_MS, RECONCILE_MAX_ATTEMPTS) and its own defaults. */
+  reconciler?: {
+    /** A PROCESSING record is stale this long after its lease passed. */
+    leaseGraceMs?: number;
+    /** First wait after an unreachable downstream, doubling per attempt. */
+    backoffBaseMs?: number;
+    /** The longest wait between two checks of one record. */
+    backoffMaxMs?: number;
+    /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW. */
+    maxAttempts?: number;
+    /** Outbox events are swept this long after they were due (the stream relay goes first). */
+    outboxGraceMs?: number;
+    /** Records handled per run. */
+    batchSize?: number;
+  };
 }
 
 /** @public */
@@ -81,7 +94,7 @@ const noQueue: EventPublisher = {
   publish: async (messages: OutboxMessage[]) => ({ failed: messages.map((m) => m.event_id) }),
 };
 
-function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueue {
+function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueueClient {
   return {
     sqs: new SQSClient({ ...awsClientConfig(sideEffects.sqsEndpoint), maxAttempts: 3 }),
     queueUrl: sideEffects.outboxQueueUrl,
@@ -89,7 +102,7 @@ function outboxQueue(sideEffects: SideEffectsConfig): OutboxQueue {
   };
 }
 
-function relayOn(queue: OutboxQueue, services: RelayServices, overrides: RelayOverrides): OutboxRelay {
+function relayOn(queue: OutboxQueueClient, services: RelayServices, overrides: RelayOverrides): OutboxRelay {
   const queuePublisher: EventPublisher = queue.queueUrl ? new SqsEventPublisher(queue.sqs, queue.queueUrl) : noQueue;
   const publisher = overrides.wrapPublisher?.(queuePublisher) ?? queuePublisher;
   const clock = overrides.clock ?? services.clock;
@@ -126,13 +139,13 @@ function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, override
 }
 
 /** The relay alone (the DynamoDB Streams function): the outbox and the queue, nothing else. */
-export function createRelay(services: RelayServices, overrides: RelayOverrides = {}): OutboxQueue & Pick<Workers, 'relay'> {
+export function createRelay(services: RelayServices, overrides: RelayOverrides = {}): OutboxQueueClient & Pick<Workers, 'relay'> {
   const queue = outboxQueue(services.config.sideEffects);
   return { ...queue, relay: relayOn(queue, services, overrides) };
 }
 
 /** The consumer alone (the SQS function): the outbox, the queue and the endpoint's deliveries. */
-export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueue & Pick<Workers, 'consumer'> {
+export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueueClient & Pick<Workers, 'consumer'> {
   return { ...outboxQueue(services.config.sideEffects), consumer: consumerOf(services, overrides) };
 }
 
@@ -140,7 +153,7 @@ export function createConsumer(services: ConsumerServices, overrides: ConsumerOv
  * The reconciler (the scheduled function), with the relay it re-sends stuck outbox events through. `services` is
  * also what the tools' reconcile hooks get: the workers' services plus the clients those hooks call.
  */
-export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueue & Pick<Workers, 'relay' | 'reconciler'> {
+export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueueClient & Pick<Workers, 'relay' | 'reconciler'> {
   const { relay, ...queue } = createRelay(services, overrides);
   return { ...queue, relay, reconciler: reconcilerOf(services, relay, overrides) };
 }

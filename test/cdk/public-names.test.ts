@@ -7,7 +7,7 @@ import * as mcp from 'idempotent-mcp/mcp';
 
 /**
  * A construct and a runtime class never share a name (the reconciler's function is ReconcilerFunction, the
- * reconciler is Reconciler): an app that imports both subpaths, or a reader of either, cannot mix them up.
+ * reconciler of a server of your own is startReconciler): an app that imports both subpaths, or a reader of either, cannot mix them up.
  */
 it('gives the constructs names of their own, none shared with the runtime subpaths', () => {
   const runtime = new Set([client, dynamodb, engine, mcp].flatMap((subpath) => Object.keys(subpath)));

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApprovalRecord, ApprovalStore } from 'idempotent-mcp/engine';
-import { InMemoryApprovalStore } from 'idempotent-mcp/engine/testing';
+import { InMemoryApprovalStore, type ApprovalRecord, type ApprovalStore } from 'idempotent-mcp/engine';
 import { DynamoDbApprovalStore } from 'idempotent-mcp/dynamodb';
 import { newApproval } from '../../lambdas/core/approval';
 import { createTestTable } from '../support/dynamodb';

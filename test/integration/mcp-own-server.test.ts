@@ -7,7 +7,7 @@ import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
-import { InMemoryApprovalStore } from 'idempotent-mcp/engine/testing';
+import { InMemoryApprovalStore } from 'idempotent-mcp/engine';
 import {
   createToolRuntime,
   defineReadTool,

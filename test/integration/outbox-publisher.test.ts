@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { parseOutboxMessage, type OutboxMessage } from '../../lambdas/outbox/outbox-event';
 import { SqsEventPublisher } from '../../lambdas/outbox/publisher';
-import { createConsumerSqsHandler } from '../../lambdas/runtime/worker-events';
+import { createConsumerHandler } from '../../lambdas/runtime/worker-events';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
@@ -68,7 +68,7 @@ describe('what the queue accepts: every committed event gets onto it', () => {
 
     const messages = await drain(stack);
     expect(messages).toHaveLength(2);
-    expect((await createConsumerSqsHandler(stack.workers, logger)(sqsEvent(messages))).batchItemFailures).toEqual([]);
+    expect((await createConsumerHandler(stack.workers, logger)(sqsEvent(messages))).batchItemFailures).toEqual([]);
     const emails = (await sandboxLedger(stack)).emails.filter((e) => e.tenant === TENANT);
     expect(emails.map((e) => e.subject).sort()).toEqual([...subjects].sort());
     for (const key of keys) expect((await operationStatus(client, 'send_email', key)).delivery).toMatchObject({ status: 'delivered' });

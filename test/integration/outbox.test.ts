@@ -6,7 +6,7 @@ import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@a
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
-import { createConsumerSqsHandler, createRelayStreamHandler } from '../../lambdas/runtime/worker-events';
+import { createConsumerHandler, createRelayHandler } from '../../lambdas/runtime/worker-events';
 import { createWorkers } from '../../lambdas/runtime/workers';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
@@ -71,7 +71,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   });
 
   it('the same event delivered twice, in one batch or side by side, makes one email', async () => {
-    const handler = createConsumerSqsHandler(stack.workers, logger);
+    const handler = createConsumerHandler(stack.workers, logger);
 
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
@@ -126,7 +126,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const resent = (Messages ?? []).filter((m) => m.Body?.includes(eventId));
     expect(resent).toHaveLength(1);
     now();
-    await createConsumerSqsHandler(stack.workers, logger)(sqsEvent([resent[0]!.Body!]));
+    await createConsumerHandler(stack.workers, logger)(sqsEvent([resent[0]!.Body!]));
     expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     expect(await sends()).toMatchObject({ status: 'delivered', sends: 2 });
   });
@@ -285,7 +285,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxDeliveryBudgetMs: 1000 } } },
       { tools: [], clock: time.clock, deliveries: stack.deliveries },
     );
-    const handler = createConsumerSqsHandler(shortBudget, logger);
+    const handler = createConsumerHandler(shortBudget, logger);
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
@@ -366,7 +366,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const eventId = result!.event_id;
     now();
     await stack.workers.relay.sweep();
-    const handler = createConsumerSqsHandler(stack.workers, logger);
+    const handler = createConsumerHandler(stack.workers, logger);
     stack.downstream.arm({ mode: 'unavailable', times: 1 });
     expect((await handler(sqsEvent([await messageOf(eventId)]))).batchItemFailures).toHaveLength(1);
     // A restart of `npm start` loses every message of the in-memory queue, those waiting for their retry too.
@@ -399,7 +399,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
 
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
     now();
-    expect(await createRelayStreamHandler(stack.workers)(stream)).toEqual({ batchItemFailures: [] });
+    expect(await createRelayHandler(stack.workers)(stream)).toEqual({ batchItemFailures: [] });
     expect(await peekQueue(stack, stack.queue.queueUrl)).toEqual([result!.event_id]);
 
     // A queue that refuses: the record is reported, so the stream retries from it.
@@ -407,7 +407,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } } },
       { tools: [] },
     );
-    expect(await createRelayStreamHandler(broken)(stream)).toEqual({ batchItemFailures: [{ itemIdentifier: '3' }] });
+    expect(await createRelayHandler(broken)(stream)).toEqual({ batchItemFailures: [{ itemIdentifier: '3' }] });
     broken.sqs.destroy();
   });
 });

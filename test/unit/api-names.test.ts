@@ -1,0 +1,78 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+
+/**
+ * One name per concept, one concept per name, read from the API reports (api/*.api.md, what a team can import):
+ * a name two subpaths export is the same declaration in both (`WriteToolResult` in `/engine` and `/client`), never
+ * two things (a construct and a runtime type both called `OutboxQueue`); and no public type is only another public
+ * name under a second name (`type RegisterWriteToolOptions<S> = RegisterToolOptions<S>`).
+ */
+interface Declaration {
+  subpath: string;
+  name: string;
+  text: string;
+}
+
+/** Each `export ...` declaration of a report, up to the blank line API Extractor puts after it. */
+function declarationsOf(subpath: string, report: string): Declaration[] {
+  const code = report.slice(report.indexOf('```ts'), report.lastIndexOf('```'));
+  return [...code.matchAll(/^export (?:declare )?(?:abstract )?(?:class|interface|type|function|const|enum|namespace) (\w+)[\s\S]*?(?=\n\n|\n*$)/gm)].map((match) => ({
+    subpath,
+    name: match[1]!,
+    text: match[0].replace(/^\s*\/\/.*$/gm, '').replace(/\s+/g, ' ').trim(),
+  }));
+}
+
+/** Names exported by more than one subpath whose declarations differ there. */
+function namesOfTwoThings(declarations: readonly Declaration[]): string[] {
+  const byName = new Map<string, Map<string, string[]>>();
+  for (const { subpath, name, text } of declarations) {
+    const subpaths = byName.get(name) ?? byName.set(name, new Map()).get(name)!;
+    subpaths.set(subpath, [...(subpaths.get(subpath) ?? []), text]);
+  }
+  return [...byName]
+    .filter(([, subpaths]) => new Set([...subpaths.values()].map((texts) => texts.join('\n'))).size > 1)
+    .map(([name, subpaths]) => `${name} (${[...subpaths.keys()].join(', ')})`);
+}
+
+/** Public types that are exactly another public name: `type A<S> = B<S>;`. */
+function aliases(declarations: readonly Declaration[]): string[] {
+  const names = new Set(declarations.map((d) => d.name));
+  return declarations.flatMap(({ subpath, name, text }) => {
+    const alias = /^export type \w+(?:<[^=]*>)? = (\w+)(?:<[^;|&]*>)?;$/.exec(text);
+    return alias && names.has(alias[1]!) ? [`${subpath}: ${name} = ${alias[1]}`] : [];
+  });
+}
+
+const REPORTS = join(PROJECT_ROOT, 'api');
+const declarations = readdirSync(REPORTS)
+  .filter((file) => file.endsWith('.api.md'))
+  .flatMap((file) => declarationsOf(file.replace(/\.api\.md$/, ''), readFileSync(join(REPORTS, file), 'utf8')));
+
+it('reads every report: hundreds of declarations, over all nine subpaths', () => {
+  expect(declarations.length).toBeGreaterThan(300);
+  expect(new Set(declarations.map((d) => d.subpath)).size).toBe(9);
+});
+
+it('a name two subpaths export is one declaration in both', () => {
+  expect(namesOfTwoThings(declarations)).toEqual([]);
+});
+
+it('no public type is another public name again', () => {
+  expect(aliases(declarations)).toEqual([]);
+});
+
+it('finds a name of two things and an alias when there is one', () => {
+  const report = (body: string) => `## API Report\n\n\`\`\`ts\n\n${body}\n\n\`\`\`\n`;
+  const cdk = declarationsOf('cdk', report('// @public\nexport class OutboxQueue extends Construct {\n    constructor(scope: Construct);\n}'));
+  const lambda = declarationsOf(
+    'lambda',
+    report('// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}\n\n// @public\nexport type Options<S> = RegisterToolOptions<S>;\n\n// @public\nexport interface RegisterToolOptions<S> {\n    tenant: S;\n}'),
+  );
+  expect(lambda.map((d) => d.name)).toEqual(['OutboxQueue', 'Options', 'RegisterToolOptions']);
+  expect(namesOfTwoThings([...cdk, ...lambda])).toEqual(['OutboxQueue (cdk, lambda)']);
+  expect(namesOfTwoThings([...lambda, ...declarationsOf('mcp', report('// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}'))])).toEqual([]);
+  expect(aliases(lambda)).toEqual(['lambda: Options = RegisterToolOptions']);
+});
