@@ -1,5 +1,4 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { orderKey } from '../../reference/tools/orders';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,32 +8,32 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../lambdas/observability/logger';
 import { createConsumerHandler, createRelayHandler } from '../../lambdas/runtime/worker-events';
 import { createWorkers } from '../../lambdas/runtime/workers';
-import { referenceDeliveries } from '../../reference/tools/reference-deliveries';
 import { OutboxConsumer } from '../../lambdas/outbox/consumer';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
-import { TransientToolError } from '../../lambdas/core/errors';
+import { ErrorCode, TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import { Keys } from '../../lambdas/store/table-schema';
-import type { LocalStack } from '../../local/stack';
 import { stopChild } from '../../local/dynamodb-local';
-import { manualClock, newKey, storedItem } from '../support/engine';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { armedFaults, armFault, clearFaults, eventually, operationStatus, peekQueue, sandboxLedger, settledDelivery, sqsEvent } from '../support/side-effects';
+import { manualClock, newKey, orderKey, storedItem } from '../support/engine';
+import { FIXTURE_NOTIFY_EVENT, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient } from '../support/mcp';
+import { eventually, operationStatus, peekQueue, settledDelivery, sqsEvent } from '../support/side-effects';
 
 const TENANT = 'tenant-outbox';
-const emailArgs = (key: string) => ({ idempotency_key: key, to: 'grace@example.com', subject: 'Hello', body: 'Hi Grace.' });
-const emailsFor = async (stack: LocalStack, eventId: string) => (await sandboxLedger(stack)).emails.filter((e) => e.event_id === eventId);
+/** Queues a notification on the outbox; the consumer books it at the fixture downstream under the event id (test/support/fixture-tools.ts). */
+const NOTIFY = FixtureTool.notify;
+const notifyArgs = (key: string) => ({ idempotency_key: key, to: 'grace@example.com', text: 'Hi Grace.' });
 
 
 describe('by hand: relay, sweep and consumer driven one step at a time', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
   const time = manualClock();
   const now = () => time.advance(Math.max(0, Date.now() - time.clock())); // the workers' clock catches up with real time
 
   beforeAll(async () => {
-    stack = await startTestStack({
+    stack = await startFixtureStack({
       env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
       workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false, clock: time.clock, consumer: { retryBaseMs: 0 } },
     });
@@ -56,17 +55,17 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const newEventId = stack.services.newEventId;
     stack.services.newEventId = () => eventId;
     try {
-      const answer = await callWrite(client, 'send_email', emailArgs(key));
+      const answer = await callWrite(client, NOTIFY, notifyArgs(key));
       expect(answer).toMatchObject({ outcome: 'failed', retryable: true });
     } finally {
       stack.services.newEventId = newEventId;
     }
-    expect(await storedItem(stack.services.doc, stack.config.tableName, TENANT, 'send_email', key)).toBeUndefined();
+    expect(await storedItem(stack.services.doc, stack.config.tableName, TENANT, NOTIFY, key)).toBeUndefined();
     const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
     expect(Item).toEqual(foreign);
-    expect(await operationStatus(client, 'send_email', key)).toMatchObject({ status: 'not_found' });
+    expect(await operationStatus(client, NOTIFY, key)).toMatchObject({ status: 'not_found' });
     // The key was released: the same call executes now, with a fresh event.
-    const retry = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const retry = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(retry.result!.event_id).not.toBe(eventId);
   });
@@ -75,36 +74,37 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const handler = createConsumerHandler(stack.workers, logger);
 
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const body = await messageOf(result!.event_id);
     now();
     const batch = await handler(sqsEvent([body, body]));
     expect(batch.batchItemFailures).toEqual([]); // the copy is acknowledged as a duplicate
-    expect(await emailsFor(stack, result!.event_id)).toHaveLength(1);
-    expect(await operationStatus(client, 'send_email', key)).toMatchObject({ delivery: { status: 'delivered' } });
+    expect(stack.downstream.bookings(result!.event_id)).toHaveLength(1);
+    expect(await operationStatus(client, NOTIFY, key)).toMatchObject({ delivery: { status: 'delivered' } });
 
-    // Side by side: the second arrives while the first is still sending (slow mailbox). It must not send.
+    // Side by side: the second arrives while the first is still sending (the downstream holds it). It must not send.
     const key2 = newKey();
-    const second = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key2));
+    const second = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key2));
     const body2 = await messageOf(second.result!.event_id);
-    await armFault(stack, { target: 'mailbox', mode: 'slow', delay_ms: 500 });
+    const slow = stack.downstream.hold(second.result!.event_id);
     now();
     const first = handler(sqsEvent([body2]));
-    await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the first delivery to reach the mailbox');
+    await slow.entered; // the first delivery reached the downstream
     const duplicate = await handler(sqsEvent([body2]));
+    slow.release();
     expect(duplicate.batchItemFailures).toHaveLength(1); // left on the queue for later: the claim is live
     expect((await first).batchItemFailures).toEqual([]);
-    expect(await emailsFor(stack, second.result!.event_id)).toHaveLength(1);
+    expect(stack.downstream.bookings(second.result!.event_id)).toHaveLength(1);
     // Later, the redelivered duplicate meets the settled claim.
     expect((await handler(sqsEvent([body2], 2))).batchItemFailures).toEqual([]);
-    expect(await emailsFor(stack, second.result!.event_id)).toHaveLength(1);
+    expect(stack.downstream.bookings(second.result!.event_id)).toHaveLength(1);
   });
 
   it('an event whose message was lost is sent again by the sweep, and delivered once', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
-    const sends = async () => (await operationStatus(client, 'send_email', key)).delivery;
+    const sends = async () => (await operationStatus(client, NOTIFY, key)).delivery;
     now();
     await stack.workers.relay.sweep();
     expect(await sends()).toMatchObject({ status: 'pending', sends: 1 });
@@ -127,13 +127,13 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(resent).toHaveLength(1);
     now();
     await createConsumerHandler(stack.workers, logger)(sqsEvent([resent[0]!.Body!]));
-    expect(await emailsFor(stack, eventId)).toHaveLength(1);
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     expect(await sends()).toMatchObject({ status: 'delivered', sends: 2 });
   });
 
   it('an event the queue refuses stays pending; the sweep tries again with backoff, and sends it once the queue takes it', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
     const stored = async () => (await stack.services.outbox.getEvent(eventId))!;
     now();
@@ -161,7 +161,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
 
   it('a claim write that uses up the lease runs no effect; the next attempt asks the downstream first, then delivers once', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
     now();
     const effects: string[] = [];
@@ -200,10 +200,10 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     ];
     for (const [what, verify] of lookups) {
       const key = newKey();
-      const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+      const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
       const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
       now();
-      // A consumer claimed the event and crashed (or could not tell whether the email went out): its lease passed.
+      // A consumer claimed the event and crashed (or could not tell whether the notification was booked): its lease passed.
       await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', time.clock() + 1000, time.clock());
       time.advance(3600_000);
       const delivered: string[] = [];
@@ -218,13 +218,13 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       expect(delivered, what).toEqual([]);
       expect(await stack.services.outbox.getEvent(message.event_id), what).toMatchObject({ status: 'PENDING' });
       expect(await stack.services.outbox.getMarker(message.event_id), what).toMatchObject({ state: 'CLAIMED', attempts: 2 });
-      expect((await operationStatus(client, 'send_email', key)).delivery, what).toMatchObject({ status: 'pending' });
+      expect((await operationStatus(client, NOTIFY, key)).delivery, what).toMatchObject({ status: 'pending' });
     }
   });
 
   it("a takeover whose lookup answers 'absent' while the earlier request's in-flight window lasts defers; after the window it delivers once", async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
     now();
     const effects: string[] = [];
@@ -234,7 +234,7 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     };
     const consumer = new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000 });
     const windowMs = consumer.inFlightWindowOf(handler);
-    // A consumer claimed the event, sent the email and crashed: its request may land until its lease's end plus the window.
+    // A consumer claimed the event, sent the notification and crashed: its request may land until its lease's end plus the window.
     const leaseEnd = time.clock() + consumer.leaseMs;
     await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', leaseEnd, time.clock());
     time.advance(consumer.leaseMs);
@@ -258,15 +258,15 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   it('an inFlightWindowMs that is not a whole number of milliseconds is refused when the consumer is built', () => {
     const deliver = async () => ({});
     for (const window of [-1, 1.5, Number.NaN, '100' as unknown as number]) {
-      expect(() => new OutboxConsumer({ outbox: stack.services.outbox, handlers: { 'email.send': { deliver, inFlightWindowMs: window } }, logger, downstreamTimeoutMs: 2000 }))
-        .toThrow(/the delivery handler of 'email.send': inFlightWindowMs must be a whole number of milliseconds/);
+      expect(() => new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [FIXTURE_NOTIFY_EVENT]: { deliver, inFlightWindowMs: window } }, logger, downstreamTimeoutMs: 2000 }))
+        .toThrow(/the delivery handler of 'fixture.notify': inFlightWindowMs must be a whole number of milliseconds/);
     }
   });
 
   it('an event never delivered is given up after a bounded number of sends: FAILED, not lost silently', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
-    const delivery = async () => (await operationStatus(client, 'send_email', key)).delivery;
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
+    const delivery = async () => (await operationStatus(client, NOTIFY, key)).delivery;
     now();
     const { relay } = stack.workers;
     for (let send = 1; send <= 8; send++) {
@@ -283,23 +283,23 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     // A consumer whose delivery budget (one second) is spent by the time it tries.
     const shortBudget = createWorkers(
       { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxDeliveryBudgetMs: 1000 } } },
-      { tools: [], clock: time.clock, deliveries: referenceDeliveries(stack.referenceConfig) },
+      { tools: [], clock: time.clock, deliveries: stack.deliveries },
     );
     const handler = createConsumerHandler(shortBudget, logger);
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
-    const ticketsFor = async () => (await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId);
+    const bookings = () => stack.downstream.bookings(eventId);
     now();
     time.advance(1000);
-    // The last try: the ticket is created, but the answer never arrives.
-    await armFault(stack, { target: 'tickets', mode: 'commit-then-timeout' });
+    // The last try: the notification is booked, but the answer never arrives.
+    stack.downstream.arm({ mode: 'commit-then-timeout' });
     expect((await handler(sqsEvent([await messageOf(eventId)], 2))).batchItemFailures).toEqual([]);
     shortBudget.sqs.destroy();
-    expect(await ticketsFor()).toHaveLength(1);
-    // Not FAILED: the ticket exists, and a caller told "failed" might open it again under a new key.
-    expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'pending' });
+    expect(bookings()).toHaveLength(1);
+    // Not FAILED: the booking exists, and a caller told "failed" might send it again under a new key.
+    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'pending' });
     expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).toContain(eventId);
 
     // The message went to the dead-letter queue; the sweep sends the event again, and its consumer verifies first.
@@ -309,20 +309,20 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       .Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
     expect(resent).toHaveLength(1);
     expect((await handler(sqsEvent([resent[0]!.Body!]))).batchItemFailures).toEqual([]);
-    expect(await ticketsFor()).toHaveLength(1);
-    expect((await operationStatus(client, 'create_ticket', key)).delivery).toMatchObject({ status: 'delivered', result: { ticket_id: (await ticketsFor())[0]!.ticket_id } });
+    expect(bookings()).toHaveLength(1);
+    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered', result: { booking_id: (bookings())[0]!.booking_id } });
   });
 
   it('retries a refused delivery with backoff doubling up to 12 h, at least its Retry-After, until the budget is spent; then FAILED and dead-lettered', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
     const clock = manualClock(message.created_at);
     let tries = 0;
     const refusing = {
       deliver: async () => {
         tries++;
-        throw new TransientToolError('DOWNSTREAM_UNAVAILABLE', 'the mailbox is unavailable (HTTP 503)', tries === 3 ? 90_000 : 1000);
+        throw new TransientToolError('DOWNSTREAM_UNAVAILABLE', 'the downstream is unavailable (HTTP 503)', tries === 3 ? 90_000 : 1000);
       },
     };
     const budgetMs = 3 * 24 * 3600_000;
@@ -362,12 +362,12 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   it('a message lost while its retry waits (the local queue is in memory) is sent again by the sweep from the table', async () => {
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
     now();
     await stack.workers.relay.sweep();
     const handler = createConsumerHandler(stack.workers, logger);
-    await armFault(stack, { target: 'mailbox', mode: 'unavailable', times: 1 });
+    stack.downstream.arm({ mode: 'unavailable', times: 1 });
     expect((await handler(sqsEvent([await messageOf(eventId)]))).batchItemFailures).toHaveLength(1);
     // A restart of `npm start` loses every message of the in-memory queue, those waiting for their retry too.
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
@@ -381,20 +381,20 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const resent = (Messages ?? []).filter((m) => m.Body?.includes(eventId));
     expect(resent).toHaveLength(1);
     expect((await handler(sqsEvent([resent[0]!.Body!], 1))).batchItemFailures).toEqual([]);
-    expect(await emailsFor(stack, eventId)).toHaveLength(1);
-    expect((await operationStatus(client, 'send_email', key)).delivery).toMatchObject({ status: 'delivered' });
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
+    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered' });
   });
 
   it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true }));
     const image = marshall(Item!, { removeUndefinedValues: true }) as never;
     const record = (eventName: 'INSERT' | 'MODIFY', sequence: string, newImage = image) => ({
       eventName,
       dynamodb: { NewImage: newImage, SequenceNumber: sequence },
     });
-    const orderImage = marshall({ ...orderKey(TENANT, 'ord_x'), kind: 'order' }) as never;
+    const orderImage = marshall({ ...orderKey(TENANT, 'ord_x'), order_id: 'ord_x' }) as never;
     const stream = { Records: [record('MODIFY', '1'), record('INSERT', '2', orderImage), record('INSERT', '3')] } as never;
 
     await stack.workers.sqs.send(new PurgeQueueCommand({ QueueUrl: stack.queue.queueUrl }));
@@ -413,11 +413,11 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
 });
 
 describe('running workers: a downstream down for a while, and one down for longer than the budget', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -426,26 +426,26 @@ describe('running workers: a downstream down for a while, and one down for longe
   });
 
   it('a mailbox unavailable for 20 attempts (503, Retry-After) still ends with exactly one email', async () => {
-    await armFault(stack, { target: 'mailbox', mode: 'unavailable', times: 20 });
+    stack.downstream.arm({ mode: 'unavailable', times: 20 });
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
 
-    // Each attempt honours the mailbox's Retry-After (1 s): about 20 s.
-    expect(await settledDelivery(client, 'send_email', key, 90_000)).toMatchObject({ status: 'delivered' });
-    expect((await armedFaults(stack)).filter((f) => f.target === 'mailbox')).toEqual([]);
-    expect(await emailsFor(stack, eventId)).toHaveLength(1);
+    // Each attempt honours the downstream's Retry-After (1 s): about 20 s.
+    expect(await settledDelivery(client, NOTIFY, key, 90_000)).toMatchObject({ status: 'delivered' });
+    expect(stack.downstream.armed()).toEqual([]);
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).not.toContain(eventId);
   }, 120_000);
 });
 
 describe('running workers: a mailbox that sends an email after the consumer gave up on the request', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
 
   beforeAll(async () => {
-    // Lease 2 x 1000 + 1000 ms; the mailbox client gives up after 1000 ms.
-    stack = await startTestStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    // Lease 2 x 1000 + 1000 ms; the downstream client gives up after 1000 ms.
+    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -454,31 +454,31 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   });
 
   it('a late-landing mailbox (late-commit longer than the downstream timeout) ends with exactly one email', async () => {
-    // The mailbox keeps the request and sends the email 3.5 s after it arrived, long after the consumer hung up
-    // (and without deduplicating: a second request would send a second email).
+    // The downstream keeps the request and books the notification 3.5 s after it arrived, long after the consumer hung up
+    // (and without deduplicating: a second request would book a second one).
     const lateMs = 3500;
-    await armFault(stack, { target: 'mailbox', mode: 'late-commit', delay_ms: lateMs });
+    stack.downstream.arm({ mode: 'late-commit', delayMs: lateMs });
     const key = newKey();
     const sentAt = Date.now();
-    const { result } = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(key));
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
 
-    const delivery = await settledDelivery(client, 'send_email', key, 60_000);
+    const delivery = await settledDelivery(client, NOTIFY, key, 60_000);
     expect(delivery).toMatchObject({ status: 'delivered' });
-    // Past the moment the late request lands, however the delivery went: count what the mailbox sent.
+    // Past the moment the late request lands, however the delivery went: count what the downstream booked.
     await new Promise((r) => setTimeout(r, Math.max(0, sentAt + lateMs + 2000 - Date.now())));
-    const emails = await emailsFor(stack, eventId);
-    expect(emails).toHaveLength(1);
-    expect(delivery.result).toMatchObject({ message_id: emails[0]!.message_id });
+    const booked = stack.downstream.bookings(eventId);
+    expect(booked).toHaveLength(1);
+    expect(delivery.result).toMatchObject({ booking_id: booked[0]!.booking_id });
   }, 90_000);
 });
 
 describe('running workers: the dead-letter queue once the delivery budget is spent', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startTestStack({
+    stack = await startFixtureStack({
       env: { DOWNSTREAM_TIMEOUT_MS: '2000', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
       workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
     });
@@ -490,13 +490,13 @@ describe('running workers: the dead-letter queue once the delivery budget is spe
   });
 
   it('a delivery failing for its whole budget ends in the DLQ with the event FAILED; a redrive delivers it once', async () => {
-    await armFault(stack, { target: 'tickets', mode: 'unavailable', times: 50 });
+    stack.downstream.arm({ mode: 'unavailable', times: 50 });
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
     const eventId = result!.event_id;
 
-    const delivery = await settledDelivery(client, 'create_ticket', key, 30_000);
-    expect(delivery).toMatchObject({ status: 'failed', error: { code: 'DOWNSTREAM_UNAVAILABLE' } });
+    const delivery = await settledDelivery(client, NOTIFY, key, 30_000);
+    expect(delivery).toMatchObject({ status: 'failed', error: { code: ErrorCode.TRANSIENT_FAILURE } });
     expect(delivery.error!.message).toMatch(/gave up: delivery budget of .* spent .*; the message is in the dead-letter queue/);
     const inDlq = await eventually(async () => {
       const { Messages } = await stack.workers.sqs.send(
@@ -504,27 +504,27 @@ describe('running workers: the dead-letter queue once the delivery budget is spe
       );
       return Messages?.find((m) => m.Body?.includes(eventId));
     }, 'the message in the dead-letter queue');
-    // Several attempts reached the ticket system (each one a 503), none of them made a ticket.
-    expect((await armedFaults(stack)).find((f) => f.target === 'tickets')?.remaining).toBeLessThan(49);
-    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(0);
+    // Several attempts reached the downstream (each one a 503), none of them booked anything.
+    expect(stack.downstream.armed()[0]?.remaining).toBeLessThan(49);
+    expect(stack.downstream.bookings(eventId)).toHaveLength(0);
 
     // An operator fixes the downstream and redrives the message: delivered, exactly once.
-    await clearFaults(stack);
+    stack.downstream.clear();
     await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: inDlq.Body! }));
-    await eventually(async () => ((await operationStatus(client, 'create_ticket', key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
-    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+    await eventually(async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
   });
 });
 
 describe('a consumer killed with SIGKILL mid-effect', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
   const children = new Set<ChildProcess>();
   const workerFile = fileURLToPath(new URL('../support/consumer-worker.ts', import.meta.url));
 
   beforeAll(async () => {
     // The consumer runs only in child processes. Lease = 2 x 1000 + 1000 ms; the queue hides a received message 4 s.
-    stack = await startTestStack({
+    stack = await startFixtureStack({
       env: { DOWNSTREAM_TIMEOUT_MS: '1000' },
       workers: { consumerPoller: false, reconcilerTimer: false },
       queueVisibilityTimeoutSeconds: 4,
@@ -538,7 +538,7 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
   });
 
   async function startConsumer(): Promise<ChildProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', workerFile], {
+    const child = spawn(process.execPath, ['--import', 'tsx', workerFile, stack.downstream.url], {
       env: { ...stack.env, POWERTOOLS_LOG_LEVEL: 'SILENT', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -560,33 +560,36 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
   it('after the effect committed, or before it did, a restarted consumer ends with exactly one effect', async () => {
     let consumer = await startConsumer();
 
-    // 1. Killed while waiting for the mailbox's answer, after the email was sent.
-    await armFault(stack, { target: 'mailbox', mode: 'commit-then-timeout', delay_ms: 60_000 });
+    // 1. Killed while waiting for the downstream's answer, after the notification was booked.
+    stack.downstream.arm({ mode: 'commit-then-timeout', delayMs: 60_000 });
     const emailKey = newKey();
-    const email = await callWrite<{ event_id: string }>(client, 'send_email', emailArgs(emailKey));
-    await eventually(async () => ((await emailsFor(stack, email.result!.event_id)).length === 1 ? true : undefined), 'the email to be sent');
+    const email = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(emailKey));
+    await eventually(async () => (stack.downstream.bookings(email.result!.event_id).length === 1 ? true : undefined), 'the notification to be booked');
     await kill(consumer);
     // Died holding its claim: the effect exists, nothing recorded it.
     expect(await stack.services.outbox.getMarker(email.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
-    expect(await operationStatus(client, 'send_email', emailKey)).toMatchObject({ delivery: { status: 'pending' } });
+    expect(await operationStatus(client, NOTIFY, emailKey)).toMatchObject({ delivery: { status: 'pending' } });
 
-    // 2. A new consumer takes the message over after the lease, asks the mailbox, finds the email: no second one.
+    // 2. A new consumer takes the message over after the lease, asks the downstream, finds the booking: no second one.
     consumer = await startConsumer();
-    expect(await settledDelivery(client, 'send_email', emailKey)).toMatchObject({ status: 'delivered' });
-    expect(await emailsFor(stack, email.result!.event_id)).toHaveLength(1);
+    expect(await settledDelivery(client, NOTIFY, emailKey)).toMatchObject({ status: 'delivered' });
+    expect(stack.downstream.bookings(email.result!.event_id)).toHaveLength(1);
 
-    // 3. Killed while the ticket system is still working on the request, before it committed anything.
-    await armFault(stack, { target: 'tickets', mode: 'slow', delay_ms: 60_000 });
+    // 3. Killed while the downstream is still working on the request, before it committed anything.
     const ticketKey = newKey();
-    const ticket = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: ticketKey, title: 'VPN down', description: '', priority: 'normal' });
-    await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the request to reach the ticket system');
+    const eventId = stack.services.newEventId();
+    const newEventId = stack.services.newEventId;
+    stack.services.newEventId = () => eventId;
+    const working = stack.downstream.hold(eventId); // never released: the request never commits
+    const ticket = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(ticketKey)).finally(() => (stack.services.newEventId = newEventId));
+    await working.entered; // the request reached the downstream
     await kill(consumer);
     expect(await stack.services.outbox.getMarker(ticket.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
 
-    // 4. The next consumer finds no ticket for the event and creates it: exactly one.
+    // 4. The next consumer finds no booking for the event and books it: exactly one.
     consumer = await startConsumer();
-    expect(await settledDelivery(client, 'create_ticket', ticketKey)).toMatchObject({ status: 'delivered' });
-    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === ticket.result!.event_id)).toHaveLength(1);
+    expect(await settledDelivery(client, NOTIFY, ticketKey)).toMatchObject({ status: 'delivered' });
+    expect(stack.downstream.bookings(ticket.result!.event_id)).toHaveLength(1);
     await stopChild(consumer);
   }, 60_000);
 });
