@@ -377,12 +377,5 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
   }
 }
 
-/** A fixture_payment call's arguments: 12.50 EUR to payee-7, memo "rent". */
-export const fixturePaymentArgs = (operationId: string, overrides: Record<string, unknown> = {}) => ({
-  operation_id: operationId,
-  amount_minor: 1250,
-  currency: 'EUR',
-  payee_id: 'payee-7',
-  memo: 'rent',
-  ...overrides,
-});
+/** fixture_payment takes request_payment's arguments: 12.50 EUR to payee-7, memo "rent". */
+export { paymentArgs as fixturePaymentArgs } from './side-effects';
