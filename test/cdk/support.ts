@@ -86,7 +86,7 @@ export function teamProject(): { dir: string; file: (name: string) => string; re
 }
 
 /** The environment of a machine with no AWS account: no credentials, no instance metadata, and no Docker. */
-function offlineEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+export function offlineEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
   return {

@@ -5,22 +5,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { offlineEnv } from './support';
 
 const run = promisify(execFile);
-
-/** The environment of a machine with no AWS account: no credentials, no instance metadata, and no Docker. */
-function offlineEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
-  return {
-    ...env,
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
-    AWS_CONFIG_FILE: '/nonexistent/config',
-    // Any attempt to bundle in a container would run this and fail.
-    CDK_DOCKER: '/nonexistent/docker',
-  };
-}
 
 describe('npm run synth', () => {
   const outdir = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
