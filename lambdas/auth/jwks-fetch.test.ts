@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { startKeySetServer, type KeySetServer } from '../../test/support/key-set-server';
 import { loadDevIssuer } from './dev-issuer';
 import { fetchJwks } from './jwks-fetch';
 import { AuthUnavailableError, createTokenVerifier } from './verifier';
@@ -109,13 +110,9 @@ describe('fetchJwks', () => {
 describe('the verifier and the issuer key set', () => {
   const ISSUER = 'https://issuer.example';
   let dirs: string[] = [];
-  let server: Server;
-  let jwksUrl: string;
   /** What the issuer serves now and whether it refuses the next GETs; each GET is counted and settles `nextGet()`. */
-  let served: { keys: unknown[] };
-  let failNext = 0;
-  let gets = 0;
-  let onGet: () => void = () => {};
+  let keySet: KeySetServer;
+  let jwksUrl: string;
 
   const issuer = async () => {
     const dir = await mkdtemp(join(tmpdir(), 'jwks-rotation-'));
@@ -123,7 +120,7 @@ describe('the verifier and the issuer key set', () => {
     return loadDevIssuer({ dir, issuer: ISSUER, audience: 'api', tenantClaim: 'tenant' });
   };
   const verifier = () => createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
-  const nextGet = () => new Promise<void>((resolve) => (onGet = resolve));
+  const nextGet = () => new Promise<void>((resolve) => (keySet.onGet = resolve));
   /** A verifier whose prefetch has reached the issuer (served or refused). */
   const prefetched = async () => {
     const v = verifier();
@@ -134,63 +131,50 @@ describe('the verifier and the issuer key set', () => {
   };
 
   beforeAll(async () => {
-    server = createServer((_req, res) => {
-      gets++;
-      if (failNext > 0) {
-        failNext--;
-        res.writeHead(503);
-        res.end();
-      } else {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(served));
-      }
-      onGet();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`;
+    keySet = await startKeySetServer();
+    jwksUrl = keySet.url;
   });
   afterAll(async () => {
     vi.useRealTimers();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await keySet.close();
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
     dirs = [];
   });
   beforeEach(() => {
-    gets = 0;
-    failNext = 0;
+    keySet.gets = 0;
+    keySet.failNext = 0;
   });
 
   it('prefetch reads the key set before any request, and the first request then verifies without fetching it', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = await prefetched();
-    expect(gets).toBe(1);
+    expect(keySet.gets).toBe(1);
     await expect(v.verify(`Bearer ${await current.sign({ tenant: 't1' })}`)).resolves.toMatchObject({ tenant: 't1' });
-    expect(gets).toBe(1);
+    expect(keySet.gets).toBe(1);
   });
 
   it('a key set the prefetch could not get is fetched by the first request that needs it', async () => {
     const current = await issuer();
-    served = current.jwks;
-    failNext = 1;
+    keySet.served = current.jwks;
+    keySet.failNext = 1;
     const v = await prefetched();
     await expect(v.verify(`Bearer ${await current.sign({ tenant: 't2' })}`)).resolves.toMatchObject({ tenant: 't2' });
-    expect(gets).toBe(2);
+    expect(keySet.gets).toBe(2);
   });
 
   it('a token signed by a rotated key verifies once the key set is fetched again (after the cooldown)', async () => {
     const before = await issuer();
     const after = await issuer();
-    served = before.jwks;
+    keySet.served = before.jwks;
     const v = await prefetched();
     // The issuer rotates: its set now names the new key (and still the old one, as issuers do during a rotation).
-    served = { keys: [...after.jwks.keys, ...before.jwks.keys] };
+    keySet.served = { keys: [...after.jwks.keys, ...before.jwks.keys] };
     const token = `Bearer ${await after.sign({ tenant: 't3' })}`;
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now() + 31_000);
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't3' });
-    expect(gets).toBe(2);
+    expect(keySet.gets).toBe(2);
     vi.useRealTimers();
   });
 });

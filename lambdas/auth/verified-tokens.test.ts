@@ -1,9 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { startKeySetServer, type KeySetServer } from '../../test/support/key-set-server';
 import { loadDevIssuer, type DevIssuer } from './dev-issuer';
 import { AuthenticationError, AuthUnavailableError, CLOCK_TOLERANCE_SECONDS, createTokenVerifier, type TokenVerifier } from './verifier';
 
@@ -18,11 +17,8 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
   /** jose's default: how long it uses a fetched key set before it fetches it again on the next verification. */
   const KEY_SET_MAX_AGE_MS = 10 * 60_000;
   const dirs: string[] = [];
-  let server: Server;
+  let keySet: KeySetServer;
   let jwksUrl: string;
-  let served: { keys: unknown[] };
-  let failNext = 0;
-  let gets = 0;
 
   const issuer = async (): Promise<DevIssuer> => {
     const dir = await mkdtemp(join(tmpdir(), 'verified-tokens-'));
@@ -36,46 +32,34 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
   const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
 
   beforeAll(async () => {
-    server = createServer((_req, res) => {
-      gets++;
-      if (failNext > 0) {
-        failNext--;
-        res.writeHead(503);
-        res.end();
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(served));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`;
+    keySet = await startKeySetServer();
+    jwksUrl = keySet.url;
   });
   afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    await keySet.close();
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
   beforeEach(() => {
-    gets = 0;
-    failNext = 0;
+    keySet.gets = 0;
+    keySet.failNext = 0;
     vi.useFakeTimers({ toFake: ['Date'] });
   });
   afterEach(() => vi.useRealTimers());
 
   it('answers the same caller for the same token, and the key set is not fetched again', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const token = `Bearer ${await current.sign({ tenant: 't1', scope: 'mcp:write' })}`;
     const first = await v.verify(token);
     expect(first).toEqual({ tenant: 't1', subject: 'dev-user@t1', scopes: ['mcp:write'] });
     expect(await v.verify(token)).toEqual(first);
-    expect(gets).toBe(1);
+    expect(keySet.gets).toBe(1);
   });
 
   it('refuses a token that differs from a remembered one in its signature or its claims', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const token = await current.sign({ tenant: 't1' });
     await expect(v.verify(`Bearer ${token}`)).resolves.toMatchObject({ tenant: 't1' });
@@ -97,7 +81,7 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
 
   it('refuses a remembered token once it has expired, as the full verification does (30 s of tolerance)', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const token = `Bearer ${await current.sign({ tenant: 't1', ttlSeconds: 60 })}`;
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
@@ -109,7 +93,7 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
 
   it('refuses a remembered token before its nbf when the clock is set back', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const now = Math.floor(Date.now() / 1000);
     const token = `Bearer ${await current.sign({ tenant: 't1', extra: { nbf: now - 10 } })}`;
@@ -121,51 +105,51 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
   it('refuses a remembered token once the issuer has rotated its key out of the key set', async () => {
     const before = await issuer();
     const after = await issuer();
-    served = before.jwks;
+    keySet.served = before.jwks;
     const v = verifier();
     const token = `Bearer ${await before.sign({ tenant: 't1', ttlSeconds: 3600 })}`;
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
     // The set now names only the new key; the verifier reads it again once its copy is older than jose's max age.
     expect((after.jwks.keys[0] as { kid: string }).kid).not.toBe((before.jwks.keys[0] as { kid: string }).kid);
-    served = after.jwks;
+    keySet.served = after.jwks;
     later(KEY_SET_MAX_AGE_MS + 1000);
     await expect(v.verify(token)).rejects.toMatchObject({ name: 'AuthenticationError', message: 'the token is not valid for this server' });
-    expect(gets).toBe(2);
+    expect(keySet.gets).toBe(2);
   });
 
   it('refuses a remembered token when its key id now names another key', async () => {
     const before = await issuer();
     const after = await issuer();
-    served = before.jwks;
+    keySet.served = before.jwks;
     const v = verifier();
     const token = `Bearer ${await before.sign({ tenant: 't1', ttlSeconds: 3600 })}`;
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
     // The same kid, another key: the token still finds "its" key by id, and the signature does not match it.
     const kid = (before.jwks.keys[0] as { kid: string }).kid;
-    served = { keys: [{ ...after.jwks.keys[0], kid }] };
+    keySet.served = { keys: [{ ...after.jwks.keys[0], kid }] };
     later(KEY_SET_MAX_AGE_MS + 1000);
     await expect(v.verify(token)).rejects.toMatchObject({ name: 'AuthenticationError', message: 'the token is not valid for this server' });
   });
 
   it('keeps accepting a remembered token when the key set read again still holds its key', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const token = `Bearer ${await current.sign({ tenant: 't1', ttlSeconds: 3600 })}`;
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
     later(KEY_SET_MAX_AGE_MS + 1000);
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
-    expect(gets).toBe(2);
+    expect(keySet.gets).toBe(2);
   });
 
   it('answers 503 for a remembered token when the key set is due again and cannot be read, as for any token', async () => {
     const current = await issuer();
-    served = current.jwks;
+    keySet.served = current.jwks;
     const v = verifier();
     const token = `Bearer ${await current.sign({ tenant: 't1', ttlSeconds: 3600 })}`;
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
     later(KEY_SET_MAX_AGE_MS + 1000);
-    failNext = 2;
+    keySet.failNext = 2;
     await expect(v.verify(token)).rejects.toBeInstanceOf(AuthUnavailableError);
   });
 });
