@@ -13,7 +13,7 @@ import { createApp } from '../../lambdas/http/app';
 import { tools as registry } from '../../reference/tools';
 import { OwnServers } from '../support/own-server';
 import { callWrite, connectModernClient, keyHeaders, MODERN_PROTOCOL } from '../support/mcp';
-import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureDownstream, startFixtureStack, type FixtureDownstream, type FixtureStack } from '../support/fixture-tools';
 
 /**
  * MCP 2026-07-28 lets a tool mark arguments with `x-mcp-header` so that clients send them again as `Mcp-Param-*`
@@ -243,8 +243,14 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
 });
 
 describe("the endpoint's server and the SDK's McpServer answer the same requests alike", () => {
-  const runs: string[] = [];
-  const ran = (tenant: string, key: string) => runs.filter((run) => run === `${tenant}/${key}`).length;
+  // What ran is what reached the fixture downstream: each run sends it one request under the tenant and key.
+  let downstream: FixtureDownstream;
+  const ran = (tenant: string, key: string) => {
+    expect(downstream.bookings(key).map((booking) => booking.tenant)).toEqual(downstream.calls(key) ? [tenant] : []);
+    return downstream.calls(key);
+  };
+  const book = (kind: string, args: Record<string, unknown>, ctx: { tenant: string; idempotencyKey: string }) =>
+    downstream.send({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind, payload: args });
   const result = z.object({ label: z.string() });
   // The test's own tools: a key plus a team's own mirrored arguments (a string that may be non-ASCII, an integer).
   const tagNote = defineWriteTool({
@@ -258,7 +264,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     result,
     annotations: { destructiveHint: false, openWorldHint: false },
     async execute(args, ctx) {
-      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      await book('tag_note', args, ctx);
       return { result: { label: args.label } };
     },
   });
@@ -271,7 +277,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     keySource: 'operation_id',
     annotations: { destructiveHint: true, openWorldHint: false },
     async execute(args, ctx) {
-      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      await book('tag_payment', args, ctx);
       return { result: { label: args.label } };
     },
   });
@@ -285,6 +291,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   let urls: { ours: string; sdk: string };
 
   beforeAll(async () => {
+    downstream = await startFixtureDownstream({ holdMs: 1000 });
     doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
     const tableName = `key-header-${randomUUID()}`;
     await ensureTable(doc, tableName);
@@ -309,6 +316,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   });
   afterAll(async () => {
     await servers.close();
+    await downstream?.stop();
     if (doc) closeDynamoDbClient(doc);
   });
 
