@@ -108,7 +108,8 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
   const bookingsOf = async (key: string) => stack.downstream.bookings(key);
 
   beforeAll(async () => {
-    stack = await startFixtureStack({ tools: registry });
+    // No background workers: nothing here queues an event or leaves a call to settle.
+    stack = await startFixtureStack({ tools: registry, workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
     token = await stack.tokenFor(TENANT);
   });
   afterAll(() => stack?.stop());

@@ -30,7 +30,8 @@ beforeAll(async () => {
     });
   }
   // startFixtureStack opts fixture_payment out of server-side confirmation for 2025-era clients.
-  stack = await startFixtureStack({ tools: registry });
+  // No background workers: nothing here queues an event or leaves a call to settle.
+  stack = await startFixtureStack({ tools: registry, workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
   token = await stack.tokenFor(TENANT);
 });
 afterAll(async () => {

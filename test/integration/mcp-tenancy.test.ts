@@ -20,7 +20,11 @@ type Booked = { booking_id: string; key: string };
 const note = (key: string, overrides: Record<string, unknown> = {}) => ({ idempotency_key: key, note: 'hello', ...overrides });
 
 beforeAll(async () => {
-  stack = await startFixtureStack({ tools: [fixtureBookingReadTool(() => stack.downstream.url)] });
+  // No background workers: no reconciler may settle B's unknown call while the test looks at it.
+  stack = await startFixtureStack({
+    tools: [fixtureBookingReadTool(() => stack.downstream.url)],
+    workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false },
+  });
   [alice, bob] = await Promise.all([connectClient(stack, TENANT_A), connectClient(stack, TENANT_B)]);
 });
 afterAll(async () => {
