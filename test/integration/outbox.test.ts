@@ -445,8 +445,9 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   let client: Client;
 
   beforeAll(async () => {
-    // Lease 2 x 1000 + 1000 ms; the downstream client gives up after 1000 ms.
-    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '1000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    // Lease 2 x 500 + 1000 ms; the downstream client gives up after 500 ms. The late request's in-flight window (the
+    // lease plus the timeout) is waited out in real time before the consumer may trust an "absent": short settings.
+    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '500' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -455,9 +456,9 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   });
 
   it('a late-landing mailbox (late-commit longer than the downstream timeout) ends with exactly one email', async () => {
-    // The downstream keeps the request and books the notification 3.5 s after it arrived, long after the consumer hung up
-    // (and without deduplicating: a second request would book a second one).
-    const lateMs = 3500;
+    // The downstream keeps the request and books the notification 1.75 s after it arrived, long after the consumer hung
+    // up (and without deduplicating: a second request would book a second one).
+    const lateMs = 1750;
     stack.downstream.arm({ mode: 'late-commit', delayMs: lateMs });
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
