@@ -14,16 +14,25 @@ import {
 } from '../support/side-effects';
 
 /**
- * Every fault the sandbox can inject, on every tool with a side effect, through the real endpoint, queue and
- * workers: each ends with exactly one effect in the ledger and a settled record.
+ * Every fault the sandbox can inject, on every tool of the reference endpoint with a side effect, through the real
+ * endpoint, queue and workers: each ends with exactly one effect in the sandbox's ledger and a settled record. The
+ * subject is the reference endpoint's own tools (their clients' reading of each provider fault, their lookups by
+ * key) against the sandbox's faults; the toolkit's handling of the same faults is tested on fixture tools
+ * (test/integration/reconciler.test.ts, outbox.test.ts).
  */
 let stack: LocalStack;
 let client: Client;
 const TENANT = 'tenant-faults';
+/**
+ * Short, so the in-flight windows waited out below are short: a tool's is its execution timeout (request_payment
+ * keeps the engine's default, 10 s) plus this; the consumer's is its lease (twice this plus 1 s) plus this, 4 s.
+ */
+const DOWNSTREAM_TIMEOUT_MS = 1000;
 
 beforeAll(async () => {
   stack = await startTestStack({
-    env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
+    // The reconciler's period is only the `unknown` answers' retry hint here (its timer is off): one short period.
+    env: { DOWNSTREAM_TIMEOUT_MS: String(DOWNSTREAM_TIMEOUT_MS), RECONCILE_INTERVAL_MS: '200' },
     // The reconciler is driven by hand here (runOnce), so each step is visible; transient retries are immediate.
     workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
   });
@@ -139,7 +148,7 @@ const downstreamModes = ['commit-then-timeout', 'fail-before-commit', 'unavailab
 
 describe('send_email and create_ticket (no idempotency downstream: the outbox delivers once)', () => {
   // The two downstreams have separate faults, so their cases run side by side; modes of one target run in turn.
-  // A delivery that may have happened is verified only after its request's in-flight window (7 s here), twice per tool.
+  // A delivery that may have happened is verified only after its request's in-flight window (4 s here), twice per tool.
   it.concurrent.each(outboxTools)('$tool: every fault mode ends with one effect and a delivered event', async ({ tool, target, args, effects }) => {
     for (const mode of downstreamModes) {
       const key = newKey();
