@@ -46,7 +46,9 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 
-describe('request_payment on the reference endpoint, the provider booking after the caller gave up', () => {
+// The two describes run side by side: they share no provider, table or reconciler, and each mostly waits for its
+// in-flight window to pass. The team server's two tests share its provider's faults, so they run in turn.
+describe.concurrent('request_payment on the reference endpoint, the provider booking after the caller gave up', () => {
   it('ends with one payment, the record SUCCEEDED and the retry replaying it', { timeout: 60_000 }, async () => {
     const client = await connectModernClient(stack, TENANT, { onConfirm: () => ({ action: 'accept', content: { confirm: true } }) });
     try {
@@ -79,7 +81,7 @@ describe('request_payment on the reference endpoint, the provider booking after 
   });
 });
 
-describe("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
+describe.concurrent("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
   const servers = new OwnServers();
   let services: ToolRuntime;
   let reconciler: RunningReconciler;
@@ -165,7 +167,7 @@ describe("a team's own server with startReconciler, its provider booking after t
     return client;
   }
 
-  it.each(['v1', 'v2'] as const)('SDK %s: one payment, the record SUCCEEDED, the retry replays it', { timeout: 60_000 }, async (line) => {
+  it.sequential.each(['v1', 'v2'] as const)('SDK %s: one payment, the record SUCCEEDED, the retry replays it', { timeout: 60_000 }, async (line) => {
     const client = await connect(line);
     const key = `key-${randomUUID()}`;
     const args = { idempotency_key: key, supplier: `supplier-${line}`, amount_minor: 4200 };
