@@ -2,8 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { build } from 'esbuild';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { approvalKey } from '../../lambdas/core/approval';
@@ -21,16 +22,55 @@ import { callWrite, connectClient, connectModernClient } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { FixtureTool, fixturePaymentArgs, startFixtureStack, type FixtureFaultMode, type FixtureStack } from '../support/fixture-tools';
 import { eventually, issueOperationId, operationStatus, peekQueue, settledDelivery } from '../support/side-effects';
+import { oncePerRun } from '../support/once-per-run';
 
 const TENANT = 'tenant-ops';
 const PAY = FixtureTool.payment;
 const ORDER = FixtureTool.order;
 const NOTIFY = FixtureTool.notify;
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const opsBin = join(repoRoot, 'bin/ops.ts');
-/** The endpoint's tools module, as `npm run ops -- --tools` takes it: the fixture tools, over the stack's downstream. */
-const fixtureToolsModule = join(repoRoot, 'test/support/fixture-tools-module.ts');
-const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+
+/**
+ * `npm run ops` (bin/ops.ts) built into one file, as the package ships its bin (dist/bin/ops.js is esbuild's too),
+ * and beside it the tools module `--tools` takes: the fixture tools over the stack's downstream
+ * (test/support/fixture-tools-module.ts). Built once per run: a child of it starts on a fraction of the CPU that
+ * tsx needs to load every source file and package through its loader on each start. Dependencies are bundled (it
+ * runs from the run's scratch folder, where no node_modules resolves); vitest's `inject`, which only starting a
+ * fixture stack calls, is left out of the tools module.
+ */
+async function builtOps(): Promise<{ bin: string; tools: string }> {
+  const dir = await oncePerRun('ops-cli', async (out) => {
+    await build({
+      absWorkingDir: repoRoot,
+      entryPoints: [
+        { out: 'ops', in: 'bin/ops.ts' },
+        { out: 'fixture-tools', in: 'test/support/fixture-tools-module.ts' },
+      ],
+      outdir: out,
+      outExtension: { '.js': '.mjs' },
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      // Bundled CommonJS packages call require: an ES module has none of its own.
+      banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+      plugins: [
+        {
+          name: 'no-vitest',
+          setup(b) {
+            b.onResolve({ filter: /^vitest$/ }, () => ({ path: 'vitest', namespace: 'no-vitest' }));
+            b.onLoad({ filter: /.*/, namespace: 'no-vitest' }, () => ({
+              contents: "export const inject = () => { throw new Error('a fixture stack starts only in a vitest process'); };",
+            }));
+          },
+        },
+      ],
+      logLevel: 'warning',
+    });
+  });
+  return { bin: join(dir, 'ops.mjs'), tools: join(dir, 'fixture-tools.mjs') };
+}
 
 interface OpsRun {
   code: number | null;
@@ -50,18 +90,18 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   const clock: Clock = () => Date.now() + ahead;
   /** Stands in for the repo's working directory: `.local/stack.json` is what `npm start` writes. */
   let workDir: string;
+  let opsCli: { bin: string; tools: string };
 
   /**
    * The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. Only
    * where the process is the subject (its stdout holds nothing but the answer, its exit code and stderr line, stdin,
-   * its logs and metrics): each one is a cold start of tsx and the sources.
+   * its logs and metrics): each one is a cold start of the built CLI.
    */
   function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', fixtureToolsModule, ...args], {
+      const child = spawn(process.execPath, [opsCli.bin, '--tools', opsCli.tools, ...args], {
         cwd: workDir,
-        // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
-        env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), FIXTURE_DOWNSTREAM_URL: stack.downstream.url, ...env },
+        env: { ...process.env, FIXTURE_DOWNSTREAM_URL: stack.downstream.url, ...env },
         stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
       child.stdin?.end(stdin);
@@ -119,11 +159,14 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   }
 
   beforeAll(async () => {
-    stack = await startFixtureStack({
-      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
-      services: { clock },
-      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
-    });
+    [stack, opsCli] = await Promise.all([
+      startFixtureStack({
+        env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
+        services: { clock },
+        workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
+      }),
+      builtOps(),
+    ]);
     client = await connectClient(stack, TENANT);
     workDir = await mkdtemp(join(tmpdir(), 'ops-cli-'));
     await writeLocalState(join(workDir, '.local'), stateOf(stack));
