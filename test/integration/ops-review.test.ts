@@ -90,16 +90,18 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   const clock: Clock = () => Date.now() + ahead;
   /** Stands in for the repo's working directory: `.local/stack.json` is what `npm start` writes. */
   let workDir: string;
-  let opsCli: { bin: string; tools: string };
+  /** Built while the first tests run: only the CLI's child processes wait for it. */
+  let opsCli: Promise<{ bin: string; tools: string }>;
 
   /**
    * The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. Only
    * where the process is the subject (its stdout holds nothing but the answer, its exit code and stderr line, stdin,
    * its logs and metrics): each one is a cold start of the built CLI.
    */
-  function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
+  async function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
+    const cli = await opsCli;
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [opsCli.bin, '--tools', opsCli.tools, ...args], {
+      const child = spawn(process.execPath, [cli.bin, '--tools', cli.tools, ...args], {
         cwd: workDir,
         env: { ...process.env, FIXTURE_DOWNSTREAM_URL: stack.downstream.url, ...env },
         stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
@@ -159,19 +161,20 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   }
 
   beforeAll(async () => {
-    [stack, opsCli] = await Promise.all([
-      startFixtureStack({
-        env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
-        services: { clock },
-        workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
-      }),
-      builtOps(),
-    ]);
+    opsCli = builtOps();
+    // A failed build fails the tests that run the CLI, not the others.
+    opsCli.catch(() => {});
+    stack = await startFixtureStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '1' },
+      services: { clock },
+      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
+    });
     client = await connectClient(stack, TENANT);
     workDir = await mkdtemp(join(tmpdir(), 'ops-cli-'));
     await writeLocalState(join(workDir, '.local'), stateOf(stack));
   });
   afterAll(async () => {
+    await opsCli?.catch(() => {});
     await client?.close();
     await stack?.stop();
     if (workDir) await rm(workDir, { recursive: true, force: true });
