@@ -1,6 +1,6 @@
 /**
  * The fixture tools as a tools module (it exports `tools`, as a team's tools file does), for a process that loads
- * one by path: `npm run ops -- --tools test/support/fixture-tools-module.ts`. Their downstream is
+ * one by path: the review CLI's `--tools` (test/integration/ops-review.test.ts). Their downstream is
  * FIXTURE_DOWNSTREAM_URL (a fixture stack's `downstream.url`), each call bounded by DOWNSTREAM_TIMEOUT_MS.
  */
 import { EnvVars, read } from '../../lambdas/config';
