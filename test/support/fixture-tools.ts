@@ -9,6 +9,7 @@ import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } 
 import { quotedText } from '../../lambdas/core/display-text';
 import { formatMinorUnits, isPayableCurrency } from '../../lambdas/core/money';
 import type { ReconcileFinding } from '../../lambdas/core/reconcile';
+import { defineReadTool, ReadToolError } from '../../lambdas/mcp/define-read-tool';
 import { defineWriteTool, type WriteToolContext } from '../../lambdas/mcp/define-write-tool';
 import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime } from '../../lambdas/mcp/outbox-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
@@ -379,3 +380,31 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
 
 /** fixture_payment takes request_payment's arguments: 12.50 EUR to payee-7, memo "rent". */
 export { paymentArgs as fixturePaymentArgs } from './side-effects';
+
+// --- mcp-migrate: a read tool over the fixture downstream ---
+
+/** The booking `fixture_get_booking` answers with. */
+const bookingView = z.object({ booking_id: z.string(), key: z.string(), tenant: z.string(), kind: z.string() });
+
+/**
+ * `fixture_get_booking`: a read tool (defineReadTool) asking the fixture downstream for the caller's booking under a
+ * key, scoped to the token's tenant as every read tool must be: another tenant's booking is NOT_FOUND. `downstreamUrl`
+ * is read on each call (the downstream starts with the stack the tool is passed to). Each call is one lookup there.
+ */
+export function fixtureBookingReadTool(downstreamUrl: () => string): ToolDefinition {
+  return defineReadTool({
+    name: 'fixture_get_booking',
+    title: 'Fixture booking',
+    description: "Test tool: reads the caller's booking under a key at the fixture downstream.",
+    input: { key: z.string().min(1).max(128) },
+    result: bookingView,
+    annotations: { openWorldHint: true },
+    async execute({ key }, { caller }) {
+      const response = await fetch(`${downstreamUrl()}/bookings?${new URLSearchParams({ tenant: caller.tenant, key })}`);
+      if (response.status === 404) throw new ReadToolError('NOT_FOUND', 'There is no booking under this key.');
+      if (!response.ok) throw new ReadToolError('DOWNSTREAM_ERROR', `The fixture downstream answered HTTP ${response.status}.`);
+      const { booking_id, tenant, kind } = (await response.json()) as Booking;
+      return { booking_id, key, tenant, kind };
+    },
+  }) as ToolDefinition;
+}
