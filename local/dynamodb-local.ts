@@ -216,7 +216,6 @@ function classPath(emulatorDir: string): string[] {
  * true once the archive is there; false if it could not be made (starts go on without it).
  */
 export async function makeDynamoDbLocalArchive(): Promise<boolean> {
-  if (process.env.DYNAMODB_ENDPOINT) return false;
   const require = createRequire(import.meta.url);
   const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
   const dir = archiveDir(emulatorDir);
