@@ -174,8 +174,8 @@ const javaOptions = (emulatorDir: string) => [`-Djava.library.path=${join(emulat
 
 /**
  * The emulator's classes in a class-data-sharing archive (the JDK's AppCDS: classes parsed and verified once, mapped
- * at each start), made by `makeDynamoDbLocalArchive` once per machine into node_modules/.cache/dynamodb-local: a
- * start then takes about 40% less CPU (docs/development.md, "How long the suite takes"). Java refuses to archive
+ * at each start), made by `makeDynamoDbLocalArchive` once per machine into node_modules/.cache/dynamodb-local:
+ * loading and verifying the emulator's thousands of classes is most of a start's CPU. Java refuses to archive
  * a class path with a folder in it, and DynamoDBLocal.jar's manifest names its own folder (`Class-Path: .
  * DynamoDBLocal_lib/...`): the archive's class path is a copy of that jar without the manifest's `Class-Path`, then
  * the jars that line names in its order (the order Java searched them), then the rest of DynamoDBLocal_lib.
@@ -212,22 +212,31 @@ function classPath(emulatorDir: string): string[] {
 /**
  * Makes the emulator's class-data-sharing archive (see `archiveDir`) unless it exists or another process is making
  * it: one run of the emulator with a typical workload lists the classes it loads, then `java -Xshare:dump` archives
- * them (about 10 s of CPU, once per machine; a fresh clone's test run makes it while its first files run). Resolves
- * true once the archive is there; false if it could not be made (starts go on without it).
+ * them (once per machine: a fresh clone's test run makes it beside its first files). Resolves true once the archive
+ * is there (made here or by the process that was making it); false if it could not be made (starts go on without it).
  */
 export async function makeDynamoDbLocalArchive(): Promise<boolean> {
   const require = createRequire(import.meta.url);
   const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
   const dir = archiveDir(emulatorDir);
-  if (existsSync(join(dir, ARCHIVE))) return true;
   const lock = `${dir}.lock`;
   mkdirSync(dirname(dir), { recursive: true });
-  try {
-    writeFileSync(lock, String(process.pid), { flag: 'wx' });
-  } catch {
-    // Another process makes it, unless that process is gone (then the next call makes it).
-    if (!isAlive(Number(readFileSync(lock, 'utf8')) || 0)) rmSync(lock, { force: true });
-    return false;
+  for (;;) {
+    if (existsSync(join(dir, ARCHIVE))) return true;
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch {
+      // Another process makes it: wait for it, unless it is gone (then make it here).
+      let maker = 0;
+      try {
+        maker = Number(readFileSync(lock, 'utf8'));
+      } catch {
+        // Just released.
+      }
+      if (maker && !isAlive(maker)) rmSync(lock, { force: true });
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
   let emulator: Emulator | undefined;
   try {
