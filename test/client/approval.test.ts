@@ -201,7 +201,7 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
       onApprovalLink: (link) => {
         links.push(link);
         // The person decides while the client waits and asks again.
-        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'carol', decision: 'approve' }), 500);
+        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'carol', decision: 'approve' }), 200);
       },
     });
     const args = payment();
