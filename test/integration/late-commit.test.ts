@@ -10,7 +10,7 @@ import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { UncertainToolError } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler, type RunningReconciler, type ToolRuntime } from 'idempotent-mcp/mcp';
 import type { LocalStack } from '../../local/stack';
-import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 import { OwnServers } from '../support/own-server';

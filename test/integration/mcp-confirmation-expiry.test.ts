@@ -6,7 +6,7 @@ import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
 import { parseApprovalId } from '../../lambdas/core/approval';
-import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { OwnServers } from '../support/own-server';
 
 /**

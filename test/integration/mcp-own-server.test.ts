@@ -25,7 +25,7 @@ import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { AppConfig } from '../../lambdas/config';
-import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { OwnServers } from '../support/own-server';
 
 /**
