@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -15,7 +15,7 @@ import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempote
 import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
-import { cdkJsonContext, logicalId, statementsOfRole, teamProject } from './support';
+import { logicalId, statementsOfRole, teamProject, templateApp } from './support';
 
 // The example's modules in a team's project (the synth bundles and loads them to check their exports).
 const project = teamProject();
@@ -28,7 +28,7 @@ function endpointStack(
   configure?: (stack: Stack) => Partial<IdempotentMcpEndpointProps>,
   use?: (endpoint: IdempotentMcpEndpoint, stack: Stack) => void,
 ) {
-  const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
+  const app = templateApp();
   const stack = new Stack(app, 'Team');
   const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', { tools: TOOLS, ...props, ...configure?.(stack) });
   use?.(endpoint, stack);
