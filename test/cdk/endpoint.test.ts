@@ -188,6 +188,15 @@ describe('a tools module that does not export its tools is refused at synth, not
     const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('needs-setting\\.ts did not load at synth, so its exports are checked at cold start only: ROOMS_CALENDAR must be set'));
     expect(warnings).toHaveLength(1);
   });
+
+  it('loads a module once per environment: a later synth of either reuses its check while none of its files changed', () => {
+    // The module counts its own loads (its top-level code runs in the check's child process only).
+    const loads = project.file('loads.txt');
+    writeFileSync(loads, '');
+    const counted = write('counted.ts', "import { appendFileSync } from 'node:fs';\nappendFileSync(process.env.ROOMS_LOADS!, `${process.env.ROOMS_VARIANT}\\n`);\nexport { tools } from './tools';\n");
+    for (const variant of ['a', 'b', 'a', 'b']) endpointStack({ tools: counted, environment: { ROOMS_LOADS: loads, ROOMS_VARIANT: variant } });
+    expect(readFileSync(loads, 'utf8').split('\n').filter(Boolean)).toEqual(['a', 'b']);
+  });
 });
 
 describe('an existing table', () => {
