@@ -122,7 +122,13 @@ function runCheck(check: ModuleCheck): CheckResult {
   ].join('\n');
   const name = `check-${createHash('sha256').update(source).digest('hex').slice(0, 16)}`;
   const entry = join(dir, `${name}.entry.mjs`);
-  writeFileSync(entry, source);
+  // Named by its content, so written once: rewriting it would move its mtime, an input of every cached result of
+  // this module (each environment's), and each check would undo the others' cache.
+  if (!existsSync(entry)) {
+    const temporary = `${entry}.${process.pid}.tmp`;
+    writeFileSync(temporary, source);
+    renameSync(temporary, entry);
+  }
 
   let built: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile: esbuild.Metafile };
   try {

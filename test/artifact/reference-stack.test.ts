@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { App } from 'aws-cdk-lib';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
@@ -14,7 +13,7 @@ import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { createSandboxDownstreams } from '../../reference/sandbox/downstreams';
 import { SandboxStore } from '../../reference/sandbox/sandbox-store';
 import { LocalPerson } from '../../scripts/local-approver';
-import { cdkJsonContext } from '../cdk/support';
+import { templateApp } from '../cdk/support';
 import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
@@ -52,10 +51,8 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     await new Promise<void>((resolve) => downstreams.once('listening', () => resolve()));
     const base = `http://127.0.0.1:${(downstreams.address() as AddressInfo).port}/sandbox`;
 
-    const app = new App({
-      outdir,
-      context: { ...cdkJsonContext, stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER },
-    });
+    // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too).
+    const app = templateApp({ stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER }, { bundle: true, outdir });
     const settings = settingsFromContext(app.node);
     new IdempotentMcpStack(app, settings.stackName, settings.props);
     app.synth();

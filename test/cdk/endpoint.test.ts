@@ -1,7 +1,6 @@
-import { fileURLToPath } from 'node:url';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -15,7 +14,8 @@ import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempote
 import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
-import { cdkJsonContext, logicalId, statementsOfRole, teamProject } from './support';
+import { referenceMcpBundle } from './reference-bundle';
+import { logicalId, statementsOfRole, teamProject, templateApp } from './support';
 
 // The example's modules in a team's project (the synth bundles and loads them to check their exports).
 const project = teamProject();
@@ -28,7 +28,7 @@ function endpointStack(
   configure?: (stack: Stack) => Partial<IdempotentMcpEndpointProps>,
   use?: (endpoint: IdempotentMcpEndpoint, stack: Stack) => void,
 ) {
-  const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] } });
+  const app = templateApp();
   const stack = new Stack(app, 'Team');
   const endpoint = new IdempotentMcpEndpoint(stack, 'Endpoint', { tools: TOOLS, ...props, ...configure?.(stack) });
   use?.(endpoint, stack);
@@ -106,8 +106,10 @@ describe("a team's endpoint serves the team's tools only", () => {
     expect(team.code).not.toContain('request_payment');
     expect(team.inputs.filter((file) => file.includes('reference/tools/'))).toEqual([]);
 
-    const reference = await bundleOf(toolsFunctionEntry('mcp', fileURLToPath(new URL('../../reference/tools/index.ts', import.meta.url))));
-    expect(reference.code).toContain('request_payment');
+    // The reference endpoint's MCP bundle, as the deploy builds it (shared with test/cdk/bundle.test.ts).
+    const reference = await referenceMcpBundle();
+    expect(Object.keys(reference.metafile.inputs).filter((file) => file.includes('reference/tools/'))).not.toEqual([]);
+    expect(readFileSync(reference.file, 'utf8')).toContain('request_payment');
   }, 120_000);
 });
 
@@ -185,6 +187,15 @@ describe('a tools module that does not export its tools is refused at synth, not
     const { stack } = endpointStack({ tools: needsSetting });
     const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('needs-setting\\.ts did not load at synth, so its exports are checked at cold start only: ROOMS_CALENDAR must be set'));
     expect(warnings).toHaveLength(1);
+  });
+
+  it('loads a module once per environment: a later synth of either reuses its check while none of its files changed', () => {
+    // The module counts its own loads (its top-level code runs in the check's child process only).
+    const loads = project.file('loads.txt');
+    writeFileSync(loads, '');
+    const counted = write('counted.ts', "import { appendFileSync } from 'node:fs';\nappendFileSync(process.env.ROOMS_LOADS!, `${process.env.ROOMS_VARIANT}\\n`);\nexport { tools } from './tools';\n");
+    for (const variant of ['a', 'b', 'a', 'b']) endpointStack({ tools: counted, environment: { ROOMS_LOADS: loads, ROOMS_VARIANT: variant } });
+    expect(readFileSync(loads, 'utf8').split('\n').filter(Boolean)).toEqual(['a', 'b']);
   });
 });
 

@@ -385,7 +385,7 @@ describe('event sources and the schedule', () => {
     // downstream outage of well under an hour parks UNKNOWN records for review.
     expect(env(functionIds.reconciler).RECONCILE_INTERVAL_MS).toBe('60000');
     expect(env(functionIds.mcp).RECONCILE_INTERVAL_MS).toBe('60000');
-    const slower = new IdempotentMcpStack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Slower', { reconcilePeriod: Duration.minutes(5) });
+    const slower = new IdempotentMcpStack(new App({ context: { 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: false }), 'Slower', { reconcilePeriod: Duration.minutes(5) });
     const slowerTemplate = Template.fromStack(slower);
     const slowerResources = slowerTemplate.toJSON().Resources;
     const slowerEnv = (fn: { node: { defaultChild?: unknown } }) => slowerResources[logicalId(fn)].Properties.Environment.Variables;

@@ -17,12 +17,23 @@ export interface SynthOptions {
   bundle?: boolean;
 }
 
-/** Builds the app's stack from context (as bin/app.ts does) without the built-in template validation the CLI runs. */
-export function synthStack(context: Record<string, unknown> = {}, options: SynthOptions = {}) {
-  const app = new App({
+/**
+ * An app for the tests that read templates: cdk.json's context, bundling skipped unless asked, and without the
+ * built-in template validation the CLI runs (its engine costs seconds of CPU per test file). The templates are
+ * validated where a team's would be: `npm run synth` (test/cdk/synth.test.ts) and the team's app
+ * (test/cdk/team-app.test.ts) run it, and cfn-lint reads both deployed stacks (test/artifact/).
+ */
+export function templateApp(context: Record<string, unknown> = {}, options: SynthOptions & { outdir?: string } = {}): App {
+  return new App({
     context: { ...cdkJsonContext, ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }), ...context },
     builtinCloudFormationValidation: false,
+    ...(options.outdir ? { outdir: options.outdir } : {}),
   });
+}
+
+/** Builds the app's stack from context (as bin/app.ts does) in a templateApp. */
+export function synthStack(context: Record<string, unknown> = {}, options: SynthOptions = {}) {
+  const app = templateApp(context, options);
   const settings = settingsFromContext(app.node);
   const stack = new IdempotentMcpStack(app, settings.stackName, settings.props);
   return { app, stack, template: Template.fromStack(stack) };
