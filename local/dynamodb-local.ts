@@ -1,10 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  DeleteTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  ListTablesCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+} from '@aws-sdk/client-dynamodb';
+import JSZip from 'jszip';
 import { freePort } from './free-port';
 
 export interface DynamoDbLocal {
@@ -61,20 +73,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   const log = options.log ?? ((line: string) => console.error(line));
   // Not `-jar DynamoDBLocal.jar`: its launcher listens on every interface, and the emulator takes any credentials.
   // The same emulator, built by the Jetty the jar ships from local/dynamodb-local.xml, listens on 127.0.0.1 only.
-  const args = [
-    `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
-    '-Dorg.eclipse.jetty.LEVEL=WARN',
-    '-Dorg.eclipse.jetty.util.log.announce=false',
-    '-Xms64m',
-    '-XX:+UseSerialGC',
-    // C1 only: the C2 compiler's work does not pay back in an emulator that lives minutes (docs/development.md,
-    // "How long the suite takes": about a quarter less CPU for a start and a workload, and a faster start).
-    '-XX:TieredStopAtLevel=1',
-    '-cp',
-    `${join(emulatorDir, 'DynamoDBLocal.jar')}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`,
-    'org.eclipse.jetty.xml.XmlConfiguration',
-    `port=${port}`,
-  ];
+  const args = [...javaOptions(emulatorDir), ...classPath(emulatorDir), 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`];
   let lock: DataFolderLock | undefined;
   if (options.dbPath) {
     const dbPath = resolve(options.dbPath);
@@ -160,6 +159,157 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
       lock?.release();
     },
   };
+}
+
+const JVM_FLAGS = [
+  '-Dorg.eclipse.jetty.LEVEL=WARN',
+  '-Dorg.eclipse.jetty.util.log.announce=false',
+  '-Xms64m',
+  '-XX:+UseSerialGC',
+  // C1 only: the C2 compiler's work does not pay back in an emulator that lives minutes (docs/development.md,
+  // "How long the suite takes": about a quarter less CPU for a start and a workload, and a faster start).
+  '-XX:TieredStopAtLevel=1',
+];
+const javaOptions = (emulatorDir: string) => [`-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, ...JVM_FLAGS];
+
+/**
+ * The emulator's classes in a class-data-sharing archive (the JDK's AppCDS: classes parsed and verified once, mapped
+ * at each start), made by `makeDynamoDbLocalArchive` once per machine into node_modules/.cache/dynamodb-local:
+ * loading and verifying the emulator's thousands of classes is most of a start's CPU. Java refuses to archive
+ * a class path with a folder in it, and DynamoDBLocal.jar's manifest names its own folder (`Class-Path: .
+ * DynamoDBLocal_lib/...`): the archive's class path is a copy of that jar without the manifest's `Class-Path`, then
+ * the jars that line names in its order (the order Java searched them), then the rest of DynamoDBLocal_lib.
+ */
+function archiveDir(emulatorDir: string): string {
+  // The emulator's release (its jar's checksum, shipped beside it), the java command and the flags the archive is made for.
+  const key = createHash('sha256')
+    .update(readFileSync(join(emulatorDir, 'sha256')))
+    .update(process.env.JAVA ?? 'java')
+    .update(JVM_FLAGS.join(' '))
+    .digest('hex')
+    .slice(0, 16);
+  return join(emulatorDir, '..', '..', '.cache', 'dynamodb-local', key);
+}
+const ARCHIVE = 'classes.jsa';
+const ARCHIVE_CLASS_PATH = 'class-path';
+
+/**
+ * `-cp` and, once the archive is made, the archive. Java checks the archive against the JVM and the class path
+ * (each jar's size and time) at every start, and starts without it on any difference (never fails for it).
+ */
+function classPath(emulatorDir: string): string[] {
+  const dir = archiveDir(emulatorDir);
+  if (existsSync(join(dir, ARCHIVE))) {
+    try {
+      return [`-XX:SharedArchiveFile=${join(dir, ARCHIVE)}`, '-cp', readFileSync(join(dir, ARCHIVE_CLASS_PATH), 'utf8')];
+    } catch {
+      // Half removed: start as without it.
+    }
+  }
+  return ['-cp', `${join(emulatorDir, 'DynamoDBLocal.jar')}:${join(emulatorDir, 'DynamoDBLocal_lib', '*')}`];
+}
+
+/**
+ * Makes the emulator's class-data-sharing archive (see `archiveDir`) unless it exists or another process is making
+ * it: one run of the emulator with a typical workload lists the classes it loads, then `java -Xshare:dump` archives
+ * them (once per machine: a fresh clone's test run makes it beside its first files). Resolves true once the archive
+ * is there (made here or by the process that was making it); false if it could not be made (starts go on without it).
+ */
+export async function makeDynamoDbLocalArchive(): Promise<boolean> {
+  const require = createRequire(import.meta.url);
+  const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
+  const dir = archiveDir(emulatorDir);
+  const lock = `${dir}.lock`;
+  mkdirSync(dirname(dir), { recursive: true });
+  for (;;) {
+    if (existsSync(join(dir, ARCHIVE))) return true;
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch {
+      // Another process makes it: wait for it, unless it is gone (then make it here).
+      let maker = 0;
+      try {
+        maker = Number(readFileSync(lock, 'utf8'));
+      } catch {
+        // Just released.
+      }
+      if (maker && !isAlive(maker)) rmSync(lock, { force: true });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  let emulator: Emulator | undefined;
+  try {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const jar = await JSZip.loadAsync(readFileSync(join(emulatorDir, 'DynamoDBLocal.jar')));
+    const manifest = (await jar.file('META-INF/MANIFEST.MF')!.async('string')).replace(/\r?\n /g, '');
+    const named = /^Class-Path: (.*)$/m.exec(manifest)?.[1]?.split(/\s+/).filter((entry) => entry.endsWith('.jar')) ?? [];
+    jar.file('META-INF/MANIFEST.MF', manifest.replace(/^Class-Path: .*\r?\n/m, ''));
+    writeFileSync(join(dir, 'DynamoDBLocal.jar'), await jar.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' }));
+    const cp = [join(dir, 'DynamoDBLocal.jar'), ...named.map((entry) => join(emulatorDir, entry)), join(emulatorDir, 'DynamoDBLocal_lib', '*')].join(':');
+    const classList = join(dir, 'classes.list');
+    const port = await freePort();
+    const endpoint = `http://127.0.0.1:${port}`;
+    const listing = [...javaOptions(emulatorDir), `-XX:DumpLoadedClassList=${classList}`, '-cp', cp, 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`, 'inMemory=true'];
+    emulator = await launch(emulatorDir, [...listing, fileURLToPath(new URL('./dynamodb-local.xml', import.meta.url))], endpoint);
+    await typicalWorkload(endpoint);
+    await emulator.stop();
+    const java = process.env.JAVA ?? 'java';
+    const dump = spawn(java, [...JVM_FLAGS, '-Xshare:dump', `-XX:SharedClassListFile=${classList}`, `-XX:SharedArchiveFile=${join(dir, `${ARCHIVE}.part`)}`, '-cp', cp], {
+      cwd: emulatorDir,
+      stdio: 'ignore',
+    });
+    const status = await new Promise<number | null>((resolveStatus) => {
+      dump.once('error', () => resolveStatus(null));
+      dump.once('exit', resolveStatus);
+    });
+    if (status !== 0) return false;
+    writeFileSync(join(dir, ARCHIVE_CLASS_PATH), cp);
+    renameSync(join(dir, `${ARCHIVE}.part`), join(dir, ARCHIVE));
+    return true;
+  } catch {
+    await emulator?.stop();
+    return false;
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+/** What the stack asks of DynamoDB (tables with an index, conditional and transactional writes, queries): their classes load. */
+async function typicalWorkload(endpoint: string) {
+  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  try {
+    const TableName = 'archive';
+    const key = (pk: string) => ({ pk: { S: pk } });
+    await client.send(
+      new CreateTableCommand({
+        TableName,
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'gsi', AttributeType: 'S' },
+        ],
+        GlobalSecondaryIndexes: [{ IndexName: 'by-gsi', KeySchema: [{ AttributeName: 'gsi', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await client.send(new PutItemCommand({ TableName, Item: { ...key('a'), gsi: { S: 'g' }, n: { N: '1' } }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          { Update: { TableName, Key: key('a'), UpdateExpression: 'SET n = n + :one, #s = :s', ConditionExpression: 'n = :n', ExpressionAttributeNames: { '#s': 'st' }, ExpressionAttributeValues: { ':one': { N: '1' }, ':n': { N: '1' }, ':s': { S: 'x' } } } },
+          { Put: { TableName, Item: { ...key('b'), gsi: { S: 'g' } } } },
+        ],
+      }),
+    );
+    await client.send(new GetItemCommand({ TableName, Key: key('a'), ConsistentRead: true }));
+    await client.send(new QueryCommand({ TableName, IndexName: 'by-gsi', KeyConditionExpression: 'gsi = :g', ExpressionAttributeValues: { ':g': { S: 'g' } } }));
+    await client.send(new DeleteItemCommand({ TableName, Key: key('b') }));
+    await client.send(new DeleteTableCommand({ TableName }));
+  } finally {
+    client.destroy();
+  }
 }
 
 interface Emulator {

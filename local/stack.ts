@@ -1,12 +1,12 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
 import { type ToolDefinition } from 'idempotent-mcp/mcp';
-import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, environmentOf, loadConfig, read, servedHostnames, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
+import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, localOperationIdSecret, environmentOf, loadConfig, read, servedHostnames, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../reference/sandbox/router';
 import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
 import { openSandboxStore } from '../reference/sandbox/sandbox-store';
@@ -57,20 +57,6 @@ export interface LocalStack {
   tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string; scope?: string }): Promise<string>;
   /** Stops everything this stack started, in reverse order. */
   stop(): Promise<void>;
-}
-
-/** The operation-id secret is generated once and kept, so ids minted before a restart stay valid after it. */
-async function loadOrCreateSecret(dir: string): Promise<string> {
-  const file = join(dir, 'operation-id-secret');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const secret = randomBytes(32).toString('base64url');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await writeFile(file, secret, { mode: 0o600 });
-  return secret;
 }
 
 /** /health asks the store at most this often, however often it is called. */
@@ -174,7 +160,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       TABLE_NAME: tableName,
       AUTH_MODE: 'dev',
       DEV_AUTH_DIR: (options.persistDir && env.DEV_AUTH_DIR) || join(stateDir, 'auth'),
-      OPERATION_ID_SECRET: env.OPERATION_ID_SECRET ?? (await loadOrCreateSecret(stateDir)),
+      OPERATION_ID_SECRET: env.OPERATION_ID_SECRET ?? (await localOperationIdSecret(stateDir)),
       SANDBOX_ENABLED: 'true',
       PAYMENTS_URL: env.PAYMENTS_URL ?? `${url}/sandbox/payments`,
       TICKETS_URL: env.TICKETS_URL ?? `${url}/sandbox/tickets`,

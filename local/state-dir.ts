@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
+import { DEV_KEY_FILE, OPERATION_ID_SECRET_FILE } from 'idempotent-mcp/lambda';
 
 /** Where the parts of the state live: the signing key's folder, and the emulator's data when it runs on ours. */
 export interface StateParts {
@@ -18,7 +18,7 @@ export function stateDirContents(dir: string, parts: StateParts = { authDir: joi
   return [
     ...(parts.dataDir ? [{ path: parts.dataDir, what: "DynamoDB Local's data (records, orders, outbox events, the sandbox ledger)" }] : []),
     { path: join(parts.authDir, DEV_KEY_FILE), what: 'the key that signs and verifies local bearer tokens' },
-    { path: join(dir, 'operation-id-secret'), what: 'the secret that signs operation ids' },
+    { path: join(dir, OPERATION_ID_SECRET_FILE), what: 'the secret that signs operation ids' },
   ];
 }
 

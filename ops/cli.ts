@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Clock } from '../lambdas/core/clock';
 import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
@@ -62,6 +63,8 @@ export interface CliDeps {
   tools?: readonly ToolDefinition[];
   /** Where; resolved from the flags by default. */
   target?: (options: TargetOptions) => Promise<Target>;
+  /** The desk's clock (the system's by default): a test runs it on the clock of the stack it reviews. */
+  clock?: Clock;
 }
 
 const DURATION = /^(\d+)(ms|s|m|h|d)$/;
@@ -247,6 +250,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       queue: target.queue,
       who: target.who,
       logger: deps.logger,
+      clock: deps.clock,
     });
     return await run(desk);
   } catch (err) {

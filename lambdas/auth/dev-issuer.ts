@@ -1,10 +1,9 @@
-import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { type AuthConfig, DEFAULT_DEV_SCOPE } from '../config';
 import { validateTenantId } from '../core/idempotency-key';
-import { DEV_KEY_FILE, readDevKeyPair, type StoredKeyPair } from './dev-keys';
+import { DEV_KEY_FILE, type StoredKeyPair } from './dev-keys';
+import { readOrCreateStateFile } from './state-file';
 
 /**
  * The local issuer of `npm start`, `npm run token` and the tests: one ES256 key pair, generated on first use and
@@ -27,33 +26,17 @@ export interface DevIssuer {
 }
 
 async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
-  const file = join(dir, DEV_KEY_FILE);
-  try {
-    return await readDevKeyPair(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
-  const kid = `dev-${Date.now().toString(36)}`;
-  const pair: StoredKeyPair = {
-    kid,
-    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM },
-    publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' },
-  };
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  // Written whole under a name of its own, then linked into place: a process reading the key never sees it half
-  // written, and when two processes start at once the first link wins and both use that key.
-  const draft = `${file}.${randomUUID()}.tmp`;
-  await writeFile(draft, JSON.stringify(pair, null, 2), { flag: 'wx', mode: 0o600 });
-  try {
-    await link(draft, file);
-    return pair;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return readDevKeyPair(dir);
-  } finally {
-    await unlink(draft).catch(() => {});
-  }
+  const text = await readOrCreateStateFile(join(dir, DEV_KEY_FILE), async () => {
+    const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+    const kid = `dev-${Date.now().toString(36)}`;
+    const pair: StoredKeyPair = {
+      kid,
+      privateJwk: { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM },
+      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' },
+    };
+    return JSON.stringify(pair, null, 2);
+  });
+  return JSON.parse(text) as StoredKeyPair;
 }
 
 /** @public */

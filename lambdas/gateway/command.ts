@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -10,6 +9,7 @@ import { ConfigError, DEV_SIGN_IN_MOUNT, loadConfig, read, type Env } from '../c
 import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
 import { startReconciler } from '../reconciler/start';
+import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable } from '../store/table-schema';
@@ -102,20 +102,6 @@ async function readJson(path: string, what: string): Promise<unknown> {
   }
 }
 
-/** Kept across restarts, so operation ids and tokens issued before a restart stay valid after it. */
-async function localSecret(dir: string): Promise<string> {
-  const file = join(dir, 'operation-id-secret');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const secret = randomBytes(32).toString('base64url');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await writeFile(file, secret, { mode: 0o600 });
-  return secret;
-}
-
 export interface RunningGateway {
   url: string;
   mcpUrl: string;
@@ -133,7 +119,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', ...givenEnv };
   if (env.AUTH_MODE === 'dev') {
     env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
-    if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localSecret(command.stateDir);
+    if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
   }
   const config = loadConfig(env);
   const policy = await readJson(command.policyFile, 'policy file');

@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { MIN_SECRET_LENGTH, type SecretSource } from '../config';
+import { readOrCreateStateFile } from '../auth/state-file';
 import { SecretUnavailableError } from '../core/errors';
 import { awsClientConfig } from '../store/clients';
 
@@ -58,4 +61,19 @@ async function readSecret(source: Extract<SecretSource, { secretArn: string }>):
   if (secret.length < MIN_SECRET_LENGTH)
     throw new SecretUnavailableError(`the operation-id secret could not be read from Secrets Manager: the secret must be at least ${MIN_SECRET_LENGTH} characters`);
   return secret;
+}
+
+/**
+ * Where a local run (`npm start`, the gateway command) keeps its operation-id secret, in its state folder.
+ * @public
+ */
+export const OPERATION_ID_SECRET_FILE = 'operation-id-secret';
+
+/**
+ * A local run's operation-id secret: made on the first start and kept in `dir`, so operation ids issued before a
+ * restart stay valid after it; two processes starting at once on one folder get the same secret.
+ * @public
+ */
+export async function localOperationIdSecret(dir: string): Promise<string> {
+  return (await readOrCreateStateFile(join(dir, OPERATION_ID_SECRET_FILE), () => randomBytes(32).toString('base64url'))).trim();
 }

@@ -226,15 +226,15 @@ describe('the approval page in Chromium', () => {
       // A page frames the approval page (one of its own origin, so nothing but the page's headers can stop it).
       await page.goto(`${stack.url}/health`);
       await page.evaluate(`(() => { const f = document.createElement('iframe'); f.src = ${JSON.stringify(link)}; document.body.appendChild(f); })()`);
-      await page.waitForTimeout(1000);
+      // Refused by the CSP's frame-ancestors (Chromium says so in the console): the one CSP message expected here.
+      // Waited for first, so what the frame shows below is what it shows once Chromium has decided.
+      const messages = cspMessages.get(context)!;
+      await expect.poll(() => messages.some((text) => /frame-ancestors/.test(text))).toBe(true);
       const framed = page.frames().find((frame) => frame !== page.mainFrame());
       const framedText = framed ? await framed.evaluate<string>(`document.body ? document.body.innerText : ''`).catch(() => '') : '';
       // Framed, the signed-in approval page renders nothing (Chromium shows its own "refused to connect" page).
       expect(framedText).not.toContain('Approve this operation');
       expect(framedText).not.toContain('payee-7');
-      // Refused by the CSP's frame-ancestors (Chromium says so in the console): the one CSP message expected here.
-      const messages = cspMessages.get(context)!;
-      await expect.poll(() => messages.some((text) => /frame-ancestors/.test(text))).toBe(true);
       messages.splice(0, messages.length, ...messages.filter((text) => !/frame-ancestors/.test(text)));
     } finally {
       await context.close();

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, CreateTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LOCK_FILE, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
+import { LOCK_FILE, makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { FAILURE_WARNING_INTERVAL_MS } from '../../local/workers';
 
@@ -183,4 +183,18 @@ describe('npm start\'s stack notices its store is gone', () => {
     expect(body).toEqual({ status: 'ok' });
     await expect(stack.services.doc.send(new ScanCommand({ TableName: stack.config.tableName, Limit: 1 }))).resolves.toBeDefined();
   }, 90_000);
+});
+
+describe("DynamoDB Local's class-data archive", () => {
+  it('once made, a start loads the emulator\'s classes from it (Java maps the archive)', async () => {
+    // Made once per machine (the test run's global setup starts making it): this waits for it, or makes it.
+    expect(await makeDynamoDbLocalArchive()).toBe(true);
+    const emulator = await startDynamoDbLocal({ log: () => {} });
+    try {
+      expect(readFileSync(`/proc/${emulator.pid}/maps`, 'utf8')).toMatch(/\/\.cache\/dynamodb-local\/\w+\/classes\.jsa$/m);
+      expect(await emulator.reachable()).toBe(true);
+    } finally {
+      await emulator.stop();
+    }
+  }, 180_000);
 });

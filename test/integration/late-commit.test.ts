@@ -10,16 +10,18 @@ import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { UncertainToolError } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler, type RunningReconciler, type ToolRuntime } from 'idempotent-mcp/mcp';
 import type { LocalStack } from '../../local/stack';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
 import { OwnServers } from '../support/own-server';
 
 /**
- * Issue 30: a provider that does not deduplicate and books a request after its caller gave up (the sandbox's
- * `late-commit`). The engine answers `unknown`; the reconciler, running every 200 ms, asks the provider while it is
- * still booking and hears "not found": that absence must decide nothing until the request's in-flight window has
- * passed. Then the payment is found, the record settles SUCCEEDED and the retry replays it: one payment in the
- * provider's own ledger, on the reference endpoint and on a team's own server (SDK 1.x and v2) with startReconciler.
+ * Issue 30: a provider that does not deduplicate and books a request after its caller gave up (`late-commit`). The
+ * engine answers `unknown`; the reconciler, running every 200 ms, asks the provider while it is still booking and
+ * hears "not found": that absence must decide nothing until the request's in-flight window has passed. Then the
+ * payment is found, the record settles SUCCEEDED and the retry replays it: one payment in the provider's own ledger,
+ * on the reference endpoint (its request_payment against the sandbox's payments provider) and on a team's own server
+ * (SDK 1.x and v2) with startReconciler (a tool of its own against the fixture downstream).
  */
 let stack: LocalStack;
 const TENANT = 'tenant-late';
@@ -44,7 +46,9 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 
-describe('request_payment on the reference endpoint, the provider booking after the caller gave up', () => {
+// The two describes run side by side: they share no provider, table or reconciler, and each mostly waits for its
+// in-flight window to pass. The team server's two tests share its provider's faults, so they run in turn.
+describe.concurrent('request_payment on the reference endpoint, the provider booking after the caller gave up', () => {
   it('ends with one payment, the record SUCCEEDED and the retry replaying it', { timeout: 60_000 }, async () => {
     const client = await connectModernClient(stack, TENANT, { onConfirm: () => ({ action: 'accept', content: { confirm: true } }) });
     try {
@@ -77,13 +81,14 @@ describe('request_payment on the reference endpoint, the provider booking after 
   });
 });
 
-describe("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
+describe.concurrent("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
   const servers = new OwnServers();
   let services: ToolRuntime;
   let reconciler: RunningReconciler;
+  let provider: FixtureDownstream;
 
   /**
-   * The team's supplier payment: a plain HTTP provider (the sandbox's payments, which under `late-commit` neither
+   * The team's supplier payment: a plain HTTP provider (the fixture downstream, which under `late-commit` neither
    * deduplicates nor notices a caller hanging up), so the tool does not declare `reexecuteSafe`. It finds a payment by
    * our key, which is what the reconciler asks.
    */
@@ -100,23 +105,24 @@ describe("a team's own server with startReconciler, its provider booking after t
       const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(DOWNSTREAM_TIMEOUT_MS)]);
       let response: Response;
       try {
-        response = await fetch(`${stack.url}/sandbox/payments/v1/payments`, {
+        response = await fetch(`${provider.url}/bookings`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': ctx.idempotencyKey },
-          body: JSON.stringify({ amount_minor: args.amount_minor, currency: 'EUR', payee_id: args.supplier, metadata: { tenant: ctx.tenant } }),
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'payment', payload: { amount_minor: args.amount_minor, currency: 'EUR', payee_id: args.supplier } }),
           signal,
         });
       } catch {
         throw new UncertainToolError('PROVIDER_TIMEOUT', 'the provider did not answer in time');
       }
       if (response.status !== 201 && response.status !== 200) throw new UncertainToolError('PROVIDER_ERROR', `the provider answered ${response.status}`);
-      return { result: { payment_id: ((await response.json()) as { payment_id: string }).payment_id } };
+      return { result: { payment_id: ((await response.json()) as { booking_id: string }).booking_id } };
     },
     async reconcile({ record, signal }) {
-      const response = await fetch(`${stack.url}/sandbox/payments/v1/payments?idempotency_key=${encodeURIComponent(record.idempotencyKey)}`, { signal });
+      const query = new URLSearchParams({ tenant: record.tenant, key: record.idempotencyKey });
+      const response = await fetch(`${provider.url}/bookings?${query}`, { signal });
       if (response.status === 404) return { kind: 'absent' };
       if (response.status !== 200) return { kind: 'unreachable', reason: `the provider answered ${response.status}` };
-      return { kind: 'found', result: { payment_id: ((await response.json()) as { payment_id: string }).payment_id } };
+      return { kind: 'found', result: { payment_id: ((await response.json()) as { booking_id: string }).booking_id } };
     },
   });
 
@@ -125,6 +131,7 @@ describe("a team's own server with startReconciler, its provider booking after t
   const urls: Record<'v1' | 'v2', string> = { v1: '', v2: '' };
 
   beforeAll(async () => {
+    provider = await startFixtureDownstream({ holdMs: DOWNSTREAM_TIMEOUT_MS + 1000 });
     const tableName = `late-own-${randomUUID()}`;
     await ensureTable(stack.services.doc, tableName);
     const store = new DynamoDbIdempotencyStore({ client: stack.services.doc, tableName });
@@ -145,6 +152,7 @@ describe("a team's own server with startReconciler, its provider booking after t
   afterAll(async () => {
     await reconciler?.stop();
     await servers.close();
+    await provider?.stop();
   });
 
   async function connect(line: 'v1' | 'v2') {
@@ -159,25 +167,27 @@ describe("a team's own server with startReconciler, its provider booking after t
     return client;
   }
 
-  it.each(['v1', 'v2'] as const)('SDK %s: one payment, the record SUCCEEDED, the retry replays it', { timeout: 60_000 }, async (line) => {
+  it.sequential.each(['v1', 'v2'] as const)('SDK %s: one payment, the record SUCCEEDED, the retry replays it', { timeout: 60_000 }, async (line) => {
     const client = await connect(line);
     const key = `key-${randomUUID()}`;
     const args = { idempotency_key: key, supplier: `supplier-${line}`, amount_minor: 4200 };
     const record = () => services.store.get({ tenant: TENANT, tool: 'pay_supplier', idempotencyKey: key });
     try {
-      await armFault(stack, { target: 'payments', mode: 'late-commit', times: 2, delay_ms: LATE_MS });
+      provider.arm({ mode: 'late-commit', times: 2, delayMs: LATE_MS });
       expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
       // The reconciler has asked (and heard "not found") before the provider booked; the retry must not run again.
-      await sleep(1000);
+      await eventually(async () => (provider.lookups(key) > 0 ? true : undefined), 'the reconciler to ask the provider', 10_000, 20);
       expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
-      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || (await paymentsOf(key)).length > 1 ? true : undefined), 'the record to settle', 30_000, 200);
-      const payments = await paymentsOf(key);
+      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || provider.bookings(key).length > 1 ? true : undefined), 'the record to settle', 30_000, 200);
+      const payments = provider.bookings(key);
       expect(payments).toHaveLength(1);
-      expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payments[0]!.payment_id } });
-      expect(await paymentsOf(key)).toHaveLength(1);
+      expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payments[0]!.booking_id } });
+      // One payment booked, from the one request that reached the provider: no retry ran the tool again.
+      expect(provider.bookings(key)).toHaveLength(1);
+      expect(provider.calls(key)).toBe(1);
     } finally {
       await client.close();
-      await clearFaults(stack);
+      provider.clear();
     }
   });
 });

@@ -1,19 +1,20 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_HTTP_TIMEOUTS, type LocalStack } from '../../local/stack';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { armFault, issueOperationId } from '../support/side-effects';
+import { LOCAL_HTTP_TIMEOUTS } from '../../local/stack';
+import { newKey } from '../support/engine';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient } from '../support/mcp';
 
 /**
  * A client that sends its request a byte at a time holds a connection of the local server until the request
  * timeouts cut it off; a call that takes long to *answer* is not cut off by them. The stack runs with short timeouts
  * here so the test is quick; the defaults are checked against what an MCP call needs.
  */
-const TIMEOUTS = { headersMs: 1000, requestMs: 2000, checkMs: 200 };
+const TIMEOUTS = { headersMs: 500, requestMs: 1000, checkMs: 100 };
 
-let stack: LocalStack;
+let stack: FixtureStack;
 beforeAll(async () => {
-  stack = await startTestStack({ httpTimeouts: TIMEOUTS });
+  stack = await startFixtureStack({ httpTimeouts: TIMEOUTS });
 });
 afterAll(() => stack?.stop());
 
@@ -64,12 +65,13 @@ describe('the local server and slow clients', () => {
   it('does not cut off a call whose answer takes longer than the request timeout', async () => {
     const client = await connectClient(stack, 'tenant-slow');
     try {
-      // The sandbox payments provider answers slowly; the request itself arrived at once.
-      const operationId = await issueOperationId(client, 'request_payment');
-      await armFault(stack, { target: 'payments', mode: 'slow', delay_ms: TIMEOUTS.requestMs + 500 });
+      // The downstream holds its answer past the request timeout (within the tool's downstream timeout, 3 s by
+      // default); the request itself arrived at once.
+      const key = newKey();
+      stack.downstream.arm({ mode: 'commit-then-timeout', delayMs: TIMEOUTS.requestMs + 500 });
       const started = Date.now();
-      const paid = await callWrite(client, 'request_payment', { operation_id: operationId, amount_minor: 1250, currency: 'EUR', payee_id: 'payee-slow' });
-      expect(paid).toMatchObject({ outcome: 'succeeded' });
+      const booked = await callWrite(client, FixtureTool.write, { idempotency_key: key, note: 'slow' });
+      expect(booked).toMatchObject({ outcome: 'succeeded', replayed: false, result: { booking_id: stack.downstream.bookings(key)[0]!.booking_id } });
       expect(Date.now() - started).toBeGreaterThan(TIMEOUTS.requestMs);
     } finally {
       await client.close();

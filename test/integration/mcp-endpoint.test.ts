@@ -1,19 +1,43 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
 import { tools as registry } from '../../reference/tools';
-import { callRead, callWrite, connectClient, createProbeTools, ledger, orderArgs, startTestStack } from '../support/mcp';
+import {
+  FIXTURE_LIMIT_MINOR,
+  fixtureBookingReadTool,
+  fixtureOrder,
+  fixtureOrderId,
+  fixturePaymentArgs,
+  FixtureTool,
+  startFixtureStack,
+  type FixtureStack,
+} from '../support/fixture-tools';
+import { issueOperationId } from '../support/side-effects';
+import { callRead, callWrite, connectClient, ledger, orderArgs } from '../support/mcp';
 
-/** The endpoint through the MCP SDK's own client over real HTTP: what an agent sees. */
-let stack: LocalStack;
+/**
+ * The endpoint through the MCP SDK's own client over real HTTP: what an agent sees. The toolkit's behaviour runs on
+ * the fixture tools, counted where their effects land (the fixture downstream's requests and bookings, the order
+ * items in the table). The tests named after create_order and get_order are about the reference endpoint's own
+ * tools, served beside them (its orders counted in the table through the sandbox ledger).
+ */
+let stack: FixtureStack;
 let client: Client;
-const probes = createProbeTools();
 const TENANT = 'tenant-endpoint';
+const WRITE = FixtureTool.write;
+const ORDER = FixtureTool.order;
+const READ = 'fixture_get_booking';
+const note = (key: string, overrides: Record<string, unknown> = {}) => ({ idempotency_key: key, note: 'hello', ...overrides });
+const fixtureOrderArgs = (key: string, overrides: Record<string, unknown> = {}) => ({ idempotency_key: key, item: 'widget', quantity: 2, ...overrides });
 
 beforeAll(async () => {
-  // A short in-progress wait keeps the in_progress case quick; the outcome does not depend on it.
-  stack = await startTestStack({ tools: [...registry, ...probes.tools], services: { engine: { inProgressWaitMs: 100 } } });
+  // A short in-progress wait keeps the in_progress case quick; the outcome does not depend on it. No background
+  // workers: nothing here queues an event, and no reconciler may settle an unknown call between a test's steps.
+  stack = await startFixtureStack({
+    tools: [...registry, fixtureBookingReadTool(() => stack.downstream.url)],
+    services: { engine: { inProgressWaitMs: 100 } },
+    workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false },
+  });
   client = await connectClient(stack, TENANT);
 });
 afterAll(async () => {
@@ -22,37 +46,46 @@ afterAll(async () => {
 });
 
 type Order = { order_id: string; status: string; items: unknown[]; currency: string; created_at: string };
+type Booked = { booking_id: string; key: string };
 
 describe('tools/list', () => {
   it('publishes every write tool with a required key, its usage, truthful annotations and the result contract', async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect([...byName.keys()]).toEqual(
-      expect.arrayContaining(['create_order', 'get_order', 'get_operation_status', 'issue_operation_id']),
+      expect.arrayContaining([ORDER, WRITE, READ, 'get_operation_status', 'issue_operation_id']),
     );
 
-    const createOrder = byName.get('create_order')!;
-    expect(createOrder.inputSchema.required).toEqual(expect.arrayContaining(['idempotency_key', 'customer_id', 'items', 'currency']));
-    expect(createOrder.inputSchema.required).not.toContain('trace_id');
-    expect(createOrder.description).toMatch(/once per intended operation and reuse it unchanged on every retry/);
-    expect(createOrder.annotations).toMatchObject({
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    });
-    const output = createOrder.outputSchema as { properties: Record<string, { enum?: string[] }>; required: string[] };
-    expect(output.properties.outcome!.enum).toEqual(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']);
-    expect(output.required).toEqual(expect.arrayContaining(['outcome', 'replayed', 'retryable']));
-    // Echoed whenever the call carried a key; a call without one echoes none.
-    expect(output.properties).toHaveProperty('idempotency_key');
+    for (const [name, openWorld] of [
+      [ORDER, false],
+      [WRITE, true],
+    ] as const) {
+      const tool = byName.get(name)!;
+      expect(tool.inputSchema.required, name).toEqual(expect.arrayContaining(['idempotency_key']));
+      expect(tool.inputSchema.required, name).not.toContain('trace_id');
+      expect(tool.description, name).toMatch(/once per intended operation and reuse it unchanged on every retry/);
+      expect(tool.annotations, name).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: openWorld,
+      });
+      const output = tool.outputSchema as { properties: Record<string, { enum?: string[] }>; required: string[] };
+      expect(output.properties.outcome!.enum).toEqual(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']);
+      expect(output.required).toEqual(expect.arrayContaining(['outcome', 'replayed', 'retryable']));
+      // Echoed whenever the call carried a key; a call without one echoes none.
+      expect(output.properties).toHaveProperty('idempotency_key');
+    }
+    expect(byName.get(ORDER)!.inputSchema.required).toEqual(expect.arrayContaining(['item', 'quantity']));
+    expect(byName.get(WRITE)!.inputSchema.required).toEqual(expect.arrayContaining(['note']));
 
-    const operationTool = byName.get('probe_operation')!;
+    const operationTool = byName.get(FixtureTool.payment)!;
     expect(operationTool.inputSchema.required).toContain('operation_id');
     expect(operationTool.inputSchema.required).not.toContain('idempotency_key');
     expect(operationTool.description).toMatch(/issue_operation_id/);
+    expect(operationTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
 
-    for (const name of ['get_order', 'get_operation_status', 'issue_operation_id'])
+    for (const name of [READ, 'get_operation_status', 'issue_operation_id'])
       expect(byName.get(name)!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
   });
 });
@@ -60,124 +93,142 @@ describe('tools/list', () => {
 describe('the result contract, outcome by outcome', () => {
   it('succeeded, then replayed: the second call returns the first order and creates nothing', async () => {
     const key = newKey();
-    const first = await callWrite<Order>(client, 'create_order', orderArgs(key));
+    const first = await callWrite<Booked>(client, WRITE, note(key));
     expect(first).toMatchObject({ outcome: 'succeeded', replayed: false, retryable: false, idempotency_key: key });
-    expect(first.result).toMatchObject({ status: 'created', currency: 'EUR', items: [{ sku: 'SKU-1', quantity: 2 }] });
-    expect(first.result!.order_id).toMatch(/^ord_/);
+    expect(first.result).toEqual({ booking_id: expect.stringMatching(/^bk-/), key });
 
-    const again = await callWrite<Order>(client, 'create_order', orderArgs(key, { trace_id: 'another-trace' }));
+    const again = await callWrite<Booked>(client, WRITE, note(key, { trace_id: 'another-trace' }));
     expect(again).toMatchObject({ outcome: 'succeeded', replayed: true, retryable: false, result: first.result });
     expect(again.first_executed_at).toEqual(expect.any(String));
 
-    const orders = (await ledger(stack)).orders.filter((o) => o.idempotency_key === key);
-    expect(orders).toEqual([expect.objectContaining({ tenant: TENANT, order_id: first.result!.order_id })]);
+    // One request reached the downstream; it holds one booking, the one answered.
+    expect(stack.downstream.calls(key)).toBe(1);
+    expect(stack.downstream.bookings(key)).toEqual([expect.objectContaining({ tenant: TENANT, booking_id: first.result!.booking_id })]);
   });
 
   it('the text content says the same in one sentence', async () => {
-    const answer = await client.callTool({ name: 'create_order', arguments: orderArgs(newKey(), { currency: 'euro' }) });
+    const answer = await client.callTool({ name: ORDER, arguments: fixtureOrderArgs(newKey(), { quantity: 'two' }) });
     const [sentence] = answer.content as Array<{ type: string; text: string }>;
     expect(answer.isError).toBe(true);
-    expect(sentence!.text).toMatch(/^Rejected \(INVALID_ARGUMENTS\): .*currency/);
+    expect(sentence!.text).toMatch(/^Rejected \(INVALID_ARGUMENTS\): .*quantity/);
   });
 
   it('conflict: the same key with other arguments runs nothing', async () => {
     const key = newKey();
-    await callWrite(client, 'create_order', orderArgs(key));
-    const other = await callWrite(client, 'create_order', orderArgs(key, { items: [{ sku: 'SKU-2', quantity: 1 }] }));
+    await callWrite(client, WRITE, note(key));
+    const other = await callWrite(client, WRITE, note(key, { note: 'other words' }));
     expect(other).toMatchObject({
       outcome: 'conflict',
       retryable: false,
       error: { code: 'IDEMPOTENCY_KEY_REUSED' },
     });
-    expect((await ledger(stack)).orders.filter((o) => o.idempotency_key === key)).toHaveLength(1);
+    expect(stack.downstream.calls(key)).toBe(1);
+    expect(stack.downstream.bookings(key)).toEqual([expect.objectContaining({ payload: { note: 'hello' } })]);
   });
 
   it('rejected: arguments that fail the schema name the field, and nothing is recorded', async () => {
     const key = newKey();
-    const bad = await callWrite(client, 'create_order', orderArgs(key, { items: [{ sku: 'SKU-1', quantity: 0 }] }));
+    const bad = await callWrite(client, ORDER, fixtureOrderArgs(key, { quantity: 0 }));
     expect(bad).toMatchObject({ outcome: 'rejected', retryable: false, idempotency_key: key, error: { code: 'INVALID_ARGUMENTS' } });
-    expect(bad.error!.message).toContain('items[0].quantity');
+    expect(bad.error!.message).toContain('quantity');
 
-    const missing = await callWrite(client, 'create_order', { idempotency_key: key, items: [{ sku: 'A', quantity: 1 }] });
+    const missing = await callWrite(client, ORDER, { idempotency_key: key });
     expect(missing).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } });
-    expect(missing.error!.message).toContain('customer_id');
-    expect(missing.error!.message).toContain('currency');
+    expect(missing.error!.message).toContain('item');
+    expect(missing.error!.message).toContain('quantity');
+    expect(await stack.services.store.get({ tenant: TENANT, tool: ORDER, idempotencyKey: key })).toBeUndefined();
+    expect(await fixtureOrder(stack, TENANT, key)).toBeUndefined();
 
     // Nothing was claimed: the same key now executes.
-    expect(await callWrite(client, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await callWrite(client, ORDER, fixtureOrderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await fixtureOrder(stack, TENANT, key)).toBeDefined();
   });
 
   it('rejected: a missing or malformed key is INVALID_IDEMPOTENCY_KEY', async () => {
-    const { idempotency_key: _omitted, ...withoutKey } = orderArgs('unused-key');
-    for (const args of [withoutKey, orderArgs('short'), orderArgs('has spaces in it'), orderArgs('x'.repeat(129))]) {
-      const answer = await callWrite(client, 'create_order', args);
+    const { idempotency_key: _omitted, ...withoutKey } = note('unused-key');
+    for (const args of [withoutKey, note('short'), note('has spaces in it'), note('x'.repeat(129))]) {
+      const answer = await callWrite(client, WRITE, args);
       expect(answer).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'INVALID_IDEMPOTENCY_KEY' } });
       expect(answer.error!.message).toContain('idempotency_key');
     }
+    expect(stack.downstream.calls('short')).toBe(0);
   });
 
   it('rejected: a missing key is "required", and every sentence of the answer ends before the next begins', async () => {
-    const { idempotency_key: _omitted, ...withoutKey } = orderArgs('unused-key');
-    const answer = await client.callTool({ name: 'create_order', arguments: withoutKey });
+    const { idempotency_key: _omitted, ...withoutKey } = note('unused-key');
+    const answer = await client.callTool({ name: WRITE, arguments: withoutKey });
     expect(answer.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotency_key is required.' } });
     const text = (answer.content as Array<{ text: string }>)[0]!.text;
     expect(text).toBe('Rejected (INVALID_IDEMPOTENCY_KEY): idempotency_key is required. Fix the call; retrying it unchanged will not help.');
     // Whatever the refusal, no sentence runs into the next ("... must be a string Fix the call").
-    for (const args of [orderArgs('short'), { ...orderArgs(newKey()), currency: 'euro' }]) {
-      const refused = await client.callTool({ name: 'create_order', arguments: args });
+    for (const args of [note('short'), note(newKey(), { note: 42 })]) {
+      const refused = await client.callTool({ name: WRITE, arguments: args });
       expect((refused.content as Array<{ text: string }>)[0]!.text).toMatch(/[.!?] Fix the call;/);
     }
   });
 
   it('failed: a business rejection is stored and replayed, never executed twice', async () => {
-    const key = newKey();
-    const first = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'terminal' });
-    expect(first).toMatchObject({ outcome: 'failed', replayed: false, retryable: false, error: { code: 'CARD_DECLINED' } });
-    const again = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'terminal' });
-    expect(again).toMatchObject({ outcome: 'failed', replayed: true, error: { code: 'CARD_DECLINED', message: 'The card was declined.' } });
-    expect(probes.runs(TENANT, key)).toBe(1);
+    // The downstream refuses amounts above its limit (HTTP 422): a terminal answer, nothing booked.
+    const id = await issueOperationId(client, FixtureTool.payment);
+    const args = fixturePaymentArgs(id, { amount_minor: FIXTURE_LIMIT_MINOR + 1 });
+    const first = await callWrite(client, FixtureTool.payment, args);
+    expect(first).toMatchObject({ outcome: 'failed', replayed: false, retryable: false, error: { code: 'DOWNSTREAM_REJECTED' } });
+    const again = await callWrite(client, FixtureTool.payment, args);
+    expect(again).toMatchObject({ outcome: 'failed', replayed: true, error: { code: 'DOWNSTREAM_REJECTED', message: first.error!.message } });
+    expect(first.error!.message).toMatch(/refused/);
+    expect(stack.downstream.calls(id)).toBe(1);
+    expect(stack.downstream.bookings(id)).toEqual([]);
   });
 
   it('failed and retryable: a transient failure releases the key, so the retry executes', async () => {
     const key = newKey();
-    const first = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'transient' });
-    expect(first).toMatchObject({ outcome: 'failed', retryable: true, retry_after_ms: 250, error: { code: 'TRANSIENT_FAILURE' } });
-    expect(await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'transient' })).toMatchObject({ outcome: 'failed' });
-    expect(probes.runs(TENANT, key)).toBe(2);
+    // The downstream is unavailable (503, nothing booked) for both calls.
+    stack.downstream.arm({ mode: 'unavailable', times: 2 });
+    const first = await callWrite(client, WRITE, note(key));
+    expect(first).toMatchObject({ outcome: 'failed', retryable: true, retry_after_ms: 1000, error: { code: 'TRANSIENT_FAILURE' } });
+    expect(await callWrite(client, WRITE, note(key))).toMatchObject({ outcome: 'failed' });
+    expect(stack.downstream.calls(key)).toBe(2);
+    expect(stack.downstream.bookings(key)).toEqual([]);
+    // Released, not remembered: the next call books.
+    expect(await callWrite(client, WRITE, note(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(stack.downstream.bookings(key)).toHaveLength(1);
   });
 
   it('unknown: an uncertain failure is kept for verification and a retry does not run it again', async () => {
     const key = newKey();
-    const first = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'uncertain' });
+    // The downstream fails with HTTP 500: the caller cannot tell whether it booked.
+    stack.downstream.arm({ mode: 'fail-before-commit' });
+    const first = await callWrite(client, WRITE, note(key));
     expect(first).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'OUTCOME_UNKNOWN' } });
     expect(first.retry_after_ms).toBeGreaterThan(0);
-    const again = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'uncertain' });
+    const again = await callWrite(client, WRITE, note(key));
     expect(again).toMatchObject({ outcome: 'unknown', retryable: true });
-    expect(probes.runs(TENANT, key)).toBe(1);
+    expect(stack.downstream.calls(key)).toBe(1);
 
-    const status = await callRead(client, 'get_operation_status', { tool: 'probe_write', idempotency_key: key });
-    expect(status.structured).toMatchObject({ status: 'unknown', error: { code: 'DOWNSTREAM_TIMEOUT' } });
+    const status = await callRead(client, 'get_operation_status', { tool: WRITE, idempotency_key: key });
+    expect(status.structured).toMatchObject({ status: 'unknown', error: { code: 'DOWNSTREAM_ERROR' } });
   });
 
   it('in_progress: a duplicate of a running call waits briefly, then says so; afterwards it replays', async () => {
     const key = newKey();
-    const gate = probes.gate(key);
-    const firstCall = callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'block' });
-    await gate.entered.promise;
+    const held = stack.downstream.hold(key);
+    const firstCall = callWrite(client, WRITE, note(key));
+    await held.entered;
 
-    const duplicate = await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'block' });
+    const duplicate = await callWrite(client, WRITE, note(key));
     expect(duplicate).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: 'OPERATION_IN_PROGRESS' } });
     expect(duplicate.retry_after_ms).toBeGreaterThan(0);
-    const status = await callRead(client, 'get_operation_status', { tool: 'probe_write', idempotency_key: key });
+    const status = await callRead(client, 'get_operation_status', { tool: WRITE, idempotency_key: key });
     expect(status.structured).toMatchObject({ status: 'processing' });
 
-    gate.release.resolve();
+    held.release();
     expect(await firstCall).toMatchObject({ outcome: 'succeeded', replayed: false });
-    expect(await callWrite(client, 'probe_write', { idempotency_key: key, behavior: 'block' })).toMatchObject({
+    expect(await callWrite(client, WRITE, note(key))).toMatchObject({
       outcome: 'succeeded',
       replayed: true,
     });
-    expect(probes.runs(TENANT, key)).toBe(1);
+    expect(stack.downstream.calls(key)).toBe(1);
+    expect(stack.downstream.bookings(key)).toHaveLength(1);
   });
 });
 
@@ -219,7 +270,7 @@ describe('read tools', () => {
     await stack.services.store.claim(
       {
         tenant: TENANT,
-        tool: 'create_order',
+        tool: WRITE,
         idempotencyKey: key,
         fingerprint: 'f'.repeat(64),
         status: 'PROCESSING',
@@ -232,7 +283,7 @@ describe('read tools', () => {
       },
       now - 60_000,
     );
-    const status = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
+    const status = await callRead(client, 'get_operation_status', { tool: WRITE, idempotency_key: key });
     expect(status.structured).toMatchObject({ status: 'unknown', created_at: new Date(now - 60_000).toISOString() });
   });
 
@@ -242,7 +293,7 @@ describe('read tools', () => {
     // Replayed until a minute ago; its TTL (the review window a 'review' tool would keep) is still an hour away.
     const record = {
       tenant: TENANT,
-      tool: 'create_order',
+      tool: WRITE,
       idempotencyKey: key,
       fingerprint: 'f'.repeat(64),
       status: 'PROCESSING' as const,
@@ -254,35 +305,41 @@ describe('read tools', () => {
       expiresAt: Math.floor((now + 3_600_000) / 1000),
     };
     await stack.services.store.claim(record, now - 120_000);
-    await stack.services.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result: { order_id: 'old' } }, now - 119_000);
-    const status = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
-    // A call with this key now runs again (create_order's policy is 'execute'): nothing on record answers for it.
-    expect(status.structured).toEqual({ tool: 'create_order', idempotency_key: key, status: 'not_found' });
+    await stack.services.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result: { booking_id: 'old', key } }, now - 119_000);
+    const status = await callRead(client, 'get_operation_status', { tool: WRITE, idempotency_key: key });
+    // A call with this key now runs again (fixture_write's policy is the default, 'execute'): nothing on record answers for it.
+    expect(status.structured).toEqual({ tool: WRITE, idempotency_key: key, status: 'not_found' });
+    expect(await callWrite(client, WRITE, note(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(stack.downstream.calls(key)).toBe(1);
   });
 
   it('get_operation_status reports not_found, then succeeded with the result and times', async () => {
     const key = newKey();
-    const before = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
-    expect(before.structured).toEqual({ tool: 'create_order', idempotency_key: key, status: 'not_found' });
-    const made = await callWrite<Order>(client, 'create_order', orderArgs(key));
-    const after = await callRead(client, 'get_operation_status', { tool: 'create_order', idempotency_key: key });
+    const before = await callRead(client, 'get_operation_status', { tool: ORDER, idempotency_key: key });
+    expect(before.structured).toEqual({ tool: ORDER, idempotency_key: key, status: 'not_found' });
+    const made = await callWrite<{ order_id: string }>(client, ORDER, fixtureOrderArgs(key));
+    expect(made.result).toEqual({ order_id: fixtureOrderId(key), item: 'widget', quantity: 2 });
+    const after = await callRead(client, 'get_operation_status', { tool: ORDER, idempotency_key: key });
     expect(after.structured).toMatchObject({ status: 'succeeded', result: made.result });
     expect(after.structured).toHaveProperty('created_at');
     expect(after.structured).toHaveProperty('replay_until');
   });
 
   it('read tools reject bad arguments naming the field, and a tool that is not a write tool', async () => {
-    const bad = await callRead(client, 'get_operation_status', { tool: 'create_order' });
+    const bad = await callRead(client, 'get_operation_status', { tool: WRITE });
     expect(bad.isError).toBe(true);
     expect(bad.text).toMatch(/INVALID_ARGUMENTS.*idempotency_key/);
-    const notWrite = await callRead(client, 'get_operation_status', { tool: 'get_order', idempotency_key: newKey() });
+    const badRead = await callRead(client, READ, { key: 42 });
+    expect(badRead.isError).toBe(true);
+    expect(badRead.text).toMatch(/INVALID_ARGUMENTS.*key/);
+    const notWrite = await callRead(client, 'get_operation_status', { tool: READ, idempotency_key: newKey() });
     expect(notWrite.text).toMatch(/INVALID_ARGUMENTS.*write tools/);
   });
 
   it('an unknown tool is a protocol error, not a result', async () => {
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
     // A misspelled name says which tool was meant; an unrelated one suggests nothing.
-    await expect(client.callTool({ name: 'create_ordr', arguments: {} })).rejects.toThrow(/Unknown tool: create_ordr\. Did you mean create_order\?/);
+    await expect(client.callTool({ name: 'fixture_writ', arguments: {} })).rejects.toThrow(/Unknown tool: fixture_writ\. Did you mean fixture_write\?/);
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.not.toThrow(/Did you mean/);
   });
 });

@@ -10,10 +10,10 @@ import { createToolRuntime, defineWriteTool, getOperationStatusTool, issueOperat
 import type { AppConfig } from '../../lambdas/config';
 import { hashForLog } from '../../lambdas/core/idempotency-key';
 import { createApp } from '../../lambdas/http/app';
-import type { LocalStack } from '../../local/stack';
+import { tools as registry } from '../../reference/tools';
 import { OwnServers } from '../support/own-server';
-import { callWrite, connectModernClient, keyHeaders, MODERN_PROTOCOL, orderArgs, startTestStack } from '../support/mcp';
-import { paymentArgs, sandboxLedger } from '../support/side-effects';
+import { callWrite, connectModernClient, keyHeaders, MODERN_PROTOCOL } from '../support/mcp';
+import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureDownstream, startFixtureStack, type FixtureDownstream, type FixtureStack } from '../support/fixture-tools';
 
 /**
  * MCP 2026-07-28 lets a tool mark arguments with `x-mcp-header` so that clients send them again as `Mcp-Param-*`
@@ -93,15 +93,23 @@ function recordingFetch() {
   return { calls, fetch: record };
 }
 
+// The calls run the fixture tools (fixture_write keyed by idempotency_key, fixture_payment by operation_id), counted
+// in the fixture downstream; the reference endpoint's tools are served beside them for the first test, which checks
+// that each of them is listed with its key marked.
 describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox downstreams)', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let token: string;
   const TENANT = 'tenant-key-header';
-  const orderRecord = (key: string) => stack.services.store.get({ tenant: TENANT, tool: 'create_order', idempotencyKey: key });
-  const ordersOf = async (key: string) => (await sandboxLedger(stack)).orders.filter((order) => order.idempotency_key === key);
+  const WRITE = FixtureTool.write;
+  const PAY = FixtureTool.payment;
+  const writeArgs = (key: string) => ({ idempotency_key: key, note: 'mirrored' });
+  const writeRecord = (key: string) => stack.services.store.get({ tenant: TENANT, tool: WRITE, idempotencyKey: key });
+  /** What the downstream holds under the key (whatever the endpoint answered). */
+  const bookingsOf = async (key: string) => stack.downstream.bookings(key);
 
   beforeAll(async () => {
-    stack = await startTestStack();
+    // No background workers: nothing here queues an event or leaves a call to settle.
+    stack = await startFixtureStack({ tools: registry, workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
     token = await stack.tokenFor(TENANT);
   });
   afterAll(() => stack?.stop());
@@ -111,6 +119,8 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
     try {
       const { tools } = await client.listTools();
       const keyOf = (name: string) => tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
+      expect(keyOf(WRITE).idempotency_key).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
+      expect(keyOf(PAY).operation_id).toMatchObject({ type: 'string', 'x-mcp-header': 'Operation-Id' });
       expect(keyOf('create_order').idempotency_key).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
       expect(keyOf('request_payment').operation_id).toMatchObject({ type: 'string', 'x-mcp-header': 'Operation-Id' });
       // The client keeps every tool: none carries a declaration the spec makes it drop.
@@ -125,13 +135,15 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
     const client = await connectModernClient(stack, TENANT, { fetch: recorder.fetch });
     try {
       const key = newKey();
-      expect(await callWrite(client, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect(await callWrite(client, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: true });
+      expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: true });
       expect(recorder.calls.map((call) => [call.status, call.headers.get('mcp-param-idempotency-key')])).toEqual([
         [200, key],
         [200, key],
       ]);
-      expect(await ordersOf(key)).toHaveLength(1);
+      expect(await bookingsOf(key)).toHaveLength(1);
+      // The retry never reached the downstream.
+      expect(stack.downstream.calls(key)).toBe(1);
     } finally {
       await client.close();
     }
@@ -143,12 +155,12 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
     await client.connect(new ModernTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }));
     try {
       const key = newKey();
-      expect(await callWrite(client, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(recorder.calls.map((call) => [call.status, call.headers.get('mcp-param-idempotency-key')])).toEqual([
         [400, null],
         [200, key],
       ]);
-      expect(await ordersOf(key)).toHaveLength(1);
+      expect(await bookingsOf(key)).toHaveLength(1);
     } finally {
       await client.close();
     }
@@ -156,20 +168,22 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
 
   it('a key header that disagrees with idempotency_key: 400 / -32020, no record under either key, no order; the key stays free', async () => {
     const info = vi.spyOn(stack.services.logger, 'info');
+    const callsBefore = stack.downstream.calls();
     const key = newKey();
     const other = newKey();
     try {
-      expect(await modernCall(stack.mcpUrl, token, 'create_order', orderArgs(key), { 'Mcp-Param-Idempotency-Key': other })).toMatchObject(
+      expect(await modernCall(stack.mcpUrl, token, WRITE, writeArgs(key), { 'Mcp-Param-Idempotency-Key': other })).toMatchObject(
         headerMismatch('Mcp-Param-Idempotency-Key'),
       );
-      expect(await orderRecord(key)).toBeUndefined();
-      expect(await orderRecord(other)).toBeUndefined();
-      expect(await ordersOf(key)).toEqual([]);
-      expect(await ordersOf(other)).toEqual([]);
+      expect(await writeRecord(key)).toBeUndefined();
+      expect(await writeRecord(other)).toBeUndefined();
+      expect(await bookingsOf(key)).toEqual([]);
+      expect(await bookingsOf(other)).toEqual([]);
+      expect(stack.downstream.calls()).toBe(callsBefore);
       // The log says which header and why, with both values hashed as the key is everywhere else, never raw.
       const lines = info.mock.calls.filter(([message]) => message === 'mcp request refused');
       expect(lines.map(([, fields]) => fields)).toEqual([
-        expect.objectContaining({ reason: 'header mismatch', tool: 'create_order', tenant: TENANT, header: 'Mcp-Param-Idempotency-Key', problem: 'mismatch', value_hash: hashForLog(key), header_value_hash: hashForLog(other) }),
+        expect.objectContaining({ reason: 'header mismatch', tool: WRITE, tenant: TENANT, header: 'Mcp-Param-Idempotency-Key', problem: 'mismatch', value_hash: hashForLog(key), header_value_hash: hashForLog(other) }),
       ]);
       expect(JSON.stringify(info.mock.calls)).not.toContain(key);
       expect(JSON.stringify(info.mock.calls)).not.toContain(other);
@@ -177,31 +191,33 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
       info.mockRestore();
     }
     // Nothing was recorded: the same key, mirrored, runs now.
-    expect((await modernCall(stack.mcpUrl, token, 'create_order', orderArgs(key), keyHeaders({ idempotency_key: key }))).result?.structuredContent).toMatchObject({
+    expect((await modernCall(stack.mcpUrl, token, WRITE, writeArgs(key), keyHeaders({ idempotency_key: key }))).result?.structuredContent).toMatchObject({
       outcome: 'succeeded',
       replayed: false,
     });
-    expect(await ordersOf(key)).toHaveLength(1);
+    expect(await bookingsOf(key)).toHaveLength(1);
   });
 
   it('no key header while idempotency_key is there: 400 / -32020, nothing recorded, no order', async () => {
     const key = newKey();
-    expect(await modernCall(stack.mcpUrl, token, 'create_order', orderArgs(key), {})).toMatchObject(headerMismatch('Mcp-Param-Idempotency-Key'));
-    expect(await orderRecord(key)).toBeUndefined();
-    expect(await ordersOf(key)).toEqual([]);
+    expect(await modernCall(stack.mcpUrl, token, WRITE, writeArgs(key), {})).toMatchObject(headerMismatch('Mcp-Param-Idempotency-Key'));
+    expect(await writeRecord(key)).toBeUndefined();
+    expect(await bookingsOf(key)).toEqual([]);
+    expect(stack.downstream.calls(key)).toBe(0);
   });
 
   it('an Mcp-Param-Operation-Id that disagrees with operation_id: 400 / -32020, nothing recorded, no payment', async () => {
     const client = await connectModernClient(stack, TENANT);
     try {
-      const issued = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: 'request_payment' } })).structuredContent as { operation_id: string };
+      const issued = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })).structuredContent as { operation_id: string };
       const id = issued.operation_id;
-      expect(await modernCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), { 'Mcp-Param-Operation-Id': `${id}x` })).toMatchObject(
+      expect(await modernCall(stack.mcpUrl, token, PAY, paymentArgs(id), { 'Mcp-Param-Operation-Id': `${id}x` })).toMatchObject(
         headerMismatch('Mcp-Param-Operation-Id'),
       );
-      expect(await modernCall(stack.mcpUrl, token, 'request_payment', paymentArgs(id), {})).toMatchObject(headerMismatch('Mcp-Param-Operation-Id'));
-      expect(await stack.services.store.get({ tenant: TENANT, tool: 'request_payment', idempotencyKey: id })).toBeUndefined();
-      expect((await sandboxLedger(stack)).payments.filter((payment) => payment.idempotency_key === id)).toEqual([]);
+      expect(await modernCall(stack.mcpUrl, token, PAY, paymentArgs(id), {})).toMatchObject(headerMismatch('Mcp-Param-Operation-Id'));
+      expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: id })).toBeUndefined();
+      expect(stack.downstream.calls(id)).toBe(0);
+      expect(stack.downstream.bookings(id)).toEqual([]);
     } finally {
       await client.close();
     }
@@ -213,23 +229,29 @@ describe('the endpoint (local stack, reference tools, DynamoDB Local, sandbox do
     await client.connect(new V1Transport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }));
     try {
       const key = newKey();
-      expect(await callWrite(client, 'create_order', orderArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(recorder.calls.map((call) => call.headers.get('mcp-param-idempotency-key'))).toEqual([null]);
-      expect(await ordersOf(key)).toHaveLength(1);
+      expect(await bookingsOf(key)).toHaveLength(1);
     } finally {
       await client.close();
     }
     // Those revisions define no such header: the body's key is the key.
     const key = newKey();
-    const answer = await legacyCall(stack.mcpUrl, token, 'create_order', orderArgs(key), { 'Mcp-Param-Idempotency-Key': newKey() });
+    const answer = await legacyCall(stack.mcpUrl, token, WRITE, writeArgs(key), { 'Mcp-Param-Idempotency-Key': newKey() });
     expect(answer).toMatchObject({ status: 200, result: { structuredContent: { outcome: 'succeeded', idempotency_key: key } } });
-    expect(await ordersOf(key)).toHaveLength(1);
+    expect(await bookingsOf(key)).toHaveLength(1);
   });
 });
 
 describe("the endpoint's server and the SDK's McpServer answer the same requests alike", () => {
-  const runs: string[] = [];
-  const ran = (tenant: string, key: string) => runs.filter((run) => run === `${tenant}/${key}`).length;
+  // What ran is what reached the fixture downstream: each run sends it one request under the tenant and key.
+  let downstream: FixtureDownstream;
+  const ran = (tenant: string, key: string) => {
+    expect(downstream.bookings(key).map((booking) => booking.tenant)).toEqual(downstream.calls(key) ? [tenant] : []);
+    return downstream.calls(key);
+  };
+  const book = (kind: string, args: Record<string, unknown>, ctx: { tenant: string; idempotencyKey: string }) =>
+    downstream.send({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind, payload: args });
   const result = z.object({ label: z.string() });
   // The test's own tools: a key plus a team's own mirrored arguments (a string that may be non-ASCII, an integer).
   const tagNote = defineWriteTool({
@@ -243,7 +265,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     result,
     annotations: { destructiveHint: false, openWorldHint: false },
     async execute(args, ctx) {
-      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      await book('tag_note', args, ctx);
       return { result: { label: args.label } };
     },
   });
@@ -256,7 +278,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     keySource: 'operation_id',
     annotations: { destructiveHint: true, openWorldHint: false },
     async execute(args, ctx) {
-      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      await book('tag_payment', args, ctx);
       return { result: { label: args.label } };
     },
   });
@@ -270,6 +292,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   let urls: { ours: string; sdk: string };
 
   beforeAll(async () => {
+    downstream = await startFixtureDownstream({ holdMs: 1000 });
     doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
     const tableName = `key-header-${randomUUID()}`;
     await ensureTable(doc, tableName);
@@ -294,6 +317,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   });
   afterAll(async () => {
     await servers.close();
+    await downstream?.stop();
     if (doc) closeDynamoDbClient(doc);
   });
 

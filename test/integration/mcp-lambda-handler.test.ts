@@ -6,13 +6,14 @@ import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDevIssuer, type DevIssuer } from '../../lambdas/auth/dev-issuer';
-import { loadConfig } from '../../lambdas/config';
+import { EnvVars, loadConfig, read } from '../../lambdas/config';
 import { createLambdaHandler } from '../../lambdas/http/function-url';
 import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
 import { tools as registry } from '../../reference/tools';
-import { createProbeTools, orderArgs } from '../support/mcp';
+import { FIXTURE_LIMIT_MINOR, fixturePaymentArgs, FixtureTool, fixtureTools, startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
+import { orderArgs } from '../support/mcp';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
 
 /**
@@ -29,8 +30,12 @@ let jwksServer: Server;
 let keyDir: string;
 let issuer: DevIssuer;
 let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
-let probeHandler: typeof handler;
-const probes = createProbeTools();
+/** The same parts serving the fixture tools beside the reference's, over the fixture downstream that counts their effects. */
+let fixtureHandler: typeof handler;
+let downstream: FixtureDownstream;
+let fixture: ReturnType<typeof fixtureTools>;
+const WRITE = FixtureTool.write;
+const PAY = FixtureTool.payment;
 let secrets: SecretsManagerStandIn;
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:operation-ids-AbCdEf';
 /** Invocations so far, and whether the key set's first GET came before any (the cold start reads it at init). */
@@ -67,8 +72,8 @@ beforeAll(async () => {
     OPERATION_ID_SECRET_ARN: SECRET_ARN,
     SECRETS_MANAGER_ENDPOINT: secrets.endpoint,
     SANDBOX_ENABLED: 'false',
-    // request_payment runs for a 2025-era client here; no payments provider is configured.
-    CONFIRMATION_OPT_OUT_TOOLS: 'request_payment',
+    // request_payment (and fixture_payment) run for a 2025-era client here; no payments provider is configured.
+    CONFIRMATION_OPT_OUT_TOOLS: `request_payment,${FixtureTool.payment}`,
   };
   vi.stubEnv('OPERATION_ID_SECRET', undefined);
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
@@ -80,15 +85,20 @@ beforeAll(async () => {
       return h(event, context);
     };
   handler = counted((await import('../../reference/handlers/mcp')).handler as unknown as typeof handler);
-  // The same parts with test tools, for the outcomes create_order cannot produce on demand.
-  const services = createServices(loadConfig(process.env), { engine: { inProgressWaitMs: 100 } });
-  probeHandler = counted(createLambdaHandler(services, { tools: [...registry, ...probes.tools] }) as unknown as typeof handler);
+  // The same parts with the fixture tools, for the outcomes create_order cannot produce on demand.
+  const config = loadConfig(process.env);
+  const timeoutMs = read(process.env, EnvVars.downstreamTimeoutMs);
+  downstream = await startFixtureDownstream({ holdMs: timeoutMs + 1000 });
+  fixture = fixtureTools(downstream, timeoutMs);
+  const services = createServices(config, { engine: { inProgressWaitMs: 100 } });
+  fixtureHandler = counted(createLambdaHandler(services, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler);
 });
 
 afterAll(async () => {
   vi.unstubAllEnvs();
   await new Promise((resolve) => jwksServer?.close(resolve));
   await secrets?.stop();
+  await downstream?.stop();
   await rm(keyDir, { recursive: true, force: true });
   await table?.drop();
 });
@@ -157,6 +167,8 @@ async function invoke(
   return { status: response.statusCode, text, json: () => JSON.parse(text), header, getRemainingTimeInMillis };
 }
 
+const operationIdOf = (issued: { structuredContent: Record<string, unknown> }) => (issued.structuredContent as { operation_id: string }).operation_id;
+
 async function callTool(target: typeof handler, name: string, args: Record<string, unknown>, tenant = 'tenant-lambda') {
   const response = await invoke(target, { body: rpc('tools/call', { name, arguments: args }), tenant });
   expect(response.status).toBe(200);
@@ -201,63 +213,70 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   });
 
   it('failed, unknown and in_progress through the handler', async () => {
-    const failed = await callTool(probeHandler, 'probe_write', { idempotency_key: newKey(), behavior: 'terminal' });
+    // The downstream refuses an amount above its limit (HTTP 422): failed, nothing booked.
+    const id = operationIdOf(await callTool(fixtureHandler, 'issue_operation_id', { tool: PAY }));
+    const failed = await callTool(fixtureHandler, PAY, fixturePaymentArgs(id, { amount_minor: FIXTURE_LIMIT_MINOR + 1 }));
     expect(failed).toMatchObject({ isError: true, structuredContent: { outcome: 'failed', retryable: false } });
-    const unknown = await callTool(probeHandler, 'probe_write', { idempotency_key: newKey(), behavior: 'uncertain' });
+    expect([downstream.calls(id), downstream.bookings(id).length]).toEqual([1, 0]);
+    // The downstream fails with HTTP 500: the outcome is unknown.
+    const uncertain = newKey();
+    downstream.arm({ mode: 'fail-before-commit' });
+    const unknown = await callTool(fixtureHandler, WRITE, { idempotency_key: uncertain, note: 'n' });
     expect(unknown).toMatchObject({ isError: true, structuredContent: { outcome: 'unknown', retryable: true } });
+    expect(downstream.calls(uncertain)).toBe(1);
 
     const key = newKey();
-    const gate = probes.gate(key);
-    const first = callTool(probeHandler, 'probe_write', { idempotency_key: key, behavior: 'block' });
-    await gate.entered.promise;
-    const duplicate = await callTool(probeHandler, 'probe_write', { idempotency_key: key, behavior: 'block' });
+    const held = downstream.hold(key);
+    const first = callTool(fixtureHandler, WRITE, { idempotency_key: key, note: 'n' });
+    await held.entered;
+    const duplicate = await callTool(fixtureHandler, WRITE, { idempotency_key: key, note: 'n' });
     expect(duplicate).toMatchObject({ isError: true, structuredContent: { outcome: 'in_progress', retryable: true } });
-    gate.release.resolve();
+    held.release();
     expect((await first).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect([downstream.calls(key), downstream.bookings(key).length]).toEqual([1, 1]);
   });
 
   it('reads the operation-id key from Secrets Manager on first use only, once, with a signed request', async () => {
     // The tests above ran create_order and more through this container's services: none needed the key.
     const handlerServices = createServices(loadConfig(process.env));
-    const fresh = createLambdaHandler(handlerServices, { tools: [...registry, ...probes.tools] }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(handlerServices, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
     const before = secrets.requests.length;
-    await callTool(fresh, 'probe_write', { idempotency_key: newKey(), behavior: 'succeed' });
+    expect(await callTool(fresh, WRITE, { idempotency_key: newKey(), note: 'n' })).toMatchObject({ structuredContent: { outcome: 'succeeded' } });
     expect(secrets.requests.length).toBe(before);
 
-    const issued = await callTool(fresh, 'issue_operation_id', { tool: 'probe_operation' });
-    const id = (issued.structuredContent as { operation_id: string }).operation_id;
-    expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+    const id = operationIdOf(await callTool(fresh, 'issue_operation_id', { tool: PAY }));
+    expect(await callTool(fresh, PAY, fixturePaymentArgs(id))).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: false },
     });
     expect(secrets.requests.slice(before)).toEqual([{ secretId: SECRET_ARN, signed: true }]);
     // Another container reading the same secret accepts the id: the key is the secret's, not the process's.
-    expect(await callTool(probeHandler, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+    expect(await callTool(fixtureHandler, PAY, fixturePaymentArgs(id))).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: true },
     });
+    expect([downstream.calls(id), downstream.bookings(id).length]).toEqual([1, 1]);
   });
 
   it('while the key cannot be read: operation-id calls say retry, nothing runs, and the next call reads again', async () => {
-    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: [...registry, ...probes.tools] }) as unknown as typeof handler;
-    const id = ((await callTool(probeHandler, 'issue_operation_id', { tool: 'probe_operation' })).structuredContent as { operation_id: string })
-      .operation_id;
+    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
+    const id = operationIdOf(await callTool(fixtureHandler, 'issue_operation_id', { tool: PAY }));
     secrets.failNext = Number.POSITIVE_INFINITY;
     try {
-      const write = await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' });
+      const write = await callTool(fresh, PAY, fixturePaymentArgs(id));
       expect(write).toMatchObject({
         isError: true,
         structuredContent: { outcome: 'failed', retryable: true, replayed: false, error: { code: 'TRANSIENT_FAILURE' } },
       });
-      expect(probes.runs('tenant-lambda', id)).toBe(0);
-      const issue = (await callTool(fresh, 'issue_operation_id', { tool: 'probe_operation' })) as unknown as { isError: boolean; content: Array<{ text: string }> };
+      expect(downstream.calls(id)).toBe(0);
+      const issue = (await callTool(fresh, 'issue_operation_id', { tool: PAY })) as unknown as { isError: boolean; content: Array<{ text: string }> };
       expect(issue.isError).toBe(true);
       expect(issue.content[0]!.text).toMatch(/^TRANSIENT_FAILURE: /);
     } finally {
       secrets.failNext = 0;
     }
-    expect(await callTool(fresh, 'probe_operation', { operation_id: id, behavior: 'succeed' })).toMatchObject({
+    expect(await callTool(fresh, PAY, fixturePaymentArgs(id))).toMatchObject({
       structuredContent: { outcome: 'succeeded', replayed: false },
     });
-    expect(probes.runs('tenant-lambda', id)).toBe(1);
+    expect([downstream.calls(id), downstream.bookings(id).length]).toEqual([1, 1]);
   });
 
   it("gives request_payment the reference endpoint's payments client, configured from the environment", async () => {

@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { LocalStack } from '../../local/stack';
+import { tools as registry } from '../../reference/tools';
 import { newKey } from '../support/engine';
-import { issueOperationId, sandboxLedger } from '../support/side-effects';
-import { callWrite, connectClient, connectModernClient, keyHeaders, ledger, MODERN_PROTOCOL, orderArgs, startTestStack } from '../support/mcp';
+import { FixtureTool, fixturePaymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { issueOperationId } from '../support/side-effects';
+import { callWrite, connectClient, connectModernClient, keyHeaders, ledger, MODERN_PROTOCOL, orderArgs } from '../support/mcp';
 
-/** One endpoint, both protocol eras: what each generation of client gets over real HTTP. */
-let stack: LocalStack;
+/**
+ * One endpoint, both protocol eras: what each generation of client gets over real HTTP. The calls run the fixture
+ * tools, counted in the fixture downstream; the two tests named after create_order list and call the reference
+ * endpoint's tools (served beside them), whose orders are counted in the table.
+ */
+let stack: FixtureStack;
 let token: string;
 const TENANT = 'tenant-eras';
 /** What the endpoint (it runs in this process) warned or wrote to stderr from its start on. */
@@ -24,8 +29,9 @@ beforeAll(async () => {
       original(...args);
     });
   }
-  // startTestStack opts request_payment out of server-side confirmation for 2025-era clients.
-  stack = await startTestStack();
+  // startFixtureStack opts fixture_payment out of server-side confirmation for 2025-era clients.
+  // No background workers: nothing here queues an event or leaves a call to settle.
+  stack = await startFixtureStack({ tools: registry, workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
   token = await stack.tokenFor(TENANT);
 });
 afterAll(async () => {
@@ -38,7 +44,7 @@ type Order = { order_id: string };
 
 async function listAndOrderTwice(client: Parameters<typeof callWrite>[0] & { listTools(): Promise<{ tools: Array<{ name: string }> }> }) {
   const { tools } = await client.listTools();
-  expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_order', 'request_payment', 'get_operation_status']));
+  expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_order', 'request_payment', 'get_operation_status', FixtureTool.write, FixtureTool.payment]));
   const key = newKey();
   const first = await callWrite<Order>(client, 'create_order', orderArgs(key));
   expect(first).toMatchObject({ outcome: 'succeeded', replayed: false });
@@ -100,13 +106,14 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
   });
 
   it('a tools/call is answered in plain JSON, and nothing warns about modes the operator cannot act on', async () => {
-    const args = orderArgs(newKey());
+    const args = { idempotency_key: newKey(), note: 'plain JSON' };
     const response = await rawPost(
-      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'create_order', arguments: args, _meta: modernMeta } },
-      { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'create_order', 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(args) },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: FixtureTool.write, arguments: args, _meta: modernMeta } },
+      { 'Mcp-Method': 'tools/call', 'Mcp-Name': FixtureTool.write, 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(args) },
     );
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await response.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    expect(stack.downstream.bookings(args.idempotency_key)).toHaveLength(1);
     expect(stderrLines.filter((line) => line.includes('responseMode'))).toEqual([]);
   });
 
@@ -133,10 +140,9 @@ describe('2025-era clients', () => {
   it('where the deployment lets 2025-era clients confirm on their side (the opt-out), a 1.x client pays', async () => {
     const client = await connectClient(stack, TENANT);
     try {
-      const operationId = await issueOperationId(client, 'request_payment');
-      const args = { operation_id: operationId, amount_minor: 500, currency: 'EUR', payee_id: 'payee-1' };
-      expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect((await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId)).toHaveLength(1);
+      const operationId = await issueOperationId(client, FixtureTool.payment);
+      expect(await callWrite(client, FixtureTool.payment, fixturePaymentArgs(operationId))).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(stack.downstream.bookings(operationId)).toEqual([expect.objectContaining({ tenant: TENANT, kind: 'payment' })]);
     } finally {
       await client.close();
     }

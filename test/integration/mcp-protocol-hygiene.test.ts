@@ -1,16 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../lambdas/http/app';
-import type { LocalStack } from '../../local/stack';
 import { DEFAULT_DEV_SCOPE, DEV_ISSUER } from '../../lambdas/config';
 import { newKey } from '../support/engine';
-import { ledger, orderArgs, startTestStack } from '../support/mcp';
+import { fixturePaymentArgs, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 
-/** Raw HTTP against the local server: what a careless, hostile or broken client gets, and that the server survives it. */
-let stack: LocalStack;
+/**
+ * Raw HTTP against the local server: what a careless, hostile or broken client gets, and that the server survives it.
+ * The calls run the fixture tools; whether anything ran is what reached the fixture downstream.
+ */
+let stack: FixtureStack;
 let token: string;
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  // No background workers: nothing here queues an event or leaves a call to settle.
+  stack = await startFixtureStack({ workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
   token = await stack.tokenFor('tenant-hygiene');
 });
 afterAll(() => stack?.stop());
@@ -22,8 +25,12 @@ function post(body: string, headers: Record<string, string> = {}) {
 }
 
 const rpc = (id: number, method: string, params?: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
-const createOrderCall = (id: number, key = newKey()) =>
-  rpc(id, 'tools/call', { name: 'create_order', arguments: orderArgs(key) });
+const writeArgs = (key: string) => ({ idempotency_key: key, note: 'hygiene' });
+/** One fixture_write call, which books at the fixture downstream under `key`. */
+const writeCall = (id: number, key = newKey()) =>
+  rpc(id, 'tools/call', { name: FixtureTool.write, arguments: writeArgs(key) });
+/** Whether anything under the key reached the downstream. */
+const ranUnder = (key: string) => stack.downstream.calls(key);
 
 /** Nothing that looks like a stack trace or a file path of ours. */
 function expectNoInternals(text: string) {
@@ -32,7 +39,7 @@ function expectNoInternals(text: string) {
 
 /** The server still answers a real call after each abuse. */
 async function expectStillServing() {
-  const response = await post(createOrderCall(99));
+  const response = await post(writeCall(99));
   expect(response.status).toBe(200);
   const body = (await response.json()) as { result: { structuredContent: { outcome: string } } };
   expect(body.result.structuredContent.outcome).toBe('succeeded');
@@ -40,13 +47,13 @@ async function expectStillServing() {
 
 describe('protocol hygiene', () => {
   it('a browser Origin that is not allowed gets 403 (DNS-rebinding protection); a localhost Origin is served', async () => {
-    const evil = await post(createOrderCall(1), { Origin: 'http://attacker.example' });
+    const evil = await post(writeCall(1), { Origin: 'http://attacker.example' });
     expect(evil.status).toBe(403);
     expectNoInternals(await evil.text());
-    const nullOrigin = await post(createOrderCall(2), { Origin: 'null' });
+    const nullOrigin = await post(writeCall(2), { Origin: 'null' });
     expect(nullOrigin.status).toBe(403);
 
-    const local = await post(createOrderCall(3), { Origin: 'http://localhost:6274' });
+    const local = await post(writeCall(3), { Origin: 'http://localhost:6274' });
     expect(local.status).toBe(200);
     expect(local.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
     await expectStillServing();
@@ -71,7 +78,7 @@ describe('protocol hygiene', () => {
       });
     const port = new URL(stack.url).port;
     for (const path of ['/sandbox/ledger', '/mcp', '/health', '/approvals/x', '/dev-issuer/authorize']) {
-      const refused = await asHost(`rebound.attacker.example:${port}`, path, path === '/mcp' ? 'POST' : 'GET', path === '/mcp' ? createOrderCall(5) : undefined);
+      const refused = await asHost(`rebound.attacker.example:${port}`, path, path === '/mcp' ? 'POST' : 'GET', path === '/mcp' ? writeCall(5) : undefined);
       expect(refused.status, path).toBe(403);
       expect(refused.text).toContain('Invalid Host');
       expect(refused.text).not.toContain('payments');
@@ -82,9 +89,9 @@ describe('protocol hygiene', () => {
 
   it('every answer to a browser carries the CORS headers it needs (a 200 and a 401 alike), and caches key on Origin', async () => {
     const origin = 'http://localhost:6274';
-    const served = await post(createOrderCall(20), { Origin: origin });
-    const refused = await post(createOrderCall(21), { Origin: origin, Authorization: '' });
-    const unnamed = await post(createOrderCall(22));
+    const served = await post(writeCall(20), { Origin: origin });
+    const refused = await post(writeCall(21), { Origin: origin, Authorization: '' });
+    const unnamed = await post(writeCall(22));
     expect([served.status, refused.status, unnamed.status]).toEqual([200, 401, 200]);
     for (const answer of [served, refused]) {
       expect(answer.headers.get('access-control-allow-origin')).toBe(origin);
@@ -127,7 +134,7 @@ describe('protocol hygiene', () => {
         for (const chunk of chunks) req.write(chunk);
         req.end();
       });
-    const call = createOrderCall(23);
+    const call = writeCall(23);
     const served = await chunked([call.slice(0, 10), call.slice(10)]);
     expect(served.status).toBe(200);
     expect((JSON.parse(served.text) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
@@ -168,10 +175,10 @@ describe('protocol hygiene', () => {
 
   it('a tool call with nonsense params is an error result or a JSON-RPC error, never a stack trace', async () => {
     const cases = [
-      rpc(8, 'tools/call', { name: 'create_order', arguments: 'not an object' }),
-      rpc(9, 'tools/call', { name: 'create_order', arguments: { idempotency_key: newKey(), items: 'many', currency: 42 } }),
+      rpc(8, 'tools/call', { name: FixtureTool.order, arguments: 'not an object' }),
+      rpc(9, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: 42, quantity: 'many' } }),
       rpc(10, 'tools/call', {}),
-      rpc(11, 'tools/call', { name: 'create_order', arguments: { ...orderArgs(newKey()), items: [{ sku: { $ne: 1 }, quantity: 1e309 }] } }),
+      rpc(11, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: { $ne: 1 }, quantity: 1e309 } }),
     ];
     for (const body of cases) {
       const response = await post(body);
@@ -180,7 +187,7 @@ describe('protocol hygiene', () => {
       expectNoInternals(text);
     }
     // A malformed call is the client's mistake: invalid params (-32602, do not retry), not an internal error.
-    for (const params of [{}, { name: 5 }, { name: 'create_order', arguments: 'not an object' }]) {
+    for (const params of [{}, { name: 5 }, { name: FixtureTool.write, arguments: 'not an object' }]) {
       const response = await post(rpc(12, 'tools/call', params));
       expect(await response.json()).toMatchObject({ id: 12, error: { code: -32602, message: expect.stringContaining('Invalid tools/call request') } });
     }
@@ -192,7 +199,7 @@ describe('protocol hygiene', () => {
     // batch: honoured, this cancel would hold the connection (and the Lambda invocation) until its timeout.
     const key = newKey();
     const batch = JSON.stringify([
-      JSON.parse(createOrderCall(21, key)),
+      JSON.parse(writeCall(21, key)),
       { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 21, reason: 'changed my mind' } },
     ]);
     const response = await fetch(stack.mcpUrl, {
@@ -206,15 +213,16 @@ describe('protocol hygiene', () => {
     const answers = [await response.json()].flat() as Array<{ id: number; result: { structuredContent: { outcome: string } } }>;
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ id: 21, result: { structuredContent: { outcome: 'succeeded', idempotency_key: key } } });
+    expect(stack.downstream.bookings(key)).toHaveLength(1);
   });
 
   it('a batch whose ids repeat is refused as a whole (-32600) and nothing in it runs', async () => {
     const [k1, k2, k3] = [newKey(), newKey(), newKey()];
     const batches = [
-      [JSON.parse(createOrderCall(1, k1)), JSON.parse(createOrderCall(1, k2))],
+      [JSON.parse(writeCall(1, k1)), JSON.parse(writeCall(1, k2))],
       [
         { jsonrpc: '2.0', id: 'x', method: 'ping' },
-        { jsonrpc: '2.0', id: 'x', method: 'tools/call', params: { name: 'create_order', arguments: orderArgs(k3) } },
+        { jsonrpc: '2.0', id: 'x', method: 'tools/call', params: { name: FixtureTool.write, arguments: writeArgs(k3) } },
       ],
     ];
     for (const batch of batches) {
@@ -222,26 +230,26 @@ describe('protocol hygiene', () => {
       expect(response.status).toBe(400);
       expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     }
-    const keys = new Set([k1, k2, k3]);
-    expect((await ledger(stack)).orders.filter((order) => keys.has(order.idempotency_key as string))).toEqual([]);
+    expect([k1, k2, k3].map(ranUnder)).toEqual([0, 0, 0]);
     // No execution is on record either (none can commit later): each key now runs for the first time.
     for (const [id, key] of [k1, k2, k3].entries()) {
-      const answer = (await (await post(createOrderCall(30 + id, key))).json()) as { result: { structuredContent: Record<string, unknown> } };
+      const answer = (await (await post(writeCall(30 + id, key))).json()) as { result: { structuredContent: Record<string, unknown> } };
       expect(answer.result.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false, idempotency_key: key });
     }
+    expect([k1, k2, k3].map(ranUnder)).toEqual([1, 1, 1]);
   });
 
   it('a batch whose id nests 10,000 levels deep (or is any object or array) is refused with 400, not a stack overflow', async () => {
     const key = newKey();
     const deep = `${'['.repeat(10_000)}1${']'.repeat(10_000)}`;
     const deepObject = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
-    const call = createOrderCall(1, key);
+    const call = writeCall(1, key);
     for (const id of [deep, deepObject, '[1]', '{"a":1}']) {
       const response = await post(`[${call.replace('"id":1', `"id":${id}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}]`);
       expect(response.status, id.slice(0, 12)).toBe(400);
       expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('string, a number or null') } });
     }
-    expect((await ledger(stack)).orders.filter((order) => order.idempotency_key === key)).toEqual([]);
+    expect(ranUnder(key)).toBe(0);
     await expectStillServing();
   });
 
@@ -253,7 +261,7 @@ describe('protocol hygiene', () => {
   });
 
   it('a batch of distinct ids is answered in full', async () => {
-    const response = await post(JSON.stringify([JSON.parse(createOrderCall(41)), { jsonrpc: '2.0', id: '41', method: 'ping' }]));
+    const response = await post(JSON.stringify([JSON.parse(writeCall(41)), { jsonrpc: '2.0', id: '41', method: 'ping' }]));
     expect(response.status).toBe(200);
     const answers = (await response.json()) as Array<{ id: unknown }>;
     expect(answers.map((a) => a.id).sort()).toEqual([41, '41'].sort());
@@ -262,8 +270,8 @@ describe('protocol hygiene', () => {
   it('a huge refused key or operation id is echoed only as its head and length, so the answer stays small', async () => {
     const huge = 'k'.repeat(1_000_000);
     const calls = [
-      rpc(51, 'tools/call', { name: 'create_order', arguments: orderArgs(huge) }),
-      rpc(52, 'tools/call', { name: 'request_payment', arguments: { operation_id: huge, amount_minor: 100, currency: 'EUR', payee_id: 'payee-1' } }),
+      rpc(51, 'tools/call', { name: FixtureTool.write, arguments: writeArgs(huge) }),
+      rpc(52, 'tools/call', { name: FixtureTool.payment, arguments: fixturePaymentArgs(huge) }),
     ];
     for (const call of calls) {
       const response = await post(call);
@@ -295,7 +303,7 @@ describe('authentication', () => {
   const resourceMetadata = () => `Bearer resource_metadata="${stack.url}/.well-known/oauth-protected-resource"`;
 
   it('no token: 401 pointing at the protected-resource metadata and naming the scope to ask for', async () => {
-    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: MCP_HEADERS, body: createOrderCall(1) });
+    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: MCP_HEADERS, body: writeCall(1) });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe(`${resourceMetadata()}, scope="${DEFAULT_DEV_SCOPE}"`);
     expectNoInternals(await response.text());
@@ -304,7 +312,7 @@ describe('authentication', () => {
   it('a browser client may read the headers that tell it what to do next (WWW-Authenticate, Retry-After)', async () => {
     // Neither is CORS-safelisted: unexposed, a browser client sees a 401 or 503 without knowing where to log in or
     // how long to wait.
-    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, Origin: 'http://localhost:6274' }, body: createOrderCall(1) });
+    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, Origin: 'http://localhost:6274' }, body: writeCall(1) });
     expect(response.status).toBe(401);
     const exposed = (response.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
     expect(exposed).toEqual(expect.arrayContaining(['www-authenticate', 'retry-after']));
@@ -316,13 +324,13 @@ describe('authentication', () => {
     const tampered = `${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), tenant: 'someone-else' })).toString('base64url')}.${token.split('.')[2]}`;
     const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${payload}.`;
     for (const bad of ['garbage', tampered, unsigned, expired]) {
-      const response = await post(createOrderCall(1), { Authorization: `Bearer ${bad}` });
+      const response = await post(writeCall(1), { Authorization: `Bearer ${bad}` });
       expect(response.status).toBe(401);
       const challenge = response.headers.get('www-authenticate')!;
       expect(challenge.startsWith(resourceMetadata())).toBe(true);
       expect(challenge).toContain('error="invalid_token"');
     }
-    const basic = await post(createOrderCall(1), { Authorization: 'Basic dXNlcjpwYXNz' });
+    const basic = await post(writeCall(1), { Authorization: 'Basic dXNlcjpwYXNz' });
     expect(basic.status).toBe(401);
     await expectStillServing();
   });
@@ -335,7 +343,7 @@ describe('authentication', () => {
       tenantClaim: 'not_the_tenant_claim',
     });
     const noTenant = await issuer.sign({ tenant: 'tenant-hygiene' });
-    const response = await post(createOrderCall(1), { Authorization: `Bearer ${noTenant}` });
+    const response = await post(writeCall(1), { Authorization: `Bearer ${noTenant}` });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
@@ -373,18 +381,20 @@ describe('authentication', () => {
     const { loadDevIssuer } = await import('../../lambdas/auth/dev-issuer');
     const otherApi = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: 'another-api', tenantClaim: auth.tenantClaim });
     const key = newKey();
-    const response = await post(createOrderCall(1, key), { Authorization: `Bearer ${await otherApi.sign({ tenant: 'tenant-hygiene' })}` });
+    const response = await post(writeCall(1, key), { Authorization: `Bearer ${await otherApi.sign({ tenant: 'tenant-hygiene' })}` });
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toContain('error="invalid_token"');
-    const body = (await (await post(createOrderCall(2, key))).json()) as { result: { structuredContent: { replayed: boolean } } };
+    expect(ranUnder(key)).toBe(0);
+    const body = (await (await post(writeCall(2, key))).json()) as { result: { structuredContent: { replayed: boolean } } };
     expect(body.result.structuredContent.replayed).toBe(false);
+    expect(ranUnder(key)).toBe(1);
   });
 
   it('a valid token without the required scope: 403 insufficient_scope naming the scope, and nothing runs', async () => {
     const key = newKey();
     for (const scope of ['', 'something/else', `${DEFAULT_DEV_SCOPE}-not`]) {
       const unscoped = await stack.tokenFor('tenant-hygiene', { scope });
-      const response = await post(createOrderCall(1, key), { Authorization: `Bearer ${unscoped}` });
+      const response = await post(writeCall(1, key), { Authorization: `Bearer ${unscoped}` });
       expect(response.status).toBe(403);
       expect(response.headers.get('www-authenticate')).toBe(
         `Bearer error="insufficient_scope", scope="${DEFAULT_DEV_SCOPE}", resource_metadata="${stack.url}/.well-known/oauth-protected-resource", ` +
@@ -392,10 +402,12 @@ describe('authentication', () => {
       );
       expectNoInternals(await response.text());
     }
+    expect(ranUnder(key)).toBe(0);
     // The key was never claimed: the first call with the scope runs the operation.
     const scoped = await stack.tokenFor('tenant-hygiene', { scope: `openid ${DEFAULT_DEV_SCOPE}` });
-    const response = await post(createOrderCall(2, key), { Authorization: `Bearer ${scoped}` });
+    const response = await post(writeCall(2, key), { Authorization: `Bearer ${scoped}` });
     const body = (await response.json()) as { result: { structuredContent: { outcome: string; replayed: boolean } } };
     expect(body.result.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(ranUnder(key)).toBe(1);
   });
 });

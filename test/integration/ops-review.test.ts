@@ -2,33 +2,75 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { build } from 'esbuild';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { approvalKey } from '../../lambdas/core/approval';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Clock } from '../../lambdas/core/clock';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
-import { tools as registry } from '../../reference/tools';
 import { isWriteTool, type WriteToolDefinition } from '../../lambdas/mcp/tool-types';
 import { logger } from '../../lambdas/observability/logger';
-import type { LocalStack } from '../../local/stack';
 import { ExitCode, runOps } from '../../ops/cli';
 import { stateOf, writeLocalState } from '../../ops/local-state';
 import { resolveTarget } from '../../ops/target';
 import { ReviewDesk, type AttentionEntry, type RecordView } from '../../ops/review';
 import { OutboxDefaults } from '../../lambdas/core/outbox-budget';
-import { callWrite, connectClient, connectModernClient, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
-import { armFault, clearFaults, eventually, issueOperationId, operationStatus, peekQueue, sandboxLedger, settledDelivery } from '../support/side-effects';
+import { FixtureTool, fixturePaymentArgs, startFixtureStack, type FixtureFaultMode, type FixtureStack } from '../support/fixture-tools';
+import { eventually, issueOperationId, operationStatus, peekQueue, settledDelivery } from '../support/side-effects';
+import { oncePerRun } from '../support/once-per-run';
 
 const TENANT = 'tenant-ops';
+const PAY = FixtureTool.payment;
+const ORDER = FixtureTool.order;
+const NOTIFY = FixtureTool.notify;
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const opsBin = join(repoRoot, 'bin/ops.ts');
-/** The endpoint's tools module, as `npm run ops` passes it. */
-const referenceTools = join(repoRoot, 'reference/tools/index.ts');
-const referenceToolList = (await import('../../reference/tools')).tools;
-const tsxLoader = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+
+/**
+ * `npm run ops` (bin/ops.ts) built into one file, as the package ships its bin (dist/bin/ops.js is esbuild's too),
+ * and beside it the tools module `--tools` takes: the fixture tools over the stack's downstream
+ * (test/support/fixture-tools-module.ts). Built once per run: a child of it starts on a fraction of the CPU that
+ * tsx needs to load every source file and package through its loader on each start. Dependencies are bundled (it
+ * runs from the run's scratch folder, where no node_modules resolves); vitest's `inject`, which only starting a
+ * fixture stack calls, is left out of the tools module.
+ */
+async function builtOps(): Promise<{ bin: string; tools: string }> {
+  const dir = await oncePerRun('ops-cli', async (out) => {
+    await build({
+      absWorkingDir: repoRoot,
+      entryPoints: [
+        { out: 'ops', in: 'bin/ops.ts' },
+        { out: 'fixture-tools', in: 'test/support/fixture-tools-module.ts' },
+      ],
+      outdir: out,
+      outExtension: { '.js': '.mjs' },
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      // Bundled CommonJS packages call require: an ES module has none of its own.
+      banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+      plugins: [
+        {
+          name: 'no-vitest',
+          setup(b) {
+            b.onResolve({ filter: /^vitest$/ }, () => ({ path: 'vitest', namespace: 'no-vitest' }));
+            b.onLoad({ filter: /.*/, namespace: 'no-vitest' }, () => ({
+              contents: "export const inject = () => { throw new Error('a fixture stack starts only in a vitest process'); };",
+            }));
+          },
+        },
+      ],
+      logLevel: 'warning',
+    });
+  });
+  return { bin: join(dir, 'ops.mjs'), tools: join(dir, 'fixture-tools.mjs') };
+}
 
 interface OpsRun {
   code: number | null;
@@ -37,22 +79,31 @@ interface OpsRun {
 }
 
 describe('the review workflow (npm run ops) on a running local stack', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
+  /**
+   * The stack's clock (its engine, workers, approval page) and the in-process desk's: the system's, moved ahead by
+   * `decidable` when an operation's in-flight window must pass. The window is the reconciler's subject
+   * (test/integration/reconciler.test.ts), not the desk's: here it is time passing, not waited for.
+   */
+  let ahead = 0;
+  const clock: Clock = () => Date.now() + ahead;
   /** Stands in for the repo's working directory: `.local/stack.json` is what `npm start` writes. */
   let workDir: string;
+  /** Built while the first tests run: only the CLI's child processes wait for it. */
+  let opsCli: Promise<{ bin: string; tools: string }>;
 
   /**
    * The CLI as a real child process, from a directory holding a running stack's state: no flags name the stack. Only
    * where the process is the subject (its stdout holds nothing but the answer, its exit code and stderr line, stdin,
-   * its logs and metrics): each one is a cold start of tsx and the sources.
+   * its logs and metrics): each one is a cold start of the built CLI.
    */
-  function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
+  async function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
+    const cli = await opsCli;
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', tsxLoader, opsBin, '--tools', referenceTools, ...args], {
+      const child = spawn(process.execPath, [cli.bin, '--tools', cli.tools, ...args], {
         cwd: workDir,
-        // Run from another folder, tsx is told the repository's tsconfig: its paths map the public subpaths to sources.
-        env: { ...process.env, TSX_TSCONFIG_PATH: join(repoRoot, 'tsconfig.json'), ...env },
+        env: { ...process.env, FIXTURE_DOWNSTREAM_URL: stack.downstream.url, ...env },
         stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
       child.stdin?.end(stdin);
@@ -71,46 +122,51 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     let stderr = '';
     const code = await runOps(args, { out: (t) => (stdout += `${t}\n`), err: (t) => (stderr += `${t}\n`) }, {
       logger,
-      tools: referenceToolList,
+      tools: stack.tools,
       target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
+      clock,
     });
     return { code, stdout, stderr };
   }
 
   const identity = (tool: string, key: string) => ({ tenant: TENANT, tool, idempotencyKey: key });
-  const record = (key: string) => stack.services.store.get(identity('request_payment', key));
-  const paymentsFor = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
-  const paymentArgs = (operationId: string, payee: string) => ({ operation_id: operationId, amount_minor: 1250, currency: 'EUR', payee_id: payee });
+  const record = (key: string) => stack.services.store.get(identity(PAY, key));
+  /** The payments the provider (the fixture downstream) holds under the key: the count that matters. */
+  const paymentsFor = async (key: string) => stack.downstream.bookings(key);
+  const paymentArgs = (operationId: string, payee: string) => fixturePaymentArgs(operationId, { payee_id: payee });
 
-  /** Until a request of the operation can no longer land (its in-flight window) and its next check is due. */
+  /** Time passes on the stack's clock until no request of the operations can still land (their in-flight windows) and their next checks are due. */
   async function decidable(...operationIds: string[]) {
-    const due = async (key: string) => {
-      const r = (await record(key))!;
-      return Math.max(r.nextCheckAt ?? 0, r.inFlightUntil ?? 0) <= Date.now();
-    };
-    await eventually(async () => ((await Promise.all(operationIds.map(due))).every(Boolean) ? true : undefined), 'the in-flight window to pass', 40_000, 200);
+    const records = await Promise.all(operationIds.map(record));
+    const due = Math.max(...records.map((r) => Math.max(r!.nextCheckAt ?? 0, r!.inFlightUntil ?? 0)));
+    ahead = Math.max(ahead, due - Date.now());
   }
 
   /** A payment whose outcome was lost, then parked after RECONCILE_MAX_ATTEMPTS checks that could not reach the provider. */
-  async function parkedPayment(payee: string, lost: 'commit-then-timeout' | 'fail-before-commit') {
-    const operationId = await issueOperationId(client, 'request_payment');
-    await armFault(stack, { target: 'payments', mode: lost });
-    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, payee))).toMatchObject({ outcome: 'unknown' });
+  async function parkedPayment(payee: string, lost: Extract<FixtureFaultMode, 'commit-then-timeout' | 'fail-before-commit'>) {
+    const operationId = await issueOperationId(client, PAY);
+    stack.downstream.arm({ mode: lost });
+    expect(await callWrite(client, PAY, paymentArgs(operationId, payee))).toMatchObject({ outcome: 'unknown' });
     // Checks inside the in-flight window are not attempts: the two that park it come after it.
     await decidable(operationId);
-    await armFault(stack, { target: 'payments', mode: 'unavailable', times: 2 });
+    stack.downstream.arm({ mode: 'unavailable', times: 2 });
     // RECONCILE_MAX_ATTEMPTS=2: the second check that cannot reach the provider parks the record.
     for (let run = 0; run < 2; run++) {
-      await eventually(async () => ((await record(operationId))!.nextCheckAt! <= Date.now() ? true : undefined), 'the next check to be due');
+      // Its next check is due.
+      await decidable(operationId);
       await stack.workers.reconciler.runOnce();
     }
-    await clearFaults(stack);
+    stack.downstream.clear();
     return operationId;
   }
 
   beforeAll(async () => {
-    stack = await startTestStack({
-      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '3' },
+    opsCli = builtOps();
+    // A failed build fails the tests that run the CLI, not the others.
+    opsCli.catch(() => {});
+    stack = await startFixtureStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000', RECONCILE_MAX_ATTEMPTS: '2', OUTBOX_DELIVERY_BUDGET_SECONDS: '1' },
+      services: { clock },
       workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 }, reconciler: { backoffBaseMs: 1 } },
     });
     client = await connectClient(stack, TENANT);
@@ -118,6 +174,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     await writeLocalState(join(workDir, '.local'), stateOf(stack));
   });
   afterAll(async () => {
+    await opsCli?.catch(() => {});
     await client?.close();
     await stack?.stop();
     if (workDir) await rm(workDir, { recursive: true, force: true });
@@ -131,40 +188,42 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     // list --json and show --json: valid JSON naming the parked record, and nothing else on stdout.
     const [listed, shown, onlyUnknown, human] = await Promise.all([
       ops(['list', '--json']),
-      ops(['show', TENANT, 'request_payment', operationId, '--json']),
-      opsInProcess(['list', '--json', '--status', 'unknown', '--tool', 'request_payment']),
+      ops(['show', TENANT, PAY, operationId, '--json']),
+      opsInProcess(['list', '--json', '--status', 'unknown', '--tool', PAY]),
       opsInProcess(['list', '--tenant', TENANT]),
     ]);
     expect(listed.code).toBe(0);
     const entries = JSON.parse(listed.stdout) as AttentionEntry[];
-    expect(entries).toContainEqual(expect.objectContaining({ kind: 'record', status: 'needs_review', tenant: TENANT, tool: 'request_payment', idempotency_key: operationId, attempts: 2 }));
+    expect(entries).toContainEqual(expect.objectContaining({ kind: 'record', status: 'needs_review', tenant: TENANT, tool: PAY, idempotency_key: operationId, attempts: 2 }));
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'NEEDS_REVIEW', attempts: 2, idempotency_key: operationId, review: [] });
     expect((JSON.parse(onlyUnknown.stdout) as AttentionEntry[]).some((e) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
     expect(human.stdout).toMatch(new RegExp(`needs_review .*${operationId}`));
 
-    // The provider has the payment (the call committed there); the person looks it up and settles with it.
-    const payment = await stack.services.downstreams.payments.findByKey(operationId, { signal: AbortSignal.timeout(5000) });
-    expect(payment).toBeDefined();
+    // The provider has the payment (the call committed there); the person looks it up and settles with it, as the
+    // tool returns a payment.
+    const [booking] = await paymentsFor(operationId);
+    expect(booking).toBeDefined();
+    const payment = { payment_id: booking!.booking_id, amount_minor: 1250, currency: 'EUR', payee_id: 'payee-found' };
 
     // Bad input: one line on stderr, exit code 2, nothing written (one as a child process, the rest in process).
-    const malformed = await ops(['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen']);
+    const malformed = await ops(['settle', TENANT, PAY, operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen']);
     expect(malformed).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^error: --result is not valid JSON[^\n]*\n$/) });
     const refused = [
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen in the provider console'],
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{"payment_id":"pay_1"}', '--reason', 'seen in the provider console'],
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment)],
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--absent', '--reason', 'both'],
-      ['settle', TENANT, 'request_payment', 'no-such-key-123', '--absent', '--reason', 'typo'],
-      ['recheck', TENANT, 'request_payment', operationId, '--reason', ' '],
+      ['settle', TENANT, PAY, operationId, '--found', '--result', '{"payment_id": ', '--reason', 'seen in the provider console'],
+      ['settle', TENANT, PAY, operationId, '--found', '--result', '{"payment_id":"pay_1"}', '--reason', 'seen in the provider console'],
+      ['settle', TENANT, PAY, operationId, '--found', '--result', JSON.stringify(payment)],
+      ['settle', TENANT, PAY, operationId, '--found', '--absent', '--reason', 'both'],
+      ['settle', TENANT, PAY, 'no-such-key-123', '--absent', '--reason', 'typo'],
+      ['recheck', TENANT, PAY, operationId, '--reason', ' '],
       // A reason longer than a review log entry may be: refused before anything is read or written.
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'x'.repeat(1001)],
-      ['recheck', TENANT, 'request_payment', operationId, '--reason', 'y'.repeat(125_000)],
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result', '{}', '--result-file', '-', '--reason', 'twice'],
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', join(workDir, 'no-such-file.json'), '--reason', 'seen'],
+      ['settle', TENANT, PAY, operationId, '--found', '--result', JSON.stringify(payment), '--reason', 'x'.repeat(1001)],
+      ['recheck', TENANT, PAY, operationId, '--reason', 'y'.repeat(125_000)],
+      ['settle', TENANT, PAY, operationId, '--found', '--result', '{}', '--result-file', '-', '--reason', 'twice'],
+      ['settle', TENANT, PAY, operationId, '--found', '--result-file', join(workDir, 'no-such-file.json'), '--reason', 'seen'],
       // Tenant ids the endpoint never accepts name no record.
-      ['show', 'undefined', 'request_payment', operationId],
-      ['settle', '__proto__', 'request_payment', operationId, '--absent', '--reason', 'typo'],
+      ['show', 'undefined', PAY, operationId],
+      ['settle', '__proto__', PAY, operationId, '--absent', '--reason', 'typo'],
       ['list', '--tenant', 'null'],
       ['list', '--status', 'lost'],
       ['frobnicate'],
@@ -181,7 +240,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     // Logged and counted (on stderr; stdout stays the JSON answer). The result comes on stdin (--result-file -), as
     // one too long for a command line would.
     const settled = await ops(
-      ['settle', TENANT, 'request_payment', operationId, '--found', '--result-file', '-', '--reason', 'payment seen in the provider console', '--json'],
+      ['settle', TENANT, PAY, operationId, '--found', '--result-file', '-', '--reason', 'payment seen in the provider console', '--json'],
       { POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'false' },
       JSON.stringify(payment),
     );
@@ -192,7 +251,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(settled.stderr).not.toContain(operationId);
 
     // The next call with the key replays the provider's payment; nothing is paid again.
-    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, 'payee-found'))).toMatchObject({
+    expect(await callWrite(client, PAY, paymentArgs(operationId, 'payee-found'))).toMatchObject({
       outcome: 'succeeded',
       replayed: true,
       result: payment,
@@ -200,7 +259,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await paymentsFor(operationId)).toHaveLength(1);
 
     // The review log says who, when, what and why; a second decision finds the record settled.
-    const view = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    const view = JSON.parse((await opsInProcess(['show', TENANT, PAY, operationId, '--json'])).stdout) as RecordView;
     expect(view.review).toEqual([
       {
         by: userInfo().username,
@@ -211,7 +270,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         to: 'SUCCEEDED',
       },
     ]);
-    const again = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'changed my mind']);
+    const again = await opsInProcess(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'changed my mind']);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/is SUCCEEDED/);
     expect(JSON.parse((await opsInProcess(['list', '--json'])).stdout).some((e: AttentionEntry) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
@@ -224,7 +283,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await paymentsFor(operationId)).toHaveLength(0);
 
     // Without the endpoint's tools module, what an absence means for the tool is not known: refused, nothing written.
-    const blind = await runOps(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment'], { out: () => {}, err: (t) => (blindErr += t) }, {
+    const blind = await runOps(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'no such payment'], { out: () => {}, err: (t) => (blindErr += t) }, {
       logger,
       target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
     });
@@ -232,18 +291,18 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(blindErr).toMatch(/--tools <module>/);
     expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
 
-    const settled = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'no such payment at the provider']);
+    const settled = await opsInProcess(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'no such payment at the provider']);
     expect(settled.code, settled.stderr).toBe(0);
     expect(settled.stdout).toMatch(/NEEDS_REVIEW -> ABSENT/);
     expect(await record(operationId)).toBeUndefined();
     // The decision outlives the record it released.
-    const view = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    const view = JSON.parse((await opsInProcess(['show', TENANT, PAY, operationId, '--json'])).stdout) as RecordView;
     expect(view).toMatchObject({ status: 'ABSENT', review: [{ action: 'operator_settled_absent', from: 'NEEDS_REVIEW', to: 'ABSENT' }] });
 
     const args = paymentArgs(operationId, 'payee-absent');
-    const retry = await callWrite<{ payment_id: string }>(client, 'request_payment', args);
+    const retry = await callWrite<{ payment_id: string }>(client, PAY, args);
     expect(retry).toMatchObject({ outcome: 'succeeded', replayed: false });
-    expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: retry.result });
+    expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: retry.result });
     expect(await paymentsFor(operationId)).toHaveLength(1);
   }, 120_000);
 
@@ -264,17 +323,17 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const approving = await decideOnPage('alice', 'approve');
     const declining = await decideOnPage('bob', 'decline');
     try {
-      const approvedKey = await issueOperationId(approving, 'request_payment');
-      const before = Date.now();
-      expect(await callWrite(approving, 'request_payment', paymentArgs(approvedKey, 'payee-approved'))).toMatchObject({ outcome: 'succeeded' });
-      const declinedKey = await issueOperationId(declining, 'request_payment');
-      expect(await callWrite(declining, 'request_payment', paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({
+      const approvedKey = await issueOperationId(approving, PAY);
+      const before = clock();
+      expect(await callWrite(approving, PAY, paymentArgs(approvedKey, 'payee-approved'))).toMatchObject({ outcome: 'succeeded' });
+      const declinedKey = await issueOperationId(declining, PAY);
+      expect(await callWrite(declining, PAY, paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({
         outcome: 'rejected',
         error: { code: 'CONFIRMATION_DECLINED' },
       });
-      const after = Date.now();
+      const after = clock();
 
-      const approvedRun = await opsInProcess(['show', TENANT, 'request_payment', approvedKey, '--json']);
+      const approvedRun = await opsInProcess(['show', TENANT, PAY, approvedKey, '--json']);
       expect(approvedRun.code, approvedRun.stderr).toBe(0);
       const approved = JSON.parse(approvedRun.stdout) as RecordView;
       // Approved by a person: never reported as run without approval.
@@ -284,7 +343,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         approval: {
           status: 'approved',
           mode: 'url',
-          tool: 'request_payment',
+          tool: PAY,
           // Bound to the arguments that were paid: the record's own fingerprint.
           fingerprint: approved.fingerprint,
           summary: expect.stringContaining('Pay 12.50 EUR to payee-approved'),
@@ -302,7 +361,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(approved.approval!.log[0]!).not.toHaveProperty('by');
 
       // A declined payment leaves the key free, with no idempotency record: show still names who declined it.
-      const declined = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      const declined = JSON.parse((await opsInProcess(['show', TENANT, PAY, declinedKey, '--json'])).stdout) as RecordView;
       expect(declined).toMatchObject({
         status: 'ABSENT',
         review: [],
@@ -311,18 +370,18 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(await paymentsFor(declinedKey)).toEqual([]);
 
       // The text output says the same.
-      const text = (await opsInProcess(['show', TENANT, 'request_payment', approvedKey])).stdout;
+      const text = (await opsInProcess(['show', TENANT, PAY, approvedKey])).stdout;
       expect(text).toContain(`  approval      approved by alice@${TENANT}, signed in on the approval page`);
-      expect(text).toContain(`    bound to    request_payment, fingerprint ${approved.fingerprint}`);
+      expect(text).toContain(`    bound to    ${PAY}, fingerprint ${approved.fingerprint}`);
       expect(text).toContain(`    expires     ${approved.approval!.expires_at}`);
       expect(text).toContain(`      ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT}), signed in on the approval page`);
-      expect((await opsInProcess(['show', TENANT, 'request_payment', declinedKey])).stdout).toMatch(
+      expect((await opsInProcess(['show', TENANT, PAY, declinedKey])).stdout).toMatch(
         new RegExp(`status +ABSENT[^]*approval +declined[^]*  declined  by bob@${TENANT} \\(tenant ${TENANT}\\)`),
       );
 
       // A new round after the decline, approved by another person: show prints every round, the decline kept.
-      expect(await callWrite(approving, 'request_payment', paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({ outcome: 'succeeded' });
-      const rounds = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', declinedKey, '--json'])).stdout) as RecordView;
+      expect(await callWrite(approving, PAY, paymentArgs(declinedKey, 'payee-declined'))).toMatchObject({ outcome: 'succeeded' });
+      const rounds = JSON.parse((await opsInProcess(['show', TENANT, PAY, declinedKey, '--json'])).stdout) as RecordView;
       expect(rounds.approval).toMatchObject({ status: 'approved', round: 2, decided_by: `alice@${TENANT}`, decided_via: 'url' });
       expect(rounds.approval!.log.map((e) => `${e.round} ${e.event} ${e.by ?? ''}`.trim())).toEqual([
         '1 requested',
@@ -330,21 +389,21 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         '2 requested',
         `2 approved alice@${TENANT}`,
       ]);
-      const roundsText = (await opsInProcess(['show', TENANT, 'request_payment', declinedKey])).stdout;
+      const roundsText = (await opsInProcess(['show', TENANT, PAY, declinedKey])).stdout;
       expect(roundsText).toMatch(
         new RegExp(
-          `round 1 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined\n.*requested\n.*declined  by bob@${TENANT} \\(tenant ${TENANT}\\), signed in on the approval page\n` +
-            `    round 2 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined\n.*requested\n.*approved  by alice@${TENANT}`,
+          `round 1 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined \\(memo: "rent"\\)\n.*requested\n.*declined  by bob@${TENANT} \\(tenant ${TENANT}\\), signed in on the approval page\n` +
+            `    round 2 +asked on the approval page, fingerprint ${rounds.fingerprint}: Pay 12\\.50 EUR to payee-declined \\(memo: "rent"\\)\n.*requested\n.*approved  by alice@${TENANT}`,
         ),
       );
 
       // A key without an approval shows none.
       const orderKey = `order-${Date.now()}`;
-      await callWrite(client, 'create_order', { idempotency_key: orderKey, customer_id: 'cust-1', items: [{ sku: 'SKU-1', quantity: 1 }], currency: 'EUR' });
-      const order = await opsInProcess(['show', TENANT, 'create_order', orderKey, '--json']);
+      await callWrite(client, ORDER, { idempotency_key: orderKey, item: 'SKU-1', quantity: 1 });
+      const order = await opsInProcess(['show', TENANT, ORDER, orderKey, '--json']);
       expect(JSON.parse(order.stdout)).toMatchObject({ status: 'SUCCEEDED' });
       expect(JSON.parse(order.stdout)).not.toHaveProperty('approval');
-      expect((await opsInProcess(['show', TENANT, 'create_order', orderKey])).stdout).not.toContain('approval');
+      expect((await opsInProcess(['show', TENANT, ORDER, orderKey])).stdout).not.toContain('approval');
     } finally {
       await Promise.all([approving.close(), declining.close()]);
     }
@@ -353,14 +412,14 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   it('show says who decided and how from the decision\'s own log entry, never from how the round was asked', async () => {
     // What the form fallback once wrote for a round asked on the page: a page round, decided by the MCP client's answer.
     const key = `op-legacy-${Date.now()}`;
-    const at = Date.now();
+    const at = clock();
     await stack.services.doc.send(
       new PutCommand({
         TableName: stack.config.tableName,
         Item: {
-          ...approvalKey({ tenant: TENANT, tool: 'request_payment', idempotencyKey: key }),
+          ...approvalKey({ tenant: TENANT, tool: PAY, idempotencyKey: key }),
           tenant: TENANT,
-          tool: 'request_payment',
+          tool: PAY,
           idempotencyKey: key,
           fingerprint: 'f'.repeat(64),
           id: `x.${'n'.repeat(22)}`,
@@ -376,30 +435,30 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         },
       }),
     );
-    const text = (await opsInProcess(['show', TENANT, 'request_payment', key])).stdout;
+    const text = (await opsInProcess(['show', TENANT, PAY, key])).stdout;
     expect(text).toContain("  approval      approved by mcp-client, the MCP client's answer in a form, not a signed-in person's");
     expect(text).not.toContain('the person, on the approval page');
-    expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({
+    expect(JSON.parse((await opsInProcess(['show', TENANT, PAY, key, '--json'])).stdout)).toMatchObject({
       approval: { decided_by: 'mcp-client', decided_via: 'form', log: [{ event: 'requested' }, { event: 'approved', by: 'mcp-client', via: 'form' }] },
     });
   });
 
   it('show says so when a payment ran without anyone\'s approval (the opt-out for 2025-era clients), and not when one approved it', async () => {
-    // This stack opts request_payment out (CONFIRMATION_OPT_OUT_TOOLS): the 2025-era client pays on its own word.
-    const key = await issueOperationId(client, 'request_payment');
-    expect(await callWrite(client, 'request_payment', paymentArgs(key, 'payee-unapproved'))).toMatchObject({ outcome: 'succeeded' });
-    const text = (await opsInProcess(['show', TENANT, 'request_payment', key])).stdout;
+    // This stack opts fixture_payment out (CONFIRMATION_OPT_OUT_TOOLS): the 2025-era client pays on its own word.
+    const key = await issueOperationId(client, PAY);
+    expect(await callWrite(client, PAY, paymentArgs(key, 'payee-unapproved'))).toMatchObject({ outcome: 'succeeded' });
+    const text = (await opsInProcess(['show', TENANT, PAY, key])).stdout;
     expect(text).toContain("  approval      NONE: this call ran without anyone's approval (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)");
-    expect(JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', key, '--json'])).stdout)).toMatchObject({ status: 'SUCCEEDED', ran_without: 'approval' });
+    expect(JSON.parse((await opsInProcess(['show', TENANT, PAY, key, '--json'])).stdout)).toMatchObject({ status: 'SUCCEEDED', ran_without: 'approval' });
     // A tool that needs no approval never says so.
     const order = `order-${Date.now()}`;
-    await callWrite(client, 'create_order', { idempotency_key: order, customer_id: 'c-1', items: [{ sku: 'SKU-1', quantity: 1 }], currency: 'EUR' });
-    expect((await opsInProcess(['show', TENANT, 'create_order', order])).stdout).not.toMatch(/without anyone/);
+    await callWrite(client, ORDER, { idempotency_key: order, item: 'SKU-1', quantity: 1 });
+    expect((await opsInProcess(['show', TENANT, ORDER, order])).stdout).not.toMatch(/without anyone/);
   });
 
   it('recheck sends a parked record back to the reconciler with fresh attempts', async () => {
     const operationId = await parkedPayment('payee-recheck', 'commit-then-timeout');
-    const run = await opsInProcess(['recheck', TENANT, 'request_payment', operationId, '--reason', 'provider is back up']);
+    const run = await opsInProcess(['recheck', TENANT, PAY, operationId, '--reason', 'provider is back up']);
     expect(run.code, run.stderr).toBe(0);
     const rechecked = (await record(operationId))!;
     expect(rechecked.status).toBe('UNKNOWN');
@@ -409,31 +468,31 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     );
 
     expect((await stack.workers.reconciler.runOnce()).found).toBeGreaterThanOrEqual(1);
-    const [payment] = await paymentsFor(operationId);
-    expect(await record(operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: payment!.payment_id } });
+    const [booking] = await paymentsFor(operationId);
+    expect(await record(operationId)).toMatchObject({ status: 'SUCCEEDED', result: { payment_id: booking!.booking_id } });
   }, 120_000);
 
   it('show says when an UNKNOWN payment becomes decidable; settle --absent is refused before then, nothing written', async () => {
-    const operationId = await issueOperationId(client, 'request_payment');
-    await armFault(stack, { target: 'payments', mode: 'fail-before-commit' });
-    expect(await callWrite(client, 'request_payment', paymentArgs(operationId, 'payee-early'))).toMatchObject({ outcome: 'unknown' });
+    const operationId = await issueOperationId(client, PAY);
+    stack.downstream.arm({ mode: 'fail-before-commit' });
+    expect(await callWrite(client, PAY, paymentArgs(operationId, 'payee-early'))).toMatchObject({ outcome: 'unknown' });
     const unknown = (await record(operationId))!;
-    const shown = JSON.parse((await opsInProcess(['show', TENANT, 'request_payment', operationId, '--json'])).stdout) as RecordView;
+    const shown = JSON.parse((await opsInProcess(['show', TENANT, PAY, operationId, '--json'])).stdout) as RecordView;
     expect(shown.decidable_at).toBe(new Date(unknown.inFlightUntil!).toISOString());
-    expect((await opsInProcess(['show', TENANT, 'request_payment', operationId])).stdout).toMatch(/decidable at\s+\S+ \(a request may still land until then\)/);
-    const early = await opsInProcess(['settle', TENANT, 'request_payment', operationId, '--absent', '--reason', 'the provider shows nothing']);
+    expect((await opsInProcess(['show', TENANT, PAY, operationId])).stdout).toMatch(/decidable at\s+\S+ \(a request may still land until then\)/);
+    const early = await opsInProcess(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'the provider shows nothing']);
     expect(early.code).toBe(2);
     expect(early.stderr).toMatch(/may still land until/);
     expect(await record(operationId)).toMatchObject({ status: 'UNKNOWN', updatedAt: unknown.updatedAt });
-    expect(await stack.services.store.reviewLog(identity('request_payment', operationId))).toEqual({ entries: [], version: 0 });
+    expect(await stack.services.store.reviewLog(identity(PAY, operationId))).toEqual({ entries: [], version: 0 });
   });
 
   it('list --status stale names a PROCESSING record whose lease passed, not a live one', async () => {
-    const now = Date.now();
+    const now = clock();
     const claim = (key: string, leaseExpiresAt: number) =>
       stack.services.store.claim(
         {
-          ...identity('request_payment', key),
+          ...identity(PAY, key),
           fingerprint: 'f'.repeat(64),
           status: 'PROCESSING',
           ownerToken: `owner-${key}`,
@@ -455,51 +514,52 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   });
 
   it('an operator and the reconciler racing on one record: exactly one transition lands', async () => {
-    const tools = new Map(registry.filter(isWriteTool).map((t): [string, WriteToolDefinition] => [t.name, t]));
+    const tools = new Map(stack.tools.filter(isWriteTool).map((t): [string, WriteToolDefinition] => [t.name, t]));
     const desk = new ReviewDesk({
       store: stack.services.store,
       outbox: stack.services.outbox,
       tools,
       who: async () => 'race-test',
       logger,
+      clock,
     });
     // UNKNOWN payments that did go through: the reconciler will find each one (SUCCEEDED), the operator releases it (ABSENT).
     const keys = await Promise.all(
       Array.from({ length: 4 }, async (_, i) => {
-        const operationId = await issueOperationId(client, 'request_payment');
+        const operationId = await issueOperationId(client, PAY);
         return { operationId, args: paymentArgs(operationId, `payee-race-${i}`) };
       }),
     );
-    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: keys.length });
-    await Promise.all(keys.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
+    stack.downstream.arm({ mode: 'commit-then-timeout', times: keys.length });
+    await Promise.all(keys.map(async ({ args }) => expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'unknown' })));
 
     // First the deterministic interleaving: read, the reconciler moves, then the write: nothing is written. (An
     // absence is only settled once no request of the payment can still land.)
     const [first, ...rest] = keys;
     await decidable(...keys.map((k) => k.operationId));
-    const stale = await desk.prepare(identity('request_payment', first!.operationId), { kind: 'absent' }, 'race: stale read');
+    const stale = await desk.prepare(identity(PAY, first!.operationId), { kind: 'absent' }, 'race: stale read');
     const report = await stack.workers.reconciler.runOnce();
     expect(report.found).toBe(keys.length);
     const lost = await desk.apply(stale);
     expect(lost).toMatchObject({ applied: false, read: { status: 'UNKNOWN' }, now: { status: 'SUCCEEDED' } });
-    expect(await stack.services.store.reviewLog(identity('request_payment', first!.operationId))).toEqual({ entries: [], version: 0 });
+    expect(await stack.services.store.reviewLog(identity(PAY, first!.operationId))).toEqual({ entries: [], version: 0 });
 
     // Then truly concurrent: each record read by both, both write at once.
     const fresh = await Promise.all(
       rest.map(async () => {
-        const operationId = await issueOperationId(client, 'request_payment');
+        const operationId = await issueOperationId(client, PAY);
         return { operationId, args: paymentArgs(operationId, 'payee-race-concurrent') };
       }),
     );
-    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout', times: fresh.length });
-    await Promise.all(fresh.map(async ({ args }) => expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' })));
+    stack.downstream.arm({ mode: 'commit-then-timeout', times: fresh.length });
+    await Promise.all(fresh.map(async ({ args }) => expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'unknown' })));
     await decidable(...fresh.map(({ operationId }) => operationId));
-    const prepared = await Promise.all(fresh.map(({ operationId }) => desk.prepare(identity('request_payment', operationId), { kind: 'absent' }, 'race')));
+    const prepared = await Promise.all(fresh.map(({ operationId }) => desk.prepare(identity(PAY, operationId), { kind: 'absent' }, 'race')));
     const [reconciled, ...decisions] = await Promise.all([stack.workers.reconciler.runOnce(), ...prepared.map((p) => desk.apply(p))]);
     for (const [i, { operationId }] of fresh.entries()) {
       const decision = decisions[i]!;
       const now: IdempotencyRecord | undefined = await record(operationId);
-      const log = await stack.services.store.reviewLog(identity('request_payment', operationId));
+      const log = await stack.services.store.reviewLog(identity(PAY, operationId));
       if (decision.applied) {
         expect(now, 'the operator released it; the reconciler wrote nothing').toBeUndefined();
         expect(log.entries).toHaveLength(1);
@@ -514,11 +574,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
 
   it('list shows an outbox event still pending past its expected delivery, long before the sweep sends it again', async () => {
     // The relay is not running: as after a crash between the commit and the send.
-    const halted = await startTestStack({ workers: { relayPoller: false } });
+    const halted = await startFixtureStack({ workers: { relayPoller: false } });
     try {
       const agent = await connectClient(halted, TENANT);
       const key = `email-${Date.now()}`;
-      const { result } = await callWrite<{ event_id: string }>(agent, 'send_email', { idempotency_key: key, to: 'ops@example.com', subject: 'Late', body: 'queued' });
+      const { result } = await callWrite<{ event_id: string }>(agent, NOTIFY, { idempotency_key: key, to: 'ops@example.com', text: 'Late: queued' });
       await agent.close();
       const pendingAt = async (at: number) => {
         const desk = new ReviewDesk({
@@ -542,29 +602,29 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   }, 120_000);
 
   it('redrive moves a dead-letter event back to the outbox queue: delivered exactly once', async () => {
-    await armFault(stack, { target: 'tickets', mode: 'unavailable', times: 50 });
+    stack.downstream.arm({ mode: 'unavailable', times: 50 });
     const key = `ticket-${Date.now()}`;
-    const { result } = await callWrite<{ event_id: string }>(client, 'create_ticket', { idempotency_key: key, title: 'Disk full', description: '', priority: 'high' });
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, { idempotency_key: key, to: 'oncall@example.com', text: 'Disk full' });
     const eventId = result!.event_id;
-    expect(await settledDelivery(client, 'create_ticket', key)).toMatchObject({ status: 'failed' });
+    expect(await settledDelivery(client, NOTIFY, key)).toMatchObject({ status: 'failed' });
     await eventually(async () => ((await peekQueue(stack, stack.queue.deadLetterQueueUrl)).includes(eventId) ? true : undefined), 'the message in the dead-letter queue');
 
     const failed = JSON.parse((await opsInProcess(['list', '--json', '--status', 'failed'])).stdout) as AttentionEntry[];
-    expect(failed).toContainEqual(expect.objectContaining({ kind: 'outbox_event', status: 'failed', event_id: eventId, tool: 'create_ticket' }));
+    expect(failed).toContainEqual(expect.objectContaining({ kind: 'outbox_event', status: 'failed', event_id: eventId, tool: NOTIFY }));
 
-    await clearFaults(stack);
+    stack.downstream.clear();
     const redriven = await opsInProcess(['redrive', '--json']);
     expect(redriven.code, redriven.stderr).toBe(0);
-    expect(JSON.parse(redriven.stdout)).toMatchObject({ moved: [{ event_id: eventId, tenant: TENANT, tool: 'create_ticket' }], skipped: 0 });
-    await eventually(async () => ((await operationStatus(client, 'create_ticket', key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
-    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+    expect(JSON.parse(redriven.stdout)).toMatchObject({ moved: [{ event_id: eventId, tenant: TENANT, tool: NOTIFY }], skipped: 0 });
+    await eventually(async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     expect(JSON.parse((await opsInProcess(['redrive', '--json'])).stdout)).toMatchObject({ moved: [] });
 
-    // A second copy of the same message (a redrive run twice) is a duplicate to the consumer: still one ticket.
+    // A second copy of the same message (a redrive run twice) is a duplicate to the consumer: still one notification.
     const body = JSON.stringify({ ...(await stack.services.outbox.getEvent(eventId))!.message });
     await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: body }));
     await eventually(async () => ((await peekQueue(stack, stack.queue.queueUrl)).length === 0 ? true : undefined), 'the copy to be consumed');
-    expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === eventId)).toHaveLength(1);
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     const listed = JSON.parse((await opsInProcess(['list', '--json'])).stdout) as AttentionEntry[];
     expect(listed.some((e) => e.kind === 'outbox_event' && e.event_id === eventId)).toBe(false);
   }, 120_000);

@@ -8,10 +8,13 @@ import { SqsEventPublisher } from '../../lambdas/outbox/publisher';
 import { createConsumerHandler } from '../../lambdas/runtime/worker-events';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
-import { operationStatus, sandboxLedger } from '../support/side-effects';
+import { FIXTURE_NOTIFY_EVENT, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient } from '../support/mcp';
+import { operationStatus } from '../support/side-effects';
 
 const TENANT = 'tenant-outbox-publisher';
+/** Queues a notification on the outbox; the consumer books it at the fixture downstream under the event id (test/support/fixture-tools.ts). */
+const NOTIFY = FixtureTool.notify;
 
 /** Everything visible on the queue now (bounded: a few receives of up to ten). */
 async function drain(stack: LocalStack): Promise<Message[]> {
@@ -43,11 +46,11 @@ function sqsEvent(messages: Message[]): SQSEvent {
 }
 
 describe('what the queue accepts: every committed event gets onto it', () => {
-  let stack: LocalStack;
+  let stack: FixtureStack;
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startTestStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
+    stack = await startFixtureStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -56,22 +59,24 @@ describe('what the queue accepts: every committed event gets onto it', () => {
   });
 
   it('an email with characters SQS refuses in a raw body (U+FFFF, an emoji) is sent and delivered with its text intact', async () => {
-    const subjects = ['smile \u{1F600} please', 'odd \uFFFF character'];
-    const keys: string[] = [];
-    for (const subject of subjects) {
+    const texts = ['smile \u{1F600} please\n', 'odd \uFFFF character\n'];
+    const sent: Array<{ key: string; eventId: string; text: string }> = [];
+    for (const text of texts) {
       const key = newKey();
-      keys.push(key);
-      const answer = await callWrite(client, 'send_email', { idempotency_key: key, to: 'grace@example.com', subject, body: `${subject}\n` });
+      const answer = await callWrite<{ event_id: string }>(client, NOTIFY, { idempotency_key: key, to: 'grace@example.com', text });
       expect(answer.outcome).toBe('succeeded');
+      sent.push({ key, eventId: answer.result!.event_id, text });
     }
     expect(await stack.workers.relay.sweep()).toMatchObject({ sent: 2, failed: 0 });
 
     const messages = await drain(stack);
     expect(messages).toHaveLength(2);
     expect((await createConsumerHandler(stack.workers, logger)(sqsEvent(messages))).batchItemFailures).toEqual([]);
-    const emails = (await sandboxLedger(stack)).emails.filter((e) => e.tenant === TENANT);
-    expect(emails.map((e) => e.subject).sort()).toEqual([...subjects].sort());
-    for (const key of keys) expect((await operationStatus(client, 'send_email', key)).delivery).toMatchObject({ status: 'delivered' });
+    // What the downstream booked, one per event, with the text as the tool was given it.
+    for (const { key, eventId, text } of sent) {
+      expect(stack.downstream.bookings(eventId).map((b) => b.payload)).toEqual([{ to: 'grace@example.com', text }]);
+      expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered' });
+    }
   });
 
   it('ten large events published together all reach the queue (a batch over the size limit would refuse every one)', async () => {
@@ -80,11 +85,11 @@ describe('what the queue accepts: every committed event gets onto it', () => {
     const body = '\u5B57'.repeat(50_000);
     const sent: OutboxMessage[] = Array.from({ length: 10 }, (_, i) => ({
       event_id: `evt_large-${i}-${newKey()}`,
-      type: 'email.send',
+      type: FIXTURE_NOTIFY_EVENT,
       tenant: TENANT,
-      tool: 'send_email',
+      tool: NOTIFY,
       key_hash: 'hash',
-      payload: { to: 'grace@example.com', subject: `large ${i}`, body },
+      payload: { to: 'grace@example.com', text: `large ${i}: ${body}` },
       created_at: Date.now(),
     }));
     expect(await publisher.publish(sent)).toEqual({ failed: [] });

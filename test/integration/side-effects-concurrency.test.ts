@@ -2,10 +2,15 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { newKey } from '../support/engine';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { issueOperationId, sandboxLedger, settledDelivery } from '../support/side-effects';
 
-/** Dozens of identical calls at once, per tool, through the real endpoint: one effect each. */
+/**
+ * Dozens of identical calls at once, per tool, through the real endpoint: one effect each. On the reference
+ * endpoint's tools (their providers' ledgers), and on fixture tools, whose downstream also counts the requests that
+ * reached it: the payments provider deduplicates on our key, so its ledger alone would not show a second execution.
+ */
 let stack: LocalStack;
 let client: Client;
 const TENANT = 'tenant-concurrency';
@@ -20,8 +25,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function callAtOnce<R>(tool: string, args: Record<string, unknown>) {
-  const answers = await Promise.all(Array.from({ length: CALLS }, () => callWrite<R>(client, tool, args)));
+async function callAtOnce<R>(tool: string, args: Record<string, unknown>, on: Client = client) {
+  const answers = await Promise.all(Array.from({ length: CALLS }, () => callWrite<R>(on, tool, args)));
   // Every answer is the one result, or "still running, ask again": never a second execution, never an error.
   for (const answer of answers) expect(['succeeded', 'in_progress']).toContain(answer.outcome);
   const succeeded = answers.filter((a) => a.outcome === 'succeeded');
@@ -56,5 +61,28 @@ describe(`${CALLS} identical concurrent calls`, () => {
     expect(await settledDelivery(client, tool, key)).toMatchObject({ event_id: eventId, status: 'delivered' });
     const effects = (await sandboxLedger(stack))[section].filter((e) => e.event_id === eventId);
     expect(effects).toHaveLength(1);
+  });
+});
+
+describe(`${CALLS} identical concurrent calls on fixture tools, whose downstream counts every request`, () => {
+  let fixture: FixtureStack;
+  let fixtureClient: Client;
+  beforeAll(async () => {
+    // Nothing here queues an event or goes UNKNOWN: no workers.
+    fixture = await startFixtureStack({ workers: { reconcilerTimer: false, relayPoller: false, consumerPoller: false } });
+    fixtureClient = await connectClient(fixture, TENANT);
+  });
+  afterAll(async () => {
+    await fixtureClient?.close();
+    await fixture?.stop();
+  });
+
+  it('fixture_write: one request reaches the downstream, one booking, every success carries it', async () => {
+    const key = newKey();
+    const results = await callAtOnce<{ booking_id: string }>(FixtureTool.write, { idempotency_key: key, note: 'once' }, fixtureClient);
+    expect(fixture.downstream.calls(key)).toBe(1);
+    const bookings = fixture.downstream.bookings(key);
+    expect(bookings).toHaveLength(1);
+    expect(new Set(results.map((r) => r.booking_id))).toEqual(new Set([bookings[0]!.booking_id]));
   });
 });

@@ -14,16 +14,25 @@ import {
 } from '../support/side-effects';
 
 /**
- * Every fault the sandbox can inject, on every tool with a side effect, through the real endpoint, queue and
- * workers: each ends with exactly one effect in the ledger and a settled record.
+ * Every fault the sandbox can inject, on every tool of the reference endpoint with a side effect, through the real
+ * endpoint, queue and workers: each ends with exactly one effect in the sandbox's ledger and a settled record. The
+ * subject is the reference endpoint's own tools (their clients' reading of each provider fault, their lookups by
+ * key) against the sandbox's faults; the toolkit's handling of the same faults is tested on fixture tools
+ * (test/integration/reconciler.test.ts, outbox.test.ts).
  */
 let stack: LocalStack;
 let client: Client;
 const TENANT = 'tenant-faults';
+/**
+ * Short, so the in-flight windows waited out below are short: a tool's is its execution timeout (request_payment
+ * keeps the engine's default, 10 s) plus this; the consumer's is its lease (twice this plus 1 s) plus this, 4 s.
+ */
+const DOWNSTREAM_TIMEOUT_MS = 1000;
 
 beforeAll(async () => {
   stack = await startTestStack({
-    env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
+    // The reconciler's period is only the `unknown` answers' retry hint here (its timer is off): one short period.
+    env: { DOWNSTREAM_TIMEOUT_MS: String(DOWNSTREAM_TIMEOUT_MS), RECONCILE_INTERVAL_MS: '200' },
     // The reconciler is driven by hand here (runOnce), so each step is visible; transient retries are immediate.
     workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
   });
@@ -58,8 +67,10 @@ async function paymentsWithKey(key: string) {
   return (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
 }
 
-describe('request_payment (the provider deduplicates on our key)', () => {
-  it('commit-then-timeout: unknown, the reconciler settles it to the provider payment, a retry replays it', async () => {
+// The two describes run side by side (their faults are on separate targets, and request_payment queues no event):
+// the payments' waits for their in-flight windows overlap the deliveries'. Each one's own tests keep their order.
+describe.concurrent('request_payment (the provider deduplicates on our key)', () => {
+  it.sequential('commit-then-timeout: unknown, the reconciler settles it to the provider payment, a retry replays it', async () => {
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
 
@@ -83,7 +94,7 @@ describe('request_payment (the provider deduplicates on our key)', () => {
     expect(await paymentsWithKey(operationId)).toHaveLength(1);
   });
 
-  it('fail-before-commit: unknown, the reconciler finds nothing and releases the id, the retry pays once', async () => {
+  it.sequential('fail-before-commit: unknown, the reconciler finds nothing and releases the id, the retry pays once', async () => {
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: 'fail-before-commit' });
     const { answer, outcomes } = await payUntilSettled(operationId);
@@ -93,7 +104,7 @@ describe('request_payment (the provider deduplicates on our key)', () => {
     expect(await paymentsWithKey(operationId)).toEqual([expect.objectContaining({ payment_id: answer.result!.payment_id })]);
   }, 60_000);
 
-  it('unavailable: a retryable failure with nothing done, the retry pays once', async () => {
+  it.sequential('unavailable: a retryable failure with nothing done, the retry pays once', async () => {
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: 'unavailable' });
     const first = await callWrite(client, 'request_payment', paymentArgs(operationId));
@@ -103,7 +114,7 @@ describe('request_payment (the provider deduplicates on our key)', () => {
     expect(await paymentsWithKey(operationId)).toEqual([expect.objectContaining({ payment_id: answer.result!.payment_id })]);
   });
 
-  it('slow: succeeds within the timeout, once', async () => {
+  it.sequential('slow: succeeds within the timeout, once', async () => {
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: 'slow', delay_ms: 300 });
     const { answer } = await payUntilSettled(operationId);
@@ -111,7 +122,7 @@ describe('request_payment (the provider deduplicates on our key)', () => {
     expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded' });
   });
 
-  it('a declined payment is a terminal failure, replayed to the retry, with nothing paid', async () => {
+  it.sequential('a declined payment is a terminal failure, replayed to the retry, with nothing paid', async () => {
     const operationId = await issueOperationId(client, 'request_payment');
     const args = { ...paymentArgs(operationId), amount_minor: 50_000_000 };
     const first = await callWrite(client, 'request_payment', args);
@@ -137,9 +148,9 @@ const outboxTools = [
 ];
 const downstreamModes = ['commit-then-timeout', 'fail-before-commit', 'unavailable', 'slow'] as const;
 
-describe('send_email and create_ticket (no idempotency downstream: the outbox delivers once)', () => {
+describe.concurrent('send_email and create_ticket (no idempotency downstream: the outbox delivers once)', () => {
   // The two downstreams have separate faults, so their cases run side by side; modes of one target run in turn.
-  // A delivery that may have happened is verified only after its request's in-flight window (7 s here), twice per tool.
+  // A delivery that may have happened is verified only after its request's in-flight window (4 s here), twice per tool.
   it.concurrent.each(outboxTools)('$tool: every fault mode ends with one effect and a delivered event', async ({ tool, target, args, effects }) => {
     for (const mode of downstreamModes) {
       const key = newKey();
@@ -162,18 +173,18 @@ describe('send_email and create_ticket (no idempotency downstream: the outbox de
     }
   }, 90_000);
 
-  it('duplicate-delivery on the queue: the event arrives twice, one email is sent', async () => {
+  it.sequential('duplicate-delivery on the queue: the event arrives twice, one email is sent', async () => {
     const key = newKey();
     await armFault(stack, { target: 'queue', mode: 'duplicate-delivery' });
     const answer = await callWrite<{ event_id: string }>(client, 'send_email', outboxTools[0]!.args(key));
     const delivery = await settledDelivery(client, 'send_email', key);
     expect(delivery.status).toBe('delivered');
     // The relay consumed the fault on this event (nothing else was published meanwhile): it went out twice.
-    await eventually(async () => ((await armedFaults(stack)).length === 0 ? true : undefined), 'the queue fault to be used');
+    await eventually(async () => ((await armedFaults(stack)).some((f) => f.target === 'queue') ? undefined : true), 'the queue fault to be used');
     expect(await outboxTools[0]!.effects(answer.result!.event_id)).toHaveLength(1);
   });
 
-  it('a recipient the mailbox refuses: the delivery fails for good, nothing is sent, the record stays succeeded', async () => {
+  it.sequential('a recipient the mailbox refuses: the delivery fails for good, nothing is sent, the record stays succeeded', async () => {
     const key = newKey();
     await callWrite(client, 'send_email', { ...outboxTools[0]!.args(key), to: 'someone@rejected.example' });
     const delivery = await settledDelivery(client, 'send_email', key);

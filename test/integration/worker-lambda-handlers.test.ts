@@ -6,27 +6,73 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { APIGatewayProxyEventV2, Context, DynamoDBStreamEvent, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Keys } from '../../lambdas/store/table-schema';
-import type { LocalStack } from '../../local/stack';
+import { tools as demoTools } from '../../reference/tools';
 import { newKey } from '../support/engine';
-import { callWrite, connectClient, startTestStack } from '../support/mcp';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { callWrite, connectClient } from '../support/mcp';
 import { armFault, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
 
 /**
- * The deployed entry points themselves (lambdas/functions/*), imported as Lambda imports them, configured only by
- * the environment, against the local table, queue and sandbox: stream -> relay -> queue -> consumer -> mailbox.
+ * The deployed entry points themselves, imported as Lambda imports them, configured only by the environment,
+ * against the local table, queue and downstreams: stream -> relay -> queue -> consumer -> downstream. The toolkit's
+ * (lambdas/functions/*: the relay, and the consumer and reconciler factories a team's entries call) on the fixture
+ * tools, counted at the fixture downstream; the reference endpoint's own entries (reference/handlers/*: its
+ * consumer, its reconciler building its payments client, its sandbox) on its demo tools, counted in its sandbox.
  */
-let stack: LocalStack;
+let stack: FixtureStack;
 let client: Client;
 type Handler<E, R> = (event: E, context: Context) => Promise<R>;
-let relay: Handler<DynamoDBStreamEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
-let consumer: Handler<SQSEvent, { batchItemFailures: { itemIdentifier: string }[] }>;
-let reconciler: Handler<unknown, { unknown: number; needsReview: number; found: number }>;
+type BatchHandler<E> = Handler<E, { batchItemFailures: { itemIdentifier: string }[] }>;
+type ReconcilerHandler = Handler<unknown, { unknown: number; needsReview: number; found: number }>;
+let relay: BatchHandler<DynamoDBStreamEvent>;
+/** The toolkit's factories on the fixture tools' module, as a team's generated entries call them. */
+let consumer: BatchHandler<SQSEvent>;
+let reconciler: ReconcilerHandler;
+/** The reference endpoint's entries. */
+let referenceConsumer: BatchHandler<SQSEvent>;
+let referenceReconciler: ReconcilerHandler;
 let sandbox: Handler<APIGatewayProxyEventV2, { statusCode: number; body: string }>;
 const context = { getRemainingTimeInMillis: () => 60_000 } as Context;
 
+/** The outbox event a tool call committed, as the table's stream hands it to the relay. */
+async function streamInsert(eventId: string, sequence: string): Promise<DynamoDBStreamEvent> {
+  const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
+  return { Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: sequence } }] } as unknown as DynamoDBStreamEvent;
+}
+
+/** The queue's message of this event, as the SQS event source hands it to the consumer. */
+async function queuedEvent(eventId: string): Promise<SQSEvent> {
+  const { Messages } = await stack.workers.sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: stack.queue.queueUrl,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 1,
+      MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+    }),
+  );
+  const message = Messages!.find((m) => m.Body?.includes(eventId))!;
+  return {
+    Records: [
+      {
+        messageId: message.MessageId,
+        receiptHandle: message.ReceiptHandle,
+        body: message.Body,
+        attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
+        messageAttributes: {},
+        eventSource: 'aws:sqs',
+      },
+    ],
+  } as unknown as SQSEvent;
+}
+
 beforeAll(async () => {
-  // Nothing runs in the background: the handlers do all the work here.
-  stack = await startTestStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
+  // Nothing runs in the background: the handlers do all the work here. The fixture tools and the demo tools side by
+  // side; a lost payment answer waits out the downstream timeout (1 s here, 3 s by default).
+  stack = await startFixtureStack({
+    tools: demoTools,
+    env: { CONFIRMATION_OPT_OUT_TOOLS: `${FixtureTool.payment},request_payment`, DOWNSTREAM_TIMEOUT_MS: '1000' },
+    workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false },
+  });
   client = await connectClient(stack, 'tenant-lambda');
   // Only what the CDK stack gives these functions: no issuer, no operation-id secret (they serve no MCP requests).
   const { env } = stack;
@@ -47,8 +93,13 @@ beforeAll(async () => {
   };
   for (const [name, value] of Object.entries(deployed)) vi.stubEnv(name, value);
   relay = (await import('../../lambdas/functions/relay')).handler as unknown as typeof relay;
-  consumer = (await import('../../reference/handlers/consumer')).handler as unknown as typeof consumer;
-  reconciler = (await import('../../reference/handlers/reconciler')).handler as unknown as typeof reconciler;
+  const { consumerLambdaHandler } = await import('../../lambdas/functions/consumer-endpoint');
+  const { reconcilerLambdaHandler } = await import('../../lambdas/functions/reconciler-endpoint');
+  consumer = consumerLambdaHandler({ deliveries: stack.deliveries }) as unknown as typeof consumer;
+  const fixtureOnly = stack.tools.filter((tool) => (Object.values(FixtureTool) as string[]).includes(tool.name));
+  reconciler = reconcilerLambdaHandler({ tools: fixtureOnly }) as unknown as typeof reconciler;
+  referenceConsumer = (await import('../../reference/handlers/consumer')).handler as unknown as typeof referenceConsumer;
+  referenceReconciler = (await import('../../reference/handlers/reconciler')).handler as unknown as typeof referenceReconciler;
   sandbox = (await import('../../reference/handlers/sandbox')).handler as unknown as typeof sandbox;
 });
 afterAll(async () => {
@@ -60,6 +111,24 @@ afterAll(async () => {
 describe('the worker Lambda handlers', () => {
   it('relay (stream INSERT) -> queue -> consumer (SQS batch) delivers the email once; the reconciler runs', async () => {
     const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, FixtureTool.notify, { idempotency_key: key, to: 'kay@example.com', text: 'Hello.' });
+    const eventId = result!.event_id;
+    expect(await relay(await streamInsert(eventId, '100'), context)).toEqual({ batchItemFailures: [] });
+
+    const sqsEvent = await queuedEvent(eventId);
+    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    // The same message again (SQS delivered it twice): acknowledged, no second notification.
+    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    expect(stack.downstream.bookings(eventId)).toHaveLength(1);
+    expect(stack.downstream.calls(eventId)).toBe(1);
+    expect(await operationStatus(client, FixtureTool.notify, key)).toMatchObject({ delivery: { status: 'delivered' } });
+
+    const report = await reconciler({}, context);
+    expect(report).toMatchObject({ unknown: 0, needsReview: 0 });
+  });
+
+  it("the reference endpoint's consumer function delivers a demo email once, to the mailbox its environment names", async () => {
+    const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, 'send_email', {
       idempotency_key: key,
       to: 'kay@example.com',
@@ -67,40 +136,11 @@ describe('the worker Lambda handlers', () => {
       body: 'Hello.',
     });
     const eventId = result!.event_id;
-    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
-    const stream = {
-      Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: '100' } }],
-    } as unknown as DynamoDBStreamEvent;
-    expect(await relay(stream, context)).toEqual({ batchItemFailures: [] });
-
-    const { Messages } = await stack.workers.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: stack.queue.queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 1,
-        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
-      }),
-    );
-    const message = Messages!.find((m) => m.Body?.includes(eventId))!;
-    const sqsEvent = {
-      Records: [
-        {
-          messageId: message.MessageId,
-          receiptHandle: message.ReceiptHandle,
-          body: message.Body,
-          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount ?? '1' },
-          messageAttributes: {},
-          eventSource: 'aws:sqs',
-        },
-      ],
-    } as unknown as SQSEvent;
-    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
-    // The same message again (SQS delivered it twice): acknowledged, no second email.
-    expect(await consumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    expect(await relay(await streamInsert(eventId, '200'), context)).toEqual({ batchItemFailures: [] });
+    const sqsEvent = await queuedEvent(eventId);
+    expect(await referenceConsumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
+    expect(await referenceConsumer(sqsEvent, context)).toEqual({ batchItemFailures: [] });
     expect((await sandboxLedger(stack)).emails.filter((e) => e.event_id === eventId)).toHaveLength(1);
-
-    const report = await reconciler({}, context);
-    expect(report).toMatchObject({ unknown: 0, needsReview: 0 });
   });
 
   it("the reconciler function settles a lost payment through request_payment's hook: it builds the payments client itself", async () => {
@@ -109,7 +149,7 @@ describe('the worker Lambda handlers', () => {
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
     expect(await callWrite(client, 'request_payment', args)).toMatchObject({ outcome: 'unknown' });
 
-    expect(await reconciler({}, context)).toMatchObject({ found: 1 });
+    expect(await referenceReconciler({}, context)).toMatchObject({ found: 1 });
     const [payment] = (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
     expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded', result: { payment_id: payment!.payment_id } });
   });
@@ -119,7 +159,7 @@ describe('the worker Lambda handlers', () => {
     const { tools } = await import('../../reference/tools');
     const { withReferenceClients } = await import('../../reference/tools/services');
     // The reference tools as a team's module would export them, clients included: the generated entry passes the module.
-    const teamReconciler = reconcilerLambdaHandler({ tools, withClients: withReferenceClients }) as unknown as typeof reconciler;
+    const teamReconciler = reconcilerLambdaHandler({ tools, withClients: withReferenceClients }) as unknown as ReconcilerHandler;
     const operationId = await issueOperationId(client, 'request_payment');
     await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
     expect(await callWrite(client, 'request_payment', { operation_id: operationId, amount_minor: 2100, currency: 'EUR', payee_id: 'payee-team' })).toMatchObject({
@@ -157,7 +197,7 @@ describe('the worker Lambda handlers', () => {
     expect(response.statusCode).toBe(200);
     const ledger = JSON.parse(response.body) as Record<string, Array<{ event_id?: string }>>;
     expect(Object.keys(ledger).sort()).toEqual(['emails', 'payments', 'tickets']);
-    // The same table as the local sandbox: the email sent in the previous test is there.
+    // The same table as the local sandbox: the email the reference's consumer sent above is there.
     expect(ledger.emails!.length).toBeGreaterThanOrEqual(1);
   });
 });

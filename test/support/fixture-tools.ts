@@ -4,11 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { inject } from 'vitest';
 import * as z from 'zod';
+import { parseRetryAfter } from '../../client/retry';
 import { EnvVars, read, type Env } from '../../lambdas/config';
 import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { quotedText } from '../../lambdas/core/display-text';
 import { formatMinorUnits, isPayableCurrency } from '../../lambdas/core/money';
 import type { ReconcileFinding } from '../../lambdas/core/reconcile';
+import { defineReadTool, ReadToolError } from '../../lambdas/mcp/define-read-tool';
 import { defineWriteTool, type WriteToolContext } from '../../lambdas/mcp/define-write-tool';
 import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime } from '../../lambdas/mcp/outbox-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
@@ -40,6 +42,8 @@ export interface FixtureFault {
   times?: number;
   /** commit-then-timeout: how long the answer is held; late-commit: how long after arrival it books (default: past the callers' timeout). */
   delayMs?: number;
+  /** unavailable: the Retry-After it answers with, in whole seconds (default 1); the fixture tools wait at least that. */
+  retryAfterSeconds?: number;
 }
 
 /** One effect the downstream holds. */
@@ -70,6 +74,8 @@ export interface FixtureDownstream {
   send(booking: Omit<Booking, 'booking_id'>): Promise<Booking>;
   /** The armed faults and how many calls each still applies to. */
   armed(): Array<{ mode: FixtureFaultMode; remaining: number }>;
+  /** Settles once every `late-commit` request that arrived so far has booked its effect: then the count is final. */
+  landed(): Promise<void>;
   clear(): void;
   stop(): Promise<void>;
 }
@@ -87,6 +93,7 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
   const acting: Array<{ tenant: string; key: string }> = [];
   const asked: Array<{ tenant: string; key: string }> = [];
   const faults: Array<FixtureFault & { remaining: number }> = [];
+  const landing = new Set<Promise<Booking>>();
   const holds = new Map<string, { entered: ReturnType<typeof deferred<void>>; released: ReturnType<typeof deferred<void>> }>();
   const holdFor = (key: string) => {
     let gate = holds.get(key);
@@ -122,7 +129,7 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       const key = url.searchParams.get('key') ?? '';
       asked.push({ tenant, key });
       const fault = takeFault(false);
-      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': '1' });
+      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
       if (fault?.mode === 'fail-before-commit') return send(res, 500, { error: 'failed (injected fault)' });
       const booking = find(tenant, key);
       if (fault?.mode === 'commit-then-timeout') await hold(fault.delayMs ?? options.holdMs, req);
@@ -140,7 +147,7 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
         await gate.released.promise;
       }
       const fault = takeFault(true);
-      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': '1' });
+      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
       if (fault?.mode === 'fail-before-commit') return send(res, 500, { error: 'failed (injected fault)' });
       if (typeof payload.amount_minor === 'number' && payload.amount_minor > FIXTURE_LIMIT_MINOR)
         return send(res, 422, { error: `amounts above ${FIXTURE_LIMIT_MINOR} minor units are refused` });
@@ -151,8 +158,13 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       };
       if (fault?.mode === 'late-commit') {
         // Not abortable: it books whether or not the caller is still there.
-        await delay(fault.delayMs ?? options.holdMs);
-        return send(res, 201, book());
+        const late = delay(fault.delayMs ?? options.holdMs).then(book);
+        landing.add(late);
+        try {
+          return send(res, 201, await late);
+        } finally {
+          landing.delete(late);
+        }
       }
       const booking = find(tenant, key) ?? book();
       if (fault?.mode === 'commit-then-timeout') await hold(fault.delayMs ?? options.holdMs, req);
@@ -181,6 +193,7 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       return (await response.json()) as Booking;
     },
     armed: () => faults.map(({ mode, remaining }) => ({ mode, remaining })),
+    landed: async () => void (await Promise.all(landing)),
     clear: () => void faults.splice(0),
     stop: () =>
       new Promise<void>((resolve) => {
@@ -201,7 +214,11 @@ function downstreamClient(baseUrl: string, timeoutMs: number) {
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
         signal: bounded,
       });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+      return {
+        status: response.status,
+        retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), Date.now()),
+        body: (await response.json()) as Record<string, unknown>,
+      };
     } catch (err) {
       if (bounded.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
       throw new UncertainToolError('DOWNSTREAM_CONNECTION_LOST', 'the connection to the fixture downstream was lost', { cause: err });
@@ -209,9 +226,9 @@ function downstreamClient(baseUrl: string, timeoutMs: number) {
   }
   return {
     async book(booking: Omit<Booking, 'booking_id'>, signal: AbortSignal): Promise<Booking> {
-      const { status, body } = await request({ method: 'POST', path: '/bookings', body: booking }, signal);
+      const { status, retryAfterMs, body } = await request({ method: 'POST', path: '/bookings', body: booking }, signal);
       if (status === 201) return body as unknown as Booking;
-      if (status === 503) throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'the fixture downstream is unavailable; nothing was done', 1000);
+      if (status === 503) throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'the fixture downstream is unavailable; nothing was done', retryAfterMs ?? 1000);
       if (status >= 500) throw new UncertainToolError('DOWNSTREAM_ERROR', `the fixture downstream failed (HTTP ${status}); the outcome is unknown`);
       throw new TerminalToolError('DOWNSTREAM_REJECTED', `the fixture downstream refused the request: ${String(body.error)}`);
     },
@@ -379,3 +396,31 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
 
 /** fixture_payment takes request_payment's arguments: 12.50 EUR to payee-7, memo "rent". */
 export { paymentArgs as fixturePaymentArgs } from './side-effects';
+
+// --- mcp-migrate: a read tool over the fixture downstream ---
+
+/** The booking `fixture_get_booking` answers with. */
+const bookingView = z.object({ booking_id: z.string(), key: z.string(), tenant: z.string(), kind: z.string() });
+
+/**
+ * `fixture_get_booking`: a read tool (defineReadTool) asking the fixture downstream for the caller's booking under a
+ * key, scoped to the token's tenant as every read tool must be: another tenant's booking is NOT_FOUND. `downstreamUrl`
+ * is read on each call (the downstream starts with the stack the tool is passed to). Each call is one lookup there.
+ */
+export function fixtureBookingReadTool(downstreamUrl: () => string): ToolDefinition {
+  return defineReadTool({
+    name: 'fixture_get_booking',
+    title: 'Fixture booking',
+    description: "Test tool: reads the caller's booking under a key at the fixture downstream.",
+    input: { key: z.string().min(1).max(128) },
+    result: bookingView,
+    annotations: { openWorldHint: true },
+    async execute({ key }, { caller }) {
+      const response = await fetch(`${downstreamUrl()}/bookings?${new URLSearchParams({ tenant: caller.tenant, key })}`);
+      if (response.status === 404) throw new ReadToolError('NOT_FOUND', 'There is no booking under this key.');
+      if (!response.ok) throw new ReadToolError('DOWNSTREAM_ERROR', `The fixture downstream answered HTTP ${response.status}.`);
+      const { booking_id, tenant, kind } = (await response.json()) as Booking;
+      return { booking_id, key, tenant, kind };
+    },
+  }) as ToolDefinition;
+}

@@ -2,14 +2,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { inject } from 'vitest';
-import { z } from 'zod';
-import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import type { WriteToolResult } from '../../lambdas/core/result-contract';
-import { defineWriteTool } from '../../lambdas/mcp/define-write-tool';
 import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../../lambdas/mcp/param-headers';
-import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
-import { deferred } from './engine';
 
 /**
  * The local stack on the test run's shared DynamoDB Local, with its own table and a free port. The suites that pay
@@ -166,71 +161,6 @@ export const orderArgs = (key: string, overrides: Record<string, unknown> = {}) 
   currency: 'EUR',
   ...overrides,
 });
-
-/**
- * Write tools built the documented way (defineWriteTool) whose behaviour the test picks, so every outcome of the
- * contract can be produced through the real endpoint: `behavior` decides how execute ends, `gate` holds it mid-flight.
- * Only the probes: a test that also needs the reference endpoint's tools adds them itself.
- */
-export function createProbeTools() {
-  const runs = new Map<string, number>();
-  type Deferred = ReturnType<typeof deferred<void>>;
-  const gates = new Map<string, { entered: Deferred; release: Deferred }>();
-  const gate = (name: string) => {
-    let g = gates.get(name);
-    if (!g) gates.set(name, (g = { entered: deferred<void>(), release: deferred<void>() }));
-    return g;
-  };
-  const behaviorInput = {
-    behavior: z.enum(['succeed', 'terminal', 'transient', 'uncertain', 'block']),
-    label: z.string().max(64).optional(),
-  };
-  const execute = async (args: { behavior: string; label?: string }, ctx: { idempotencyKey: string; tenant: string }) => {
-    const runKey = `${ctx.tenant}/${ctx.idempotencyKey}`;
-    runs.set(runKey, (runs.get(runKey) ?? 0) + 1);
-    switch (args.behavior) {
-      case 'terminal':
-        throw new TerminalToolError('CARD_DECLINED', 'The card was declined.');
-      case 'transient':
-        throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'The downstream is busy; nothing happened.', 250);
-      case 'uncertain':
-        throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'The downstream did not answer in time.');
-      case 'block': {
-        const g = gate(args.label ?? ctx.idempotencyKey);
-        g.entered.resolve();
-        await g.release.promise;
-        break;
-      }
-    }
-    return { result: { done: true, label: args.label ?? null, tenant_seen: ctx.tenant } };
-  };
-  const result = z.object({ done: z.boolean(), label: z.string().nullable(), tenant_seen: z.string() });
-  const probe = defineWriteTool({
-    name: 'probe_write',
-    title: 'Probe write',
-    description: 'Test tool: ends as `behavior` says.',
-    input: behaviorInput,
-    result,
-    annotations: { destructiveHint: false, openWorldHint: false },
-    execute,
-  });
-  const probeOperation = defineWriteTool({
-    name: 'probe_operation',
-    title: 'Probe operation',
-    description: 'Test tool keyed by a server-issued operation id.',
-    input: behaviorInput,
-    result,
-    keySource: 'operation_id',
-    annotations: { destructiveHint: true, openWorldHint: true },
-    execute,
-  });
-  return {
-    tools: [probe, probeOperation] as readonly ToolDefinition[],
-    /** How often execute ran for this tenant and key. */
-    runs: (tenant: string, key: string) => runs.get(`${tenant}/${key}`) ?? 0,
-    gate,
-  };
-}
 
 export async function ledger(stack: LocalStack): Promise<{ orders: Array<Record<string, unknown>> }> {
   const response = await fetch(`${stack.url}/sandbox/ledger`);
