@@ -4,22 +4,24 @@ import { join } from 'node:path';
 import type { FetchLike } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpClient, type ApprovalLink, type IdempotentClientOptions } from '../../client/idempotent-client';
-import { startLocalStack, type LocalStack } from '../../local/stack';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 
 /**
- * The retry-safe client and a payment that needs the person's approval on the endpoint's page (request_payment,
+ * The retry-safe client and a payment that needs the person's approval on the endpoint's page (fixture_payment,
  * confirmation 'approval', MCP URL-mode elicitation), on the real local stack: the person signs in at the local dev
- * issuer and decides over HTTP; the sandbox payments ledger says what was paid.
+ * issuer and decides over HTTP; the fixture downstream's requests and bookings say what was paid.
  */
 const TENANT = 'client-approval';
-let stack: LocalStack;
+const PAY = FixtureTool.payment;
+let stack: FixtureStack;
 let token: string;
 let serverAheadMs = 0;
 const clients: IdempotentMcpClient[] = [];
 
 beforeAll(async () => {
-  stack = await startLocalStack({ services: { clock: () => Date.now() + serverAheadMs } });
+  // Every client is asked for the person's approval, 2025-era ones too (no opt-out to confirm on their side).
+  stack = await startFixtureStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + serverAheadMs } });
   token = await stack.tokenFor(TENANT);
 });
 afterAll(async () => {
@@ -36,10 +38,9 @@ function approvalClient(overrides: Partial<IdempotentClientOptions>) {
 let payee = 0;
 const payment = () => ({ amount_minor: 1250, currency: 'EUR', payee_id: `payee-client-${++payee}`, memo: 'rent' });
 
-async function paymentsTo(payeeId: string) {
-  const ledger = (await (await fetch(`${stack.url}/sandbox/ledger`)).json()) as { payments: { payee_id: string; idempotency_key: string }[] };
-  return ledger.payments.filter((p) => p.payee_id === payeeId);
-}
+/** The payments the downstream holds for this payee, and the requests to pay under `key` that reached it. */
+const paymentsTo = (payeeId: string) => stack.downstream.bookings().filter((b) => b.payload.payee_id === payeeId);
+const requestsFor = (key: string) => stack.downstream.calls(key);
 
 describe('a payment that needs the person\'s approval', () => {
   it('shows the link, waits while the person signs in and approves, then retries with the same key: paid once', async () => {
@@ -55,21 +56,23 @@ describe('a payment that needs the person\'s approval', () => {
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(call).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
     expect(links).toHaveLength(1);
-    expect(links[0]).toMatchObject({ tool: 'request_payment', renewed: false, url: expect.stringMatching(new RegExp(`^${stack.url}/approvals/`)) });
+    expect(links[0]).toMatchObject({ tool: PAY, renewed: false, url: expect.stringMatching(new RegExp(`^${stack.url}/approvals/`)) });
     expect(links[0]!.message).toContain(`Pay 12.50 EUR to ${args.payee_id}`);
-    const paid = await paymentsTo(args.payee_id);
+    const paid = paymentsTo(args.payee_id);
     expect(paid).toHaveLength(1);
-    expect(paid[0]!.idempotency_key).toBe(call.key);
+    expect(paid[0]!.key).toBe(call.key);
+    expect(requestsFor(call.key)).toBe(1);
 
     // The intent again (a re-plan): the same key, the first payment's result, no second link.
-    const again = await client.callWrite({ tool: 'request_payment', args });
+    const again = await client.callWrite({ tool: PAY, args });
     expect(again).toMatchObject({ key: call.key, state: 'succeeded', result: { replayed: true } });
     expect(links).toHaveLength(1);
-    expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+    expect(paymentsTo(args.payee_id)).toHaveLength(1);
+    expect(requestsFor(call.key)).toBe(1);
   });
 
   it('a decline answers rejected / CONFIRMATION_DECLINED and nothing is paid', async () => {
@@ -78,11 +81,12 @@ describe('a payment that needs the person\'s approval', () => {
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(call).toMatchObject({ state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
-    expect(call.status).toMatch(/^request_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
-    expect(await paymentsTo(args.payee_id)).toEqual([]);
+    expect(call.status).toMatch(/^fixture_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
+    expect(paymentsTo(args.payee_id)).toEqual([]);
+    expect(requestsFor(call.key)).toBe(0);
   });
 
   it('an expired link is replaced by a new one, shown once more; then the client gives up, nothing paid', async () => {
@@ -95,8 +99,9 @@ describe('a payment that needs the person\'s approval', () => {
       },
     });
     const args = payment();
+    const requestsBefore = stack.downstream.calls();
     try {
-      const call = await client.callWrite({ tool: 'request_payment', args });
+      const call = await client.callWrite({ tool: PAY, args });
 
       expect(links.map((l) => l.renewed)).toEqual([false, true]);
       expect(links[1]!.url).not.toBe(links[0]!.url);
@@ -105,7 +110,8 @@ describe('a payment that needs the person\'s approval', () => {
     } finally {
       serverAheadMs = 0;
     }
-    expect(await paymentsTo(args.payee_id)).toEqual([]);
+    expect(paymentsTo(args.payee_id)).toEqual([]);
+    expect(stack.downstream.calls()).toBe(requestsBefore);
   });
 
   it('gives up on a link nobody decides after the bounded wait, saying so; nothing paid', async () => {
@@ -122,12 +128,13 @@ describe('a payment that needs the person\'s approval', () => {
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(shown).toHaveLength(1);
     expect(call).toMatchObject({ state: 'failed', failure: { kind: 'deterministic' } });
     expect(call.status).toContain(`not approved: no decision at ${shown[0]} within 60 s; nothing ran`);
-    expect(await paymentsTo(args.payee_id)).toEqual([]);
+    expect(paymentsTo(args.payee_id)).toEqual([]);
+    expect(requestsFor(call.key)).toBe(0);
   });
 
   it.runIf(process.platform === 'linux')('opens the link with the platform opener when asked (xdg-open)', async () => {
@@ -147,9 +154,9 @@ describe('a payment that needs the person\'s approval', () => {
         },
       });
       const args = payment();
-      expect(await client.callWrite({ tool: 'request_payment', args })).toMatchObject({ state: 'succeeded' });
+      expect(await client.callWrite({ tool: PAY, args })).toMatchObject({ state: 'succeeded' });
       await expect.poll(() => readFile(opened, 'utf8').catch(() => '')).toBe(`${link}\n`);
-      expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+      expect(paymentsTo(args.payee_id)).toHaveLength(1);
     } finally {
       process.env.PATH = path;
       await rm(dir, { recursive: true, force: true });
@@ -179,7 +186,7 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
   function legacyClient(overrides: Partial<IdempotentClientOptions>) {
     const { sent, seam } = recordingFetch();
     const client = approvalClient({ protocolEra: 'legacy', fetch: seam, ...overrides });
-    const paymentCalls = () => sent.filter((r) => r.method === 'tools/call' && r.tool === 'request_payment');
+    const paymentCalls = () => sent.filter((r) => r.method === 'tools/call' && r.tool === PAY);
     const expectLegacyOnly = () => {
       expect(sent[0]).toEqual({ method: 'initialize', version: '2025-11-25' });
       expect(sent.filter((r) => r.method === 'server/discover')).toEqual([]);
@@ -194,17 +201,17 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
       onApprovalLink: (link) => {
         links.push(link);
         // The person decides while the client waits and asks again.
-        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'carol', decision: 'approve' }), 500);
+        setTimeout(() => void decideAsLocalPerson(link.url, { tenant: TENANT, name: 'carol', decision: 'approve' }), 200);
       },
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(call).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
     expect(links).toHaveLength(1);
     expect(links[0]).toMatchObject({
-      tool: 'request_payment',
+      tool: PAY,
       renewed: false,
       url: expect.stringMatching(new RegExp(`^${stack.url}/approvals/`)),
       elicitationId: expect.any(String),
@@ -213,15 +220,17 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
     // The link was answered by waiting: the call was asked for approval, sent again while undecided, then ran.
     expect(paymentCalls().length).toBeGreaterThanOrEqual(2);
     expectLegacyOnly();
-    const paid = await paymentsTo(args.payee_id);
+    const paid = paymentsTo(args.payee_id);
     expect(paid).toHaveLength(1);
-    expect(paid[0]!.idempotency_key).toBe(call.key);
+    expect(paid[0]!.key).toBe(call.key);
+    expect(requestsFor(call.key)).toBe(1);
 
     // The intent again: the same key, the first payment replayed, no second link, no second payment.
-    const again = await client.callWrite({ tool: 'request_payment', args });
+    const again = await client.callWrite({ tool: PAY, args });
     expect(again).toMatchObject({ key: call.key, state: 'succeeded', result: { replayed: true } });
     expect(links).toHaveLength(1);
-    expect(await paymentsTo(args.payee_id)).toHaveLength(1);
+    expect(paymentsTo(args.payee_id)).toHaveLength(1);
+    expect(requestsFor(call.key)).toBe(1);
   });
 
   it('a decline answers rejected / CONFIRMATION_DECLINED; calling again is declined again, nothing paid, no second link', async () => {
@@ -234,15 +243,16 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(call).toMatchObject({ state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
-    expect(call.status).toMatch(/^request_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
-    const again = await client.callWrite({ tool: 'request_payment', args });
+    expect(call.status).toMatch(/^fixture_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
+    const again = await client.callWrite({ tool: PAY, args });
     expect(again).toMatchObject({ key: call.key, state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
     expect(links).toHaveLength(1);
     expectLegacyOnly();
-    expect(await paymentsTo(args.payee_id)).toEqual([]);
+    expect(paymentsTo(args.payee_id)).toEqual([]);
+    expect(requestsFor(call.key)).toBe(0);
   });
 
   it('gives up on a link nobody decides after approvalWaitMs, saying so; nothing paid', async () => {
@@ -259,13 +269,14 @@ describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-re
     });
     const args = payment();
 
-    const call = await client.callWrite({ tool: 'request_payment', args });
+    const call = await client.callWrite({ tool: PAY, args });
 
     expect(shown).toHaveLength(1);
     expect(call).toMatchObject({ state: 'failed', failure: { kind: 'deterministic' } });
     expect(call.status).toContain(`not approved: no decision at ${shown[0]} within 60 s; nothing ran`);
     // One request per poll: the first, five waits of 10 s, then the one that finds the wait over.
     expect(paymentCalls()).toHaveLength(7);
-    expect(await paymentsTo(args.payee_id)).toEqual([]);
+    expect(paymentsTo(args.payee_id)).toEqual([]);
+    expect(requestsFor(call.key)).toBe(0);
   });
 });

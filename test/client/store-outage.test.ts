@@ -1,20 +1,18 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { IdempotentMcpClient } from '../../client/idempotent-client';
-import { startLocalStack, type LocalStack } from '../../local/stack';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
-import { createTestTable } from '../support/dynamodb';
 import { startDynamoDbFaultProxy, type DynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
+import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 
 // The stack reaches DynamoDB Local only through this proxy: stopping it is a real outage (connections refused).
-let table: Awaited<ReturnType<typeof createTestTable>>;
 let dynamoProxy: DynamoDbFaultProxy;
-let stack: LocalStack;
+let stack: FixtureStack;
 let client: IdempotentMcpClient;
 
 beforeAll(async () => {
-  table = await createTestTable();
-  dynamoProxy = await startDynamoDbFaultProxy(table.endpoint);
-  stack = await startLocalStack({ env: { DYNAMODB_ENDPOINT: dynamoProxy.endpoint } });
+  dynamoProxy = await startDynamoDbFaultProxy(inject('dynamodbEndpoint'));
+  // fixture_payment: a server-issued operation id, the person's approval, the payment booked at the fixture downstream.
+  stack = await startFixtureStack({ env: { DYNAMODB_ENDPOINT: dynamoProxy.endpoint, CONFIRMATION_OPT_OUT_TOOLS: '' } });
   let now = Date.now();
   client = new IdempotentMcpClient({
     url: stack.mcpUrl,
@@ -32,16 +30,15 @@ afterAll(async () => {
   await client?.close();
   await stack?.stop();
   await dynamoProxy?.stop();
-  await table?.drop();
 });
 
 it('a payment that succeeded stays succeeded in the ledger when a re-plan meets a store outage', async () => {
   const args = { amount_minor: 1250, currency: 'EUR', payee_id: 'payee-outage', memo: 'outage test' };
-  const paid = await client.callWrite({ tool: 'request_payment', args });
+  const paid = await client.callWrite({ tool: FixtureTool.payment, args });
   expect(paid).toMatchObject({ state: 'succeeded', result: { outcome: 'succeeded', replayed: false } });
 
   await dynamoProxy.stop();
-  const replanned = await client.callWrite({ tool: 'request_payment', args });
+  const replanned = await client.callWrite({ tool: FixtureTool.payment, args });
 
   // The server cannot read the key, so it cannot know what ran: unknown, never "failed, nothing was executed".
   expect(replanned).toMatchObject({
@@ -52,4 +49,7 @@ it('a payment that succeeded stays succeeded in the ledger when a re-plan meets 
   expect(replanned.result?.retry_after_ms).toBeGreaterThan(0);
   expect(replanned.status).toMatch(/succeeded earlier/);
   expect(client.ledger.entries().find((entry) => entry.key === paid.key)).toMatchObject({ state: 'succeeded' });
+  // Paid once: the re-plan sent nothing to the payee's provider.
+  expect(stack.downstream.calls(paid.key)).toBe(1);
+  expect(stack.downstream.bookings(paid.key)).toHaveLength(1);
 });

@@ -6,49 +6,51 @@ import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
 import { parseApprovalId } from '../../lambdas/core/approval';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
 import { OwnServers } from '../support/own-server';
 
 /**
  * A key whose settled record's retention ended (`onExpired: 'execute'`, the default) is free again: a call with it is
  * a new operation, and a tool a person confirms asks them again before it runs, on the page ('approval') or in the
  * form ('required'), never on the strength of the first run's yes. Over MCP 2026-07-28 (the v2 SDK client answering
- * the input requests) to a team's own server, on DynamoDB Local, whose expired records stay on the table.
+ * the input requests) to a team's own server, on DynamoDB Local, whose expired records stay on the table. The tools
+ * act at the fixture downstream: its requests under a key say how often a tool ran.
  */
 const RETENTION_SECONDS = 60;
 const TENANT = 'tenant-expiry';
 let aheadMs = 0;
-const runs: string[] = [];
-const runsOf = (key: string) => runs.filter((run) => run === key).length;
+let downstream: FixtureDownstream;
+/** Books at the downstream under the call's key (the provider answers a repeat with its first booking). */
+const act = async (kind: string, args: Record<string, unknown>, ctx: { tenant: string; idempotencyKey: string }) => {
+  const booking = await downstream.send({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind, payload: args });
+  return { result: { booking_id: booking.booking_id } };
+};
+/** How often the tools asked the downstream to act under this key. */
+const runsOf = (key: string) => downstream.calls(key);
 
 const sendPayout = defineWriteTool({
   name: 'send_payout',
   title: 'Send a payout',
   description: 'Sends a payout once a person approved it.',
   input: { amount_minor: z.number().int().positive() },
-  result: z.object({ run: z.number() }),
+  result: z.object({ booking_id: z.string() }),
   annotations: { destructiveHint: true, openWorldHint: true },
   idempotency: { retentionSeconds: RETENTION_SECONDS },
   confirmation: 'approval',
   summarize: (args) => `Send ${args.amount_minor} cents`,
-  async execute(_args, ctx) {
-    runs.push(ctx.idempotencyKey);
-    return { result: { run: runsOf(ctx.idempotencyKey) } };
-  },
+  execute: (args, ctx) => act('payout', args, ctx),
 });
 const publishPost = defineWriteTool({
   name: 'publish_post',
   title: 'Publish a post',
   description: 'Publishes a post once the person confirmed it.',
   input: { title: z.string().min(1).max(64) },
-  result: z.object({ run: z.number() }),
+  result: z.object({ booking_id: z.string() }),
   annotations: { destructiveHint: false, openWorldHint: true },
   idempotency: { retentionSeconds: RETENTION_SECONDS },
   confirmation: 'required',
   summarize: (args) => `Publish "${args.title}"`,
-  async execute(_args, ctx) {
-    runs.push(ctx.idempotencyKey);
-    return { result: { run: runsOf(ctx.idempotencyKey) } };
-  },
+  execute: (args, ctx) => act('post', args, ctx),
 });
 
 let doc: ReturnType<typeof createDynamoDbClient>;
@@ -57,6 +59,7 @@ let url: string;
 const servers = new OwnServers();
 
 beforeAll(async () => {
+  downstream = await startFixtureDownstream({ holdMs: 1000 });
   doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
   const tableName = `confirmation-expiry-${randomUUID()}`;
   await ensureTable(doc, tableName);
@@ -79,6 +82,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await servers.close();
   if (doc) closeDynamoDbClient(doc);
+  await downstream?.stop();
 });
 
 /** A 2026-07-28 client whose person is asked through `onAsk` (every elicitation it shows them is kept in `asked`). */
@@ -113,12 +117,14 @@ describe("a key whose settled record's retention ended under onExpired 'execute'
     try {
       const key = `key-${randomUUID()}`;
       const args = { idempotency_key: key, amount_minor: 500 };
-      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
-      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { run: 1 } });
+      const first = await call('send_payout', args);
+      expect(first).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: first!.result });
       expect(asked).toHaveLength(1);
+      expect(runsOf(key)).toBe(1);
 
       aheadMs += RETENTION_SECONDS * 1000 + 1000;
-      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(asked).toHaveLength(2);
       expect(asked[1]).toMatchObject({ mode: 'url' });
       expect(asked[1]!.url).not.toBe(asked[0]!.url);
@@ -137,7 +143,8 @@ describe("a key whose settled record's retention ended under onExpired 'execute'
     try {
       const key = `key-${randomUUID()}`;
       const args = { idempotency_key: key, amount_minor: 700 };
-      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded', result: { run: 1 } });
+      expect(await call('send_payout', args)).toMatchObject({ outcome: 'succeeded' });
+      expect(runsOf(key)).toBe(1);
 
       aheadMs += RETENTION_SECONDS * 1000 + 1000;
       approve = false;
@@ -155,12 +162,13 @@ describe("a key whose settled record's retention ended under onExpired 'execute'
     try {
       const key = `key-${randomUUID()}`;
       const args = { idempotency_key: key, title: 'Hello' };
-      expect(await call('publish_post', args)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+      expect(await call('publish_post', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(await call('publish_post', args)).toMatchObject({ outcome: 'succeeded', replayed: true });
       expect(asked).toHaveLength(1);
+      expect(runsOf(key)).toBe(1);
 
       aheadMs += RETENTION_SECONDS * 1000 + 1000;
-      expect(await call('publish_post', args)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+      expect(await call('publish_post', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(asked).toHaveLength(2);
       expect(runsOf(key)).toBe(2);
     } finally {

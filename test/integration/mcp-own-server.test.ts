@@ -22,18 +22,28 @@ import {
 } from 'idempotent-mcp/mcp';
 import { createApp } from '../../lambdas/http/app';
 import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { AppConfig } from '../../lambdas/config';
+import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
 import { OwnServers } from '../support/own-server';
 
 /**
  * A team's own MCP server, on either SDK line (`@modelcontextprotocol/sdk` 1.x, still `latest`, and the v2
  * `@modelcontextprotocol/server`), with its write tool put there by registerWriteTool and the toolkit's
  * get_operation_status by registerReadTool, over real HTTP on DynamoDB Local. The server lets a request without a
- * token through to the tools (optional auth), so the tools themselves must refuse it.
+ * token through to the tools (optional auth), so the tools themselves must refuse it. The tools act at the fixture
+ * downstream (a real HTTP server): what ran is counted in the requests and bookings it holds.
  */
 
-const runs: string[] = [];
+let downstream: FixtureDownstream;
+/** Books at the downstream under the call's key: the tool's effect. */
+const book = (kind: string, payload: Record<string, unknown>, ctx: { tenant: string; idempotencyKey: string }) =>
+  downstream.send({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind, payload });
+/** The requests to act under this key that reached the downstream, from any tenant. */
+const runsOf = (key: string) => downstream.calls(key);
+/** The tenants of the bookings the downstream holds under this key. */
+const bookedFor = (key: string) => downstream.bookings(key).map((b) => b.tenant);
 const bookRoom = defineWriteTool({
   name: 'book_room',
   title: 'Book a room',
@@ -42,8 +52,7 @@ const bookRoom = defineWriteTool({
   result: z.object({ booking_id: z.string(), room: z.string(), memo: z.string().optional() }),
   annotations: { destructiveHint: false, openWorldHint: false },
   async execute(args, ctx) {
-    runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
-    return { result: { booking_id: `bk_${randomUUID()}`, ...args } };
+    return { result: { booking_id: (await book('room', args, ctx)).booking_id, ...args } };
   },
 });
 const payInvoice = defineWriteTool({
@@ -56,8 +65,8 @@ const payInvoice = defineWriteTool({
   keySource: 'operation_id',
   confirmation: 'required',
   summarize: (args) => `Pay invoice ${args.invoice_id}?`,
-  async execute(_args, ctx) {
-    runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+  async execute(args, ctx) {
+    await book('invoice', args, ctx);
     return { result: { paid: true } };
   },
 });
@@ -122,6 +131,7 @@ const newKey = () => `key-${randomUUID()}`;
 let urls: Record<'v1' | 'v2', string>;
 
 beforeAll(async () => {
+  downstream = await startFixtureDownstream({ holdMs: 1000 });
   doc = createDynamoDbClient({ endpoint: inject('dynamodbEndpoint') });
   const tableName = `own-server-${randomUUID()}`;
   await ensureTable(doc, tableName);
@@ -133,6 +143,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await servers.close();
   if (doc) closeDynamoDbClient(doc);
+  await downstream?.stop();
 });
 
 const LINES = [
@@ -172,7 +183,7 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
       const status = await call(client, 'get_operation_status', { tool: 'book_room', idempotency_key: key });
       expect(status.isError).toBe(true);
       expect(status.content[0]!.text).toMatch(/^UNAUTHORIZED: /);
-      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(runsOf(key)).toBe(0);
       for (const tenant of ['undefined', 'null', ''])
         expect(await store.get({ tenant, tool: 'book_room', idempotencyKey: key }).catch(() => undefined)).toBeUndefined();
     } finally {
@@ -187,7 +198,7 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
       const answer = await call(client, 'book_room', { idempotency_key: key, room: 42 });
       expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/room/) } } });
       expect(JSON.stringify(answer)).not.toMatch(/Input validation error/);
-      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(runsOf(key)).toBe(0);
       expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
     } finally {
       await client.close();
@@ -200,7 +211,7 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
       const key = newKey();
       const misspelled = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', mem: 'projector please' });
       expect(misspelled).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/mem\b/) } } });
-      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(runsOf(key)).toBe(0);
       expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
 
       // The corrected call runs once under the same key; its retry replays, and get_operation_status sees it.
@@ -208,7 +219,8 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
       expect(first.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false, result: { memo: 'projector please' } });
       const again = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', memo: 'projector please' });
       expect(again.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.structuredContent!.result });
-      expect(runs.filter((run) => run === `acme/${key}`)).toHaveLength(1);
+      expect(runsOf(key)).toBe(1);
+      expect(bookedFor(key)).toEqual(['acme']);
       const status = await call(client, 'get_operation_status', { tool: 'book_room', idempotency_key: key });
       expect(status.structuredContent).toMatchObject({ status: 'succeeded', result: first.structuredContent!.result });
     } finally {
@@ -225,7 +237,7 @@ describe('registerWriteTool on a 1.x McpServer with a tool that needs confirmati
       const id = (issued.structuredContent as { operation_id: string }).operation_id;
       const answer = await call(client, 'pay_invoice', { operation_id: id, invoice_id: 'inv-1' });
       expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
-      expect(runs.filter((run) => run.endsWith(`/${id}`))).toEqual([]);
+      expect(runsOf(id)).toBe(0);
     } finally {
       await client.close();
     }
@@ -245,8 +257,8 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
       annotations: { destructiveHint: true, openWorldHint: true },
       confirmation: 'approval',
       summarize: (args) => `Send ${args.amount_minor} cents`,
-      async execute(_args, ctx) {
-        runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
+      async execute(args, ctx) {
+        await book('payout', args, ctx);
         return { result: { sent: true } };
       },
     });
@@ -262,7 +274,7 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
       expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
       expect(JSON.stringify(answer.structuredContent)).toMatch(/approval page/);
       expect(await approvals.current({ tenant: 'acme', tool: 'send_payout', idempotencyKey: key })).toBeUndefined();
-      expect(runs.filter((run) => run.endsWith(`/${key}`))).toEqual([]);
+      expect(runsOf(key)).toBe(0);
     } finally {
       await client.close();
     }
@@ -336,9 +348,9 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     annotations: { destructiveHint: false, openWorldHint: false },
     effect: 'local',
     async execute(args, ctx) {
-      runs.push(`${ctx.tenant}/${ctx.idempotencyKey}`);
       const noteId = `note_${randomUUID()}`;
-      return { result: { note_id: noteId, room: args.room }, writes: [{ create: { key: { pk: `NOTE#${ctx.tenant}#${noteId}`, sk: 'NOTE' }, item: { room: args.room } } }] };
+      const item = { room: args.room, idempotency_key: ctx.idempotencyKey };
+      return { result: { note_id: noteId, room: args.room }, writes: [{ create: { key: { pk: `NOTE#${ctx.tenant}#${noteId}`, sk: 'NOTE' }, item } }] };
     },
   });
   const config = {
@@ -357,6 +369,13 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     await ensureTable(counted, tableName);
   });
   afterAll(() => closeDynamoDbClient(counted));
+  /** The notes committed in the table under this key (the tool's whole effect; this describe's table only). */
+  const notesOf = async (key: string) => {
+    const { Items = [] } = await counted.send(
+      new ScanCommand({ TableName: tableName, ConsistentRead: true, FilterExpression: 'sk = :note AND idempotency_key = :key', ExpressionAttributeValues: { ':note': 'NOTE', ':key': key } }),
+    );
+    return Items.map((item) => ({ tenant: String(item.pk).split('#')[1], room: item.room as string }));
+  };
 
   /** One Lambda container: its own engine (and memory of answered keys) on the shared table. */
   const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore({ client: counted, tableName }), secret: 's'.repeat(40) });
@@ -401,7 +420,7 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     requests.reset();
     expect((await hinted(third, 'red')).structuredContent).toMatchObject({ outcome: 'conflict' });
     expect(requests.byOperation).toEqual({ GetItem: 1 });
-    expect(runs.filter((run) => run === `acme/${key}`)).toHaveLength(1);
+    expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
 
     // The same replay without the hint, on a container that never answered the key: the refused transaction (the
     // one-request path ran the tool for it, and its writes were refused with the record).
@@ -410,5 +429,6 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
       replayed: true,
     });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
+    expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
   });
 });

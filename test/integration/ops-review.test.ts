@@ -2,9 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { build } from 'esbuild';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { approvalKey } from '../../lambdas/core/approval';
@@ -22,54 +20,21 @@ import { callWrite, connectClient, connectModernClient } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { FixtureTool, fixturePaymentArgs, startFixtureStack, type FixtureFaultMode, type FixtureStack } from '../support/fixture-tools';
 import { eventually, issueOperationId, operationStatus, peekQueue, settledDelivery } from '../support/side-effects';
-import { oncePerRun } from '../support/once-per-run';
+import { childBundle } from '../support/child-bundle';
 
 const TENANT = 'tenant-ops';
 const PAY = FixtureTool.payment;
 const ORDER = FixtureTool.order;
 const NOTIFY = FixtureTool.notify;
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * `npm run ops` (bin/ops.ts) built into one file, as the package ships its bin (dist/bin/ops.js is esbuild's too),
  * and beside it the tools module `--tools` takes: the fixture tools over the stack's downstream
- * (test/support/fixture-tools-module.ts). Built once per run: a child of it starts on a fraction of the CPU that
- * tsx needs to load every source file and package through its loader on each start. Dependencies are bundled (it
- * runs from the run's scratch folder, where no node_modules resolves); vitest's `inject`, which only starting a
- * fixture stack calls, is left out of the tools module.
+ * (test/support/fixture-tools-module.ts).
  */
 async function builtOps(): Promise<{ bin: string; tools: string }> {
-  const dir = await oncePerRun('ops-cli', async (out) => {
-    await build({
-      absWorkingDir: repoRoot,
-      entryPoints: [
-        { out: 'ops', in: 'bin/ops.ts' },
-        { out: 'fixture-tools', in: 'test/support/fixture-tools-module.ts' },
-      ],
-      outdir: out,
-      outExtension: { '.js': '.mjs' },
-      bundle: true,
-      splitting: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      // Bundled CommonJS packages call require: an ES module has none of its own.
-      banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-      plugins: [
-        {
-          name: 'no-vitest',
-          setup(b) {
-            b.onResolve({ filter: /^vitest$/ }, () => ({ path: 'vitest', namespace: 'no-vitest' }));
-            b.onLoad({ filter: /.*/, namespace: 'no-vitest' }, () => ({
-              contents: "export const inject = () => { throw new Error('a fixture stack starts only in a vitest process'); };",
-            }));
-          },
-        },
-      ],
-      logLevel: 'warning',
-    });
-  });
-  return { bin: join(dir, 'ops.mjs'), tools: join(dir, 'fixture-tools.mjs') };
+  const built = await childBundle('ops-cli', { ops: 'bin/ops.ts', 'fixture-tools': 'test/support/fixture-tools-module.ts' });
+  return { bin: built.ops, tools: built['fixture-tools'] };
 }
 
 interface OpsRun {

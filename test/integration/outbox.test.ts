@@ -1,9 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { childBundle } from '../support/child-bundle';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { marshall } from '@aws-sdk/util-dynamodb';
@@ -525,16 +522,11 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
   let stack: FixtureStack;
   let client: Client;
   const children = new Set<ChildProcess>();
-  const workerFile = fileURLToPath(new URL('../support/consumer-worker.ts', import.meta.url));
-  let bundleDir: string;
   let workerBundle: string;
 
   beforeAll(async () => {
-    // The consumer processes run one esbuild bundle of consumer-worker.ts, as a Lambda runs its bundle (packages left
-    // to node_modules, so it sits in the project's): about a third of the CPU of loading the sources through tsx.
-    bundleDir = await mkdtemp(join(fileURLToPath(new URL('../../node_modules/.cache/', import.meta.url)), 'consumer-worker-'));
-    workerBundle = join(bundleDir, 'consumer-worker.mjs');
-    await build({ entryPoints: [workerFile], outfile: workerBundle, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'warning' });
+    // The consumer processes run one bundle of consumer-worker.ts, as a Lambda runs its bundle.
+    workerBundle = (await childBundle('consumer-worker', { 'consumer-worker': 'test/support/consumer-worker.ts' }))['consumer-worker'];
     // The consumer runs only in child processes. Lease = 2 x 1000 + 1000 ms; the queue hides a received message 4 s.
     stack = await startFixtureStack({
       env: { DOWNSTREAM_TIMEOUT_MS: '1000' },
@@ -547,7 +539,6 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     for (const child of children) child.kill('SIGKILL');
     await client?.close();
     await stack?.stop();
-    if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
   });
 
   /**
