@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { relative } from 'node:path';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
@@ -15,7 +15,7 @@ const subpaths = Object.entries(paths).map(([name, [target]]) => ({
 }));
 
 /**
- * The slowest files first, by the per-file durations committed in test/durations.json (`npm run test:durations`
+ * Files in a process of their own first (see `projects` below), then the slowest files first, by the per-file durations committed in test/durations.json (`npm run test:durations`
  * rewrites them from a run's JSON report). Vitest's own order on a fresh clone, with no results cache, is the
  * largest file first, and the slowest files here are small ones (the model checks, the API report, the pack test):
  * started last, each would run alone at the end while the other worker idles. A file the list does not know (a new
@@ -27,7 +27,10 @@ class SlowestFirstSequencer extends BaseSequencer {
     const known = Object.values(seconds).sort((a, b) => a - b);
     const typical = known[Math.floor(known.length / 2)] ?? 0;
     const cost = (file: TestSpecification) => seconds[relative(this.ctx.config.root, file.moduleId)] ?? typical;
-    return [...files].sort((a, b) => cost(b) - cost(a));
+    // The files of their own process first: vitest keeps a shared worker only while the next file in the queue is
+    // a shared one too, so shared files interleaved with them would each start a process again.
+    const own = (file: TestSpecification) => (file.project.config.isolate === false ? 1 : 0);
+    return [...files].sort((a, b) => own(a) - own(b) || cost(b) - cost(a));
   }
 }
 
@@ -36,13 +39,39 @@ class SlowestFirstSequencer extends BaseSequencer {
  * DynamoDB Local, no child process) and the whole-project checks of test/unit/. Every other folder of test/ needs
  * the local stack, a child process or a build. conformance/ and examples/ have runs of their own.
  */
-export const UNIT_TESTS = ['{lambdas,lib,client,ops,bin,reference,local,scripts,proof}/**/*.test.ts', 'test/unit/**/*.test.ts'];
+export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'ops', 'bin', 'reference', 'local', 'scripts', 'proof', 'test/unit'];
+
+/**
+ * What a test file may change for the files after it in the same process: environment variables, the module
+ * registry, mocked modules or globals, the clock. Such a file runs in a process of its own (vitest's `isolate`, a
+ * fresh fork per file); every other file runs in a shared one, which imports the SDKs, the local stack and the
+ * sources once per worker instead of once per file (about 2 s of CPU a file here). Read from the files themselves,
+ * so a new test that stubs an environment variable is isolated without a list to keep.
+ */
+const LEAKS = /\bvi\.(stubEnv|stubGlobal|resetModules|mock|doMock|useFakeTimers)\(|\bprocess\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)|\bdelete\s+process\.env\b|\bObject\.assign\(\s*process\.env\b/;
+
+/**
+ * The test files of `folders` as two vitest projects: those that change what their process holds, each in a fresh
+ * one, and the rest in shared ones. `test` is what both add to the root's options.
+ */
+export function projects(folders: string[], test: TestProjectInlineConfiguration['test'] = {}): TestProjectInlineConfiguration[] {
+  const files = folders
+    .flatMap((folder) => readdirSync(new URL(`./${folder}/`, import.meta.url), { recursive: true, encoding: 'utf8' }).map((file) => `${folder}/${file}`))
+    .filter((file) => file.endsWith('.test.ts') && !file.includes('node_modules/'));
+  const own = [...new Set(files)].filter((file) => LEAKS.test(readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'))).sort();
+  const include = folders.map((folder) => `${folder}/**/*.test.ts`);
+  return [
+    { extends: true, test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false } },
+    { extends: true, test: { ...test, name: 'own-process', include: own, isolate: true } },
+  ];
+}
 
 export default defineConfig({
   resolve: { alias: subpaths },
   test: {
-    include: [...UNIT_TESTS, 'test/**/*.test.ts'],
+    // One DynamoDB Local for the whole run: the root's global setup, which both projects' files see (not theirs).
     globalSetup: ['test/support/global-setup.ts'],
+    projects: projects([...UNIT_FOLDERS, 'test'], { globalSetup: [] }),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Two cores here: a few files at once keeps DynamoDB Local busy without starving it.

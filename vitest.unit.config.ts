@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import suite, { UNIT_TESTS } from './vitest.config';
+import suite, { projects, UNIT_FOLDERS } from './vitest.config';
 
 /**
  * `npm run test:unit`: the fast tier a contributor runs on every change (`npm test` runs these too, with the rest).
@@ -7,5 +7,5 @@ import suite, { UNIT_TESTS } from './vitest.config';
  */
 export default defineConfig({
   ...suite,
-  test: { ...suite.test, include: UNIT_TESTS, globalSetup: [], setupFiles: ['test/support/unit-tier.ts'] },
+  test: { ...suite.test, globalSetup: [], projects: projects(UNIT_FOLDERS, { globalSetup: [], setupFiles: ['test/support/unit-tier.ts'] }) },
 });

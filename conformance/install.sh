@@ -3,6 +3,12 @@
 # is left alone). Pinned: a new suite version may add scenarios the baseline does not know.
 set -euo pipefail
 cd "$(dirname "$0")"
+packages=(node@22.23.3 @modelcontextprotocol/conformance@0.1.16)
+# Already installed (.ci/run installs them beside npm ci, then `npm run conformance` calls this again): `npm ls`
+# reads the folder only, where `npm install` would ask the registry again.
+if [ -x .tools/node_modules/.bin/node ] && npm ls --prefix .tools "${packages[@]}" >/dev/null 2>&1; then
+  exit 0
+fi
 mkdir -p .tools
 [ -f .tools/package.json ] || echo '{"name":"conformance-tools","private":true}' > .tools/package.json
-npm install --prefix .tools --no-audit --no-fund --no-save node@22.23.3 @modelcontextprotocol/conformance@0.1.16 >/dev/null
+npm install --prefix .tools --no-audit --no-fund --no-save "${packages[@]}" >/dev/null

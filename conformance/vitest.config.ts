@@ -7,5 +7,5 @@ import base from '../vitest.config';
  */
 export default defineConfig({
   ...base,
-  test: { ...base.test, include: ['conformance/**/*.test.ts'] },
+  test: { ...base.test, projects: undefined, include: ['conformance/**/*.test.ts'] },
 });
