@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { MessageRejected, SendEmailCommand, SESv2Client, TooManyRequestsException } from '@aws-sdk/client-sesv2';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +59,21 @@ describe('transport failures', () => {
     const err = await call(`${base}/hang`, 200).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UncertainToolError);
     expect(err).toMatchObject({ code: 'DOWNSTREAM_TIMEOUT' });
+  });
+
+  it('no answer within the timeout while garbage is collected during the request: still uncertain at the timeout', async () => {
+    // Node 20's AbortSignal.any holds its sources weakly: a collected timeout signal would never fire.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const collecting = setInterval(gc, 20);
+    try {
+      const waited = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 3 s'), 3000).unref());
+      const err = await Promise.race([call(`${base}/hang`, 300).catch((e: unknown) => e), waited]);
+      expect(err).toBeInstanceOf(UncertainToolError);
+      expect(err).toMatchObject({ code: 'DOWNSTREAM_TIMEOUT' });
+    } finally {
+      clearInterval(collecting);
+    }
   });
 
   it("the engine's deadline aborts the call: uncertain", async () => {

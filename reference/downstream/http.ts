@@ -50,8 +50,8 @@ export async function requestJson(
   init: { method: 'GET' | 'POST'; headers?: Record<string, string>; body?: unknown },
   options: CallOptions & { timeoutMs: number },
 ): Promise<HttpResult> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = AbortSignal.any([options.signal, timeout]);
+  const bounded = boundedSignal(options.signal, options.timeoutMs);
+  const signal = bounded.signal;
   try {
     const response = await fetch(url, {
       method: init.method,
@@ -78,7 +78,20 @@ export async function requestJson(
       throw new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${service} could not be reached; nothing was sent`, 1000, { cause: err });
     }
     throw new UncertainToolError(DownstreamErrorCode.CONNECTION_LOST, `the connection to ${service} was lost during the request`, { cause: err });
+  } finally {
+    bounded.settled();
   }
+}
+
+/**
+ * `signal`, aborted too after `timeoutMs`; call `settled()` once the request has settled. Node 20's
+ * `AbortSignal.any` holds its sources weakly: an `AbortSignal.timeout` that nothing else references can be garbage
+ * collected mid-request and then never fires, so a downstream that hangs would be waited on past its timeout (Node
+ * 22, Lambda's runtime, keeps it). `settled` references it until the request is over.
+ */
+export function boundedSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; settled(): void } {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  return { signal: AbortSignal.any([signal, timeout]), settled: () => void timeout.aborted };
 }
 
 function retryAfterMs(headers: Headers): number | undefined {

@@ -1,7 +1,7 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
 import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
 import { type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
-import { DownstreamErrorCode } from './http';
+import { boundedSignal, DownstreamErrorCode } from './http';
 
 /**
  * The SES sender lives apart from ./email so that only code that delivers email (the outbox consumer's deliveries,
@@ -24,7 +24,8 @@ export class SesEmailSender implements EmailSender {
   }
 
   async send(message: EmailMessage, options: EmailSendOptions): Promise<SentEmail> {
-    const signal = AbortSignal.any([options.signal, AbortSignal.timeout(this.options.timeoutMs)]);
+    const bounded = boundedSignal(options.signal, this.options.timeoutMs);
+    const signal = bounded.signal;
     try {
       const out = await this.client.send(
         new SendEmailCommand({
@@ -39,6 +40,8 @@ export class SesEmailSender implements EmailSender {
       return { message_id: out.MessageId };
     } catch (err) {
       throw classifySesError(err, signal.aborted);
+    } finally {
+      bounded.settled();
     }
   }
 }

@@ -12,6 +12,7 @@ import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, 
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import type { DeliveryHandler } from '../../lambdas/outbox/consumer';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
+import { boundedSignal } from '../../reference/downstream/http';
 import { deferred, orderItem, orderWrite } from './engine';
 import { FIXTURE_LIMIT_MINOR, startFixtureDownstream, type Booking, type FixtureDownstream } from './fixture-downstream';
 
@@ -27,13 +28,13 @@ export { FIXTURE_LIMIT_MINOR, startFixtureDownstream, type Booking, type Fixture
 /** The fixture tools' client of their downstream: every transport failure classified by what it says of the effect. */
 function downstreamClient(baseUrl: string, timeoutMs: number) {
   async function request(init: { method: 'GET' | 'POST'; path: string; body?: unknown }, signal: AbortSignal) {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const bounded = boundedSignal(signal, timeoutMs);
     try {
       const response = await fetch(`${baseUrl}${init.path}`, {
         method: init.method,
         headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
-        signal: bounded,
+        signal: bounded.signal,
       });
       return {
         status: response.status,
@@ -41,8 +42,10 @@ function downstreamClient(baseUrl: string, timeoutMs: number) {
         body: (await response.json()) as Record<string, unknown>,
       };
     } catch (err) {
-      if (bounded.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
+      if (bounded.signal.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
       throw new UncertainToolError('DOWNSTREAM_CONNECTION_LOST', 'the connection to the fixture downstream was lost', { cause: err });
+    } finally {
+      bounded.settled();
     }
   }
   return {
