@@ -18,6 +18,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import JSZip from 'jszip';
 import { freePort } from './free-port';
+import { isAlive } from './process-alive';
 
 export interface DynamoDbLocal {
   endpoint: string;
@@ -410,15 +411,6 @@ async function launch(emulatorDir: string, args: string[], endpoint: string): Pr
     throw err;
   }
   return emulator;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A live process that is DynamoDB Local (where /proc tells; elsewhere, any live process with that pid). */

@@ -1,16 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
+import { isAlive } from '../../local/process-alive';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Written last into a finished build's folder: a folder without it is a build that did not finish. */
 const DONE = '.done';
@@ -38,7 +31,7 @@ export async function oncePerRun(name: string, build: (dir: string) => Promise<v
       } catch {
         // Just taken (no pid written yet) or just released.
       }
-      if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+      if (holder && !isAlive(holder)) rmSync(lock, { recursive: true, force: true });
       await sleep(250);
       continue;
     }
