@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import JSZip from 'jszip';
 import { freePort } from './free-port';
-import { isAlive } from './process-alive';
+import { isAlive, underLock } from './process-lock';
 
 export interface DynamoDbLocal {
   endpoint: string;
@@ -220,25 +220,13 @@ export async function makeDynamoDbLocalArchive(): Promise<boolean> {
   const require = createRequire(import.meta.url);
   const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
   const dir = archiveDir(emulatorDir);
-  const lock = `${dir}.lock`;
   mkdirSync(dirname(dir), { recursive: true });
-  for (;;) {
-    if (existsSync(join(dir, ARCHIVE))) return true;
-    try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx' });
-      break;
-    } catch {
-      // Another process makes it: wait for it, unless it is gone (then make it here).
-      let maker = 0;
-      try {
-        maker = Number(readFileSync(lock, 'utf8'));
-      } catch {
-        // Just released.
-      }
-      if (maker && !isAlive(maker)) rmSync(lock, { force: true });
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  await underLock(`${dir}.lock`, () => existsSync(join(dir, ARCHIVE)), () => makeArchive(emulatorDir, dir));
+  return existsSync(join(dir, ARCHIVE));
+}
+
+/** Makes the archive in `dir`; on any failure leaves none (starts go on without it). */
+async function makeArchive(emulatorDir: string, dir: string): Promise<void> {
   let emulator: Emulator | undefined;
   try {
     rmSync(dir, { recursive: true, force: true });
@@ -265,15 +253,11 @@ export async function makeDynamoDbLocalArchive(): Promise<boolean> {
       dump.once('error', () => resolveStatus(null));
       dump.once('exit', resolveStatus);
     });
-    if (status !== 0) return false;
+    if (status !== 0) return;
     writeFileSync(join(dir, ARCHIVE_CLASS_PATH), cp);
     renameSync(join(dir, `${ARCHIVE}.part`), join(dir, ARCHIVE));
-    return true;
   } catch {
     await emulator?.stop();
-    return false;
-  } finally {
-    rmSync(lock, { force: true });
   }
 }
 

@@ -1,9 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
-import { isAlive } from '../../local/process-alive';
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import { underLock } from '../../local/process-lock';
 
 /** Written last into a finished build's folder: a folder without it is a build that did not finish. */
 const DONE = '.done';
@@ -17,24 +15,7 @@ const DONE = '.done';
  */
 export async function oncePerRun(name: string, build: (dir: string) => Promise<void>): Promise<string> {
   const shared = join(inject('runScratch'), name);
-  const lock = `${shared}.lock`;
-  for (;;) {
-    if (existsSync(join(shared, DONE))) return shared;
-    try {
-      mkdirSync(lock);
-      writeFileSync(join(lock, 'pid'), String(process.pid));
-    } catch {
-      // Another file builds: wait for it, unless its process is gone.
-      let holder = 0;
-      try {
-        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-      } catch {
-        // Just taken (no pid written yet) or just released.
-      }
-      if (holder && !isAlive(holder)) rmSync(lock, { recursive: true, force: true });
-      await sleep(250);
-      continue;
-    }
+  await underLock(`${shared}.lock`, () => existsSync(join(shared, DONE)), async () => {
     const building = `${shared}.${process.pid}`;
     try {
       rmSync(building, { recursive: true, force: true });
@@ -42,10 +23,9 @@ export async function oncePerRun(name: string, build: (dir: string) => Promise<v
       await build(building);
       writeFileSync(join(building, DONE), '');
       renameSync(building, shared);
-      return shared;
     } finally {
       rmSync(building, { recursive: true, force: true });
-      rmSync(lock, { recursive: true, force: true });
     }
-  }
+  });
+  return shared;
 }
