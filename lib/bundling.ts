@@ -3,6 +3,10 @@
  * so the bundle measured by `npm run bench` is the bundle `cdk deploy` ships.
  * Plain data (no aws-cdk-lib import) so the benchmark stays light.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { packageFile } from './package-root';
 
 const LAMBDA_NODE_TARGET = 'node22';
@@ -63,3 +67,78 @@ export type BuiltInHandler = 'relay';
 
 /** The entry file of a built-in handler: its source in the repository, its build once installed. */
 export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/functions/${name}.ts`, `dist/functions/${name}.js`);
+
+/** What bundleSourceHash reads of esbuild (the project's own, the one CDK runs). */
+interface Esbuild {
+  version: string;
+  buildSync(options: Record<string, unknown>): { metafile?: { inputs: Record<string, unknown> } };
+}
+
+/** Files beside the sources that change how esbuild resolves or compiles them without being inputs themselves. */
+const BUILD_CONFIG_FILES = ['package.json', 'tsconfig.json', 'jsconfig.json'];
+
+/**
+ * A content hash of everything a function's bundle is made from, known before it is bundled: CDK's asset hash
+ * (`assetHash`, AssetHashType.CUSTOM), so a synth that finds `asset.<hash>` already staged in its cloud assembly
+ * skips esbuild instead of bundling again. It covers every file esbuild reaches from `entry` (read from esbuild's
+ * metafile, with their contents), the package.json and tsconfig.json files above them, the lock file, esbuild's
+ * version and this module's options; CDK adds its own bundling options (the esbuild command, the runtime) on top.
+ * A change in any of them is a new hash, so a stale bundle is never reused or deployed.
+ *
+ * `undefined` where the project's esbuild cannot be loaded or cannot bundle the entry: the function then keeps CDK's
+ * default (a hash of the bundle's output), and CDK's own bundling reports the error.
+ */
+export function bundleSourceHash(entry: string, project: { projectRoot: string; depsLockFilePath: string }, options: unknown): string | undefined {
+  let esbuild: Esbuild;
+  try {
+    esbuild = createRequire(join(project.projectRoot, 'package.json'))('esbuild') as Esbuild;
+  } catch {
+    return undefined;
+  }
+  let inputs: string[];
+  try {
+    const result = esbuild.buildSync({
+      entryPoints: [entry],
+      absWorkingDir: project.projectRoot,
+      bundle: true,
+      write: false,
+      metafile: true,
+      outfile: join(project.projectRoot, 'index.mjs'),
+      platform: LambdaBundle.platform,
+      format: LambdaBundle.format,
+      target: LambdaBundle.target,
+      mainFields: [...LambdaBundle.mainFields],
+      external: [...LambdaBundle.external],
+      alias: { ...LambdaBundle.alias },
+      logLevel: 'silent',
+    });
+    inputs = Object.keys(result.metafile?.inputs ?? {});
+  } catch {
+    return undefined;
+  }
+  const hash = createHash('sha256');
+  const add = (label: string, content: string | Buffer) => hash.update(`${label}\0${createHash('sha256').update(content).digest('hex')}\0`);
+  add('idempotent-mcp bundle source v1', JSON.stringify({ esbuild: esbuild.version, bundle: LambdaBundle, options }));
+  add(relative(project.projectRoot, project.depsLockFilePath), readFileSync(project.depsLockFilePath));
+  const configDirs = new Set<string>();
+  for (const input of inputs.sort()) {
+    // A namespaced input (`(disabled):fs`) has no file: its name is all there is to it.
+    const file = isAbsolute(input) ? input : resolve(project.projectRoot, input);
+    if (!existsSync(file)) {
+      add(input, '');
+      continue;
+    }
+    add(relative(project.projectRoot, file), readFileSync(file));
+    for (let dir = dirname(file); !configDirs.has(dir); dir = dirname(dir)) {
+      configDirs.add(dir);
+      if (dirname(dir) === dir) break;
+    }
+  }
+  for (const dir of [...configDirs].sort()) {
+    for (const name of BUILD_CONFIG_FILES) {
+      const file = join(dir, name);
+      if (existsSync(file)) add(relative(project.projectRoot, file), readFileSync(file));
+    }
+  }
+  return hash.digest('hex');
+}

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -6,7 +6,7 @@ import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-n
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVars, environmentOf } from '../../lambdas/config';
-import { LambdaBundle, lambdaEsbuildArgs } from '../bundling';
+import { bundleSourceHash, LambdaBundle, lambdaEsbuildArgs } from '../bundling';
 import { PACKAGE_ROOT, projectOf } from '../package-root';
 
 /** This package's folder (the repository when run from source). */
@@ -185,13 +185,15 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
       });
     }
 
+    // esbuild runs in the project the entry belongs to: this repository, or the app that installed the package.
+    const project = projectOf(props.entry);
+    const runtime = lambda.Runtime.NODEJS_22_X;
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry,
       handler: 'handler',
-      // esbuild runs in the project the entry belongs to: this repository, or the app that installed the package.
-      ...projectOf(props.entry),
+      ...project,
       description: props.description,
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
@@ -210,6 +212,10 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
         ...props.environment,
       },
       bundling: {
+        // Known before bundling (from the sources), so a synth into a cloud assembly that already holds this bundle
+        // skips esbuild; only asked for when this synth bundles (`cdk synth --exclusively` and the tests that read
+        // templates skip bundling).
+        assetHash: Stack.of(this).bundlingRequired ? bundleSourceHash(props.entry, project, { runtime: runtime.name }) : undefined,
         forceDockerBundling: false,
         format: OutputFormat.ESM,
         target: LambdaBundle.target,

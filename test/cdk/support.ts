@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { App, CfnElement, Stack } from 'aws-cdk-lib';
@@ -134,4 +134,32 @@ export async function synthTeamApp(outdir: string): Promise<{ stdout: string }> 
   });
   cpSync(join(shared, 'cdk.out'), outdir, { recursive: true });
   return { stdout: readFileSync(join(shared, 'stdout.txt'), 'utf8') };
+}
+
+/**
+ * `npm run synth` as a user runs it (the real CLI, offline, every function bundled by the local esbuild, nag
+ * included), once per test run (oncePerRun) into a fresh cloud assembly: test/cdk/synth.test.ts checks what it
+ * printed and wrote, test/artifact/reference-stack.test.ts takes its bundles (stageBundlesFrom). Read it, never write it.
+ */
+export async function referenceSynth(): Promise<{ outdir: string; stderr: string }> {
+  const shared = await oncePerRun('reference-synth', async (dir) => {
+    const { stderr } = await promisify(execFile)('npm', ['run', 'synth', '--', '--output', join(dir, 'cdk.out')], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+    writeFileSync(join(dir, 'stderr.txt'), stderr);
+  });
+  return { outdir: join(shared, 'cdk.out'), stderr: readFileSync(join(shared, 'stderr.txt'), 'utf8') };
+}
+
+/**
+ * The bundles (`asset.<hash>` folders) of a cloud assembly copied into another one's folder before its synth: a
+ * function whose sources hash the same (lib/bundling.ts, bundleSourceHash) finds its bundle staged and is not bundled
+ * again; any other is bundled as usual. Returns the hashes copied.
+ */
+export function stageBundlesFrom(assembly: string, outdir: string): string[] {
+  const copied: string[] = [];
+  for (const name of readdirSync(assembly)) {
+    if (!name.startsWith('asset.') || existsSync(join(outdir, name))) continue;
+    cpSync(join(assembly, name), join(outdir, name), { recursive: true });
+    copied.push(name.slice('asset.'.length));
+  }
+  return copied;
 }
