@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import type * as esbuild from 'esbuild';
 import { packageFile } from './package-root';
 
 const LAMBDA_NODE_TARGET = 'node22';
@@ -68,10 +69,19 @@ export type BuiltInHandler = 'relay';
 /** The entry file of a built-in handler: its source in the repository, its build once installed. */
 export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/functions/${name}.ts`, `dist/functions/${name}.js`);
 
-/** What bundleSourceHash reads of esbuild (the project's own, the one CDK runs). */
-interface Esbuild {
-  version: string;
-  buildSync(options: Record<string, unknown>): { metafile?: { inputs: Record<string, unknown> } };
+/**
+ * The esbuild a project bundles its functions with (CDK's NodejsFunction runs the same one), else the one beside this
+ * package; undefined where neither is installed.
+ */
+export function projectEsbuild(projectRoot: string): typeof esbuild | undefined {
+  for (const from of [join(projectRoot, 'package.json'), import.meta.url]) {
+    try {
+      return createRequire(from)('esbuild') as typeof esbuild;
+    } catch {
+      // Next place.
+    }
+  }
+  return undefined;
 }
 
 /** Files beside the sources that change how esbuild resolves or compiles them without being inputs themselves. */
@@ -89,12 +99,8 @@ const BUILD_CONFIG_FILES = ['package.json', 'tsconfig.json', 'jsconfig.json'];
  * default (a hash of the bundle's output), and CDK's own bundling reports the error.
  */
 export function bundleSourceHash(entry: string, project: { projectRoot: string; depsLockFilePath: string }, options: unknown): string | undefined {
-  let esbuild: Esbuild;
-  try {
-    esbuild = createRequire(join(project.projectRoot, 'package.json'))('esbuild') as Esbuild;
-  } catch {
-    return undefined;
-  }
+  const esbuild = projectEsbuild(project.projectRoot);
+  if (!esbuild) return undefined;
   let inputs: string[];
   try {
     const result = esbuild.buildSync({

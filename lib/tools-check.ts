@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import type * as esbuild from 'esbuild';
 import { environmentOf } from '../lambdas/config';
-import { LambdaBundle } from './bundling';
+import { LambdaBundle, projectEsbuild } from './bundling';
 import { packageFile, projectOf } from './package-root';
 
 /** The team modules of an endpoint, checked at synth against what the functions will require of them at cold start. */
@@ -78,16 +77,11 @@ export function checkModuleExports(check: ModuleCheck): { unchecked?: string } {
   return { unchecked: result.unchecked };
 }
 
-/** The esbuild the team's project bundles its functions with (the CDK's NodejsFunction finds the same one). */
+/** The esbuild the team's project bundles its functions with, or an error naming the prop. */
 function loadEsbuild(projectRoot: string, prop: string): typeof esbuild {
-  for (const from of [join(projectRoot, 'package.json'), import.meta.url]) {
-    try {
-      return createRequire(from)('esbuild') as typeof esbuild;
-    } catch {
-      // Next place.
-    }
-  }
-  throw new Error(`${prop}: checking the tools module at synth needs esbuild, which also bundles the functions: npm install -D esbuild`);
+  const found = projectEsbuild(projectRoot);
+  if (!found) throw new Error(`${prop}: checking the tools module at synth needs esbuild, which also bundles the functions: npm install -D esbuild`);
+  return found;
 }
 
 function runCheck(check: ModuleCheck): CheckResult {
