@@ -1,11 +1,11 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
 import { buildLambdaBundle, startColdStartFixture } from './cold-start';
 
 /**
- * `npx tsx bench/cold-start-candidates.ts [runs]`: the cold-start candidates of issue 31 measured side by side, each
+ * `npx tsx bench/cold-start-candidates.ts [runs] [set]`: the cold-start candidates of issue 31 measured side by side, each
  * against the floor built the same way (docs/benchmarks.md, "Cold start"). Not a section of `npm run bench`: it
  * builds six bundles and takes a few minutes; the section measures what ships.
  *
@@ -40,20 +40,56 @@ const withoutFirstUseParts: Plugin = {
   },
 };
 
+/** An ablation by text: `file`'s source with `from` replaced by `to` (throws if `from` is not there, so it cannot go stale). */
+const editing = (name: string, file: string, from: string, to: string): Plugin => ({
+  name,
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, async ({ path }) => {
+      if (!path.endsWith(file)) return undefined;
+      const source = await readFile(path, 'utf8');
+      if (!source.includes(from)) throw new Error(`${file} no longer has ${JSON.stringify(from)}: update this candidate`);
+      return { contents: source.replace(from, to), loader: 'ts' };
+    });
+  },
+});
+/** The verifier's prefetch without importing the keys it fetched (as before issue 31's third pass). */
+const keysImportedByFirstRequest = editing('keys-imported-by-first-request', 'lambdas/auth/verifier.ts', 'set.reload().then(() => importKeys(set))', 'set.reload()');
+
 interface Candidate {
   name: string;
   /** The floor variant it is compared with (built the same way). */
   floor: string;
   options: Parameters<typeof buildLambdaBundle>[1];
+  /** Node's command line before the script (V8 flags a wrapper script could pass), and environment (NODE_OPTIONS). */
+  nodeArgs?: string[];
+  env?: NodeJS.ProcessEnv;
 }
-const CANDIDATES: Candidate[] = [
-  { name: 'floor, one file', floor: 'floor, one file', options: { entry: FLOOR_ENTRY } },
-  { name: 'deployed, one file', floor: 'floor, one file', options: {} },
-  { name: 'deployed, one file, no first-use parts', floor: 'floor, one file', options: { plugins: [withoutFirstUseParts] } },
-  { name: 'floor, split', floor: 'floor, split', options: { entry: FLOOR_ENTRY, splitting: true } },
-  { name: 'deployed, split', floor: 'floor, split', options: { splitting: true } },
-  { name: 'deployed, split, no first-use parts', floor: 'floor, split', options: { splitting: true, plugins: [withoutFirstUseParts] } },
-];
+/**
+ * The sets: `first` (the first and second passes: code splitting and the first-use parts) and `third` (the third
+ * pass: V8's young generation sized for the start, by NODE_OPTIONS and by command line, and the key set's keys
+ * imported during init).
+ */
+const SETS: Record<string, Candidate[]> = {
+  first: [
+    { name: 'floor, one file', floor: 'floor, one file', options: { entry: FLOOR_ENTRY } },
+    { name: 'deployed, one file', floor: 'floor, one file', options: {} },
+    { name: 'deployed, one file, no first-use parts', floor: 'floor, one file', options: { plugins: [withoutFirstUseParts] } },
+    { name: 'floor, split', floor: 'floor, split', options: { entry: FLOOR_ENTRY, splitting: true } },
+    { name: 'deployed, split', floor: 'floor, split', options: { splitting: true } },
+    { name: 'deployed, split, no first-use parts', floor: 'floor, split', options: { splitting: true, plugins: [withoutFirstUseParts] } },
+  ],
+  third: [
+    { name: 'floor', floor: 'floor', options: { entry: FLOOR_ENTRY } },
+    { name: 'deployed', floor: 'floor', options: {} },
+    { name: 'deployed, keys imported by the first request', floor: 'floor', options: { plugins: [keysImportedByFirstRequest] } },
+    { name: 'deployed, NODE_OPTIONS=--max-semi-space-size=16', floor: 'floor', options: {}, env: { NODE_OPTIONS: '--max-semi-space-size=16' } },
+    { name: 'deployed, node --min-semi-space-size=16', floor: 'floor', options: {}, nodeArgs: ['--min-semi-space-size=16'] },
+    { name: 'floor, node --min-semi-space-size=16', floor: 'floor', options: { entry: FLOOR_ENTRY }, nodeArgs: ['--min-semi-space-size=16'] },
+  ],
+};
+const SET = process.argv[3] ?? 'third';
+const CANDIDATES = SETS[SET];
+if (!CANDIDATES) throw new Error(`no candidate set ${SET}: one of ${Object.keys(SETS).join(', ')}`);
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -70,10 +106,11 @@ const built = await Promise.all(
 const fixture = await startColdStartFixture({ workDir: WORK_DIR });
 const samples = CANDIDATES.map(() => ({ init: [] as number[], cpu: [] as number[], imported: [] as number[] }));
 try {
-  for (const { file } of built) await fixture.run(file);
+  const runOne = (i: number) => fixture.run(built[i]!.file, CANDIDATES[i]!.nodeArgs, CANDIDATES[i]!.env);
+  for (const i of built.keys()) await runOne(i);
   for (let run = 0; run < RUNS; run++) {
-    for (const [i, { file }] of built.entries()) {
-      const t = await fixture.run(file);
+    for (const i of built.keys()) {
+      const t = await runOne(i);
       samples[i]!.init.push(t.called - t.booted);
       samples[i]!.cpu.push(t.cpuMs - t.bootCpu);
       samples[i]!.imported.push(t.imported - t.booted);
@@ -92,7 +129,7 @@ const figures = CANDIDATES.map((candidate, i) => ({
   floor: candidate.floor,
 }));
 const byName = new Map(figures.map((f) => [f.name, f]));
-console.log(`${RUNS} runs each, interleaved; load average ${round(loadavg()[0]!, 2)} on ${availableParallelism()} cores`);
+console.log(`set ${SET}, node ${process.version}: ${RUNS} runs each, interleaved; load average ${round(loadavg()[0]!, 2)} on ${availableParallelism()} cores`);
 console.log(['candidate', 'KiB read at start', 'init ms', 'cpu ms', 'import ms', 'init / its floor', 'cpu / its floor'].join(' | '));
 for (const f of figures) {
   const floor = byName.get(f.floor)!;

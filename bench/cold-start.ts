@@ -250,7 +250,7 @@ export interface ColdStartFigures {
 
 export interface ColdStartFixture {
   /** One cold process: imports the bundle, answers initialize and a create_order tools/call; checks both succeeded. */
-  run(bundleFile: string, nodeArgs?: string[]): Promise<ChildTimes & { wallMs: number }>;
+  run(bundleFile: string, nodeArgs?: string[], extraEnv?: NodeJS.ProcessEnv): Promise<ChildTimes & { wallMs: number; stdout: string }>;
   /** The deployed function's environment, with the local endpoints. */
   env: NodeJS.ProcessEnv;
   /** A bearer token the function accepts. */
@@ -324,8 +324,8 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
         call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
       });
 
-    const run = async (bundleFile: string, nodeArgs: string[] = []): Promise<ChildTimes & { wallMs: number }> => {
-      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], { ...env, COLD_START_EVENTS: eventsFor() });
+    const run = async (bundleFile: string, nodeArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildTimes & { wallMs: number; stdout: string }> => {
+      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], { ...env, ...extraEnv, COLD_START_EVENTS: eventsFor() });
       const line = stdout.split('\n').find((l) => l.startsWith(MARK));
       if (!line) throw new Error(`${bundleFile} printed no result`);
       const times = JSON.parse(line.slice(MARK.length)) as ChildTimes;
@@ -334,7 +334,7 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       if (times.statuses.some((status) => status !== 200) || outcome !== 'succeeded') {
         throw new Error(`${bundleFile} answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
       }
-      return { ...times, wallMs };
+      return { ...times, wallMs, stdout };
     };
     return { run, env, token, stop };
   } catch (err) {
