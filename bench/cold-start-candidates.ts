@@ -86,6 +86,12 @@ const SETS: Record<string, Candidate[]> = {
     { name: 'deployed, node --min-semi-space-size=16', floor: 'floor', options: {}, nodeArgs: ['--min-semi-space-size=16'] },
     { name: 'floor, node --min-semi-space-size=16', floor: 'floor', options: { entry: FLOOR_ENTRY }, nodeArgs: ['--min-semi-space-size=16'] },
   ],
+  format: [
+    { name: 'floor', floor: 'floor', options: { entry: FLOOR_ENTRY } },
+    { name: 'deployed', floor: 'floor', options: {} },
+    { name: 'floor, CommonJS', floor: 'floor, CommonJS', options: { entry: FLOOR_ENTRY, format: 'cjs' } },
+    { name: 'deployed, CommonJS', floor: 'floor, CommonJS', options: { format: 'cjs' } },
+  ],
 };
 const SET = process.argv[3] ?? 'third';
 const CANDIDATES = SETS[SET];
@@ -101,7 +107,7 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
 await rm(WORK_DIR, { recursive: true, force: true });
 await mkdir(WORK_DIR, { recursive: true });
 const built = await Promise.all(
-  CANDIDATES.map((candidate, i) => buildLambdaBundle(join(WORK_DIR, String(i), 'index.mjs'), candidate.options)),
+  CANDIDATES.map((candidate, i) => buildLambdaBundle(join(WORK_DIR, String(i), candidate.options?.format === 'cjs' ? 'index.cjs' : 'index.mjs'), candidate.options)),
 );
 const fixture = await startColdStartFixture({ workDir: WORK_DIR });
 const samples = CANDIDATES.map(() => ({ init: [] as number[], cpu: [] as number[], imported: [] as number[] }));

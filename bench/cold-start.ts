@@ -62,7 +62,7 @@ export interface BundleFigures {
  */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[] } = {},
+  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[]; format?: 'esm' | 'cjs' } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
   const result = await build({
@@ -70,11 +70,12 @@ export async function buildLambdaBundle(
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,
-    format: LambdaBundle.format,
+    format: overrides.format ?? LambdaBundle.format,
     minify: overrides.minify ?? LambdaBundle.minify,
     sourcemap: LambdaBundle.sourcemap,
     mainFields: [...LambdaBundle.mainFields],
-    banner: { js: LambdaBundle.banner },
+    // CommonJS output has `require` of its own (the banner makes one for ESM output).
+    banner: { js: overrides.format === 'cjs' ? '' : LambdaBundle.banner },
     external: overrides.external ?? [...LambdaBundle.external],
     legalComments: LambdaBundle.legalComments,
     alias: { ...LambdaBundle.alias },
