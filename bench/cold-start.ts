@@ -130,6 +130,9 @@ const booted = performance.now();
 const eluAtBoot = performance.eventLoopUtilization();
 const bootCpu = (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 const { handler } = await import(pathToFileURL(process.argv[2]).href);
+// A pause before the first event (bench/cold-start-candidates.ts): an environment initialised ahead of its first
+// request (provisioned concurrency, Lambda's proactive init), whose init work has settled when the event comes.
+if (process.env.COLD_START_PAUSE_MS) await new Promise((r) => setTimeout(r, Number(process.env.COLD_START_PAUSE_MS)));
 const imported = performance.now();
 const { initialize, call } = JSON.parse(process.env.COLD_START_EVENTS);
 const context = { functionName: 'mcp', awsRequestId: 'cold-start', getRemainingTimeInMillis: () => 29000, callbackWaitsForEmptyEventLoop: true };
