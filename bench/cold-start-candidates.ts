@@ -7,7 +7,8 @@ import { buildLambdaBundle, startColdStartFixture } from './cold-start';
 /**
  * `npx tsx bench/cold-start-candidates.ts [runs] [set]`: the cold-start candidates of issue 31 measured side by side, each
  * against the floor built the same way (docs/benchmarks.md, "Cold start"). Not a section of `npm run bench`: it
- * builds six bundles and takes a few minutes; the section measures what ships.
+ * builds up to six bundles and takes a few minutes; the section measures what ships. The sets are below (`SETS`);
+ * the first (`first`):
  *
  * - `one file`: the bundles as the stack ships them (lib/bundling.ts, esbuild's `--outfile`).
  * - `split`: the same options with esbuild's code splitting, so every `import()` in the code becomes a chunk read

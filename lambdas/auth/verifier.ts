@@ -117,7 +117,9 @@ export interface TokenVerifierOptions {
 }
 
 /** The one algorithm a key verifies with, when the key says it or its type allows no other (RFC 7518 3.4, RFC 8037). */
-function keyAlgorithm(jwk: { alg?: string; kty?: string; crv?: string }): string | undefined {
+function keyAlgorithm(jwk: { alg?: string; kty?: string; crv?: string; use?: string }): string | undefined {
+  // An encryption key is never asked for (and asking would count as a miss against the refetch cooldown).
+  if (jwk.use !== undefined && jwk.use !== 'sig') return undefined;
   if (jwk.alg) return ALGORITHMS.includes(jwk.alg) ? jwk.alg : undefined;
   if (jwk.kty === 'EC') return { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512' }[jwk.crv ?? ''];
   return jwk.kty === 'OKP' && jwk.crv === 'Ed25519' ? 'EdDSA' : undefined;
