@@ -1,3 +1,4 @@
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import * as z from 'zod';
 import { EnvVars, read, type Env } from '../../lambdas/config';
@@ -127,6 +128,18 @@ export const fixtureOrderId = (idempotencyKey: string) => `fo-${idempotencyKey}`
 /** The order `fixture_order` committed for this key, as stored (undefined if none). */
 export const fixtureOrder = (stack: LocalStack, tenant: string, idempotencyKey: string) =>
   orderItem(stack.services.doc, stack.config.tableName, tenant, fixtureOrderId(idempotencyKey));
+
+/**
+ * Every item of the stack's table that names `key` (an idempotency key or operation id, unique to one test): the
+ * record of each call under it and what the calls committed with it. Counted in the table itself, not through the
+ * store's reads, so a second record or a second order under another storage key would show.
+ */
+export async function tableItemsNaming(stack: LocalStack, key: string): Promise<Array<Record<string, unknown>>> {
+  const items: Array<Record<string, unknown>> = [];
+  for await (const page of paginateScan({ client: stack.services.doc }, { TableName: stack.config.tableName, ConsistentRead: true }))
+    items.push(...(page.Items ?? []).filter((item) => JSON.stringify(item).includes(key)));
+  return items;
+}
 
 export type FixtureStack = LocalStack & {
   downstream: FixtureDownstream;
