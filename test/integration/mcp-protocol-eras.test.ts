@@ -7,8 +7,8 @@ import { callWrite, connectClient, connectModernClient, keyHeaders, ledger, MODE
 
 /**
  * One endpoint, both protocol eras: what each generation of client gets over real HTTP. The calls run the fixture
- * tools, counted in the fixture downstream and the table; the two tests named after create_order list and call the reference
- * endpoint's tools (served beside them), whose orders are counted in the table.
+ * tools, counted in the fixture downstream and the table; the two tests named after create_order list and call
+ * the reference endpoint's tools (served beside them), whose orders are counted in the table.
  */
 let stack: FixtureStack;
 let token: string;
