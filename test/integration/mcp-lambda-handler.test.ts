@@ -11,7 +11,6 @@ import { createLambdaHandler } from '../../lambdas/http/function-url';
 import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
-import { tools as registry } from '../../reference/tools';
 import * as clientsModule from '../support/fixture-clients-module';
 import { FIXTURE_LIMIT_MINOR, fixturePaymentArgs, FixtureTool, fixtureTools, startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
 import { orderArgs } from '../support/mcp';
@@ -33,7 +32,7 @@ let jwksServer: Server;
 let keyDir: string;
 let issuer: DevIssuer;
 let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
-/** The same parts serving the fixture tools beside the reference's, over the fixture downstream that counts their effects. */
+/** The same parts (the toolkit's Function URL handler) serving the fixture tools, over the fixture downstream that counts their effects. */
 let fixtureHandler: typeof handler;
 let downstream: FixtureDownstream;
 let fixture: ReturnType<typeof fixtureTools>;
@@ -90,14 +89,14 @@ beforeAll(async () => {
       return h(event, context);
     };
   handler = counted((await import('../../reference/handlers/mcp')).handler as unknown as typeof handler);
-  // The same parts with the fixture tools, for the outcomes create_order cannot produce on demand.
+  // The same parts with the fixture tools: the toolkit's behaviour, counted at their downstream.
   const config = loadConfig(process.env);
   const timeoutMs = read(process.env, EnvVars.downstreamTimeoutMs);
   downstream = await startFixtureDownstream({ holdMs: timeoutMs + 1000 });
   fixture = fixtureTools(downstream, timeoutMs);
   const services = createServices(config, { engine: { inProgressWaitMs: 100 } });
   store = services.store;
-  fixtureHandler = counted(createLambdaHandler(services, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler);
+  fixtureHandler = counted(createLambdaHandler(services, { tools: fixture.tools }) as unknown as typeof handler);
 });
 
 afterAll(async () => {
@@ -266,7 +265,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   it('reads the operation-id key from Secrets Manager on first use only, once, with a signed request', async () => {
     // The tests above ran create_order and more through this container's services: none needed the key.
     const handlerServices = createServices(loadConfig(process.env));
-    const fresh = createLambdaHandler(handlerServices, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(handlerServices, { tools: fixture.tools }) as unknown as typeof handler;
     const before = secrets.requests.length;
     expect(await callTool(fresh, WRITE, { idempotency_key: newKey(), note: 'n' })).toMatchObject({ structuredContent: { outcome: 'succeeded' } });
     expect(secrets.requests.length).toBe(before);
@@ -284,7 +283,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   });
 
   it('while the key cannot be read: operation-id calls say retry, nothing runs, and the next call reads again', async () => {
-    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: fixture.tools }) as unknown as typeof handler;
     const id = operationIdOf(await callTool(fixtureHandler, 'issue_operation_id', { tool: PAY }));
     secrets.failNext = Number.POSITIVE_INFINITY;
     try {
