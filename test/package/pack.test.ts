@@ -50,7 +50,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     tarball = packed.filename;
   }, 600_000);
 
-  // The examples' installs are about 450 MB of files: removing them took over a minute at a load of 11.
+  // The examples' installs are hundreds of megabytes of files: on a loaded machine their removal outlasts the default minute.
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
   }, 300_000);
@@ -127,7 +127,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
    * Examples that share an install and whose tsconfig.json is the same (the two MCP servers) are type-checked as one
    * program: the first's tsconfig, extended to include the others' files. Each example's program would be the same
    * options over the same installed declarations; one program reads and checks those declarations once instead of
-   * once per example (about 12 s of CPU less). The rest of each example's script (its test) runs in its own folder.
+   * once per example. The rest of each example's script (its test) then runs in its own folder.
    */
   const typeCheckGroup = (example: string) =>
     examples.filter((other) => scriptOf(other).startsWith(TYPE_CHECK) && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
