@@ -62,7 +62,7 @@ export interface BundleFigures {
  */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[] } = {},
+  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[]; format?: 'esm' | 'cjs' } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
   const result = await build({
@@ -70,11 +70,12 @@ export async function buildLambdaBundle(
     bundle: true,
     platform: LambdaBundle.platform,
     target: LambdaBundle.target,
-    format: LambdaBundle.format,
+    format: overrides.format ?? LambdaBundle.format,
     minify: overrides.minify ?? LambdaBundle.minify,
     sourcemap: LambdaBundle.sourcemap,
     mainFields: [...LambdaBundle.mainFields],
-    banner: { js: LambdaBundle.banner },
+    // CommonJS output has `require` of its own (the banner makes one for ESM output).
+    banner: { js: overrides.format === 'cjs' ? '' : LambdaBundle.banner },
     external: overrides.external ?? [...LambdaBundle.external],
     legalComments: LambdaBundle.legalComments,
     alias: { ...LambdaBundle.alias },
@@ -129,6 +130,9 @@ const booted = performance.now();
 const eluAtBoot = performance.eventLoopUtilization();
 const bootCpu = (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 const { handler } = await import(pathToFileURL(process.argv[2]).href);
+// A pause before the first event (bench/cold-start-candidates.ts): an environment initialised ahead of its first
+// request (provisioned concurrency, Lambda's proactive init), whose init work has settled when the event comes.
+if (process.env.COLD_START_PAUSE_MS) await new Promise((r) => setTimeout(r, Number(process.env.COLD_START_PAUSE_MS)));
 const imported = performance.now();
 const { initialize, call } = JSON.parse(process.env.COLD_START_EVENTS);
 const context = { functionName: 'mcp', awsRequestId: 'cold-start', getRemainingTimeInMillis: () => 29000, callbackWaitsForEmptyEventLoop: true };
@@ -250,7 +254,7 @@ export interface ColdStartFigures {
 
 export interface ColdStartFixture {
   /** One cold process: imports the bundle, answers initialize and a create_order tools/call; checks both succeeded. */
-  run(bundleFile: string, nodeArgs?: string[]): Promise<ChildTimes & { wallMs: number }>;
+  run(bundleFile: string, nodeArgs?: string[], extraEnv?: NodeJS.ProcessEnv): Promise<ChildTimes & { wallMs: number; stdout: string }>;
   /** The deployed function's environment, with the local endpoints. */
   env: NodeJS.ProcessEnv;
   /** A bearer token the function accepts. */
@@ -324,8 +328,8 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
         call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
       });
 
-    const run = async (bundleFile: string, nodeArgs: string[] = []): Promise<ChildTimes & { wallMs: number }> => {
-      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], { ...env, COLD_START_EVENTS: eventsFor() });
+    const run = async (bundleFile: string, nodeArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildTimes & { wallMs: number; stdout: string }> => {
+      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], { ...env, ...extraEnv, COLD_START_EVENTS: eventsFor() });
       const line = stdout.split('\n').find((l) => l.startsWith(MARK));
       if (!line) throw new Error(`${bundleFile} printed no result`);
       const times = JSON.parse(line.slice(MARK.length)) as ChildTimes;
@@ -334,7 +338,7 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       if (times.statuses.some((status) => status !== 200) || outcome !== 'succeeded') {
         throw new Error(`${bundleFile} answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
       }
-      return { ...times, wallMs };
+      return { ...times, wallMs, stdout };
     };
     return { run, env, token, stop };
   } catch (err) {

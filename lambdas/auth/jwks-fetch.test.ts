@@ -154,6 +154,23 @@ describe('the verifier and the issuer key set', () => {
     expect(keySet.gets).toBe(1);
   });
 
+  it('prefetch also imports the key set\'s keys, so the first request\'s verification imports none', async () => {
+    const current = await issuer();
+    keySet.served = current.jwks;
+    const importKey = vi.spyOn(crypto.subtle, 'importKey');
+    try {
+      const token = `Bearer ${await current.sign({ tenant: 't4' })}`;
+      const v = await prefetched();
+      // The import follows the fetch during init (on Lambda, while the runtime waits for the first event).
+      await vi.waitFor(() => expect(importKey).toHaveBeenCalledTimes(1), { timeout: 5000 });
+      importKey.mockClear();
+      await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't4' });
+      expect(importKey).not.toHaveBeenCalled();
+    } finally {
+      importKey.mockRestore();
+    }
+  });
+
   it('a key set the prefetch could not get is fetched by the first request that needs it', async () => {
     const current = await issuer();
     keySet.served = current.jwks;

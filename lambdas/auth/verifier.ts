@@ -116,6 +116,29 @@ export interface TokenVerifierOptions {
   authorizedParty?: string;
 }
 
+/** The one algorithm a key verifies with, when the key says it or its type allows no other (RFC 7518 3.4, RFC 8037). */
+function keyAlgorithm(jwk: { alg?: string; kty?: string; crv?: string; use?: string }): string | undefined {
+  // An encryption key is never asked for (and asking would count as a miss against the refetch cooldown).
+  if (jwk.use !== undefined && jwk.use !== 'sig') return undefined;
+  if (jwk.alg) return ALGORITHMS.includes(jwk.alg) ? jwk.alg : undefined;
+  if (jwk.kty === 'EC') return { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512' }[jwk.crv ?? ''];
+  return jwk.kty === 'OKP' && jwk.crv === 'Ed25519' ? 'EdDSA' : undefined;
+}
+
+/**
+ * Imports the set's keys as jose will use them (it caches each import by key and algorithm), so the first request's
+ * verification does not import its key. Only keys with an id and one algorithm; a key that fails is left to the
+ * request that names it, which reports it as before.
+ */
+async function importKeys(set: ReturnType<typeof createRemoteJWKSet>): Promise<void> {
+  await Promise.all(
+    (set.jwks()?.keys ?? []).map((jwk) => {
+      const alg = keyAlgorithm(jwk);
+      return alg && jwk.kid ? set({ alg, kid: jwk.kid }).catch(() => {}) : undefined;
+    }),
+  );
+}
+
 /** @public */
 export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOptions = {}): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
@@ -164,8 +187,10 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
 
   return {
     prefetch() {
-      if (auth.mode === 'oidc') remoteKeys(auth.jwksUrl).reload().catch(() => {});
-      else getKeys().catch(() => {});
+      if (auth.mode === 'oidc') {
+        const set = remoteKeys(auth.jwksUrl);
+        set.reload().then(() => importKeys(set)).catch(() => {});
+      } else getKeys().catch(() => {});
     },
     async verify(authorization) {
       if (!authorization?.trim()) throw new AuthenticationError('a bearer token is required: send the header "Authorization: Bearer <token>"');
