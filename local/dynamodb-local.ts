@@ -43,6 +43,11 @@ export interface StartDynamoDbLocalOptions {
   restartOnExit?: boolean;
   /** Where the supervision's lines go (one per event). Default: console.error. */
   log?: (line: string) => void;
+  /**
+   * The wait before the first restart in a row, doubled for each next one: a folder or port that is briefly busy gets
+   * time to free up. Default: 500 ms.
+   */
+  restartBackoffMs?: number;
 }
 
 /** Restarts tried in a row before giving up; the count starts over once a restarted emulator has stayed up a while. */
@@ -99,6 +104,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   let attempts = 0;
   let stayedUp: NodeJS.Timeout | undefined;
   const restartOnExit = options.restartOnExit ?? Boolean(options.dbPath);
+  const restartBackoffMs = options.restartBackoffMs ?? 500;
   let restarting: Promise<void> | undefined;
 
   const supervise = (emulator: Emulator) => {
@@ -121,8 +127,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
         return;
       }
       attempts += 1;
-      // Backs off 0.5, 1, 2, 4... s: a folder or port that is briefly busy gets time to free up.
-      await new Promise((r) => setTimeout(r, 250 * 2 ** attempts));
+      await new Promise((r) => setTimeout(r, restartBackoffMs * 2 ** (attempts - 1)));
       if (stopping) return;
       log(`${reason}; restarting it on the same data (attempt ${attempts} of ${MAX_RESTART_ATTEMPTS}).`);
       try {

@@ -29,6 +29,8 @@ export interface LocalStackOptions {
   /** Tools to serve instead of the registry (tests add their own). */
   tools?: readonly ToolDefinition[];
   services?: ServiceOverrides;
+  /** Adds the clients the served tools call (a tools module's `withClients`) to the services, after the reference endpoint's. */
+  withClients?: <B extends object>(services: B) => B;
   /** The relay, consumer and reconciler: which run here (all by default) and their tuning. */
   workers?: LocalWorkerOptions & WorkerOverrides;
   /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
@@ -171,7 +173,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const config = loadConfig(configEnv);
     const referenceConfig = loadReferenceConfig(configEnv);
-    const services = withReferenceClients(createServices(config, options.services), referenceConfig);
+    const withClients = options.withClients ?? ((given) => given);
+    const services = withClients(withReferenceClients(createServices(config, options.services), referenceConfig));
     stops.push(async () => closeDynamoDbClient(services.doc));
     log = (line) => services.logger.warn(line);
     await ensureTable(services.doc, config.tableName);

@@ -20,10 +20,10 @@ let agentToken: string;
 
 beforeAll(async () => {
   requireSystemTools(CHROMIUM);
-  stack = await startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } });
-  agentToken = await stack.tokenFor(TENANT);
+  // The stack and the browser start side by side: each mostly waits (for DynamoDB Local, for Chromium's processes).
+  const starting = startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } }).then((started) => (stack = started));
   // playwright-core starts Chromium on a fresh temporary profile of its own, removed when the browser closes.
-  browser = await chromium.launch({
+  const launching = chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--headless',
@@ -35,7 +35,11 @@ beforeAll(async () => {
       '--disable-component-update',
       '--disable-sync',
     ],
-  });
+  }).then((launched) => (browser = launched));
+  // Both settled before a failure is thrown: afterAll then closes whichever did start.
+  const failed = (await Promise.allSettled([starting, launching])).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  agentToken = await stack.tokenFor(TENANT);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

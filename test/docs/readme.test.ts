@@ -80,7 +80,13 @@ beforeAll(async () => {
   await mkdir(scratch, { recursive: true });
   agentDir = await mkdtemp(join(tmpdir(), 'readme-agent-'));
 });
+/**
+ * Files the tool test writes into reference/tools/ (where README says the tool goes): removed by the test's own
+ * `finally`, and here again, since a test that timed out goes on running and its `finally` may never come.
+ */
+const inTheTree: string[] = [];
 afterAll(async () => {
+  await Promise.all(inTheTree.map((file) => rm(file, { force: true })));
   await stack?.stop();
   await rm(scratch, { recursive: true, force: true });
   await rm(agentDir, { recursive: true, force: true });
@@ -185,6 +191,7 @@ describe('README', () => {
     const patchedPath = join(indexPath, '..', `readme-index-${process.pid}.ts`);
     const tsconfig = join(scratch, 'tsconfig.json');
     try {
+      inTheTree.push(toolPath, patchedPath);
       await writeFile(toolPath, file.code);
       await writeFile(patchedPath, patched);
       await writeFile(tsconfig, JSON.stringify({ extends: join(ROOT, 'tsconfig.json'), compilerOptions: { noEmit: true }, include: [], files: [toolPath, patchedPath] }));

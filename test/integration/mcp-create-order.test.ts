@@ -4,9 +4,13 @@ import { isWriteTool } from '../../lambdas/mcp/tool-types';
 import { createOrderTool } from '../../reference/tools/create-order';
 import type { LocalStack } from '../../local/stack';
 import { manualClock, newKey } from '../support/engine';
-import { callWrite, connectClient, ledger, orderArgs, startTestStack } from '../support/mcp';
+import { callWrite, connectClient, connectModernClient, ledger, orderArgs, startTestStack } from '../support/mcp';
 
-/** create_order beyond the engine: one key names one order forever, and the reconciler can find it. */
+/**
+ * The reference endpoint's tools beyond the engine: create_order's one key names one order forever, and the
+ * reconciler can find it; what a 2026-07-28 client is listed (the toolkit's key marks are proved on the fixture tools
+ * in test/integration/mcp-key-header.test.ts).
+ */
 let stack: LocalStack;
 let client: Client;
 const time = manualClock();
@@ -68,5 +72,21 @@ describe('create_order', () => {
     expect(found).toEqual({ kind: 'found', result: made.result });
     const absent = await createOrderTool.reconcile!({ record: { ...record, idempotencyKey: newKey() }, signal }, stack.services);
     expect(absent).toEqual({ kind: 'absent' });
+  });
+});
+
+describe("the reference endpoint's tools as a 2026-07-28 client lists them", () => {
+  it('each write tool has its key marked for mirroring (Mcp-Param-Idempotency-Key, Mcp-Param-Operation-Id), and the client keeps every tool', async () => {
+    const modern = await connectModernClient(stack, TENANT);
+    try {
+      const { tools } = await modern.listTools();
+      const keyOf = (name: string) => tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
+      for (const name of ['create_order', 'send_email', 'create_ticket']) expect(keyOf(name).idempotency_key, name).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
+      expect(keyOf('request_payment').operation_id).toMatchObject({ type: 'string', 'x-mcp-header': 'Operation-Id' });
+      // None carries a declaration the spec makes the client drop.
+      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_order', 'request_payment', 'send_email', 'create_ticket', 'get_order', 'get_operation_status']));
+    } finally {
+      await modern.close();
+    }
   });
 });

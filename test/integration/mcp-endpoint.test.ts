@@ -10,6 +10,7 @@ import {
   fixturePaymentArgs,
   FixtureTool,
   startFixtureStack,
+  tableItemsNaming,
   type FixtureStack,
 } from '../support/fixture-tools';
 import { issueOperationId } from '../support/side-effects';
@@ -229,6 +230,46 @@ describe('the result contract, outcome by outcome', () => {
     });
     expect(stack.downstream.calls(key)).toBe(1);
     expect(stack.downstream.bookings(key)).toHaveLength(1);
+  });
+});
+
+describe('50 concurrent identical calls of a write tool', () => {
+  it('through a downstream: one request reaches it, one booking, one record in the table; every success carries that booking', async () => {
+    const key = newKey();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => callWrite<Booked>(client, WRITE, note(key))));
+    // A duplicate that outwaits the in-progress window says so instead of running: never anything else.
+    expect(answers.every((a) => a.outcome === 'succeeded' || a.outcome === 'in_progress')).toBe(true);
+    const succeeded = answers.filter((a) => a.outcome === 'succeeded');
+    const fresh = succeeded.filter((a) => !a.replayed);
+    expect(fresh).toHaveLength(1);
+    for (const answer of succeeded) expect(answer.result).toEqual(fresh[0]!.result);
+
+    expect(stack.downstream.calls(key)).toBe(1);
+    const [booking] = stack.downstream.bookings(key);
+    expect(stack.downstream.bookings(key)).toHaveLength(1);
+    expect(fresh[0]!.result).toEqual({ booking_id: booking!.booking_id, key });
+    const items = await tableItemsNaming(stack, key);
+    expect(items).toHaveLength(1);
+    expect(await stack.services.store.get({ tenant: TENANT, tool: WRITE, idempotencyKey: key })).toMatchObject({ status: 'SUCCEEDED', result: fresh[0]!.result });
+    // Those told "in progress" get the same booking on their retry, and nothing more is sent.
+    expect(await callWrite<Booked>(client, WRITE, note(key))).toMatchObject({ outcome: 'succeeded', replayed: true, result: fresh[0]!.result });
+    expect(stack.downstream.calls(key)).toBe(1);
+  });
+
+  it('committed with the record (one request): one order item and one record in the table; every success carries that order', async () => {
+    const key = newKey();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => callWrite<{ order_id: string }>(client, ORDER, fixtureOrderArgs(key))));
+    expect(answers.every((a) => a.outcome === 'succeeded' || a.outcome === 'in_progress')).toBe(true);
+    const succeeded = answers.filter((a) => a.outcome === 'succeeded');
+    expect(succeeded.filter((a) => !a.replayed)).toHaveLength(1);
+    expect(new Set(succeeded.map((a) => a.result!.order_id))).toEqual(new Set([fixtureOrderId(key)]));
+
+    // In the table: the one order and the one record that answers for it, nothing else under the key.
+    const items = await tableItemsNaming(stack, key);
+    expect(items).toHaveLength(2);
+    expect(items.filter((item) => item.order_id === fixtureOrderId(key))).toHaveLength(1);
+    expect(await fixtureOrder(stack, TENANT, key)).toMatchObject({ order_id: fixtureOrderId(key), item: 'widget', quantity: 2 });
+    expect(await stack.services.store.get({ tenant: TENANT, tool: ORDER, idempotencyKey: key })).toMatchObject({ status: 'SUCCEEDED' });
   });
 });
 

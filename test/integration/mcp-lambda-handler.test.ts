@@ -11,14 +11,16 @@ import { createLambdaHandler } from '../../lambdas/http/function-url';
 import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
-import { tools as registry } from '../../reference/tools';
+import * as clientsModule from '../support/fixture-clients-module';
 import { FIXTURE_LIMIT_MINOR, fixturePaymentArgs, FixtureTool, fixtureTools, startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
 import { orderArgs } from '../support/mcp';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
 
 /**
  * The deployed shape: Function URL events (payload 2.0) through the Lambda handler, with OIDC auth against a
- * JWKS served over HTTP and the tenant in a custom claim (as Cognito puts it).
+ * JWKS served over HTTP and the tenant in a custom claim (as Cognito puts it). The toolkit's behaviour runs on the
+ * fixture tools (and a team's module with `withClients`), counted at the fixture downstream and in the table; the
+ * tests named after create_order and request_payment are about the reference endpoint's own function module.
  */
 const DOMAIN = 'abcdefghijklmnop.lambda-url.eu-west-1.on.aws';
 const ISSUER = 'https://issuer.test/pool';
@@ -30,10 +32,12 @@ let jwksServer: Server;
 let keyDir: string;
 let issuer: DevIssuer;
 let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
-/** The same parts serving the fixture tools beside the reference's, over the fixture downstream that counts their effects. */
+/** The same parts (the toolkit's Function URL handler) serving the fixture tools, over the fixture downstream that counts their effects. */
 let fixtureHandler: typeof handler;
 let downstream: FixtureDownstream;
 let fixture: ReturnType<typeof fixtureTools>;
+/** The table's records, read as the function's services read them. */
+let store: ReturnType<typeof createServices>['store'];
 const WRITE = FixtureTool.write;
 const PAY = FixtureTool.payment;
 let secrets: SecretsManagerStandIn;
@@ -85,13 +89,14 @@ beforeAll(async () => {
       return h(event, context);
     };
   handler = counted((await import('../../reference/handlers/mcp')).handler as unknown as typeof handler);
-  // The same parts with the fixture tools, for the outcomes create_order cannot produce on demand.
+  // The same parts with the fixture tools: the toolkit's behaviour, counted at their downstream.
   const config = loadConfig(process.env);
   const timeoutMs = read(process.env, EnvVars.downstreamTimeoutMs);
   downstream = await startFixtureDownstream({ holdMs: timeoutMs + 1000 });
   fixture = fixtureTools(downstream, timeoutMs);
   const services = createServices(config, { engine: { inProgressWaitMs: 100 } });
-  fixtureHandler = counted(createLambdaHandler(services, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler);
+  store = services.store;
+  fixtureHandler = counted(createLambdaHandler(services, { tools: fixture.tools }) as unknown as typeof handler);
 });
 
 afterAll(async () => {
@@ -212,6 +217,27 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect(theirs.isError).toBe(true);
   });
 
+  it('a write tool: succeeded, replayed, conflict and rejected, with the tenant from the custom claim; one booking, one record', async () => {
+    const key = newKey();
+    const args = { idempotency_key: key, note: 'claimed' };
+    const first = await callTool(fixtureHandler, WRITE, args, 'tenant-claim-1');
+    expect(first.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    const again = await callTool(fixtureHandler, WRITE, args, 'tenant-claim-1');
+    expect(again.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.structuredContent.result });
+    const conflict = await callTool(fixtureHandler, WRITE, { ...args, note: 'other words' }, 'tenant-claim-1');
+    expect(conflict).toMatchObject({ isError: true, structuredContent: { outcome: 'conflict' } });
+    const rejected = await callTool(fixtureHandler, WRITE, { ...args, note: '' }, 'tenant-claim-1');
+    expect(rejected).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS' } } });
+    // One request reached the downstream, under the claim's tenant; the one record, under that tenant, holds its booking.
+    const booked = first.structuredContent.result as { booking_id: string };
+    expect(downstream.calls(key)).toBe(1);
+    expect(downstream.bookings(key)).toEqual([expect.objectContaining({ tenant: 'tenant-claim-1', booking_id: booked.booking_id, payload: { note: 'claimed' } })]);
+    expect(await store.get({ tenant: 'tenant-claim-1', tool: WRITE, idempotencyKey: key })).toMatchObject({ status: 'SUCCEEDED', result: booked });
+    // The same key under another tenant's token is that tenant's own operation.
+    expect((await callTool(fixtureHandler, WRITE, args, 'tenant-claim-2')).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(downstream.bookings(key).map((b) => b.tenant).sort()).toEqual(['tenant-claim-1', 'tenant-claim-2']);
+  });
+
   it('failed, unknown and in_progress through the handler', async () => {
     // The downstream refuses an amount above its limit (HTTP 422): failed, nothing booked.
     const id = operationIdOf(await callTool(fixtureHandler, 'issue_operation_id', { tool: PAY }));
@@ -239,7 +265,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   it('reads the operation-id key from Secrets Manager on first use only, once, with a signed request', async () => {
     // The tests above ran create_order and more through this container's services: none needed the key.
     const handlerServices = createServices(loadConfig(process.env));
-    const fresh = createLambdaHandler(handlerServices, { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(handlerServices, { tools: fixture.tools }) as unknown as typeof handler;
     const before = secrets.requests.length;
     expect(await callTool(fresh, WRITE, { idempotency_key: newKey(), note: 'n' })).toMatchObject({ structuredContent: { outcome: 'succeeded' } });
     expect(secrets.requests.length).toBe(before);
@@ -257,7 +283,7 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   });
 
   it('while the key cannot be read: operation-id calls say retry, nothing runs, and the next call reads again', async () => {
-    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: [...registry, ...fixture.tools] }) as unknown as typeof handler;
+    const fresh = createLambdaHandler(createServices(loadConfig(process.env)), { tools: fixture.tools }) as unknown as typeof handler;
     const id = operationIdOf(await callTool(fixtureHandler, 'issue_operation_id', { tool: PAY }));
     secrets.failNext = Number.POSITIVE_INFINITY;
     try {
@@ -289,30 +315,41 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
 
   it("takes the clients of a team's tools module from its `withClients` export, as the generated entry passes the module", async () => {
     const { mcpLambdaHandler } = await import('../../lambdas/functions/endpoint');
-    const { tools } = await import('../../reference/tools');
-    const { withReferenceClients } = await import('../../reference/tools/services');
+    // The module's `withClients` builds the downstream's client from the function's environment at the cold start.
+    vi.stubEnv('FIXTURE_DOWNSTREAM_URL', downstream.url);
     const call = async (module: Parameters<typeof mcpLambdaHandler>[0]) => {
-      const teamHandler = mcpLambdaHandler(module) as unknown as typeof handler;
-      const issued = await callTool(teamHandler, 'issue_operation_id', { tool: 'request_payment' });
-      const operationId = (issued.structuredContent as { operation_id: string }).operation_id;
-      return callTool(teamHandler, 'request_payment', { operation_id: operationId, amount_minor: 700, currency: 'EUR', payee_id: 'payee-1' });
+      const key = newKey();
+      const answer = await callTool(mcpLambdaHandler(module) as unknown as typeof handler, clientsModule.CLIENT_WRITE, { idempotency_key: key, note: 'n' });
+      return { key, answer, record: await store.get({ tenant: 'tenant-lambda', tool: clientsModule.CLIENT_WRITE, idempotencyKey: key }) };
     };
-    // With the module's clients: the payments client exists (and finds PAYMENTS_URL unset, so nothing is sent).
-    expect(await call({ tools, withClients: withReferenceClients })).toMatchObject({ structuredContent: { error: { code: 'DOWNSTREAM_NOT_CONFIGURED' } } });
+    // With the module's clients: the tool books through the client, once; the record holds that booking.
+    const served = await call(clientsModule);
+    expect(served.answer).toMatchObject({ isError: false, structuredContent: { outcome: 'succeeded', replayed: false } });
+    const [booking] = downstream.bookings(served.key);
+    expect([downstream.calls(served.key), downstream.bookings(served.key).length]).toEqual([1, 1]);
+    expect(served.answer.structuredContent.result).toEqual({ booking_id: booking!.booking_id, key: served.key });
+    expect(served.record).toMatchObject({ status: 'SUCCEEDED', result: { booking_id: booking!.booking_id } });
     // Without them the tool has no client: its execution throws, which the engine cannot tell from a crash after the
-    // effect, so the outcome is `unknown` (to be verified), never a guess.
-    expect(await call({ tools })).toMatchObject({ structuredContent: { outcome: 'unknown', error: { code: 'OUTCOME_UNKNOWN' } } });
+    // effect, so the outcome is `unknown` (to be verified), never a guess; nothing reached the downstream.
+    const bare = await call({ tools: clientsModule.tools });
+    expect(bare.answer).toMatchObject({ structuredContent: { outcome: 'unknown', error: { code: 'OUTCOME_UNKNOWN' } } });
+    expect(downstream.calls(bare.key)).toBe(0);
+    expect(bare.record).toMatchObject({ status: 'UNKNOWN' });
   });
 
   it("bounds the execution by the invocation's remaining time", async () => {
-    const call = await invoke(handler, { body: rpc('tools/call', { name: 'create_order', arguments: orderArgs(newKey()) }) });
+    const key = newKey();
+    const call = await invoke(fixtureHandler, { body: rpc('tools/call', { name: WRITE, arguments: { idempotency_key: key, note: 'n' } }) });
     expect(call.json().result.structuredContent.outcome).toBe('succeeded');
     expect(call.getRemainingTimeInMillis).toHaveBeenCalled();
+    expect(downstream.bookings(key)).toHaveLength(1);
   });
 
   it('accepts a base64-encoded body, as Function URLs may deliver it', async () => {
-    const response = await invoke(handler, { body: rpc('tools/call', { name: 'create_order', arguments: orderArgs(newKey()) }), base64: true });
+    const key = newKey();
+    const response = await invoke(fixtureHandler, { body: rpc('tools/call', { name: WRITE, arguments: { idempotency_key: key, note: 'encoded' } }), base64: true });
     expect(response.json().result.structuredContent.outcome).toBe('succeeded');
+    expect(downstream.bookings(key)).toEqual([expect.objectContaining({ payload: { note: 'encoded' } })]);
   });
 
   it('401 with WWW-Authenticate naming the metadata at the function URL; wrong issuer or audience refused', async () => {

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { tools as registry } from '../../reference/tools';
 import { newKey } from '../support/engine';
-import { FixtureTool, fixturePaymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { FixtureTool, fixturePaymentArgs, startFixtureStack, tableItemsNaming, type FixtureStack } from '../support/fixture-tools';
 import { issueOperationId } from '../support/side-effects';
 import { callWrite, connectClient, connectModernClient, keyHeaders, ledger, MODERN_PROTOCOL, orderArgs } from '../support/mcp';
 
 /**
  * One endpoint, both protocol eras: what each generation of client gets over real HTTP. The calls run the fixture
- * tools, counted in the fixture downstream; the two tests named after create_order list and call the reference
- * endpoint's tools (served beside them), whose orders are counted in the table.
+ * tools, counted in the fixture downstream and the table; the two tests named after create_order list and call
+ * the reference endpoint's tools (served beside them), whose orders are counted in the table.
  */
 let stack: FixtureStack;
 let token: string;
@@ -53,6 +53,19 @@ async function listAndOrderTwice(client: Parameters<typeof callWrite>[0] & { lis
   expect((await ledger(stack)).orders.filter((order) => order.idempotency_key === key)).toHaveLength(1);
 }
 
+/** A fixture write tool called twice with one key: the second call replays the first; one booking, one record. */
+async function writeTwice(client: Parameters<typeof callWrite>[0]) {
+  const key = newKey();
+  const args = { idempotency_key: key, note: 'twice' };
+  const first = await callWrite<{ booking_id: string }>(client, FixtureTool.write, args);
+  expect(first).toMatchObject({ outcome: 'succeeded', replayed: false });
+  const second = await callWrite(client, FixtureTool.write, args);
+  expect(second).toMatchObject({ outcome: 'succeeded', replayed: true, result: first.result });
+  expect(stack.downstream.calls(key)).toBe(1);
+  expect(stack.downstream.bookings(key)).toEqual([expect.objectContaining({ tenant: TENANT, booking_id: first.result!.booking_id })]);
+  expect(await tableItemsNaming(stack, key)).toEqual([expect.objectContaining({ status: 'SUCCEEDED' })]);
+}
+
 const rawPost = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(stack.mcpUrl, {
     method: 'POST',
@@ -69,6 +82,15 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
       expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_PROTOCOL);
       expect(client.getProtocolEra()).toBe('modern');
       await listAndOrderTwice(client);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('calls a write tool twice with one key: the second call is replayed, one booking at the downstream, one record', async () => {
+    const client = await connectModernClient(stack, TENANT);
+    try {
+      await writeTwice(client);
     } finally {
       await client.close();
     }
@@ -132,6 +154,15 @@ describe('2025-era clients', () => {
     const client = await connectClient(stack, TENANT);
     try {
       await listAndOrderTwice(client);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a 1.x SDK client calls a write tool twice with one key: the second call is replayed, one booking, one record', async () => {
+    const client = await connectClient(stack, TENANT);
+    try {
+      await writeTwice(client);
     } finally {
       await client.close();
     }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Keys } from '../../lambdas/store/table-schema';
 import { tools as demoTools } from '../../reference/tools';
 import { newKey } from '../support/engine';
+import * as clientsModule from '../support/fixture-clients-module';
 import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient } from '../support/mcp';
 import { armFault, issueOperationId, operationStatus, sandboxLedger } from '../support/side-effects';
@@ -16,14 +17,15 @@ import { armFault, issueOperationId, operationStatus, sandboxLedger } from '../s
  * The deployed entry points themselves, imported as Lambda imports them, configured only by the environment,
  * against the local table, queue and downstreams: stream -> relay -> queue -> consumer -> downstream. The toolkit's
  * (lambdas/functions/*: the relay, and the consumer and reconciler factories a team's entries call) on the fixture
- * tools, counted at the fixture downstream; the reference endpoint's own entries (reference/handlers/*: its
+ * tools and on a team's module with `withClients` (test/support/fixture-clients-module.ts), counted at the fixture
+ * downstream and in the table; the reference endpoint's own entries (reference/handlers/*: its
  * consumer, its reconciler building its payments client, its sandbox) on its demo tools, counted in its sandbox.
  */
 let stack: FixtureStack;
 let client: Client;
 type Handler<E, R> = (event: E, context: Context) => Promise<R>;
 type BatchHandler<E> = Handler<E, { batchItemFailures: { itemIdentifier: string }[] }>;
-type ReconcilerHandler = Handler<unknown, { unknown: number; needsReview: number; found: number }>;
+type ReconcilerHandler = Handler<unknown, { unknown: number; needsReview: number; found: number; deferred: number }>;
 let relay: BatchHandler<DynamoDBStreamEvent>;
 /** The toolkit's factories on the fixture tools' module, as a team's generated entries call them. */
 let consumer: BatchHandler<SQSEvent>;
@@ -69,7 +71,7 @@ beforeAll(async () => {
   // Nothing runs in the background: the handlers do all the work here. The fixture tools and the demo tools side by
   // side; a lost payment answer waits out the downstream timeout (1 s here, 3 s by default).
   stack = await startFixtureStack({
-    tools: demoTools,
+    tools: [...demoTools, ...clientsModule.tools],
     env: { CONFIRMATION_OPT_OUT_TOOLS: `${FixtureTool.payment},request_payment`, DOWNSTREAM_TIMEOUT_MS: '1000' },
     workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false },
   });
@@ -156,20 +158,41 @@ describe('the worker Lambda handlers', () => {
 
   it("a team's tools module hands its reconcile hooks its own clients through `withClients`; anything else is refused", async () => {
     const { reconcilerLambdaHandler } = await import('../../lambdas/functions/reconciler-endpoint');
-    const { tools } = await import('../../reference/tools');
-    const { withReferenceClients } = await import('../../reference/tools/services');
-    // The reference tools as a team's module would export them, clients included: the generated entry passes the module.
-    const teamReconciler = reconcilerLambdaHandler({ tools, withClients: withReferenceClients }) as unknown as ReconcilerHandler;
-    const operationId = await issueOperationId(client, 'request_payment');
-    await armFault(stack, { target: 'payments', mode: 'commit-then-timeout' });
-    expect(await callWrite(client, 'request_payment', { operation_id: operationId, amount_minor: 2100, currency: 'EUR', payee_id: 'payee-team' })).toMatchObject({
-      outcome: 'unknown',
-    });
+    // A team's module whose tool and reconcile hook take the downstream's client from the services; its `withClients`
+    // builds that client from the function's environment at the cold start: the generated entry passes the module.
+    const module = clientsModule;
+    vi.stubEnv('FIXTURE_DOWNSTREAM_URL', stack.downstream.url);
+    vi.stubEnv('DOWNSTREAM_TIMEOUT_MS', '1000');
+    const teamReconciler = reconcilerLambdaHandler(module) as unknown as ReconcilerHandler;
+    const record = (key: string) => stack.services.store.get({ tenant: 'tenant-lambda', tool: module.CLIENT_WRITE, idempotencyKey: key });
+    /** A call whose answer is lost after the downstream booked it: `unknown`, one booking under the key. */
+    const lostAnswer = async (key: string) => {
+      stack.downstream.arm({ mode: 'commit-then-timeout' });
+      expect(await callWrite(client, module.CLIENT_WRITE, { idempotency_key: key, note: 'answer lost' })).toMatchObject({ outcome: 'unknown' });
+      expect(stack.downstream.bookings(key)).toHaveLength(1);
+      expect(await record(key)).toMatchObject({ status: 'UNKNOWN' });
+    };
+
+    const key = newKey();
+    await lostAnswer(key);
     expect(await teamReconciler({}, context)).toMatchObject({ found: 1 });
-    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded' });
+    // The hook asked the downstream through the module's client, and the record holds the one booking it found.
+    expect(stack.downstream.lookups(key)).toBe(1);
+    const [booking] = stack.downstream.bookings(key);
+    expect(await record(key)).toMatchObject({ status: 'SUCCEEDED', result: { booking_id: booking!.booking_id, key } });
+    expect([stack.downstream.calls(key), stack.downstream.bookings(key).length]).toEqual([1, 1]);
+
+    // The same tools without `withClients`: the hook has no client, so nothing asks the downstream and the call stays
+    // unknown (checked again later), never settled by a guess.
+    const unserved = newKey();
+    await lostAnswer(unserved);
+    const clientless = reconcilerLambdaHandler({ tools: module.tools }) as unknown as ReconcilerHandler;
+    expect(await clientless({}, context)).toMatchObject({ found: 0, deferred: 1 });
+    expect(stack.downstream.lookups(unserved)).toBe(0);
+    expect(await record(unserved)).toMatchObject({ status: 'UNKNOWN' });
 
     // A `withClients` that is not a function fails the cold start, saying why.
-    expect(() => reconcilerLambdaHandler({ tools, withClients: 'payments' })).toThrow(/exports `withClients`, but not as a function/);
+    expect(() => reconcilerLambdaHandler({ tools: module.tools, withClients: 'bookings' })).toThrow(/exports `withClients`, but not as a function/);
   });
 
   it('the sandbox function serves the same routes through a Function URL event, from its own table only', async () => {

@@ -1,6 +1,6 @@
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../scripts/declarations';
 import { MAX_BUFFER, npmEnv, packedPackage, run } from './support';
@@ -50,9 +50,10 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     tarball = packed.filename;
   }, 600_000);
 
+  // The examples' installs are hundreds of megabytes of files: on a loaded machine their removal outlasts the default minute.
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
-  });
+  }, 300_000);
 
   it('is the file docs/toolkit.md installs', () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
@@ -105,12 +106,60 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     return running;
   }
 
+  /** The type check every example's test script starts with, as a team runs it in its folder. */
+  const TYPE_CHECK = 'tsc --noEmit -p . && ';
+  const scriptOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts.test as string;
+  const tsconfigOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include?: string[] };
+
+  /** Each example's project: installed (setUp) and its files copied in. */
+  const projects = new Map<string, Promise<string>>();
+  const projectOf = (example: string): Promise<string> => {
+    const made = projects.get(example) ?? setUp(example).then((project) => {
+      const source = join(EXAMPLES, example);
+      for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
+      return project;
+    });
+    projects.set(example, made);
+    return made;
+  };
+
+  /**
+   * Examples that share an install and whose tsconfig.json is the same (the two MCP servers) are type-checked as one
+   * program: the first's tsconfig, extended to include the others' files. Each example's program would be the same
+   * options over the same installed declarations; one program reads and checks those declarations once instead of
+   * once per example. The rest of each example's script (its test) then runs in its own folder.
+   */
+  const typeCheckGroup = (example: string) =>
+    examples.filter((other) => scriptOf(other).startsWith(TYPE_CHECK) && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
+  const typeChecks = new Map<string, Promise<void>>();
+  function typeChecked(example: string): Promise<void> {
+    const group = typeCheckGroup(example);
+    const key = group.join(' ');
+    const checked =
+      typeChecks.get(key) ??
+      Promise.all(group.map(projectOf)).then(async ([first, ...others]) => {
+        const include = [first!, ...others].flatMap((project, i) => (tsconfigOf(group[i]!).include ?? ['**/*']).map((pattern) => join(relative(first!, project), pattern)));
+        const tsconfig = group.length === 1 ? 'tsconfig.json' : 'tsconfig.examples.json';
+        if (group.length > 1) writeFileSync(join(first!, tsconfig), JSON.stringify({ extends: './tsconfig.json', include }));
+        await run('tsc', ['--noEmit', '-p', tsconfig], { cwd: first!, env: { ...npmEnv, PATH: `${join(first!, 'node_modules/.bin')}:${process.env.PATH}` }, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
+          (err: { stdout?: string; stderr?: string; message: string }) => {
+            throw new Error(`tsc --noEmit failed for examples/${group.join(', examples/')} (one program, each example's tsconfig.json):\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
+          },
+        );
+      });
+    typeChecks.set(key, checked);
+    return checked;
+  }
+
   it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
-    const project = await setUp(example);
-    const source = join(EXAMPLES, example);
-    for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
-    const test = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).scripts.test as string;
+    const project = await projectOf(example);
     expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
+    const script = scriptOf(example);
+    let test = script;
+    if (script.startsWith(TYPE_CHECK)) {
+      await typeChecked(example);
+      test = script.slice(TYPE_CHECK.length);
+    }
     const env = { ...npmEnv, DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), PATH: `${join(project, 'node_modules/.bin')}:${process.env.PATH}` };
     const result = await run('sh', ['-euc', test], { cwd: project, env, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
       (err: { stdout?: string; stderr?: string; message: string }) => {

@@ -2,6 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { parseRetryAfter } from '../../client/retry';
+import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
+import type { ReconcileFinding } from '../../lambdas/core/reconcile';
+import { boundedSignal } from '../../reference/downstream/http';
 import { deferred } from './engine';
 
 /**
@@ -187,3 +191,58 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       }),
   };
 }
+
+/**
+ * The fixture tools' client of their downstream (a team's own client library, in the tests): every transport failure
+ * classified by what it says of the effect, each request bounded by `timeoutMs`.
+ */
+export function fixtureDownstreamClient(baseUrl: string, timeoutMs: number) {
+  async function request(init: { method: 'GET' | 'POST'; path: string; body?: unknown }, signal: AbortSignal) {
+    const bounded = boundedSignal(signal, timeoutMs);
+    try {
+      const response = await fetch(`${baseUrl}${init.path}`, {
+        method: init.method,
+        headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal: bounded.signal,
+      });
+      return {
+        status: response.status,
+        retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), Date.now()),
+        body: (await response.json()) as Record<string, unknown>,
+      };
+    } catch (err) {
+      if (bounded.signal.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
+      throw new UncertainToolError('DOWNSTREAM_CONNECTION_LOST', 'the connection to the fixture downstream was lost', { cause: err });
+    } finally {
+      bounded.settled();
+    }
+  }
+  return {
+    async book(booking: Omit<Booking, 'booking_id'>, signal: AbortSignal): Promise<Booking> {
+      const { status, retryAfterMs, body } = await request({ method: 'POST', path: '/bookings', body: booking }, signal);
+      if (status === 201) return body as unknown as Booking;
+      if (status === 503) throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'the fixture downstream is unavailable; nothing was done', retryAfterMs ?? 1000);
+      if (status >= 500) throw new UncertainToolError('DOWNSTREAM_ERROR', `the fixture downstream failed (HTTP ${status}); the outcome is unknown`);
+      throw new TerminalToolError('DOWNSTREAM_REJECTED', `the fixture downstream refused the request: ${String(body.error)}`);
+    },
+    async find(tenant: string, key: string, signal: AbortSignal): Promise<ReconcileFinding> {
+      const query = new URLSearchParams({ tenant, key });
+      let answer: { status: number; body: Record<string, unknown> };
+      try {
+        answer = await request({ method: 'GET', path: `/bookings?${query}` }, signal);
+      } catch (err) {
+        return { kind: 'unreachable', reason: (err as Error).message };
+      }
+      if (answer.status === 200) return { kind: 'found', result: answer.body };
+      if (answer.status === 404) return { kind: 'absent' };
+      return { kind: 'unreachable', reason: `the fixture downstream answered HTTP ${answer.status}` };
+    },
+  };
+}
+
+export type FixtureDownstreamClient = ReturnType<typeof fixtureDownstreamClient>;
+
+/** A lookup's finding with the booking shown as the tool's result (`view`): what a reconcile hook answers. */
+export const found = (finding: ReconcileFinding, view: (b: Booking) => unknown): ReconcileFinding =>
+  finding.kind === 'found' ? { kind: 'found', result: view(finding.result as Booking) } : finding;

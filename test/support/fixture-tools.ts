@@ -1,22 +1,20 @@
+import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import * as z from 'zod';
-import { parseRetryAfter } from '../../client/retry';
 import { EnvVars, read, type Env } from '../../lambdas/config';
-import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { quotedText } from '../../lambdas/core/display-text';
 import { formatMinorUnits, isPayableCurrency } from '../../lambdas/core/money';
-import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import { defineReadTool, ReadToolError } from '../../lambdas/mcp/define-read-tool';
 import { defineWriteTool, type WriteToolContext } from '../../lambdas/mcp/define-write-tool';
 import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime } from '../../lambdas/mcp/outbox-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import type { DeliveryHandler } from '../../lambdas/outbox/consumer';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../local/stack';
-import { boundedSignal } from '../../reference/downstream/http';
-import { deferred, orderItem, orderWrite } from './engine';
-import { FIXTURE_LIMIT_MINOR, startFixtureDownstream, type Booking, type FixtureDownstream } from './fixture-downstream';
+import { orderItem, orderWrite } from './engine';
+import { bookingClients } from './fixture-clients-module';
+import { fixtureDownstreamClient, found, startFixtureDownstream, type Booking, type FixtureDownstream } from './fixture-downstream';
 
-export { FIXTURE_LIMIT_MINOR, startFixtureDownstream, type Booking, type FixtureDownstream, type FixtureFault, type FixtureFaultMode } from './fixture-downstream';
+export { FIXTURE_LIMIT_MINOR, fixtureDownstreamClient, startFixtureDownstream, type Booking, type FixtureDownstream, type FixtureFault, type FixtureFaultMode } from './fixture-downstream';
 
 /**
  * The toolkit's MCP-level tests run on tools of their own, never on the reference endpoint's demo tools: write tools
@@ -24,52 +22,6 @@ export { FIXTURE_LIMIT_MINOR, startFixtureDownstream, type Booking, type Fixture
  * process). Duplicates are counted where effects land: the bookings that downstream holds and the requests it got,
  * or the items in the table; never from the engine's own events or answers.
  */
-
-/** The fixture tools' client of their downstream: every transport failure classified by what it says of the effect. */
-function downstreamClient(baseUrl: string, timeoutMs: number) {
-  async function request(init: { method: 'GET' | 'POST'; path: string; body?: unknown }, signal: AbortSignal) {
-    const bounded = boundedSignal(signal, timeoutMs);
-    try {
-      const response = await fetch(`${baseUrl}${init.path}`, {
-        method: init.method,
-        headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
-        body: init.body === undefined ? undefined : JSON.stringify(init.body),
-        signal: bounded.signal,
-      });
-      return {
-        status: response.status,
-        retryAfterMs: parseRetryAfter(response.headers.get('retry-after'), Date.now()),
-        body: (await response.json()) as Record<string, unknown>,
-      };
-    } catch (err) {
-      if (bounded.signal.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
-      throw new UncertainToolError('DOWNSTREAM_CONNECTION_LOST', 'the connection to the fixture downstream was lost', { cause: err });
-    } finally {
-      bounded.settled();
-    }
-  }
-  return {
-    async book(booking: Omit<Booking, 'booking_id'>, signal: AbortSignal): Promise<Booking> {
-      const { status, retryAfterMs, body } = await request({ method: 'POST', path: '/bookings', body: booking }, signal);
-      if (status === 201) return body as unknown as Booking;
-      if (status === 503) throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'the fixture downstream is unavailable; nothing was done', retryAfterMs ?? 1000);
-      if (status >= 500) throw new UncertainToolError('DOWNSTREAM_ERROR', `the fixture downstream failed (HTTP ${status}); the outcome is unknown`);
-      throw new TerminalToolError('DOWNSTREAM_REJECTED', `the fixture downstream refused the request: ${String(body.error)}`);
-    },
-    async find(tenant: string, key: string, signal: AbortSignal): Promise<ReconcileFinding> {
-      const query = new URLSearchParams({ tenant, key });
-      let answer: { status: number; body: Record<string, unknown> };
-      try {
-        answer = await request({ method: 'GET', path: `/bookings?${query}` }, signal);
-      } catch (err) {
-        return { kind: 'unreachable', reason: (err as Error).message };
-      }
-      if (answer.status === 200) return { kind: 'found', result: answer.body };
-      if (answer.status === 404) return { kind: 'absent' };
-      return { kind: 'unreachable', reason: `the fixture downstream answered HTTP ${answer.status}` };
-    },
-  };
-}
 
 /** The fixture tools' names (their records' storage keys name them). */
 export const FixtureTool = {
@@ -90,8 +42,6 @@ export const FIXTURE_NOTIFY_EVENT = 'fixture.notify';
 const bookedSchema = z.object({ booking_id: z.string(), key: z.string() });
 const paymentResult = z.object({ payment_id: z.string(), amount_minor: z.number().int(), currency: z.string(), payee_id: z.string() });
 
-const found = (finding: ReconcileFinding, view: (b: Booking) => unknown): ReconcileFinding =>
-  finding.kind === 'found' ? { kind: 'found', result: view(finding.result as Booking) } : finding;
 const paymentView = (b: Booking) => ({
   payment_id: b.booking_id,
   amount_minor: b.payload.amount_minor as number,
@@ -101,7 +51,7 @@ const paymentView = (b: Booking) => ({
 
 /** The fixture tools over `downstream`, each downstream call bounded by `timeoutMs` (the deployment's DOWNSTREAM_TIMEOUT_MS). */
 export function fixtureTools(downstream: Pick<FixtureDownstream, 'url'>, timeoutMs: number) {
-  const client = downstreamClient(downstream.url, timeoutMs);
+  const client = fixtureDownstreamClient(downstream.url, timeoutMs);
   const payment = defineWriteTool({
     name: FixtureTool.payment,
     title: 'Fixture payment',
@@ -179,6 +129,18 @@ export const fixtureOrderId = (idempotencyKey: string) => `fo-${idempotencyKey}`
 export const fixtureOrder = (stack: LocalStack, tenant: string, idempotencyKey: string) =>
   orderItem(stack.services.doc, stack.config.tableName, tenant, fixtureOrderId(idempotencyKey));
 
+/**
+ * Every item of the stack's table that names `key` (an idempotency key or operation id, unique to one test): the
+ * record of each call under it and what the calls committed with it. Counted in the table itself, not through the
+ * store's reads, so a second record or a second order under another storage key would show.
+ */
+export async function tableItemsNaming(stack: LocalStack, key: string): Promise<Array<Record<string, unknown>>> {
+  const items: Array<Record<string, unknown>> = [];
+  for await (const page of paginateScan({ client: stack.services.doc }, { TableName: stack.config.tableName, ConsistentRead: true }))
+    items.push(...(page.Items ?? []).filter((item) => JSON.stringify(item).includes(key)));
+  return items;
+}
+
 export type FixtureStack = LocalStack & {
   downstream: FixtureDownstream;
   /** Every tool it serves: the fixture tools and the test's own (a second reconciler or worker gets the same). */
@@ -201,7 +163,10 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
   try {
     const tools = [...fixture.tools, ...(options.tools ?? [])];
     const deliveries = { ...fixture.deliveries, ...options.workers?.deliveries };
-    const stack = await startLocalStack({ ...options, env, tools, workers: { ...options.workers, deliveries } });
+    // Its services hold the clients of test/support/fixture-clients-module.ts's tools, for this downstream (as that
+    // module's `withClients` adds them in a deployed function), so a test may serve those tools too.
+    const withClients = <B extends object>(services: B) => (options.withClients ?? ((given: B) => given))({ ...services, ...bookingClients(downstream.url, timeoutMs) });
+    const stack = await startLocalStack({ ...options, env, tools, withClients, workers: { ...options.workers, deliveries } });
     return {
       ...stack,
       downstream,
