@@ -13,7 +13,7 @@ import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { createSandboxDownstreams } from '../../reference/sandbox/downstreams';
 import { SandboxStore } from '../../reference/sandbox/sandbox-store';
 import { LocalPerson } from '../../scripts/local-approver';
-import { referenceSynth, stageBundlesFrom, templateApp } from '../cdk/support';
+import { finishedReferenceSynth, stageBundlesFrom, templateApp } from '../cdk/support';
 import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
@@ -52,9 +52,11 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     const base = `http://127.0.0.1:${(downstreams.address() as AddressInfo).port}/sandbox`;
 
     // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too). The
-    // bundles of this run's `npm run synth` are staged first: the same sources hash the same, so CDK takes them
-    // instead of bundling the same four functions again (lib/bundling.ts, bundleSourceHash).
-    stageBundlesFrom((await referenceSynth()).outdir, outdir);
+    // bundles of this run's `npm run synth` (test/cdk/synth.test.ts), if it has finished, are staged first: the same
+    // sources hash the same, so CDK takes them instead of bundling the same four functions again (lib/bundling.ts,
+    // bundleSourceHash); without them it bundles here.
+    const synthesized = finishedReferenceSynth();
+    if (synthesized) stageBundlesFrom(synthesized, outdir);
     const app = templateApp({ stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER }, { bundle: true, outdir });
     const settings = settingsFromContext(app.node);
     new IdempotentMcpStack(app, settings.stackName, settings.props);
@@ -69,7 +71,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     const client = deployment.cognito.clients.get(clientId)!;
     token = await deployment.cognito.clientCredentials(clientId, client.secret!, String(d.resolve(d.template.Outputs!.TokenScope!.Value)));
     tenant = clientId;
-  }, 420_000);
+  }, 300_000);
 
   afterAll(async () => {
     await deployment?.stop();

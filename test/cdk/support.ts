@@ -7,7 +7,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { oncePerRun } from '../support/once-per-run';
+import { builtThisRun, oncePerRun } from '../support/once-per-run';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */
 export const cdkJsonContext: Record<string, unknown> = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context;
@@ -139,10 +139,13 @@ export async function synthTeamApp(outdir: string): Promise<{ stdout: string }> 
 /**
  * `npm run synth` as a user runs it (the real CLI, offline, every function bundled by the local esbuild, nag
  * included), once per test run (oncePerRun) into a fresh cloud assembly: test/cdk/synth.test.ts checks what it
- * printed and wrote, test/artifact/reference-stack.test.ts takes its bundles (stageBundlesFrom). Read it, never write it.
+ * printed and wrote, test/artifact/reference-stack.test.ts takes its bundles (finishedReferenceSynth). Read it, never
+ * write it.
  */
+const REFERENCE_SYNTH = 'reference-synth';
+
 export async function referenceSynth(): Promise<{ outdir: string; stderr: string }> {
-  const shared = await oncePerRun('reference-synth', async (dir) => {
+  const shared = await oncePerRun(REFERENCE_SYNTH, async (dir) => {
     const { stderr } = await promisify(execFile)('npm', ['run', 'synth', '--', '--output', join(dir, 'cdk.out')], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
     writeFileSync(join(dir, 'stderr.txt'), stderr);
   });
@@ -162,4 +165,14 @@ export function stageBundlesFrom(assembly: string, outdir: string): string[] {
     copied.push(name.slice('asset.'.length));
   }
   return copied;
+}
+
+/**
+ * The cloud assembly of this run's `npm run synth` if it has finished, else undefined: a file that would otherwise
+ * bundle the same functions itself takes its bundles when they are there, and does not wait for them (waiting would
+ * idle its worker for as long as bundling takes).
+ */
+export function finishedReferenceSynth(): string | undefined {
+  const shared = builtThisRun(REFERENCE_SYNTH);
+  return shared && join(shared, 'cdk.out');
 }
