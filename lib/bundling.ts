@@ -134,6 +134,8 @@ export function lambdaBuild(entry: string, project: BundleProject, options: unkn
       write: false,
       metafile: true,
       outfile,
+      // Nothing is written there (CDK stages the bundle through `write`): an input of that name must not stop the build.
+      allowOverwrite: true,
       platform: LambdaBundle.platform,
       format: LambdaBundle.format,
       target: LambdaBundle.target,

@@ -148,4 +148,9 @@ describe('a synth into a cloud assembly that holds the bundle', () => {
     expect(changed.code).not.toContain('first-version');
     expect(readdirSync(outdir).filter((name) => name.startsWith('asset.'))).toHaveLength(2);
   }, 120_000);
+
+  it("stops the synth with esbuild's own error, naming the function, where the entry does not bundle", () => {
+    writeFileSync(entry, "import { word } from './nowhere';\nexport const handler = async () => word;\n");
+    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[^]*Could not resolve "\.\/nowhere"/);
+  }, 60_000);
 });
