@@ -150,8 +150,8 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
 
 /**
  * One Lambda function: Node.js 22, bundled in the synth's process by the project's esbuild (never Docker) with the
- * shared bundle settings,
- * its own log group and a role that may write only to that log group until the owning construct grants more.
+ * shared bundle settings, its own log group and a role that may write only to that log group until the owning
+ * construct grants more.
  * @public
  */
 export class ServiceFunction extends Construct implements iam.IGrantable {
@@ -212,8 +212,8 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
         },
       },
     });
-    // A NodejsFunction given its code: the same construct (type, path, logical ids) as when CDK bundled it with
-    // `npx esbuild`, now bundled in this process by lambdaBuild.
+    // A NodejsFunction given its code: CDK's own bundling would run esbuild through `npx` in a shell, one npm start per
+    // function; the type, construct path and logical ids stay those of a NodejsFunction.
     this.function = new NodejsFunction(this, 'Function', {
       code,
       handler: `${parse(LAMBDA_BUNDLE_FILE).name}.handler`,
