@@ -110,13 +110,13 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
         if (group.includes(EVERY_SUBPATH_IN)) {
           writeFileSync(join(first!, EVERY_SUBPATH_FILE), everySubpath(first!).source);
           include.push(EVERY_SUBPATH_FILE);
-          what.push(`${EVERY_SUBPATH_FILE}, which imports every public subpath of the installed package,`);
+          what.push(`${EVERY_SUBPATH_FILE} (it imports every public subpath of the installed package)`);
         }
         const tsconfig = 'tsconfig.examples.json';
         writeFileSync(join(first!, tsconfig), JSON.stringify({ extends: './tsconfig.json', include }));
         await run('tsc', ['--noEmit', '-p', tsconfig], { cwd: first!, env: { ...npmEnv, PATH: `${join(first!, 'node_modules/.bin')}:${process.env.PATH}` }, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
           (err: { stdout?: string; stderr?: string; message: string }) => {
-            throw new Error(`tsc --noEmit failed for ${what.join(' with ')} (one program, each example's tsconfig.json):\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
+            throw new Error(`tsc --noEmit failed for ${what.join(' and ')}, one program with each example's tsconfig.json:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
           },
         );
       });
