@@ -7,6 +7,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { exampleRun, offlineEnv } from '../package/support';
 import { builtThisRun, oncePerRun } from '../support/once-per-run';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */
@@ -96,44 +97,17 @@ export function teamProject(): { dir: string; file: (name: string) => string; re
   return { dir, file: (name) => join(dir, name), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The environment of a machine with no AWS account: no credentials, no instance metadata, and no Docker. */
-export function offlineEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('AWS_') && !key.startsWith('CDK_')) env[key] = value;
-  return {
-    ...env,
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
-    AWS_CONFIG_FILE: '/nonexistent/config',
-    // Any attempt to bundle in a container would run this and fail.
-    CDK_DOCKER: '/nonexistent/docker',
-    ...extra,
-  };
-}
-
 /**
- * examples/cdk-app synthesized by its own app as a team runs it (`tsx app.ts` in teamProject(), offline, every
- * function bundled by the local esbuild, nag included) into `outdir`; returns what the app printed. The synth runs
- * once per test run (oncePerRun): test/cdk/team-app.test.ts reads the assembly and test/artifact/team-app.test.ts
- * deploys it, and each gets its own copy.
+ * examples/cdk-app as a team has it (the packed package installed as docs/toolkit.md says), synthesized by its own
+ * app (`tsx app.ts`, offline, every function bundled by the local esbuild, nag included), copied into `outdir`;
+ * returns what the app printed. The synth is the run's one of that example (exampleRun, test/package/support.ts):
+ * test/package/pack.test.ts checks what it printed, test/cdk/team-app.test.ts reads the assembly and
+ * test/artifact/team-app.test.ts deploys it, each from its own copy.
  */
 export async function synthTeamApp(outdir: string): Promise<{ stdout: string }> {
-  const shared = await oncePerRun('team-app', async (dir) => {
-    const project = teamProject();
-    try {
-      const tsx = join(PROJECT_ROOT, 'node_modules/.bin/tsx');
-      const { stdout } = await promisify(execFile)(tsx, ['app.ts'], { cwd: project.dir, env: offlineEnv({ CDK_OUTDIR: join(dir, 'cdk.out') }), timeout: 400_000, maxBuffer: 16 * 1024 * 1024 }).catch(
-        (err: { stdout?: string; stderr?: string; message: string }) => {
-          throw new Error(`the team's app did not synthesize: ${err.message.split('\n')[0]}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
-        },
-      );
-      writeFileSync(join(dir, 'stdout.txt'), stdout);
-    } finally {
-      project.remove();
-    }
-  });
-  cpSync(join(shared, 'cdk.out'), outdir, { recursive: true });
-  return { stdout: readFileSync(join(shared, 'stdout.txt'), 'utf8') };
+  const { stdout, cloudAssembly } = await exampleRun('cdk-app');
+  cpSync(cloudAssembly, outdir, { recursive: true });
+  return { stdout };
 }
 
 /**
@@ -154,7 +128,7 @@ export async function referenceSynth(): Promise<{ outdir: string; stderr: string
 
 /**
  * The bundles (`asset.<hash>` folders) of a cloud assembly copied into another one's folder before its synth: a
- * function whose sources hash the same (lib/bundling.ts, bundleSourceHash) finds its bundle staged and is not bundled
+ * function whose sources hash the same (lib/bundling.ts, lambdaBuild) finds its bundle staged and is not bundled
  * again; any other is bundled as usual. Returns the hashes copied.
  */
 export function stageBundlesFrom(assembly: string, outdir: string): string[] {

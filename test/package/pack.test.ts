@@ -1,38 +1,40 @@
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../../scripts/declarations';
-import { MAX_BUFFER, npmEnv, packedPackage, run } from './support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, publicSubpaths } from '../../scripts/declarations';
+import { EXAMPLES, exampleProject, exampleRun, installOf, MAX_BUFFER, npmEnv, packedPackage, run, scriptOf, setupBlock, TYPE_CHECK } from './support';
 
-const EXAMPLES = join(PROJECT_ROOT, 'examples');
 const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
 
 /**
- * docs/toolkit.md's set-up block for an example: the first `sh` block before the example's first file. It is run
- * as printed, in an empty folder that holds the packed package where docs/toolkit.md#install puts it.
+ * The example whose project also imports every public subpath (everySubpath below): its install has the peers the
+ * cdk subpaths' declarations import (aws-cdk-lib, constructs, cdk-nag); the other subpaths need only the package's
+ * own dependencies.
  */
-function setupBlock(example: string): string {
-  const doc = readFileSync(join(PROJECT_ROOT, 'docs/toolkit.md'), 'utf8');
-  const at = doc.indexOf(`<!-- file: examples/${example}/`);
-  if (at < 0) throw new Error(`docs/toolkit.md shows no file of examples/${example}`);
-  const blocks = [...doc.slice(0, at).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('npm init'));
-  const block = blocks.at(-1);
-  if (!block) throw new Error(`docs/toolkit.md has no set-up block before examples/${example}`);
-  return block;
+const EVERY_SUBPATH_IN = 'cdk-app';
+const EVERY_SUBPATH_FILE = 'every-subpath.ts';
+
+/**
+ * A file of a team's project that imports every public subpath the installed package exports (its package.json
+ * `exports`), each as a namespace of types: type-checked with the project's `skipLibCheck: false`, it checks every
+ * declaration file a team can reach, not only those the examples import.
+ */
+function everySubpath(project: string): { subpaths: string[]; source: string } {
+  const installed = JSON.parse(readFileSync(join(project, 'node_modules/idempotent-mcp/package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
+  const keys = Object.keys(installed.exports).filter((key) => key !== './package.json');
+  const subpaths = keys.map((key) => `${installed.name}${key.slice(1)}`);
+  const source = keys.map((key, i) => `export type * as ${key.slice(2).replace(/\W/g, '_')} from '${subpaths[i]}';\n`).join('');
+  return { subpaths, source };
 }
-
-/** The project folder a set-up block makes (`mkdir my-mcp-server && cd my-mcp-server`). */
-const projectFolderOf = (block: string) => /^mkdir (\S+)/m.exec(block)?.[1] ?? '.';
-
-/** What a set-up block installs: the block without the line that makes and enters its folder. */
-const installOf = (block: string) => block.replace(/^mkdir (\S+) && cd \1\n/m, '');
 
 /**
  * A stranger's view of the package, as docs/toolkit.md tells them to install it: `npm pack` in a clone, then each
  * example's set-up block in a folder beside it, which installs the tarball and exactly the packages the docs list,
  * from the registry (nothing from this repository's node_modules). Then the example's files, its type check with
- * `skipLibCheck: false` and its test; those that need DynamoDB get the test run's DynamoDB Local.
+ * `skipLibCheck: false` and its test; those that need DynamoDB get the test run's DynamoDB Local. The installs and
+ * the examples' tests run once per test run (test/package/support.ts): examples/cdk-app's cloud assembly is the one
+ * the team-app tests (test/cdk/, test/artifact/) check.
  */
 describe('the packed package, installed as docs/toolkit.md says', () => {
   let work: string;
@@ -40,20 +42,17 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
   let tarball: string;
 
   beforeAll(async () => {
+    // The examples' projects for their type checks: copies of a few files and links to the run's installs.
     work = mkdtempSync(join(tmpdir(), 'idempotent-mcp-pack-'));
-    const clone = join(work, 'idempotent-mcp');
-    mkdirSync(clone);
     // The run's one `npm pack` (test/package/api-report.test.ts reports its declarations).
     const packed = await packedPackage();
-    copyFileSync(packed.tarball, join(clone, packed.filename));
     files = packed.files;
     tarball = packed.filename;
   }, 600_000);
 
-  // The examples' installs are hundreds of megabytes of files: on a loaded machine their removal outlasts the default minute.
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
-  }, 300_000);
+  });
 
   it('is the file docs/toolkit.md installs', () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
@@ -80,45 +79,12 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f))).toEqual([]);
   });
 
-  /**
-   * Examples whose set-up blocks install the same packages (all but the folder's name) share one install, the first
-   * one's, run as printed: the second's folder gets its package.json, its lock file and its node_modules (a link).
-   */
-  const installs = new Map<string, Promise<string>>();
-  async function setUp(example: string): Promise<string> {
-    const block = setupBlock(example);
-    const project = join(work, projectFolderOf(block));
-    const installed = installs.get(installOf(block));
-    if (installed) {
-      const first = await installed;
-      mkdirSync(project);
-      for (const name of ['package.json', 'package-lock.json']) copyFileSync(join(first, name), join(project, name));
-      symlinkSync(join(first, 'node_modules'), join(project, 'node_modules'));
-      return project;
-    }
-    const running = run('sh', ['-euc', block], { cwd: work, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).then(
-      () => project,
-      (err: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
-      },
-    );
-    installs.set(installOf(block), running);
-    return running;
-  }
-
-  /** The type check every example's test script starts with, as a team runs it in its folder. */
-  const TYPE_CHECK = 'tsc --noEmit -p . && ';
-  const scriptOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts.test as string;
   const tsconfigOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include?: string[] };
 
-  /** Each example's project: installed (setUp) and its files copied in. */
+  /** Each example's project for its type check, in this file's folder. */
   const projects = new Map<string, Promise<string>>();
   const projectOf = (example: string): Promise<string> => {
-    const made = projects.get(example) ?? setUp(example).then((project) => {
-      const source = join(EXAMPLES, example);
-      for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
-      return project;
-    });
+    const made = projects.get(example) ?? exampleProject(example, work);
     projects.set(example, made);
     return made;
   };
@@ -127,7 +93,8 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
    * Examples that share an install and whose tsconfig.json is the same (the two MCP servers) are type-checked as one
    * program: the first's tsconfig, extended to include the others' files. Each example's program would be the same
    * options over the same installed declarations; one program reads and checks those declarations once instead of
-   * once per example. The rest of each example's script (its test) then runs in its own folder.
+   * once per example. The rest of each example's script (its test) runs once per test run (exampleRun). The program
+   * of EVERY_SUBPATH_IN also holds the file that imports every public subpath.
    */
   const typeCheckGroup = (example: string) =>
     examples.filter((other) => scriptOf(other).startsWith(TYPE_CHECK) && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
@@ -139,11 +106,17 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
       typeChecks.get(key) ??
       Promise.all(group.map(projectOf)).then(async ([first, ...others]) => {
         const include = [first!, ...others].flatMap((project, i) => (tsconfigOf(group[i]!).include ?? ['**/*']).map((pattern) => join(relative(first!, project), pattern)));
-        const tsconfig = group.length === 1 ? 'tsconfig.json' : 'tsconfig.examples.json';
-        if (group.length > 1) writeFileSync(join(first!, tsconfig), JSON.stringify({ extends: './tsconfig.json', include }));
+        const what = [`examples/${group.join(', examples/')}`];
+        if (group.includes(EVERY_SUBPATH_IN)) {
+          writeFileSync(join(first!, EVERY_SUBPATH_FILE), everySubpath(first!).source);
+          include.push(EVERY_SUBPATH_FILE);
+          what.push(`${EVERY_SUBPATH_FILE} (it imports every public subpath of the installed package)`);
+        }
+        const tsconfig = 'tsconfig.examples.json';
+        writeFileSync(join(first!, tsconfig), JSON.stringify({ extends: './tsconfig.json', include }));
         await run('tsc', ['--noEmit', '-p', tsconfig], { cwd: first!, env: { ...npmEnv, PATH: `${join(first!, 'node_modules/.bin')}:${process.env.PATH}` }, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
           (err: { stdout?: string; stderr?: string; message: string }) => {
-            throw new Error(`tsc --noEmit failed for examples/${group.join(', examples/')} (one program, each example's tsconfig.json):\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
+            throw new Error(`tsc --noEmit failed for ${what.join(' and ')}, one program with each example's tsconfig.json:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
           },
         );
       });
@@ -154,18 +127,15 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
   it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
     const project = await projectOf(example);
     expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
-    const script = scriptOf(example);
-    let test = script;
-    if (script.startsWith(TYPE_CHECK)) {
-      await typeChecked(example);
-      test = script.slice(TYPE_CHECK.length);
-    }
-    const env = { ...npmEnv, DYNAMODB_ENDPOINT: inject('dynamodbEndpoint'), PATH: `${join(project, 'node_modules/.bin')}:${process.env.PATH}` };
-    const result = await run('sh', ['-euc', test], { cwd: project, env, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
-      (err: { stdout?: string; stderr?: string; message: string }) => {
-        throw new Error(`examples/${example} failed (${err.message.split('\n')[0]}):\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
-      },
-    );
+    const [, result] = await Promise.all([scriptOf(example).startsWith(TYPE_CHECK) ? typeChecked(example) : undefined, exampleRun(example)]);
     expect(result.stdout).toMatch(/passed/);
+  });
+
+  it("type-checks every public subpath of the installed package in a team's strict project (skipLibCheck: false)", { concurrent: true, timeout: 900_000 }, async ({ expect }) => {
+    const project = await projectOf(EVERY_SUBPATH_IN);
+    expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
+    // What the package exports is what the sources declare public, every one of it.
+    expect(everySubpath(project).subpaths.sort()).toEqual(publicSubpaths().map((s) => s.name).sort());
+    await typeChecked(EVERY_SUBPATH_IN);
   });
 });
