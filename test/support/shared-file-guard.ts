@@ -12,6 +12,10 @@ import '@aws-lambda-powertools/commons';
 
 // Read before the test file is imported (setup files run first): what its top level changes counts too.
 const found = { ...process.env };
+// Node's Request and Response, which @hono/node-server's serve() (the local stack's, the gateway's) replaces with
+// its own for the rest of the process: put back after each file, as a process of its own would start with them.
+const WEB_GLOBALS = ['Request', 'Response'] as const;
+const webGlobals = WEB_GLOBALS.map((name) => [name, Object.getOwnPropertyDescriptor(globalThis, name)!] as const);
 
 afterAll(() => {
   // Registered before the file's own hooks, so it runs after them (vitest's `sequence.hooks: 'stack'`).
@@ -19,6 +23,7 @@ afterAll(() => {
   const changed = [...new Set([...Object.keys(found), ...Object.keys(process.env)])].filter((name) => process.env[name] !== found[name]).sort();
   vi.useRealTimers();
   vi.unstubAllEnvs();
+  for (const [name, descriptor] of webGlobals) Object.defineProperty(globalThis, name, descriptor);
   for (const name of Object.keys(process.env)) if (!(name in found)) delete process.env[name];
   Object.assign(process.env, found);
   const left = [
