@@ -3,7 +3,8 @@
  * found it. After a file's own hooks, this one checks the two things a test file may change for the files after it
  * and vitest's shared workers do not undo: the environment (`vi.stubEnv` or a write to `process.env`) and fake
  * timers. A file that left either changed fails here, naming what it left, and the process is put back, so the
- * files after it see what they would see alone (the failure is the file that leaked, never a later one).
+ * files after it see what they would see alone (the failure is the file that leaked, never a later one). Node's
+ * Request and Response, which a library replaces for the whole process, are put back too, without failing.
  */
 import { afterAll, vi } from 'vitest';
 // Powertools adds itself to AWS_SDK_UA_APP_ID when first imported in a process, once: imported here first, so the
