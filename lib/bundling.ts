@@ -4,7 +4,7 @@
  * Plain data (no aws-cdk-lib import) so the benchmark stays light.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type * as esbuild from 'esbuild';
@@ -57,12 +57,6 @@ export const LambdaBundle = {
   } as Record<string, string>,
 } as const;
 
-/** The same options as extra esbuild CLI arguments, for the CDK's NodejsFunction (which has no typed prop for them). */
-export const lambdaEsbuildArgs = (): Record<string, string | string[]> => ({
-  '--legal-comments': LambdaBundle.legalComments,
-  '--alias': Object.entries(LambdaBundle.alias).map(([module, replacement]) => `${module}=${replacement}`),
-});
-
 /** The functions whose entry ships with the package as it is (the others bundle a team's tools or deliveries). */
 export type BuiltInHandler = 'relay';
 
@@ -70,8 +64,7 @@ export type BuiltInHandler = 'relay';
 export const handlerEntry = (name: BuiltInHandler) => packageFile(`lambdas/functions/${name}.ts`, `dist/functions/${name}.js`);
 
 /**
- * The esbuild a project bundles its functions with (CDK's NodejsFunction runs the same one), else the one beside this
- * package; undefined where neither is installed.
+ * The esbuild a project bundles its functions with, else the one beside this package; undefined where neither is installed.
  */
 export function projectEsbuild(projectRoot: string): typeof esbuild | undefined {
   for (const from of [join(projectRoot, 'package.json'), import.meta.url]) {
@@ -87,47 +80,84 @@ export function projectEsbuild(projectRoot: string): typeof esbuild | undefined 
 /** Files beside the sources that change how esbuild resolves or compiles them without being inputs themselves. */
 const BUILD_CONFIG_FILES = ['package.json', 'tsconfig.json', 'jsconfig.json'];
 
+/** The bundle's file name, as CDK's NodejsFunction names an ESM bundle: the handler is `index.handler`. */
+export const LAMBDA_BUNDLE_FILE = 'index.mjs';
+
+/** A function's project: where esbuild runs (the entry must be inside it) and its lock file. */
+export interface BundleProject {
+  readonly projectRoot: string;
+  readonly depsLockFilePath: string;
+}
+
+/** A function bundled once, in this process: its asset hash and a way to write the bundle where CDK stages it. */
+export interface LambdaBuild {
+  /**
+   * A content hash of everything the bundle is made from (see lambdaBuild); undefined where the bundle could not be
+   * built, and `write` then throws why.
+   */
+  readonly hash: string | undefined;
+  /** Writes the bundle (`index.mjs`) into `outputDir`. */
+  write(outputDir: string): void;
+}
+
 /**
- * A content hash of everything a function's bundle is made from, known before it is bundled: CDK's asset hash
- * (`assetHash`, AssetHashType.CUSTOM), so a synth that finds `asset.<hash>` already staged in its cloud assembly
- * skips esbuild instead of bundling again. It covers every file esbuild reaches from `entry` (read from esbuild's
- * metafile, with their contents), the package.json and tsconfig.json files above them, the lock file, esbuild's
- * version and this module's options; CDK adds its own bundling options (the esbuild command, the runtime) on top.
- * A change in any of them is a new hash, so a stale bundle is never reused or deployed.
+ * Bundles a function with the project's esbuild, in this process (no `npx`, no shell, no Docker), once: the same build
+ * gives the bundle and, from its metafile, the asset hash (`assetHash`, AssetHashType.CUSTOM), known before CDK
+ * stages the asset, so a synth that finds `asset.<hash>` already in its cloud assembly writes nothing again.
  *
- * `undefined` where the project's esbuild cannot be loaded or cannot bundle the entry: the function then keeps CDK's
- * default (a hash of the bundle's output), and CDK's own bundling reports the error.
+ * The hash covers every file esbuild reached from `entry` (with their contents), the package.json and tsconfig.json
+ * files above them, the lock file, esbuild's version, this module's options and `options` (the runtime). A change in
+ * any of them is a new hash, so a stale bundle is never reused or deployed.
+ *
+ * Where the project has no esbuild, or esbuild cannot bundle the entry, `hash` is undefined and `write` throws: CDK
+ * reports the error when it stages the asset (a synth that skips bundling, `cdk synth --exclusively`, is not stopped).
  */
-export function bundleSourceHash(entry: string, project: { projectRoot: string; depsLockFilePath: string }, options: unknown): string | undefined {
+export function lambdaBuild(entry: string, project: BundleProject, options: unknown): LambdaBuild {
+  const failed = (error: Error): LambdaBuild => ({
+    hash: undefined,
+    write: () => {
+      throw error;
+    },
+  });
   const esbuild = projectEsbuild(project.projectRoot);
-  if (!esbuild) return undefined;
-  let inputs: string[];
+  if (!esbuild) {
+    // Docker bundling is not supported (docs/deploy.md): say what to install instead of falling back to it.
+    return failed(new Error(`cannot bundle ${entry}: the functions are bundled by the project's esbuild, which is not installed in ${project.projectRoot}: npm install -D esbuild`));
+  }
+  let result: esbuild.BuildResult<{ metafile: true; write: false }>;
+  const outfile = join(project.projectRoot, LAMBDA_BUNDLE_FILE);
   try {
-    const result = esbuild.buildSync({
+    result = esbuild.buildSync({
       entryPoints: [entry],
       absWorkingDir: project.projectRoot,
       bundle: true,
       write: false,
       metafile: true,
-      outfile: join(project.projectRoot, 'index.mjs'),
+      outfile,
+      // Nothing is written there (CDK stages the bundle through `write`): an input of that name must not stop the build.
+      allowOverwrite: true,
       platform: LambdaBundle.platform,
       format: LambdaBundle.format,
       target: LambdaBundle.target,
+      minify: LambdaBundle.minify,
+      sourcemap: LambdaBundle.sourcemap,
       mainFields: [...LambdaBundle.mainFields],
+      banner: { js: LambdaBundle.banner },
       external: [...LambdaBundle.external],
       alias: { ...LambdaBundle.alias },
-      logLevel: 'silent',
+      legalComments: LambdaBundle.legalComments,
+      // esbuild's size table would fill `npm run synth --quiet`; warnings and errors still show.
+      logLevel: 'warning',
     });
-    inputs = Object.keys(result.metafile?.inputs ?? {});
-  } catch {
-    return undefined;
+  } catch (error) {
+    return failed(error instanceof Error ? error : new Error(String(error)));
   }
   const hash = createHash('sha256');
-  const add = (label: string, content: string | Buffer) => hash.update(`${label}\0${createHash('sha256').update(content).digest('hex')}\0`);
-  add('idempotent-mcp bundle source v1', JSON.stringify({ esbuild: esbuild.version, bundle: LambdaBundle, options }));
+  const add = (label: string, content: string | Uint8Array) => hash.update(`${label}\0${createHash('sha256').update(content).digest('hex')}\0`);
+  add('idempotent-mcp bundle source v2', JSON.stringify({ esbuild: esbuild.version, bundle: LambdaBundle, file: LAMBDA_BUNDLE_FILE, options }));
   add(relative(project.projectRoot, project.depsLockFilePath), readFileSync(project.depsLockFilePath));
   const configDirs = new Set<string>();
-  for (const input of inputs.sort()) {
+  for (const input of Object.keys(result.metafile.inputs).sort()) {
     // A namespaced input (`(disabled):fs`) has no file: its name is all there is to it.
     const file = isAbsolute(input) ? input : resolve(project.projectRoot, input);
     if (!existsSync(file)) {
@@ -146,5 +176,15 @@ export function bundleSourceHash(entry: string, project: { projectRoot: string; 
       if (existsSync(file)) add(relative(project.projectRoot, file), readFileSync(file));
     }
   }
-  return hash.digest('hex');
+  const files = result.outputFiles;
+  return {
+    hash: hash.digest('hex'),
+    write: (outputDir) => {
+      for (const file of files) {
+        const target = join(outputDir, relative(dirname(outfile), file.path));
+        mkdirSync(dirname(target), { recursive: true });
+        writeFileSync(target, file.contents);
+      }
+    },
+  };
 }

@@ -1,12 +1,14 @@
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { existsSync } from 'node:fs';
+import { parse } from 'node:path';
+import { AssetHashType, DockerImage, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVars, environmentOf } from '../../lambdas/config';
-import { bundleSourceHash, LambdaBundle, lambdaEsbuildArgs } from '../bundling';
+import { LAMBDA_BUNDLE_FILE, lambdaBuild } from '../bundling';
 import { PACKAGE_ROOT, projectOf } from '../package-root';
 
 /** This package's folder (the repository when run from source). */
@@ -147,8 +149,9 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
 }
 
 /**
- * One Lambda function: Node.js 22, bundled by the local esbuild (never Docker) with the shared bundle settings,
- * its own log group and a role that may write only to that log group until the owning construct grants more.
+ * One Lambda function: Node.js 22, bundled in the synth's process by the project's esbuild (never Docker) with the
+ * shared bundle settings, its own log group and a role that may write only to that log group until the owning
+ * construct grants more.
  * @public
  */
 export class ServiceFunction extends Construct implements iam.IGrantable {
@@ -162,6 +165,7 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
     super(scope, id);
     checkFunctionOptions(this.node.path, props);
     if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error(`${this.node.path}: vpcSubnets and securityGroups need a vpc`);
+    if (!existsSync(props.entry)) throw new Error(`${this.node.path}: the entry ${props.entry} does not exist`);
     const powertools = resolvePowertools(props.powertools);
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -188,10 +192,31 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
     // esbuild runs in the project the entry belongs to: this repository, or the app that installed the package.
     const project = projectOf(props.entry);
     const runtime = lambda.Runtime.NODEJS_22_X;
+    // Bundled once, here, only when this synth bundles (`cdk synth --exclusively` and the tests that read templates
+    // skip bundling): the hash is known before CDK stages the asset, so a synth into a cloud assembly that already
+    // holds this bundle writes nothing again; otherwise CDK calls tryBundle, which writes the bundle built here.
+    const build = Stack.of(this).bundlingRequired ? lambdaBuild(props.entry, project, { runtime: runtime.name }) : undefined;
+    const code = lambda.Code.fromAsset(project.projectRoot, {
+      assetHash: build?.hash,
+      // As NodejsFunction: without a source hash, CDK hashes the bundle it staged.
+      assetHashType: build?.hash ? AssetHashType.CUSTOM : AssetHashType.OUTPUT,
+      bundling: {
+        // Never pulled or run: local bundling never declines (it throws why it cannot bundle), so Docker is never
+        // reached. CDK's NodejsFunction names the same placeholder image when esbuild is local.
+        image: DockerImage.fromRegistry('dummy'),
+        local: {
+          tryBundle: (outputDir) => {
+            (build ?? lambdaBuild(props.entry, project, { runtime: runtime.name })).write(outputDir);
+            return true;
+          },
+        },
+      },
+    });
+    // A NodejsFunction given its code: CDK's own bundling would run esbuild through `npx` in a shell, one npm start per
+    // function; the type, construct path and logical ids stay those of a NodejsFunction.
     this.function = new NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      handler: 'handler',
-      ...project,
+      code,
+      handler: `${parse(LAMBDA_BUNDLE_FILE).name}.handler`,
       description: props.description,
       runtime,
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
@@ -210,23 +235,6 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
           powertoolsLogLevel: powertools.logLevel,
         }),
         ...props.environment,
-      },
-      bundling: {
-        // Known before bundling (from the sources), so a synth into a cloud assembly that already holds this bundle
-        // skips esbuild; only asked for when this synth bundles (`cdk synth --exclusively` and the tests that read
-        // templates skip bundling).
-        assetHash: Stack.of(this).bundlingRequired ? bundleSourceHash(props.entry, project, { runtime: runtime.name }) : undefined,
-        forceDockerBundling: false,
-        format: OutputFormat.ESM,
-        target: LambdaBundle.target,
-        minify: LambdaBundle.minify,
-        sourceMap: LambdaBundle.sourcemap,
-        mainFields: [...LambdaBundle.mainFields],
-        banner: LambdaBundle.banner,
-        externalModules: [...LambdaBundle.external],
-        esbuildArgs: lambdaEsbuildArgs(),
-        // esbuild's size table and timing per function would fill `npm run synth --quiet`; warnings still show.
-        logLevel: LogLevel.WARNING,
       },
     });
     Validations.of(this.function).acknowledge({

@@ -53,8 +53,8 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
 
     // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too). The
     // bundles of this run's `npm run synth` (test/cdk/synth.test.ts), if it has finished, are staged first: the same
-    // sources hash the same, so CDK takes them instead of bundling the same four functions again (lib/bundling.ts,
-    // bundleSourceHash); without them it bundles here.
+    // sources hash the same, so CDK takes them instead of staging the same four bundles again (lib/bundling.ts,
+    // lambdaBuild, which builds each function once either way, for its hash); without them it stages its own.
     const synthesized = finishedReferenceSynth();
     if (synthesized) stageBundlesFrom(synthesized, outdir);
     const app = templateApp({ stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER }, { bundle: true, outdir });

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssetStaging, Duration, Stack } from 'aws-cdk-lib';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { bundleSourceHash } from '../../lib/bundling';
+import { lambdaBuild } from '../../lib/bundling';
 import { PROJECT_ROOT, ServiceFunction } from '../../lib/constructs/service-function';
 import { projectOf } from '../../lib/package-root';
 import { templateApp } from './support';
 
 /**
- * A function's asset hash is known before it is bundled (lib/bundling.ts, bundleSourceHash), so a synth into a cloud
+ * A function's asset hash is known before it is bundled (lib/bundling.ts, lambdaBuild), so a synth into a cloud
  * assembly that already holds the bundle skips esbuild. A hash that missed a change would reuse, and deploy, an old
  * bundle: every change to what the bundle is made from must be a new hash.
  */
@@ -25,7 +25,7 @@ describe('the bundle hash of a function', () => {
     mkdirSync(join(root, name, '..'), { recursive: true });
     writeFileSync(join(root, name), text);
   };
-  const hash = () => bundleSourceHash(join(root, 'src/entry.ts'), project, { runtime: 'nodejs22.x' });
+  const hash = () => lambdaBuild(join(root, 'src/entry.ts'), project, { runtime: 'nodejs22.x' }).hash;
 
   beforeEach(() => {
     rmSync(root, { recursive: true, force: true });
@@ -67,7 +67,7 @@ describe('the bundle hash of a function', () => {
       expect(seen.has(next!), what).toBe(false);
       seen.add(next!);
     }
-    expect(bundleSourceHash(join(root, 'src/entry.ts'), project, { runtime: 'nodejs24.x' })).not.toBe(hash());
+    expect(lambdaBuild(join(root, 'src/entry.ts'), project, { runtime: 'nodejs24.x' }).hash).not.toBe(hash());
   });
 
   it('reaches into the packages it imports: a changed file of a package counts, with the lock file unchanged', () => {
@@ -148,4 +148,9 @@ describe('a synth into a cloud assembly that holds the bundle', () => {
     expect(changed.code).not.toContain('first-version');
     expect(readdirSync(outdir).filter((name) => name.startsWith('asset.'))).toHaveLength(2);
   }, 120_000);
+
+  it("stops the synth with esbuild's own error, naming the function, where the entry does not bundle", () => {
+    writeFileSync(entry, "import { word } from './nowhere';\nexport const handler = async () => word;\n");
+    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[^]*Could not resolve "\.\/nowhere"/);
+  }, 60_000);
 });

@@ -154,7 +154,7 @@ export async function referenceSynth(): Promise<{ outdir: string; stderr: string
 
 /**
  * The bundles (`asset.<hash>` folders) of a cloud assembly copied into another one's folder before its synth: a
- * function whose sources hash the same (lib/bundling.ts, bundleSourceHash) finds its bundle staged and is not bundled
+ * function whose sources hash the same (lib/bundling.ts, lambdaBuild) finds its bundle staged and is not bundled
  * again; any other is bundled as usual. Returns the hashes copied.
  */
 export function stageBundlesFrom(assembly: string, outdir: string): string[] {

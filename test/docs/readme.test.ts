@@ -11,6 +11,7 @@ import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
 import { sandboxLedger } from '../support/side-effects';
+import { TSC } from '../../scripts/declarations';
 
 /**
  * README's examples run as printed. Every shell and TypeScript block runs here against a local stack (its port in
@@ -195,7 +196,7 @@ describe('README', () => {
       await writeFile(toolPath, file.code);
       await writeFile(patchedPath, patched);
       await writeFile(tsconfig, JSON.stringify({ extends: join(ROOT, 'tsconfig.json'), compilerOptions: { noEmit: true }, include: [], files: [toolPath, patchedPath] }));
-      await run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: ROOT }).catch((err: { stdout: string }) => {
+      await run(process.execPath, [join(ROOT, TSC), '-p', tsconfig], { cwd: ROOT }).catch((err: { stdout: string }) => {
         throw new Error(`README's tool does not type-check:\n${err.stdout}`);
       });
       expect(readme).toMatch(/npm run typecheck/);
