@@ -42,17 +42,21 @@ class SlowestFirstSequencer extends BaseSequencer {
 export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'ops', 'bin', 'reference', 'local', 'scripts', 'proof', 'test/unit'];
 
 /**
- * What a test file may change for the files after it in the same process: environment variables, the module
- * registry, mocked modules or globals, the clock. Such a file runs in a process of its own (vitest's `isolate`, a
- * fresh fork per file); every other file runs in a shared one, which imports the SDKs, the local stack and the
- * sources once per worker instead of once per file (about 2 s of CPU a file here). Read from the files themselves,
- * so a new test that stubs an environment variable is isolated without a list to keep.
+ * What a test file may change for the files after it in the same process and cannot be put back after it: the
+ * module registry (`vi.resetModules`: the files after it would import fresh copies of what they share), mocked
+ * modules or globals, and direct writes to `process.env`. Such a file runs in a process of its own (vitest's
+ * `isolate`, a fresh fork per file); every other file runs in a shared one, which imports the SDKs, the local stack
+ * and the sources once per worker instead of once per file (about 2 s of CPU a file here). Read from the files
+ * themselves, so a new test that resets modules is isolated without a list to keep. What vitest can undo, a file in
+ * a shared process may change, and test/support/shared-file-guard.ts fails it if it does not: environment variables
+ * through `vi.stubEnv` (then `vi.unstubAllEnvs()`) and fake timers (then `vi.useRealTimers()`).
  */
-const LEAKS = /\bvi\.(stubEnv|stubGlobal|resetModules|mock|doMock|useFakeTimers)\(|\bprocess\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)|\bdelete\s+process\.env\b|\bObject\.assign\(\s*process\.env\b/;
+const LEAKS = /\bvi\.(stubGlobal|resetModules|mock|doMock)\(|\bprocess\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)|\bdelete\s+process\.env\b|\bObject\.assign\(\s*process\.env\b/;
 
 /**
  * The test files of `folders` as two vitest projects: those that change what their process holds, each in a fresh
- * one, and the rest in shared ones. `test` is what both add to the root's options.
+ * one, and the rest in shared ones, each file checked for what it left behind. `test` is what both add to the
+ * root's options.
  */
 export function projects(folders: string[], test: TestProjectInlineConfiguration['test'] = {}): TestProjectInlineConfiguration[] {
   const files = folders
@@ -60,8 +64,9 @@ export function projects(folders: string[], test: TestProjectInlineConfiguration
     .filter((file) => file.endsWith('.test.ts') && !file.includes('node_modules/'));
   const own = [...new Set(files)].filter((file) => LEAKS.test(readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'))).sort();
   const include = folders.map((folder) => `${folder}/**/*.test.ts`);
+  const guard = [...[test.setupFiles ?? []].flat(), 'test/support/shared-file-guard.ts'];
   return [
-    { extends: true, test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false } },
+    { extends: true, test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false, setupFiles: guard } },
     { extends: true, test: { ...test, name: 'own-process', include: own, isolate: true } },
   ];
 }

@@ -588,17 +588,18 @@ describe('the demo tools a deployment serves: none whose downstream is not confi
     );
   /** The tool names the stack's tools module exports when loaded with this environment, as at the function's cold start. */
   async function servedWith(synth: ReturnType<typeof synthStack>, env: Record<string, string>): Promise<string[]> {
-    const saved = { ...process.env };
-    for (const name of ['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_MODE', 'EMAIL_FROM']) delete process.env[name];
-    Object.assign(process.env, env);
+    for (const name of ['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_MODE', 'EMAIL_FROM']) vi.stubEnv(name, undefined);
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
     try {
-      vi.resetModules();
-      const module = (await import(synth.stack.endpoint.toolsModule)) as { tools: Array<{ name: string }> };
+      // A fresh instance of the module each time (the query makes it another module to vitest), evaluated with this
+      // environment; the modules it imports read none at import.
+      const module = (await import(`${synth.stack.endpoint.toolsModule}?cold-start=${++coldStarts}`)) as { tools: Array<{ name: string }> };
       return module.tools.map((tool) => tool.name).sort();
     } finally {
-      process.env = saved;
+      vi.unstubAllEnvs();
     }
   }
+  let coldStarts = 0;
   const ORDERS = ['create_order', 'get_order'];
 
   it('serves only the order tools by default (no payments provider, ticket system or sender configured)', async () => {

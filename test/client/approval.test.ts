@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FetchLike } from '@modelcontextprotocol/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { IdempotentMcpClient, type ApprovalLink, type IdempotentClientOptions } from '../../client/idempotent-client';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
 import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
@@ -142,8 +142,7 @@ describe('a payment that needs the person\'s approval', () => {
     const opened = join(dir, 'opened');
     await writeFile(join(dir, 'xdg-open'), `#!/bin/sh\necho "$1" > '${opened}'\n`);
     await chmod(join(dir, 'xdg-open'), 0o755);
-    const path = process.env.PATH;
-    process.env.PATH = `${dir}:${path}`;
+    vi.stubEnv('PATH', `${dir}:${process.env.PATH}`);
     try {
       let link = '';
       const client = approvalClient({
@@ -158,7 +157,7 @@ describe('a payment that needs the person\'s approval', () => {
       await expect.poll(() => readFile(opened, 'utf8').catch(() => '')).toBe(`${link}\n`);
       expect(paymentsTo(args.payee_id)).toHaveLength(1);
     } finally {
-      process.env.PATH = path;
+      vi.unstubAllEnvs();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbClientDefaults } from '../../lambdas/store/clients';
 import { cancellationReasons, isConditionRefusal, refusingItem } from '../../lambdas/store/refusals';
 import { createTestTable } from '../support/dynamodb';
@@ -143,16 +143,14 @@ describe('credentials', () => {
 });
 
 describe('the endpoint the SDK resolves from the environment', () => {
-  const saved = { ...process.env };
   afterEach(() => {
-    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
-    Object.assign(process.env, saved);
+    vi.unstubAllEnvs();
   });
 
   /** The host the client would send to: the request as built, stopped before it is signed and sent. */
   async function resolvedHost(env: Record<string, string>): Promise<string> {
-    for (const name of ['DYNAMODB_ENDPOINT', 'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_DYNAMODB', 'AWS_USE_FIPS_ENDPOINT', 'AWS_USE_DUALSTACK_ENDPOINT']) delete process.env[name];
-    Object.assign(process.env, { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'AKIDENV', AWS_SECRET_ACCESS_KEY: 'secret', ...env });
+    for (const name of ['DYNAMODB_ENDPOINT', 'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_DYNAMODB', 'AWS_USE_FIPS_ENDPOINT', 'AWS_USE_DUALSTACK_ENDPOINT']) vi.stubEnv(name, undefined);
+    for (const [name, value] of Object.entries({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'AKIDENV', AWS_SECRET_ACCESS_KEY: 'secret', ...env })) vi.stubEnv(name, value);
     const client = createDynamoDbClient();
     let host = '';
     client.middlewareStack.add(

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
 
 /**
@@ -32,12 +32,11 @@ describe('the DynamoDB Local that npm start launches', () => {
   let dynamo: DynamoDbLocal;
   beforeAll(async () => {
     // This launcher, not the test run's emulator (DYNAMODB_ENDPOINT would be used instead).
-    const given = process.env.DYNAMODB_ENDPOINT;
-    delete process.env.DYNAMODB_ENDPOINT;
+    vi.stubEnv('DYNAMODB_ENDPOINT', undefined);
     try {
       dynamo = await startDynamoDbLocal();
     } finally {
-      process.env.DYNAMODB_ENDPOINT = given;
+      vi.unstubAllEnvs();
     }
   }, 60_000);
   afterAll(() => dynamo?.stop());

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DynamoDBClient, CreateTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LOCK_FILE, makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
 import { startLocalStack, type LocalStack } from '../../local/stack';
 import { FAILURE_WARNING_INTERVAL_MS } from '../../local/workers';
@@ -14,7 +14,7 @@ import { childBundle } from '../support/child-bundle';
 
 // These tests launch emulators of their own, on data folders: not the run's shared one.
 beforeAll(() => {
-  delete process.env.DYNAMODB_ENDPOINT;
+  vi.stubEnv('DYNAMODB_ENDPOINT', undefined);
 });
 
 const dirs: string[] = [];
@@ -25,6 +25,7 @@ const freshDir = () => {
   return join(dir, 'dynamodb');
 };
 afterAll(() => {
+  vi.unstubAllEnvs();
   for (const pid of pidsToKill) kill(pid, 'SIGKILL');
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
