@@ -7,9 +7,10 @@
  * Request and Response, which a library replaces for the whole process, are put back too, without failing.
  */
 import { afterAll, vi } from 'vitest';
-// Powertools adds itself to AWS_SDK_UA_APP_ID when first imported in a process, once: imported here first, so the
+// Powertools (its commons, which every Powertools package imports) adds itself to AWS_SDK_UA_APP_ID when first
+// imported in a process, once: imported here first, so the
 // file that happens to import it first is not the one that changed the environment.
-import '@aws-lambda-powertools/commons';
+import '@aws-lambda-powertools/logger';
 
 // Read before the test file is imported (setup files run first): what its top level changes counts too.
 const found = { ...process.env };
