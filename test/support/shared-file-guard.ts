@@ -8,8 +8,8 @@
  */
 import { afterAll, vi } from 'vitest';
 // Powertools (its commons, which every Powertools package imports) adds itself to AWS_SDK_UA_APP_ID when first
-// imported in a process, once: imported here first, so the
-// file that happens to import it first is not the one that changed the environment.
+// imported in a process, once: imported here first, so the file that happens to import it first is not the one that
+// changed the environment.
 import '@aws-lambda-powertools/logger';
 
 // Read before the test file is imported (setup files run first): what its top level changes counts too.
