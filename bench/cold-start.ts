@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { fileURLToPath } from 'node:url';
-import { LambdaBundle } from '../lib/bundling';
+import { LambdaBundle, lambdaBuildOptions } from '../lib/bundling';
 import { toolsFunctionEntry } from '../lib/tools-entry';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
 import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
@@ -66,19 +66,13 @@ export async function buildLambdaBundle(
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
   const result = await build({
+    ...lambdaBuildOptions(),
     entryPoints: overrides.splitting ? { [basename(outfile, extname(outfile))]: entry } : [entry],
-    bundle: true,
-    platform: LambdaBundle.platform,
-    target: LambdaBundle.target,
     format: overrides.format ?? LambdaBundle.format,
     minify: overrides.minify ?? LambdaBundle.minify,
-    sourcemap: LambdaBundle.sourcemap,
-    mainFields: [...LambdaBundle.mainFields],
     // CommonJS output has `require` of its own (the banner makes one for ESM output).
     banner: { js: overrides.format === 'cjs' ? '' : LambdaBundle.banner },
     external: overrides.external ?? [...LambdaBundle.external],
-    legalComments: LambdaBundle.legalComments,
-    alias: { ...LambdaBundle.alias },
     ...(overrides.splitting ? { splitting: true, outdir: dirname(outfile), outExtension: { '.js': extname(outfile) } } : { outfile }),
     ...(overrides.plugins ? { plugins: overrides.plugins } : {}),
     metafile: true,

@@ -57,6 +57,22 @@ export const LambdaBundle = {
   } as Record<string, string>,
 } as const;
 
+/** LambdaBundle as esbuild's options: the functions' build (lambdaBuild) and the cold-start benchmark's. */
+export const lambdaBuildOptions = () =>
+  ({
+    bundle: true,
+    platform: LambdaBundle.platform,
+    format: LambdaBundle.format,
+    target: LambdaBundle.target,
+    minify: LambdaBundle.minify,
+    sourcemap: LambdaBundle.sourcemap,
+    mainFields: [...LambdaBundle.mainFields],
+    banner: { js: LambdaBundle.banner },
+    external: [...LambdaBundle.external],
+    alias: { ...LambdaBundle.alias },
+    legalComments: LambdaBundle.legalComments,
+  }) satisfies esbuild.BuildOptions;
+
 /** The functions whose entry ships with the package as it is (the others bundle a team's tools or deliveries). */
 export type BuiltInHandler = 'relay';
 
@@ -128,24 +144,14 @@ export function lambdaBuild(entry: string, project: BundleProject, options: unkn
   const outfile = join(project.projectRoot, LAMBDA_BUNDLE_FILE);
   try {
     result = esbuild.buildSync({
+      ...lambdaBuildOptions(),
       entryPoints: [entry],
       absWorkingDir: project.projectRoot,
-      bundle: true,
       write: false,
       metafile: true,
       outfile,
       // Nothing is written there (CDK stages the bundle through `write`): an input of that name must not stop the build.
       allowOverwrite: true,
-      platform: LambdaBundle.platform,
-      format: LambdaBundle.format,
-      target: LambdaBundle.target,
-      minify: LambdaBundle.minify,
-      sourcemap: LambdaBundle.sourcemap,
-      mainFields: [...LambdaBundle.mainFields],
-      banner: { js: LambdaBundle.banner },
-      external: [...LambdaBundle.external],
-      alias: { ...LambdaBundle.alias },
-      legalComments: LambdaBundle.legalComments,
       // esbuild's size table would fill `npm run synth --quiet`; warnings and errors still show.
       logLevel: 'warning',
     });
