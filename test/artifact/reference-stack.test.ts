@@ -13,7 +13,7 @@ import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { createSandboxDownstreams } from '../../reference/sandbox/downstreams';
 import { SandboxStore } from '../../reference/sandbox/sandbox-store';
 import { LocalPerson } from '../../scripts/local-approver';
-import { finishedReferenceSynth, stageBundlesFrom, templateApp } from '../cdk/support';
+import { templateApp } from '../cdk/support';
 import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
@@ -51,12 +51,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     await new Promise<void>((resolve) => downstreams.once('listening', () => resolve()));
     const base = `http://127.0.0.1:${(downstreams.address() as AddressInfo).port}/sandbox`;
 
-    // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too). The
-    // bundles of this run's `npm run synth` (test/cdk/synth.test.ts), if it has finished, are staged first: the same
-    // sources hash the same, so CDK takes them instead of staging the same four bundles again (lib/bundling.ts,
-    // lambdaBuild, which builds each function once either way, for its hash); without them it stages its own.
-    const synthesized = finishedReferenceSynth();
-    if (synthesized) stageBundlesFrom(synthesized, outdir);
+    // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too).
     const app = templateApp({ stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER }, { bundle: true, outdir });
     const settings = settingsFromContext(app.node);
     new IdempotentMcpStack(app, settings.stackName, settings.props);

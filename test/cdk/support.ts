@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { App, CfnElement, Stack } from 'aws-cdk-lib';
@@ -8,7 +8,7 @@ import { settingsFromContext } from '../../reference/cdk/context';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { exampleRun, offlineEnv } from '../package/support';
-import { builtThisRun, oncePerRun } from '../support/once-per-run';
+import { oncePerRun } from '../support/once-per-run';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */
 export const cdkJsonContext: Record<string, unknown> = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context;
@@ -113,8 +113,7 @@ export async function synthTeamApp(outdir: string): Promise<{ stdout: string }> 
 /**
  * `npm run synth` as a user runs it (the real CLI, offline, every function bundled by the local esbuild, nag
  * included), once per test run (oncePerRun) into a fresh cloud assembly: test/cdk/synth.test.ts checks what it
- * printed and wrote, test/artifact/reference-stack.test.ts takes its bundles (finishedReferenceSynth). Read it, never
- * write it.
+ * printed and wrote. Read it, never write it.
  */
 const REFERENCE_SYNTH = 'reference-synth';
 
@@ -124,29 +123,4 @@ export async function referenceSynth(): Promise<{ outdir: string; stderr: string
     writeFileSync(join(dir, 'stderr.txt'), stderr);
   });
   return { outdir: join(shared, 'cdk.out'), stderr: readFileSync(join(shared, 'stderr.txt'), 'utf8') };
-}
-
-/**
- * The bundles (`asset.<hash>` folders) of a cloud assembly copied into another one's folder before its synth: a
- * function whose sources hash the same (lib/bundling.ts, lambdaBuild) finds its bundle staged and is not bundled
- * again; any other is bundled as usual. Returns the hashes copied.
- */
-export function stageBundlesFrom(assembly: string, outdir: string): string[] {
-  const copied: string[] = [];
-  for (const name of readdirSync(assembly)) {
-    if (!name.startsWith('asset.') || existsSync(join(outdir, name))) continue;
-    cpSync(join(assembly, name), join(outdir, name), { recursive: true });
-    copied.push(name.slice('asset.'.length));
-  }
-  return copied;
-}
-
-/**
- * The cloud assembly of this run's `npm run synth` if it has finished, else undefined: a file that would otherwise
- * bundle the same functions itself takes its bundles when they are there, and does not wait for them (waiting would
- * idle its worker for as long as bundling takes).
- */
-export function finishedReferenceSynth(): string | undefined {
-  const shared = builtThisRun(REFERENCE_SYNTH);
-  return shared && join(shared, 'cdk.out');
 }

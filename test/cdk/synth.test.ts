@@ -10,7 +10,7 @@ describe('npm run synth', () => {
 
   it('synthesizes offline with the real CLI, bundling every function with the local esbuild, nag included', async () => {
     // Exit code 0 also means no unacknowledged cdk-nag finding: bin/app.ts registers the packs. The synth runs once
-    // per test run into a fresh folder (test/artifact/reference-stack.test.ts deploys its bundles).
+    // per test run into a fresh folder.
     const { outdir, stderr } = await referenceSynth();
     // Every function bundled by this synth (nothing staged before it).
     expect(stderr.match(/^Bundling asset /gm)).toHaveLength(4);

@@ -29,12 +29,3 @@ export async function oncePerRun(name: string, build: (dir: string) => Promise<v
   });
   return shared;
 }
-
-/**
- * The folder of a build of this run that has already finished, else undefined (never waits, never builds): for a
- * file that can do the work itself as cheaply as it could wait for another file's build.
- */
-export function builtThisRun(name: string): string | undefined {
-  const shared = join(inject('runScratch'), name);
-  return existsSync(join(shared, DONE)) ? shared : undefined;
-}
