@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { join, resolve } from 'node:path';
 import type * as esbuild from 'esbuild';
 import { environmentOf } from '../lambdas/config';
-import { LambdaBundle, projectEsbuild } from './bundling';
+import { lambdaBuildOptions, projectEsbuild } from './bundling';
 import { packageFile, projectOf } from './package-root';
 
 /** The team modules of an endpoint, checked at synth against what the functions will require of them at cold start. */
@@ -127,17 +127,14 @@ function runCheck(check: ModuleCheck): CheckResult {
   let built: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile: esbuild.Metafile };
   try {
     built = loadEsbuild(projectRoot, check.prop).buildSync({
+      // The functions' bundle options for the Node.js that runs the check here; unminified, as this bundle ships nowhere.
+      ...lambdaBuildOptions(),
+      minify: false,
+      target: `node${process.versions.node.split('.')[0]}`,
       entryPoints: [entry],
       absWorkingDir: projectRoot,
-      bundle: true,
       write: false,
       metafile: true,
-      platform: LambdaBundle.platform,
-      format: LambdaBundle.format,
-      target: `node${process.versions.node.split('.')[0]}`,
-      mainFields: [...LambdaBundle.mainFields],
-      banner: { js: LambdaBundle.banner },
-      alias: { ...LambdaBundle.alias },
       logLevel: 'silent',
       outfile: join(dir, `${name}.mjs`),
     });

@@ -9,7 +9,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LambdaBundle } from '../../lib/bundling';
+import { lambdaBuildOptions } from '../../lib/bundling';
 import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { IdempotentMcpChecks } from 'idempotent-mcp/cdk/nag';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
@@ -84,13 +84,10 @@ describe("a team's endpoint serves the team's tools only", () => {
   /** A function's bundle as esbuild builds it for the deploy (lib/bundling.ts), the subpaths resolving to the sources. */
   async function bundleOf(entry: string) {
     const result = await build({
+      ...lambdaBuildOptions(),
+      // Unminified: the test searches the code for names.
+      minify: false,
       entryPoints: [entry],
-      bundle: true,
-      platform: LambdaBundle.platform,
-      format: LambdaBundle.format,
-      target: LambdaBundle.target,
-      mainFields: [...LambdaBundle.mainFields],
-      alias: { ...LambdaBundle.alias },
       tsconfig: join(PROJECT_ROOT, 'tsconfig.json'),
       write: false,
       metafile: true,
