@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 packages=(node@22.23.3 @modelcontextprotocol/conformance@0.1.16)
-# Already installed (.ci/run installs them beside npm ci, then `npm run conformance` calls this again): `npm ls`
+# Already installed (the test suite's global set-up runs this too, for test/artifact/'s Node 22): `npm ls`
 # reads the folder only, where `npm install` would ask the registry again.
 if [ -x .tools/node_modules/.bin/node ] && npm ls --prefix .tools "${packages[@]}" >/dev/null 2>&1; then
   exit 0

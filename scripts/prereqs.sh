@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The system tools the test suite needs, checked before it runs (`npm test` runs this first, .ci/run too):
+# The system tools the test suite needs, checked before it runs (npm's `pretest`: `npm test` runs this first):
 #   Java 17+   DynamoDB Local (or the JAVA environment variable: a java binary)
 #   Chromium   the approval page's browser tests (or CHROMIUM_PATH: a Chromium binary)
 #   spin, gcc  the model checks (test/proof/)
+#   cfn-lint   the linter of every synthesized template (test/artifact/); a Python package, not in Debian
 # What is missing is installed from Debian's packages when it can be (Debian or Ubuntu, as root); otherwise this
-# stops at once with one sentence naming the packages and the command.
+# stops at once with one sentence naming what to install and how, before any test runs.
+# (The Node 22 of test/artifact/ is the npm registry's: the suite's global set-up installs it, see conformance/.)
 set -euo pipefail
 
 java_ok() {
@@ -29,15 +31,24 @@ missing_packages() {
 }
 
 missing="$(missing_packages)"
-[ -z "$missing" ] && exit 0
-
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "Installing the system packages the tests need: $missing"
   # shellcheck disable=SC2086 # one word per package
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
   missing="$(missing_packages)"
-  [ -z "$missing" ] && exit 0
 fi
+# cfn-lint is Python's (PyPI), which this script does not install: a pip here may not reach PyPI, or may not be the
+# Python the user wants it in. Missing, it is named now rather than failing test/artifact/ halfway through the run.
+cfn_lint=ok
+command -v cfn-lint >/dev/null 2>&1 || cfn_lint=
 
-echo "The tests need the system packages $missing: install them (on Debian or Ubuntu: sudo apt-get update && sudo apt-get install -y $missing; elsewhere their equivalents, with JAVA or CHROMIUM_PATH set to the binaries) and run the tests again." >&2
+[ -z "$missing" ] && [ -n "$cfn_lint" ] && exit 0
+
+if [ -n "$missing" ] && [ -z "$cfn_lint" ]; then
+  echo "The tests need the system packages $missing and the Python package cfn-lint: install them (on Debian or Ubuntu: sudo apt-get update && sudo apt-get install -y $missing, and pip install cfn-lint (or pipx install cfn-lint) so that cfn-lint is on PATH; elsewhere their equivalents, with JAVA or CHROMIUM_PATH set to the binaries) and run the tests again." >&2
+elif [ -n "$missing" ]; then
+  echo "The tests need the system packages $missing: install them (on Debian or Ubuntu: sudo apt-get update && sudo apt-get install -y $missing; elsewhere their equivalents, with JAVA or CHROMIUM_PATH set to the binaries) and run the tests again." >&2
+else
+  echo "The tests need cfn-lint, the CloudFormation linter (a Python package, in no Debian package): install it with pip install cfn-lint (or pipx install cfn-lint) so that cfn-lint is on PATH, and run the tests again." >&2
+fi
 exit 1

@@ -12,11 +12,11 @@ const run = promisify(execFile);
 
 /**
  * The Node 22 of Lambda's nodejs22.x runtime: the binary of the npm registry's `node` package that
- * conformance/install.sh installs (one install for both; .ci/run runs it before the tests).
+ * conformance/install.sh installs (one install for both; the suite's global set-up runs it before the tests).
  */
 export function node22(): string {
   const binary = join(PROJECT_ROOT, 'conformance/.tools/node_modules/.bin/node');
-  if (!existsSync(binary)) throw new Error('Node 22 is not installed: run `bash conformance/install.sh` (it installs the npm registry\'s node@22 into conformance/.tools)');
+  if (!existsSync(binary)) throw new Error('Node 22 is not installed: the suite\'s global set-up installs it (test/support/global-setup.ts); run this file through vitest\'s root config, or `bash conformance/install.sh`');
   return binary;
 }
 
@@ -57,7 +57,7 @@ export async function cfnLint(templateFile: string): Promise<string[]> {
   const binary = await run('sh', ['-c', 'command -v cfn-lint']).then(
     ({ stdout }) => stdout.trim(),
     () => {
-      throw new Error('cfn-lint is not on PATH: it is the Python package cfn-lint (pip install cfn-lint); see .ci/run');
+      throw new Error('cfn-lint is not on PATH: install the Python package cfn-lint (pip install cfn-lint); `npm test` checks it first (scripts/prereqs.sh)');
     },
   );
   const { stdout, code } = await run(binary, ['--format', 'parseable', '--ignore-checks', 'W3005', '--', templateFile], { maxBuffer: 16 * 1024 * 1024 }).then(
