@@ -80,6 +80,24 @@ describe('the documents agree', () => {
     expect(section('Quick start')).toMatch(/Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/);
   });
 
+  it("README's MCP SDK snippet says to install the SDK major it imports, the one this project tests it with", async () => {
+    const { devDependencies } = JSON.parse(await read('package.json')) as { devDependencies: Record<string, string> };
+    const major = /\d+/.exec(devDependencies['@modelcontextprotocol/sdk']!)![0];
+    const connect = section('Connect an agent');
+    expect(connect).toMatch(/from '@modelcontextprotocol\/sdk\//);
+    expect(connect).toContain(`npm install @modelcontextprotocol/sdk@${major}\``);
+  });
+
+  it('CHANGELOG keeps what is not released under one [Unreleased] at the top, no heading above the package version', async () => {
+    const { version } = JSON.parse(await read('package.json')) as { version: string };
+    const headings = [...(await read('CHANGELOG.md')).matchAll(/^## \[([^\]]+)\]/gm)].map((match) => match[1]!);
+    expect(headings.filter((heading) => heading === 'Unreleased')).toHaveLength(1);
+    expect(headings[0]).toBe('Unreleased');
+    const number = (v: string) => v.split('.').map(Number).reduce((sum, part) => sum * 1000 + part, 0);
+    expect(headings.slice(1).filter((heading) => number(heading) > number(version))).toEqual([]);
+    expect(headings).toContain(version);
+  });
+
   it('adding a tool is as many lines in index.ts as the printed registration adds', () => {
     const add = section('Add your own tool');
     const patch = /<!-- readme-test: patch reference\/tools\/index.ts -->\n```ts\n([\s\S]*?)```/.exec(add)![1]!;
