@@ -471,6 +471,8 @@ export class IdempotentMcpEndpoint extends Construct {
     output(StackOutput.queue, this.outbox?.queue.queueUrl);
     output(StackOutput.deadLetterQueue, this.outbox?.deadLetterQueue.queueUrl);
     output(StackOutput.dashboard, this.monitoring.dashboard?.dashboardName);
+    // The deploy prints it: the functions run on Lambda's Node 22 whatever Node ran `cdk deploy` (README, Node.js).
+    output(StackOutput.runtime, this.mcp.handler.function.runtime.name, 'The Lambda runtime every function of the endpoint runs on');
   }
 
   /** The MCP endpoint's URL (streamable HTTP), e.g. for a CfnOutput. */

@@ -96,6 +96,16 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
     expect(outputs[StackOutput.tokenScope]!.Value).toBe('idempotent-mcp/tools');
   });
 
+  it('says at deploy which runtime its functions run on, the one every function of the template has (Node 22)', () => {
+    const { Outputs: outputs, Resources: resources } = template as unknown as {
+      Outputs: Record<string, { Value: unknown }>;
+      Resources: Record<string, { Type: string; Properties: { Runtime?: string } }>;
+    };
+    const runtimes = new Set(Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function').map((r) => r.Properties.Runtime));
+    expect([...runtimes]).toEqual(['nodejs22.x']);
+    expect(outputs[StackOutput.runtime]!.Value).toBe('nodejs22.x');
+  });
+
   it('bundles no development sign-in: neither the dev issuer\'s page nor its token endpoint (a function never trusts it)', () => {
     for (const code of bundles) {
       expect(code).not.toContain('Local sign-in');
