@@ -71,6 +71,10 @@ export function projects(folders: string[], test: TestProjectInlineConfiguration
   ];
 }
 
+// The run's main process (the global set-up's DynamoDB Local clients) loads the AWS SDK twice (its ESM and CommonJS
+// builds), and each copy printed its Node 22 notice: set here, before either loads, as `test.env` does for the workers.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export default defineConfig({
   resolve: { alias: subpaths },
   test: {
