@@ -33,7 +33,8 @@ export class RecordListingMemo implements ListingMemo {
     private readonly memos: RecordMemos,
     /** What the listing was read for: the upstream's URL and the policy; another of either is another memo. */
     scope: { upstream: string; policy: unknown },
-    private readonly options: { maxAgeMs?: number; now?: () => number } = {},
+    /** `readOnly`: a kept listing is read, none is written (a function whose role may not put items: the reconciler). */
+    private readonly options: { maxAgeMs?: number; now?: () => number; readOnly?: boolean } = {},
   ) {
     const digest = createHash('sha256').update(JSON.stringify([scope.upstream, scope.policy])).digest('hex');
     this.identity = { tenant: TENANT, tool: TOOL, idempotencyKey: digest };
@@ -51,6 +52,7 @@ export class RecordListingMemo implements ListingMemo {
   }
 
   async put(tools: readonly Tool[]): Promise<void> {
+    if (this.options.readOnly) return;
     const listedAtMs = this.now();
     // The item goes with the table's TTL a day after it stopped serving.
     const expiresAtSeconds = Math.floor((listedAtMs + (this.options.maxAgeMs ?? LISTING_MEMO_MAX_AGE_MS)) / 1000) + 86_400;
