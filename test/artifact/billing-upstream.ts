@@ -60,7 +60,8 @@ export class BillingUpstream {
         annotations: { idempotentHint: false, destructiveHint: false },
       },
       async (args, extra) => {
-        const authorization = (extra as { authInfo?: { token?: string } }).authInfo?.token;
+        // The v2 SDK's context carries what the HTTP handler was given (`http.authInfo`).
+        const authorization = (extra as { http?: { authInfo?: { token?: string } } }).http?.authInfo?.token;
         this.charges.push({ ...(args as Charge), ...(authorization ? { authorization } : {}) });
         if (args.note.includes('answer-late')) await new Promise((resolve) => setTimeout(resolve, this.lateMs));
         return { content: [{ type: 'text', text: `charged ${args.customer} ${args.amount_cents}` }] };
@@ -84,8 +85,8 @@ export class BillingUpstream {
       fetch: async (request) => {
         const authorization = request.headers.get('authorization') ?? undefined;
         if (authorization) this.authorizations.add(authorization);
-        const body = request.method === 'POST' ? await request.clone().json().catch(() => undefined) : undefined;
-        for (const message of [body].flat()) if (message && typeof message.method === 'string') this.methods.push(message.method);
+        const body: unknown = request.method === 'POST' ? await request.clone().json().catch(() => undefined) : undefined;
+        for (const message of [body].flat() as Array<{ method?: unknown } | undefined>) if (typeof message?.method === 'string') this.methods.push(message.method);
         return handler.fetch(request, authorization ? { authInfo: { token: authorization, clientId: 'gateway', scopes: [] } } : {});
       },
     });
