@@ -165,6 +165,23 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     deployment.account.addSecret(secretArn, CREDENTIALS);
     expect(structured(await charge(note, key))).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(booked(note)).toHaveLength(1);
+
+    // The kept listing stale (past its hour) and the secret gone again: the cold start cannot read the upstream's
+    // list, serves the stale one, and a write still answers the cause (not a failed init, every call a 5xx).
+    deployment.account.deleteSecret(secretArn);
+    await deployment.advanceClock(HOUR);
+    deployment.functions.get(fn('Mcp'))!.stop();
+    const listed = upstream.count('tools/list');
+    const later = `no-credential-stale ${randomUUID()}`;
+    const laterKey = `charge-${randomUUID()}`;
+    expect(structured(await charge(later, laterKey))).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' } });
+    expect(booked(later)).toHaveLength(0);
+    // Restored: the next cold start reads the upstream's list and keeps it fresh; the same key charges once.
+    deployment.account.addSecret(secretArn, CREDENTIALS);
+    deployment.functions.get(fn('Mcp'))!.stop();
+    expect(structured(await charge(later, laterKey))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(upstream.count('tools/list')).toBe(listed + 1);
+    expect(booked(later)).toHaveLength(1);
   }, 120_000);
 
   it("when the upstream's tools change: the kept listing serves cold starts for its hour (a new argument refused, nothing sent); the first cold start after reads and keeps the new one", async () => {
