@@ -112,5 +112,8 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
       });
       credentials.encryptionKey?.grantDecrypt(fn.role);
     }
+    // The MCP function keeps the upstream's tools/list it read (PutItem, which it has for its claims); the reconciler
+    // only reads a kept one: it puts no item.
+    this.mcp.handler.function.addEnvironment(GatewayEnvVars.keepListing.name, 'true');
   }
 }

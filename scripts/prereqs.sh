@@ -3,6 +3,7 @@
 #   Java 17+   DynamoDB Local (or the JAVA environment variable: a java binary)
 #   Chromium   the approval page's browser tests (or CHROMIUM_PATH: a Chromium binary)
 #   spin, gcc  the model checks (test/proof/)
+#   openssl    the gateway's artifact test (a certificate for its https upstream on loopback)
 #   cfn-lint   the linter of every synthesized template (test/artifact/); a Python package, not in Debian
 # What is missing is installed from Debian's packages when it can be (Debian or Ubuntu, as root); otherwise this
 # stops at once with one sentence naming what to install and how, before any test runs.
@@ -27,6 +28,7 @@ missing_packages() {
   chromium_ok || missing+=(chromium)
   command -v spin >/dev/null 2>&1 || missing+=(spin)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   echo "${missing[*]}"
 }
 

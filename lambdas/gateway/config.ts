@@ -1,4 +1,4 @@
-import { httpUrl, text, type EnvVar } from '../config';
+import { flag, httpUrl, text, type EnvVar } from '../config';
 
 /**
  * The gateway's own settings, each declared once (the bin reads them; the construct that deploys a gateway writes
@@ -15,4 +15,9 @@ export const GatewayEnvVars = {
   credentialsJson: text('GATEWAY_CREDENTIALS'),
   /** Deployed: a Secrets Manager secret holding that JSON. */
   credentialsSecretArn: text('GATEWAY_CREDENTIALS_SECRET_ARN'),
+  /**
+   * Deployed: `true` where the function keeps the upstream's `tools/list` it read in the table (the MCP function,
+   * which may write items); unset, it only reads a kept one (the reconciler, read-only there).
+   */
+  keepListing: flag('GATEWAY_KEEP_LISTING'),
 } as const satisfies Record<string, EnvVar<unknown>>;

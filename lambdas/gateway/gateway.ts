@@ -18,8 +18,9 @@ export interface GatewayOptions {
   /** The endpoint's table (the records' own): each write's lookup is kept there beside its record. */
   table: { memos: RecordMemos } | { memo: LookupMemo };
   /**
-   * Where the upstream's `tools/list` is kept between starts (the deployed functions: the table). A kept listing is
-   * used without reaching the upstream; none kept, the upstream is read and its listing kept. Unset: read every start.
+   * Where the upstream's `tools/list` is kept between starts (the deployed functions: the table). A fresh kept listing
+   * is used without reaching the upstream; else the upstream is read and its listing kept, and a stale kept listing
+   * serves only when that read fails. Unset: read every start.
    */
   listing?: ListingMemo;
 }
@@ -56,14 +57,27 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
   try {
     // A kept listing that cannot be read is as good as none: the upstream is asked.
     const kept = await options.listing?.get().catch(() => undefined);
-    const listed = kept ?? (await listUpstream(upstream, options.credentials));
+    let listed: Tool[];
+    let read = false;
+    if (kept?.fresh) listed = kept.tools;
+    else {
+      try {
+        listed = await listUpstream(upstream, options.credentials);
+        read = true;
+      } catch (err) {
+        // The upstream or its credential cannot be had now: a stale kept listing serves this container (replays and
+        // status answered, each write told why it was not sent); the next cold start reads again.
+        if (!kept) throw err;
+        listed = kept.tools;
+      }
+    }
     const mistakes = checkPolicyAgainstUpstream(
       policy,
       listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
     // Kept only once it fits the policy; failing to keep it costs the next cold start a read, nothing more.
-    if (!kept) await options.listing?.put(listed).catch(() => {});
+    if (read) await options.listing?.put(listed).catch(() => {});
     const memo = 'memo' in options.table ? options.table.memo : new RecordLookupMemo(options.table.memos);
     const { tools, hidden } = gatewayTools<S>(policy, listed, { upstream, credentials: options.credentials, memo });
     return { tools, hidden, policy, close: () => upstream.close() };

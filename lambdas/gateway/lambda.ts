@@ -42,7 +42,8 @@ export function secretCredentials(secretArn: string, endpoint?: string): Credent
  * and upstream (RecordListingMemo); else the cold start reads the secret and the upstream's list (a policy that does
  * not fit the upstream fails it with its mistakes, before any call is served) and keeps the list. So a cold start
  * with a kept list reaches neither the upstream nor Secrets Manager: replays and `get_operation_status` are served
- * while either is down, and the first call that needs the upstream reads the secret.
+ * while either is down, and the first call that needs the upstream reads the secret. Only a function with
+ * `GATEWAY_KEEP_LISTING` (the MCP function) keeps a list it read; the reconciler reads a kept list and keeps none.
  */
 export async function gatewayToolsModule(policy: unknown, env: Env = process.env) {
   const url = read(env, GatewayEnvVars.upstreamUrl);
@@ -57,7 +58,8 @@ export async function gatewayToolsModule(policy: unknown, env: Env = process.env
     upstream: { url },
     credentials: secretCredentials(secretArn, read(env, EnvVars.secretsManagerEndpoint)),
     table: { memos },
-    listing: new RecordListingMemo(memos, { upstream: url, policy }),
+    // Only the MCP function keeps a listing it read; the reconciler reads a kept one and writes nothing of its own.
+    listing: new RecordListingMemo(memos, { upstream: url, policy }, { readOnly: !read(env, GatewayEnvVars.keepListing) }),
   });
   return { tools: gateway.tools };
 }

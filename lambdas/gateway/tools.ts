@@ -41,9 +41,12 @@ const NO_CREDENTIAL = (tenant: string) =>
 const CREDENTIAL_REFUSED = (tenant: string, reason: string, write: boolean) =>
   `${reason.replace(/^the gateway's/, "The gateway's")} (tenant ${tenant}); nothing was sent. Calling again will not help until an operator fixes the gateway's credentials${write ? '; then call with a new key' : ''}.`;
 
+/** The credential could not be read now (Secrets Manager failing, the secret gone): nothing was sent, and nothing final said. */
+const CREDENTIAL_UNAVAILABLE = (err: unknown, again: string) => `The gateway's upstream credential could not be read (${(err as Error)?.message}); nothing was sent. ${again}`;
+
 async function credentialOf(parts: GatewayParts, tenant: string): Promise<UpstreamCredential> {
   const credential = await parts.credentials.forTenant(tenant).catch((err: unknown) => {
-    throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', `The gateway's upstream credential could not be read (${(err as Error).message}); nothing was sent. Call again with the same key.`);
+    throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'Call again with the same key.'));
   });
   if (!credential) throw new TerminalToolError(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(tenant));
   return credential;
@@ -193,7 +196,13 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
     annotations: upstreamTool.annotations ?? { readOnlyHint: true },
     // Reads pass through unchanged: the upstream validates its own arguments and its answer comes back as it is.
     async call(args, call) {
-      const credential = await parts.credentials.forTenant(call.caller.tenant).catch(() => undefined);
+      let credential: UpstreamCredential | undefined;
+      try {
+        credential = await parts.credentials.forTenant(call.caller.tenant);
+      } catch (err) {
+        // Not "no credential for this tenant": one exists and could not be read now.
+        return { content: [{ type: 'text', text: readErrorText('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'A read may be called again.')) }], isError: true };
+      }
       if (!credential) return { content: [{ type: 'text', text: readErrorText(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant)) }], isError: true };
       try {
         return await parts.upstream.callTool(credential, name, args ?? {}, { timeoutMs: DEFAULT_TIMEOUT_MS });

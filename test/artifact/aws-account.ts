@@ -93,6 +93,11 @@ export class LocalAwsAccount {
     this.secrets.set(secretArn, value);
   }
 
+  /** A secret deleted (GetSecretValue answers ResourceNotFoundException, as AWS does once it is gone). */
+  deleteSecret(secretArn: string) {
+    this.secrets.delete(secretArn);
+  }
+
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
       this.handle(req).then(

@@ -8,7 +8,8 @@ import { pathToFileURL } from 'node:url';
 const [codeDir, handlerString] = process.argv.slice(2);
 const dot = handlerString.lastIndexOf('.');
 const [moduleName, exportName] = [handlerString.slice(0, dot), handlerString.slice(dot + 1)];
-let offsetMs = 0;
+// Set at start too: a cold start's init (a tools module's top-level await) runs on the moved clock as well.
+let offsetMs = Number(process.env.ARTIFACT_CLOCK_OFFSET_MS ?? 0);
 const realNow = Date.now.bind(Date);
 Date.now = () => realNow() + offsetMs;
 

@@ -39,8 +39,9 @@ export class LocalFunction {
 
   constructor(readonly options: LocalFunctionOptions) {}
 
-  private start(): Promise<void> {
-    const { codeDir, handler, env, node, id } = this.options;
+  private start(clockOffsetMs: number): Promise<void> {
+    const { codeDir, handler, node, id } = this.options;
+    const env = { ...this.options.env, ARTIFACT_CLOCK_OFFSET_MS: String(clockOffsetMs) };
     const child = fork(BOOTSTRAP, [codeDir, handler], { execPath: node, env, cwd: codeDir, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], serialization: 'json' });
     this.child = child;
     const keep = (chunk: Buffer) => {
@@ -71,7 +72,7 @@ export class LocalFunction {
 
   /** One invocation; `clockOffsetMs` is how far the function's clock runs ahead of the machine's. */
   async invoke(event: unknown, clockOffsetMs = 0): Promise<Invocation> {
-    if (!this.child) await this.start();
+    if (!this.child) await this.start(clockOffsetMs);
     else await this.ready;
     this.invocations++;
     const id = randomUUID();

@@ -58,11 +58,15 @@ export class LocalDeployment {
   constructor(
     readonly outdir: string,
     readonly stackName: string,
-    private readonly options: { node: string; dynamodbEndpoint: string; sqsEndpoint: string },
+    private readonly options: { node: string; dynamodbEndpoint: string; sqsEndpoint: string; machineEnv?: Record<string, string> },
   ) {}
 
-  /** Deploys the stack of `outdir` into a new local account, with a local SQS server of its own. */
-  static async deploy(outdir: string, stackName: string, options: { node: string; dynamodbEndpoint: string }): Promise<LocalDeployment> {
+  /**
+   * Deploys the stack of `outdir` into a new local account, with a local SQS server of its own. `machineEnv`: more
+   * of this machine's network for every function (NODE_EXTRA_CA_CERTS for a loopback https server), as the AWS
+   * endpoints are.
+   */
+  static async deploy(outdir: string, stackName: string, options: { node: string; dynamodbEndpoint: string; machineEnv?: Record<string, string> }): Promise<LocalDeployment> {
     const sqs = buildApp({ logger: false });
     const address = await sqs.listen({ port: 0, host: '127.0.0.1' });
     const deployment = new LocalDeployment(outdir, stackName, { ...options, sqsEndpoint: `http://127.0.0.1:${new URL(address).port}` });
@@ -234,6 +238,7 @@ export class LocalDeployment {
       AWS_CONFIG_FILE: '/nonexistent/config',
       AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials',
       ARTIFACT_FUNCTION_ARN: d.attributes.get(`${id}.Arn`)!,
+      ...this.options.machineEnv,
     };
     this.functions.set(
       id,

@@ -68,6 +68,9 @@ describe('IdempotentMcpGateway (synth)', () => {
       expect(variables.GATEWAY_CREDENTIALS_SECRET_ARN).toEqual(secretRef);
       expect(variables.TABLE_NAME).toBeDefined();
     }
+    // Only the MCP function keeps the upstream's tools/list it read; the reconciler reads a kept one (it puts no item).
+    const keeps = (fn: typeof gateway.mcpFunction) => template.toJSON().Resources[logicalId(fn)].Properties.Environment.Variables.GATEWAY_KEEP_LISTING;
+    expect([keeps(gateway.mcpFunction), keeps(gateway.reconcilerFunction)]).toEqual(['true', undefined]);
   });
 
   it('grants GetSecretValue on the credentials secret alone, to the MCP function and the reconciler (least privilege)', () => {

@@ -152,8 +152,9 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
     expect(readsOf(arn)).toHaveLength(2);
   });
 
-  /** The Lambda environment of a gateway's functions (IdempotentMcpGateway sets it) on this test's table. */
+  /** The Lambda environment of a gateway's MCP function (IdempotentMcpGateway sets it) on this test's table. */
   const functionEnv = (arn: string) => ({
+    GATEWAY_KEEP_LISTING: 'true',
     GATEWAY_UPSTREAM_URL: relay.url,
     GATEWAY_CREDENTIALS_SECRET_ARN: arn,
     SECRETS_MANAGER_ENDPOINT: secretsManager.endpoint,
