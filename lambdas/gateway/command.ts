@@ -1,3 +1,4 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +42,8 @@ export interface GatewayCommand {
   policyFile: string;
   upstream: UpstreamTarget;
   credentials: () => Promise<CredentialSource>;
+  /** No credentials given: the upstream is called without one, so it sees one caller for every tenant. */
+  sharedIdentity: boolean;
   port: number;
   stateDir: string;
 }
@@ -85,7 +88,7 @@ export function parseGatewayCommand(argv: readonly string[], env: Env): GatewayC
       : credentialsJson
         ? envCredentials(GatewayEnvVars.credentialsJson.name, credentialsJson)
         : staticCredentials({ tenants: { '*': { none: true } } });
-  return { policyFile, upstream, credentials, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
+  return { policyFile, upstream, credentials, sharedIdentity: !credentialsFile && !credentialsJson, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -101,6 +104,29 @@ async function readJson(path: string, what: string): Promise<unknown> {
     throw new GatewayUsageError(`the ${what} ${path} is not JSON: ${(err as Error).message}`);
   }
 }
+
+/**
+ * Fail closed before serving: a gateway whose records cannot be kept would answer every write `unknown`, which
+ * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
+ * table must exist.
+ */
+async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
+  if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
+    throw new ConfigError(
+      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
+    );
+  const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
+  try {
+    if (endpoint) await ensureTable(doc, tableName);
+    await doc.send(new DescribeTableCommand({ TableName: tableName }));
+  } catch (err) {
+    const error = err as Error;
+    if (error?.name === 'ResourceNotFoundException') throw new ConfigError(`the table ${tableName} does not exist ${where}: set TABLE_NAME to the endpoint's table`);
+    throw new ConfigError(`DynamoDB ${where} cannot be reached (${error?.name ?? 'Error'}: ${firstLine(error?.message ?? String(err))})`);
+  }
+}
+
+const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);
 
 export interface RunningGateway {
   url: string;
@@ -130,7 +156,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     for (const step of stops.splice(0).reverse()) await step().catch(() => {});
   };
   try {
-    if (config.dynamodbEndpoint) await ensureTable(services.doc, config.tableName);
+    await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
     const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName }) } });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
@@ -190,11 +216,14 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     return;
   }
   let running: RunningGateway;
+  let command: GatewayCommand | undefined;
   try {
-    running = await startGatewayCommand(parseGatewayCommand(argv, env), env);
+    command = parseGatewayCommand(argv, env);
+    running = await startGatewayCommand(command, env);
   } catch (err) {
     const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
-    console.error(`The gateway did not start: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}`);
+    // One sentence, never a stack trace: what stopped it, and (for the flags) the usage.
+    console.error(`The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`);
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
     await options.onStop?.();
     process.exit(2);
@@ -211,6 +240,9 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       `  Reads          ${names('read')}`,
       `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
       ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
+      ...(command?.sharedIdentity
+        ? ['', '  No --credentials: the upstream sees one caller for every tenant (what one tenant can read or change there, all can).']
+        : []),
       '',
       'Ctrl-C to stop.',
     ].join('\n'),
