@@ -29,6 +29,8 @@ const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (
                          (or GATEWAY_CREDENTIALS with the JSON itself; none given: the upstream is called without one)
   --port <n>             default 3100; 0 picks a free port
   --state-dir <dir>      local state: the dev issuer's key, the operation-id secret (default .gateway)
+  --token <tenant>       print a token of the local dev issuer for this tenant and exit (the gateway running with
+                         the same --state-dir accepts it): a second tenant, for a local try
 
 Table, auth and reconciler settings are the endpoint's (docs/configuration.md): TABLE_NAME (default
 idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
@@ -214,6 +216,30 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(GATEWAY_USAGE);
     return;
+  }
+  const tokenAt = argv.indexOf('--token');
+  if (tokenAt >= 0) {
+    const tenant = argv[tokenAt + 1];
+    const stateAt = argv.indexOf('--state-dir');
+    try {
+      if (!tenant || tenant.startsWith('-')) throw new GatewayUsageError('--token needs a tenant: --token <tenant>');
+      if ((env.AUTH_MODE ?? 'dev') !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
+      const stateDir = resolve((stateAt >= 0 ? argv[stateAt + 1] : undefined) ?? '.gateway');
+      const config = loadConfig({
+        AUTH_MODE: 'dev',
+        TABLE_NAME: 'idempotent-mcp-gateway',
+        ...env,
+        DEV_AUTH_DIR: env.DEV_AUTH_DIR || join(stateDir, 'auth'),
+        OPERATION_ID_SECRET: env.OPERATION_ID_SECRET || (env.OPERATION_ID_SECRET_ARN ? '' : await localOperationIdSecret(stateDir)),
+      });
+      if (config.auth.mode !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
+      console.log(await (await devIssuerFor(config.auth)).sign({ tenant }));
+      return;
+    } catch (err) {
+      const known = err instanceof GatewayUsageError || err instanceof ConfigError;
+      console.error(`No token: ${known ? (err as Error).message : firstLine(String((err as Error)?.message ?? err))}`);
+      process.exit(2);
+    }
   }
   let running: RunningGateway;
   let command: GatewayCommand | undefined;
