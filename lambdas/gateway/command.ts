@@ -1,3 +1,4 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +29,8 @@ const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (
                          (or GATEWAY_CREDENTIALS with the JSON itself; none given: the upstream is called without one)
   --port <n>             default 3100; 0 picks a free port
   --state-dir <dir>      local state: the dev issuer's key, the operation-id secret (default .gateway)
+  --token <tenant>       print a token of the local dev issuer for this tenant and exit (the gateway running with
+                         the same --state-dir accepts it): a second tenant, for a local try
 
 Table, auth and reconciler settings are the endpoint's (docs/configuration.md): TABLE_NAME (default
 idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
@@ -41,6 +44,8 @@ export interface GatewayCommand {
   policyFile: string;
   upstream: UpstreamTarget;
   credentials: () => Promise<CredentialSource>;
+  /** No credentials given: the upstream is called without one, so it sees one caller for every tenant. */
+  sharedIdentity: boolean;
   port: number;
   stateDir: string;
 }
@@ -85,7 +90,7 @@ export function parseGatewayCommand(argv: readonly string[], env: Env): GatewayC
       : credentialsJson
         ? envCredentials(GatewayEnvVars.credentialsJson.name, credentialsJson)
         : staticCredentials({ tenants: { '*': { none: true } } });
-  return { policyFile, upstream, credentials, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
+  return { policyFile, upstream, credentials, sharedIdentity: !credentialsFile && !credentialsJson, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -101,6 +106,29 @@ async function readJson(path: string, what: string): Promise<unknown> {
     throw new GatewayUsageError(`the ${what} ${path} is not JSON: ${(err as Error).message}`);
   }
 }
+
+/**
+ * Fail closed before serving: a gateway whose records cannot be kept would answer every write `unknown`, which
+ * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
+ * table must exist.
+ */
+async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
+  if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
+    throw new ConfigError(
+      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
+    );
+  const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
+  try {
+    if (endpoint) await ensureTable(doc, tableName);
+    await doc.send(new DescribeTableCommand({ TableName: tableName }));
+  } catch (err) {
+    const error = err as Error;
+    if (error?.name === 'ResourceNotFoundException') throw new ConfigError(`the table ${tableName} does not exist ${where}: set TABLE_NAME to the endpoint's table`);
+    throw new ConfigError(`DynamoDB ${where} cannot be reached (${error?.name ?? 'Error'}: ${firstLine(error?.message ?? String(err))})`);
+  }
+}
+
+const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);
 
 export interface RunningGateway {
   url: string;
@@ -130,7 +158,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     for (const step of stops.splice(0).reverse()) await step().catch(() => {});
   };
   try {
-    if (config.dynamodbEndpoint) await ensureTable(services.doc, config.tableName);
+    await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
     const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName }) } });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
@@ -189,12 +217,39 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     console.log(GATEWAY_USAGE);
     return;
   }
+  const tokenAt = argv.indexOf('--token');
+  if (tokenAt >= 0) {
+    const tenant = argv[tokenAt + 1];
+    const stateAt = argv.indexOf('--state-dir');
+    try {
+      if (!tenant || tenant.startsWith('-')) throw new GatewayUsageError('--token needs a tenant: --token <tenant>');
+      if ((env.AUTH_MODE ?? 'dev') !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
+      const stateDir = resolve((stateAt >= 0 ? argv[stateAt + 1] : undefined) ?? '.gateway');
+      const config = loadConfig({
+        AUTH_MODE: 'dev',
+        TABLE_NAME: 'idempotent-mcp-gateway',
+        ...env,
+        DEV_AUTH_DIR: env.DEV_AUTH_DIR || join(stateDir, 'auth'),
+        OPERATION_ID_SECRET: env.OPERATION_ID_SECRET || (env.OPERATION_ID_SECRET_ARN ? '' : await localOperationIdSecret(stateDir)),
+      });
+      if (config.auth.mode !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
+      console.log(await (await devIssuerFor(config.auth)).sign({ tenant }));
+      return;
+    } catch (err) {
+      const known = err instanceof GatewayUsageError || err instanceof ConfigError;
+      console.error(`No token: ${known ? (err as Error).message : firstLine(String((err as Error)?.message ?? err))}`);
+      process.exit(2);
+    }
+  }
   let running: RunningGateway;
+  let command: GatewayCommand | undefined;
   try {
-    running = await startGatewayCommand(parseGatewayCommand(argv, env), env);
+    command = parseGatewayCommand(argv, env);
+    running = await startGatewayCommand(command, env);
   } catch (err) {
     const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
-    console.error(`The gateway did not start: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}`);
+    // One sentence, never a stack trace: what stopped it, and (for the flags) the usage.
+    console.error(`The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`);
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
     await options.onStop?.();
     process.exit(2);
@@ -211,6 +266,9 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       `  Reads          ${names('read')}`,
       `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
       ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
+      ...(command?.sharedIdentity
+        ? ['', '  No --credentials: the upstream sees one caller for every tenant (what one tenant can read or change there, all can).']
+        : []),
       '',
       'Ctrl-C to stop.',
     ].join('\n'),

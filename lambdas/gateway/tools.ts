@@ -44,10 +44,32 @@ const CREDENTIAL_REFUSED = (tenant: string, reason: string, write: boolean) =>
 /** The credential could not be read now (Secrets Manager failing, the secret gone): nothing was sent, and nothing final said. */
 const CREDENTIAL_UNAVAILABLE = (err: unknown, again: string) => `The gateway's upstream credential could not be read (${(err as Error)?.message}); nothing was sent. ${again}`;
 
-async function credentialOf(parts: GatewayParts, tenant: string): Promise<UpstreamCredential> {
-  const credential = await parts.credentials.forTenant(tenant).catch((err: unknown) => {
+/**
+ * A signal for the steps before a write is sent (credentials, discovery, token, connect): it fires a little before
+ * the engine's deadline, because at the deadline the engine counts whatever is still running as possibly applied.
+ * Aborted first, the call answers "not sent" and its key is free.
+ */
+function presendSignal(ctx: { deadline: number; now(): number; signal: AbortSignal }): AbortSignal {
+  const budget = ctx.deadline - ctx.now();
+  const margin = Math.min(1_000, Math.max(50, Math.floor(budget / 10)));
+  return AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(1, budget - margin))]);
+}
+
+const NOT_SENT_IN_TIME = "The gateway's upstream credential could not be read in the call's time; nothing was sent. Call again with the same key.";
+
+async function credentialOf(parts: GatewayParts, tenant: string, presend: AbortSignal): Promise<UpstreamCredential> {
+  if (presend.aborted) throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', NOT_SENT_IN_TIME);
+  const read = parts.credentials.forTenant(tenant).catch((err: unknown) => {
     throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'Call again with the same key.'));
   });
+  let onAbort = () => {};
+  const credential = await Promise.race([
+    read,
+    new Promise<never>((_, reject) => {
+      onAbort = () => reject(new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', NOT_SENT_IN_TIME));
+      presend.addEventListener('abort', onAbort, { once: true });
+    }),
+  ]).finally(() => presend.removeEventListener('abort', onAbort));
   if (!credential) throw new TerminalToolError(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(tenant));
   return credential;
 }
@@ -109,7 +131,8 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
         ? String(fillTemplate(summaryTemplate, { args, key: '' }) ?? `${name} ${JSON.stringify(args)}`)
         : `${name} ${JSON.stringify(args)}`,
     async execute(args, ctx) {
-      const credential = await credentialOf(parts, ctx.tenant);
+      const presend = presendSignal(ctx);
+      const credential = await credentialOf(parts, ctx.tenant, presend);
       const identity = { tenant: ctx.tenant, tool: name, idempotencyKey: ctx.idempotencyKey };
       if (policy.reconcile) {
         // Written before the call is sent, so that a missing memo proves the call never left (see reconcile below).
@@ -122,7 +145,11 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
       }
       let answer: CallToolResult;
       try {
-        answer = await parts.upstream.callTool(credential, name, args, { signal: ctx.signal, timeoutMs: Math.max(1, Math.min(timeoutMs, ctx.deadline - ctx.now())) });
+        answer = await parts.upstream.callTool(credential, name, args, {
+          signal: ctx.signal,
+          presendSignal: presend,
+          timeoutMs: Math.max(1, Math.min(timeoutMs, ctx.deadline - ctx.now())),
+        });
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw new UncertainToolError('UPSTREAM_UNCERTAIN', `The upstream's answer is unknown: ${(err as Error)?.message}`, { cause: err });
         if (err.failure === 'not_sent') throw new TransientToolError('UPSTREAM_UNAVAILABLE', `${err.message}; nothing was sent. Call again with the same key.`, 2000, { cause: err });

@@ -1,7 +1,10 @@
 import {
+  AuthorizationServerMismatchError,
   type CallToolResult,
   Client,
   ClientCredentialsProvider,
+  InsecureTokenEndpointError,
+  IssuerMismatchError,
   OAuthError,
   OAuthErrorCode,
   ProtocolError,
@@ -13,6 +16,7 @@ import {
   type Tool,
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { credentialId, type UpstreamCredential } from './credentials';
 
@@ -54,7 +58,12 @@ export interface UpstreamCaller {
     credential: UpstreamCredential,
     name: string,
     args: Record<string, unknown>,
-    options: { signal?: AbortSignal; timeoutMs: number },
+    options: {
+      signal?: AbortSignal;
+      /** Bounds every step before the request leaves (credentials, discovery, connect): aborted first, the call is not sent. Default: `signal`. */
+      presendSignal?: AbortSignal;
+      timeoutMs: number;
+    },
   ): Promise<CallToolResult>;
   /** Closes every connection (and stops the processes it started). */
   close(): Promise<void>;
@@ -85,6 +94,11 @@ const PASSING_OAUTH_ERRORS: ReadonlySet<string> = new Set([OAuthErrorCode.Server
  */
 function credentialRefusal(err: unknown): string | undefined {
   if (err instanceof OAuthError && !PASSING_OAUTH_ERRORS.has(err.code)) return `the authorization server answered ${err.code}${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
+  // The upstream's authorization server is not the one the credential is registered with, or not served over https:
+  // the credential is never sent there, and calling again will not change that.
+  if (err instanceof AuthorizationServerMismatchError) return `the upstream's authorization server ${err.currentIssuer} is not the issuer ${err.recordedIssuer} the credential is registered with`;
+  if (err instanceof IssuerMismatchError) return `the authorization server's metadata names issuer ${err.received ?? 'none'}, not ${err.expected ?? 'the one expected'}`;
+  if (err instanceof InsecureTokenEndpointError) return `the authorization server's token endpoint ${err.tokenEndpoint} is not https`;
   if (err instanceof UnauthorizedError) return `the upstream answered 401 Unauthorized${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
   if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return `the upstream answered HTTP ${err.status}`;
   return undefined;
@@ -105,33 +119,108 @@ function classifyCallFailure(err: unknown): UpstreamFailure {
   return 'uncertain';
 }
 
+/** Consecutive failures to connect with one credential: how long calls are answered from the failure, not a new attempt. */
+const CREDENTIAL_REFUSED_BACKOFF_MS = 60_000;
+const UNREACHABLE_BACKOFF_MS = { baseMs: 1_000, maxMs: 30_000 };
+/** Connections (and their OAuth tokens) kept at once, one per credential: the least recently used is closed past it. */
+const MAX_CONNECTIONS = 64;
+
+/**
+ * What one call has done so far, seen by the fetch every request of the call goes through (AsyncLocalStorage: the
+ * SDK's transport sends in the call's async context). `sent` turns true when a request carrying the `tools/call`
+ * leaves, and back to false when the upstream refuses it at the door (401/403, or 404 for a session it no longer
+ * knows): so a failure while `sent` is false proves the call never reached the tool. `presend` bounds every step
+ * before the send (token, discovery, connect); once the call is given up, nothing of it is sent any more.
+ */
+interface CallTrace {
+  sent: boolean;
+  givenUp: boolean;
+  presend?: AbortSignal;
+}
+const callTraces = new AsyncLocalStorage<CallTrace>();
+
+function carriesToolsCall(body: unknown): boolean {
+  if (typeof body !== 'string' || !body.includes('tools/call')) return false;
+  try {
+    return [JSON.parse(body)].flat().some((message: { method?: unknown }) => message?.method === 'tools/call');
+  } catch {
+    return false;
+  }
+}
+
+const hasSession = (init: RequestInit | undefined) => new Headers(init?.headers).has('mcp-session-id');
+
+/** Rejects with `onAbort()` when the signal fires first (the pending work goes on for whoever shares it). */
+function untilAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined, onAbort: () => Error): Promise<T> {
+  if (!signal) return pending;
+  if (signal.aborted) return Promise.reject(onAbort());
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(onAbort());
+    signal.addEventListener('abort', abort, { once: true });
+    pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+interface Connection {
+  client: Client;
+  /** The upstream answered 404 to this connection's session id: it no longer knows the session (it restarted). */
+  lost: boolean;
+}
+
 /**
  * The upstream over the MCP client (v2 SDK, which speaks both protocol eras): one connection per credential, made on
- * first use and made again after it closes (an HTTP upstream restarted, a stdio process that died). A stdio target
- * is one process per credential, with that credential's environment.
+ * first use and made again after it closes (a stdio process that died) or after the upstream answers 404 to its
+ * session (an HTTP upstream restarted: the spec's client MUST start a new session). A stdio target is one process per
+ * credential, with that credential's environment. A failed connection is remembered for a while (credential refused:
+ * a minute; unreachable: from a second, doubling): calls meanwhile get that answer without a new discovery.
  */
 export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inherit' | 'ignore' } = {}): UpstreamCaller {
-  const connections = new Map<string, Promise<Client>>();
+  const connections = new Map<string, Promise<Connection>>();
+  const failures = new Map<string, { until: number; streak: number; error: UpstreamError }>();
+  // OAuth providers keep their tokens: kept per credential, so a new session does not fetch a new token.
+  const providers = new Map<string, ClientCredentialsProvider>();
   let closed = false;
 
-  async function connect(credential: UpstreamCredential): Promise<Client> {
+  function providerFor(id: string, oauth: Extract<UpstreamCredential, { oauthClientCredentials: unknown }>['oauthClientCredentials']) {
+    let provider = providers.get(id);
+    if (!provider) {
+      provider = new ClientCredentialsProvider({ clientId: oauth.clientId, clientSecret: oauth.clientSecret, scope: oauth.scope, expectedIssuer: oauth.issuer });
+      providers.set(id, provider);
+      for (const oldest of providers.keys()) if (providers.size > MAX_CONNECTIONS) providers.delete(oldest);
+    }
+    return provider;
+  }
+
+  async function connect(id: string, credential: UpstreamCredential): Promise<Connection> {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const connection: Connection = { client, lost: false };
     if ('url' in target) {
       const headers: Record<string, string> = {};
       if ('header' in credential) headers[credential.header.name] = credential.header.value;
+      const traced: typeof fetch = async (url, init) => {
+        const trace = callTraces.getStore();
+        if (trace?.givenUp) throw new UpstreamError('not_sent', 'the call was given up before it was sent');
+        const call = trace !== undefined && init?.method === 'POST' && carriesToolsCall(init.body);
+        if (trace && !call && trace.presend) init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, trace.presend]) : trace.presend };
+        if (call) trace.sent = true;
+        let response: Response;
+        try {
+          response = await fetch(url, init);
+        } catch (err) {
+          if (call && neverConnected(err)) trace.sent = false;
+          throw err;
+        }
+        const unknownSession = response.status === 404 && hasSession(init);
+        if (unknownSession) connection.lost = true;
+        // Refused at the door: the upstream did not run it (the SDK may send it again with a new token).
+        if (call && (response.status === 401 || response.status === 403 || unknownSession)) trace.sent = false;
+        return response;
+      };
       await client.connect(
         new StreamableHTTPClientTransport(new URL(target.url), {
           requestInit: { headers },
-          ...('oauthClientCredentials' in credential
-            ? {
-                authProvider: new ClientCredentialsProvider({
-                  clientId: credential.oauthClientCredentials.clientId,
-                  clientSecret: credential.oauthClientCredentials.clientSecret,
-                  scope: credential.oauthClientCredentials.scope,
-                  expectedIssuer: credential.oauthClientCredentials.issuer,
-                }),
-              }
-            : {}),
+          fetch: traced,
+          ...('oauthClientCredentials' in credential ? { authProvider: providerFor(id, credential.oauthClientCredentials) } : {}),
         }),
         { timeout: CONNECT_TIMEOUT_MS },
       );
@@ -147,63 +236,132 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
         { timeout: CONNECT_TIMEOUT_MS },
       );
     }
-    return client;
+    return connection;
   }
 
-  function clientFor(credential: UpstreamCredential): Promise<Client> {
+  function forget(id: string, pending: Promise<Connection>) {
+    if (connections.get(id) !== pending) return;
+    connections.delete(id);
+    void pending.then((connection) => connection.client.close()).catch(() => {});
+  }
+
+  function connectionFor(credential: UpstreamCredential): Promise<Connection> {
     if (closed) return Promise.reject(new UpstreamError('not_sent', 'the gateway is shutting down'));
     const id = credentialId(credential);
+    const failed = failures.get(id);
+    if (failed && failed.until > Date.now()) return Promise.reject(failed.error);
     let pending = connections.get(id);
-    if (!pending) {
-      pending = connect(credential).then(
-        (client) => {
-          // A closed connection (the process died, the server went away) is made again on the next call.
-          client.onclose = () => {
-            if (connections.get(id) === pending) connections.delete(id);
-          };
-          return client;
-        },
-        (err: unknown) => {
-          connections.delete(id);
-          const refusal = credentialRefusal(err);
-          if (refusal !== undefined) throw new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err });
-          throw new UpstreamError('not_sent', `the upstream could not be reached: ${describe(err)}`, { cause: err });
-        },
-      );
+    if (pending) {
+      // Most recently used last: the first in the map is the one closed when there are too many.
+      connections.delete(id);
       connections.set(id, pending);
+      return pending;
     }
-    return pending;
+    // Outside any call's trace: the connection is shared by every call with this credential.
+    const made: Promise<Connection> = callTraces.exit(() => connect(id, credential)).then(
+      (connection) => {
+        failures.delete(id);
+        // A closed connection (the process died, the server went away) is made again on the next call.
+        connection.client.onclose = () => {
+          if (connections.get(id) === made) connections.delete(id);
+        };
+        return connection;
+      },
+      (err: unknown) => {
+        if (connections.get(id) === made) connections.delete(id);
+        const refusal = credentialRefusal(err);
+        const error =
+          refusal !== undefined
+            ? new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err })
+            : new UpstreamError('not_sent', `the upstream could not be reached: ${describe(err)}`, { cause: err });
+        const streak = (failures.get(id)?.streak ?? 0) + 1;
+        const backoff = refusal !== undefined ? CREDENTIAL_REFUSED_BACKOFF_MS : Math.min(UNREACHABLE_BACKOFF_MS.maxMs, UNREACHABLE_BACKOFF_MS.baseMs * 2 ** (streak - 1));
+        failures.set(id, { until: Date.now() + backoff, streak, error });
+        throw error;
+      },
+    );
+    connections.set(id, made);
+    for (const [oldest, connection] of connections) if (connections.size > MAX_CONNECTIONS) forget(oldest, connection);
+    return made;
+  }
+
+  /** Runs `use` on the credential's connection; once more on a new session when the upstream forgot the old one. */
+  async function withConnection<T>(credential: UpstreamCredential, presend: AbortSignal | undefined, trace: CallTrace, use: (client: Client) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const pending = connectionFor(credential);
+      const connection = await untilAborted(pending, presend, () => new UpstreamError('not_sent', "the call's time ran out before the upstream was connected"));
+      if (presend?.aborted) throw new UpstreamError('not_sent', "the call's time ran out before the upstream was connected");
+      if (connection.lost && attempt === 0) {
+        // A request of its own (the event stream) already found the session gone.
+        forget(credentialId(credential), pending);
+        continue;
+      }
+      try {
+        return await callTraces.run(trace, () => use(connection.client));
+      } catch (err) {
+        if (!connection.lost) throw err;
+        forget(credentialId(credential), pending);
+        // The upstream answered 404 to the session: it did not run the request; a new session may (once).
+        if (trace.sent || attempt > 0) throw err;
+      }
+    }
   }
 
   return {
     async listTools(credential) {
-      const client = await clientFor(credential);
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor === undefined ? undefined : { cursor });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      return tools;
+      const trace: CallTrace = { sent: false, givenUp: false };
+      return withConnection(credential, undefined, trace, async (client) => {
+        const tools: Tool[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+          tools.push(...page.tools);
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        return tools;
+      });
     },
-    async callTool(credential, name, args, { signal, timeoutMs }) {
-      const client = await clientFor(credential);
-      // The connection took the call's whole budget: nothing was sent.
-      if (signal?.aborted) throw new UpstreamError('not_sent', `the upstream's ${name} was not called: the call's time ran out while connecting`);
+    async callTool(credential, name, args, { signal, presendSignal, timeoutMs }) {
+      const presend = presendSignal ?? signal;
+      const trace: CallTrace = { sent: false, givenUp: false, presend };
+      const notSent = () => new UpstreamError('not_sent', `the upstream's ${name} was not called: the call's time ran out before it was sent`);
       try {
-        return (await client.callTool({ name, arguments: args }, { signal, timeout: timeoutMs })) as CallToolResult;
+        return await withConnection(credential, presend, trace, (client) => {
+          // Over stdio the request is written as soon as it is made.
+          if (!('url' in target)) trace.sent = true;
+          const call = client.callTool({ name, arguments: args }, { signal, timeout: timeoutMs }) as Promise<CallToolResult>;
+          if (!presend) return call;
+          // Until the request leaves (a token, a discovery), the call's time before the send bounds it; once it left,
+          // only its own timeout does.
+          return new Promise<CallToolResult>((resolve, reject) => {
+            const abort = () => {
+              if (trace.sent) return;
+              trace.givenUp = true;
+              reject(notSent());
+            };
+            if (presend.aborted) abort();
+            presend.addEventListener('abort', abort, { once: true });
+            call.then(resolve, reject).finally(() => presend.removeEventListener('abort', abort));
+          });
+        });
       } catch (err) {
+        trace.givenUp = true;
+        if (err instanceof UpstreamError && (err.failure !== 'uncertain' || trace.sent)) throw err;
+        const refusal = credentialRefusal(err);
+        if (refusal !== undefined) throw new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err });
+        // The tools/call never left (or was refused at the door): nothing ran, whatever the error says.
+        if (!trace.sent) throw new UpstreamError('not_sent', `the upstream's ${name} was not called: ${describe(err)}`, { cause: err });
         const failure = classifyCallFailure(err);
-        if (failure === 'credential_refused') throw new UpstreamError(failure, `the gateway's upstream credential was refused: ${credentialRefusal(err)}`, { cause: err });
         throw new UpstreamError(failure, `the upstream's ${name} ${failure === 'refused' ? 'refused the call' : 'did not answer'}: ${describe(err)}`, { cause: err });
+      } finally {
+        trace.givenUp = true;
       }
     },
     async close() {
       closed = true;
       const pending = [...connections.values()];
       connections.clear();
-      await Promise.allSettled(pending.map(async (client) => (await client).close()));
+      await Promise.allSettled(pending.map(async (connection) => (await connection).client.close()));
     },
   };
 }

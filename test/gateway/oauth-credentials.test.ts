@@ -13,6 +13,8 @@ import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGat
 const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000 }, 'get-sum': { kind: 'read' } } };
 const CLIENT_ID = 'gateway-client';
 const CLIENT_SECRET = 'the-right-secret';
+/** A client the token endpoint never answers (held until the test ends): a token endpoint that hangs. */
+const STUCK_CLIENT_ID = 'stuck-client';
 
 interface TokenRequest {
   clientId?: string;
@@ -26,6 +28,9 @@ let issuer: string;
 const signingKey = randomBytes(32);
 const issued = new Set<string>();
 const tokenRequests: TokenRequest[] = [];
+/** Every request of the OAuth discovery: the authorization server's metadata and the resource's metadata. */
+let discoveries = 0;
+const heldTokenRequests: Array<import('node:http').ServerResponse> = [];
 /** tools/call requests the relay refused itself (no valid token): what the gateway tried to send without one. */
 const refusedCalls: string[] = [];
 let setup: EverythingGateway;
@@ -39,6 +44,7 @@ async function startAuthorizationServer(): Promise<void> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
       const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.method === 'GET' && req.url?.startsWith('/.well-known/')) discoveries++;
       if (req.method === 'GET' && req.url === '/.well-known/oauth-authorization-server')
         return json(200, {
           issuer,
@@ -54,6 +60,7 @@ async function startAuthorizationServer(): Promise<void> {
       const [id, secret] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [];
       const request: TokenRequest = { clientId: id, grantType: form.get('grant_type'), resource: form.get('resource'), answer: 'invalid_client' };
       tokenRequests.push(request);
+      if (id === STUCK_CLIENT_ID) return void heldTokenRequests.push(res);
       if (id !== CLIENT_ID || secret !== CLIENT_SECRET) return json(401, { error: 'invalid_client', error_description: 'client authentication failed' });
       if (request.grantType !== 'client_credentials') return json(400, { error: 'unsupported_grant_type' });
       const token = await new SignJWT({ scope: form.get('scope') ?? undefined })
@@ -84,11 +91,16 @@ beforeAll(async () => {
         wrong: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', issuer } },
         // A static token the resource server does not accept (one the vendor revoked, say).
         revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
+        stuck: { oauthClientCredentials: { clientId: STUCK_CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
+        // Registered with another authorization server than the one the upstream names.
+        elsewhere: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: 'https://auth.elsewhere.example' } },
       },
     },
     guard: async (req, body, resource): Promise<RelayAnswer | undefined> => {
-      if (req.method === 'GET' && req.url === metadataPath)
+      if (req.method === 'GET' && req.url === metadataPath) {
+        discoveries++;
         return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };
+      }
       const [scheme, token] = (req.headers.authorization ?? '').split(' ');
       if (scheme === 'Bearer' && token) {
         const verified = await jwtVerify(token, signingKey, { issuer, audience: resource }).catch(() => undefined);
@@ -106,6 +118,7 @@ beforeAll(async () => {
   ({ relay, gateway } = setup);
 });
 afterAll(async () => {
+  for (const held of heldTokenRequests) held.destroy();
   await setup?.stop();
   await new Promise((resolve) => as?.close(resolve));
   as?.closeAllConnections();
@@ -171,6 +184,47 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     expect(read.content[0]!.text).toMatch(/^UPSTREAM_CREDENTIAL_REFUSED: The gateway's upstream credential was refused: the authorization server answered invalid_client/);
     expect(echoes(message)).toHaveLength(0);
     expect(refusedCalls).not.toContain(message);
+
+    // Another write of the tenant, with a new key: answered from the refusal the gateway remembers, with neither a
+    // new discovery nor a new token request (each failed call starting OAuth over would hammer the servers).
+    const discovered = discoveries;
+    const again = await sdkClient(gateway, 'wrong');
+    for (let i = 0; i < 3; i++)
+      expect(contract(await again.callTool({ name: 'echo', arguments: { message: `${message} ${i}`, idempotency_key: newKey() } }))).toMatchObject({
+        outcome: 'failed',
+        retryable: false,
+        error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' },
+      });
+    await again.close();
+    expect({ discoveries, tokenRequests: tokenRequests.length }).toEqual({ discoveries: discovered, tokenRequests: asked });
+  });
+
+  it('a token endpoint that never answers: the write answers not sent, retryable, its key free; nothing is parked or sent', async () => {
+    const client = await sdkClient(gateway, 'stuck');
+    const message = `stuck ${newKey()}`;
+    const key = newKey();
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_UNAVAILABLE' } });
+    expect(answer.error!.message).toMatch(/nothing was sent\. Call again with the same key\./);
+    expect(heldTokenRequests.length).toBeGreaterThan(0);
+    // The key is free: no record holds it (neither unknown nor parked for a person).
+    const status = (await client.callTool({ name: 'get_operation_status', arguments: { tool: 'echo', idempotency_key: key } })) as { structuredContent: { status: string } };
+    await client.close();
+    expect(status.structuredContent.status).toBe('not_found');
+    expect(echoes(message)).toHaveLength(0);
+    expect(refusedCalls).not.toContain(message);
+  });
+
+  it('a credential registered with another authorization server is refused as final; it is never sent there', async () => {
+    const before = tokenRequests.length;
+    const client = await sdkClient(gateway, 'elsewhere');
+    const message = `elsewhere ${newKey()}`;
+    const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
+    await client.close();
+    expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
+    expect(answer.error!.message).toContain('https://auth.elsewhere.example');
+    expect(tokenRequests.length).toBe(before);
+    expect(echoes(message)).toHaveLength(0);
   });
 
   it('a header credential the upstream answers 401 to is refused as final, naming the cause; nothing is sent', async () => {

@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../local/free-port';
+import { createTestTable } from '../support/dynamodb';
+import { BIN, ROOT, scratch } from './support';
+
+/**
+ * The gateway's bin run as a user runs it, with no store to keep its records in: it must not serve (a gateway that
+ * cannot keep records answers every write `unknown`, which nothing settles). Exit 2, one sentence, no stack trace,
+ * no banner and no token.
+ */
+const run = promisify(execFile);
+let dir: string;
+let cleanup: () => Promise<void>;
+let table: Awaited<ReturnType<typeof createTestTable>>;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await scratch('start'));
+  await writeFile(join(dir, 'policy.json'), JSON.stringify({ tools: { echo: { kind: 'read' } } }));
+  table = await createTestTable();
+});
+afterAll(async () => {
+  await table?.drop();
+  await cleanup?.();
+});
+
+/** The bin's exit code and output; `env` replaces the store's settings of this process. */
+async function start(env: Record<string, string>) {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
+  ) as Record<string, string>;
+  const argv = ['bin/gateway.ts', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
+  try {
+    const { stdout, stderr } = await run(join(BIN, 'tsx'), argv, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const failed = err as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+function expectRefused(result: { code: number; stdout: string; stderr: string }, sentence: RegExp) {
+  const lines = result.stderr.split('\n').filter((line) => line.trim() && !/NodeVersionSupportWarning|node >=22|upgrade to node|a\.co\/|trace-warnings|versions published|To continue receiving|security updates/.test(line));
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(sentence);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+  expect(result.stdout).toBe('');
+  expect(result.code).toBe(2);
+}
+
+describe('the gateway does not start without a store', () => {
+  it('no DYNAMODB_ENDPOINT and no region', { timeout: 90_000 }, async () => {
+    expectRefused(await start({}), /^The gateway did not start: no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT/);
+  });
+
+  it('a DYNAMODB_ENDPOINT nothing answers at', { timeout: 90_000 }, async () => {
+    const port = await freePort();
+    expectRefused(await start({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` }), new RegExp(`^The gateway did not start: DynamoDB at http://127.0.0.1:${port} cannot be reached`));
+  });
+
+  it('a region whose table does not exist', { timeout: 90_000 }, async () => {
+    // The region's DynamoDB stood in for by DynamoDB Local (the SDK's own endpoint variable), without the table.
+    const result = await start({
+      AWS_REGION: 'eu-west-1',
+      AWS_ENDPOINT_URL_DYNAMODB: table.endpoint,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      TABLE_NAME: 'no-such-table',
+    });
+    expectRefused(result, /^The gateway did not start: the table no-such-table does not exist in eu-west-1: set TABLE_NAME/);
+  });
+});
