@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
 import { devIssuerFor } from '../auth/dev-issuer';
-import { ConfigError, DEV_SIGN_IN_MOUNT, loadConfig, read, type Env } from '../config';
+import { ConfigError, DEV_SIGN_IN_MOUNT, EnvVars, loadConfig, read, type Env } from '../config';
 import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
 import { startReconciler } from '../reconciler/start';
@@ -13,7 +13,7 @@ import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable } from '../store/table-schema';
-import { GatewayEnvVars } from './config';
+import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
 import { createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
@@ -30,7 +30,8 @@ const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (
   --state-dir <dir>      local state: the dev issuer's key, the operation-id secret (default .gateway)
 
 Table, auth and reconciler settings are the endpoint's (docs/configuration.md): TABLE_NAME (default
-idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
+idempotent-mcp-gateway), TABLE_KEY_PREFIX (default the upstream's: gw.<digest of the URL or command>:),
+DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
 here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
 
 class GatewayUsageError extends Error {
@@ -116,7 +117,8 @@ export interface RunningGateway {
  * the gateway's tools on 127.0.0.1, and the reconciler running in the same process.
  */
 export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
-  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', ...givenEnv };
+  // The records are the upstream's own: another gateway (another upstream) on the same table never settles them.
+  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream), ...givenEnv };
   if (env.AUTH_MODE === 'dev') {
     env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
     if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
@@ -131,7 +133,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     if (config.dynamodbEndpoint) await ensureTable(services.doc, config.tableName);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName }) } });
+    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
