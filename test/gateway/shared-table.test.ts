@@ -87,10 +87,14 @@ describe('two gateways on one table, the same tool names on two upstreams', () =
         return { edit: { path, edits: [{ oldText: 'x', newText: 'xx' }] }, key: newKey() };
       }),
     );
-    for (const [i, side] of sides.entries()) {
-      expect(contract(await side.client.callTool({ name: 'edit_file', arguments: { ...edits[i], idempotency_key: key } }))).toMatchObject({ outcome: 'unknown' });
-      expect(contract(await side.client.callTool({ name: 'edit_file', arguments: { ...others[i]!.edit, idempotency_key: others[i]!.key } }))).toMatchObject({ outcome: 'unknown' });
-    }
+    // All four at once: each call's record and lookup memo are written while the other gateway's are.
+    const first = await Promise.all(
+      sides.flatMap((side, i) => [
+        side.client.callTool({ name: 'edit_file', arguments: { ...edits[i], idempotency_key: key } }),
+        side.client.callTool({ name: 'edit_file', arguments: { ...others[i]!.edit, idempotency_key: others[i]!.key } }),
+      ]),
+    );
+    expect(first.map((answer) => contract(answer).outcome)).toEqual(['unknown', 'unknown', 'unknown', 'unknown']);
     for (const [i, side] of sides.entries()) {
       expect(await settle(side, edits[i]!, key)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { settledByLookup: true } });
       expect(await settle(side, others[i]!.edit, others[i]!.key)).toMatchObject({ outcome: 'succeeded', result: { settledByLookup: true } });
