@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { Annotations, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Stack, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
@@ -8,6 +8,7 @@ import { EnvVars } from '../lambdas/config';
 import { GatewayEnvVars, upstreamKeyPrefix } from '../lambdas/gateway/config';
 import { GatewayPolicyError, parseGatewayPolicy } from '../lambdas/gateway/policy';
 import { IdempotentMcpEndpoint, type EndpointSettings } from './endpoint';
+import { StackOutput } from './stack-outputs';
 import { gatewayToolsModule } from './tools-entry';
 
 /**
@@ -88,6 +89,8 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
   readonly policyFile: string;
   /** The upstream's URL the functions call. */
   readonly upstreamUrl: string;
+  /** Whose records are this gateway's on its table (the functions' TABLE_KEY_PREFIX): its upstream's. */
+  readonly tableKeyPrefix: string;
 
   constructor(scope: Construct, id: string, props: IdempotentMcpGatewayProps) {
     const { path, policy } = readPolicy(props?.policy);
@@ -116,6 +119,11 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
         resourceArns: [credentials.secretFullArn ?? `${credentials.secretArn}-??????`],
       });
       credentials.encryptionKey?.grantDecrypt(fn.role);
+    }
+    this.tableKeyPrefix = keyPrefix;
+    // `idempotent-mcp-ops --stack <name>` reviews the gateway's own records by it.
+    if (props.outputs !== false && !Stack.of(this).node.tryFindChild(StackOutput.tableKeyPrefix)) {
+      new CfnOutput(Stack.of(this), StackOutput.tableKeyPrefix, { value: keyPrefix, description: "Whose records are this gateway's on the table (its upstream's)" });
     }
   }
 }

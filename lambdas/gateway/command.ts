@@ -107,6 +107,8 @@ export interface RunningGateway {
   url: string;
   mcpUrl: string;
   gateway: Gateway;
+  /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
+  keyPrefix?: string;
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -170,6 +172,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
       url,
       mcpUrl: `${url}/mcp`,
       gateway,
+      ...(config.tableKeyPrefix ? { keyPrefix: config.tableKeyPrefix } : {}),
       async tokenFor(tenant) {
         if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
         return (await devIssuerFor(auth)).sign({ tenant });
@@ -212,6 +215,7 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       `  Writes         ${names('write')}`,
       `  Reads          ${names('read')}`,
       `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
+      `  Records        ${running.keyPrefix ?? 'no key prefix'} (TABLE_KEY_PREFIX; idempotent-mcp-ops --key-prefix)`,
       ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
       '',
       'Ctrl-C to stop.',
