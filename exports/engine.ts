@@ -79,7 +79,7 @@ export type {
   ReviewStore,
   Settlement,
 } from '../lambdas/engine/persistence';
-export { InMemoryIdempotencyStore } from '../lambdas/engine/in-memory-store';
+export { InMemoryIdempotencyStore, type InMemoryStoreOptions } from '../lambdas/engine/in-memory-store';
 export {
   approvalId,
   approvalState,

@@ -64,6 +64,12 @@ export interface SideEffectsConfig {
 /** @public */
 export interface AppConfig {
   tableName: string;
+  /**
+   * Whose records these are on a shared table (`DynamoDbStoreOptions.keyPrefix`): the endpoint's records, memos and
+   * attention partitions carry it, and its reconciler settles only them. Unset: none (an endpoint's default). A
+   * gateway's default is its upstream's (docs/gateway.md, "Sharing a table").
+   */
+  tableKeyPrefix?: string;
   /** DynamoDB Local (or another emulator); unset on AWS. */
   dynamodbEndpoint?: string;
   auth: AuthConfig;
@@ -287,6 +293,8 @@ function scopeList(name: string): EnvVar<string[] | undefined> {
  */
 export const EnvVars = {
   tableName: text('TABLE_NAME'),
+  /** Whose records these are on a shared table; letters, digits and `_ . : -`. */
+  tableKeyPrefix: text('TABLE_KEY_PREFIX'),
   /** DynamoDB Local (or another emulator); unset on AWS. */
   dynamodbEndpoint: text('DYNAMODB_ENDPOINT'),
   authMode: oneOf('AUTH_MODE', ['oidc', 'dev'] as const, 'oidc'),
@@ -497,10 +505,18 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
  * settings. They serve no MCP request, so they need neither the issuer nor the operation-id secret.
  * @public
  */
-export type WorkerConfig = Pick<AppConfig, 'tableName' | 'dynamodbEndpoint' | 'sideEffects'>;
+export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dynamodbEndpoint' | 'sideEffects'>;
 
 /** @public */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
-  return { tableName, dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint), sideEffects: loadSideEffects(env) };
+  const tableKeyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;
+  if (tableKeyPrefix !== undefined && !/^[A-Za-z0-9_.:-]+$/.test(tableKeyPrefix))
+    throw new ConfigError(`${EnvVars.tableKeyPrefix.name} may contain only letters, digits and _ . : - (got ${tableKeyPrefix.slice(0, 80)})`);
+  return {
+    tableName,
+    ...(tableKeyPrefix !== undefined ? { tableKeyPrefix } : {}),
+    dynamodbEndpoint: read(env, EnvVars.dynamodbEndpoint),
+    sideEffects: loadSideEffects(env),
+  };
 }

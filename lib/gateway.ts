@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { Annotations, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Stack, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { GatewayEnvVars } from '../lambdas/gateway/config';
+import { EnvVars } from '../lambdas/config';
+import { GatewayEnvVars, upstreamKeyPrefix } from '../lambdas/gateway/config';
 import { GatewayPolicyError, parseGatewayPolicy } from '../lambdas/gateway/policy';
 import { IdempotentMcpEndpoint, type EndpointSettings } from './endpoint';
+import { StackOutput } from './stack-outputs';
 import { gatewayToolsModule } from './tools-entry';
 
 /**
@@ -87,6 +89,8 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
   readonly policyFile: string;
   /** The upstream's URL the functions call. */
   readonly upstreamUrl: string;
+  /** Whose records are this gateway's on its table (the functions' TABLE_KEY_PREFIX): its upstream's. */
+  readonly tableKeyPrefix: string;
 
   constructor(scope: Construct, id: string, props: IdempotentMcpGatewayProps) {
     const { path, policy } = readPolicy(props?.policy);
@@ -100,7 +104,11 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     // The synth loads a tools module to check its exports; this one connects to the upstream, which only a deployed
     // function does (the policy was checked above; the upstream's tools are checked at cold start).
     Annotations.of(this).acknowledgeWarning('idempotent-mcp:modules-unchecked', 'The gateway policy is checked at synth; the upstream\'s tools at cold start.');
+    // Whose records these are on the table (shared through existingTable): the upstream's, as a local gateway's.
+    // A URL known only at deploy (a token) cannot be digested here: the construct's path names the owner instead.
+    const keyPrefix = Token.isUnresolved(url) ? upstreamKeyPrefix({ command: 'cdk', args: [this.node.path] }) : upstreamKeyPrefix({ url });
     for (const fn of [this.mcp.handler, this.reconciler.handler]) {
+      fn.function.addEnvironment(EnvVars.tableKeyPrefix.name, keyPrefix);
       fn.function.addEnvironment(GatewayEnvVars.upstreamUrl.name, url);
       // The ARN, not the value: the credentials never sit in the template or the function's configuration.
       fn.function.addEnvironment(GatewayEnvVars.credentialsSecretArn.name, credentials.secretArn);
@@ -115,5 +123,10 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     // The MCP function keeps the upstream's tools/list it read (PutItem, which it has for its claims); the reconciler
     // only reads a kept one: it puts no item.
     this.mcp.handler.function.addEnvironment(GatewayEnvVars.keepListing.name, 'true');
+    this.tableKeyPrefix = keyPrefix;
+    // `idempotent-mcp-ops --stack <name>` reviews the gateway's own records by it.
+    if (props.outputs !== false && !Stack.of(this).node.tryFindChild(StackOutput.tableKeyPrefix)) {
+      new CfnOutput(Stack.of(this), StackOutput.tableKeyPrefix, { value: keyPrefix, description: "Whose records are this gateway's on the table (its upstream's)" });
+    }
   }
 }

@@ -15,6 +15,8 @@ export const StackOutput = {
   approvalCallbackUrl: 'ApprovalCallbackUrl',
   approvalClientId: 'ApprovalClientId',
   table: 'TableName',
+  /** A gateway's: whose records are its upstream's on the table (TABLE_KEY_PREFIX), for `idempotent-mcp-ops --key-prefix`. */
+  tableKeyPrefix: 'TableKeyPrefix',
   queue: 'OutboxQueueUrl',
   deadLetterQueue: 'DeadLetterQueueUrl',
   dashboard: 'DashboardName',

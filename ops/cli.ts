@@ -38,7 +38,8 @@ and tells what --absent means for it). This repository's \`npm run ops\` passes 
 --result-file reads the result from a file, or from stdin with -, for one too long for the command line.
 --reason: at most ${REVIEW_REASON_MAX_CHARS} characters.
 Where: the running npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
-(AWS: the SDK's default credentials and region).
+(AWS: the SDK's default credentials and region). --key-prefix <p>: whose records on a shared table (a gateway's
+TABLE_KEY_PREFIX, which its banner prints; with --stack, the stack's TableKeyPrefix output); default an endpoint's.
 Exit codes: 0 done; 2 bad input, nothing written; 3 the record changed meanwhile, nothing written; 1 other failures.`;
 
 /** Exit codes: scripts tell bad input (fix the command) from a race (read again) from an outage (try later). */
@@ -161,6 +162,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
           stack: { type: 'string' },
           table: { type: 'string' },
           queue: { type: 'string' },
+          'key-prefix': { type: 'string' },
           tools: { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
@@ -239,11 +241,11 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       };
     }
 
-    target = await (deps.target ?? resolveTarget)({ stack: values.stack, table: values.table, queue: values.queue });
+    target = await (deps.target ?? resolveTarget)({ stack: values.stack, table: values.table, queue: values.queue, keyPrefix: values['key-prefix'] });
     const tools = new Map<string, WriteToolDefinition>();
     for (const tool of deps.tools ?? (await toolsModule(values.tools))) if (isWriteTool(tool)) tools.set(tool.name, tool);
     const desk = new ReviewDesk({
-      store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName }),
+      store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName, keyPrefix: target.keyPrefix }),
       outbox: new OutboxStore(target.doc, target.tableName),
       approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
       tools,

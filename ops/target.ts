@@ -16,6 +16,8 @@ export interface Target {
   name: string;
   doc: DynamoDBDocumentClient;
   tableName: string;
+  /** Whose records to review on a shared table (`TABLE_KEY_PREFIX`: a gateway's upstream's); none: an endpoint's. */
+  keyPrefix?: string;
   queue: QueueTarget;
   who: () => Promise<string>;
   close(): void;
@@ -33,6 +35,8 @@ export interface TargetOptions {
   stack?: string;
   table?: string;
   queue?: string;
+  /** Whose records (`--key-prefix`); with `--stack`, the stack's TableKeyPrefix output when not given. */
+  keyPrefix?: string;
   /** Where a running `npm start` keeps its state (default `.local` in the working directory). */
   localDir?: string;
 }
@@ -54,6 +58,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
     name: 'local npm start',
     doc,
     tableName: local.tableName,
+    ...(options.keyPrefix ? { keyPrefix: options.keyPrefix } : {}),
     queue: { sqs, queueUrl: local.queueUrl, deadLetterQueueUrl: async () => local.deadLetterQueueUrl },
     who: async () => userInfo().username,
     close: () => {
@@ -67,6 +72,7 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
   let tableName = options.table;
   let queueUrl = options.queue;
   let deadLetterQueueUrl: string | undefined;
+  let keyPrefix = options.keyPrefix;
   if (options.stack) {
     const cfn = new CloudFormationClient({});
     try {
@@ -75,6 +81,7 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
       tableName = outputs.get(StackOutput.table);
       queueUrl = outputs.get(StackOutput.queue);
       deadLetterQueueUrl = outputs.get(StackOutput.deadLetterQueue);
+      keyPrefix ??= outputs.get(StackOutput.tableKeyPrefix);
       if (!tableName) throw new ReviewInputError(`stack ${options.stack} has no ${StackOutput.table} output`);
     } catch (err) {
       if ((err as Error).name === 'ValidationError') throw new ReviewInputError(`no stack named ${options.stack}: ${(err as Error).message}`);
@@ -92,6 +99,7 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
     name: options.stack ? `stack ${options.stack}` : `table ${tableName}`,
     doc,
     tableName,
+    ...(keyPrefix ? { keyPrefix } : {}),
     queue: {
       sqs,
       queueUrl,

@@ -32,9 +32,16 @@ import {
   type Settlement,
 } from './persistence';
 
-const recordKey = (id: RecordIdentity) => JSON.stringify([id.tenant, id.tool, id.idempotencyKey]);
 const itemKey = (key: ItemKey, table = '') => JSON.stringify([table, key.pk, key.sk]);
 const copy = <T>(value: T): T => structuredClone(value);
+
+/** @public */
+export interface InMemoryStoreOptions {
+  /** Whose records these are, as `DynamoDbStoreOptions.keyPrefix`: its queries find only its own. Default none. */
+  keyPrefix?: string;
+  /** Another in-memory store whose records this one shares, as two stores share one table (tests of a shared table). */
+  sharedWith?: InMemoryIdempotencyStore;
+}
 
 /**
  * The store port in one process's memory: the engine's unit tests, and single-process use where losing the records
@@ -44,15 +51,32 @@ const copy = <T>(value: T): T => structuredClone(value);
  * @public
  */
 export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
-  private readonly records = new Map<string, IdempotencyRecord>();
-  private readonly reviewLogs = new Map<string, ReviewLog>();
-  private readonly items = new Map<string, Record<string, unknown>>();
+  private readonly records: Map<string, IdempotencyRecord>;
+  private readonly reviewLogs: Map<string, ReviewLog>;
+  private readonly items: Map<string, Record<string, unknown>>;
+  /** Whose records these are on a shared table: as the DynamoDB adapter's `keyPrefix`. */
+  readonly keyPrefix: string;
+
+  constructor(options: InMemoryStoreOptions = {}) {
+    const keyPrefix = options.keyPrefix ?? '';
+    if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('InMemoryIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    this.keyPrefix = keyPrefix;
+    const table = options.sharedWith;
+    this.records = table ? table.records : new Map();
+    this.reviewLogs = table ? table.reviewLogs : new Map();
+    this.items = table ? table.items : new Map();
+  }
+
+  /** The record's place: its store's prefix, tenant, tool and key. */
+  private key(id: RecordIdentity): string {
+    return JSON.stringify([this.keyPrefix, id.tenant, id.tool, id.idempotencyKey]);
+  }
 
   async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
     transition('ABSENT', 'claim');
-    const existing = this.records.get(recordKey(record));
+    const existing = this.records.get(this.key(record));
     if (!existing || keyIsFree(existing, now, options.onExpired)) {
-      this.records.set(recordKey(record), copy(record));
+      this.records.set(this.key(record), copy(record));
       return { claimed: true };
     }
     if (existing.status === 'PROCESSING' && existing.ownerToken === record.ownerToken) return { claimed: true };
@@ -61,14 +85,14 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
-    const existing = this.records.get(recordKey(record));
+    const existing = this.records.get(this.key(record));
     if (existing && !keyIsFree(existing, now, options.onExpired)) {
       if (existing.ownerToken === record.ownerToken) return { committed: true };
       return { committed: false, existing: copy(existing) };
     }
     this.refuseTakenItems(writes);
     for (const { create } of writes) this.items.set(itemKey(create.key, create.table), copy({ ...create.item, ...create.key }));
-    this.records.set(recordKey(record), copy(record));
+    this.records.set(this.key(record), copy(record));
     return { committed: true };
   }
 
@@ -81,7 +105,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   }
 
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
-    const record = this.records.get(recordKey(identity));
+    const record = this.records.get(this.key(identity));
     return record && copy(record);
   }
 
@@ -102,7 +126,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
     transition('PROCESSING', 'release');
     if (!this.owned(identity, ownerToken, 'release')) return false;
-    this.records.delete(recordKey(identity));
+    this.records.delete(this.key(identity));
     return true;
   }
 
@@ -157,13 +181,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   }
 
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
-    return copy(this.reviewLogs.get(recordKey(identity)) ?? { entries: [], version: 0 });
+    return copy(this.reviewLogs.get(this.key(identity)) ?? { entries: [], version: 0 });
   }
 
   /** A person's decision, fenced as the DynamoDB adapter's: the record's status, owner, last update and attempts as read, and the log's version. */
   async decide(read: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
     const to = transition(read.status, decision.event);
-    const key = recordKey(read);
+    const key = this.key(read);
     const record = this.asRead(read, decision.event, { exact: true });
     if (!record || (this.reviewLogs.get(key)?.version ?? 0) !== log.version) return false;
     this.reviewLogs.set(key, { entries: appendReviewEntry(log.entries, copy(entry)), version: log.version + 1 });
@@ -188,7 +212,11 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   /** Copies of the records in `status` due by `dueBy`, the earliest due first. */
   private needingAttention(status: AttentionStatus, dueBy = Number.POSITIVE_INFINITY): IdempotencyRecord[] {
-    return [...this.records.values()]
+    // This store's own records only, as the DynamoDB adapter's queries read its own index partitions.
+    const own = `${JSON.stringify([this.keyPrefix])}`.slice(0, -1) + ',';
+    return [...this.records]
+      .filter(([key]) => key.startsWith(own))
+      .map(([, record]) => record)
       .filter((record) => record.status === status && attentionDueAt(record) <= dueBy)
       .sort((a, b) => attentionDueAt(a) - attentionDueAt(b))
       .map(copy);
@@ -202,7 +230,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   /** The record, when `event` is legal from its status (the table) and it is held by `ownerToken`. */
   private owned(identity: RecordIdentity, ownerToken: string, event: TransitionEvent): IdempotencyRecord | undefined {
-    const record = this.records.get(recordKey(identity));
+    const record = this.records.get(this.key(identity));
     return record && allows(record.status, event) && record.ownerToken === ownerToken ? record : undefined;
   }
 
@@ -224,7 +252,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
    */
   private resolve(record: IdempotencyRecord, read: IdempotencyRecord, outcome: Reconciliation | OperatorDecision, to: RecordState, now: number) {
     if (to === 'ABSENT') {
-      this.records.delete(recordKey(read));
+      this.records.delete(this.key(read));
       return;
     }
     record.status = to;

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
 import { devIssuerFor } from '../auth/dev-issuer';
-import { ConfigError, DEV_SIGN_IN_MOUNT, loadConfig, read, type Env } from '../config';
+import { ConfigError, DEV_SIGN_IN_MOUNT, EnvVars, loadConfig, read, type Env } from '../config';
 import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
 import { startReconciler } from '../reconciler/start';
@@ -14,7 +14,7 @@ import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable } from '../store/table-schema';
-import { GatewayEnvVars } from './config';
+import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
 import { createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
@@ -33,7 +33,8 @@ const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (
                          the same --state-dir accepts it): a second tenant, for a local try
 
 Table, auth and reconciler settings are the endpoint's (docs/configuration.md): TABLE_NAME (default
-idempotent-mcp-gateway), DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
+idempotent-mcp-gateway), TABLE_KEY_PREFIX (default the upstream's: gw.<digest of the URL or command>:),
+DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
 here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
 
 class GatewayUsageError extends Error {
@@ -134,6 +135,8 @@ export interface RunningGateway {
   url: string;
   mcpUrl: string;
   gateway: Gateway;
+  /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
+  keyPrefix?: string;
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -144,7 +147,8 @@ export interface RunningGateway {
  * the gateway's tools on 127.0.0.1, and the reconciler running in the same process.
  */
 export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
-  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', ...givenEnv };
+  // The records are the upstream's own: another gateway (another upstream) on the same table never settles them.
+  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream), ...givenEnv };
   if (env.AUTH_MODE === 'dev') {
     env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
     if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
@@ -159,7 +163,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName }) } });
+    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
@@ -196,6 +200,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
       url,
       mcpUrl: `${url}/mcp`,
       gateway,
+      ...(config.tableKeyPrefix ? { keyPrefix: config.tableKeyPrefix } : {}),
       async tokenFor(tenant) {
         if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
         return (await devIssuerFor(auth)).sign({ tenant });
@@ -265,6 +270,7 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       `  Writes         ${names('write')}`,
       `  Reads          ${names('read')}`,
       `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
+      `  Records        ${running.keyPrefix ?? 'no key prefix'} (TABLE_KEY_PREFIX; idempotent-mcp-ops --key-prefix)`,
       ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
       ...(command?.sharedIdentity
         ? ['', '  No --credentials: the upstream sees one caller for every tenant (what one tenant can read or change there, all can).']

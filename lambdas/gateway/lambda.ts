@@ -52,7 +52,9 @@ export async function gatewayToolsModule(policy: unknown, env: Env = process.env
   if (!url) throw new ConfigError(`${GatewayEnvVars.upstreamUrl.name} must be set (the upstream's streamable-HTTP URL)`);
   if (!secretArn) throw new ConfigError(`${GatewayEnvVars.credentialsSecretArn.name} must be set (the gateway's upstream credentials)`);
   if (!tableName) throw new ConfigError(`${EnvVars.tableName.name} must be set`);
-  const memos = new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName });
+  // The records' own prefix (the construct sets the upstream's), as the functions' store has it.
+  const keyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;
+  const memos = new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName, keyPrefix });
   const gateway = await createGateway({
     policy,
     upstream: { url },

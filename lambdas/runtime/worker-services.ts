@@ -42,7 +42,7 @@ export function createWorkerServices(config: WorkerConfig, overrides: WorkerServ
     config,
     doc,
     tableName: config.tableName,
-    store: new DynamoDbIdempotencyStore({ client: doc, tableName: config.tableName }),
+    store: new DynamoDbIdempotencyStore({ client: doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }),
     clock: overrides.clock ?? systemClock,
     logger: overrides.logger ?? defaultLogger,
     outbox: new OutboxStore(doc, config.tableName, { enabled: config.sideEffects.outboxEnabled }),

@@ -23,6 +23,8 @@ export interface AttentionQuery {
   dueBy?: number;
   /** Upper bound of items returned over all shards (oldest first within each shard). */
   limit: number;
+  /** Only the partitions of this scope (a store's key prefix: `attentionPk`); default the unscoped ones. */
+  scope?: string;
 }
 
 /**
@@ -37,7 +39,7 @@ export async function queryAttention(
 ): Promise<Item[]> {
   const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
   const perShard = await Promise.all(
-    attentionPartitions(kind).map(async (partition) => {
+    attentionPartitions(kind, query.scope).map(async (partition) => {
       const items: Item[] = [];
       const pages = paginateQuery({ client: doc }, {
           Limit: query.limit,
@@ -60,25 +62,17 @@ export async function queryAttention(
     .slice(0, query.limit);
 }
 
-/**
- * How many items of a kind are in the index (a COUNT query per shard: no items are read back); with `pkPrefix`, only
- * items whose partition key starts with it (a store's own records in a shared table).
- */
-export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind, pkPrefix?: string): Promise<number> {
+/** How many items of a kind are in the index, in `scope`'s partitions (a COUNT query per shard: no items are read back). */
+export async function countAttention(doc: DynamoDBDocumentClient, tableName: string, kind: AttentionKind, scope?: string): Promise<number> {
   const { name, partitionKey } = TableSchema.attentionIndex;
-  const filter =
-    pkPrefix === undefined
-      ? {}
-      : { FilterExpression: 'begins_with(#base, :prefix)', ExpressionAttributeNames: { '#pk': partitionKey, '#base': TableSchema.partitionKey } };
   let total = 0;
-  for (const partition of attentionPartitions(kind)) {
+  for (const partition of attentionPartitions(kind, scope)) {
     const pages = paginateQuery({ client: doc }, {
       TableName: tableName,
       IndexName: name,
       KeyConditionExpression: '#pk = :pk',
       ExpressionAttributeNames: { '#pk': partitionKey },
-      ExpressionAttributeValues: { ':pk': partition, ...(pkPrefix === undefined ? {} : { ':prefix': pkPrefix }) },
-      ...filter,
+      ExpressionAttributeValues: { ':pk': partition },
       Select: 'COUNT',
     });
     for await (const page of pages) total += page.Count ?? 0;
@@ -97,9 +91,11 @@ export async function* attentionPages(
   pageSize: number,
   /** Only items whose `attention_at` is at or before this (epoch ms); all when unset. */
   dueBy?: number,
+  /** Only the partitions of this scope (see `attentionPk`). */
+  scope?: string,
 ): AsyncGenerator<Item[]> {
   const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
-  for (const partition of attentionPartitions(kind)) {
+  for (const partition of attentionPartitions(kind, scope)) {
     const pages = paginateQuery({ client: doc }, {
         Limit: pageSize,
         TableName: tableName,

@@ -42,7 +42,7 @@ import {
 import { createDynamoDbClient } from './clients';
 import { claimByCondition, leasePassedClause } from './conditional-claim';
 import { AttentionIndexOffError, attentionPages, countAttention, queryAttention } from './attention-index';
-import { isRecordItemOf, itemToRecord, recordKeyOf, recordPkPrefix, recordToItem } from './record-item';
+import { isRecordItemOf, itemToRecord, recordKeyOf, recordToItem } from './record-item';
 import { cancellationReasons, isConditionRefusal, type Item } from './refusals';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
@@ -65,8 +65,11 @@ export interface DynamoDbStoreOptions {
   /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
   tableName: string;
   /**
-   * Put before every record's partition key, for a table shared with other data. Default none. Letters, digits and
-   * `_ . : -` only ('#' separates the key's parts).
+   * Whose records these are, on a table shared with other endpoints, gateways or data: put before every record's
+   * partition key, and naming the record's own partitions of the attention index. A store reads, lists, counts and
+   * settles only the records of its own prefix; the same tenant, tool and key under two prefixes are two records.
+   * Default none (the records of an endpoint, and every record written before prefixes had index partitions of their
+   * own). Letters, digits and `_ . : -` only ('#' separates the key's parts).
    */
   keyPrefix?: string;
   /**
@@ -186,7 +189,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** `SET` clauses putting the record into the index under `kind`, due at the expression value `at`; none when off. */
   private attentionSet(kind: AttentionKind, pk: string, at: string): { set: string; values: ExpressionValues } {
     if (!this.attentionIndex) return { set: '', values: {} };
-    return { set: `, attention_pk = :attention, attention_at = ${at}`, values: { ':attention': attentionPk(kind, pk) } };
+    return { set: `, attention_pk = :attention, attention_at = ${at}`, values: { ':attention': attentionPk(kind, pk, this.keyPrefix) } };
   }
 
   /** The index attributes to remove when a record needs no look any more; none when the index is off. */
@@ -558,22 +561,25 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** Through the attention index: a Query per shard, never a table scan (eventually consistent). */
   async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
     this.assertQueryable('A query of the records that need a look');
-    return this.recordsOf(await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], query), status);
+    return this.recordsOf(await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], { ...query, scope: this.keyPrefix }), status);
   }
 
   async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
     this.assertQueryable('A listing of the records that need a look');
-    for await (const page of attentionPages(this.doc, this.tableName, ATTENTION_KIND[status], query.pageSize, query.dueBy)) {
+    for await (const page of attentionPages(this.doc, this.tableName, ATTENTION_KIND[status], query.pageSize, query.dueBy, this.keyPrefix)) {
       yield this.recordsOf(page, status);
     }
   }
 
   async countAttention(status: AttentionStatus): Promise<number> {
     this.assertQueryable('A count of the records that need a look');
-    return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], recordPkPrefix(this.keyPrefix));
+    return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], this.keyPrefix);
   }
 
-  /** The index's items that are this store's records and still in `status` (the index is read eventually consistent). */
+  /**
+   * The index's items that are this store's records and still in `status` (the index is read eventually consistent).
+   * The queries read this store's own partitions only (`attentionPk`), so the filter skips nothing but the moved-on.
+   */
   private recordsOf(items: Item[], status: AttentionStatus): IdempotencyRecord[] {
     return items.filter((item) => isRecordItemOf(item, this.keyPrefix)).map(itemToRecord).filter((record) => record.status === status);
   }

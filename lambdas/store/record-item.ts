@@ -12,7 +12,7 @@ export const recordKeyOf = (id: RecordIdentity, keyPrefix = '') => {
 
 const RECORD_KEY = Keys.idempotency('', '', '');
 /** What the partition key of every record of the store with `keyPrefix` starts with (`IDEM#`, after the prefix). */
-export const recordPkPrefix = (keyPrefix = '') => `${keyPrefix}${RECORD_KEY.pk.replace(/#+$/, '#')}`;
+const recordPkPrefix = (keyPrefix = '') => `${keyPrefix}${RECORD_KEY.pk.replace(/#+$/, '#')}`;
 
 /** Whether `item` is an idempotency record of the store with `keyPrefix` (the table and its index hold other items too). */
 export const isRecordItemOf = (item: Item, keyPrefix = ''): boolean =>
@@ -46,13 +46,13 @@ export function recordToItem(record: IdempotencyRecord, keyPrefix = '', attentio
   };
   if (!attentionIndex) return item;
   if (record.status === 'PROCESSING') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('LEASE', key.pk);
+    item[TableSchema.attentionIndex.partitionKey] = attentionPk('LEASE', key.pk, keyPrefix);
     item[TableSchema.attentionIndex.sortKey] = record.leaseExpiresAt;
   } else if (record.status === 'UNKNOWN') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('UNKNOWN', key.pk);
+    item[TableSchema.attentionIndex.partitionKey] = attentionPk('UNKNOWN', key.pk, keyPrefix);
     item[TableSchema.attentionIndex.sortKey] = record.nextCheckAt ?? record.updatedAt;
   } else if (record.status === 'NEEDS_REVIEW') {
-    item[TableSchema.attentionIndex.partitionKey] = attentionPk('REVIEW', key.pk);
+    item[TableSchema.attentionIndex.partitionKey] = attentionPk('REVIEW', key.pk, keyPrefix);
     item[TableSchema.attentionIndex.sortKey] = record.updatedAt;
   }
   return item;

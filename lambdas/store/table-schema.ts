@@ -30,13 +30,19 @@ const ATTENTION_SHARDS = 4;
  */
 export type AttentionKind = 'LEASE' | 'UNKNOWN' | 'OUTBOX' | 'REVIEW' | 'UNDELIVERED';
 
-export function attentionPk(kind: AttentionKind, pk: string): string {
+/**
+ * The index partition of an item of `kind` with partition key `pk`. `scope` (a store's key prefix) gives the records
+ * of each store on a shared table partitions of their own, `KIND#scope#shard`, so a store's queries read its own
+ * records only, never another's to skip them (a gateway's reconciler never sees another upstream's records). The
+ * unscoped partitions, `KIND#shard`, are the unprefixed store's, and those of every item written before scopes.
+ */
+export function attentionPk(kind: AttentionKind, pk: string, scope = ''): string {
   const shard = createHash('sha1').update(pk).digest().readUInt8(0) % ATTENTION_SHARDS;
-  return `${kind}#${shard}`;
+  return scope ? `${kind}#${scope}#${shard}` : `${kind}#${shard}`;
 }
 
-export function attentionPartitions(kind: AttentionKind): string[] {
-  return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => `${kind}#${shard}`);
+export function attentionPartitions(kind: AttentionKind, scope = ''): string[] {
+  return Array.from({ length: ATTENTION_SHARDS }, (_, shard) => (scope ? `${kind}#${scope}#${shard}` : `${kind}#${shard}`));
 }
 
 export { Keys } from '../core/keys';

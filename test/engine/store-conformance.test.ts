@@ -37,3 +37,18 @@ describeStoreConformance('DynamoDB through a client made from clientConfig', {
   reviewStore: true,
   queries: true,
 });
+
+// Two owners of one table (two gateways' upstreams, an endpoint and a gateway): neither reads, counts nor settles the other's records.
+let sharedMemory: InMemoryIdempotencyStore | undefined;
+describeStoreConformance('in memory, beside another store on the same records', {
+  store: () => (sharedMemory = new InMemoryIdempotencyStore()),
+  neighbour: () => new InMemoryIdempotencyStore({ keyPrefix: 'gateway.other:', sharedWith: sharedMemory }),
+  reviewStore: true,
+  queries: true,
+});
+describeStoreConformance('DynamoDB, beside a store of another key prefix on the same table', {
+  store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, keyPrefix: 'gateway.mine:' }),
+  neighbour: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }),
+  reviewStore: true,
+  queries: true,
+});

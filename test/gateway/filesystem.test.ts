@@ -110,6 +110,16 @@ describe('gateway in front of server-filesystem', () => {
     expect(await readFile(path, 'utf8')).toBe('xx');
   });
 
+  it('a lookup memo that cannot be written: nothing is sent, and the answer says to call again with the same key', async () => {
+    const { path } = await target('memo-refused');
+    // The memo carries the lookup's filled templates: a text past DynamoDB's 400 KB item limit is refused there.
+    const edit = { path, edits: [{ oldText: 'x', newText: 'y'.repeat(410_000) }] };
+    const answer = contract(await client.callTool({ name: 'edit_file', arguments: { ...edit, idempotency_key: newKey() } }));
+    expect(answer).toMatchObject({ retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+    expect(callsTo(path)).toHaveLength(0);
+    expect(await readFile(path, 'utf8')).toBe('x');
+  });
+
   it('undeclared arguments are refused before anything is sent', async () => {
     const { path, edit } = await target('strict');
     const answer = contract(await client.callTool({ name: 'edit_file', arguments: { ...edit, idempotency_key: newKey(), dry_run: true } }));

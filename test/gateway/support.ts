@@ -49,8 +49,15 @@ export interface TestGateway extends RunningGateway {
 }
 
 /** The gateway in this process (the same code its bin runs), on a fresh table of the shared DynamoDB Local. */
-export async function startTestGateway(options: { policy: unknown; argv: string[]; env?: Record<string, string>; credentials?: CredentialSource }): Promise<TestGateway> {
-  const table = await createTestTable();
+export async function startTestGateway(options: {
+  policy: unknown;
+  argv: string[];
+  env?: Record<string, string>;
+  credentials?: CredentialSource;
+  /** A table another gateway uses too (left in place at stop); default a fresh one. */
+  table?: TestGateway['table'];
+}): Promise<TestGateway> {
+  const table = options.table ?? (await createTestTable());
   const { dir: stateDir } = await scratch('state');
   const policyFile = join(stateDir, 'policy.json');
   await writeFile(policyFile, JSON.stringify(options.policy));
@@ -73,7 +80,7 @@ export async function startTestGateway(options: { policy: unknown; argv: string[
     stateDir,
     stop: async () => {
       await running.stop();
-      await table.drop();
+      if (!options.table) await table.drop();
       await rm(stateDir, { recursive: true, force: true });
     },
   };

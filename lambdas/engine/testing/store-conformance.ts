@@ -16,6 +16,12 @@ export interface StoreConformanceOptions {
    * on records due before any other's.
    */
   queries?: boolean;
+  /**
+   * Another store on the same table that is someone else's (another `keyPrefix`: another gateway's upstream, another
+   * endpoint): the suite checks that the two never read, count or settle each other's records, and that the same
+   * tenant, tool and key in both are two records. Called once per test, after `store`.
+   */
+  neighbour?: () => IdempotencyStore | Promise<IdempotencyStore>;
 }
 
 const HOUR = 3600_000;
@@ -633,6 +639,60 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await counts()).toEqual({ ...before, UNKNOWN: before.UNKNOWN + 1 });
         await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 2);
         expect(await counts()).toEqual({ ...before, NEEDS_REVIEW: before.NEEDS_REVIEW + 1 });
+      });
+    });
+
+    describe.skipIf(!options.neighbour)("a shared table: another store's records are never this store's", () => {
+      const openBoth = async () => {
+        const store = await open();
+        const other = await options.neighbour!();
+        return { store, other };
+      };
+      const unknownIn = async (store: IdempotencyStore, base: number, tool: string, nextCheckAt: number, key?: string) => {
+        const record = processing({ tool, createdAt: base, updatedAt: base, leaseExpiresAt: base + 60_000, retainUntil: base + HOUR, ...(key ? { idempotencyKey: key } : {}) });
+        expect((await store.claim(record, base)).claimed).toBe(true);
+        const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt, inFlightUntil: nextCheckAt };
+        expect(await store.markUnknown(identity(record), record.ownerToken, details, base + 1)).toBe(true);
+        return (await store.get(identity(record)))!;
+      };
+
+      it('the same tenant, tool and key in both are two records: each claims, reads and settles its own', async () => {
+        const { store, other } = await openBoth();
+        const mine = processing({ fingerprint: 'fp-mine' });
+        const theirs = processing({ ...identity(mine), fingerprint: 'fp-theirs' });
+        expect((await store.claim(mine, T0)).claimed).toBe(true);
+        expect((await other.claim(theirs, T0)).claimed).toBe(true);
+        expect((await store.get(identity(mine)))?.fingerprint).toBe('fp-mine');
+        expect((await other.get(identity(mine)))?.fingerprint).toBe('fp-theirs');
+        await store.settle(identity(mine), mine.ownerToken, { status: 'SUCCEEDED', result: 'mine' }, T0 + 1);
+        expect((await other.get(identity(mine)))?.status).toBe('PROCESSING');
+        expect(await other.release(identity(theirs), theirs.ownerToken)).toBe(true);
+        expect((await store.get(identity(mine)))?.result).toBe('mine');
+      });
+
+      it("the queries find, list and count only the store's own records, even when another's are due first", async () => {
+        const { store, other } = await openBoth();
+        if (!isQueryStore(store) || !isQueryStore(other)) throw new Error('neighbour: both stores must answer the queries (queries: true)');
+        const base = nextQueryBase();
+        const tool = `conformance.n${randomUUID().slice(0, 8)}`;
+        const counts = async (s: RecordQueries) => ({ UNKNOWN: await s.countAttention('UNKNOWN'), NEEDS_REVIEW: await s.countAttention('NEEDS_REVIEW') });
+        const [mineBefore, theirsBefore] = [await counts(store), await counts(other)];
+        // Theirs are due before ours: a query bounded to two must still find ours, not read theirs and skip them.
+        const theirs = [await unknownIn(other, base, tool, base + 1), await unknownIn(other, base, tool, base + 2)];
+        const mine = [await unknownIn(store, base, tool, base + 3), await unknownIn(store, base, tool, base + 4, theirs[0]!.idempotencyKey)];
+        const keysOf = (records: IdempotencyRecord[]) => records.filter((r) => r.tool === tool).map((r) => r.idempotencyKey);
+        expect(keysOf(await store.findAttention('UNKNOWN', { dueBy: base + 10, limit: 2 }))).toEqual(keysOf(mine));
+        expect(keysOf(await other.findAttention('UNKNOWN', { dueBy: base + 10, limit: 2 }))).toEqual(keysOf(theirs));
+        const listed: IdempotencyRecord[] = [];
+        for await (const page of store.attentionPages('UNKNOWN', { pageSize: 100, dueBy: base + 10 })) listed.push(...page);
+        expect(keysOf(listed).sort()).toEqual(keysOf(mine).sort());
+        expect(await counts(store)).toEqual({ ...mineBefore, UNKNOWN: mineBefore.UNKNOWN + 2 });
+        expect(await counts(other)).toEqual({ ...theirsBefore, UNKNOWN: theirsBefore.UNKNOWN + 2 });
+        // Parking its own record leaves the other store's record of the same key as it was.
+        expect(await store.reconcile(mine[1]!, { event: 'reconcile_exhausted', error: unknownError }, base + 5)).toBe(true);
+        expect(await counts(other)).toEqual({ ...theirsBefore, UNKNOWN: theirsBefore.UNKNOWN + 2 });
+        expect(await other.get(identity(theirs[0]!))).toEqual(theirs[0]);
+        expect(await counts(store)).toEqual({ UNKNOWN: mineBefore.UNKNOWN + 1, NEEDS_REVIEW: mineBefore.NEEDS_REVIEW + 1 });
       });
     });
   });
