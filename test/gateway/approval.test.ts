@@ -51,7 +51,7 @@ describe('gateway write with confirmation: approval', () => {
 
     const person = new PageVisitor();
     const page = await person.signIn(link, TENANT, 'alice');
-    expect(page).toContain(`Echo "${message}" to the vendor`);
+    expect(page).toContain(`Echo &quot;${message}&quot; to the vendor`);
     expect(echoes(message)).toHaveLength(0);
     expect((await person.decide(link, 'approve', page)).status).toBe(200);
     // Approval alone sends nothing: the agent's next round does.
