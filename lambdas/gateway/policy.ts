@@ -117,7 +117,7 @@ export class GatewayPolicyError extends Error {
 }
 
 /** The value of an object's own property (never one of Object.prototype's), or undefined. */
-export const own = (object: unknown, name: string): unknown =>
+const own = (object: unknown, name: string): unknown =>
   object !== null && typeof object === 'object' && Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;
 
 const FIELD_NAMES = new Map<string, readonly string[]>([
@@ -314,7 +314,7 @@ export interface CallFacts {
 }
 
 /** A template filled from a call; undefined when a placeholder names nothing in the call. */
-export function fillTemplate(template: unknown, call: CallFacts): unknown {
+function fillTemplate(template: unknown, call: CallFacts): unknown {
   const lookup = (path: string) => (path === '$key' ? call.key : at(call.args, path));
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([^{}]*?)\s*\}\}$/.exec(template);
