@@ -58,7 +58,9 @@ function readPolicy(file: unknown): { path: string; policy: unknown } {
     throw new Error(`${PROP}: the policy file ${path} is not JSON: ${(err as Error).message}`);
   }
   try {
-    parseGatewayPolicy(policy);
+    // A deployed gateway's upstream is HTTP: a stdio process's environment has nowhere to go.
+    if (parseGatewayPolicy(policy).env)
+      throw new GatewayPolicyError(['the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env']);
   } catch (err) {
     if (err instanceof GatewayPolicyError) throw new Error(`${PROP}: the policy file ${path} is refused.\n${err.mistakes.map((m) => `- ${m}`).join('\n')}`);
     throw err;

@@ -41,6 +41,11 @@ describe('WriteResults builders', () => {
     expect(WriteResults.unknown(KEY, 5000, 'custom').error!.message).toBe('custom');
     expect(WriteResults.conflict(KEY)).toMatchObject({ outcome: 'conflict', retryable: false, error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
     expect(WriteResults.reviewRequired(KEY)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
+    // A parked call may have landed: its answer never says it did not, and never reads as "use a new key".
+    const parked = describeResult(WriteResults.reviewRequired(KEY));
+    expect(parked).toMatch(/may already have taken effect/);
+    expect(parked).toMatch(/do not send it again under a new key/);
+    expect(parked).not.toMatch(/nothing was run/i);
     expect(WriteResults.rejected(KEY, { code: 'INVALID_ARGUMENTS', message: 'items is required' })).toEqual({
       outcome: 'rejected',
       replayed: false,

@@ -122,7 +122,9 @@ export const WriteResults = {
       ...echo(key),
       error: {
         code: ErrorCode.REVIEW_REQUIRED,
-        message: message ?? 'This operation needs a person to review it; nothing was run. Do not retry.',
+        message:
+          message ??
+          'This operation is parked for a person: it may already have taken effect. Do not retry it, and do not send it again under a new key; an operator settles it (idempotent-mcp-ops list).',
       },
     };
   },

@@ -4,7 +4,7 @@ import type { Tool } from '@modelcontextprotocol/client';
 import type { CredentialSource } from './credentials';
 import type { ListingMemo } from './listing-memo';
 import { RecordLookupMemo, type LookupMemo } from './lookup-memo';
-import { checkPolicyAgainstUpstream, GatewayPolicyError, parseGatewayPolicy, type GatewayPolicy } from './policy';
+import { checkGatewayPolicy, checkPolicyAgainstUpstream, GatewayPolicyError, type GatewayPolicy } from './policy';
 import { gatewayTools } from './tools';
 import { connectUpstream, type UpstreamCaller, type UpstreamTarget } from './upstream';
 
@@ -47,13 +47,26 @@ async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSou
   return upstream.listTools(credential);
 }
 
+/** The upstream to connect to, with the policy's `env` for a stdio process; a mistake when `env` has no process to go to. */
+function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy, mistakes: string[]): UpstreamTarget {
+  if (!policy.env) return upstream;
+  if ('url' in upstream) {
+    mistakes.push('the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env');
+    return upstream;
+  }
+  return { ...upstream, env: { ...Object.fromEntries(policy.env), ...upstream.env } };
+}
+
 /**
  * Connects to the upstream, reads its `tools/list` with the listing credential, checks the policy against it and
- * builds the tools. Throws GatewayPolicyError (every mistake, one sentence each) before serving anything.
+ * builds the tools. Throws GatewayPolicyError (every mistake, one sentence each: the file's own and those against
+ * the upstream, at once) before serving anything.
  */
 export async function createGateway<S extends ToolRuntime = ToolRuntime>(options: GatewayOptions): Promise<Gateway<S>> {
-  const policy = parseGatewayPolicy(options.policy);
-  const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(options.upstream);
+  const checked = checkGatewayPolicy(options.policy);
+  const mistakes = [...checked.mistakes];
+  const { policy } = checked;
+  const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(targetOf(options.upstream, policy, mistakes));
   try {
     // A kept listing that cannot be read is as good as none: the upstream is asked.
     const kept = await options.listing?.get().catch(() => undefined);
@@ -65,15 +78,19 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
         listed = await listUpstream(upstream, options.credentials);
         read = true;
       } catch (err) {
+        // The file's own mistakes are what to fix first; the upstream is checked again at the next start.
+        if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
         // The upstream or its credential cannot be had now: a stale kept listing serves this container (replays and
         // status answered, each write told why it was not sent); the next cold start reads again.
         if (!kept) throw err;
         listed = kept.tools;
       }
     }
-    const mistakes = checkPolicyAgainstUpstream(
-      policy,
-      listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
+    mistakes.push(
+      ...checkPolicyAgainstUpstream(
+        policy,
+        listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
+      ),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
     // Kept only once it fits the policy; failing to keep it costs the next cold start a read, nothing more.

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { quotedText } from '../core/display-text';
 import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
 
 /**
@@ -76,10 +77,26 @@ const readSchema = z.strictObject({ kind: z.literal('read') });
 
 const toolPolicySchema = z.discriminatedUnion('kind', [writeSchema, readSchema]);
 
+/**
+ * The tools by name as a Map, so that only the names the file gives exist: on a plain object `toString`,
+ * `constructor` or `__proto__` would be found on its prototype (or, for `__proto__`, replace it) and an upstream tool
+ * of that name would be served though the file never named it. The file's own keys are read with Object.entries
+ * (JSON.parse makes `"__proto__"` an own key like any other).
+ */
+const asMap = (value: unknown): unknown => (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Map) ? new Map(Object.entries(value)) : value);
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 const gatewayPolicySchema = z.strictObject({
   $schema: z.string().optional(),
+  /**
+   * Environment variables of a stdio upstream's process (a local gateway), for every tenant; a tenant's `env`
+   * credential adds to them. The process gets these and HOME, PATH, SHELL, TERM (and the like, MCP SDK's default),
+   * nothing else of the gateway's own environment.
+   */
+  env: z.preprocess(asMap, z.map(z.string().regex(ENV_NAME, 'must be an environment variable name'), z.string(), { error: 'must be an object of variable names and their values' })).optional(),
   /** Per upstream tool. A tool the upstream lists and this file does not name is not served (fail closed). */
-  tools: z.record(z.string(), toolPolicySchema),
+  tools: z.preprocess(asMap, z.map(z.string(), toolPolicySchema, { error: 'must be an object' })),
 });
 
 export type GatewayPolicy = z.output<typeof gatewayPolicySchema>;
@@ -99,6 +116,10 @@ export class GatewayPolicyError extends Error {
   }
 }
 
+/** The value of an object's own property (never one of Object.prototype's), or undefined. */
+const own = (object: unknown, name: string): unknown =>
+  object !== null && typeof object === 'object' && Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;
+
 const FIELD_NAMES = new Map<string, readonly string[]>([
   ['write', Object.keys(writeSchema.shape)],
   ['read', Object.keys(readSchema.shape)],
@@ -108,11 +129,12 @@ const FIELD_NAMES = new Map<string, readonly string[]>([
 function sentence(issue: z.core.$ZodIssue, input: unknown): string {
   const [top, tool, ...field] = issue.path.map(String);
   if (top !== 'tools' || tool === undefined) {
-    if (issue.code === 'unrecognized_keys') return `the file has unknown field(s) ${issue.keys.join(', ')}: it takes "tools" (and "$schema")`;
+    if (issue.code === 'unrecognized_keys') return `the file has unknown field(s) ${issue.keys.join(', ')}: it takes "tools" (and "env", "$schema")`;
+    if (top === 'env') return `the file: env${tool === undefined ? '' : ` ${tool}`}: ${issue.message}`;
     return `the file: ${top ?? 'its top level'} ${issue.message.toLowerCase()} (it must be an object with "tools": { "<upstream tool>": { "kind": "write" | "read", ... } })`;
   }
   const where = `tool ${tool}`;
-  const kind = (input as { tools?: Record<string, { kind?: unknown }> })?.tools?.[tool]?.kind;
+  const kind = own(own(own(input, 'tools'), tool), 'kind');
   if (issue.code === 'invalid_union' && (field.length === 0 || field.join('.') === 'kind')) return `${where}: field kind must be "write" or "read"`;
   if (issue.code === 'unrecognized_keys') {
     const path = field.length > 0 ? `${field.join('.')}.` : '';
@@ -158,17 +180,23 @@ function emptyRule(rule: LookupRule): boolean {
 }
 
 /**
- * The policy file's content, checked on its own (no upstream needed: the construct runs this at synth). Throws a
- * GatewayPolicyError listing every mistake, one sentence each.
+ * The policy file's content checked on its own (no upstream needed: the construct runs this at synth): every mistake,
+ * one sentence each, and the policy of the tools that have none (the start checks those against the upstream too, so
+ * that one run names every mistake).
  */
-export function parseGatewayPolicy(input: unknown): GatewayPolicy {
+export function checkGatewayPolicy(input: unknown): { policy: GatewayPolicy; mistakes: string[] } {
   const parsed = gatewayPolicySchema.safeParse(input);
-  if (!parsed.success) throw new GatewayPolicyError([...new Set(parsed.error.issues.map((issue) => sentence(issue, input)))]);
-  const policy = parsed.data;
-  const mistakes: string[] = [];
-  const names = Object.keys(policy.tools);
-  if (names.length === 0) mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
-  for (const [tool, entry] of Object.entries(policy.tools)) {
+  const mistakes = parsed.success ? [] : [...new Set(parsed.error.issues.map((issue) => sentence(issue, input)))];
+  // The tools that parse on their own are checked further even when another one does not.
+  const raw = asMap(own(input, 'tools'));
+  const rawTools = raw instanceof Map ? (raw as Map<string, unknown>) : new Map<string, unknown>();
+  const tools = new Map<string, ToolPolicy>();
+  for (const [name, value] of rawTools) {
+    const entry = toolPolicySchema.safeParse(value);
+    if (entry.success) tools.set(name, entry.data);
+  }
+  if (raw instanceof Map && raw.size === 0) mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
+  for (const [tool, entry] of tools) {
     if (!TOOL_NAME_PATTERN.test(tool)) mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
     if (entry.kind !== 'write') continue;
     for (const [field, value] of templatesOf(entry))
@@ -178,11 +206,35 @@ export function parseGatewayPolicy(input: unknown): GatewayPolicy {
         else if (field === 'summary' && path === '$key')
           mistakes.push(`tool ${tool}: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})`);
       }
-    if (entry.reconcile && emptyRule(entry.reconcile.found))
+    const lookup = entry.reconcile;
+    if (lookup && emptyRule(lookup.found))
       mistakes.push(`tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`);
+    // The reconciler calls the lookup again and again, unkeyed: a write there would run once per check.
+    if (lookup) {
+      const kind = own(rawTools.get(lookup.tool), 'kind');
+      if (!rawTools.has(lookup.tool))
+        mistakes.push(`tool ${tool}: field reconcile.tool: the policy does not name ${lookup.tool}; the lookup must be a read the policy names ("${lookup.tool}": { "kind": "read" })`);
+      else if (kind === 'write')
+        mistakes.push(`tool ${tool}: field reconcile.tool: ${lookup.tool} is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)`);
+    }
     if (typeof entry.key === 'object' && entry.fingerprint?.exclude.includes(entry.key.argument))
       mistakes.push(`tool ${tool}: field fingerprint.exclude names the key argument ${entry.key.argument}: the key is never part of the fingerprint`);
+    // The person's approval is bound to the fingerprint: an excluded argument could be changed after the approval and
+    // still be sent. The gateway's own trace_id (never sent upstream) is the way to correlate such calls.
+    if (entry.confirmation === 'approval' && (entry.fingerprint?.exclude.length ?? 0) > 0)
+      mistakes.push(
+        `tool ${tool}: field fingerprint.exclude cannot be used with confirmation "approval": the person approves the arguments, and an excluded one (${entry.fingerprint!.exclude.join(', ')}) could differ in what is sent; remove it from exclude`,
+      );
   }
+  return { policy: parsed.success ? parsed.data : { tools }, mistakes: [...new Set(mistakes)] };
+}
+
+/**
+ * The policy file's content, checked on its own (no upstream needed: the construct runs this at synth). Throws a
+ * GatewayPolicyError listing every mistake, one sentence each.
+ */
+export function parseGatewayPolicy(input: unknown): GatewayPolicy {
+  const { policy, mistakes } = checkGatewayPolicy(input);
   if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   return policy;
 }
@@ -202,7 +254,7 @@ export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: read
   const byName = new Map(upstream.map((tool) => [tool.name, tool]));
   const listed = [...byName.keys()].sort().join(', ') || 'none';
   const mistakes: string[] = [];
-  for (const [name, entry] of Object.entries(policy.tools)) {
+  for (const [name, entry] of policy.tools) {
     const tool = byName.get(name);
     if (!tool) {
       mistakes.push(`tool ${name}: the upstream lists no tool of that name (it lists ${listed})`);
@@ -214,20 +266,20 @@ export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: read
     const required = new Set(tool.inputSchema.required ?? []);
     const key = entry.key ?? 'idempotency_key';
     if (typeof key === 'object') {
-      const schema = properties[key.argument] as { type?: unknown } | undefined;
+      const schema = own(properties, key.argument) as { type?: unknown } | undefined;
       if (!schema) mistakes.push(`tool ${name}: field key.argument: the upstream tool has no argument ${key.argument} (it has ${args.join(', ') || 'none'})`);
       else if (!required.has(key.argument)) mistakes.push(`tool ${name}: field key.argument: ${key.argument} is optional upstream, and a business key must be in every call`);
       else if (schema.type !== 'string') mistakes.push(`tool ${name}: field key.argument: ${key.argument} is not a string argument upstream`);
     }
-    for (const own of GATEWAY_ARGUMENTS)
-      if (own in properties && !(typeof key === 'object' && key.argument === own))
-        mistakes.push(`tool ${name}: the upstream tool has its own argument ${own}, which the gateway adds: name it as the key ({ "argument": "${own}" }) or leave the tool out`);
+    for (const argument of GATEWAY_ARGUMENTS)
+      if (Object.hasOwn(properties, argument) && !(typeof key === 'object' && key.argument === argument))
+        mistakes.push(`tool ${name}: the upstream tool has its own argument ${argument}, which the gateway adds: name it as the key ({ "argument": "${argument}" }) or leave the tool out`);
     for (const field of entry.fingerprint?.exclude ?? [])
-      if (!(field in properties)) mistakes.push(`tool ${name}: field fingerprint.exclude: the upstream tool has no argument ${field}`);
+      if (!Object.hasOwn(properties, field)) mistakes.push(`tool ${name}: field fingerprint.exclude: the upstream tool has no argument ${field}`);
     for (const [field, value] of templatesOf(entry))
       for (const path of placeholders(value)) {
         const root = path.split('.')[0]!;
-        if (root !== '$key' && !(root in properties)) mistakes.push(`tool ${name}: field ${field}: {{${path}}} names no argument of ${name} (it has ${args.join(', ') || 'none'})`);
+        if (root !== '$key' && !Object.hasOwn(properties, root)) mistakes.push(`tool ${name}: field ${field}: {{${path}}} names no argument of ${name} (it has ${args.join(', ') || 'none'})`);
       }
     const lookup = entry.reconcile;
     if (lookup) {
@@ -236,9 +288,9 @@ export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: read
       else {
         const readerArgs = reader.inputSchema.properties ?? {};
         for (const arg of Object.keys(lookup.arguments))
-          if (!(arg in readerArgs)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} has no argument ${arg} (it has ${Object.keys(readerArgs).join(', ') || 'none'})`);
+          if (!Object.hasOwn(readerArgs, arg)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} has no argument ${arg} (it has ${Object.keys(readerArgs).join(', ') || 'none'})`);
         for (const arg of reader.inputSchema.required ?? [])
-          if (!(arg in lookup.arguments)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} requires ${arg}, which is not given`);
+          if (!Object.hasOwn(lookup.arguments, arg)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} requires ${arg}, which is not given`);
       }
     }
   }
@@ -250,7 +302,7 @@ function at(source: unknown, path: string): unknown {
   let value = source;
   for (const part of path.split('.')) {
     if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[part];
+    value = own(value, part);
   }
   return value;
 }
@@ -262,7 +314,7 @@ export interface CallFacts {
 }
 
 /** A template filled from a call; undefined when a placeholder names nothing in the call. */
-export function fillTemplate(template: unknown, call: CallFacts): unknown {
+function fillTemplate(template: unknown, call: CallFacts): unknown {
   const lookup = (path: string) => (path === '$key' ? call.key : at(call.args, path));
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([^{}]*?)\s*\}\}$/.exec(template);
@@ -284,6 +336,22 @@ export function fillTemplate(template: unknown, call: CallFacts): unknown {
     return entries.some(([, value]) => value === undefined) ? undefined : Object.fromEntries(entries);
   }
   return template;
+}
+
+/**
+ * What the person is asked to approve: the summary template with each placeholder replaced by the call's value,
+ * quoted as the reference tools quote free text (a string in double quotes with its quotes escaped, anything else
+ * as JSON), so the agent's text cannot close its quote and pass for more of the summary. Undefined when a
+ * placeholder names nothing in the call.
+ */
+export function fillSummary(template: string, args: Record<string, unknown>): string | undefined {
+  let missing = false;
+  const text = template.replace(PLACEHOLDER, (_, path: string) => {
+    const value = at(args, path);
+    if (value === undefined) missing = true;
+    return typeof value === 'string' ? quotedText(value) : JSON.stringify(value);
+  });
+  return missing ? undefined : text;
 }
 
 /** A lookup with its templates filled from one call: stored before the call is sent, read by the reconciler. */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import * as z from 'zod';
@@ -9,7 +10,7 @@ import { defineWriteTool } from '../mcp/define-write-tool';
 import type { ToolDefinition, ToolRuntime, WriteToolDefinition } from '../mcp/tool-types';
 import type { CredentialSource, UpstreamCredential } from './credentials';
 import type { LookupMemo } from './lookup-memo';
-import { answerText, DEFAULT_TIMEOUT_MS, fillTemplate, judgeLookup, prepareLookup, type GatewayPolicy, type WritePolicy } from './policy';
+import { answerText, DEFAULT_TIMEOUT_MS, fillSummary, judgeLookup, prepareLookup, type GatewayPolicy, type WritePolicy } from './policy';
 import { UpstreamError, type UpstreamCaller } from './upstream';
 
 /** What the gateway's tools need besides the toolkit's runtime. */
@@ -86,19 +87,32 @@ function keyDescription(policy: WritePolicy): string {
   return KEY_REUSE;
 }
 
+const DERIVED_KEY_PREFIX = 'sha256:';
+
 /**
  * The record's key for a business key the upstream defines: the value itself when it fits the toolkit's key rules,
  * else a digest of it (a path, an e-mail address), so any string the upstream takes can be the key. A value that
- * is not a string is passed on as is, and refused by the key check (nothing runs).
+ * itself starts like a digest is digested too: otherwise `"sha256:<hex of x>"` given as is and `x` would share one
+ * record (a false conflict, or one's answer replayed to the other). A value that is not a string is passed on as
+ * is, and refused by the key check (nothing runs).
  */
 function recordKeyOf(value: unknown): unknown {
   if (typeof value !== 'string' || value.length === 0) return value;
-  try {
-    return validateIdempotencyKey(value);
-  } catch {
-    return `sha256:${createHash('sha256').update(value).digest('hex')}`;
-  }
+  if (!value.startsWith(DERIVED_KEY_PREFIX))
+    try {
+      return validateIdempotencyKey(value);
+    } catch {
+      // not a key as it is: digested below
+    }
+  return `${DERIVED_KEY_PREFIX}${createHash('sha256').update(value).digest('hex')}`;
 }
+
+/**
+ * The key argument's value as the agent sent it, for the call in progress. The toolkit's write tool takes its key
+ * (and `trace_id`) out of the arguments it hands to `execute`; when the upstream's own argument is the key, the
+ * upstream must still receive it as sent, digested or not, whatever its name.
+ */
+const keyArgument = new AsyncLocalStorage<{ value: unknown }>();
 
 function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts: GatewayParts): ToolDefinition {
   const shape = inputShape(upstreamTool);
@@ -126,11 +140,11 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
       ...(retentionSeconds !== undefined ? { retentionSeconds } : {}),
     },
     confirmation: policy.confirmation ?? 'none',
-    summarize: (args) =>
-      summaryTemplate !== undefined
-        ? String(fillTemplate(summaryTemplate, { args, key: '' }) ?? `${name} ${JSON.stringify(args)}`)
-        : `${name} ${JSON.stringify(args)}`,
-    async execute(args, ctx) {
+    summarize: (args) => (summaryTemplate !== undefined ? fillSummary(summaryTemplate, args) : undefined) ?? `${name} ${JSON.stringify(args)}`,
+    async execute(business, ctx) {
+      // What the upstream receives: the arguments as the agent sent them, the key argument included.
+      const held = keyArgument.getStore();
+      const args = typeof key === 'object' && held ? { ...business, [key.argument]: held.value } : business;
       const presend = presendSignal(ctx);
       const credential = await credentialOf(parts, ctx.tenant, presend);
       const identity = { tenant: ctx.tenant, tool: name, idempotencyKey: ctx.idempotencyKey };
@@ -207,7 +221,8 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
     ...inner,
     inputSchema: listed,
     async call(args, call) {
-      return inner.call({ ...(args ?? {}), idempotency_key: recordKeyOf(args?.[key.argument]) }, call);
+      const value = args?.[key.argument];
+      return keyArgument.run({ value }, () => inner.call({ ...(args ?? {}), idempotency_key: recordKeyOf(value) }, call));
     },
   } satisfies WriteToolDefinition;
 }
@@ -250,9 +265,9 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
 export function gatewayTools<S extends ToolRuntime>(policy: GatewayPolicy, upstreamTools: readonly Tool[], parts: GatewayParts): { tools: ToolDefinition<S>[]; hidden: string[] } {
   const tools: ToolDefinition<S>[] = [];
   for (const upstreamTool of upstreamTools) {
-    const entry = policy.tools[upstreamTool.name];
+    const entry = policy.tools.get(upstreamTool.name);
     if (!entry) continue;
     tools.push((entry.kind === 'write' ? writeTool(upstreamTool.name, upstreamTool, entry, parts) : readTool(upstreamTool.name, upstreamTool, parts)) as ToolDefinition<S>);
   }
-  return { tools, hidden: upstreamTools.map((tool) => tool.name).filter((name) => !policy.tools[name]) };
+  return { tools, hidden: upstreamTools.map((tool) => tool.name).filter((name) => !policy.tools.has(name)) };
 }

@@ -248,8 +248,8 @@ export class Reconciler {
       const error = {
         code: ErrorCode.REVIEW_REQUIRED,
         message: tool?.reconcile
-          ? `The outcome could not be verified after ${attempts} attempts; a person must check it. Do not retry.`
-          : 'This tool cannot verify a lost outcome; a person must check it. Do not retry.',
+          ? `The outcome could not be verified after ${attempts} attempts and it may have taken effect; a person must check it. Do not retry, and do not send it again under a new key.`
+          : 'This tool cannot verify a lost outcome, and it may have taken effect; a person must check it. Do not retry, and do not send it again under a new key.',
       };
       if (!(await store.reconcile(record, { event: 'reconcile_exhausted', error }, now))) return 'deferred';
       metrics.countForTool(MetricName.ReconcileExhausted, record.tool);

@@ -39,7 +39,7 @@ describe('gateway write with confirmation: approval', () => {
     const args = { message, idempotency_key: newKey() };
     const first = await call(args);
     expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
-    expect(first.inputRequests!.confirm.params.message).toContain(`Echo ${message} to the vendor`);
+    expect(first.inputRequests!.confirm.params.message).toContain(`Echo "${message}" to the vendor`);
     const link = linkOf(first);
     expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
 
@@ -51,7 +51,7 @@ describe('gateway write with confirmation: approval', () => {
 
     const person = new PageVisitor();
     const page = await person.signIn(link, TENANT, 'alice');
-    expect(page).toContain(`Echo ${message} to the vendor`);
+    expect(page).toContain(`Echo &quot;${message}&quot; to the vendor`);
     expect(echoes(message)).toHaveLength(0);
     expect((await person.decide(link, 'approve', page)).status).toBe(200);
     // Approval alone sends nothing: the agent's next round does.

@@ -20,6 +20,7 @@ const policy = {
       inFlightWindowMs: 1000,
       reconcile: { tool: 'read_text_file', arguments: { path: '{{path}}' }, found: { textEquals: '{{edits.0.newText}}' } },
     },
+    read_text_file: { kind: 'read' },
   },
 };
 
