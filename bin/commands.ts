@@ -1,0 +1,206 @@
+/**
+ * The package's commands, each run by `idempotent-mcp <command>` (bin/idempotent-mcp.ts) and, for one release, by
+ * the bins they replace (`idempotent-mcp-ops`, `idempotent-mcp-gateway`). Each sets the environment its modules
+ * read at load, then loads them.
+ */
+import { Console } from 'node:console';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+/** The review workflow (ops/cli.ts): stdout carries only the answer, logs and metrics go to stderr. */
+export async function opsCommand(argv: readonly string[]): Promise<void> {
+  // Powertools writes through the global console in dev mode, so that console is pointed at stderr before it loads.
+  process.env.POWERTOOLS_DEV ??= 'true';
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'false';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
+  // Errors are one line on stderr; the SDK's notice about the Node.js version would come first on every run.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+  // A TypeScript tools module (`--tools tools.ts`) loads with the project's tsx, as `idempotent-mcp dev` loads it.
+  const toolsAt = argv.findIndex((arg) => arg === '--tools' || arg.startsWith('--tools='));
+  const tools = toolsAt < 0 ? undefined : argv[toolsAt]!.startsWith('--tools=') ? argv[toolsAt]!.slice('--tools='.length) : argv[toolsAt + 1];
+  if (tools && isTypeScript(tools)) {
+    const problem = await typeScriptLoader('idempotent-mcp ops', tools);
+    if (problem) {
+      process.stderr.write(`${problem}\n`);
+      process.exitCode = 2;
+      return;
+    }
+  }
+  const { runOps } = await import('../ops/cli');
+  const { logger } = await import('../lambdas/observability/logger');
+  process.exitCode = await runOps([...argv], { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`) }, { logger });
+}
+
+/** The gateway in front of one upstream MCP server (lambdas/gateway/command.ts; docs/gateway.md). */
+export async function gatewayCommand(argv: readonly string[]): Promise<void> {
+  // Logs are JSON lines on stderr; stdout carries the banner only. Metrics would be EMF noise in a terminal.
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { runGatewayMain } = await import('../lambdas/gateway/command');
+  await runGatewayMain([...argv], process.env);
+}
+
+export const DEV_USAGE = `Usage: idempotent-mcp dev <tools module> [options]
+
+Runs your tools module (the file your CDK app gives IdempotentMcpEndpoint as \`tools\`) on a local endpoint: the MCP
+endpoint, sign-in and the approval page, the reconciler, and with --deliveries the outbox relay and consumer, on
+DynamoDB Local (data kept in the state folder). Prints the MCP URL and a bearer token. Ctrl-C stops it.
+
+  --deliveries <module>  your deliveries module (IdempotentMcpEndpoint's \`deliveries\`); without it, no outbox
+  --port <n>             default 3000 (PORT); 0 picks a free port
+  --tenant <id>          the tenant of the printed token (default demo)
+  --state-dir <dir>      the data, the token signing key, the operation-id secret (default .local)
+
+Needs, beside idempotent-mcp: Java 17, and npm install -D amplify-dynamodb-simulator fauxqs (DynamoDB Local and a
+local SQS), unless DYNAMODB_ENDPOINT and SQS_ENDPOINT name running ones; tsx for a .ts module. Your tools' settings
+come from the environment, as \`environment\` gives them deployed.`;
+
+/** The packages `idempotent-mcp dev` runs locally, each an optional peer of this package (none ships in a Lambda). */
+const DEV_PEERS = [
+  { name: 'amplify-dynamodb-simulator', what: 'DynamoDB Local', unlessSet: 'DYNAMODB_ENDPOINT' },
+  { name: 'fauxqs', what: 'a local SQS', unlessSet: 'SQS_ENDPOINT' },
+] as const;
+
+/** `idempotent-mcp dev <tools module>`: the team's tools on the local endpoint `npm start` runs (local/dev.ts). */
+export async function devCommand(argv: readonly string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: {
+        deliveries: { type: 'string' },
+        port: { type: 'string' },
+        tenant: { type: 'string' },
+        'state-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    return usageError(`${(err as Error).message}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(DEV_USAGE);
+    return;
+  }
+  if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'idempotent-mcp dev needs your tools module' : `idempotent-mcp dev takes one tools module (got ${positionals.join(', ')})`);
+
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { checkToolsModule } = await import('../lib/tools-entry');
+  const { toolsOf, clientsOf } = await import('../lambdas/functions/tools-exports');
+  const { deliveriesOf } = await import('../lambdas/functions/consumer-endpoint');
+  const { validateTenantId } = await import('idempotent-mcp/engine');
+  const { localPort, runLocalEndpoint } = await import('../local/dev');
+
+  const fail = (message: string) => {
+    console.error(message);
+    process.exit(1);
+  };
+  const tenant = values.tenant ?? 'demo';
+  try {
+    validateTenantId(tenant);
+  } catch (err) {
+    return usageError(`--tenant: ${(err as Error).message}`);
+  }
+  const port = localPort(values.port ?? process.env.PORT, values.port === undefined ? 'PORT' : '--port');
+
+  const missing = DEV_PEERS.filter((peer) => !process.env[peer.unlessSet] && !resolvable(peer.name));
+  if (missing.length > 0) {
+    return fail(
+      `idempotent-mcp dev runs ${missing.map((peer) => peer.what).join(' and ')} from ${missing.map((peer) => peer.name).join(' and ')}, not installed here: ` +
+        `npm install -D ${missing.map((peer) => peer.name).join(' ')} (or set ${missing.map((peer) => peer.unlessSet).join(' and ')} to a running one).`,
+    );
+  }
+
+  const load = async (prop: string, file: string) => {
+    let path: string;
+    try {
+      path = checkToolsModule(prop, file, prop === '--deliveries' ? 'deliveries' : 'tools');
+    } catch (err) {
+      return fail(`idempotent-mcp dev: ${(err as Error).message}`);
+    }
+    if (isTypeScript(path)) {
+      const problem = await typeScriptLoader('idempotent-mcp dev', file);
+      if (problem) return fail(problem);
+    }
+    try {
+      return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    } catch (err) {
+      return fail(`idempotent-mcp dev: ${file} did not load: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+    }
+  };
+  const toolsFile = positionals[0]!;
+  const toolsModule = (await load('the tools module', toolsFile))!;
+  const deliveriesModule = values.deliveries === undefined ? undefined : (await load('--deliveries', values.deliveries))!;
+  let served;
+  try {
+    const tools = toolsOf(toolsModule);
+    const withClients = clientsOf(toolsModule, (services) => services);
+    served = { tools, withClients: withClients as <B extends object>(services: B) => B, deliveries: deliveriesModule && deliveriesOf(deliveriesModule) };
+  } catch (err) {
+    return fail(`idempotent-mcp dev: ${(err as Error).message}`);
+  }
+
+  const stateDir = values['state-dir'] ?? '.local';
+  const stateFlag = stateDir === '.local' ? '' : ` --state-dir ${stateDir}`;
+  const again = ['npx idempotent-mcp dev', toolsFile, ...(values.deliveries ? ['--deliveries', values.deliveries] : [])].join(' ');
+  await runLocalEndpoint({
+    ...served,
+    sandbox: false,
+    stateDir,
+    port,
+    tenant,
+    serving: `your tools from ${toolsFile}${values.deliveries ? ` and deliveries from ${values.deliveries}` : ''}`,
+    commands: {
+      start: again,
+      token: `Ctrl-C, then ${again}${stateFlag} --tenant <id> (tokens printed before stay valid)`,
+      ops: `npx idempotent-mcp ops list --tools ${toolsFile}${stateDir === '.local' ? '' : ` (in ${stateDir}/..)`}`,
+    },
+  });
+}
+
+function usageError(message: string): void {
+  console.error(`${message}\n\n${DEV_USAGE}`);
+  process.exit(2);
+}
+
+const isTypeScript = (file: string) => /\.(ts|mts|cts)$/.test(file);
+
+/** Resolves `name` from the project in the working directory (where the team installed its packages), or from this package. */
+function resolvable(name: string): boolean {
+  for (const from of [join(process.cwd(), 'package.json'), import.meta.url]) {
+    try {
+      createRequire(from).resolve(`${name}/package.json`);
+      return true;
+    } catch {
+      // not from there
+    }
+  }
+  return false;
+}
+
+let typeScriptRegistered = false;
+
+/**
+ * Makes `import()` of a TypeScript module work, with the tsx of the team's project (its set-up installs it; the CDK
+ * app runs with it): registered only when Node cannot load .ts files itself or through a loader already in place
+ * (`npm run ops` here runs under tsx). Returns the one sentence to print when there is no tsx.
+ */
+async function typeScriptLoader(command: string, file: string): Promise<string | undefined> {
+  if (process.execArgv.some((arg) => /tsx/.test(arg)) || typeScriptRegistered) return undefined;
+  let api: string;
+  try {
+    api = createRequire(join(process.cwd(), 'package.json')).resolve('tsx/esm/api');
+  } catch {
+    return `${command} loads the TypeScript module ${file} with tsx, which is not installed here: npm install -D tsx (or give the built .js module).`;
+  }
+  const { register } = (await import(pathToFileURL(api).href)) as { register: () => unknown };
+  register();
+  typeScriptRegistered = true;
+  return undefined;
+}
