@@ -5,8 +5,9 @@
  */
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 /** The review workflow (ops/cli.ts): stdout carries only the answer, logs and metrics go to stderr. */
@@ -47,12 +48,14 @@ export const DEV_USAGE = `Usage: idempotent-mcp dev <tools module> [options]
 
 Runs your tools module (the file your CDK app gives IdempotentMcpEndpoint as \`tools\`) on a local endpoint: the MCP
 endpoint, sign-in and the approval page, the reconciler, and with --deliveries the outbox relay and consumer, on
-DynamoDB Local (data kept in the state folder). Prints the MCP URL and a bearer token. Ctrl-C stops it.
+DynamoDB Local (data kept in .local/). Prints the MCP URL and a bearer token. Ctrl-C stops it.
 
   --deliveries <module>  your deliveries module (IdempotentMcpEndpoint's \`deliveries\`); without it, no outbox
   --port <n>             default 3000 (PORT); 0 picks a free port
   --tenant <id>          the tenant of the printed token (default demo)
-  --state-dir <dir>      the data, the token signing key, the operation-id secret (default .local)
+
+The data, the token signing key and the operation-id secret are kept in .local/ (add it to .gitignore), where
+\`idempotent-mcp ops\` finds the running endpoint with no flags.
 
 Needs, beside idempotent-mcp: Java 17, and npm install -D amplify-dynamodb-simulator fauxqs (DynamoDB Local and a
 local SQS), unless DYNAMODB_ENDPOINT and SQS_ENDPOINT name running ones; tsx for a .ts module. Your tools' settings
@@ -75,7 +78,6 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
         deliveries: { type: 'string' },
         port: { type: 'string' },
         tenant: { type: 'string' },
-        'state-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -146,20 +148,18 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     return fail(`idempotent-mcp dev: ${(err as Error).message}`);
   }
 
-  const stateDir = values['state-dir'] ?? '.local';
-  const stateFlag = stateDir === '.local' ? '' : ` --state-dir ${stateDir}`;
   const again = ['npx idempotent-mcp dev', toolsFile, ...(values.deliveries ? ['--deliveries', values.deliveries] : [])].join(' ');
   await runLocalEndpoint({
     ...served,
     sandbox: false,
-    stateDir,
+    stateDir: '.local',
     port,
     tenant,
     serving: `your tools from ${toolsFile}${values.deliveries ? ` and deliveries from ${values.deliveries}` : ''}`,
     commands: {
       start: again,
-      token: `Ctrl-C, then ${again}${stateFlag} --tenant <id> (tokens printed before stay valid)`,
-      ops: `npx idempotent-mcp ops list --tools ${toolsFile}${stateDir === '.local' ? '' : ` (in ${stateDir}/..)`}`,
+      token: `Ctrl-C, then ${again} --tenant <id> (tokens printed before stay valid)`,
+      ops: `npx idempotent-mcp ops list --tools ${toolsFile}`,
     },
   });
 }
@@ -171,14 +171,16 @@ function usageError(message: string): void {
 
 const isTypeScript = (file: string) => /\.(ts|mts|cts)$/.test(file);
 
-/** Resolves `name` from the project in the working directory (where the team installed its packages), or from this package. */
+/**
+ * Whether `name` is installed where Node looks for it from the project in the working directory (where the team
+ * installed its packages) or from this package: a node_modules folder above either holds it. (Not require.resolve:
+ * a package may export neither its package.json nor a `require` entry.)
+ */
 function resolvable(name: string): boolean {
-  for (const from of [join(process.cwd(), 'package.json'), import.meta.url]) {
-    try {
-      createRequire(from).resolve(`${name}/package.json`);
-      return true;
-    } catch {
-      // not from there
+  for (const start of [process.cwd(), dirname(fileURLToPath(import.meta.url))]) {
+    for (let dir = start; ; dir = dirname(dir)) {
+      if (existsSync(join(dir, 'node_modules', name, 'package.json'))) return true;
+      if (dirname(dir) === dir) break;
     }
   }
   return false;
