@@ -45,6 +45,7 @@ export async function gatewayCommand(argv: readonly string[]): Promise<void> {
 }
 
 export const DEV_USAGE = `Usage: idempotent-mcp dev <tools module> [options]
+       idempotent-mcp dev --dynamodb-only [--port <n>]
 
 Runs your tools module (the file your CDK app gives IdempotentMcpEndpoint as \`tools\`) on a local endpoint: the MCP
 endpoint, sign-in and the approval page, the reconciler, and with --deliveries the outbox relay and consumer, on
@@ -53,6 +54,7 @@ DynamoDB Local (data kept in .local/). Prints the MCP URL and a bearer token. Ct
   --deliveries <module>  your deliveries module (IdempotentMcpEndpoint's \`deliveries\`); without it, no outbox
   --port <n>             default 3000 (PORT); 0 picks a free port
   --tenant <id>          the tenant of the printed token (default demo)
+  --dynamodb-only        DynamoDB Local alone (default port 8000), for an MCP server of your own
 
 The data, the token signing key and the operation-id secret are kept in .local/ (add it to .gitignore), where
 \`idempotent-mcp ops\` finds the running endpoint with no flags.
@@ -78,6 +80,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
         deliveries: { type: 'string' },
         port: { type: 'string' },
         tenant: { type: 'string' },
+        'dynamodb-only': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -89,6 +92,10 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     console.log(DEV_USAGE);
     return;
   }
+  if (values['dynamodb-only']) {
+    if (positionals.length > 0 || values.deliveries !== undefined || values.tenant !== undefined) return usageError('--dynamodb-only takes no tools module, --deliveries or --tenant');
+    return dynamoDbOnly(values.port);
+  }
   if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'idempotent-mcp dev needs your tools module' : `idempotent-mcp dev takes one tools module (got ${positionals.join(', ')})`);
 
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -99,10 +106,6 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   const { validateTenantId } = await import('idempotent-mcp/engine');
   const { localPort, runLocalEndpoint } = await import('../local/dev');
 
-  const fail = (message: string) => {
-    console.error(message);
-    process.exit(1);
-  };
   const tenant = values.tenant ?? 'demo';
   try {
     validateTenantId(tenant);
@@ -112,12 +115,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   const port = localPort(values.port ?? process.env.PORT, values.port === undefined ? 'PORT' : '--port');
 
   const missing = DEV_PEERS.filter((peer) => !process.env[peer.unlessSet] && !resolvable(peer.name));
-  if (missing.length > 0) {
-    return fail(
-      `idempotent-mcp dev runs ${missing.map((peer) => peer.what).join(' and ')} from ${missing.map((peer) => peer.name).join(' and ')}, not installed here: ` +
-        `npm install -D ${missing.map((peer) => peer.name).join(' ')} (or set ${missing.map((peer) => peer.unlessSet).join(' and ')} to a running one).`,
-    );
-  }
+  if (missing.length > 0) return fail(peersMissing(missing));
 
   const load = async (prop: string, file: string) => {
     let path: string;
@@ -163,6 +161,47 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     },
   });
 }
+
+/** DynamoDB Local started from the package, alone, for a server of your own (docs/toolkit.md); data kept in .local/dynamodb. */
+async function dynamoDbOnly(portText: string | undefined): Promise<void> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const { localPort } = await import('../local/dev');
+  const port = portText === undefined ? DYNAMODB_ONLY_PORT : localPort(portText, '--port');
+  if (process.env.DYNAMODB_ENDPOINT) return fail(`DYNAMODB_ENDPOINT is set (${process.env.DYNAMODB_ENDPOINT}): that DynamoDB is running already; unset it to start DynamoDB Local here.`);
+  const missing = DEV_PEERS.filter((peer) => peer.name === 'amplify-dynamodb-simulator' && !resolvable(peer.name));
+  if (missing.length > 0) return fail(peersMissing(missing));
+  const { startDynamoDbLocal } = await import('../local/dynamodb-local');
+  const dbPath = join('.local', 'dynamodb');
+  let dynamo;
+  try {
+    // 0: a free port, which the emulator's launcher picks when given none.
+    dynamo = await startDynamoDbLocal({ dbPath, ...(port === 0 ? {} : { port }) });
+  } catch (err) {
+    return fail(`Could not start DynamoDB Local: ${(err as Error).message}`);
+  }
+  console.log(`DynamoDB Local is running on ${dynamo.endpoint} (data kept in ${dbPath}/). Point your server at it:
+
+  DYNAMODB_ENDPOINT=${dynamo.endpoint}
+
+Ctrl-C to stop.`);
+  const stop = async () => {
+    await dynamo.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+const DYNAMODB_ONLY_PORT = 8000;
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(1);
+}
+
+const peersMissing = (missing: ReadonlyArray<(typeof DEV_PEERS)[number]>) =>
+  `idempotent-mcp dev runs ${missing.map((peer) => peer.what).join(' and ')} from ${missing.map((peer) => peer.name).join(' and ')}, not installed here: ` +
+  `npm install -D ${missing.map((peer) => peer.name).join(' ')} (or set ${missing.map((peer) => peer.unlessSet).join(' and ')} to a running one).`;
 
 function usageError(message: string): void {
   console.error(`${message}\n\n${DEV_USAGE}`);
