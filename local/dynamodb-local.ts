@@ -4,7 +4,6 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, wr
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import {
   CreateTableCommand,
   DeleteItemCommand,
@@ -16,7 +15,7 @@ import {
   QueryCommand,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
-import JSZip from 'jszip';
+import { packageFile } from '../lib/package-root';
 import { freePort } from './free-port';
 import { isAlive, underLock } from './process-lock';
 
@@ -59,6 +58,22 @@ export const GRACEFUL_STOP_SECONDS = 10;
 const ORPHAN_WAIT_MS = 15_000;
 export const LOCK_FILE = 'emulator.lock';
 
+/** The Jetty configuration that binds the emulator to 127.0.0.1 (shipped beside the build once packed). */
+const JETTY_CONFIG = packageFile('local/dynamodb-local.xml', 'dist/dynamodb-local.xml');
+
+/** The folder of the DynamoDB Local jar that the npm package amplify-dynamodb-simulator ships, or one sentence saying how to get it. */
+function emulatorFolder(): string {
+  for (const from of [join(process.cwd(), 'package.json'), import.meta.url]) {
+    try {
+      const require = createRequire(from);
+      return join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
+    } catch {
+      // not from there
+    }
+  }
+  throw new Error('DynamoDB Local comes from the npm package amplify-dynamodb-simulator, not installed here: npm install -D amplify-dynamodb-simulator (or set DYNAMODB_ENDPOINT to a running DynamoDB)');
+}
+
 /**
  * Uses DYNAMODB_ENDPOINT when set (e.g. a Docker `amazon/dynamodb-local`), otherwise launches the
  * official DynamoDB Local jar that `amplify-dynamodb-simulator` ships, so `npm ci` is all it takes.
@@ -72,8 +87,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
     await waitUntilReady(given, 15_000);
     return { endpoint: given, pid: undefined, reachable: () => answers(given), stop: async () => {} };
   }
-  const require = createRequire(import.meta.url);
-  const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
+  const emulatorDir = emulatorFolder();
   const port = options.port ?? (await freePort());
   const endpoint = `http://127.0.0.1:${port}`;
   const log = options.log ?? ((line: string) => console.error(line));
@@ -89,7 +103,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   } else {
     args.push('inMemory=true');
   }
-  args.push(fileURLToPath(new URL('./dynamodb-local.xml', import.meta.url)));
+  args.push(JETTY_CONFIG);
 
   let current: Emulator;
   try {
@@ -222,8 +236,7 @@ function classPath(emulatorDir: string): string[] {
  * is there (made here or by the process that was making it); false if it could not be made (starts go on without it).
  */
 export async function makeDynamoDbLocalArchive(): Promise<boolean> {
-  const require = createRequire(import.meta.url);
-  const emulatorDir = join(dirname(require.resolve('amplify-dynamodb-simulator/package.json')), 'emulator');
+  const emulatorDir = emulatorFolder();
   const dir = archiveDir(emulatorDir);
   mkdirSync(dirname(dir), { recursive: true });
   await underLock(`${dir}.lock`, () => existsSync(join(dir, ARCHIVE)), () => makeArchive(emulatorDir, dir));
@@ -236,6 +249,8 @@ async function makeArchive(emulatorDir: string, dir: string): Promise<void> {
   try {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
+    // Only here (a test run's set-up): the package's commands start the emulator without it.
+    const { default: JSZip } = await import('jszip');
     const jar = await JSZip.loadAsync(readFileSync(join(emulatorDir, 'DynamoDBLocal.jar')));
     const manifest = (await jar.file('META-INF/MANIFEST.MF')!.async('string')).replace(/\r?\n /g, '');
     const named = /^Class-Path: (.*)$/m.exec(manifest)?.[1]?.split(/\s+/).filter((entry) => entry.endsWith('.jar')) ?? [];
@@ -246,7 +261,7 @@ async function makeArchive(emulatorDir: string, dir: string): Promise<void> {
     const port = await freePort();
     const endpoint = `http://127.0.0.1:${port}`;
     const listing = [...javaOptions(emulatorDir), `-XX:DumpLoadedClassList=${classList}`, '-cp', cp, 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`, 'inMemory=true'];
-    emulator = await launch(emulatorDir, [...listing, fileURLToPath(new URL('./dynamodb-local.xml', import.meta.url))], endpoint);
+    emulator = await launch(emulatorDir, [...listing, JETTY_CONFIG], endpoint);
     await typicalWorkload(endpoint);
     await emulator.stop();
     const java = process.env.JAVA ?? 'java';

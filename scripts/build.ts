@@ -40,6 +40,8 @@ await build({
   logLevel: 'warning',
 });
 cpSync(join(root, 'lib/bundle-stubs'), join(dist, 'bundle-stubs'), { recursive: true });
+// What `idempotent-mcp dev` starts DynamoDB Local with (local/dynamodb-local.ts finds it through packageFile).
+cpSync(join(root, 'local/dynamodb-local.xml'), join(dist, 'dynamodb-local.xml'));
 
 emitDeclarations(join(dist, 'types'));
 

@@ -143,6 +143,6 @@ export async function startInvoiceServer(options: InvoiceServerOptions = {}): Pr
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const started = await startInvoiceServer({ port: Number(process.env.PORT ?? 3100) });
+  const started = await startInvoiceServer({ port: Number(process.env.PORT ?? 3300) });
   console.log(`invoices MCP server on ${started.url}; token for tenant acme: ${started.tokenFor('acme')}`);
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, publicSubpaths } from '../../scripts/declarations';
-import { EXAMPLES, exampleProject, exampleRun, installOf, MAX_BUFFER, npmEnv, packedPackage, run, scriptOf, setupBlock, TYPE_CHECK } from './support';
+import { EXAMPLES, exampleProject, exampleRun, installOf, MAX_BUFFER, npmEnv, packedPackage, run, setupBlock, TYPE_CHECK, typeCheckOf } from './support';
 
 const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
 
@@ -97,7 +97,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
    * of EVERY_SUBPATH_IN also holds the file that imports every public subpath.
    */
   const typeCheckGroup = (example: string) =>
-    examples.filter((other) => scriptOf(other).startsWith(TYPE_CHECK) && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
+    examples.filter((other) => typeCheckOf(other) === TYPE_CHECK && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
   const typeChecks = new Map<string, Promise<void>>();
   function typeChecked(example: string): Promise<void> {
     const group = typeCheckGroup(example);
@@ -131,7 +131,7 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
   it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
     const project = await projectOf(example);
     expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
-    const [, result] = await Promise.all([scriptOf(example).startsWith(TYPE_CHECK) ? typeChecked(example) : undefined, exampleRun(example)]);
+    const [, result] = await Promise.all([typeCheckOf(example) === TYPE_CHECK ? typeChecked(example) : undefined, exampleRun(example)]);
     expect(result.stdout).toMatch(/passed/);
   });
 
