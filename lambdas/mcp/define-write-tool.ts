@@ -134,6 +134,7 @@ export function writeResultSchema<R>(result: z.ZodType<R>) {
     result: result.optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     first_executed_at: z.string().optional().describe('On a replay: when the operation first ran (ISO 8601).'),
+    approval_url: z.string().optional().describe('With APPROVAL_REQUIRED: the link the person opens to approve; then call again with the same key.'),
   });
 }
 
