@@ -115,10 +115,12 @@ const defaultShowLink = (link: ApprovalLink) => {
  * The approval link of a tool result that asks for the person's approval first (APPROVAL_REQUIRED: what a client
  * that answers no URL-mode input request gets, 2025-11-25 among them), if `answer` is one.
  */
-function approvalLinkOf(answer: unknown): { url: string; message: string } | undefined {
+function approvalLinkOf(answer: unknown): { url: string; message: string; elicitationId: string } | undefined {
   const content = (answer as { structuredContent?: { approval_url?: unknown; error?: { code?: unknown; message?: unknown } } } | undefined)?.structuredContent;
   if (content?.error?.code !== 'APPROVAL_REQUIRED' || typeof content.approval_url !== 'string') return undefined;
-  return { url: content.approval_url, message: typeof content.error.message === 'string' ? content.error.message : '' };
+  // The link's last segment is the approval's id, the one a URL-mode elicitation names.
+  const elicitationId = content.approval_url.split('/').at(-1) ?? '';
+  return { url: content.approval_url, message: typeof content.error.message === 'string' ? content.error.message : '', elicitationId };
 }
 
 /** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
