@@ -61,7 +61,7 @@ export interface IdempotentClientOptions {
   confirm?: (request: { message: string }) => boolean | Promise<boolean>;
   /**
    * Shows the person the approval link of a tool with confirmation 'approval' (MCP URL-mode elicitation: a
-   * 2026-07-28 `input_required`, or 2025-11-25's URL-elicitation-required error -32042): the client waits while they
+   * 2026-07-28 `input_required`, or the APPROVAL_REQUIRED tool result a 2025-11-25 connection gets): the client waits while they
    * sign in and decide on that page, retrying the same call with the same key. Called once
    * per link (again only when an expired link is replaced). Default: prints the link to stderr.
    */
@@ -112,22 +112,15 @@ const defaultShowLink = (link: ApprovalLink) => {
 };
 
 /**
- * The URL-mode elicitation of a 2025-11-25 URL-elicitation-required error (-32042, `data.elicitations`), if `err` is
- * one; anything else is left to the caller's error handling.
+ * The approval link of a tool result that asks for the person's approval first (APPROVAL_REQUIRED: what a client
+ * that answers no URL-mode input request gets, 2025-11-25 among them), if `answer` is one.
  */
-function urlElicitationOf(err: unknown): { url: string; message: string; elicitationId?: string } | undefined {
-  if (!(err instanceof ProtocolError) || err.code !== ProtocolErrorCode.UrlElicitationRequired) return undefined;
-  const elicitations = (err.data as { elicitations?: unknown } | undefined)?.elicitations;
-  if (!Array.isArray(elicitations)) return undefined;
-  for (const candidate of elicitations as Array<Record<string, unknown> | null>) {
-    if (candidate?.mode !== 'url' || typeof candidate.url !== 'string') continue;
-    return {
-      url: candidate.url,
-      message: typeof candidate.message === 'string' ? candidate.message : err.message,
-      ...(typeof candidate.elicitationId === 'string' ? { elicitationId: candidate.elicitationId } : {}),
-    };
-  }
-  return undefined;
+function approvalLinkOf(answer: unknown): { url: string; message: string; elicitationId: string } | undefined {
+  const content = (answer as { structuredContent?: { approval_url?: unknown; error?: { code?: unknown; message?: unknown } } } | undefined)?.structuredContent;
+  if (content?.error?.code !== 'APPROVAL_REQUIRED' || typeof content.approval_url !== 'string') return undefined;
+  // The link's last segment is the approval's id, the one a URL-mode elicitation names.
+  const elicitationId = content.approval_url.split('/').at(-1) ?? '';
+  return { url: content.approval_url, message: typeof content.error.message === 'string' ? content.error.message : '', elicitationId };
 }
 
 /** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
@@ -587,16 +580,12 @@ export class IdempotentMcpClient {
     }
     try {
       for (;;) {
-        try {
-          const answer = await client.callTool({ name: tool, arguments: args, ...(meta ? { _meta: meta } : {}) }, { timeout: this.requestTimeoutMs });
-          return { answer, sent: true };
-        } catch (err) {
-          // 2025-11-25 asks for the person's approval by an error naming the link: after the wait (the same rounds as
-          // a 2026-07-28 input request), the same call is sent again: it runs, is declined, or names a new link.
-          const elicitation = urlElicitationOf(err);
-          if (!elicitation) throw err;
-          await this.awaitApproval(elicitation);
-        }
+        const answer = await client.callTool({ name: tool, arguments: args, ...(meta ? { _meta: meta } : {}) }, { timeout: this.requestTimeoutMs });
+        // A 2025-11-25 connection gets the approval link as a tool result: after the wait (the same rounds as a
+        // 2026-07-28 input request), the same call is sent again: it runs, is declined, or names a new link.
+        const link = approvalLinkOf(answer);
+        if (!link) return { answer, sent: true };
+        await this.awaitApproval(link);
       }
     } catch (err) {
       const gaveUp = this.approvalWaits.getStore()?.gaveUp;
@@ -643,7 +632,7 @@ export class IdempotentMcpClient {
   /**
    * One round of an approval wait (URL-mode elicitation): a new link is shown (and opened when asked), a known one
    * is waited on; then the same call is retried with the same key (2026-07-28: by the SDK, with its requestState;
-   * 2025-11-25: by attemptToolCall after the era's URL-elicitation-required error). The server runs the
+   * 2025-11-25: by attemptToolCall after the APPROVAL_REQUIRED result). The server runs the
    * tool only once the person approved, answers `rejected` once they declined, and a new link once one expired;
    * the wait gives up after approvalWaitMs on a link, or when a second expired link would follow.
    */

@@ -6,7 +6,7 @@
  */
 export { defineWriteTool, writeResultSchema, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from '../lambdas/mcp/define-read-tool';
-export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner, type UrlElicitationRequired } from '../lambdas/mcp/tool-types';
+export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner } from '../lambdas/mcp/tool-types';
 export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions } from '../lambdas/mcp/register-write-tool';
 export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
 export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';

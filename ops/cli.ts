@@ -329,6 +329,8 @@ function formatRecord(view: RecordView): string {
     lines.push(`    bound to    ${approval.tool}, fingerprint ${approval.fingerprint}`);
     lines.push(`    summary     ${approval.summary}`);
     lines.push(`    expires     ${approval.expires_at}`);
+    if (approval.used_at !== undefined) lines.push(`    used        ${approval.used_at} by run ${approval.used_by} (a yes authorizes one run)`);
+    else if (approval.status === 'approved') lines.push('    used        not yet (a yes authorizes one run)');
     // Every round, oldest first: what was asked, how, and each decision.
     let round: number | undefined;
     for (const e of approval.log) {
@@ -339,7 +341,12 @@ function formatRecord(view: RecordView): string {
           `    round ${round}${asked ? `     ${asked.via ? how(asked.via, 'asked') : 'asked'}${asked.fingerprint ? `, fingerprint ${asked.fingerprint}` : ''}${asked.summary ? `: ${asked.summary}` : ''}` : ''}`,
         );
       }
-      const who = e.by !== undefined ? `  by ${e.by}${e.tenant !== undefined ? ` (tenant ${e.tenant})` : ''}${e.via ? `, ${how(e.via, 'decided')}` : ''}` : '';
+      const who =
+        e.event === 'used'
+          ? `  by run ${e.by}`
+          : e.by !== undefined
+            ? `  by ${e.by}${e.tenant !== undefined ? ` (tenant ${e.tenant})` : ''}${e.via ? `, ${how(e.via, 'decided')}` : ''}`
+            : '';
       lines.push(`      ${e.at}  ${e.event}${who}`);
     }
   }

@@ -143,11 +143,15 @@ export interface ApprovalView {
   decided_at?: string;
   decided_by?: string;
   decided_via?: 'url' | 'form';
+  /** When a run used the current round's yes, and which run (the owner token of the record it claimed): a yes authorizes one run. */
+  used_at?: string;
+  used_by?: string;
   /** Every round's entries, oldest first. */
   log: Array<{
     at: string;
     round: number;
-    event: 'requested' | 'approved' | 'declined';
+    /** 'used': a run used the round's yes (`by`: the run's id). */
+    event: 'requested' | 'approved' | 'declined' | 'used';
     /** 'requested': how the person was asked; a decision: how it was made. */
     via?: 'url' | 'form';
     fingerprint?: string;
@@ -424,6 +428,7 @@ export class ReviewDesk {
       created_at: iso(approval.createdAt)!,
       expires_at: iso(approval.expiresAt)!,
       ...(decision ? { decided_at: iso(decision.at), decided_by: decision.by, ...(viaOf(decision) ? { decided_via: viaOf(decision) } : {}) } : {}),
+      ...(approval.usedAt !== undefined ? { used_at: iso(approval.usedAt), used_by: approval.usedBy } : {}),
       log: approval.log.map((entry) => ({
         at: iso(entry.at)!,
         round: entry.round ?? 1,
@@ -432,7 +437,7 @@ export class ReviewDesk {
         ...(entry.fingerprint !== undefined ? { fingerprint: entry.fingerprint } : {}),
         ...(entry.summary !== undefined ? { summary: entry.summary } : {}),
         ...(entry.by !== undefined ? { by: entry.by } : {}),
-        ...(entry.event !== 'requested' ? { tenant: approval.tenant } : {}),
+        ...(entry.event === 'approved' || entry.event === 'declined' ? { tenant: approval.tenant } : {}),
       })),
     };
   }

@@ -32,7 +32,7 @@ export const MCP_CLIENT = 'mcp-client';
 export interface ApprovalLogEntry {
   /** Epoch ms. */
   at: number;
-  event: 'requested' | 'approved' | 'declined';
+  event: 'requested' | 'approved' | 'declined' | 'used';
   /** Which round (1, 2, ...) of the operation's approval. */
   round: number;
   /** 'requested': how the person is asked; a decision: how it was made (never inferred from the record's mode). */
@@ -41,7 +41,7 @@ export interface ApprovalLogEntry {
   fingerprint: string;
   /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
   summary?: string;
-  /** A decision's who: the signed-in person's subject (url) or MCP_CLIENT (form). */
+  /** A decision's who: the signed-in person's subject (url) or MCP_CLIENT (form); 'used': the run's id. */
   by?: string;
 }
 
@@ -61,6 +61,14 @@ export interface ApprovalRecord extends ConfirmationBinding {
   decidedAt?: number;
   /** The person's subject (the page) or MCP_CLIENT (form mode). */
   decidedBy?: string;
+  /**
+   * Epoch ms: when a run of the operation used this round's yes (`ApprovalStore.use`). A yes authorizes one run: once
+   * set, the next call with the key asks the person anew. Kept on the approval, not read from the idempotency record,
+   * because that record's retention may end (and TTL delete it) long before the approval's own item does.
+   */
+  usedAt?: number;
+  /** The run that used it: the owner token of the idempotency record it claimed (`ops show` prints both). */
+  usedBy?: string;
   /** This round's number: 1 for the operation's first. */
   round: number;
   /** Every round's entries, oldest first, append-only (bounded: `canOpenRound`). */
@@ -117,7 +125,8 @@ export function parseApprovalId(id: string): { tenant: string; tool: string; ide
  */
 function canOpenRound(previous: Pick<ApprovalRecord, 'log'> | undefined, next: ApprovalLogEntry): boolean {
   const decision: ApprovalLogEntry = { ...next, event: 'approved', by: 'x'.repeat(MAX_DECIDER_CHARS), summary: undefined };
-  return withinLogBounds([...(previous?.log ?? []), next, decision]);
+  const use: ApprovalLogEntry = { ...decision, event: 'used' };
+  return withinLogBounds([...(previous?.log ?? []), next, decision, use]);
 }
 
 /** The longest `by` a decision records (a subject claim is an opaque id, seldom over a hundred characters). */
@@ -162,6 +171,27 @@ export interface ApprovalDecision {
   via: ApprovalMode;
 }
 
+/**
+ * A run's use of an approved round (`ApprovalStore.use`): when, and which run (the owner token of the idempotency
+ * record it claimed).
+ *
+ * @public
+ */
+export interface ApprovalUse {
+  at: number;
+  by: string;
+}
+
+/** The log entry of a run's use of `record`'s round. */
+export const useEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint' | 'mode'>, use: ApprovalUse): ApprovalLogEntry => ({
+  at: use.at,
+  event: 'used',
+  round: record.round,
+  via: record.mode,
+  fingerprint: record.fingerprint,
+  by: use.by.slice(0, MAX_DECIDER_CHARS),
+});
+
 /** The log entry of a decision of `record`'s round. */
 export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint'>, decision: ApprovalDecision): ApprovalLogEntry => ({
   at: decision.at,
@@ -175,7 +205,7 @@ export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprin
 /** The entry that decided `record`'s current round, if it is decided: who and how, as logged. */
 export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): ApprovalLogEntry | undefined =>
   // A record written before rounds were numbered has one round, and entries without `round`.
-  record.log.findLast((entry) => (entry.round ?? 1) === (record.round ?? 1) && entry.event !== 'requested');
+  record.log.findLast((entry) => (entry.round ?? 1) === (record.round ?? 1) && (entry.event === 'approved' || entry.event === 'declined'));
 
 /**
  * What an approval means for the call that asks about it now:
@@ -192,15 +222,11 @@ export function approvalState(record: ApprovalRecord, fingerprint: string, now: 
 }
 
 /**
- * Whether an approved round was used up: an approval authorizes one run of its operation. Once that run's key is free
- * again (its retention ended), the next call is a new run, and the person is asked anew. `lastRunAt`: when the key's
- * record (the one the engine read, settled and expired) was created; an approval decided before it is the one that
- * run used. Once that record is gone (TTL deletes it some time after it expired), an approval older than `keptMs`
- * (the longest of the tool's retention and the link's lifetime) is taken as used: a run it authorized has had its
- * whole retention by then, and one never used is asked again, which is safe.
+ * Whether a run may use `record`'s yes now: approved, not used by any run yet (an approval authorizes one run), and
+ * within the link's lifetime after the decision (a yes nobody used for that long is asked again, which is safe).
+ * The store's conditional write (`ApprovalStore.use`) makes the first use the only one.
  */
-export function approvalSpent(record: Pick<ApprovalRecord, 'status' | 'decidedAt'>, options: { lastRunAt: number | undefined; now: number; keptMs: number }): boolean {
-  if (record.status !== 'approved' || record.decidedAt === undefined) return false;
-  if (options.lastRunAt !== undefined) return record.decidedAt <= options.lastRunAt;
-  return options.now - record.decidedAt >= options.keptMs;
+export function approvalUsable(record: Pick<ApprovalRecord, 'status' | 'decidedAt' | 'usedAt' | 'createdAt' | 'expiresAt'>, now: number): boolean {
+  if (record.status !== 'approved' || record.usedAt !== undefined || record.decidedAt === undefined) return false;
+  return now < record.decidedAt + (record.expiresAt - record.createdAt);
 }

@@ -25,11 +25,11 @@ const TABLE: readonly Row[] = [
   { mode: 'approval', approvalPage: false, then: { kind: 'unavailable', reason: 'no_approval_page' } },
   { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: true, then: { kind: 'page' } },
   { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true, formFallback: true, then: { kind: 'form' } },
-  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true, formFallback: false, then: { kind: 'unavailable', reason: 'no_url_elicitation' } },
-  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: false, then: { kind: 'unavailable', reason: 'no_url_elicitation' } },
+  // Form only (Claude Code), none (claude.ai), URL mode off (Codex): the link as a tool result, the same page.
+  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true, formFallback: false, then: { kind: 'link' } },
+  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: false, then: { kind: 'link' } },
   { mode: 'approval', approvalPage: true, protocol: LEGACY, optedOut: true, then: { kind: 'run' } },
-  { mode: 'approval', approvalPage: true, protocol: '2025-11-25', optedOut: false, then: { kind: 'page' } },
-  { mode: 'approval', approvalPage: true, protocol: 'earlier', optedOut: false, then: { kind: 'unavailable', reason: 'protocol_cannot_open_page' } },
+  { mode: 'approval', approvalPage: true, protocol: LEGACY, optedOut: false, then: { kind: 'link' } },
   // 'required': the client's form; the approval page plays no part.
   { mode: 'required', protocol: '2026-07-28', canElicitForms: true, then: { kind: 'form' } },
   { mode: 'required', protocol: '2026-07-28', canElicitForms: false, then: { kind: 'unavailable', reason: 'no_form_elicitation' } },

@@ -15,8 +15,8 @@ export type Confirmation = 'approval' | 'required' | 'none';
 
 /**
  * The client's protocol as far as confirming goes: '2026-07-28' answers input requests (URL or form mode, as it
- * declares); '2025-11-25' can be sent to a page by that era's URL-elicitation-required error, never asked in a form;
- * 'earlier' can be asked nothing.
+ * declares); '2025-11-25' and 'earlier' answer none (a stateless server cannot see what a 2025 client declared at
+ * `initialize`): they get the approval link as a tool result.
  *
  * @public
  */
@@ -41,18 +41,19 @@ export interface ConfirmationChoiceInput {
 export type UnavailableReason =
   /** 'approval' on a server with no approval page. */
   | 'no_approval_page'
-  /** 'approval', a 2026-07-28 client without URL elicitation, and no form fallback it could use. */
-  | 'no_url_elicitation'
-  /** 'approval', a client of a protocol before 2025-11-25: it cannot be sent to a page. */
-  | 'protocol_cannot_open_page'
   /** 'required', a 2025-era client: that era has no input round. */
   | 'protocol_cannot_answer'
   /** 'required', a 2026-07-28 client without form elicitation. */
   | 'no_form_elicitation';
 
 export type ConfirmationChoice =
-  /** The person decides on the approval page (signed in). */
+  /** The person decides on the approval page (signed in), sent there by a URL-mode input request. */
   | { kind: 'page' }
+  /**
+   * The person decides on the same page, and the client, which cannot send them there itself (no URL-mode
+   * elicitation: form only, none, a 2025-era client), gets the link as a tool result (APPROVAL_REQUIRED) to show.
+   */
+  | { kind: 'link' }
   /** The client shows the person a form (the client's word). */
   | { kind: 'form' }
   /** The operator opted the tool out for this client: it runs without a confirmation by this server. */
@@ -66,14 +67,15 @@ export function chooseConfirmation(input: ConfirmationChoiceInput): Confirmation
     if (!input.approvalPage) return { kind: 'unavailable', reason: 'no_approval_page' };
     if (protocol === '2026-07-28') {
       if (input.canElicitUrls) return { kind: 'page' };
+      // The operator's opt-in: the client's form stands in for the page (the client's word, not a signed-in person's).
       if (input.canElicitForms && input.formFallback) return { kind: 'form' };
-      return { kind: 'unavailable', reason: 'no_url_elicitation' };
+      return { kind: 'link' };
     }
     // The operator's choice first: clients of this deployment confirm on their side.
     if (input.optedOut) return { kind: 'run' };
-    // 2025-11-25 has URL elicitation as an error the client answers by sending the person to the link, then retrying.
-    if (protocol === '2025-11-25') return { kind: 'page' };
-    return { kind: 'unavailable', reason: 'protocol_cannot_open_page' };
+    // A tool result, not 2025-11-25's URL-elicitation-required error: a client may hide a JSON-RPC error, and the
+    // server cannot see whether this one declared URL elicitation.
+    return { kind: 'link' };
   }
   if (protocol !== '2026-07-28') return input.optedOut ? { kind: 'run' } : { kind: 'unavailable', reason: 'protocol_cannot_answer' };
   return input.canElicitForms ? { kind: 'form' } : { kind: 'unavailable', reason: 'no_form_elicitation' };

@@ -15,6 +15,12 @@ export const ErrorCode = {
   UNKNOWN_OPERATION_ID: 'UNKNOWN_OPERATION_ID',
   /** The person said no (or dismissed the prompt): nothing ran, nothing is recorded, the key stays free. */
   CONFIRMATION_DECLINED: 'CONFIRMATION_DECLINED',
+  /**
+   * Nothing ran yet: the person approves this operation on the approval page first. The answer carries the link
+   * (`approval_url`); show it to the person, then call again with the same key. A retry before they decide gets the
+   * same link; after their yes the call runs once; after their no, CONFIRMATION_DECLINED.
+   */
+  APPROVAL_REQUIRED: 'APPROVAL_REQUIRED',
   /** The tool needs the person's confirmation and this client cannot ask for it (a 2025-era client). */
   CONFIRMATION_UNAVAILABLE: 'CONFIRMATION_UNAVAILABLE',
   /** The confirmation's requestState is forged, expired or for other arguments: nothing ran; call again to be asked anew. */

@@ -26,7 +26,12 @@ export interface WriteToolResult<R = unknown> {
   error?: ContractError;
   /** On a replay: when the operation first ran (ISO 8601). */
   first_executed_at?: string;
+  /** With APPROVAL_REQUIRED: the approval page's link, for the person to open (the text says so too). */
+  approval_url?: string;
 }
+
+/** How long a client given an approval link waits before calling again: a person signs in and reads meanwhile. */
+const APPROVAL_RETRY_AFTER_MS = 5000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -128,6 +133,26 @@ export const WriteResults = {
       },
     };
   },
+  /**
+   * Nothing ran: the person approves the operation on the page at `url` first (a client that cannot send them there
+   * itself shows the link). Retryable: a call with the same key after their yes runs once.
+   */
+  approvalRequired(key: string, approval: { url: string; summary: string; expiresAt: string }): WriteToolResult<never> {
+    return {
+      outcome: 'in_progress',
+      replayed: false,
+      retryable: true,
+      retry_after_ms: APPROVAL_RETRY_AFTER_MS,
+      ...echo(key),
+      approval_url: approval.url,
+      error: {
+        code: ErrorCode.APPROVAL_REQUIRED,
+        message:
+          `${asSentence(approval.summary)} Nothing ran yet: a person approves this on the approval page first (sign-in required; ` +
+          `the link expires at ${approval.expiresAt}). ${APPROVAL_ASK}: ${approval.url}`,
+      },
+    };
+  },
   /** The key may be the very thing refused: only a well-formed one is echoed in full. */
   rejected(key: string, error: ContractError): WriteToolResult<never> {
     return { outcome: 'rejected', replayed: false, retryable: false, ...echoShort(key), error: { ...error, message: asSentence(error.message) } };
@@ -149,6 +174,7 @@ export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempot
     case 'failed':
       return `Failed (${r.error?.code}): ${asSentence(r.error?.message ?? '')}${r.retryable ? retry : ' Do not retry this call.'}`;
     case 'in_progress':
+      if (r.error?.code === ErrorCode.APPROVAL_REQUIRED) return `Approval required (${r.error.code}): ${r.error.message}`;
       return `In progress: the first call with this key is still running.${retry}`;
     case 'unknown':
       return `Outcome unknown, being verified.${retry} Do not use a new key: that could do it twice.`;
@@ -159,8 +185,15 @@ export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempot
   }
 }
 
-/** `isError` in MCP terms: everything but a success. */
-export const isErrorResult = (r: WriteToolResult) => r.outcome !== 'succeeded';
+/** The sentence the model passes to the person with an approval link. */
+const APPROVAL_ASK = 'Ask the person to open this link, then call again with the same key';
+
+/**
+ * `isError` in MCP terms: everything but a success, and but an approval link. The link is a request to show the
+ * person something, not a failure: some clients hide an error's text from the person or retry it on their own (the
+ * Vercel AI SDK's retry of failed tool calls), so it travels as a plain result that every client shows the model.
+ */
+export const isErrorResult = (r: WriteToolResult) => r.outcome !== 'succeeded' && r.error?.code !== ErrorCode.APPROVAL_REQUIRED;
 
 /**
  * Read tools answer an error as one text block, `CODE: message`, with `isError` (their output schemas describe only

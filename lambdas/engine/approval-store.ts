@@ -1,4 +1,4 @@
-import type { ApprovalDecision, ApprovalRecord } from '../core/approval';
+import type { ApprovalDecision, ApprovalRecord, ApprovalUse } from '../core/approval';
 
 /**
  * The answer of `decide`: applied, or why not (nothing written).
@@ -15,6 +15,14 @@ export type DecideResult =
   | { applied: false; reason: 'mode'; record: ApprovalRecord }
   /** No such approval, or replaced by a newer round (the link is stale). */
   | { applied: false; reason: 'unknown' };
+
+/**
+ * The answer of `use`: the run may go on (the approval now records it), or another run used the round first, or the
+ * round is no longer the approved one read (nothing written either way).
+ *
+ * @public
+ */
+export type UseResult = { applied: true; record: ApprovalRecord } | { applied: false; record: ApprovalRecord | undefined };
 
 /**
  * Where approvals live (port; lambdas/store/dynamodb-approval-store.ts is the DynamoDB adapter). Each method is one
@@ -36,7 +44,17 @@ export interface ApprovalStore {
    * way it is decided (`decision.via`). Appends the decision to the log (`decisionEntry`).
    */
   decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult>;
+  /**
+   * Records that a run uses `record`'s yes (as read), once: only while it is the current round, approved and used by
+   * no run. Appends the use to the log (`useEntry`). The engine calls it before the run claims the key, so whether a
+   * yes was used survives the idempotency record (whose retention may be shorter than the link's lifetime).
+   */
+  use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult>;
 }
+
+/** Whether `use` of round `nonce` can be written on the approval as it is now: the rule of every store's conditional write. */
+export const usable = (now: ApprovalRecord | undefined, nonce: string): now is ApprovalRecord =>
+  now !== undefined && now.nonce === nonce && now.status === 'approved' && now.usedAt === undefined;
 
 /**
  * Why `decision` of round `nonce` cannot be written on the approval as it is now, or undefined when it can: the rule

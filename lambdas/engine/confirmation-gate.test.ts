@@ -62,7 +62,27 @@ function setup() {
     const round = (await current({ tenant: TENANT, tool: TOOL, idempotencyKey: key }))!;
     expect(await approvals.decide(round, { status: 'approved', by: 'alice', at: now, via: 'url' })).toMatchObject({ applied: true });
   };
-  return { engine, reads, call, requirement, approveOnPage, runs: () => runs, advance: (ms: number) => void (now += ms) };
+  /** The person declines the current round on the page. */
+  const declineOnPage = async (key: string) => {
+    const round = (await current({ tenant: TENANT, tool: TOOL, idempotencyKey: key }))!;
+    expect(await approvals.decide(round, { status: 'declined', by: 'alice', at: now, via: 'url' })).toMatchObject({ applied: true });
+  };
+  /** DynamoDB TTL deletes the key's record: it may, at any moment after the record's expiry. */
+  const ttlDeletes = (key: string) => (store as unknown as { records: Map<string, unknown> }).records.delete(JSON.stringify([TENANT, TOOL, key]));
+  const approval = (key: string) => current({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
+  return {
+    engine,
+    reads,
+    call,
+    requirement,
+    approveOnPage,
+    declineOnPage,
+    ttlDeletes,
+    approval,
+    record: (key: string) => store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: key }),
+    runs: () => runs,
+    advance: (ms: number) => void (now += ms),
+  };
 }
 
 const asked = (answer: EngineAnswer<unknown>, via: 'url' | 'form') => {
@@ -106,6 +126,105 @@ describe("a key whose settled record's retention ended (onExpired 'execute')", (
       replayed: false,
       result: { run: 2 },
     });
+  });
+});
+
+/** The link a client without URL elicitation gets as its tool result (APPROVAL_REQUIRED), checked for its shape. */
+const linkOf = (answer: EngineAnswer<unknown>) => {
+  expect(answer).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: ErrorCode.APPROVAL_REQUIRED } });
+  const url = (answer as { approval_url?: string }).approval_url!;
+  expect(url).toMatch(/^https:\/\/pay\.example\.com\/approvals\//);
+  expect((answer as { error: { message: string } }).error.message).toContain(`Ask the person to open this link, then call again with the same key: ${url}`);
+  return url;
+};
+
+describe('an approval authorizes one run, whatever TTL deletes', () => {
+  it('retention 60 s, link 900 s: the record deleted after its retention, the next call asks the person again; one run', async () => {
+    const { call, requirement, approveOnPage, ttlDeletes, approval, record, runs, advance } = setup();
+    const key = `key-${randomUUID()}`;
+    const first = asked(await call(key, requirement('approval')), 'url');
+    await approveOnPage(key);
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+    // The approval says which run used it: the owner token of the record that run claimed.
+    const ran = (await record(key))!;
+    expect(await approval(key)).toMatchObject({ status: 'approved', usedBy: ran.ownerToken, usedAt: ran.createdAt });
+
+    advance(RETENTION_SECONDS * 1000 + 1000);
+    ttlDeletes(key);
+    // The approval is 61 s old, its link lived 900 s: still the used approval says no second run.
+    const again = asked(await call(key, requirement('approval')), 'url');
+    expect(runs()).toBe(1);
+    expect(again.via === 'url' && again.approvalId).not.toBe(first.via === 'url' && first.approvalId);
+    expect(await approval(key)).toMatchObject({ status: 'pending', round: 2 });
+  });
+
+  it('a client given the link (form only, 2025-11-25): the same record deleted, a new link, no second run', async () => {
+    const { call, requirement, approveOnPage, ttlDeletes, runs, advance } = setup();
+    const key = `key-${randomUUID()}`;
+    const legacy = requirement('approval', { client: { protocol: '2025-11-25', canElicitUrls: false, canElicitForms: false } });
+    const first = linkOf(await call(key, legacy));
+    await approveOnPage(key);
+    expect(await call(key, legacy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+    advance(RETENTION_SECONDS * 1000 + 1000);
+    ttlDeletes(key);
+    expect(linkOf(await call(key, legacy))).not.toBe(first);
+    expect(runs()).toBe(1);
+  });
+
+  it('in the form path, an operation asked on the page: its used yes approves no second run', async () => {
+    const { call, requirement, approveOnPage, runs, advance, ttlDeletes } = setup();
+    const key = `key-${randomUUID()}`;
+    asked(await call(key, requirement('approval')), 'url');
+    await approveOnPage(key);
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', result: { run: 1 } });
+    advance(RETENTION_SECONDS * 1000);
+    // The operator allows the form fallback; the client now declares forms only. Its record expired, then deleted.
+    const formOnly = requirement('approval', { client: { protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true }, formFallback: true });
+    const expired = await call(key, formOnly);
+    expect(runs()).toBe(1);
+    ttlDeletes(key);
+    const deleted = await call(key, formOnly);
+    expect(runs()).toBe(1);
+    // Not a form in place of the page: the page's link, a new round for the person to decide.
+    expect(linkOf(deleted)).toBe(linkOf(expired));
+  });
+});
+
+describe('a client without URL elicitation gets the link as a tool result', () => {
+  const clients = {
+    'form only (Claude Code)': { protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true },
+    'none (claude.ai, Codex with URL mode off)': { protocol: '2026-07-28', canElicitUrls: false, canElicitForms: false },
+    '2025-11-25': { protocol: '2025-11-25', canElicitUrls: false, canElicitForms: false },
+  } as const;
+
+  it.each(Object.entries(clients))('%s: the same link until the person decides; their yes runs once', async (_name, client) => {
+    const { call, requirement, approveOnPage, runs } = setup();
+    const key = `key-${randomUUID()}`;
+    const confirm = requirement('approval', { client });
+    const url = linkOf(await call(key, confirm));
+    // The client (or the person's agent) calls again before anyone decided: the same link, never a run.
+    expect(linkOf(await call(key, confirm))).toBe(url);
+    expect(runs()).toBe(0);
+    await approveOnPage(key);
+    expect(await call(key, confirm)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+    expect(await call(key, confirm)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { run: 1 } });
+    expect(runs()).toBe(1);
+  });
+
+  it.each(Object.entries(clients))('%s: declined, nothing runs and the key stays free', async (_name, client) => {
+    const { call, requirement, declineOnPage, approveOnPage, record, runs, advance } = setup();
+    const key = `key-${randomUUID()}`;
+    const confirm = requirement('approval', { client });
+    const url = linkOf(await call(key, confirm));
+    await declineOnPage(key);
+    expect(await call(key, confirm)).toMatchObject({ outcome: 'rejected', error: { code: ErrorCode.CONFIRMATION_DECLINED } });
+    expect(runs()).toBe(0);
+    expect(await record(key)).toBeUndefined();
+    // After the declined link's lifetime, the key asks anew (it is still free).
+    advance(900 * 1000);
+    expect(linkOf(await call(key, confirm))).not.toBe(url);
+    await approveOnPage(key);
+    expect(await call(key, confirm)).toMatchObject({ outcome: 'succeeded', result: { run: 1 } });
   });
 });
 

@@ -1,4 +1,4 @@
-import { type ApprovalMode, type ApprovalRecord, approvalSpent, approvalState, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
+import { type ApprovalMode, type ApprovalRecord, approvalState, approvalUsable, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
 import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
@@ -104,24 +104,29 @@ export function secretUnavailable(err: SecretUnavailableError, key: string, logg
   );
 }
 
-/** What the engine's one read says of the key's past, for a key it found free. */
-export interface KeyHistory {
-  /** When the key's last record was created (settled, its retention over); undefined: no record. */
-  lastRunAt: number | undefined;
-  /** The tool's retention. */
-  retentionSeconds: number;
+/** The run a 'run' verdict lets go: the owner token its idempotency record will carry, recorded as the approval's user. */
+export interface GatedRun {
+  runId: string;
 }
 
 interface Gate {
   requirement: ConfirmationRequirement;
   binding: ConfirmationBinding;
-  history: KeyHistory;
+  run: GatedRun;
 }
 
-/** Whether `approval` was used up by an earlier run of the operation (`approvalSpent`): then the person is asked anew. */
-function spent({ requirement, history }: Gate, approval: ApprovalRecord): boolean {
-  const linkMs = (requirement.ports.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS) * 1000;
-  return approvalSpent(approval, { lastRunAt: history.lastRunAt, now: requirement.ports.clock(), keptMs: Math.max(history.retentionSeconds * 1000, linkMs) });
+/** How a client learns of a page round: a URL-mode input request (2026-07-28), or the link as a tool result. */
+type Delivery = 'input' | 'link';
+
+/**
+ * The run uses `approval`'s yes, once (`ApprovalStore.use`, a conditional write): the approval, not the idempotency
+ * record, remembers it, so a record deleted by TTL cannot make the yes count twice. Another call that used it first
+ * is running (or ran) the operation under this key: this one hears its result by calling again.
+ */
+async function useApproval({ requirement, binding, run }: Gate, approval: ApprovalRecord): Promise<GateVerdict> {
+  const used = await requirement.ports.approvals!.use(approval, { at: requirement.ports.clock(), by: run.runId });
+  if (used.applied) return 'run';
+  return refuse(WriteResults.inProgress(binding.idempotencyKey, 1000));
 }
 
 const refuse = (answer: WriteToolResult<never>): GateVerdict => ({ answer });
@@ -137,21 +142,10 @@ const declined = (key: string) =>
 const unavailable = (key: string, message: string) => refuse(WriteResults.rejected(key, { code: ErrorCode.CONFIRMATION_UNAVAILABLE, message }));
 
 /** Why nobody can be asked, in one sentence for the agent: what works instead. */
-function unavailableMessage(reason: UnavailableReason, tool: string, client: ConfirmingClient): string {
+function unavailableMessage(reason: UnavailableReason, tool: string): string {
   switch (reason) {
     case 'no_approval_page':
       return `${tool} runs only after the person approves it on this endpoint's approval page, and this server has no approval page configured; nothing ran.`;
-    case 'no_url_elicitation':
-      return (
-        `${tool} runs only after the person approves it on this endpoint's approval page, and this client declares no URL-mode ` +
-        'elicitation (capability elicitation.url), so it cannot send them there; nothing ran. Use a client that supports URL ' +
-        'elicitation, or ask the operator to allow form confirmation for this tool (CONFIRMATION_FORM_FALLBACK_TOOLS).'
-      );
-    case 'protocol_cannot_open_page':
-      return (
-        `${tool} runs only after the person approves it on this endpoint's approval page, which a client of protocol version ` +
-        `${client.protocolVersion ?? 'before 2025-11-25'} cannot be sent to; nothing ran. Use a client that speaks MCP 2026-07-28 or 2025-11-25 with URL elicitation.`
-      );
     case 'protocol_cannot_answer':
       return (
         `${tool} runs only after the person confirms it, and this server asks through an MCP 2026-07-28 input request, ` +
@@ -169,9 +163,9 @@ function unavailableMessage(reason: UnavailableReason, tool: string, client: Con
 
 /**
  * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
- * tool, key and the arguments' fingerprint, as the engine computed it); `history`: what the engine read of the key.
+ * tool, key and the arguments' fingerprint, as the engine computed it); `run`: the run a 'run' lets go.
  */
-export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding, history: KeyHistory): Promise<GateVerdict> {
+export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding, run: GatedRun): Promise<GateVerdict> {
   const { client, ports } = requirement;
   const { tool, idempotencyKey: key } = binding;
   const choice = chooseConfirmation({
@@ -188,11 +182,13 @@ export async function confirmBeforeRunning(requirement: ConfirmationRequirement,
       case 'run':
         return 'run';
       case 'unavailable':
-        return unavailable(key, unavailableMessage(choice.reason, tool, client));
+        return unavailable(key, unavailableMessage(choice.reason, tool));
       case 'page':
-        return await approveOnPage({ requirement, binding, history });
+        return await approveOnPage({ requirement, binding, run }, 'input');
+      case 'link':
+        return await approveOnPage({ requirement, binding, run }, 'link');
       case 'form':
-        return await confirmInForm({ requirement, binding, history });
+        return await confirmInForm({ requirement, binding, run });
     }
   } catch (err) {
     if (err instanceof SecretUnavailableError) return refuse(secretUnavailable(err, key, ports.logger, tool, 'confirmation'));
@@ -249,13 +245,16 @@ const roundsSpent = (key: string, tool: string) =>
       'Start again under a new key (for an operation id: issue_operation_id).',
   );
 
-/** URL mode: the person decides on the approval page; only the record's decision counts, whatever the client answers. */
-async function approveOnPage(gate: Gate): Promise<GateVerdict> {
+/**
+ * The person decides on the approval page; only the record's decision counts, whatever the client answers. `delivery`:
+ * how this client learns of the link (a URL-mode input request, or the link as a tool result it shows).
+ */
+async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdict> {
   const { requirement, binding } = gate;
-  const { ports, client } = requirement;
+  const { ports } = requirement;
   const { tool, idempotencyKey: key } = binding;
-  // Only a 2026-07-28 client echoes a round's token; a 2025-11-25 client retries the same call.
-  const answersRounds = client.protocol === '2026-07-28';
+  // Only an input request's round token comes back; a client given the link retries the same call.
+  const answersRounds = delivery === 'input';
   const state = answersRounds ? await checkState(gate) : ({ kind: 'none' } as StateCheck);
   if (state.kind === 'invalid') return invalidState(key, false);
 
@@ -263,8 +262,8 @@ async function approveOnPage(gate: Gate): Promise<GateVerdict> {
   let approval = current;
   const now = ports.clock();
   const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
-  // An approval used by an earlier run (its key since free again) approves no other: a new round below.
-  if (status === 'approved' && !spent(gate, approval!)) return 'run';
+  // A yes authorizes one run: one used already (or left unused past the link's lifetime) approves no other: a new round below.
+  if (status === 'approved' && approvalUsable(approval!, now)) return useApproval(gate, approval!);
   // A decline is final for the round it answered: the same round (its requestState, or a 2025 client's retries while
   // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
   if (status === 'declined' && approval) {
@@ -281,12 +280,15 @@ async function approveOnPage(gate: Gate): Promise<GateVerdict> {
     );
   }
   if (!requirement.pageBase) throw new Error('the approval link needs the endpoint\'s public base URL');
+  const url = `${requirement.pageBase}${APPROVALS_PATH}/${approval.id}`;
+  const expires = new Date(approval.expiresAt).toISOString();
+  if (delivery === 'link') return refuse(WriteResults.approvalRequired(key, { url, summary: requirement.summary, expiresAt: expires }));
   return {
     ask: {
       via: 'url',
       approvalId: approval.id,
-      url: `${requirement.pageBase}${APPROVALS_PATH}/${approval.id}`,
-      message: `${requirement.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${new Date(approval.expiresAt).toISOString()}.`,
+      url,
+      message: `${requirement.summary}\n\nApprove or decline this on the ${tool} approval page (sign-in required). The link expires at ${expires}.`,
       requestState: approval.requestState,
     },
   };
@@ -305,13 +307,12 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   if (state.kind === 'invalid' || state.kind === 'expired') return invalidState(key, state.kind === 'expired');
   const current = ports.approvals ? await ports.approvals.current(binding) : undefined;
   // Once the operation was asked on the page, it stays there: a client declaring only forms now cannot answer for
-  // the person, nor open a form round in place of the page's (after an expiry or the person's decline either).
+  // the person, nor open a form round in place of the page's (after an expiry or the person's decline either); it
+  // gets the page's link to show instead.
   if (current?.mode === 'url' || current?.log.some((entry) => entry.event === 'requested' && entry.via === 'url')) {
     const status = approvalState(current, binding.fingerprint, ports.clock());
-    // The person approved these arguments on the page (for this run, not one that ran before).
-    if (current.mode === 'url' && status === 'approved' && !spent(gate, current)) return 'run';
     if (status === 'declined' && state.kind === 'valid' && state.nonce === current.nonce) return declined(key);
-    return onThePage(key, tool);
+    return approveOnPage(gate, 'link');
   }
   const ask = async (): Promise<GateVerdict> => {
     let requestState: string;
@@ -319,7 +320,7 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
       const opened = await openApproval(gate, 'form', current);
       if (!opened) return roundsSpent(key, tool);
       // Another call opened a round on the page meanwhile: that one is the person's to decide.
-      if (opened.mode !== 'form') return onThePage(key, tool);
+      if (opened.mode !== 'form') return approveOnPage(gate, 'link');
       requestState = opened.requestState!;
     } else {
       requestState = await ports.confirmations.mint(binding);
@@ -336,18 +337,9 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   const decided = await ports.approvals.decide(current, { status: yes ? 'approved' : 'declined', by: MCP_CLIENT, at: ports.clock(), via: 'form' });
   if (decided.applied || decided.reason === 'decided') {
     if (decided.record.status !== 'approved') return declined(key);
-    // The round's yes was used by a run whose key is free again: it approves no other.
-    return spent(gate, decided.record) ? invalidState(key, true) : 'run';
+    // The round's yes authorizes one run: used already, it approves no other (call again to be asked anew).
+    return approvalUsable(decided.record, ports.clock()) ? useApproval(gate, decided.record) : invalidState(key, true);
   }
-  if (decided.reason === 'mode') return onThePage(key, tool);
+  if (decided.reason === 'mode') return approveOnPage(gate, 'link');
   return invalidState(key, decided.reason === 'expired');
 }
-
-/** An operation asked on the approval page: only a signed-in person decides it, there. */
-const onThePage = (key: string, tool: string) =>
-  unavailable(
-    key,
-    `This ${tool} operation was asked for the person's approval on the approval page; only they decide it there, an ` +
-      'answer in a form cannot, and nothing ran. Once they have approved it there, call again with the same key; for a ' +
-      'new link, call from a client that declares URL elicitation (capability elicitation.url).',
-  );

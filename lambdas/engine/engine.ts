@@ -340,13 +340,12 @@ export class IdempotencyEngine {
       const gated = confirmation !== undefined || request.onlyIfHeld !== undefined;
       const readFirst = gated || (local && (request.likelyReplay === true || this.answered.has(answeredKey)));
       let known = readFirst ? await this.store.get(identity) : undefined;
+      // The run a person's yes lets go: its record's owner token, recorded on the approval it uses.
+      let runId: string | undefined;
       if (gated && (!known || keyIsFree(known, this.clock(), policy.onExpired))) {
         if (request.onlyIfHeld) return request.onlyIfHeld;
-        const verdict = await confirmBeforeRunning(
-          confirmation!,
-          { ...identity, fingerprint: fp },
-          { lastRunAt: known?.createdAt, retentionSeconds: policy.retentionSeconds },
-        );
+        runId = randomUUID();
+        const verdict = await confirmBeforeRunning(confirmation!, { ...identity, fingerprint: fp }, { runId });
         if (verdict !== 'run') return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
         // Free: the claim (or the one-request commit) takes it, conditioned on it being free still.
         known = undefined;
@@ -364,7 +363,7 @@ export class IdempotencyEngine {
           idempotencyKey: identity.idempotencyKey,
           fingerprint: fp,
           status: 'PROCESSING',
-          ownerToken: randomUUID(),
+          ownerToken: runId ?? randomUUID(),
           createdAt: now,
           updatedAt: now,
           leaseExpiresAt,
@@ -377,6 +376,7 @@ export class IdempotencyEngine {
         let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
         let existing: IdempotencyRecord | undefined = known;
         known = undefined;
+        runId = undefined;
         if (oneRequest && !existing) {
           const once = await this.runOnce(record, budgetMs, policy, request, execute, emit);
           if ('answer' in once) return once.answer;

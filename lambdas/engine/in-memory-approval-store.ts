@@ -1,5 +1,5 @@
-import { type ApprovalDecision, type ApprovalRecord, decisionEntry } from '../core/approval';
-import { type ApprovalStore, type DecideResult, decisionRefused } from './approval-store';
+import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, decisionEntry, useEntry } from '../core/approval';
+import { type ApprovalStore, type DecideResult, decisionRefused, usable, type UseResult } from './approval-store';
 import type { RecordIdentity } from './persistence';
 
 const keyOf = (binding: RecordIdentity) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
@@ -21,8 +21,11 @@ export class InMemoryApprovalStore implements ApprovalStore {
 
   async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
     const now = this.approvals.get(keyOf(record));
-    // Written only over the approval as read (none, or the same round in the same state): else the one that won.
-    const asRead = previous === undefined ? now === undefined : now !== undefined && now.nonce === previous.nonce && now.status === previous.status;
+    // Written only over the approval as read (none, or the same round in the same state, used or not): else the one that won.
+    const asRead =
+      previous === undefined
+        ? now === undefined
+        : now !== undefined && now.nonce === previous.nonce && now.status === previous.status && now.usedAt === previous.usedAt;
     if (!asRead) {
       if (!now) throw new Error('the approval read before this round was opened is gone');
       return copy(now);
@@ -44,5 +47,13 @@ export class InMemoryApprovalStore implements ApprovalStore {
     };
     this.approvals.set(keyOf(record), decided);
     return { applied: true, record: copy(decided) };
+  }
+
+  async use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult> {
+    const now = this.approvals.get(keyOf(record));
+    if (!usable(now, record.nonce)) return { applied: false, record: now && copy(now) };
+    const used: ApprovalRecord = { ...now, usedAt: use.at, usedBy: use.by, log: [...now.log, useEntry(now, use)] };
+    this.approvals.set(keyOf(record), used);
+    return { applied: true, record: copy(used) };
   }
 }

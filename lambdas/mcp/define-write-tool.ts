@@ -12,7 +12,7 @@ import { parseArguments } from './arguments';
 import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
 import { CONFIRM_FORM, CONFIRM_INPUT, confirmationRequirement } from './confirmation';
 import { visibleText } from '../core/display-text';
-import type { ProtocolEra, ToolAnswer, UrlElicitationRequired, KeySource, ReconcileServices, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
+import type { ToolAnswer, KeySource, ReconcileServices, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 import { definedToolName } from './tool-types';
 
 /**
@@ -134,6 +134,7 @@ export function writeResultSchema<R>(result: z.ZodType<R>) {
     result: result.optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     first_executed_at: z.string().optional().describe('On a replay: when the operation first ran (ISO 8601).'),
+    approval_url: z.string().optional().describe('With APPROVAL_REQUIRED: the link the person opens to approve; then call again with the same key.'),
   });
 }
 
@@ -152,22 +153,15 @@ export function toCallToolResult(result: WriteToolResult, keyField: KeyField = '
 
 /**
  * MCP answer of a call whose person is being asked (the engine's `needs_confirmation`): a 2026-07-28 input request
- * (URL or form mode) with the round's `requestState`, or, for a 2025-11-25 client sent to the page, that era's
- * URL-elicitation-required error (answerOf in register-write-tool.ts throws it).
+ * (URL or form mode) with the round's `requestState`. A client that answers no input request gets the approval link
+ * as a tool result instead (APPROVAL_REQUIRED, from the engine's gate).
  */
-function askThePerson(ask: ConfirmationAsk, era: ProtocolEra | undefined): InputRequiredResult | UrlElicitationRequired {
+function askThePerson(ask: ConfirmationAsk): InputRequiredResult {
   if (ask.via === 'form') {
     return {
       resultType: 'input_required',
       inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'form', message: ask.message, requestedSchema: CONFIRM_FORM } } },
       requestState: ask.requestState,
-    };
-  }
-  if (era !== 'modern') {
-    return {
-      resultType: 'url_elicitation_required',
-      message: `The person must approve this on the approval page first: ${ask.url} . Nothing ran; call again with the same key once they have decided.`,
-      elicitations: [{ mode: 'url', elicitationId: ask.approvalId, url: ask.url, message: ask.message }],
     };
   }
   return {
@@ -274,7 +268,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
       policy,
       (ctx) => spec.execute(business as z.output<z.ZodObject<Shape>>, { ...ctx, services: call.services }),
     );
-    if (answer.outcome === 'needs_confirmation') return askThePerson(answer.ask, call.era);
+    if (answer.outcome === 'needs_confirmation') return askThePerson(answer.ask);
     // The engine speaks of keys; the caller should hear of the field it actually sent.
     return toCallToolResult(answer.outcome === 'conflict' ? WriteResults.conflict(key, keyField) : answer, keyField);
   }

@@ -1,4 +1,4 @@
-import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerContext, type ToolAnnotations, UrlElicitationRequiredError } from '@modelcontextprotocol/server';
+import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerContext, type ToolAnnotations } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
@@ -6,15 +6,9 @@ import { hasReplayHint } from '../core/replay-hint';
 import { readErrorText, WriteResults } from '../core/result-contract';
 import { canElicitForms, canElicitUrls } from './confirmation';
 import { toCallToolResult } from './define-write-tool';
-import { isUrlElicitationRequired, isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
+import { isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
 type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion' | 'likelyReplay'>;
-
-/** A tool's answer on the wire: a 2025-11-25 client is told to open the approval page by that era's error (-32042). */
-export function answerOf(answer: ToolAnswer): Exclude<ToolAnswer, { resultType: 'url_elicitation_required' }> {
-  if (isUrlElicitationRequired(answer)) throw new UrlElicitationRequiredError(answer.elicitations, answer.message);
-  return answer;
-}
 
 /** What a tool call needs to know of its MCP request: its protocol era and, on 2026-07-28, the input round it carries. */
 export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
@@ -136,15 +130,13 @@ function register<S extends ToolRuntime>(helper: string, server: McpServerLike, 
     const { authInfo, facts } = callFacts(server, extra);
     const tenant = verifiedTenant(options.tenant as RegisterToolOptions<ToolRuntime>['tenant'], authInfo);
     if (tenant === undefined) return refuse();
-    return answerOf(
-      await tool.call(args, {
-        services: options.services,
-        caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
-        remainingTimeMs: options.remainingTimeMs,
-        tools,
-        ...facts,
-      }),
-    );
+    return tool.call(args, {
+      services: options.services,
+      caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
+      remainingTimeMs: options.remainingTimeMs,
+      tools,
+      ...facts,
+    });
   };
   return (server.registerTool as (name: string, config: object, callback: object) => unknown)(tool.name, config, callback);
 }

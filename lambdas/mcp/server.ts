@@ -12,7 +12,7 @@ import type { Caller } from '../auth/verifier';
 import { closestName } from '../core/closest-name';
 import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
 import { type ParamHeaderScan, scanParamHeaders } from './param-headers';
-import { answerOf, requestFacts } from './register-write-tool';
+import { requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
@@ -129,16 +129,14 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
         `Unknown tool: ${name.slice(0, 64)}.${meant ? ` Did you mean ${meant}?` : ''} tools/list names every tool.`,
       );
     }
-    return answerOf(
-      await tool.call(request.params.arguments, {
-        services,
-        caller,
-        remainingTimeMs: options.remainingTimeMs,
-        tools: byName,
-        origin: options.origin,
-        ...requestFacts(mcp, ctx),
-      }),
-    );
+    return tool.call(request.params.arguments, {
+      services,
+      caller,
+      remainingTimeMs: options.remainingTimeMs,
+      tools: byName,
+      origin: options.origin,
+      ...requestFacts(mcp, ctx),
+    });
   });
   return mcp;
 }

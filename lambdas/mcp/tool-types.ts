@@ -74,25 +74,11 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
 export type ProtocolEra = 'legacy' | 'modern';
 
 /**
- * The answer to a 2025-11-25 client for a call the person must approve on a page first: the server turns it into
- * that era's URL-elicitation-required error (-32042). Written out here, not the SDK's error class: the reconciler
- * and the outbox functions load the tool registry and must not carry the MCP server SDK for it.
- * @public
- */
-export interface UrlElicitationRequired {
-  resultType: 'url_elicitation_required';
-  message: string;
-  elicitations: Array<{ mode: 'url'; elicitationId: string; url: string; message: string }>;
-}
-export const isUrlElicitationRequired = (answer: object): answer is UrlElicitationRequired =>
-  (answer as { resultType?: unknown }).resultType === 'url_elicitation_required';
-
-/**
  * A tool's answer: a result, or a request for the person's input before it can run.
  *
  * @public
  */
-export type ToolAnswer = CallToolResult | InputRequiredResult | UrlElicitationRequired;
+export type ToolAnswer = CallToolResult | InputRequiredResult;
 
 /**
  * A tool as the MCP server sees it: metadata for `tools/list` and one call function.

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApprovalDecision, type ApprovalRecord, approvalKey, decisionEntry } from '../core/approval';
+import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, approvalKey, decisionEntry, useEntry } from '../core/approval';
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
-import { type ApprovalStore, type DecideResult, decisionRefused } from '../engine/approval-store';
+import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult } from '../engine/approval-store';
 import { TableSchema } from './table-schema';
 import type { RecordIdentity } from '../engine/persistence';
 
@@ -59,10 +59,15 @@ export class DynamoDbApprovalStore implements ApprovalStore {
           ...(previous === undefined
             ? { ConditionExpression: 'attribute_not_exists(pk)' }
             : {
-                // A decision changes the status, a new round the nonce: either since the read, and this round is not written.
-                ConditionExpression: 'nonce = :nonce AND #status = :status',
+                // A decision changes the status, a new round the nonce, a run's use the usedAt: any since the read, and
+                // this round is not written (its log, carried forward from the read, would lose that entry).
+                ConditionExpression: `nonce = :nonce AND #status = :status AND ${previous.usedAt === undefined ? 'attribute_not_exists(usedAt)' : 'usedAt = :usedAt'}`,
                 ExpressionAttributeNames: { '#status': 'status' },
-                ExpressionAttributeValues: { ':nonce': previous.nonce, ':status': previous.status },
+                ExpressionAttributeValues: {
+                  ':nonce': previous.nonce,
+                  ':status': previous.status,
+                  ...(previous.usedAt === undefined ? {} : { ':usedAt': previous.usedAt }),
+                },
               }),
         }),
       );
@@ -103,6 +108,34 @@ export class DynamoDbApprovalStore implements ApprovalStore {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
       // Refused by the condition: why, as the approval is now (a round changed meanwhile is 'unknown').
       return decisionRefused(await this.current(record), record.nonce, decision) ?? { applied: false, reason: 'unknown' };
+    }
+  }
+
+  async use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult> {
+    try {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: approvalKey(record),
+          UpdateExpression: 'SET usedAt = :at, usedBy = :by, #log = list_append(#log, :entry), #ttl = :ttl',
+          // The rule `usable` states: this round, approved, used by no run.
+          ConditionExpression: 'nonce = :nonce AND #status = :approved AND attribute_not_exists(usedAt)',
+          ExpressionAttributeNames: { '#status': 'status', '#log': 'log', '#ttl': TableSchema.ttlAttribute },
+          ExpressionAttributeValues: {
+            ':at': use.at,
+            ':by': use.by,
+            ':entry': [useEntry(record, use)],
+            ':nonce': record.nonce,
+            ':approved': 'approved',
+            ':ttl': ttlFrom(use.at),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { applied: true, record: fromItem(Attributes)! };
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      return { applied: false, record: await this.current(record) };
     }
   }
 }

@@ -62,6 +62,48 @@ describe.each([
     expect((await store.current(b))!.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual(['1 requested', '2 requested']);
   });
 
+  it('writes no round over a read taken before a decision: the decision stands, and the call gets it', async () => {
+    const store = make();
+    const b = binding();
+    const first = await store.open(ask(b), undefined);
+    const staleRead = (await store.current(b))!;
+    // The person approves on the page between the agent's read and its write of a new round (other arguments).
+    expect(await store.decide(first, approve('alice', T0 + 1))).toMatchObject({ applied: true });
+    const winner = await store.open(ask({ ...b, fingerprint: 'fp-2' }, staleRead, T0 + 2), staleRead);
+    expect(winner).toMatchObject({ round: 1, status: 'approved', decidedBy: 'alice' });
+    expect((await store.current(b))!.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual(['1 requested', '1 approved']);
+  });
+
+  it('lets one run use a yes, once: the use is recorded on the approval, with the run', async () => {
+    const store = make();
+    const b = binding();
+    const pending = await store.open(ask(b), undefined);
+    // Only an approved round can be used.
+    expect(await store.use(pending, { at: T0 + 1, by: 'run-0' })).toMatchObject({ applied: false });
+    const { record: approved } = (await store.decide(pending, approve('alice', T0 + 2))) as { record: ApprovalRecord };
+    const uses = await Promise.all(['run-1', 'run-2', 'run-3'].map((by, i) => store.use(approved, { at: T0 + 3 + i, by })));
+    expect(uses.filter((u) => u.applied)).toHaveLength(1);
+    const stored = (await store.current(b))!;
+    const winner = uses.find((u) => u.applied)!.record!;
+    expect(stored).toMatchObject({ usedAt: winner.usedAt, usedBy: winner.usedBy });
+    expect(stored.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual(['1 requested', '1 approved', '1 used']);
+    expect(stored.log[2]).toMatchObject({ by: stored.usedBy, at: stored.usedAt });
+    // A later call, also from a read taken before the use, cannot use it again.
+    expect(await store.use(approved, { at: T0 + 10, by: 'run-4' })).toMatchObject({ applied: false, record: { usedBy: stored.usedBy } });
+  });
+
+  it('writes no round over a read taken before a run used the yes: the use stays in the log', async () => {
+    const store = make();
+    const b = binding();
+    const { record: approved } = (await store.decide(await store.open(ask(b), undefined), approve('alice', T0 + 1))) as { record: ApprovalRecord };
+    expect(await store.use(approved, { at: T0 + 2, by: 'run-1' })).toMatchObject({ applied: true });
+    const winner = await store.open(ask({ ...b, fingerprint: 'fp-2' }, approved, T0 + 3), approved);
+    expect(winner).toMatchObject({ round: 1, usedBy: 'run-1' });
+    const next = await store.open(ask({ ...b, fingerprint: 'fp-2' }, winner, T0 + 4), winner);
+    expect(next).toMatchObject({ round: 2, status: 'pending' });
+    expect((await store.current(b))!.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual(['1 requested', '1 approved', '1 used', '2 requested']);
+  });
+
   it('hands out copies: changing what it returned changes nothing stored', async () => {
     const store = make();
     const record = await store.open(ask(binding()), undefined);

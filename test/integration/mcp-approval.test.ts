@@ -74,8 +74,8 @@ describe('a 2026-07-28 client with URL elicitation', () => {
 
     // Who decided and when is on the record.
     const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
-    expect(record).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
-    expect(record!.log.map((entry) => entry.event)).toEqual(['requested', 'approved']);
+    expect(record).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}`, usedBy: expect.any(String) });
+    expect(record!.log.map((entry) => entry.event)).toEqual(['requested', 'approved', 'used']);
   });
 
   it('the v2 SDK client sends the person to the page and retries: paid once', async () => {
