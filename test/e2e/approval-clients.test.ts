@@ -151,32 +151,36 @@ function inspector(era: 'legacy' | 'modern'): Row {
       const home = mkdtempSync(join(tmpdir(), 'inspector-home-'));
       return {
         async call(name, args) {
-          const { stdout } = await execFileAsync(
-            process.execPath,
-            [
-              INSPECTOR,
-              '--cli',
-              '--server-url',
-              stack.mcpUrl,
-              '--transport',
-              'http',
-              '--header',
-              `Authorization: Bearer ${token}`,
-              '--protocol-era',
-              era,
-              '--method',
-              'tools/call',
-              '--tool-name',
-              name,
-              '--tool-args-json',
-              JSON.stringify(args),
-              '--format',
-              'json',
-              '--quiet',
-            ],
-            { env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json'), MCP_CLIENT_CONFIG_PATH: join(home, 'client.json') } },
+          const argv = [
+            INSPECTOR,
+            '--cli',
+            '--server-url',
+            stack.mcpUrl,
+            '--transport',
+            'http',
+            '--header',
+            `Authorization: Bearer ${token}`,
+            '--protocol-era',
+            era,
+            '--method',
+            'tools/call',
+            '--tool-name',
+            name,
+            '--tool-args-json',
+            JSON.stringify(args),
+            '--format',
+            'json',
+            '--quiet',
+          ];
+          const env = { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json'), MCP_CLIENT_CONFIG_PATH: join(home, 'client.json') };
+          // It prints the result, then exits 5 when the result is an error (a script reads that as a failure).
+          const { stdout, exitCode } = await execFileAsync(process.execPath, argv, { env }).then(
+            ({ stdout }) => ({ stdout, exitCode: 0 }),
+            (err: { stdout?: string; code?: number }) => ({ stdout: err.stdout ?? '', exitCode: err.code ?? -1 }),
           );
-          return answerOf(JSON.parse(stdout) as Parameters<typeof answerOf>[0]);
+          const answer = answerOf((JSON.parse(stdout) as { result: Parameters<typeof answerOf>[0] }).result);
+          expect(exitCode).toBe(answer.isError ? 5 : 0);
+          return answer;
         },
         close: async () => rmSync(home, { recursive: true, force: true }),
       };
@@ -284,41 +288,51 @@ describe.each(ROWS)('$client', (row) => {
     expect(stack.downstream.calls(id)).toBe(1);
   });
 
-  it('declined on the page: nothing runs, the key stays free, and a new call with it asks again', async () => {
+  it('declined on the page: nothing runs, the key stays free, and a new call with it asks the person again', async () => {
     const id = await operationId();
-    let first: string;
+    const declined = { isError: true, structured: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } };
+    let first: string | undefined;
     if (row.delivery === 'result') {
       first = linkOf(await driver.call(PAY, paymentArgs(id)));
       await decideOnPage(first, 'decline');
-      const refused = await driver.call(PAY, paymentArgs(id));
-      expect(refused).toMatchObject({ isError: true, structured: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+      // The client's retries (on its own, or the model's) hear the decline while the link lives: never a new link to
+      // the person who said no, never a run.
+      for (let retry = 0; retry < 2; retry++) expect(await driver.call(PAY, paymentArgs(id))).toMatchObject(declined);
     } else {
       elicit = async (params) => {
         first = params.url!;
         await decideOnPage(params.url!, 'decline');
         return { action: 'accept' };
       };
-      expect(await driver.call(PAY, paymentArgs(id))).toMatchObject({ isError: true, structured: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+      expect(await driver.call(PAY, paymentArgs(id))).toMatchObject(declined);
     }
     expect(stack.downstream.calls(id)).toBe(0);
     expect(await stack.services.store.get(recordKey(id))).toBeUndefined();
 
-    // The key is free: a new call asks the person again (a new link), and their yes runs it once.
+    // The key is free: a new call asks the person again (a new link), and their yes runs it once. A client that
+    // answers rounds starts a new one at once; a client given the link, once the declined link's lifetime is over
+    // (its calls are all alike: a new one cannot be told from a retry).
     let again: string | undefined;
     let paid: Answer;
-    if (row.delivery === 'result') {
-      again = linkOf(await driver.call(PAY, paymentArgs(id)));
-      await decideOnPage(again, 'approve');
-      paid = await driver.call(PAY, paymentArgs(id));
-    } else {
-      elicit = async (params) => {
-        again = params.url!;
-        await decideOnPage(params.url!, 'approve');
-        return { action: 'accept' };
-      };
-      paid = await driver.call(PAY, paymentArgs(id));
+    clockAheadMs = row.delivery === 'result' ? 16 * 60_000 : 0;
+    try {
+      if (row.delivery === 'result') {
+        again = linkOf(await driver.call(PAY, paymentArgs(id)));
+        await decideOnPage(again, 'approve');
+        paid = await driver.call(PAY, paymentArgs(id));
+      } else {
+        elicit = async (params) => {
+          again = params.url!;
+          await decideOnPage(params.url!, 'approve');
+          return { action: 'accept' };
+        };
+        paid = await driver.call(PAY, paymentArgs(id));
+      }
+    } finally {
+      clockAheadMs = 0;
     }
-    expect(again).not.toBe(first!);
+    expect(again).toBeDefined();
+    expect(again).not.toBe(first);
     expect(paid.structured).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(stack.downstream.calls(id)).toBe(1);
   });
