@@ -131,11 +131,18 @@ async function useApproval({ requirement, binding, run }: Gate, approval: Approv
 
 const refuse = (answer: WriteToolResult<never>): GateVerdict => ({ answer });
 
-const declined = (key: string) =>
+/**
+ * `until`: a client given the link (its calls cannot be told from retries) hears the decline until the declined
+ * link's expiry, so the sentence says when the key asks again, and how to ask sooner.
+ */
+const declined = (key: string, until?: string) =>
   refuse(
     WriteResults.rejected(key, {
       code: ErrorCode.CONFIRMATION_DECLINED,
-      message: 'The person did not confirm the operation; nothing ran and the key is still free. Do not retry unless they ask you to.',
+      message: until
+        ? `The person declined the operation on the approval page; nothing ran. Until ${until} a call with this key hears this ` +
+          'answer, after that it asks the person again; if they want it asked sooner, start over under a new key (for an operation id: issue_operation_id).'
+        : 'The person did not confirm the operation; nothing ran and the key is still free. Do not retry unless they ask you to.',
     }),
   );
 
@@ -268,7 +275,7 @@ async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdic
   // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
   if (status === 'declined' && approval) {
     const sameRound = state.kind === 'valid' ? state.nonce === approval.nonce : !answersRounds && now < approval.expiresAt;
-    if (sameRound) return declined(key);
+    if (sameRound) return declined(key, answersRounds ? undefined : new Date(approval.expiresAt).toISOString());
   }
   // A pending round asked in a form has no page: this client can send the person to one, so a page round replaces it.
   if (status !== 'pending' || approval!.mode !== 'url') approval = await openApproval(gate, 'url', current);

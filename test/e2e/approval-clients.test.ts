@@ -107,7 +107,7 @@ function sdk1(declares: string, capabilities: Record<string, unknown>): Row {
       const client = new SdkClient({ name: 'approval-clients-sdk1', version: '1.0.0' }, { capabilities });
       if ('elicitation' in capabilities) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit()(request.params as Parameters<Elicit>[0]));
       await client.connect(new SdkTransport(new URL(stack.mcpUrl), auth()));
-      return { call: async (name, args) => answerOf(await client.callTool({ name, arguments: args })), close: () => client.close() };
+      return { call: async (name, args) => answerOf((await client.callTool({ name, arguments: args })) as Parameters<typeof answerOf>[0]), close: () => client.close() };
     },
   };
 }
@@ -296,7 +296,10 @@ describe.each(ROWS)('$client', (row) => {
     if (row.delivery === 'result') {
       first = linkOf(await driver.call(PAY, paymentArgs(id)));
       await decideOnPage(first, 'decline');
-      expect(await driver.call(PAY, paymentArgs(id))).toMatchObject(declined);
+      const refused = await driver.call(PAY, paymentArgs(id));
+      expect(refused).toMatchObject(declined);
+      // The sentence says until when the key answers so, and how to ask sooner.
+      expect(refused.text).toMatch(/Until \d{4}-\d\d-\d\dT[\d:.]+Z a call with this key hears this answer, after that it asks the person again; .*issue_operation_id/);
       // A retry (the client's own, or the model's) hears the decline while the link lives: never a new link to the
       // person who said no, never a run.
       expect(await driver.call(PAY, paymentArgs(id))).toMatchObject(declined);
