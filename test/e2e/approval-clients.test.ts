@@ -245,7 +245,7 @@ describe.each(ROWS)('$client', (row) => {
       const links: string[] = [];
       // The client says "accept" before the person decided: the server asks again with the same link; then the person approves.
       elicit = async (params) => {
-        expect(params.mode).toBe('url');
+        expect(params).toMatchObject({ mode: 'url', message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') });
         links.push(params.url!);
         if (links.length === 2) {
           expect(stack.downstream.calls(id)).toBe(0);
