@@ -10,7 +10,8 @@ import { templateApp } from '../cdk/support';
 import { MODERN_PROTOCOL, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { BillingUpstream } from './billing-upstream';
 import { LocalDeployment } from './local-deploy';
-import { artifactChecks, cfnLint, node22 } from './support';
+import { node22 } from '../support/node22';
+import { artifactChecks, cfnLint } from './support';
 
 const STACK = 'ArtifactGateway';
 const HOUR = 3600_000;

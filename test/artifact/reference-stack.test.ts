@@ -17,7 +17,8 @@ import { templateApp } from '../cdk/support';
 import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
-import { artifactChecks, cfnLint, node22 } from './support';
+import { node22 } from '../support/node22';
+import { artifactChecks, cfnLint } from './support';
 
 /**
  * The reference stack as `cdk deploy` ships it, with every downstream set (payments and tickets at their providers,

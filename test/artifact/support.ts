@@ -10,16 +10,6 @@ import type { LocalDeployment } from './local-deploy';
 
 const run = promisify(execFile);
 
-/**
- * The Node 22 of Lambda's nodejs22.x runtime: the binary of the npm registry's `node` package that
- * conformance/install.sh installs (one install for both; the suite's global set-up runs it before the tests).
- */
-export function node22(): string {
-  const binary = join(PROJECT_ROOT, 'conformance/.tools/node_modules/.bin/node');
-  if (!existsSync(binary)) throw new Error('Node 22 is not installed: the suite\'s global set-up installs it (test/support/global-setup.ts); run this file through vitest\'s root config, or `bash conformance/install.sh`');
-  return binary;
-}
-
 /** Lambda's limits on a function's deployment package (with its layers, for the unzipped size). */
 export const LAMBDA_ZIPPED_LIMIT = 50 * 1024 * 1024;
 export const LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024;

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { synthTeamApp } from '../cdk/support';
 import { MODERN_PROTOCOL, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { LocalDeployment } from './local-deploy';
-import { artifactChecks, cfnLint, node22 } from './support';
+import { node22 } from '../support/node22';
+import { artifactChecks, cfnLint } from './support';
 
 const STACK = 'MyTeamEndpoint';
 

@@ -15,6 +15,7 @@ import { Keys } from '../../lambdas/core/keys';
 import { MODERN_PROTOCOL } from '../support/mcp';
 import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { requireSystemTools } from '../support/prerequisites';
+import { node22 } from '../support/node22';
 
 /**
  * The person's approval from clients nobody here wrote (docs/confirmation.md, "What each client gets"): the MCP SDK's
@@ -132,7 +133,7 @@ function sdk2(declares: string, capabilities: Record<string, unknown>, era: 'mod
 
 const execFileAsync = promisify(execFile);
 const require = createRequire(import.meta.url);
-/** The Inspector's own bin (its package's `mcp-inspector`), run as a person runs it: `mcp-inspector --cli ...`. */
+/** The Inspector's own bin (its package's `mcp-inspector`), run as a person runs it (`mcp-inspector --cli ...`), under Node 22: its engines ask for 22.19 or later. */
 const INSPECTOR = (() => {
   const manifest = require.resolve('@modelcontextprotocol/inspector/package.json');
   return join(dirname(manifest), (JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector']!);
@@ -174,7 +175,7 @@ function inspector(era: 'legacy' | 'modern'): Row {
           ];
           const env = { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json'), MCP_CLIENT_CONFIG_PATH: join(home, 'client.json') };
           // It prints the result, then exits 5 when the result is an error (a script reads that as a failure).
-          const { stdout, exitCode } = await execFileAsync(process.execPath, argv, { env }).then(
+          const { stdout, exitCode } = await execFileAsync(node22(), argv, { env }).then(
             ({ stdout }) => ({ stdout, exitCode: 0 }),
             (err: { stdout?: string; code?: number }) => ({ stdout: err.stdout ?? '', exitCode: err.code ?? -1 }),
           );
