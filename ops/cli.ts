@@ -247,7 +247,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     const desk = new ReviewDesk({
       store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName, keyPrefix: target.keyPrefix }),
       outbox: new OutboxStore(target.doc, target.tableName),
-      approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName }),
+      approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName, keyPrefix: target.keyPrefix }),
       tools,
       queue: target.queue,
       who: target.who,

@@ -1,4 +1,3 @@
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +12,7 @@ import { startReconciler } from '../reconciler/start';
 import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
-import { ensureTable } from '../store/table-schema';
+import { ensureTable, tableExists } from '../store/table-schema';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
 import { createGateway, type Gateway } from './gateway';
@@ -119,14 +118,15 @@ async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: str
       'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
     );
   const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
+  let exists: boolean;
   try {
     if (endpoint) await ensureTable(doc, tableName);
-    await doc.send(new DescribeTableCommand({ TableName: tableName }));
+    exists = await tableExists(doc, tableName);
   } catch (err) {
     const error = err as Error;
-    if (error?.name === 'ResourceNotFoundException') throw new ConfigError(`the table ${tableName} does not exist ${where}: set TABLE_NAME to the endpoint's table`);
     throw new ConfigError(`DynamoDB ${where} cannot be reached (${error?.name ?? 'Error'}: ${firstLine(error?.message ?? String(err))})`);
   }
+  if (!exists) throw new ConfigError(`the table ${tableName} does not exist ${where}: set TABLE_NAME to the endpoint's table`);
 }
 
 const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);

@@ -61,7 +61,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   return {
     ...base,
     config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
-    approvals: new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName }),
+    approvals: new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }),
     engine,
     ...createSigners(secret, clock),
     signingSecret: secret,

@@ -10,8 +10,14 @@ import type { RecordIdentity } from '../engine/persistence';
 /** The log is an audit trail, kept as long as the review log after its last entry; DynamoDB TTL deletes it later. */
 const ttlFrom = (nowMs: number) => Math.ceil(nowMs / 1000) + AUDIT_LOG_RETENTION_SECONDS;
 
-const toItem = (record: ApprovalRecord) => ({
-  ...approvalKey(record),
+/** An approval's key: in the partition of the record it is about, the store's `keyPrefix` included. */
+function keyOf(binding: RecordIdentity, keyPrefix: string) {
+  const key = approvalKey(binding);
+  return { pk: `${keyPrefix}${key.pk}`, sk: key.sk };
+}
+
+const toItem = (record: ApprovalRecord, keyPrefix: string) => ({
+  ...keyOf(record, keyPrefix),
   ...record,
   [TableSchema.ttlAttribute]: ttlFrom(record.createdAt),
 });
@@ -28,6 +34,12 @@ export interface DynamoDbApprovalStoreOptions {
   client: DynamoDBDocumentClient;
   /** The idempotency store's table (the shape in `TableSchema`): each approval sits beside the record it is about. */
   tableName: string;
+  /**
+   * Whose approvals these are on a shared table: the idempotency store's `keyPrefix` (a gateway's upstream's), so
+   * each approval sits in its record's partition and another gateway's calls, page and reconciler never read it.
+   * @default none
+   */
+  keyPrefix?: string;
 }
 
 /**
@@ -39,14 +51,18 @@ export interface DynamoDbApprovalStoreOptions {
 export class DynamoDbApprovalStore implements ApprovalStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
+  private readonly keyPrefix: string;
 
   constructor(options: DynamoDbApprovalStoreOptions) {
     this.client = options.client;
     this.tableName = options.tableName;
+    const keyPrefix = options.keyPrefix ?? '';
+    if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbApprovalStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    this.keyPrefix = keyPrefix;
   }
 
   async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
-    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: approvalKey(binding), ConsistentRead: true }));
+    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keyOf(binding, this.keyPrefix), ConsistentRead: true }));
     return fromItem(Item);
   }
 
@@ -55,7 +71,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
       await this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: toItem(record),
+          Item: toItem(record, this.keyPrefix),
           ...(previous === undefined
             ? { ConditionExpression: 'attribute_not_exists(pk)' }
             : {
@@ -86,7 +102,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: approvalKey(record),
+          Key: keyOf(record, this.keyPrefix),
           UpdateExpression: 'SET #status = :status, decidedAt = :at, decidedBy = :by, #log = list_append(#log, :entry), #ttl = :ttl',
           ConditionExpression: 'nonce = :nonce AND #status = :pending AND expiresAt > :at AND #mode = :via',
           ExpressionAttributeNames: { '#status': 'status', '#log': 'log', '#mode': 'mode', '#ttl': TableSchema.ttlAttribute },
@@ -116,7 +132,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: approvalKey(record),
+          Key: keyOf(record, this.keyPrefix),
           UpdateExpression: 'SET usedAt = :at, usedBy = :by, #log = list_append(#log, :entry), #ttl = :ttl',
           // The rule `usable` states: this round, approved, used by no run.
           ConditionExpression: 'nonce = :nonce AND #status = :approved AND attribute_not_exists(usedAt)',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CreateTableCommand, UpdateTimeToLiveCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isTableInUse } from './refusals';
 
@@ -89,6 +89,20 @@ export async function ensureTable(client: DynamoDBDocumentClient, tableName: str
   await client.send(
     new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
   );
+}
+
+/**
+ * Whether the table exists (DescribeTable): false when DynamoDB says there is no such table; any other failure
+ * (unreachable, no credentials, no permission) is thrown as DynamoDB gave it.
+ */
+export async function tableExists(client: DynamoDBDocumentClient, tableName: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return true;
+  } catch (err) {
+    if ((err as Error)?.name === 'ResourceNotFoundException') return false;
+    throw err;
+  }
 }
 
 /** How long a new table (with its index) may take to become ACTIVE before `ensureTable` gives up. */

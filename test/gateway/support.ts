@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,6 +14,31 @@ import { REGISTRY_SERVERS, startEverything } from './registry-servers';
 export const ROOT = PACKAGE_ROOT;
 export const BIN = join(ROOT, 'node_modules', '.bin');
 export const RELAY = join(ROOT, 'test', 'gateway', 'relay.mjs');
+/** A team's own billing server (MCP SDK 1.x, sessions kept in memory; no deduplication): test/gateway/session-server.mjs. */
+export const BILLING_SERVER = join(ROOT, 'test', 'gateway', 'session-server.mjs');
+
+/** A JSON-lines file's lines (the billing server's ledger and log); none before it is written. */
+export function jsonLines(file: string): Array<Record<string, unknown>> {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** The billing server over streamable HTTP on 127.0.0.1:`port`, its charges in `files.ledger`; resolves once it listens. */
+export function startBillingServer(port: number, files: { ledger: string; log?: string }): Promise<ChildProcess> {
+  const flags = [`--port=${port}`, `--ledger=${files.ledger}`, ...(files.log ? [`--log=${files.log}`] : [])];
+  const child = spawn(process.execPath, [BILLING_SERVER, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let text = '';
+    child.stderr!.on('data', (chunk) => {
+      text += chunk;
+      if (text.includes('listening')) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`the billing server exited (${code}): ${text}`)));
+  });
+}
 
 /** A temporary folder, removed by `cleanup`. */
 export async function scratch(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
@@ -126,7 +152,13 @@ export interface RelayAnswer {
 }
 export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer, relayUrl: string) => Promise<RelayAnswer | undefined>;
 
-export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard } = {}): Promise<HttpRelay> {
+/**
+ * What a relay answers in place of the upstream's answer to a request it forwarded (a proxy failing on the way back:
+ * the upstream ran the request, its answer is read to the end and dropped); undefined to pass the answer on.
+ */
+export type RelayReplacement = (body: Buffer) => RelayAnswer | undefined;
+
+export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard; replaceAnswer?: RelayReplacement } = {}): Promise<HttpRelay> {
   const { createServer, request } = await import('node:http');
   const target = new URL(upstream);
   const calls: HttpRelay['calls'] = [];
@@ -155,6 +187,12 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
       const forward = request(
         { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
         (answer) => {
+          const replacement = options.replaceAnswer?.(body);
+          if (replacement) {
+            answer.resume();
+            answer.once('end', () => res.writeHead(replacement.status, replacement.headers).end(replacement.body));
+            return;
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
         },

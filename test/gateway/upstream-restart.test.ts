@@ -1,9 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/free-port';
-import { contract, newKey, ROOT, scratch, sdkClient, startTestGateway, type TestGateway } from './support';
+import { BILLING_SERVER, contract, jsonLines, newKey, scratch, startBillingServer, sdkClient, startTestGateway, type TestGateway } from './support';
 
 /**
  * The upstream restarts while the gateway runs: a billing server of the team's own (MCP SDK 1.x, sessions kept in
@@ -12,7 +10,6 @@ import { contract, newKey, ROOT, scratch, sdkClient, startTestGateway, type Test
  * over HTTP it starts a new session when the server answers 404 to the old one (the spec's client MUST), over stdio it
  * starts the process again. Every charge is booked once, counted in the server's own ledger.
  */
-const SERVER = join(ROOT, 'test', 'gateway', 'session-server.mjs');
 const policy = {
   tools: {
     charge: {
@@ -30,26 +27,11 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-const lines = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-    : [];
-
-/** The billing server over streamable HTTP on `port`; resolves once it listens. */
-function startBilling(port: number, files: { ledger: string; log: string }): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [SERVER, `--port=${port}`, `--ledger=${files.ledger}`, `--log=${files.log}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+/** The billing server over streamable HTTP on `port`, killed after the test; resolves once it listens. */
+async function startBilling(port: number, files: { ledger: string; log: string }) {
+  const child = await startBillingServer(port, files);
   stops.push(() => child.kill('SIGKILL'));
-  return new Promise((resolve, reject) => {
-    let text = '';
-    child.stderr!.on('data', (chunk) => {
-      text += chunk;
-      if (text.includes('listening')) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`the billing server exited (${code}): ${text}`)));
-  });
+  return child;
 }
 
 async function charge(gateway: TestGateway, charge_id: string, key = newKey()) {
@@ -89,7 +71,7 @@ async function bothMeetTheNewServer(gateway: TestGateway, restart: () => Promise
 
   // The charge in flight: settled by its lookup as booked, never sent again.
   expect(await settled(gateway, 'crash-1', crash.key)).toMatchObject({ outcome: 'succeeded', result: { settledByLookup: true } });
-  const booked = lines(ledger).map((line) => line.charge_id);
+  const booked = jsonLines(ledger).map((line) => line.charge_id);
   expect(booked.sort()).toEqual(['after', 'before', 'crash-1']);
 }
 
@@ -104,14 +86,14 @@ describe('an upstream that restarts is met again', () => {
     stops.push(() => gateway.stop());
     await bothMeetTheNewServer(gateway, () => startBilling(port, files), files.ledger);
     // The restarted server answered the gateway's old session with 404: the gateway went on with a new one.
-    expect(lines(files.log).filter((line) => line.event === 'session-not-found').length).toBeGreaterThan(0);
+    expect(jsonLines(files.log).filter((line) => line.event === 'session-not-found').length).toBeGreaterThan(0);
   });
 
   it('stdio: the process killed mid-call is started again by the gateway; the charge in flight is booked once', { timeout: 120_000 }, async () => {
     const { dir, cleanup } = await scratch('stdio-restart');
     stops.push(cleanup);
     const ledger = join(dir, 'ledger.jsonl');
-    const gateway = await startTestGateway({ policy, argv: ['--', process.execPath, SERVER, `--ledger=${ledger}`] });
+    const gateway = await startTestGateway({ policy, argv: ['--', process.execPath, BILLING_SERVER, `--ledger=${ledger}`] });
     stops.push(() => gateway.stop());
     await bothMeetTheNewServer(gateway, async () => {}, ledger);
   });
