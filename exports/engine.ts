@@ -91,8 +91,9 @@ export {
   type ApprovalMode,
   type ApprovalRecord,
   type ApprovalStatus,
+  type ApprovalUse,
 } from '../lambdas/core/approval';
-export type { ApprovalStore, DecideResult } from '../lambdas/engine/approval-store';
+export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/engine/approval-store';
 export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
 export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../lambdas/core/money';
 export { hasInvisibleCharacters, quotedText, visibleText } from '../lambdas/core/display-text';

@@ -105,7 +105,7 @@ export interface EndpointSettings extends FunctionNetwork {
   /**
    * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form
    * instead (the client's word, not a signed-in person's).
-   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   * @default none: those clients get the approval link as a tool result (APPROVAL_REQUIRED)
    */
   readonly confirmationFormFallback?: string[];
   /**

@@ -1,13 +1,13 @@
 /**
  * What the example promises, checked against a running server and the stand-in issuer: a payment runs only after a
  * person of the tenant approves it on the page, exactly once. A 2026-07-28 client that can open links (URL-mode
- * elicitation) gets the link and retries once the person decided; a 2025-11-25 client gets it as that era's error
- * (-32042). A person of another tenant cannot decide; a decline pays nothing.
+ * elicitation) gets the link and retries once the person decided; a client that cannot (form only, none, 2025-11-25)
+ * gets it as a tool result (APPROVAL_REQUIRED) to show. A person of another tenant cannot decide; a decline pays nothing.
  * Run: DYNAMODB_ENDPOINT=http://127.0.0.1:8000 npm test
  */
 import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
-import { Client, StreamableHTTPClientTransport, UrlElicitationRequiredError } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { type Person, type StandInIssuer, startStandInIssuer } from './issuer.js';
 import { startPaymentServer, type StartedServer } from './server.js';
 
@@ -58,7 +58,7 @@ async function connect(server: StartedServer, era: '2026-07-28' | '2025-11-25', 
   return client;
 }
 
-type Answer = { outcome: string; replayed?: boolean; error?: { code: string }; result?: { payment_id: string } };
+type Answer = { outcome: string; replayed?: boolean; error?: { code: string }; result?: { payment_id: string }; approval_url?: string };
 const pay = async (client: Client, args: Record<string, unknown>) => (await client.callTool({ name: 'pay_invoice', arguments: args })).structuredContent as Answer;
 
 export async function checkApprovedOnce(server: StartedServer, issuer: StandInIssuer): Promise<void> {
@@ -88,16 +88,17 @@ export async function checkLegacyLinkAndDecline(server: StartedServer, issuer: S
   const client = await connect(server, '2025-11-25');
   try {
     const args = { idempotency_key: `pay-${randomUUID()}`, supplier: 'acme-supplies', amount_minor: 990, currency: 'USD' };
+    // A plain tool result (not an error a client may hide): the link, for the model to pass to the person.
     const linkOf = async () => {
-      const err = await client.callTool({ name: 'pay_invoice', arguments: args }).then(
-        (answer) => assert.fail(`paid without the person: ${JSON.stringify(answer)}`),
-        (error: unknown) => error,
-      );
-      assert.ok(err instanceof UrlElicitationRequiredError, String(err));
-      assert.equal(err.code, -32042);
-      return err.elicitations[0]!.url;
+      const answer = await client.callTool({ name: 'pay_invoice', arguments: args });
+      const asked = answer.structuredContent as Answer;
+      assert.equal(asked.error?.code, 'APPROVAL_REQUIRED', `paid without the person: ${JSON.stringify(answer)}`);
+      assert.equal(answer.isError, false);
+      return asked.approval_url!;
     };
-    const declined = await decideOnPage(issuer, await linkOf(), { sub: 'alice', tenant: 'acme' }, 'decline');
+    const link = await linkOf();
+    assert.equal(await linkOf(), link, 'a retry before the decision got another link');
+    const declined = await decideOnPage(issuer, link, { sub: 'alice', tenant: 'acme' }, 'decline');
     assert.match(declined.html, /Declined by alice/);
     const refused = await pay(client, args);
     assert.equal(refused.error?.code, 'CONFIRMATION_DECLINED', JSON.stringify(refused));
@@ -114,7 +115,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     await checkApprovedOnce(server, issuer);
     console.log('passed: a payment runs once, after a person of the tenant approved it on the page; another tenant cannot');
     await checkLegacyLinkAndDecline(server, issuer);
-    console.log('passed: a 2025-11-25 client gets the link (-32042); a decline pays nothing');
+    console.log('passed: a 2025-11-25 client gets the link as a tool result (APPROVAL_REQUIRED); a decline pays nothing');
   } finally {
     await server.stop();
     await issuer.stop();

@@ -178,7 +178,9 @@ export interface ApprovalDecision {
  * @public
  */
 export interface ApprovalUse {
+  /** Epoch ms: when the run used the yes (before it claimed the key). */
   at: number;
+  /** The run: the owner token of the idempotency record it claims (`ops show` prints it). */
   by: string;
 }
 

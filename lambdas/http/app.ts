@@ -252,6 +252,9 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
     }),
   );
 
+  // A browser asks every origin for an icon: no content, rather than a 404 in the person's console.
+  app.get('/favicon.ico', (c) => c.body(null, 204));
+
   app.get('/health', async (c) => {
     if (options.storeReachable && !(await options.storeReachable())) {
       c.header('Retry-After', '1');

@@ -11,7 +11,7 @@ import type { Clock } from '../core/clock';
 import { whenText } from '../core/when';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../core/endpoint-paths';
-import { openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
+import { APPROVAL_ICON_PATH, openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
 
 /**
  * The approval page: `GET /approvals/<id>` shows what the person approves (tool, summary, tenant, expiry) once they
@@ -203,6 +203,14 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     return { session, record };
   }
 
+  /** Once approved: whether a run used the yes, when and which (a yes authorizes one run). */
+  const used = (record: ApprovalRecord, at: number) =>
+    record.status !== 'approved'
+      ? ''
+      : record.usedAt === undefined
+        ? html`<dt>Used</dt><dd id="used">not yet: the agent's next call with the same key runs it, once</dd>`
+        : html`<dt>Used</dt><dd id="used">${whenText(record.usedAt, at)} by run <code>${record.usedBy}</code></dd>`;
+
   function view(record: ApprovalRecord, session: Session, csrf: string | undefined, notice?: string) {
     const at = now();
     const expired = record.status === 'pending' && at >= record.expiresAt;
@@ -223,7 +231,9 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
 <dt>Tool</dt><dd id="tool">${record.tool}</dd>
 <dt>Tenant</dt><dd id="tenant">${record.tenant}</dd>
 <dt>Signed in as</dt><dd><span id="subject">${session.subject}</span> ${signOutForm(record.id)}</dd>
-<dt>${expired ? 'Link expired' : 'Link expires'}</dt><dd id="expires">${whenText(record.expiresAt, at)}</dd>
+${record.status === 'pending'
+  ? html`<dt>${expired ? 'Link expired' : 'Link expires'}</dt><dd id="expires">${whenText(record.expiresAt, at)}</dd>`
+  : html`<dt>Decided</dt><dd id="decided">${whenText(record.decidedAt!, at)}</dd>${used(record, at)}`}
 </dl>
 ${notice ? html`<p class="state" id="notice">${notice}</p>` : ''}
 ${state
@@ -235,6 +245,9 @@ ${state
 </form>`}`,
     );
   }
+
+  // The pages' icon (pageDocument names it): no content, so a browser shows its default and logs no error.
+  app.get(APPROVAL_ICON_PATH.slice(APPROVALS_PATH.length), (c) => c.body(null, 204));
 
   // The page's own URL (the stack's ApprovalPageUrl output): each approval has a link of its own under it.
   app.get('/', (c) =>

@@ -76,7 +76,7 @@ export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, cloc
         html`<p class="banner" id="local-banner">Local development sign-in (npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
 <h1>Sign in</h1>
 ${hint
-  ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>: type <strong>${hint}</strong> as your tenant.</p>`
+  ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>, filled in below: type your name and sign in.</p>`
   : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (<code>npm run token -- --tenant demo</code>: <strong>demo</strong>).</p>`}
 <form method="post">
 <input type="hidden" name="client_id" value="${p.clientId}">

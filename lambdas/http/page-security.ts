@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Context, MiddlewareHandler } from 'hono';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
+import { APPROVALS_PATH } from '../core/endpoint-paths';
 
 /**
  * What every page a person sees here (the approval page, the local sign-in) shares: one stylesheet allowed by its
@@ -30,7 +31,14 @@ form.sign-out{display:inline;margin:0}form.sign-out button{min-width:0;padding:.
  */
 const styleHash = createHash('sha256').update(PAGE_STYLE).digest('base64');
 
-/** A whole page: the one stylesheet, the title, the body (escaped by the caller's `html` template). */
+/** The pages' icon: an empty answer of the approval page's own (every page here is served beside it). */
+export const APPROVAL_ICON_PATH = `${APPROVALS_PATH}/favicon.ico`;
+
+/**
+ * A whole page: the one stylesheet, the title, the body (escaped by the caller's `html` template). It names its icon,
+ * the page's own empty one (same origin, as the CSP's img-src allows; a `data:` icon it would refuse), so the browser
+ * asks no `/favicon.ico` of a host that may answer 404, wherever the page is served.
+ */
 export function pageDocument(title: string, body: HtmlEscapedString | Promise<HtmlEscapedString>) {
   return html`<!doctype html>
 <html lang="en">
@@ -38,6 +46,7 @@ export function pageDocument(title: string, body: HtmlEscapedString | Promise<Ht
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title}</title>
+<link rel="icon" href="${APPROVAL_ICON_PATH}">
 <style>${raw(PAGE_STYLE)}</style>
 </head>
 <body><main>${body}</main></body>

@@ -72,7 +72,8 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
   onAbsent?: AbsentPolicy;
   /**
    * 'approval': the person approves every operation on the endpoint's approval page, signed in (MCP URL-mode
-   * elicitation; for payments and whatever authorizes a transaction). 'required': the person confirms every operation
+   * elicitation, or the link as an APPROVAL_REQUIRED tool result for a client without it; for payments and whatever
+   * authorizes a transaction). 'required': the person confirms every operation
    * in a form the MCP client shows (2026-07-28 clients; 2025-era clients are refused with CONFIRMATION_UNAVAILABLE
    * unless the deployment opts the tool out). Default 'none'. See docs/confirmation.md.
    */

@@ -102,8 +102,8 @@ function listedInputSchema(tool: ToolDefinition): z.ZodType {
 function callFacts(server: McpServerLike, extra: unknown): { authInfo: AuthInfo | undefined; facts: RequestFacts } {
   const ctx = extra as Partial<ServerContext> & { authInfo?: AuthInfo; _meta?: unknown };
   if (ctx?.mcpReq) return { authInfo: ctx.http?.authInfo, facts: requestFacts(server.server as Server, ctx as ServerContext) };
-  // The 1.x line speaks only 2025 revisions: no input round, so a tool that needs confirmation answers
-  // CONFIRMATION_UNAVAILABLE (unless the deployment opts it out), as on any 2025-era request.
+  // The 1.x line speaks only 2025 revisions: no input round, so an 'approval' tool gives its link as a tool result
+  // and a 'required' one answers CONFIRMATION_UNAVAILABLE (unless the deployment opts it out), as on any 2025-era request.
   return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false, likelyReplay: hasReplayHint(ctx?._meta) } };
 }
 
@@ -145,8 +145,9 @@ function register<S extends ToolRuntime>(helper: string, server: McpServerLike, 
  * Puts an idempotent write tool (from `defineWriteTool`) on your own `McpServer` (SDK 2.x, or 1.23 or later): a
  * retry with the same key replays the first result instead of running again. It keeps the contract there too: a
  * call without a verified tenant is refused (`rejected` / UNAUTHORIZED, nothing runs); invalid or undeclared
- * arguments answer `rejected` / INVALID_ARGUMENTS; confirmation-required tools ask the person on 2026-07-28 and
- * answer CONFIRMATION_UNAVAILABLE where the request cannot ask (2025 revisions, the 1.x line).
+ * arguments answer `rejected` / INVALID_ARGUMENTS; 'approval' tools send the person to the approval page (an input
+ * request, or the link as an APPROVAL_REQUIRED result for a client without URL mode, the 1.x line included);
+ * 'required' tools ask in a form on 2026-07-28 and answer CONFIRMATION_UNAVAILABLE where the request cannot ask.
  * Returns the SDK's RegisteredTool.
  * @public
  */

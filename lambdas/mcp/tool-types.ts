@@ -62,7 +62,7 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   canElicitForms?: boolean;
   /** Whether the client of a 2026-07-28 request declared it can send the person to a URL (`elicitation.url`). */
   canElicitUrls?: boolean;
-  /** The protocol version of the request (2025-11-25 clients get that era's URL-elicitation-required error). */
+  /** The protocol version of the request (what the person's confirmation can be asked through). */
   protocolVersion?: string;
   /** The origin the request came to (the approval page's links, when no public base URL is set). */
   origin?: string;

@@ -59,7 +59,7 @@ export interface McpFunctionProps extends CommonFunctionProps {
   readonly confirmationOptOut?: string[];
   /**
    * Tools with `confirmation: 'approval'` that a 2026-07-28 client without URL elicitation may confirm in a form.
-   * @default none: those clients get CONFIRMATION_UNAVAILABLE
+   * @default none: those clients get the approval link as a tool result (APPROVAL_REQUIRED)
    */
   readonly confirmationFormFallback?: string[];
   /**

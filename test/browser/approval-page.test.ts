@@ -58,24 +58,38 @@ async function askPayment(overrides: Record<string, unknown> = {}) {
 
 const paymentsWithKey = async (key: string) => (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === key);
 
-/** What each person's browser printed to its console about the Content Security Policy: a refused stylesheet shows here. */
-const cspMessages = new Map<BrowserContext, string[]>();
+/**
+ * Every error each person's browser printed to its console, whatever it is about: a stylesheet the CSP refused, a
+ * request answered 404 (the icon a browser asks every page for), an error of a script.
+ */
+const consoleErrors = new Map<BrowserContext, string[]>();
 
 async function person(width = 1280, height = 900): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width, height } });
-  const messages: string[] = [];
-  cspMessages.set(context, messages);
+  const errors: string[] = [];
+  consoleErrors.set(context, errors);
   context.on('console', (message) => {
-    if (/Content.Security.Policy|Refused to/i.test(message.text())) messages.push(message.text());
+    if (message.type() === 'error') errors.push(`${message.text()} (${message.location().url})`);
   });
+  context.on('weberror', (error) => errors.push(String(error.error())));
   return { context, page: await context.newPage() };
 }
 
-/** Every page of every test but the framing one (whose refusal is a CSP message by design) loads without one. */
+/**
+ * An error a test causes on purpose (a page answered 403 or 409 by design, the framing refusal): taken off the list
+ * once seen, so every other one fails the test.
+ */
+function expectConsoleError(context: BrowserContext, pattern: RegExp) {
+  const errors = consoleErrors.get(context)!;
+  expect(errors.some((text) => pattern.test(text)), `no console error matched ${pattern}: ${JSON.stringify(errors)}`).toBe(true);
+  errors.splice(0, errors.length, ...errors.filter((text) => !pattern.test(text)));
+}
+
+/** Every page of every test loads without a console error, but for those a test expects by name. */
 afterEach(() => {
-  for (const [context, messages] of cspMessages) {
-    cspMessages.delete(context);
-    expect(messages).toEqual([]);
+  for (const [context, errors] of consoleErrors) {
+    consoleErrors.delete(context);
+    expect(errors).toEqual([]);
   }
 });
 
@@ -99,8 +113,9 @@ async function signIn(page: Page, link: string, tenant: string, name: string, sh
   await page.goto(link);
   await expect.poll(() => page.locator('#local-banner').isVisible()).toBe(true);
   await expectStyled(page);
-  // The local sign-in says which tenant the approval is for, and fills it in.
+  // The local sign-in says which tenant the approval is for, and fills it in (so it does not ask to type it).
   expect(await page.textContent('#tenant-hint')).toContain(`tenant ${TENANT}`);
+  expect(await page.textContent('#tenant-hint')).not.toMatch(/type (\S+ )?as your tenant|type demo/i);
   expect(await page.inputValue('#tenant')).toBe(TENANT);
   if (shot && SCREENSHOTS) await page.screenshot({ path: `docs/images/${shot}.png` });
   await page.fill('#tenant', tenant);
@@ -121,22 +136,38 @@ describe('the approval page in Chromium', () => {
       // UTC, said so, and how long from now: the page has no script to show the person's own time zone.
       expect(await page.textContent('#expires')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in 1[45] minutes\)$/);
       expect(await page.textContent('h1')).toBe('Approve this operation?');
+      // The icon it names is answered (no content) where the page is: deployed, the page's host may answer nothing
+      // else, and a browser that found no icon would ask for /favicon.ico there and log the 404.
+      const icon = await page.evaluate<string | undefined>(`document.querySelector('link[rel="icon"]')?.href`);
+      expect(icon).toMatch(new RegExp(`^${stack.url}/approvals/`));
+      expect((await page.request.get(icon!)).status()).toBe(204);
       await expectStyled(page);
       // Nothing overflows a phone's width.
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-phone.png', fullPage: true });
       await page.click('button.approve');
       await expect.poll(() => page.textContent('#state')).toMatch(/^Approved by alice@tenant-browser at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d seconds? ago)\)\./);
-      // After the decision the heading says what was decided, no longer asks.
+      // After the decision the heading says what was decided, no longer asks; the page says when it was decided,
+      // not when a link that no longer matters expires, and that no run used the yes yet.
       expect(await page.textContent('h1')).toBe('Approved');
+      expect(await page.locator('#expires').count()).toBe(0);
+      expect(await page.textContent('#decided')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d seconds? ago)\)$/);
+      expect(await page.content()).not.toMatch(/expires|in 1[45] minutes/i);
+      expect(await page.textContent('#used')).toMatch(/^not yet/);
       await expectStyled(page);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-approved.png', fullPage: true });
+
+      const paid = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
+      expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded' });
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
+      // Opened again once the payment ran: when the yes was used, and by which run (as `ops show` prints it).
+      const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId });
+      await page.goto(link);
+      expect(await page.textContent('#used')).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\((now|\\d seconds? ago)\\) by run ${record!.usedBy}$`));
+      expect(await page.locator('#expires').count()).toBe(0);
     } finally {
       await context.close();
     }
-    const paid = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
-    expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded' });
-    expect(await paymentsWithKey(operationId)).toHaveLength(1);
   });
 
   it('decline: nothing paid, and the key is still usable', async () => {
@@ -149,6 +180,8 @@ describe('the approval page in Chromium', () => {
       await page.click('button[value="decline"]');
       await expect.poll(() => page.textContent('#state')).toMatch(/^Declined/);
       expect(await page.textContent('h1')).toBe('Declined');
+      expect(await page.locator('#expires, #used').count()).toBe(0);
+      expect(await page.textContent('#decided')).toMatch(/ UTC \((now|\d seconds? ago)\)$/);
       const refused = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
       expect(await paymentsWithKey(operationId)).toEqual([]);
@@ -166,6 +199,7 @@ describe('the approval page in Chromium', () => {
         `1 declined alice@${TENANT}`,
         '2 requested',
         `2 approved alice@${TENANT}`,
+        `2 used ${kept!.usedBy}`,
       ]);
     } finally {
       await context.close();
@@ -178,6 +212,7 @@ describe('the approval page in Chromium', () => {
     try {
       await signIn(page, link, 'tenant-other', 'mallory');
       expect(await page.textContent('h1')).toBe('Not yours to decide');
+      expectConsoleError(context, /status of 403/);
       expect(await page.locator('button.approve').count()).toBe(0);
       expect(await page.content()).not.toContain('payee-7');
       await expectStyled(page);
@@ -208,6 +243,7 @@ describe('the approval page in Chromium', () => {
       // The browser resubmits the form (reload after POST).
       const replay = await page.reload();
       expect(replay?.status()).toBe(409);
+      expectConsoleError(context, /status of 409/);
     } finally {
       await context.close();
     }
@@ -225,6 +261,7 @@ describe('the approval page in Chromium', () => {
       await page.evaluate(`document.querySelector('input[name="csrf"]').remove()`);
       await page.click('button.approve');
       await expect.poll(() => page.textContent('h1')).toBe('Refused');
+      expectConsoleError(context, /status of 403/);
       expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe('pending');
 
       // A page frames the approval page (one of its own origin, so nothing but the page's headers can stop it).
@@ -232,14 +269,14 @@ describe('the approval page in Chromium', () => {
       await page.evaluate(`(() => { const f = document.createElement('iframe'); f.src = ${JSON.stringify(link)}; document.body.appendChild(f); })()`);
       // Refused by the CSP's frame-ancestors (Chromium says so in the console): the one CSP message expected here.
       // Waited for first, so what the frame shows below is what it shows once Chromium has decided.
-      const messages = cspMessages.get(context)!;
+      const messages = consoleErrors.get(context)!;
       await expect.poll(() => messages.some((text) => /frame-ancestors/.test(text))).toBe(true);
       const framed = page.frames().find((frame) => frame !== page.mainFrame());
       const framedText = framed ? await framed.evaluate<string>(`document.body ? document.body.innerText : ''`).catch(() => '') : '';
       // Framed, the signed-in approval page renders nothing (Chromium shows its own "refused to connect" page).
       expect(framedText).not.toContain('Approve this operation');
       expect(framedText).not.toContain('payee-7');
-      messages.splice(0, messages.length, ...messages.filter((text) => !/frame-ancestors/.test(text)));
+      expectConsoleError(context, /frame-ancestors/);
     } finally {
       await context.close();
     }

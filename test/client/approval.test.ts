@@ -180,7 +180,7 @@ function recordingFetch() {
   return { sent, seam };
 }
 
-describe('a payment over a 2025-11-25 connection (that era\'s URL-elicitation-required error, -32042)', () => {
+describe('a payment over a 2025-11-25 connection (the link as the APPROVAL_REQUIRED tool result)', () => {
   /** A client that speaks only the 2025 handshake; every request is checked to be 2025-11-25. */
   function legacyClient(overrides: Partial<IdempotentClientOptions>) {
     const { sent, seam } = recordingFetch();

@@ -6,7 +6,6 @@ import { ErrorCode } from '../../lambdas/core/errors';
 import { REVIEW_LOG_MAX_BYTES, REVIEW_LOG_MAX_ENTRIES } from '../../lambdas/core/state-machine';
 import { DEFAULT_POLICY } from '../../lambdas/engine/engine';
 import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
-import { UrlElicitationRequiredError } from '@modelcontextprotocol/server';
 import { requestPaymentTool } from '../../reference/tools/request-payment';
 
 /** What the documents say about the code agrees with the code, and the documents agree with each other. */
@@ -120,14 +119,19 @@ describe('one story of confirmation', () => {
     expect(doc('docs/side-effects.md')).toContain("`confirmation: 'approval'`");
   });
 
-  it('gives curl the link with one 2025-11-25 header, as the code answers that era (-32042)', () => {
-    const code = new UrlElicitationRequiredError([]).code;
-    expect(code).toBe(-32042);
-    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md')]) {
-      expect(text).toContain("MCP-Protocol-Version: 2025-11-25'");
-      expect(text).toContain(`${code}`);
+  it('gives every client without URL elicitation the link as a tool result, as the code answers (APPROVAL_REQUIRED)', () => {
+    const code = ErrorCode.APPROVAL_REQUIRED;
+    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md'), doc('docs/troubleshooting.md')]) expect(text).toContain(`\`${code}\``);
+    // No document sends a client to the era's JSON-RPC error (-32042) or says such a client cannot reach the page:
+    // only confirmation.md names that error, saying why it is not used.
+    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs].filter((d) => d.file !== 'docs/confirmation.md')) {
+      expect(text, file).not.toMatch(/-?32042|UrlElicitationRequired|URL-elicitation-required/);
+      expect(text, file).not.toMatch(/cannot be sent to the (approval )?page/);
     }
-    expect(section('Quick start')).not.toMatch(/curl and SDK 1\.x clients cannot be sent to the page/);
+    // One table says which client gets what; the others link to it.
+    for (const file of ['docs/clients.md', 'docs/agent-client.md', 'docs/toolkit.md', 'docs/deploy.md', 'docs/troubleshooting.md'])
+      expect(doc(file), file).toContain('confirmation.md#what-each-client-gets');
+    expect(readme).toContain('docs/confirmation.md#what-each-client-gets');
   });
 
   it('describes the opt-out for the kinds of tool it applies to, and for the tool README opts out', () => {

@@ -125,7 +125,7 @@ describe('README', () => {
       stdout += chunk;
       if (approved || !stdout.includes('::approve::')) return;
       // README's words: open the link, sign in as a person of tenant demo, approve.
-      const link = /"url":"(http:\/\/127\.0\.0\.1:\d+\/approvals\/[^"]+)"/.exec(stdout)?.[1];
+      const link = /"approval_url":"(http:\/\/127\.0\.0\.1:\d+\/approvals\/[^"]+)"/.exec(stdout)?.[1];
       approved = (async () => {
         if (!link) throw new Error(`no approval link before the approval step:\n${stdout}`);
         const person = new PageVisitor();
@@ -141,10 +141,12 @@ describe('README', () => {
     token = /::token::(.*)/.exec(stdout)![1]!;
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     const answers = stdout.split(/::block \d+::/).filter((part) => part.includes('"jsonrpc"'));
-    // The payment asked with one 2025-11-25 header: the era's URL-elicitation error with the link, nothing paid yet.
+    // The payment asked by curl: the link as a plain tool result (no JSON-RPC error), nothing paid yet.
     const asked = answers.filter((answer) => answer.includes('::approve::'));
     expect(asked).toHaveLength(1);
-    expect(asked[0]).toMatch(/"code":-32042/);
+    expect(asked[0]).toMatch(/"isError":false/);
+    expect(asked[0]).toMatch(/"outcome":"in_progress".*"approval_url":"http[^"]+\/approvals\/.*"code":"APPROVAL_REQUIRED"/);
+    expect(asked[0]).toContain('Ask the person to open this link, then call again with the same key');
     for (const answer of answers.filter((a) => !a.includes('::approve::'))) {
       expect(answer).not.toContain('"isError":true');
       expect(answer).toMatch(/"outcome":"succeeded"|"status":"succeeded"/);

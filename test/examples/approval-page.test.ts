@@ -22,6 +22,6 @@ it('pays once, after a person of the tenant approved on the page (a 2026-07-28 c
   await checkApprovedOnce(server, issuer);
 });
 
-it('gives a 2025-11-25 client the link as -32042; a decline pays nothing', async () => {
+it('gives a 2025-11-25 client the link as a tool result (APPROVAL_REQUIRED); a decline pays nothing', async () => {
   await checkLegacyLinkAndDecline(server, issuer);
 });

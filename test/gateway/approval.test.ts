@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PageVisitor } from '../support/approval';
-import { rawToolCall, type RawToolAnswer } from '../support/mcp';
+import { callWrite, rawToolCall, type RawToolAnswer } from '../support/mcp';
 import { newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type TestGateway } from './support';
 
 /**
@@ -78,13 +78,39 @@ describe('gateway write with confirmation: approval', () => {
     expect(relay.calls.filter((c) => c.name === 'echo' && String(c.arguments.message).startsWith('decline '))).toHaveLength(0);
   });
 
-  it('a plain v2 SDK client (2025-11-25) is answered with the approval link as an error, and nothing reaches the upstream', async () => {
+  it.each([
+    ['form elicitation only (Claude Code)', { elicitation: { form: {} } }],
+    ['no elicitation (claude.ai)', {}],
+  ])('a client declaring %s gets the link as a tool result; the upstream sees the call once, after the person approved', async (_case, capabilities) => {
+    const message = `link ${newKey()}`;
+    const args = { message, idempotency_key: newKey() };
+    const first = await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities);
+    // A plain result (not a JSON-RPC error a client may hide), with the gateway's page link and what to do with it.
+    expect(first).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } } });
+    const link = first.structuredContent!.approval_url as string;
+    expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
+    expect(JSON.stringify(first.content)).toContain(`Ask the person to open this link, then call again with the same key: ${link}`);
+    // Retried before the person decided: the same link, and nothing sent upstream.
+    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ approval_url: link });
+    expect(echoes(message)).toHaveLength(0);
+
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'carol'))).status).toBe(200);
+    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(echoes(message)).toHaveLength(1);
+  });
+
+  it('a plain v2 SDK client (2025-11-25) gets the link as a tool result; declined, nothing reaches the upstream', async () => {
     const plain = await sdkClient(gateway, TENANT);
     const message = `plain client ${newKey()}`;
+    const args = { message, idempotency_key: newKey() };
     try {
-      await expect(plain.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } })).rejects.toThrow(
-        new RegExp(`approve this on the approval page first: ${gateway.url}/approvals/\\S+ \\. Nothing ran`),
-      );
+      const asked = await callWrite(plain, 'echo', args);
+      expect(asked).toMatchObject({ outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringMatching(new RegExp(`^${gateway.url}/approvals/`)) });
+      const person = new PageVisitor();
+      await person.decide(asked.approval_url!, 'decline', await person.signIn(asked.approval_url!, TENANT, 'dave'));
+      expect(await callWrite(plain, 'echo', args)).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     } finally {
       await plain.close();
     }

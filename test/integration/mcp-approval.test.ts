@@ -172,9 +172,48 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     expect(await paymentsWithKey(id)).toEqual([]);
   });
 
-  it('a client without URL elicitation is refused with CONFIRMATION_UNAVAILABLE saying what would work', async () => {
-    const refused = await call(PAY, paymentArgs(await operationId()), {}, { elicitation: { form: {} } });
-    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringMatching(/URL|CONFIRMATION_FORM_FALLBACK_TOOLS/) } });
+  it.each([
+    ['form elicitation only (Claude Code)', { elicitation: { form: {} } }],
+    ['no elicitation (claude.ai, Codex with URL mode off)', {}],
+  ])('a client declaring %s gets the link as a tool result; it pays once the person approved, once', async (_case, capabilities) => {
+    const id = await operationId();
+    const first = await call(PAY, paymentArgs(id), {}, capabilities);
+    // A plain result (isError false) every client shows the model: the link and the sentence for the person.
+    expect(first).toMatchObject({
+      isError: false,
+      structuredContent: { outcome: 'in_progress', retryable: true, retry_after_ms: 5000, error: { code: 'APPROVAL_REQUIRED' } },
+    });
+    expect(first.resultType ?? 'complete').toBe('complete');
+    const link = first.structuredContent!.approval_url as string;
+    expect(link).toMatch(new RegExp(`^${stack.url}/approvals/[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{22}$`));
+    expect(JSON.stringify(first.content)).toContain(`Ask the person to open this link, then call again with the same key: ${link}`);
+    expect(JSON.stringify(first.content)).toContain('Pay 12.50 EUR to payee-7 (memo: \\"rent\\")');
+
+    // The client retries on its own before the person decided: the same link, never a run.
+    for (let i = 0; i < 3; i++) expect((await call(PAY, paymentArgs(id), {}, capabilities)).structuredContent).toMatchObject({ approval_url: link });
+    expect(stack.downstream.calls(id)).toBe(0);
+
+    // The same page, the same sign-in: the person approves; the same key runs once, and replays after.
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'carol'))).status).toBe(200);
+    expect((await call(PAY, paymentArgs(id), {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect((await call(PAY, paymentArgs(id), {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(await paymentsWithKey(id)).toHaveLength(1);
+    expect(stack.downstream.calls(id)).toBe(1);
+    const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
+    expect(record).toMatchObject({ status: 'approved', decidedBy: `carol@${TENANT}`, usedBy: expect.any(String) });
+  });
+
+  it('a client without URL elicitation whose person declines: CONFIRMATION_DECLINED, nothing paid, the key stays free', async () => {
+    const formOnly = { elicitation: { form: {} } };
+    const id = await operationId();
+    const link = (await call(PAY, paymentArgs(id), {}, formOnly)).structuredContent!.approval_url as string;
+    const person = new PageVisitor();
+    expect((await person.decide(link, 'decline', await person.signIn(link, TENANT))).status).toBe(200);
+    const refused = await call(PAY, paymentArgs(id), {}, formOnly);
+    expect(refused).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: id })).toBeUndefined();
   });
 });
 
@@ -346,24 +385,39 @@ describe('what the person sees is what is paid', () => {
 });
 
 describe('a 2025-11-25 client', () => {
-  it('gets the URL-elicitation-required error (-32042) with the link; after approval the same call pays', async () => {
+  const legacy = async (args: Record<string, unknown>) => {
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Protocol-Version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: PAY, arguments: args } }),
+    });
+    return (await response.json()) as { error?: unknown; result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
+  };
+
+  it('gets the link as a tool result (no JSON-RPC error); after approval the same call pays, once', async () => {
     const id = await operationId();
-    const legacy = async () => {
-      const response = await fetch(stack.mcpUrl, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Protocol-Version': '2025-11-25' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: PAY, arguments: paymentArgs(id) } }),
-      });
-      return (await response.json()) as { error?: { code: number; data: { elicitations: Array<{ url: string; mode: string; elicitationId: string }> } }; result?: { structuredContent: Record<string, unknown> } };
-    };
-    const first = await legacy();
-    expect(first.error).toMatchObject({ code: -32042, data: { elicitations: [{ mode: 'url' }] } });
-    const link = first.error!.data.elicitations[0]!.url;
-    expect((await legacy()).error!.data.elicitations[0]!.url).toBe(link);
+    const first = await legacy(paymentArgs(id));
+    expect(first.error).toBeUndefined();
+    expect(first.result).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } } });
+    const link = first.result!.structuredContent.approval_url as string;
+    expect(link).toContain('/approvals/');
+    expect((await legacy(paymentArgs(id))).result!.structuredContent.approval_url).toBe(link);
+    expect(await paymentsWithKey(id)).toEqual([]);
     const person = new PageVisitor();
     await person.decide(link, 'approve', await person.signIn(link, TENANT));
-    expect((await legacy()).result!.structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect((await legacy(paymentArgs(id))).result!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect((await legacy(paymentArgs(id))).result!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
     expect(await paymentsWithKey(id)).toHaveLength(1);
+  });
+
+  it('declined on the page: CONFIRMATION_DECLINED, nothing paid, and the key stays free', async () => {
+    const id = await operationId();
+    const link = (await legacy(paymentArgs(id))).result!.structuredContent.approval_url as string;
+    const person = new PageVisitor();
+    await person.decide(link, 'decline', await person.signIn(link, TENANT));
+    expect((await legacy(paymentArgs(id))).result).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(await paymentsWithKey(id)).toEqual([]);
+    expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: id })).toBeUndefined();
   });
 });
 

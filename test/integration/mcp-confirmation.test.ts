@@ -7,7 +7,8 @@ import { issueOperationId } from '../support/side-effects';
 /**
  * Form-mode confirmation end to end on the local stack, with the fixture downstream's bookings as the judge:
  * fixture_payment (confirmation: 'approval') with the operator's form fallback allowed for it, so a 2026-07-28 client
- * without URL elicitation is asked through a form, and only a yes pays; 2025-era clients are refused. The approval
+ * without URL elicitation is asked through a form, and only a yes pays; a client that can show no form (none declared, 2025-era)
+ * gets the approval page's link as a tool result. The approval
  * page itself: test/integration/mcp-approval.test.ts.
  */
 const PAY = FixtureTool.payment;
@@ -90,16 +91,16 @@ describe('a 2026-07-28 client is asked to confirm', () => {
     }
   });
 
-  it('a client that declares no form elicitation is refused with CONFIRMATION_UNAVAILABLE; nothing is paid', async () => {
+  it('a client that declares no elicitation gets the approval link as a tool result (the form fallback needs a form); nothing is paid', async () => {
     const client = await connectModernClient(stack, TENANT);
     try {
       const operationId = await issueOperationId(client, PAY);
-      const refused = await callWrite(client, PAY, paymentArgs(operationId));
-      expect(refused).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
-      // ...saying what would work: a client with URL elicitation, or the operator's form fallback.
-      expect(refused.error!.message).toMatch(/URL elicitation/);
-      expect(refused.error!.message).toContain('CONFIRMATION_FORM_FALLBACK_TOOLS');
+      const asked = await callWrite(client, PAY, paymentArgs(operationId));
+      expect(asked).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringContaining('/approvals/') });
+      expect(asked.error!.message).toContain('call again with the same key');
       expect(await paymentsWithKey(operationId)).toEqual([]);
+      // No form round was opened for a client that cannot show one: the round is the page's.
+      expect(await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: operationId })).toMatchObject({ mode: 'url', status: 'pending' });
     } finally {
       await client.close();
     }
@@ -171,11 +172,12 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect(link).toContain('/approvals/');
 
     // The client now declares only form elicitation and answers the page's round itself.
+    // Its answer counts for nothing: it gets the page's link to show instead, the same one.
     const forged = await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes });
-    expect(forged.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('approval page') } });
+    expect(forged.structuredContent).toMatchObject({ outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' }, approval_url: link });
     // Nor can it replace the page's round by one of its own.
     const anew = await call(paymentArgs(id));
-    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
+    expect(anew.structuredContent).toMatchObject({ outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' }, approval_url: link });
     expect(await paymentsWithKey(id)).toEqual([]);
     expect(await stack.services.approvals.current(key)).toMatchObject({ mode: 'url', status: 'pending' });
     expect((await stack.services.approvals.current(key))!.log.map((entry) => entry.event)).toEqual(['requested']);
@@ -196,7 +198,7 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
     expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
     const anew = await call(paymentArgs(id));
-    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE', message: expect.stringContaining('URL elicitation') } });
+    expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     expect(await paymentsWithKey(id)).toEqual([]);
     const record = (await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id }))!;
     expect(record.log.map((entry) => `${entry.event} ${entry.via}`)).toEqual(['requested url', 'declined url']);
@@ -218,15 +220,18 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
 });
 
 describe('2025-era clients', () => {
-  it('a 1.x client (2025-11-25) is sent to the approval page by that era\'s error (-32042); nothing is paid', async () => {
+  it('a 1.x client (2025-11-25) gets the approval link as a tool result, never a form; nothing is paid until the person approves', async () => {
     const client = await connectClient(stack, TENANT);
     try {
       const operationId = await issueOperationId(client, PAY);
-      await expect(client.callTool({ name: PAY, arguments: paymentArgs(operationId) })).rejects.toMatchObject({
-        code: -32042,
-        message: expect.stringContaining('/approvals/'),
-      });
+      const asked = await callWrite(client, PAY, paymentArgs(operationId));
+      expect(asked).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringContaining('/approvals/') });
       expect(await paymentsWithKey(operationId)).toEqual([]);
+      const link = asked.approval_url!;
+      const person = new PageVisitor();
+      await person.decide(link, 'approve', await person.signIn(link, TENANT));
+      expect(await callWrite(client, PAY, paymentArgs(operationId))).toMatchObject({ outcome: 'succeeded' });
+      expect(await paymentsWithKey(operationId)).toHaveLength(1);
       // Tools without confirmation are unaffected.
       const orderKey = `order-${operationId.slice(-12)}`;
       expect(await callWrite(client, FixtureTool.order, { idempotency_key: orderKey, item: 'S', quantity: 1 })).toMatchObject({ outcome: 'succeeded' });
@@ -236,7 +241,7 @@ describe('2025-era clients', () => {
     }
   });
 
-  it('a client of an earlier version gets rejected CONFIRMATION_UNAVAILABLE saying why, and nothing is paid', async () => {
+  it('a client of an earlier version gets the approval link as a tool result too, and nothing is paid', async () => {
     const token = await stack.tokenFor(TENANT);
     const client = await connectClient(stack, TENANT);
     const operationId = await issueOperationId(client, PAY);
@@ -246,9 +251,9 @@ describe('2025-era clients', () => {
       headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, 'Mcp-Protocol-Version': '2025-06-18' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: PAY, arguments: paymentArgs(operationId) } }),
     });
-    const { result } = (await response.json()) as { result: { structuredContent: { outcome: string; error: { code: string; message: string } } } };
-    expect(result.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } });
-    expect(result.structuredContent.error.message).toMatch(/2026-07-28/);
+    const { result } = (await response.json()) as { result: { isError: boolean; structuredContent: { outcome: string; approval_url: string; error: { code: string; message: string } } } };
+    expect(result).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' } } });
+    expect(result.structuredContent.error.message).toContain(result.structuredContent.approval_url);
     expect(await paymentsWithKey(operationId)).toEqual([]);
   });
 });

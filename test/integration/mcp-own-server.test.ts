@@ -245,7 +245,7 @@ describe('registerWriteTool on a 1.x McpServer with a tool that needs confirmati
 });
 
 describe('registerWriteTool on a 1.x McpServer with a tool a person approves (the public approval store)', () => {
-  it('answers CONFIRMATION_UNAVAILABLE: no link reaches a 1.x client; no approval is opened and nothing runs', async () => {
+  it('gives a 1.x client the approval link as a tool result; nothing runs until the person approved, then the same key runs once', async () => {
     const approvals = new InMemoryApprovalStore();
     const withPage = createToolRuntime({ store, secret: randomUUID() + randomUUID(), approvals, publicBaseUrl: 'https://pay.example.com' });
     const payout = defineWriteTool({
@@ -270,11 +270,26 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
     const { client } = await connect('v1', url, 'acme');
     try {
       const key = newKey();
-      const answer = await call(client, 'send_payout', { idempotency_key: key, amount_minor: 100 });
-      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
-      expect(JSON.stringify(answer.structuredContent)).toMatch(/approval page/);
-      expect(await approvals.current({ tenant: 'acme', tool: 'send_payout', idempotencyKey: key })).toBeUndefined();
+      const args = { idempotency_key: key, amount_minor: 100 };
+      const answer = await call(client, 'send_payout', args);
+      // A plain result the client shows (no JSON-RPC error a client may hide): the link, and what to do with it.
+      expect(answer).toMatchObject({
+        isError: false,
+        structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringMatching(/^https:\/\/pay\.example\.com\/approvals\//) },
+      });
+      const link = (answer.structuredContent as { approval_url: string }).approval_url;
+      expect(JSON.stringify(answer.content)).toContain(`call again with the same key: ${link}`);
+      // Retried before the person decided: the same link, never a run.
+      expect((await call(client, 'send_payout', args)).structuredContent).toMatchObject({ approval_url: link });
       expect(runsOf(key)).toBe(0);
+      const pending = (await approvals.current({ tenant: 'acme', tool: 'send_payout', idempotencyKey: key }))!;
+      expect(pending).toMatchObject({ status: 'pending', mode: 'url' });
+
+      // The person approves (on the team's page, which decides through the store): the same key runs, once.
+      expect(await approvals.decide(pending, { status: 'approved', by: 'alice', at: Date.now(), via: 'url' })).toMatchObject({ applied: true });
+      expect(await call(client, 'send_payout', args)).toMatchObject({ isError: false, structuredContent: { outcome: 'succeeded', replayed: false } });
+      expect(await call(client, 'send_payout', args)).toMatchObject({ structuredContent: { outcome: 'succeeded', replayed: true } });
+      expect(runsOf(key)).toBe(1);
     } finally {
       await client.close();
     }
