@@ -316,7 +316,10 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
           log: [
             { event: 'requested', at: expect.any(String) },
             { event: 'approved', by: `alice@${TENANT}`, tenant: TENANT, at: approved.approval!.decided_at },
+            // The one run the yes authorized, named in the log as in `used_by`.
+            { event: 'used', by: approved.approval!.used_by, at: approved.approval!.used_at },
           ],
+          used_by: expect.any(String),
         },
       });
       const decidedAt = Date.parse(approved.approval!.decided_at!);
@@ -353,6 +356,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
         `1 declined bob@${TENANT}`,
         '2 requested',
         `2 approved alice@${TENANT}`,
+        `2 used ${rounds.approval!.used_by}`,
       ]);
       const roundsText = (await opsInProcess(['show', TENANT, PAY, declinedKey])).stdout;
       expect(roundsText).toMatch(
