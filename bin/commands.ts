@@ -6,7 +6,7 @@
  */
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -243,7 +243,11 @@ async function typeScriptLoader(command: string, file: string): Promise<string |
   if (process.execArgv.some((arg) => /tsx/.test(arg)) || typeScriptRegistered) return undefined;
   let api: string;
   try {
-    api = createRequire(join(process.cwd(), 'package.json')).resolve('tsx/esm/api');
+    // tsx's ESM build of its API: `require.resolve('tsx/esm/api')` names the CommonJS build, whose register() looks
+    // for its loader beside itself (dist/esm/api/esm/), where there is none.
+    const manifest = createRequire(join(process.cwd(), 'package.json')).resolve('tsx/package.json');
+    const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { './esm/api': { import: { default: string } } } };
+    api = join(dirname(manifest), exports['./esm/api'].import.default);
   } catch {
     return `${command} loads the TypeScript module ${file} with tsx, which is not installed here: npm install -D tsx (or give the built .js module).`;
   }
