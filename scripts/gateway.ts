@@ -1,5 +1,5 @@
 /**
- * `npm run gateway -- <flags>`: the `idempotent-mcp-gateway` bin, with DynamoDB Local started for it (data kept in
+ * `npm run gateway -- <flags>`: `idempotent-mcp gateway`, with DynamoDB Local started for it (data kept in
  * .local/gateway/) unless DYNAMODB_ENDPOINT names one. Ctrl-C stops both.
  */
 import { quietSdkNodeNotice } from '../local/sdk-node-notice';
