@@ -29,9 +29,8 @@ const NOTIFY = FixtureTool.notify;
 
 /**
  * `idempotent-mcp ops` (bin/idempotent-mcp.ts; `npm run ops` here) built into one file, as the package ships its bin
- * (dist/bin/idempotent-mcp.js is esbuild's too),
- * and beside it the tools module `--tools` takes: the fixture tools over the stack's downstream
- * (test/support/fixture-tools-module.ts).
+ * (dist/bin/idempotent-mcp.js is esbuild's too), and beside it the tools module `--tools` takes: the fixture tools
+ * over the stack's downstream (test/support/fixture-tools-module.ts).
  */
 async function builtOps(): Promise<{ bin: string; tools: string }> {
   const built = await childBundle('ops-cli', { ops: 'bin/idempotent-mcp.ts', 'fixture-tools': 'test/support/fixture-tools-module.ts' });
