@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { relative } from 'node:path';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { quietSdkNodeNotice, SDK_NODE_NOTICE_SWITCH } from './local/sdk-node-notice';
 
 /**
  * The package's public subpaths (`idempotent-mcp/engine`, ...) resolve to their source here, from the one map in
@@ -73,7 +74,7 @@ export function projects(folders: string[], test: TestProjectInlineConfiguration
 
 // The run's main process (the global set-up's DynamoDB Local clients) loads the AWS SDK twice (its ESM and CommonJS
 // builds), and each copy printed its Node 22 notice: set here, before either loads, as `test.env` does for the workers.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+quietSdkNodeNotice();
 
 export default defineConfig({
   resolve: { alias: subpaths },
@@ -88,7 +89,7 @@ export default defineConfig({
     sequence: { sequencer: SlowestFirstSequencer },
     env: {
       // Node 20 here (Lambda runs 22): the SDK's upgrade notice would repeat in every worker.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      [SDK_NODE_NOTICE_SWITCH]: 'true',
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_LOG_LEVEL: 'SILENT',
     },

@@ -1,14 +1,26 @@
 /**
  * The package's commands, each run by `idempotent-mcp <command>` (bin/idempotent-mcp.ts) and, for one release, by
  * the bins they replace (`idempotent-mcp-ops`, `idempotent-mcp-gateway`). Each sets the environment its modules
- * read at load, then loads them.
+ * read at load, then loads them. Errors are one line on stderr, so the AWS SDK's notice about the Node.js version
+ * (local/sdk-node-notice.ts) is turned off for all of them, here, before any command makes a client.
  */
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { quietSdkNodeNotice } from '../local/sdk-node-notice';
+
+quietSdkNodeNotice();
+
+/**
+ * What a bin kept for one release as an alias prints first, once, on stderr (stdout stays the command's answer);
+ * then it runs the command it stands for, with the same flags.
+ */
+export function aliasOf(alias: string, command: string): void {
+  process.stderr.write(`${alias} is deprecated and goes in the next release: use ${command} (the same flags).\n`);
+}
 
 /** The review workflow (ops/cli.ts): stdout carries only the answer, logs and metrics go to stderr. */
 export async function opsCommand(argv: readonly string[]): Promise<void> {
@@ -16,8 +28,6 @@ export async function opsCommand(argv: readonly string[]): Promise<void> {
   process.env.POWERTOOLS_DEV ??= 'true';
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'false';
   process.env.POWERTOOLS_LOG_LEVEL ??= 'INFO';
-  // Errors are one line on stderr; the SDK's notice about the Node.js version would come first on every run.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
   // A TypeScript tools module (`--tools tools.ts`) loads with the project's tsx, as `idempotent-mcp dev` loads it.
   const toolsAt = argv.findIndex((arg) => arg === '--tools' || arg.startsWith('--tools='));
@@ -39,7 +49,6 @@ export async function opsCommand(argv: readonly string[]): Promise<void> {
 export async function gatewayCommand(argv: readonly string[]): Promise<void> {
   // Logs are JSON lines on stderr; stdout carries the banner only. Metrics would be EMF noise in a terminal.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { runGatewayMain } = await import('../lambdas/gateway/command');
   await runGatewayMain([...argv], process.env);
 }
@@ -99,7 +108,6 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'idempotent-mcp dev needs your tools module' : `idempotent-mcp dev takes one tools module (got ${positionals.join(', ')})`);
 
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { checkToolsModule } = await import('../lib/tools-entry');
   const { toolsOf, clientsOf } = await import('../lambdas/functions/tools-exports');
   const { deliveriesOf } = await import('../lambdas/functions/consumer-endpoint');
@@ -164,7 +172,6 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
 
 /** DynamoDB Local started from the package, alone, for a server of your own (docs/toolkit.md); data kept in .local/dynamodb. */
 async function dynamoDbOnly(portText: string | undefined): Promise<void> {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { localPort } = await import('../local/dev');
   const port = portText === undefined ? DYNAMODB_ONLY_PORT : localPort(portText, '--port');
   if (process.env.DYNAMODB_ENDPOINT) return fail(`DYNAMODB_ENDPOINT is set (${process.env.DYNAMODB_ENDPOINT}): that DynamoDB is running already; unset it to start DynamoDB Local here.`);
@@ -236,7 +243,11 @@ async function typeScriptLoader(command: string, file: string): Promise<string |
   if (process.execArgv.some((arg) => /tsx/.test(arg)) || typeScriptRegistered) return undefined;
   let api: string;
   try {
-    api = createRequire(join(process.cwd(), 'package.json')).resolve('tsx/esm/api');
+    // tsx's ESM build of its API: `require.resolve('tsx/esm/api')` names the CommonJS build, whose register() looks
+    // for its loader beside itself (dist/esm/api/esm/), where there is none.
+    const manifest = createRequire(join(process.cwd(), 'package.json')).resolve('tsx/package.json');
+    const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports: { './esm/api': { import: { default: string } } } };
+    api = join(dirname(manifest), exports['./esm/api'].import.default);
   } catch {
     return `${command} loads the TypeScript module ${file} with tsx, which is not installed here: npm install -D tsx (or give the built .js module).`;
   }

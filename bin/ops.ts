@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
- * `npm run ops -- <command>`, and the package's `idempotent-mcp-ops` bin (for one release; then `idempotent-mcp ops`):
+ * The package's `idempotent-mcp-ops` bin, an alias of `idempotent-mcp ops` for this release (CHANGELOG: Deprecated):
  * the review workflow for what the engine parks for a person. See ops/cli.ts for the commands, README "Operate" for
  * when to run which.
  */
-import { opsCommand } from './commands';
+import { aliasOf, opsCommand } from './commands';
 
+aliasOf('idempotent-mcp-ops', 'idempotent-mcp ops');
 await opsCommand(process.argv.slice(2));

@@ -178,7 +178,7 @@ export interface EndpointSettings extends FunctionNetwork {
   /**
    * Add the stack outputs a team needs (named as `StackOutput` says): the MCP URL, what a token request needs
    * (TokenEndpoint, TokenScope, UserPoolId, and with `auth.demoClient` ClientId and ClientSecretCommand), the approval
-   * page's, and what `idempotent-mcp-ops --stack` reads. They are the stack's own outputs, by these names: a
+   * page's, and what `idempotent-mcp ops --stack` reads. They are the stack's own outputs, by these names: a
    * second endpoint in one stack sets this to false.
    * @default true
    */
@@ -466,7 +466,7 @@ export class IdempotentMcpEndpoint extends Construct {
     output(StackOutput.approvalPageUrl, this.approvalPageUrl, 'Where approval links point (people approve payments here, signed in)');
     output(StackOutput.approvalCallbackUrl, this.approvalCallbackUrl, 'The sign-in redirect URI of the page (register it with an external issuer)');
     output(StackOutput.approvalClientId, auth.approvalClient?.userPoolClientId, 'The approval page\'s app client for people (managed login)');
-    // `idempotent-mcp-ops --stack <name>` reads these three.
+    // `idempotent-mcp ops --stack <name>` reads these three.
     output(StackOutput.table, this.store.tableName);
     output(StackOutput.queue, this.outbox?.queue.queueUrl);
     output(StackOutput.deadLetterQueue, this.outbox?.deadLetterQueue.queueUrl);
@@ -482,14 +482,14 @@ export class IdempotentMcpEndpoint extends Construct {
 
   /**
    * Read the records, business items, review logs and outbox events one at a time (GetItem) and list what needs
-   * attention (Query on the attention index): what `idempotent-mcp-ops list` and `show` need. No Scan, no write.
+   * attention (Query on the attention index): what `idempotent-mcp ops list` and `show` need. No Scan, no write.
    */
   grantReadRecords(grantee: iam.IGrantable): iam.Grant {
     return this.store.grantReadRecords(grantee);
   }
 
   /**
-   * Everything `idempotent-mcp-ops` does: read (as grantReadRecords), settle or re-check a record (its fenced
+   * Everything `idempotent-mcp ops` does: read (as grantReadRecords), settle or re-check a record (its fenced
    * writes), and with an outbox redrive the dead-letter queue to the queue.
    */
   grantReview(grantee: iam.IGrantable): iam.Grant {

@@ -126,7 +126,7 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     // only reads a kept one: it puts no item.
     this.mcp.handler.function.addEnvironment(GatewayEnvVars.keepListing.name, 'true');
     this.tableKeyPrefix = keyPrefix;
-    // `idempotent-mcp-ops --stack <name>` reviews the gateway's own records by it.
+    // `idempotent-mcp ops --stack <name>` reviews the gateway's own records by it.
     if (props.outputs !== false && !Stack.of(this).node.tryFindChild(StackOutput.tableKeyPrefix)) {
       new CfnOutput(Stack.of(this), StackOutput.tableKeyPrefix, { value: keyPrefix, description: "Whose records are this gateway's on the table (its upstream's)" });
     }

@@ -24,7 +24,7 @@ import {
 } from './review';
 import { resolveTarget, type Target, type TargetOptions } from './target';
 
-const USAGE = `Usage: npm run ops -- <command> [options]
+const USAGE = `Usage: idempotent-mcp ops <command> [options]      (in this repository: npm run ops -- <command>)
 
   list [--status needs_review|unknown|stale|pending|failed] [--tenant T] [--tool X] [--older-than 15m] [--limit N] [--json]
   show <tenant> <tool> <key> [--json]   (the record, its review log, its delivery and its approval)
@@ -37,7 +37,7 @@ Tools: --tools <module>, the endpoint's tools module (checks a --found result ag
 and tells what --absent means for it). This repository's \`npm run ops\` passes the reference endpoint's.
 --result-file reads the result from a file, or from stdin with -, for one too long for the command line.
 --reason: at most ${REVIEW_REASON_MAX_CHARS} characters.
-Where: the running npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
+Where: the running idempotent-mcp dev or npm start (no flags), or --stack <name>, or --table <name> [--queue <url>]
 (AWS: the SDK's default credentials and region). --key-prefix <p>: whose records on a shared table (a gateway's
 TABLE_KEY_PREFIX, which its banner prints; with --stack, the stack's TableKeyPrefix output); default an endpoint's.
 Exit codes: 0 done; 2 bad input, nothing written; 3 the record changed meanwhile, nothing written; 1 other failures.`;

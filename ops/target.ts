@@ -51,7 +51,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   if (options.stack || options.table || options.queue) return awsTarget(options);
   const dir = resolve(options.localDir ?? '.local');
   const local = await readLocalState(dir);
-  if (!local) throw new ReviewInputError(`no running npm start found (${dir}/stack.json): start it, or name a deployment with --stack or --table`);
+  if (!local) throw new ReviewInputError(`no running idempotent-mcp dev or npm start found (${dir}/stack.json): start one, or name a deployment with --stack or --table`);
   const doc = createDynamoDbClient({ endpoint: local.dynamodbEndpoint });
   const sqs = new SQSClient({ ...awsClientConfig(local.sqsEndpoint), maxAttempts: 3 });
   return {

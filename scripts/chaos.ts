@@ -18,6 +18,7 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { SDK_NODE_NOTICE_SWITCH } from '../local/sdk-node-notice';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
 import { EnvVars, environmentOf, loadAuthConfig, read } from '../lambdas/config';
 import { createFaultFetch } from '../client/fault-fetch';
@@ -124,7 +125,7 @@ async function startServer(): Promise<boolean> {
       // The run speaks the 2025-era protocol, which cannot carry the person's confirmation: the payments it makes are
       // confirmed on the run's side, as a deployment's opt-out allows.
       ...environmentOf({ confirmationOptOut: ['request_payment'], reconcileIntervalMs: 500, downstreamTimeoutMs: 1000, powertoolsLogLevel: read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel) }),
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      [SDK_NODE_NOTICE_SWITCH]: 'true',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

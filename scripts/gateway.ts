@@ -1,12 +1,13 @@
 /**
- * `npm run gateway -- <flags>`: the `idempotent-mcp-gateway` bin, with DynamoDB Local started for it (data kept in
+ * `npm run gateway -- <flags>`: `idempotent-mcp gateway`, with DynamoDB Local started for it (data kept in
  * .local/gateway/) unless DYNAMODB_ENDPOINT names one. Ctrl-C stops both.
  */
+import { quietSdkNodeNotice } from '../local/sdk-node-notice';
+
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+quietSdkNodeNotice();
 const { runGatewayMain } = await import('../lambdas/gateway/command');
 const { startDynamoDbLocal } = await import('../local/dynamodb-local');
-export {};
 
 let onStop: (() => Promise<void>) | undefined;
 const argv = process.argv.slice(2);

@@ -129,7 +129,7 @@ export const WriteResults = {
         code: ErrorCode.REVIEW_REQUIRED,
         message:
           message ??
-          'This operation is parked for a person: it may already have taken effect. Do not retry it, and do not send it again under a new key; an operator settles it (idempotent-mcp-ops list).',
+          'This operation is parked for a person: it may already have taken effect. Do not retry it, and do not send it again under a new key; an operator settles it (idempotent-mcp ops list).',
       },
     };
   },

@@ -127,7 +127,7 @@ export interface AttentionQuery {
 }
 
 /**
- * The queries of the reconciler and the review desk (`idempotent-mcp-ops`): the records that need a look, found
+ * The queries of the reconciler and the review desk (`idempotent-mcp ops`): the records that need a look, found
  * without reading the whole store; the engine never calls them. Reads may lag the writes: a record returned may
  * have moved on since, so every write that acts on one is fenced on it as read. Only records still in the status
  * asked for (as read) and of this store (its key prefix) come back.

@@ -19,7 +19,7 @@ import { createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
 import type { UpstreamTarget } from './upstream';
 
-const GATEWAY_USAGE = `Usage: idempotent-mcp-gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
+const GATEWAY_USAGE = `Usage: idempotent-mcp gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
 
   --policy <file>        the policy per upstream tool (JSON; docs/gateway.md)       [GATEWAY_POLICY_FILE]
   --upstream-url <url>   a streamable-HTTP MCP server                                [GATEWAY_UPSTREAM_URL]
@@ -270,7 +270,7 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       `  Writes         ${names('write')}`,
       `  Reads          ${names('read')}`,
       `  Not served     ${gateway.hidden.join(', ') || 'none'} (not in the policy)`,
-      `  Records        ${running.keyPrefix ?? 'no key prefix'} (TABLE_KEY_PREFIX; idempotent-mcp-ops --key-prefix)`,
+      `  Records        ${running.keyPrefix ?? 'no key prefix'} (TABLE_KEY_PREFIX; idempotent-mcp ops --key-prefix)`,
       ...(token ? ['  Tenant         demo', `  Bearer token   ${token}`] : []),
       ...(command?.sharedIdentity
         ? ['', '  No --credentials: the upstream sees one caller for every tenant (what one tenant can read or change there, all can).']

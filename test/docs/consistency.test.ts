@@ -53,6 +53,15 @@ describe('the documents agree', () => {
     }
   });
 
+  it('names the commands as the one bin runs them (idempotent-mcp ops, idempotent-mcp gateway); the old bins only as aliases', () => {
+    const old = [];
+    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs])
+      for (const line of text.split('\n'))
+        // The gateway's default table is also named idempotent-mcp-gateway.
+        if (/idempotent-mcp-(ops|gateway)\b/.test(line.replaceAll('default `idempotent-mcp-gateway`', '')) && !/alias/.test(line)) old.push(`${file}: ${line}`);
+    expect(old).toEqual([]);
+  });
+
   it("README's cost at rest names the Cognito machine client that docs/deploy.md adds", () => {
     const deploy = docs.find((d) => d.file === 'docs/deploy.md')!.text;
     expect(deploy).toMatch(/\$6 per active M2M client/);

@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 it('--token <tenant> prints a token of the local issuer that the running gateway takes, for that tenant', { timeout: 90_000 }, async () => {
-  const { stdout } = await run(join(BIN, 'tsx'), ['bin/gateway.ts', '--token', 'globex', '--state-dir', gateway.stateDir], { cwd: ROOT });
+  const { stdout } = await run(join(BIN, 'tsx'), ['bin/idempotent-mcp.ts', 'gateway', '--token', 'globex', '--state-dir', gateway.stateDir], { cwd: ROOT });
   const token = stdout.trim();
   const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
   expect(Object.values(claims)).toContain('globex');
@@ -33,7 +33,7 @@ it('--token <tenant> prints a token of the local issuer that the running gateway
 });
 
 it('the docs --help names ship in the package', async () => {
-  const { stdout } = await run(join(BIN, 'tsx'), ['bin/gateway.ts', '--help'], { cwd: ROOT });
+  const { stdout } = await run(join(BIN, 'tsx'), ['bin/idempotent-mcp.ts', 'gateway', '--help'], { cwd: ROOT });
   const named = [...new Set(stdout.match(/docs\/[\w.-]+\.md/g))];
   expect(named.length).toBeGreaterThan(0);
   const files = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files;

@@ -44,7 +44,7 @@ afterAll(async () => {
 function startGateway(root: string, files: { log: string; faults: string }): Promise<{ url: string; token: string }> {
   const child = spawn(
     join(BIN, 'tsx'),
-    ['bin/gateway.ts', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), ...relayed(files, 'mcp-server-filesystem', root)],
+    ['bin/idempotent-mcp.ts', 'gateway', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), ...relayed(files, 'mcp-server-filesystem', root)],
     {
       cwd: ROOT,
       env: { ...process.env, DYNAMODB_ENDPOINT: table.endpoint, TABLE_NAME: table.tableName, RECONCILE_INTERVAL_MS: '200', POWERTOOLS_LOG_LEVEL: process.env.GATEWAY_TEST_LOG ? 'INFO' : 'WARN' },

@@ -32,7 +32,7 @@ async function start(env: Record<string, string>) {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
   ) as Record<string, string>;
-  const argv = ['bin/gateway.ts', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
+  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
   try {
     const { stdout, stderr } = await run(join(BIN, 'tsx'), argv, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 });
     return { code: 0, stdout, stderr };

@@ -28,12 +28,12 @@ const ORDER = FixtureTool.order;
 const NOTIFY = FixtureTool.notify;
 
 /**
- * `npm run ops` (bin/ops.ts) built into one file, as the package ships its bin (dist/bin/ops.js is esbuild's too),
- * and beside it the tools module `--tools` takes: the fixture tools over the stack's downstream
- * (test/support/fixture-tools-module.ts).
+ * `idempotent-mcp ops` (bin/idempotent-mcp.ts; `npm run ops` here) built into one file, as the package ships its bin
+ * (dist/bin/idempotent-mcp.js is esbuild's too), and beside it the tools module `--tools` takes: the fixture tools
+ * over the stack's downstream (test/support/fixture-tools-module.ts).
  */
 async function builtOps(): Promise<{ bin: string; tools: string }> {
-  const built = await childBundle('ops-cli', { ops: 'bin/ops.ts', 'fixture-tools': 'test/support/fixture-tools-module.ts' });
+  const built = await childBundle('ops-cli', { ops: 'bin/idempotent-mcp.ts', 'fixture-tools': 'test/support/fixture-tools-module.ts' });
   return { bin: built.ops, tools: built['fixture-tools'] };
 }
 
@@ -66,7 +66,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   async function ops(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<OpsRun> {
     const cli = await opsCli;
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [cli.bin, '--tools', cli.tools, ...args], {
+      const child = spawn(process.execPath, [cli.bin, 'ops', '--tools', cli.tools, ...args], {
         cwd: workDir,
         env: { ...process.env, FIXTURE_DOWNSTREAM_URL: stack.downstream.url, ...env },
         stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],

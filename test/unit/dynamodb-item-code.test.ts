@@ -39,7 +39,7 @@ const ALLOWED: Readonly<Record<string, string>> = {
   'exports/dynamodb.ts': "the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team's own item writes",
   'lambdas/runtime/services.ts': "composition root: builds the document client the stores and the tools' own writes share (its type only)",
   'lambdas/runtime/worker-services.ts': 'composition root of the workers: the same document client (its type only)',
-  'ops/target.ts': "composition root of `idempotent-mcp-ops`: the document client of the table it reviews (its type only)",
+  'ops/target.ts': "composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)",
 };
 
 const allowed = (file: string) => Object.keys(ALLOWED).some((place) => (place.endsWith('/') ? file.startsWith(place) : file === place));
