@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock';
 import { pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret } from './page-security';
 
 /**
- * The local dev issuer's sign-in (`npm start`, tests): an OAuth authorization endpoint that asks for a tenant and a
+ * The local dev issuer's sign-in (`idempotent-mcp dev`, `npm start`, tests): an OAuth authorization endpoint that asks for a tenant and a
  * name instead of a password, marked as local on the page, and its token endpoint (authorization code with PKCE
  * S256) answering an ID token for the approval page's client. Mounted only when the endpoint trusts the dev issuer,
  * which is refused on Lambda (lambdas/config.ts).
@@ -73,11 +73,11 @@ export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, cloc
     return c.html(
       pageDocument(
         'Local sign-in',
-        html`<p class="banner" id="local-banner">Local development sign-in (npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
+        html`<p class="banner" id="local-banner">Local development sign-in (idempotent-mcp dev, npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
 <h1>Sign in</h1>
 ${hint
   ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>, filled in below: type your name and sign in.</p>`
-  : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (<code>npm run token -- --tenant demo</code>: <strong>demo</strong>).</p>`}
+  : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (the one the start banner printed a token for).</p>`}
 <form method="post">
 <input type="hidden" name="client_id" value="${p.clientId}">
 <input type="hidden" name="redirect_uri" value="${p.redirectUri}">

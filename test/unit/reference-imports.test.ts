@@ -32,6 +32,9 @@ function toolkitInternalsImported(files: string[]): string[] {
         const target = resolve(dirname(file), specifier);
         // The state file `npm start` writes for the ops bin is the ops bin's own format, written by its own code.
         if (within(target, 'ops/local-state')) return false;
+        // local/ also runs `idempotent-mcp dev` from the installed package: its DynamoDB Local finds the Jetty config
+        // it ships with through the package's root (the repository, or node_modules/idempotent-mcp).
+        if (within(target, 'lib/package-root') && within(file, 'local/dynamodb-local.ts')) return false;
         return TOOLKIT.some((folder) => within(target, folder));
       })
       .map((specifier) => `${relative(PROJECT_ROOT, file)} imports ${specifier}`),
