@@ -21,7 +21,9 @@ function replacing<S extends IdempotencyStore & ReviewStore>(store: S, methods: 
 
 /** The in-memory store's records, for the one planted bug that rewrites what the port gives no write for. */
 const recordsOf = (store: InMemoryIdempotencyStore) => (store as unknown as { records: Map<string, IdempotencyRecord> }).records;
-const recordKey = (id: { tenant: string; tool: string; idempotencyKey: string }) => JSON.stringify([id.tenant, id.tool, id.idempotencyKey]);
+/** The store's own place for a record (its private `key`), so the planted bug follows the store's key format. */
+const recordKey = (store: InMemoryIdempotencyStore, id: { tenant: string; tool: string; idempotencyKey: string }) =>
+  (store as unknown as { key(id: { tenant: string; tool: string; idempotencyKey: string }): string }).key(id);
 
 interface Planted {
   variant: Variant;
@@ -70,7 +72,7 @@ const PLANTED: Planted[] = [
           replacing(inner, {
             settle: async (identity, ownerToken, settlement, now, writes) => {
               await inner.settle(identity, ownerToken, settlement, now, writes);
-              const record = recordsOf(store).get(recordKey(identity));
+              const record = recordsOf(store).get(recordKey(store, identity));
               if (record && liveArgs) record.fingerprint = fingerprint(liveArgs);
             },
           }),
