@@ -17,6 +17,8 @@ export type Verdict = 'SAFE' | 'DUPLICATE' | 'UNKNOWN-not-counted' | 'NOT-RUN';
 export interface Row {
   tool: string;
   scenario: Scenario;
+  /** The fresh key of the scenario (in its arguments): where to find its effects. */
+  key?: string;
   /** Effects the lookup counted after the scenario; undefined: not counted. */
   effects?: number;
   /** What the server answered each call, in order (concurrent: each distinct answer with its count). */
@@ -172,5 +174,5 @@ export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: S
     }
   }
   const effects = await countEffects(ctx, plan, args, key, first);
-  return row({ ...(effects === undefined ? {} : { effects }), answers, verdict: verdictOf(effects), ...(plan.count ? {} : { note: 'no lookup in a config: effects not counted' }) });
+  return row({ key, ...(effects === undefined ? {} : { effects }), answers, verdict: verdictOf(effects), ...(plan.count ? {} : { note: 'no lookup in a config: effects not counted' }) });
 }
