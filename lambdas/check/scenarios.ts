@@ -142,9 +142,16 @@ export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: S
     case 'restart': {
       // The server receives and runs the call; its answer is lost on the way back, so the client gives up on it.
       const abandon = new AbortController();
-      ctx.faults.set(plan.tool, { action: 'lose', onLost: () => abandon.abort() });
-      await call(ctx, plan.tool, args, abandon.signal);
-      answers.push('lost');
+      let lost = false;
+      ctx.faults.set(plan.tool, {
+        action: 'lose',
+        onLost: () => {
+          lost = true;
+          abandon.abort();
+        },
+      });
+      const unanswered = await call(ctx, plan.tool, args, abandon.signal);
+      answers.push(lost ? 'lost' : unanswered.answer);
       if (scenario === 'restart') {
         ctx.progress(`${plan.tool} restart: restarting the server`);
         ctx.caller = await ctx.restart!();
