@@ -8,7 +8,7 @@ import { faultyTransport, type FaultPlan } from './faults';
 import { BudgetSpent, freshKey, runScenario, SCENARIOS, type CheckContext, type Row, type Scenario } from './scenarios';
 import { renderScorecard } from './scorecard';
 
-export const CHECK_USAGE = `Usage: idempotent-mcp check (--url <mcp url> | --command <cmd> [args...]) [options]
+const CHECK_USAGE = `Usage: idempotent-mcp check (--url <mcp url> | --command <cmd> [args...]) [options]
 
 Calls the server's write tools the way a retrying client does and counts the effects: the same call twice, the
 answer lost after the server ran the call, concurrent duplicates, the same key with other arguments, an answer
@@ -57,7 +57,7 @@ function positiveInt(text: string | undefined, flag: string, fallback: number, m
 }
 
 /** The command line, checked: one sentence per mistake. */
-export function parseCheckCommand(argv: readonly string[]): CheckOptions {
+function parseCheckCommand(argv: readonly string[]): CheckOptions {
   let parsed;
   try {
     parsed = parseArgs({

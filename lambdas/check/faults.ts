@@ -4,7 +4,7 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
  * What happens to the answer of the next `tools/call` of one tool: `lose` (the server received and ran the call,
  * its answer never reaches the client), or `delay` (the answer arrives `ms` later, after the client gave up).
  */
-export type AnswerFault = { action: 'lose'; onLost: () => void } | { action: 'delay'; ms: number; onDelivered: () => void };
+type AnswerFault = { action: 'lose'; onLost: () => void } | { action: 'delay'; ms: number; onDelivered: () => void };
 
 /** The faults armed for the next call of each tool: each is used up by one call. */
 export type FaultPlan = Map<string, AnswerFault>;

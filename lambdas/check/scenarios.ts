@@ -11,7 +11,7 @@ export const SCENARIOS = ['twice', 'lost-answer', 'concurrent', 'other-arguments
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** SAFE: at most one effect counted. DUPLICATE: more than one. UNKNOWN-not-counted: no lookup, or it could not tell. */
-export type Verdict = 'SAFE' | 'DUPLICATE' | 'UNKNOWN-not-counted' | 'NOT-RUN';
+type Verdict = 'SAFE' | 'DUPLICATE' | 'UNKNOWN-not-counted' | 'NOT-RUN';
 
 /** One row of the scorecard: one tool in one scenario. */
 export interface Row {
@@ -54,7 +54,7 @@ const fill = (template: Record<string, unknown>, key: string) => (fillTemplate(t
  * What a server answered, read the toolkit's way first (its result contract: replayed, conflict, unknown,
  * in-progress) and otherwise as any MCP answer: `ok` (a normal answer), `error` (isError).
  */
-export function readAnswer(result: CallToolResult): string {
+function readAnswer(result: CallToolResult): string {
   const contract = result.structuredContent as { outcome?: unknown; replayed?: unknown; error?: { code?: unknown } } | undefined;
   switch (contract?.outcome) {
     case 'succeeded':
