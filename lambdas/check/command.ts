@@ -5,6 +5,7 @@ import { CredentialsError, fileCredentials, type UpstreamCredential } from '../g
 import { connectUpstream, UpstreamError, type UpstreamCaller, type UpstreamTarget } from '../gateway/upstream';
 import { CheckUsageError, planFromAnnotations, planFromConfig, type ToolPlan } from './config';
 import { faultyTransport, type FaultPlan } from './faults';
+import { startFaultRelay, type FaultRelay } from './relay';
 import { BudgetSpent, freshKey, runScenario, SCENARIOS, type CheckContext, type Row, type Scenario } from './scenarios';
 import { renderScorecard } from './scorecard';
 
@@ -166,7 +167,20 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   }
   const server = 'url' in options.target ? options.target.url : [options.target.command, ...(options.target.args ?? [])].join(' ');
   const faults: FaultPlan = new Map();
-  const connect = () => connectUpstream(options.target, { stderr: 'ignore', wrapTransport: (transport) => faultyTransport(transport, faults) });
+  // An HTTP server is called through a relay the check runs, which breaks the connection of a lost answer and holds a
+  // slow one. A stdio server (and an OAuth-protected URL, whose metadata names its own URL, not the relay's) gets the
+  // same faults from its transport.
+  let relay: FaultRelay | undefined;
+  if ('url' in options.target && !('oauthClientCredentials' in credential) && !options.dryRun) {
+    try {
+      relay = await startFaultRelay(options.target.url, faults);
+    } catch (err) {
+      io.err(`idempotent-mcp check: the relay in front of ${server} did not start: ${(err as Error).message}`);
+      return 2;
+    }
+  }
+  const target: UpstreamTarget = relay ? { url: relay.url } : options.target;
+  const connect = () => connectUpstream(target, { stderr: 'ignore', ...(relay ? {} : { wrapTransport: (transport) => faultyTransport(transport, faults) }) });
   let caller: UpstreamCaller = connect();
   try {
     let tools: Tool[];
@@ -234,7 +248,12 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     report.duplicates = report.rows.filter((row) => row.verdict === 'DUPLICATE').length;
     io.out(options.json ? JSON.stringify(report, null, 2) : renderScorecard(report));
     return report.duplicates > 0 ? 1 : 0;
+  } catch (err) {
+    // One sentence, never a stack trace.
+    io.err(`idempotent-mcp check stopped: ${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+    return 2;
   } finally {
     await caller.close().catch(() => {});
+    await relay?.close();
   }
 }

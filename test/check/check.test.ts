@@ -295,6 +295,18 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     expect(relay.calls.length - before).toBeLessThanOrEqual(4);
   });
 
+  it("the check's relay loses an answer after the server received the call, and holds one past the client's timeout", { timeout: 60_000 }, async () => {
+    const config = join(dir, 'echo-faults.json');
+    await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
+    const run = await check(['--url', relay.url, '--config', config, '--scenarios', 'lost-answer,slow-answer', '--timeout', '1500', '--json']);
+    expect(run.status).toBe(0);
+    const [lost, slow] = run.report!.rows;
+    expect(lost).toMatchObject({ answers: ['lost', 'ok'], verdict: 'UNKNOWN-not-counted' });
+    expect(slow).toMatchObject({ answers: ['silence', 'ok'], verdict: 'UNKNOWN-not-counted' });
+    // Both calls of each scenario reached the server: the first one's answer is what went missing.
+    for (const row of [lost!, slow!]) expect(relay.calls.filter((call) => call.arguments.message === `check ${row.key}`)).toHaveLength(2);
+  });
+
   it('refuses a server not on this machine without --i-own-this-server, and a mistake is one sentence, exit 2', async () => {
     const far = await check(['--url', 'https://mcp.example.com/mcp']);
     expect(far.status).toBe(2);
