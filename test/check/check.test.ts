@@ -1,12 +1,14 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCheck, type CheckReport } from '../../lambdas/check/command';
 import type { Row } from '../../lambdas/check/scenarios';
 import type { LocalStack } from '../../local/stack';
 import { REGISTRY_SERVERS, startEverything } from '../gateway/registry-servers';
-import { scratch, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from '../gateway/support';
+import { BIN, ROOT, scratch, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from '../gateway/support';
 import { ledger, startTestStack } from '../support/mcp';
 
 /**
@@ -317,3 +319,21 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
   });
 });
 
+
+describe('the bin', () => {
+  const bin = (...argv: string[]) =>
+    promisify(execFile)(join(BIN, 'tsx'), ['bin/idempotent-mcp.ts', 'check', ...argv], { cwd: ROOT, timeout: 60_000 }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+
+  it('exits 1 when it found duplicates, 2 on a usage error with one sentence and no stack trace', { timeout: 120_000 }, async () => {
+    const found = await bin('--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], join(dir, 'direct'), '--config', files.fsConfig, '--scenarios', 'twice');
+    expect(found.code).toBe(1);
+    expect(found.stdout).toMatch(/edit_file\s+twice\s+2\s+ok → ok\s+DUPLICATE/);
+    const wrong = await bin('--url', 'http://127.0.0.1:1/mcp', '--max-calls', 'many');
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr.split('\n')[0]).toBe('idempotent-mcp check: --max-calls must be a whole number from 1 to 10000 (got many)');
+    expect(wrong.stderr).not.toMatch(/^\s+at /m);
+  });
+});
