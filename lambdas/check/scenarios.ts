@@ -72,8 +72,8 @@ function readAnswer(result: CallToolResult): string {
 }
 
 /** One call, and what came of it: a failure with no answer is `silence`, one the server refused is `error`. */
-async function call(ctx: CheckContext, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<{ answer: string; result?: CallToolResult }> {
-  ctx.spend();
+async function call(ctx: CheckContext, tool: string, args: Record<string, unknown>, signal?: AbortSignal, spent = false): Promise<{ answer: string; result?: CallToolResult }> {
+  if (!spent) ctx.spend();
   try {
     const result = await ctx.caller.callTool(ctx.credential, tool, args, { timeoutMs: ctx.timeoutMs, ...(signal ? { signal } : {}) });
     return { answer: readAnswer(result), result };
@@ -160,7 +160,9 @@ export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: S
       break;
     }
     case 'concurrent': {
-      const results = await Promise.all(Array.from({ length: ctx.concurrency }, () => call(ctx, plan.tool, args)));
+      // Every call of the burst is paid for before the first leaves: the budget never stops one half-sent.
+      for (let n = 0; n < ctx.concurrency; n++) ctx.spend();
+      const results = await Promise.all(Array.from({ length: ctx.concurrency }, () => call(ctx, plan.tool, args, undefined, true)));
       first = results.find((result) => result.result)?.result;
       answers.push(...tally(results.map((result) => result.answer)));
       break;
