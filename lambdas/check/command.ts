@@ -6,7 +6,7 @@ import { connectUpstream, UpstreamError, type UpstreamCaller, type UpstreamTarge
 import { CheckUsageError, planFromAnnotations, planFromConfig, type ToolPlan } from './config';
 import { faultyTransport, type FaultPlan } from './faults';
 import { startFaultRelay, type FaultRelay } from './relay';
-import { BudgetSpent, freshKey, runScenario, SCENARIOS, type CheckContext, type Row, type Scenario } from './scenarios';
+import { BudgetSpent, freshKey, runScenario, SCENARIOS, type CheckContext, type CheckReport, type Scenario } from './scenarios';
 import { renderScorecard } from './scorecard';
 
 const CHECK_USAGE = `Usage: idempotent-mcp check (--url <mcp url> | --command <cmd> [args...]) [options]
@@ -126,15 +126,6 @@ async function readConfig(file: string): Promise<unknown> {
   } catch (err) {
     throw new CheckUsageError(`the config ${file} is not JSON: ${(err as Error).message}`);
   }
-}
-
-/** What the check found: the rows, and how many are duplicates. */
-export interface CheckReport {
-  server: string;
-  rows: Row[];
-  duplicates: number;
-  /** Set when --max-calls stopped the run: the rows not run say so. */
-  stopped?: string;
 }
 
 function dryRun(plans: readonly ToolPlan[], options: CheckOptions, io: Io): void {

@@ -27,6 +27,15 @@ export interface Row {
   note?: string;
 }
 
+/** What the check found: the rows, and how many are duplicates. */
+export interface CheckReport {
+  server: string;
+  rows: Row[];
+  duplicates: number;
+  /** Set when --max-calls stopped the run: the rows not run say so. */
+  stopped?: string;
+}
+
 /** How a scenario reaches the server: `caller` is replaced when the check restarts a server it started. */
 export interface CheckContext {
   caller: UpstreamCaller;

@@ -1,4 +1,4 @@
-import type { CheckReport } from './command';
+import type { CheckReport } from './scenarios';
 
 /** The scorecard a person reads at a glance: one row per tool and scenario, then what to do about it. */
 export function renderScorecard(report: CheckReport): string {
