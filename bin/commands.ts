@@ -53,6 +53,12 @@ export async function gatewayCommand(argv: readonly string[]): Promise<void> {
   await runGatewayMain([...argv], process.env);
 }
 
+/** A retry-safety check of any MCP server's write tools (lambdas/check/command.ts; docs/check.md). */
+export async function checkCommand(argv: readonly string[]): Promise<void> {
+  const { runCheck } = await import('../lambdas/check/command');
+  process.exitCode = await runCheck([...argv], { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`) });
+}
+
 export const DEV_USAGE = `Usage: idempotent-mcp dev <tools module> [options]
        idempotent-mcp dev --dynamodb-only [--port <n>]
 

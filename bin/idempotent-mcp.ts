@@ -2,13 +2,14 @@
 /**
  * The package's one command, `idempotent-mcp <command>`, as `cdk`, `sam` and `wrangler` work: `dev` runs a team's
  * tools module locally, `gateway` puts the endpoint in front of an MCP server, `ops` reviews what is parked for a
- * person. Each takes `--help`.
+ * person, `check` counts the duplicates a retrying client makes on any MCP server. Each takes `--help`.
  */
-import { devCommand, gatewayCommand, opsCommand } from './commands';
+import { checkCommand, devCommand, gatewayCommand, opsCommand } from './commands';
 
 const COMMANDS = {
   dev: { run: devCommand, what: 'your tools module on a local endpoint (DynamoDB Local, sign-in, approval page, outbox, reconciler)' },
   gateway: { run: gatewayCommand, what: 'a retry-safe MCP endpoint in front of one MCP server you cannot change (docs/gateway.md)' },
+  check: { run: checkCommand, what: 'a retry-safety check of any MCP server: duplicates after retries, per write tool (docs/check.md)' },
   ops: { run: opsCommand, what: 'review what the engine parked for a person: list, show, settle, recheck, redrive' },
 } as const;
 
@@ -27,6 +28,6 @@ if (command === undefined || command === '--help' || command === '-h' || command
 } else if (Object.hasOwn(COMMANDS, command)) {
   await COMMANDS[command as keyof typeof COMMANDS].run(rest);
 } else {
-  console.error(`idempotent-mcp has no command "${command}": use dev, gateway or ops (idempotent-mcp --help).`);
+  console.error(`idempotent-mcp has no command "${command}": use dev, gateway, check or ops (idempotent-mcp --help).`);
   process.exitCode = 2;
 }

@@ -30,7 +30,8 @@ const lookupRule = z.strictObject({
   isError: z.boolean().optional(),
 });
 
-const reconcileSchema = z.strictObject({
+/** A lookup: the gateway's reconcile field, and `idempotent-mcp check`'s way to count a write's effects. */
+export const lookupSchema = z.strictObject({
   /** The upstream's read tool that says whether the write took effect. */
   tool: z.string().regex(TOOL_NAME_PATTERN, 'must be a tool name'),
   /** Its arguments, built from the call (templates). */
@@ -68,7 +69,7 @@ const writeSchema = z.strictObject({
   /** What the person is asked (a template); default the tool's name and its arguments. */
   summary: z.string().min(1).max(500).optional(),
   /** How the reconciler learns what became of a call whose answer was lost. Without it, such calls wait for a person. */
-  reconcile: reconcileSchema.optional(),
+  reconcile: lookupSchema.optional(),
   /** How long a retry replays the first answer. Default 24 h. */
   retentionSeconds: z.number().int().min(60).optional(),
 });
@@ -102,7 +103,7 @@ const gatewayPolicySchema = z.strictObject({
 export type GatewayPolicy = z.output<typeof gatewayPolicySchema>;
 type ToolPolicy = z.output<typeof toolPolicySchema>;
 export type WritePolicy = z.output<typeof writeSchema>;
-export type LookupPolicy = z.output<typeof reconcileSchema>;
+export type LookupPolicy = z.output<typeof lookupSchema>;
 type LookupRule = z.output<typeof lookupRule>;
 
 /** The arguments the gateway itself adds to a write tool: an upstream argument of the same name cannot be served. */
@@ -314,7 +315,7 @@ export interface CallFacts {
 }
 
 /** A template filled from a call; undefined when a placeholder names nothing in the call. */
-function fillTemplate(template: unknown, call: CallFacts): unknown {
+export function fillTemplate(template: unknown, call: CallFacts): unknown {
   const lookup = (path: string) => (path === '$key' ? call.key : at(call.args, path));
   if (typeof template === 'string') {
     const whole = /^\{\{\s*([^{}]*?)\s*\}\}$/.exec(template);

@@ -14,6 +14,7 @@ import {
   SdkHttpError,
   StreamableHTTPClientTransport,
   type Tool,
+  type Transport,
   UnauthorizedError,
 } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -174,7 +175,15 @@ interface Connection {
  * credential, with that credential's environment. A failed connection is remembered for a while (credential refused:
  * a minute; unreachable: from a second, doubling): calls meanwhile get that answer without a new discovery.
  */
-export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inherit' | 'ignore' } = {}): UpstreamCaller {
+export function connectUpstream(
+  target: UpstreamTarget,
+  options: {
+    stderr?: 'inherit' | 'ignore';
+    /** Wraps each connection's transport (`idempotent-mcp check` loses or delays answers there). */
+    wrapTransport?: (transport: Transport) => Transport;
+  } = {},
+): UpstreamCaller {
+  const wrap = options.wrapTransport ?? ((transport: Transport) => transport);
   const connections = new Map<string, Promise<Connection>>();
   const failures = new Map<string, { until: number; streak: number; error: UpstreamError }>();
   // OAuth providers keep their tokens: kept per credential, so a new session does not fetch a new token.
@@ -217,22 +226,26 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
         return response;
       };
       await client.connect(
-        new StreamableHTTPClientTransport(new URL(target.url), {
-          requestInit: { headers },
-          fetch: traced,
-          ...('oauthClientCredentials' in credential ? { authProvider: providerFor(id, credential.oauthClientCredentials) } : {}),
-        }),
+        wrap(
+          new StreamableHTTPClientTransport(new URL(target.url), {
+            requestInit: { headers },
+            fetch: traced,
+            ...('oauthClientCredentials' in credential ? { authProvider: providerFor(id, credential.oauthClientCredentials) } : {}),
+          }),
+        ),
         { timeout: CONNECT_TIMEOUT_MS },
       );
     } else {
       await client.connect(
-        new StdioClientTransport({
-          command: target.command,
-          args: [...(target.args ?? [])],
-          env: { ...getDefaultEnvironment(), ...target.env, ...('env' in credential ? credential.env : {}) },
-          cwd: target.cwd,
-          stderr: options.stderr ?? 'inherit',
-        }),
+        wrap(
+          new StdioClientTransport({
+            command: target.command,
+            args: [...(target.args ?? [])],
+            env: { ...getDefaultEnvironment(), ...target.env, ...('env' in credential ? credential.env : {}) },
+            cwd: target.cwd,
+            stderr: options.stderr ?? 'inherit',
+          }),
+        ),
         { timeout: CONNECT_TIMEOUT_MS },
       );
     }

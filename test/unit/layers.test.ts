@@ -18,7 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/reconciler', 'lambdas/mcp'],
   ['lambdas/runtime'],
   ['lambdas/http'],
-  ['lambdas/functions', 'lambdas/gateway'],
+  ['lambdas/functions', 'lambdas/gateway', 'lambdas/check'],
   ['lib', 'ops'],
   // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
   ['exports'],
