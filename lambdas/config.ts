@@ -507,11 +507,14 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
  */
 export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dynamodbEndpoint' | 'sideEffects'>;
 
+/** Whether `value` may be a TABLE_KEY_PREFIX: letters, digits and _ . : - (never '#', the keys' separator). */
+export const isTableKeyPrefix = (value: string): boolean => /^[A-Za-z0-9_.:-]+$/.test(value);
+
 /** @public */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
   const tableKeyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;
-  if (tableKeyPrefix !== undefined && !/^[A-Za-z0-9_.:-]+$/.test(tableKeyPrefix))
+  if (tableKeyPrefix !== undefined && !isTableKeyPrefix(tableKeyPrefix))
     throw new ConfigError(`${EnvVars.tableKeyPrefix.name} may contain only letters, digits and _ . : - (got ${tableKeyPrefix.slice(0, 80)})`);
   return {
     tableName,

@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { EnvVars } from '../lambdas/config';
+import { EnvVars, isTableKeyPrefix } from '../lambdas/config';
 import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/core/approval';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/core/endpoint-paths';
 import { ApprovalPageApi } from './constructs/approval-page';
@@ -203,6 +203,13 @@ export interface IdempotentMcpEndpointProps extends EndpointSettings {
    */
   readonly deliveries?: string;
   /**
+   * Whose records and outbox events these are on a table shared with other endpoints or gateways (`existingTable`):
+   * its functions get it as TABLE_KEY_PREFIX, so its reconciler settles, and its relay and consumer take, only its
+   * own; the relay's stream filter passes only its events. Letters, digits and _ . : -.
+   * @default none (the table's unprefixed owner: give every other endpoint on the table one)
+   */
+  readonly tableKeyPrefix?: string;
+  /**
    * Settings your code reads, added to the functions that run it (MCP, reconciler; the consumer with `deliveries`).
    * The endpoint's own names are refused.
    * @default none
@@ -341,6 +348,9 @@ export class IdempotentMcpEndpoint extends Construct {
     this.deliveriesModule = deliveries;
     checkEnvironment(props.environment ?? {});
     checkSettings(props, outbox);
+    const keyPrefix = props.tableKeyPrefix || undefined;
+    if (keyPrefix !== undefined && (Token.isUnresolved(keyPrefix) || !isTableKeyPrefix(keyPrefix)))
+      throw new Error(`IdempotentMcpEndpoint: tableKeyPrefix may contain only letters, digits and _ . : - (got ${keyPrefix.slice(0, 80)})`);
     // Values known only once deployed (tokens) are left out: the modules load here as far as the synth can tell.
     const knownEnvironment = Object.fromEntries(Object.entries(props.environment ?? {}).filter(([, value]) => !Token.isUnresolved(value)));
     const { unchecked } = checkModuleExports({ prop: 'IdempotentMcpEndpoint', tools, deliveries, environment: knownEnvironment });
@@ -403,7 +413,7 @@ export class IdempotentMcpEndpoint extends Construct {
     if (deliveries !== undefined) {
       const consumerTimeout = props.functions?.consumer?.timeout ?? DEFAULT_CONSUMER_TIMEOUT;
       this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout });
-      this.relay = new OutboxRelayFunction(this, 'Relay', { ...fn('relay'), store: this.store, queue: this.outbox });
+      this.relay = new OutboxRelayFunction(this, 'Relay', { ...fn('relay'), store: this.store, queue: this.outbox, keyPrefix });
       this.consumer = new OutboxConsumerFunction(this, 'Consumer', {
         ...fn('consumer'),
         entry: deliveriesFunctionEntry(deliveries, tools),
@@ -441,6 +451,7 @@ export class IdempotentMcpEndpoint extends Construct {
     });
 
     for (const handler of [this.mcp.handler, this.reconciler.handler, ...(this.consumer ? [this.consumer.handler] : [])]) {
+      if (keyPrefix !== undefined) handler.function.addEnvironment(EnvVars.tableKeyPrefix.name, keyPrefix);
       for (const [name, value] of Object.entries(props.environment ?? {})) handler.function.addEnvironment(name, value);
       for (const statement of props.grants ?? []) handler.role.addToPrincipalPolicy(statement);
     }

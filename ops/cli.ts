@@ -246,7 +246,7 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     for (const tool of deps.tools ?? (await toolsModule(values.tools))) if (isWriteTool(tool)) tools.set(tool.name, tool);
     const desk = new ReviewDesk({
       store: new DynamoDbIdempotencyStore({ client: target.doc, tableName: target.tableName, keyPrefix: target.keyPrefix }),
-      outbox: new OutboxStore(target.doc, target.tableName),
+      outbox: new OutboxStore(target.doc, target.tableName, { keyPrefix: target.keyPrefix }),
       approvals: new DynamoDbApprovalStore({ client: target.doc, tableName: target.tableName, keyPrefix: target.keyPrefix }),
       tools,
       queue: target.queue,

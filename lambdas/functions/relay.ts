@@ -5,7 +5,8 @@ import { createWorkerServices } from '../runtime/worker-services';
 import { createRelay } from '../runtime/workers';
 
 /**
- * DynamoDB Streams on the table, filtered to INSERTs of outbox events (sk = EVENT), with ReportBatchItemFailures.
+ * DynamoDB Streams on the table, filtered to INSERTs of this endpoint's outbox events (pk `<TABLE_KEY_PREFIX>OUTBOX#`,
+ * sk = EVENT), with ReportBatchItemFailures.
  * The same function for every endpoint: it moves events to the queue and builds nothing else.
  */
 export const handler = withMetrics(createRelayHandler(createRelay(createWorkerServices(loadWorkerConfig()))));

@@ -126,6 +126,12 @@ export class OutboxConsumer {
 
   async consume(message: OutboxMessage, receiveCount: number): Promise<ConsumeOutcome> {
     const log = { event_id: message.event_id, tool: message.tool, tenant: message.tenant, key_hash: message.key_hash, receive_count: receiveCount };
+    if (!this.outbox.owns(message)) {
+      // Another endpoint's event on a shared table (a misrouted message): neither run nor marked here. Its own relay
+      // re-sends it to its own queue when its next look is due; this copy goes where a person sees it.
+      this.logger.error('outbox event of another endpoint on this queue: not delivered here', { ...log, event_key_prefix: message.key_prefix ?? '' });
+      return { kind: 'dead-letter', reason: 'another endpoint\'s event' };
+    }
     const handler = this.handlers[message.type];
     if (!handler) {
       this.logger.error('no delivery handler for outbox event type', { ...log, event_type: message.type });

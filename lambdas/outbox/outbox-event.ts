@@ -28,6 +28,11 @@ export interface OutboxMessage<P = Record<string, unknown>> {
   key_hash: string;
   payload: P;
   created_at: number;
+  /**
+   * Whose event it is on a shared table: the key prefix (TABLE_KEY_PREFIX) of the endpoint whose tool committed it;
+   * absent for the unprefixed endpoint. Set from the stored event's key; a consumer delivers only its own.
+   */
+  key_prefix?: string;
 }
 
 /** @public */
@@ -72,6 +77,7 @@ export function parseOutboxMessage(body: string): OutboxMessage {
     if (typeof m?.[field] !== 'string' || !m[field]) throw new MalformedMessageError(`${field} missing`);
   }
   if (typeof m!.payload !== 'object' || m!.payload === null) throw new MalformedMessageError('payload missing');
+  if (m!.key_prefix !== undefined && typeof m!.key_prefix !== 'string') throw new MalformedMessageError('key_prefix not a string');
   return m as OutboxMessage;
 }
 

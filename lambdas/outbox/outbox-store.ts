@@ -6,7 +6,8 @@ import { attentionPages, countAttention, queryAttention } from '../store/attenti
 import { claimByCondition, leasePassedClause } from '../store/conditional-claim';
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
-import { attentionPk, Keys, TableSchema } from '../store/table-schema';
+import { deliveryKeyOf, isOutboxEventItemOf, outboxEventKeyOf } from '../store/record-item';
+import { attentionPk, TableSchema } from '../store/table-schema';
 import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 
@@ -59,6 +60,8 @@ export type DeliveryClaim =
 const ttl = (now: number) => Math.floor(now / 1000) + OutboxDefaults.retentionSeconds;
 
 function itemToEvent(item: Item): StoredOutboxEvent {
+  // Whose it is, from its key: what precedes `OUTBOX#<id>` (nothing: the unprefixed store's).
+  const keyPrefix = String(item.pk).slice(0, -outboxEventKeyOf(String(item.event_id)).pk.length);
   return {
     message: {
       event_id: item.event_id as string,
@@ -68,6 +71,7 @@ function itemToEvent(item: Item): StoredOutboxEvent {
       key_hash: item.key_hash as string,
       payload: item.payload as Record<string, unknown>,
       created_at: Number(item.created_at),
+      ...(keyPrefix ? { key_prefix: keyPrefix } : {}),
     },
     status: item.status as DeliveryStatus,
     sendCount: Number(item.send_count ?? 0),
@@ -93,16 +97,28 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
 
 /**
  * The outbox's DynamoDB adapter: events (`OUTBOX#<id>` / `EVENT`) and the consumer's delivery claims
- * (`OUTBOX#<id>` / `DELIVERY`), one conditional request per step.
+ * (`OUTBOX#<id>` / `DELIVERY`), one conditional request per step. With a `keyPrefix` (the endpoint's
+ * TABLE_KEY_PREFIX) its keys and attention partitions carry it, as the records' do: on a shared table each endpoint's
+ * relay sends, and its consumer delivers, only its own events.
  * @public
  */
 export class OutboxStore {
+  /** Whose events these are on a shared table (`DynamoDbStoreOptions.keyPrefix`). Default none. */
+  readonly keyPrefix: string;
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     readonly tableName: string,
     /** `enabled: false` on an endpoint without an outbox (OUTBOX=off): eventWrite refuses. Default true. */
-    private readonly options: { enabled?: boolean } = {},
-  ) {}
+    private readonly options: { enabled?: boolean; keyPrefix?: string } = {},
+  ) {
+    this.keyPrefix = options.keyPrefix ?? '';
+  }
+
+  /** Whether a message (from the queue) is one of this store's events: its consumer delivers no other. */
+  owns(message: Pick<OutboxMessage, 'key_prefix'>): boolean {
+    return (message.key_prefix ?? '') === this.keyPrefix;
+  }
 
   /**
    * The event as a write in the tool's completion transaction: it exists if and only if the SUCCEEDED record does.
@@ -116,7 +132,7 @@ export class OutboxStore {
         `This endpoint has no outbox, so ${message.tool} cannot queue a '${message.type}' event: deploy it with a deliveries module that delivers that type (IdempotentMcpEndpoint's deliveries).`,
       );
     }
-    const key = Keys.outboxEvent(message.event_id);
+    const key = outboxEventKeyOf(message.event_id, this.keyPrefix);
     // Created, never overwritten: a colliding id cancels the whole transaction rather than replace someone else's event.
     return {
       create: {
@@ -132,7 +148,7 @@ export class OutboxStore {
           updated_at: message.created_at,
           status: 'PENDING',
           send_count: 0,
-          [TableSchema.attentionIndex.partitionKey]: attentionPk('OUTBOX', key.pk),
+          [TableSchema.attentionIndex.partitionKey]: attentionPk('OUTBOX', key.pk, this.keyPrefix),
           [TableSchema.attentionIndex.sortKey]: message.created_at,
           [TableSchema.ttlAttribute]: ttl(message.created_at),
         },
@@ -140,18 +156,18 @@ export class OutboxStore {
     };
   }
 
-  /** Reads a stream image or an index item the same way as a table item. */
-  static eventFromItem(item: Item): StoredOutboxEvent | undefined {
-    return item.sk === Keys.outboxEvent('x').sk && typeof item.event_id === 'string' ? itemToEvent(item) : undefined;
+  /** Reads a stream image or an index item the same way as a table item; undefined unless it is one of our events. */
+  eventFromItem(item: Item): StoredOutboxEvent | undefined {
+    return isOutboxEventItemOf(item, this.keyPrefix) && typeof item.event_id === 'string' ? itemToEvent(item) : undefined;
   }
 
   /** A DynamoDB Streams image (attribute values typed, as the relay's event source delivers them). */
-  static eventFromImage(image: Record<string, unknown>): StoredOutboxEvent | undefined {
-    return OutboxStore.eventFromItem(unmarshall(image as Parameters<typeof unmarshall>[0]));
+  eventFromImage(image: Record<string, unknown>): StoredOutboxEvent | undefined {
+    return this.eventFromItem(unmarshall(image as Parameters<typeof unmarshall>[0]));
   }
 
   async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: outboxEventKeyOf(eventId, this.keyPrefix), ConsistentRead: true }));
     return Item ? itemToEvent(Item) : undefined;
   }
 
@@ -161,19 +177,19 @@ export class OutboxStore {
   }
 
   private async markerItem(eventId: string): Promise<Item | undefined> {
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: Keys.deliveredEvent(eventId), ConsistentRead: true }));
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: deliveryKeyOf(eventId, this.keyPrefix), ConsistentRead: true }));
     return Item;
   }
 
   /** Pending events whose next look is due, oldest first. */
   async dueEvents(dueBy: number, limit: number): Promise<StoredOutboxEvent[]> {
-    const items = await queryAttention(this.doc, this.tableName, 'OUTBOX', { dueBy, limit });
-    return items.map(itemToEvent).filter((e) => e.status === 'PENDING');
+    const items = await queryAttention(this.doc, this.tableName, 'OUTBOX', { dueBy, limit, scope: this.keyPrefix });
+    return items.map((item) => this.eventFromItem(item)).filter((e): e is StoredOutboxEvent => e?.status === 'PENDING');
   }
 
   /** How many events are pending (the reconciler's gauge): a COUNT per index shard, no event read back. */
   pendingCount(): Promise<number> {
-    return countAttention(this.doc, this.tableName, 'OUTBOX');
+    return countAttention(this.doc, this.tableName, 'OUTBOX', this.keyPrefix);
   }
 
   /**
@@ -181,8 +197,8 @@ export class OutboxStore {
    * order across pages: the review desk's listing, which filters as it goes.
    */
   async *eventPages(status: 'PENDING' | 'FAILED', pageSize: number): AsyncIterable<StoredOutboxEvent[]> {
-    for await (const page of attentionPages(this.doc, this.tableName, status === 'PENDING' ? 'OUTBOX' : 'UNDELIVERED', pageSize)) {
-      yield page.map((item) => OutboxStore.eventFromItem(item)).filter((event): event is StoredOutboxEvent => event?.status === status);
+    for await (const page of attentionPages(this.doc, this.tableName, status === 'PENDING' ? 'OUTBOX' : 'UNDELIVERED', pageSize, undefined, this.keyPrefix)) {
+      yield page.map((item) => this.eventFromItem(item)).filter((event): event is StoredOutboxEvent => event?.status === status);
     }
   }
 
@@ -209,7 +225,7 @@ export class OutboxStore {
     return this.conditional(() =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
-        Key: Keys.outboxEvent(eventId),
+        Key: outboxEventKeyOf(eventId, this.keyPrefix),
         UpdateExpression: `SET ${set}`,
         ConditionExpression: '#status = :pending',
         ExpressionAttributeNames: { '#status': 'status' },
@@ -224,7 +240,7 @@ export class OutboxStore {
     return this.conditional(() =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
-        Key: Keys.outboxEvent(eventId),
+        Key: outboxEventKeyOf(eventId, this.keyPrefix),
         // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
         UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now, attention_pk = :undelivered, attention_at = :now',
         ConditionExpression: '#status = :pending',
@@ -234,7 +250,7 @@ export class OutboxStore {
           ':error': error,
           ':now': now,
           ':pending': 'PENDING',
-          ':undelivered': attentionPk('UNDELIVERED', Keys.outboxEvent(eventId).pk),
+          ':undelivered': attentionPk('UNDELIVERED', outboxEventKeyOf(eventId, this.keyPrefix).pk, this.keyPrefix),
         },
       })),
     );
@@ -247,7 +263,7 @@ export class OutboxStore {
    * the last moment its owner may send a delivery request (`lastSendBy`), kept in the same write.
    */
   async claimDelivery(eventId: string, owner: string, leaseUntil: number, now: number): Promise<DeliveryClaim> {
-    const key = Keys.deliveredEvent(eventId);
+    const key = deliveryKeyOf(eventId, this.keyPrefix);
     const claim = await claimByCondition(
       this.doc,
       {
@@ -286,7 +302,7 @@ export class OutboxStore {
             {
               Update: {
                 TableName: this.tableName,
-                Key: Keys.deliveredEvent(eventId),
+                Key: deliveryKeyOf(eventId, this.keyPrefix),
                 UpdateExpression: 'SET #state = :state, settled_at = :now, delivery_result = :result, #error = :error',
                 ConditionExpression: OWNED_CLAIM,
                 ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
@@ -297,7 +313,7 @@ export class OutboxStore {
               // Unconditional on the event's status: the effect is what happened, even after the sweep gave up on it.
               Update: {
                 TableName: this.tableName,
-                Key: Keys.outboxEvent(eventId),
+                Key: outboxEventKeyOf(eventId, this.keyPrefix),
                 UpdateExpression: 'SET #status = :status, updated_at = :now, delivery_result = :result, #error = :error REMOVE attention_pk, attention_at',
                 ConditionExpression: 'attribute_exists(pk)',
                 ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
@@ -319,7 +335,7 @@ export class OutboxStore {
     return this.conditional(() =>
       this.doc.send(new DeleteCommand({
         TableName: this.tableName,
-        Key: Keys.deliveredEvent(eventId),
+        Key: deliveryKeyOf(eventId, this.keyPrefix),
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
         ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
@@ -336,7 +352,7 @@ export class OutboxStore {
     return this.conditional(() =>
       this.doc.send(new UpdateCommand({
         TableName: this.tableName,
-        Key: Keys.deliveredEvent(eventId),
+        Key: deliveryKeyOf(eventId, this.keyPrefix),
         UpdateExpression: 'SET lease_until = :lease, last_send_by = :sent, #error = :error',
         ConditionExpression: OWNED_CLAIM,
         ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },

@@ -36,7 +36,8 @@ export interface SweepReport {
  * @public
  */
 export class OutboxRelay {
-  private readonly outbox: OutboxStore;
+  /** Whose events it sends: the store's `keyPrefix` (the stream handler reads images through it). */
+  readonly outbox: OutboxStore;
   private readonly publisher: EventPublisher;
   private readonly logger: Logger;
   private readonly clock: Clock;

@@ -4,7 +4,6 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/cli
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { parseOutboxMessage } from '../outbox/outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
-import { OutboxStore } from '../outbox/outbox-store';
 import { logRun, type ReconcileReport } from '../reconciler/reconciler';
 import type { Workers } from './workers';
 
@@ -28,7 +27,8 @@ export function createRelayHandler(workers: Pick<Workers, 'relay'>) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const inserts = event.Records.flatMap((record) => {
       const image = record.eventName === 'INSERT' ? record.dynamodb?.NewImage : undefined;
-      const outboxEvent = image ? OutboxStore.eventFromImage(image) : undefined;
+      // Only our own: the event source's filter (deployed) already drops other endpoints' events; this is the same rule.
+      const outboxEvent = image ? workers.relay.outbox.eventFromImage(image) : undefined;
       return outboxEvent ? [{ sequence: record.dynamodb?.SequenceNumber ?? '', outboxEvent }] : [];
     });
     const { failed } = await workers.relay.publish(inserts.map((i) => i.outboxEvent));

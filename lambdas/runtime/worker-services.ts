@@ -45,6 +45,6 @@ export function createWorkerServices(config: WorkerConfig, overrides: WorkerServ
     store: new DynamoDbIdempotencyStore({ client: doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }),
     clock: overrides.clock ?? systemClock,
     logger: overrides.logger ?? defaultLogger,
-    outbox: new OutboxStore(doc, config.tableName, { enabled: config.sideEffects.outboxEnabled }),
+    outbox: new OutboxStore(doc, config.tableName, { enabled: config.sideEffects.outboxEnabled, keyPrefix: config.tableKeyPrefix }),
   };
 }

@@ -19,6 +19,26 @@ export const isRecordItemOf = (item: Item, keyPrefix = ''): boolean =>
   typeof item.pk === 'string' && item.pk.startsWith(recordPkPrefix(keyPrefix)) && item.sk === RECORD_KEY.sk;
 
 /**
+ * An outbox event's item key (`OUTBOX#<id>` / `EVENT`) and its delivery claim's (`DELIVERY`), after the key prefix of
+ * the store whose tool committed it: the event carries whose it is, so only that store's relay and consumer take it.
+ */
+export const outboxEventKeyOf = (eventId: string, keyPrefix = '') => withPrefix(Keys.outboxEvent(eventId), keyPrefix);
+export const deliveryKeyOf = (eventId: string, keyPrefix = '') => withPrefix(Keys.deliveredEvent(eventId), keyPrefix);
+const withPrefix = (key: { pk: string; sk: string }, keyPrefix: string) => (keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key);
+
+/** What the partition key of every outbox event of the store with `keyPrefix` starts with (the relay's stream filter). */
+export const outboxEventPkPrefix = (keyPrefix = '') => outboxEventKeyOf('', keyPrefix).pk;
+/** The sort key of every outbox event item. */
+export const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
+
+/**
+ * Whether `item` is an outbox event of the store with `keyPrefix`: the one ownership rule of the outbox, applied by
+ * the stream relay's event-source filter (deployed), the relay handler and the store's reads.
+ */
+export const isOutboxEventItemOf = (item: Item, keyPrefix = ''): boolean =>
+  typeof item.pk === 'string' && item.pk.startsWith(outboxEventPkPrefix(keyPrefix)) && item.sk === OUTBOX_EVENT_SK;
+
+/**
  * Tenant, tool and key live in the item's key (`IDEM#tenant#tool#key`; '#' cannot occur in them) and are not
  * repeated as attributes: every claim sends the item and every replay reads it back.
  */

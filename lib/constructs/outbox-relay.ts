@@ -3,7 +3,8 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
-import { Keys, TableSchema } from '../../lambdas/store/table-schema';
+import { OUTBOX_EVENT_SK, outboxEventPkPrefix } from '../../lambdas/store/record-item';
+import { TableSchema } from '../../lambdas/store/table-schema';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { handlerEntry } from '../bundling';
@@ -21,6 +22,12 @@ export interface OutboxRelayFunctionProps extends CommonFunctionProps {
    * @default 50
    */
   readonly batchSize?: number;
+  /**
+   * Whose events it relays on a shared table (the endpoint's TABLE_KEY_PREFIX): the stream filter passes only events
+   * whose key carries it, and the function gets it as TABLE_KEY_PREFIX.
+   * @default none: the unprefixed endpoint's events only
+   */
+  readonly keyPrefix?: string;
 }
 
 /**
@@ -29,10 +36,6 @@ export interface OutboxRelayFunctionProps extends CommonFunctionProps {
  * @public
  */
 export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
-
-/** The outbox event key shape the stream filter matches (pk `OUTBOX#<id>`, sk `EVENT`). */
-const OUTBOX_PK_PREFIX = Keys.outboxEvent('').pk;
-const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
 
 /**
  * Moves committed outbox events to the queue as they commit: a DynamoDB Streams event source filtered to the
@@ -54,7 +57,7 @@ export class OutboxRelayFunction extends Construct {
       entry: handlerEntry('relay'),
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),
-      environment: environmentOf({ tableName: props.store.tableName, outboxQueueUrl: props.queue.queue.queueUrl }),
+      environment: environmentOf({ tableName: props.store.tableName, tableKeyPrefix: props.keyPrefix || undefined, outboxQueueUrl: props.queue.queue.queueUrl }),
     });
     props.store.grantItems(this.handler.role, RELAY_TABLE_ACTIONS);
     props.queue.grantSend(this.handler.role);
@@ -74,7 +77,8 @@ export class OutboxRelayFunction extends Construct {
             eventName: lambda.FilterRule.isEqual('INSERT'),
             dynamodb: {
               Keys: {
-                [TableSchema.partitionKey]: { S: lambda.FilterRule.beginsWith(OUTBOX_PK_PREFIX) },
+                // Only this endpoint's events (pk `<keyPrefix>OUTBOX#<id>`): another endpoint's on the table never wake it.
+                [TableSchema.partitionKey]: { S: lambda.FilterRule.beginsWith(outboxEventPkPrefix(props.keyPrefix)) },
                 [TableSchema.sortKey]: { S: lambda.FilterRule.isEqual(OUTBOX_EVENT_SK) },
               },
             },

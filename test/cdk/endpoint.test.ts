@@ -211,6 +211,19 @@ describe('an existing table', () => {
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: STREAM });
   });
 
+  it("with tableKeyPrefix: its functions get it, and its relay's stream filter passes only its own outbox events", () => {
+    const { endpoint, template } = endpointStack({ deliveries: DELIVERIES, tableKeyPrefix: 'rooms:' }, (stack) => ({ existingTable: imported(stack) }));
+    const resources = template.toJSON().Resources;
+    for (const fn of [endpoint.mcpFunction, endpoint.reconcilerFunction, endpoint.relayFunction!, endpoint.consumerFunction!])
+      expect(resources[logicalId(fn)].Properties.Environment.Variables.TABLE_KEY_PREFIX).toBe('rooms:');
+    const patterns = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).flatMap((mapping) =>
+      (mapping.Properties.FilterCriteria?.Filters ?? []).map((filter: { Pattern: string }) => JSON.parse(filter.Pattern)),
+    );
+    // Another endpoint's events on the table (pk `OUTBOX#…`, or `<its prefix>OUTBOX#…`) never reach this relay.
+    expect(patterns).toEqual([{ eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'rooms:OUTBOX#' }] }, sk: { S: ['EVENT'] } } } }]);
+    expect(() => endpointStack({ tableKeyPrefix: 'rooms#' })).toThrow(/tableKeyPrefix may contain only letters, digits and _ \. : -/);
+  });
+
   it("is refused with deliveries when its stream is not given, and with the new table's settings", () => {
     expect(() => endpointStack({ deliveries: DELIVERIES }, (stack) => ({ existingTable: imported(stack, false) }))).toThrow(
       /existingTable needs its stream \(NEW_IMAGE\) with deliveries/,
