@@ -26,3 +26,11 @@ export const Keys = {
   /** The consumer's dedup marker: written before an event's effect runs. */
   deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
 };
+
+/**
+ * What the partition key of every outbox event of the store with `keyPrefix` starts with, and their sort key: the
+ * deployed relay's stream filter and the store's ownership rule (lambdas/store/record-item.ts) both read these.
+ */
+export const outboxEventPkPrefix = (keyPrefix = '') => `${keyPrefix}${Keys.outboxEvent('').pk}`;
+/** The sort key of every outbox event item. */
+export const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;

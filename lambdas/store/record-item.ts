@@ -1,5 +1,5 @@
 import type { IdempotencyRecord } from '../core/state-machine';
-import { Keys } from '../core/keys';
+import { Keys, OUTBOX_EVENT_SK, outboxEventPkPrefix } from '../core/keys';
 import type { RecordIdentity } from '../engine/persistence';
 import type { Item } from './refusals';
 import { attentionPk, TableSchema } from './table-schema';
@@ -26,10 +26,6 @@ export const outboxEventKeyOf = (eventId: string, keyPrefix = '') => withPrefix(
 export const deliveryKeyOf = (eventId: string, keyPrefix = '') => withPrefix(Keys.deliveredEvent(eventId), keyPrefix);
 const withPrefix = (key: { pk: string; sk: string }, keyPrefix: string) => (keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key);
 
-/** What the partition key of every outbox event of the store with `keyPrefix` starts with (the relay's stream filter). */
-export const outboxEventPkPrefix = (keyPrefix = '') => outboxEventKeyOf('', keyPrefix).pk;
-/** The sort key of every outbox event item. */
-export const OUTBOX_EVENT_SK = Keys.outboxEvent('').sk;
 
 /**
  * Whether `item` is an outbox event of the store with `keyPrefix`: the one ownership rule of the outbox, applied by

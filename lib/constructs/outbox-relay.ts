@@ -3,7 +3,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { environmentOf } from '../../lambdas/config';
-import { OUTBOX_EVENT_SK, outboxEventPkPrefix } from '../../lambdas/store/record-item';
+import { OUTBOX_EVENT_SK, outboxEventPkPrefix } from '../../lambdas/core/keys';
 import { TableSchema } from '../../lambdas/store/table-schema';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
