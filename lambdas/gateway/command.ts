@@ -115,7 +115,7 @@ async function readJson(path: string, what: string): Promise<unknown> {
 async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
   if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
     throw new ConfigError(
-      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
+      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npx idempotent-mcp dev --dynamodb-only` starts one at http://127.0.0.1:8000), or AWS_REGION and TABLE_NAME for a deployed table',
     );
   const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
   let exists: boolean;

@@ -53,7 +53,11 @@ function expectRefused(result: { code: number; stdout: string; stderr: string },
 
 describe('the gateway does not start without a store', () => {
   it('no DYNAMODB_ENDPOINT and no region', { timeout: 90_000 }, async () => {
-    expectRefused(await start({}), /^The gateway did not start: no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT/);
+    const result = await start({});
+    expectRefused(result, /^The gateway did not start: no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT/);
+    // The installed package's own command, not a script of this repository.
+    expect(result.stderr).toContain('`npx idempotent-mcp dev --dynamodb-only` starts one');
+    expect(result.stderr).not.toContain('npm run');
   });
 
   it('a DYNAMODB_ENDPOINT nothing answers at', { timeout: 90_000 }, async () => {
