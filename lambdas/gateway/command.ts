@@ -15,7 +15,7 @@ import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable, tableExists } from '../store/table-schema';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
-import { createGateway, type Gateway } from './gateway';
+import { checkPolicyFile, createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
 import type { UpstreamTarget } from './upstream';
 
@@ -155,6 +155,9 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   }
   const config = loadConfig(env);
   const policy = await readJson(command.policyFile, 'policy file');
+  // The file's own mistakes first: a store's sentence (none set, say) would hide them until it is fixed.
+  const { mistakes } = checkPolicyFile(policy, command.upstream);
+  if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   const credentials = await command.credentials();
   const services = createServices(config);
   const stops: Array<() => Promise<void>> = [async () => closeDynamoDbClient(services.doc)];

@@ -28,11 +28,11 @@ afterAll(async () => {
 });
 
 /** The bin's exit code and output; `env` replaces the store's settings of this process. */
-async function start(env: Record<string, string>) {
+async function start(env: Record<string, string>, policy = join(dir, 'policy.json')) {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
   ) as Record<string, string>;
-  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
+  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', policy, '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
   try {
     const { stdout, stderr } = await run(join(BIN, 'tsx'), argv, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 });
     return { code: 0, stdout, stderr };
@@ -75,5 +75,38 @@ describe('the gateway does not start without a store', () => {
       TABLE_NAME: 'no-such-table',
     });
     expectRefused(result, /^The gateway did not start: the table no-such-table does not exist in eu-west-1: set TABLE_NAME/);
+  });
+});
+
+describe("the policy file's mistakes come first", () => {
+  it('four mistakes on one tool, and no store: all four are reported, each in a sentence', { timeout: 90_000 }, async () => {
+    const policy = join(dir, 'four-mistakes.json');
+    await writeFile(
+      policy,
+      JSON.stringify({
+        tools: {
+          charge: {
+            kind: 'write',
+            confirmation: 'approval',
+            summary: 'Charge {{amount}} ({{$key}})',
+            fingerprint: { exclude: ['note'] },
+            reconcile: { tool: 'charge', arguments: { ref: '{{ref}}' }, found: { textIncludes: 'booked' } },
+          },
+        },
+      }),
+    );
+    const result = await start({}, policy);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stderr).toContain('The gateway did not start: The gateway policy has 4 mistakes:');
+    expect(result.stderr.split('\n').filter((line) => line.startsWith('- '))).toEqual([
+      '- tool charge: field inFlightWindowMs is required (how long the upstream may still apply a call after the gateway gave up on it, in ms)',
+      '- tool charge: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})',
+      '- tool charge: field reconcile.tool: charge is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)',
+      '- tool charge: field fingerprint.exclude cannot be used with confirmation "approval": the person approves the arguments, and an excluded one (note) could differ in what is sent; remove it from exclude',
+    ]);
+    // Not the store's sentence: the file is what to fix first, and every mistake in it at once.
+    expect(result.stderr).not.toContain('no DynamoDB');
   });
 });
