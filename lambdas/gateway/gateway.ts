@@ -1,7 +1,7 @@
 import type { RecordMemos } from '../engine/persistence';
 import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
 import type { Tool } from '@modelcontextprotocol/client';
-import type { CredentialSource } from './credentials';
+import { CredentialsError, type CredentialSource } from './credentials';
 import type { ListingMemo } from './listing-memo';
 import { RecordLookupMemo, type LookupMemo } from './lookup-memo';
 import { checkGatewayPolicy, checkPolicyAgainstUpstream, GatewayPolicyError, type GatewayPolicy } from './policy';
@@ -43,7 +43,7 @@ const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCal
 
 async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSource): Promise<Tool[]> {
   const credential = await credentials.forListing();
-  if (!credential) throw new Error('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
+  if (!credential) throw new CredentialsError('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
   return upstream.listTools(credential);
 }
 

@@ -28,11 +28,11 @@ afterAll(async () => {
 });
 
 /** The bin's exit code and output; `env` replaces the store's settings of this process. */
-async function start(env: Record<string, string>, policy = join(dir, 'policy.json')) {
+async function start(env: Record<string, string>, policy = join(dir, 'policy.json'), upstream = ['--upstream-url', 'http://127.0.0.1:9/mcp']) {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
   ) as Record<string, string>;
-  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', policy, '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
+  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', policy, '--port', '0', '--state-dir', join(dir, 'state'), ...upstream];
   try {
     const { stdout, stderr } = await run(join(BIN, 'tsx'), argv, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 });
     return { code: 0, stdout, stderr };
@@ -108,5 +108,28 @@ describe("the policy file's mistakes come first", () => {
     ]);
     // Not the store's sentence: the file is what to fix first, and every mistake in it at once.
     expect(result.stderr).not.toContain('no DynamoDB');
+  });
+});
+
+describe('the gateway does not start without its upstream: one sentence naming it and what to do', () => {
+  const store = () => ({ DYNAMODB_ENDPOINT: table.endpoint, TABLE_NAME: table.tableName });
+
+  it('a URL nothing answers at', { timeout: 90_000 }, async () => {
+    const url = `http://127.0.0.1:${await freePort()}/mcp`;
+    const result = await start(store(), undefined, ['--upstream-url', url]);
+    expectRefused(result, new RegExp(`^The gateway did not start: the upstream ${url.replace(/[./]/g, '\\$&')} cannot be reached \\(connection refused\\): start it, or give --upstream-url`));
+    expect(result.stderr).not.toMatch(/UpstreamError|TypeError|fetch failed/);
+  });
+
+  it('a command that does not exist', { timeout: 90_000 }, async () => {
+    const result = await start(store(), undefined, ['--', '/nonexistent/server', '--flag']);
+    expectRefused(result, /^The gateway did not start: the upstream command \/nonexistent\/server --flag cannot be started: there is no such program; give the path of an MCP server/);
+    expect(result.stderr).not.toMatch(/Error|ENOENT|spawn/);
+  });
+
+  it('a command that exits at once', { timeout: 90_000 }, async () => {
+    const result = await start(store(), undefined, ['--', process.execPath, '-e', 'process.exit(0)']);
+    expectRefused(result, /^The gateway did not start: the upstream command \S+ -e process\.exit\(0\) closed before it answered: run it on its own to see why/);
+    expect(result.stderr).not.toMatch(/Error|Connection closed/);
   });
 });
