@@ -307,8 +307,8 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     running = await startGatewayCommand(command, env);
   } catch (err) {
     const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError || err instanceof UpstreamStartError;
-    // One sentence, never a stack trace: what stopped it, and (for the flags) the usage.
-    console.error(`The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`);
+    // One sentence, never a stack trace nor an error's class name: what stopped it, and (for the flags) the usage.
+    console.error(`The gateway did not start: ${known ? (err as Error).message : firstLine((err as Error)?.message ?? String(err))}`);
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
     await options.onStop?.();
     process.exit(2);
