@@ -100,7 +100,8 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
       },
     });
   } catch (err) {
-    return usageError(`${(err as Error).message}`);
+    // node:util's own words, less its advice on positionals that start with '-': one sentence.
+    return usageError((err as Error).message.split('\n')[0]!.replace(/\. To specify a positional argument.*$/, ''));
   }
   const { values, positionals } = parsed;
   if (values.help) {
@@ -111,7 +112,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     if (positionals.length > 0 || values.deliveries !== undefined || values.tenant !== undefined) return usageError('--dynamodb-only takes no tools module, --deliveries or --tenant');
     return dynamoDbOnly(values.port);
   }
-  if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'idempotent-mcp dev needs your tools module' : `idempotent-mcp dev takes one tools module (got ${positionals.join(', ')})`);
+  if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'name your tools module (the file your CDK app gives IdempotentMcpEndpoint as `tools`)' : `one tools module, not ${positionals.length} (got ${positionals.join(', ')})`);
 
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const { checkToolsModule } = await import('../lib/tools-entry');
@@ -136,7 +137,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     try {
       path = checkToolsModule(prop, file, prop === '--deliveries' ? 'deliveries' : 'tools');
     } catch (err) {
-      return fail(`idempotent-mcp dev: ${(err as Error).message}`);
+      return usageError((err as Error).message);
     }
     if (isTypeScript(path)) {
       const problem = await typeScriptLoader('idempotent-mcp dev', file);
@@ -145,7 +146,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     try {
       return (await import(pathToFileURL(path).href)) as Record<string, unknown>;
     } catch (err) {
-      return fail(`idempotent-mcp dev: ${file} did not load: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+      return usageError(`${file} did not load: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
     }
   };
   const toolsFile = positionals[0]!;
@@ -157,7 +158,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     const withClients = clientsOf(toolsModule, (services) => services);
     served = { tools, withClients: withClients as <B extends object>(services: B) => B, deliveries: deliveriesModule && deliveriesOf(deliveriesModule) };
   } catch (err) {
-    return fail(`idempotent-mcp dev: ${(err as Error).message}`);
+    return usageError((err as Error).message);
   }
 
   const again = ['npx idempotent-mcp dev', toolsFile, ...(values.deliveries ? ['--deliveries', values.deliveries] : [])].join(' ');
@@ -216,8 +217,12 @@ const peersMissing = (missing: ReadonlyArray<(typeof DEV_PEERS)[number]>) =>
   `idempotent-mcp dev runs ${missing.map((peer) => peer.what).join(' and ')} from ${missing.map((peer) => peer.name).join(' and ')}, not installed here: ` +
   `npm install -D ${missing.map((peer) => peer.name).join(' ')} (or set ${missing.map((peer) => peer.unlessSet).join(' and ')} to a running one).`;
 
-function usageError(message: string): void {
-  console.error(`${message}\n\n${DEV_USAGE}`);
+/**
+ * A mistake in what `dev` was given (its flags, its modules): one sentence and exit code 2, as `ops` and `gateway`
+ * answer bad input; what is missing around it (a peer package, tsx) stays exit code 1.
+ */
+function usageError(message: string): never {
+  console.error(`idempotent-mcp dev: ${message}; see idempotent-mcp dev --help`);
   process.exit(2);
 }
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
+import { SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { devIssuerFor } from '../auth/dev-issuer';
 import { ConfigError, DEV_SIGN_IN_MOUNT, EnvVars, loadConfig, read, type Env } from '../config';
 import { createApp, servedHostnames } from '../http/app';
@@ -15,9 +16,9 @@ import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable, tableExists } from '../store/table-schema';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
-import { createGateway, type Gateway } from './gateway';
+import { checkPolicyFile, createGateway, type Gateway } from './gateway';
 import { GatewayPolicyError } from './policy';
-import type { UpstreamTarget } from './upstream';
+import { UpstreamError, type UpstreamTarget } from './upstream';
 
 const GATEWAY_USAGE = `Usage: idempotent-mcp gateway --policy <file> [options] (--upstream-url <url> | -- <command> [args...])
 
@@ -38,6 +39,11 @@ here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS
 
 class GatewayUsageError extends Error {
   override name = 'GatewayUsageError';
+}
+
+/** The upstream could not be had at start: the message is the sentence a person reads. */
+class UpstreamStartError extends Error {
+  override name = 'UpstreamStartError';
 }
 
 export interface GatewayCommand {
@@ -115,7 +121,7 @@ async function readJson(path: string, what: string): Promise<unknown> {
 async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
   if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
     throw new ConfigError(
-      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
+      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npx idempotent-mcp dev --dynamodb-only` starts one at http://127.0.0.1:8000), or AWS_REGION and TABLE_NAME for a deployed table',
     );
   const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
   let exists: boolean;
@@ -130,6 +136,47 @@ async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: str
 }
 
 const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);
+
+const NETWORK_FAILURES: ReadonlyMap<string, string> = new Map([
+  ['ECONNREFUSED', 'connection refused'],
+  ['ECONNRESET', 'connection reset'],
+  ['ENOTFOUND', 'no such host'],
+  ['EAI_AGAIN', 'its host name could not be looked up'],
+  ['EHOSTUNREACH', 'no route to it'],
+  ['ENETUNREACH', 'no route to it'],
+  ['ETIMEDOUT', 'the connection timed out'],
+  ['UND_ERR_CONNECT_TIMEOUT', 'the connection timed out'],
+]);
+
+/**
+ * Why the upstream could not be had at start, as one sentence naming it (its URL or command) and what to do: never
+ * the error's class or a stack, which tell a person running the command nothing.
+ */
+function upstreamStartSentence(upstream: UpstreamTarget, err: unknown): string {
+  const http = 'url' in upstream;
+  const what = http ? `the upstream ${upstream.url}` : `the upstream command ${[upstream.command, ...(upstream.args ?? [])].join(' ').slice(0, 200)}`;
+  if (err instanceof UpstreamError && err.failure === 'credential_refused') return `${what}: ${err.message}; check the gateway's credentials (--credentials)`;
+  // The innermost cause says what happened (a refused connection, a missing program); the wrappers say where.
+  const causes: Array<Error & { code?: unknown }> = [];
+  for (let cause = err, depth = 0; cause instanceof Error && depth < 6; cause = cause.cause, depth++) causes.push(cause);
+  const codes = causes.map((cause) => String(cause.code));
+  const sdk = causes.find((cause): cause is SdkError => cause instanceof SdkError);
+  if (http) {
+    const network = codes.map((code) => NETWORK_FAILURES.get(code)).find(Boolean);
+    if (network) return `${what} cannot be reached (${network}): start it, or give --upstream-url the address it listens on`;
+    if (sdk instanceof SdkHttpError) return `${what} answered HTTP ${sdk.status}: give --upstream-url the MCP server's streamable-HTTP address (often ending in /mcp)`;
+  } else {
+    if (codes.includes('ENOENT')) return `${what} cannot be started: there is no such program; give the path of an MCP server's program after -- (or npx <package> for one from npm)`;
+    if (codes.includes('EACCES')) return `${what} cannot be started: the program may not be run (permission denied); give an executable MCP server after --`;
+  }
+  if (sdk?.code === SdkErrorCode.ConnectionClosed)
+    return http
+      ? `${what} closed the connection before it answered: check that it is an MCP server speaking streamable HTTP`
+      : `${what} closed before it answered: run it on its own to see why (the gateway needs an MCP server speaking stdio)`;
+  if (sdk?.code === SdkErrorCode.RequestTimeout) return `${what} did not answer in time: check that it is running and is an MCP server`;
+  const innermost = causes.at(-1);
+  return `${what} did not answer as an MCP server (${firstLine(innermost?.message ?? String(err))}): check that it speaks MCP over ${http ? 'streamable HTTP' : 'stdio'}`;
+}
 
 export interface RunningGateway {
   url: string;
@@ -155,6 +202,9 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   }
   const config = loadConfig(env);
   const policy = await readJson(command.policyFile, 'policy file');
+  // The file's own mistakes first: a store's sentence (none set, say) would hide them until it is fixed.
+  const { mistakes } = checkPolicyFile(policy, command.upstream);
+  if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   const credentials = await command.credentials();
   const services = createServices(config);
   const stops: Array<() => Promise<void>> = [async () => closeDynamoDbClient(services.doc)];
@@ -163,7 +213,11 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } });
+    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } }).catch(
+      (err: unknown) => {
+        throw err instanceof GatewayPolicyError || err instanceof CredentialsError ? err : new UpstreamStartError(upstreamStartSentence(command.upstream, err), { cause: err });
+      },
+    );
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
@@ -252,9 +306,9 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     command = parseGatewayCommand(argv, env);
     running = await startGatewayCommand(command, env);
   } catch (err) {
-    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
-    // One sentence, never a stack trace: what stopped it, and (for the flags) the usage.
-    console.error(`The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`);
+    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError || err instanceof UpstreamStartError;
+    // One sentence, never a stack trace nor an error's class name: what stopped it, and (for the flags) the usage.
+    console.error(`The gateway did not start: ${known ? (err as Error).message : firstLine((err as Error)?.message ?? String(err))}`);
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
     await options.onStop?.();
     process.exit(2);

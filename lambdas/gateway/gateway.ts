@@ -1,7 +1,7 @@
 import type { RecordMemos } from '../engine/persistence';
 import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
 import type { Tool } from '@modelcontextprotocol/client';
-import type { CredentialSource } from './credentials';
+import { CredentialsError, type CredentialSource } from './credentials';
 import type { ListingMemo } from './listing-memo';
 import { RecordLookupMemo, type LookupMemo } from './lookup-memo';
 import { checkGatewayPolicy, checkPolicyAgainstUpstream, GatewayPolicyError, type GatewayPolicy } from './policy';
@@ -43,18 +43,25 @@ const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCal
 
 async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSource): Promise<Tool[]> {
   const credential = await credentials.forListing();
-  if (!credential) throw new Error('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
+  if (!credential) throw new CredentialsError('the credentials name no tenant: add "*" (or a tenant) to read the upstream\'s tools');
   return upstream.listTools(credential);
 }
 
-/** The upstream to connect to, with the policy's `env` for a stdio process; a mistake when `env` has no process to go to. */
-function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy, mistakes: string[]): UpstreamTarget {
-  if (!policy.env) return upstream;
-  if ('url' in upstream) {
-    mistakes.push('the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env');
-    return upstream;
-  }
+/** The upstream to connect to, with the policy's `env` for a stdio process. */
+function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy): UpstreamTarget {
+  if (!policy.env || 'url' in upstream) return upstream;
   return { ...upstream, env: { ...Object.fromEntries(policy.env), ...upstream.env } };
+}
+
+/**
+ * The policy file's own mistakes, no upstream read (a start reports them before anything else it needs): its
+ * content, and an `env` with no process to go to.
+ */
+export function checkPolicyFile(input: unknown, upstream: GatewayOptions['upstream']): { policy: GatewayPolicy; mistakes: string[] } {
+  const { policy, mistakes } = checkGatewayPolicy(input);
+  if (policy.env && !isCaller(upstream) && 'url' in upstream)
+    mistakes.push('the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env');
+  return { policy, mistakes };
 }
 
 /**
@@ -63,10 +70,8 @@ function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy, mistakes: str
  * the upstream, at once) before serving anything.
  */
 export async function createGateway<S extends ToolRuntime = ToolRuntime>(options: GatewayOptions): Promise<Gateway<S>> {
-  const checked = checkGatewayPolicy(options.policy);
-  const mistakes = [...checked.mistakes];
-  const { policy } = checked;
-  const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(targetOf(options.upstream, policy, mistakes));
+  const { policy, mistakes } = checkPolicyFile(options.policy, options.upstream);
+  const upstream = isCaller(options.upstream) ? options.upstream : connectUpstream(targetOf(options.upstream, policy));
   try {
     // A kept listing that cannot be read is as good as none: the upstream is asked.
     const kept = await options.listing?.get().catch(() => undefined);

@@ -115,6 +115,27 @@ it("names every mistake at once: the file's own in every tool, and those against
   ]);
 });
 
+it('names every mistake of one tool, though its entry fails the schema: the fields that parse are checked too', () => {
+  const charge = {
+    kind: 'write',
+    confirmation: 'approval',
+    summary: 'Charge {{amount}} ({{$key}})',
+    fingerprint: { exclude: ['note'] },
+    reconcile: { tool: 'charge', arguments: { ref: '{{ref}}' }, found: { textIncludes: 'booked' } },
+  };
+  expect(mistakes({ tools: { charge } })).toEqual([
+    'tool charge: field inFlightWindowMs is required (how long the upstream may still apply a call after the gateway gave up on it, in ms)',
+    'tool charge: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})',
+    'tool charge: field reconcile.tool: charge is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)',
+    'tool charge: field fingerprint.exclude cannot be used with confirmation "approval": the person approves the arguments, and an excluded one (note) could differ in what is sent; remove it from exclude',
+  ]);
+  // A mistake inside the lookup does not hide the lookup's other fields either.
+  expect(mistakes({ tools: { charge: { ...charge, inFlightWindowMs: 0, summary: 'Charge {{amount}}', fingerprint: undefined, reconcile: { ...charge.reconcile, absent: 'gone' } } } })).toEqual([
+    'tool charge: field reconcile.absent: Invalid input: expected object, received string',
+    'tool charge: field reconcile.tool: charge is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)',
+  ]);
+});
+
 it("knows only the names the file and the upstream give: Object.prototype's names and __proto__ are no tool and no argument", () => {
   const policy = parseGatewayPolicy(JSON.parse('{ "tools": { "__proto__": { "kind": "read" }, "constructor": { "kind": "write", "inFlightWindowMs": 0 } } }'));
   expect([...policy.tools.keys()]).toEqual(['__proto__', 'constructor']);

@@ -143,7 +143,8 @@ function sentence(issue: z.core.$ZodIssue, input: unknown): string {
     return `${where}: unknown field ${issue.keys.map((key) => path + key).join(', ')}${known ? ` (a ${kind} tool takes ${known.join(', ')})` : ''}`;
   }
   const name = field.join('.') || 'kind';
-  if (issue.code === 'invalid_type' && issue.input === undefined) return `${where}: field ${name} is required${name === 'inFlightWindowMs' ? ' (how long the upstream may still apply a call after the gateway gave up on it, in ms)' : ''}`;
+  // zod leaves the input out of its issues: the file itself says whether the field is missing or of the wrong type.
+  if (issue.code === 'invalid_type' && issue.path.reduce<unknown>((value, part) => own(value, String(part)), input) === undefined) return `${where}: field ${name} is required${name === 'inFlightWindowMs' ? ' (how long the upstream may still apply a call after the gateway gave up on it, in ms)' : ''}`;
   return `${where}: field ${name}: ${issue.message}`;
 }
 
@@ -158,8 +159,32 @@ function placeholders(value: unknown): string[] {
   return [];
 }
 
+/**
+ * A write entry as far as its fields parse: a field that fails the schema is left out (its own sentence says why),
+ * so that the checks below still run on the others and one run names every mistake of the tool.
+ */
+type CheckedWrite = Partial<Omit<WritePolicy, 'reconcile'>> & { kind: 'write'; reconcile?: Partial<LookupPolicy> };
+
+/** The fields of `value` that parse with their own schema in `shape`; undefined when it is not an object. */
+function fieldsThatParse(shape: Record<string, z.ZodType>, value: unknown): Record<string, unknown> | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const fields: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(shape)) {
+    const field = own(value, name);
+    if (field === undefined) continue;
+    if (schema === writeSchema.shape.reconcile) {
+      const lookup = fieldsThatParse(reconcileSchema.shape, field);
+      if (lookup) fields[name] = lookup;
+      continue;
+    }
+    const parsed = schema.safeParse(field);
+    if (parsed.success) fields[name] = parsed.data;
+  }
+  return fields;
+}
+
 /** The templates of a write policy, by field (for the checks). */
-function templatesOf(policy: WritePolicy): Array<[string, unknown]> {
+function templatesOf(policy: CheckedWrite): Array<[string, unknown]> {
   const list: Array<[string, unknown]> = [];
   if (policy.summary !== undefined) list.push(['summary', policy.summary]);
   const lookup = policy.reconcile;
@@ -188,16 +213,22 @@ function emptyRule(rule: LookupRule): boolean {
 export function checkGatewayPolicy(input: unknown): { policy: GatewayPolicy; mistakes: string[] } {
   const parsed = gatewayPolicySchema.safeParse(input);
   const mistakes = parsed.success ? [] : [...new Set(parsed.error.issues.map((issue) => sentence(issue, input)))];
-  // The tools that parse on their own are checked further even when another one does not.
   const raw = asMap(own(input, 'tools'));
   const rawTools = raw instanceof Map ? (raw as Map<string, unknown>) : new Map<string, unknown>();
   const tools = new Map<string, ToolPolicy>();
+  // Every tool is checked further, and a write whose entry fails the schema too, on the fields that parse: a mistake
+  // in one field never hides another's.
+  const checked: Array<[string, ToolPolicy | CheckedWrite]> = [];
   for (const [name, value] of rawTools) {
     const entry = toolPolicySchema.safeParse(value);
-    if (entry.success) tools.set(name, entry.data);
+    if (entry.success) {
+      tools.set(name, entry.data);
+      checked.push([name, entry.data]);
+    } else if (own(value, 'kind') === 'write') checked.push([name, { ...fieldsThatParse(writeSchema.shape, value), kind: 'write' }]);
+    else checked.push([name, { kind: 'read' }]);
   }
   if (raw instanceof Map && raw.size === 0) mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
-  for (const [tool, entry] of tools) {
+  for (const [tool, entry] of checked) {
     if (!TOOL_NAME_PATTERN.test(tool)) mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
     if (entry.kind !== 'write') continue;
     for (const [field, value] of templatesOf(entry))
@@ -208,10 +239,10 @@ export function checkGatewayPolicy(input: unknown): { policy: GatewayPolicy; mis
           mistakes.push(`tool ${tool}: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})`);
       }
     const lookup = entry.reconcile;
-    if (lookup && emptyRule(lookup.found))
+    if (lookup?.found && emptyRule(lookup.found))
       mistakes.push(`tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`);
     // The reconciler calls the lookup again and again, unkeyed: a write there would run once per check.
-    if (lookup) {
+    if (lookup?.tool !== undefined) {
       const kind = own(rawTools.get(lookup.tool), 'kind');
       if (!rawTools.has(lookup.tool))
         mistakes.push(`tool ${tool}: field reconcile.tool: the policy does not name ${lookup.tool}; the lookup must be a read the policy names ("${lookup.tool}": { "kind": "read" })`);
