@@ -173,7 +173,7 @@ function fieldsThatParse(shape: Record<string, z.ZodType>, value: unknown): Reco
     const field = own(value, name);
     if (field === undefined) continue;
     if (schema === writeSchema.shape.reconcile) {
-      const lookup = fieldsThatParse(reconcileSchema.shape, field);
+      const lookup = fieldsThatParse(lookupSchema.shape, field);
       if (lookup) fields[name] = lookup;
       continue;
     }
