@@ -109,7 +109,7 @@ async function bearer(name: string, token: string): Promise<string> {
 describe('check against registry servers called directly', () => {
   it('server-filesystem: edit_file duplicates when retried, create_directory does not; exit 1 and the scorecard shows it', { timeout: 120_000 }, async () => {
     const fsDir = join(dir, 'direct');
-    const run = await check(['--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], fsDir, '--config', files.fsConfig, '--timeout', '2000', '--json']);
+    const run = await check(['--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], fsDir, '--config', files.fsConfig, '--timeout', '8000', '--json']);
     expect(run.status).toBe(1);
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'DUPLICATE',
@@ -143,7 +143,7 @@ describe('check against registry servers called directly', () => {
   it('server-memory: a repeated call adds nothing, a re-worded one under the same key is a second effect', { timeout: 120_000 }, async () => {
     const run = await check([
       ...['--command', node, REGISTRY_SERVERS['mcp-server-memory']],
-      ...['--config', files.memoryConfig, '--credentials', files.memoryCredentials, '--scenarios', 'twice,lost-answer,other-arguments,restart', '--timeout', '2000', '--json'],
+      ...['--config', files.memoryConfig, '--credentials', files.memoryCredentials, '--scenarios', 'twice,lost-answer,other-arguments,restart', '--timeout', '8000', '--json'],
     ]);
     expect(run.status).toBe(1);
     expect(verdicts(run.report)).toEqual({
@@ -189,7 +189,7 @@ describe('check against the same servers behind our gateway', () => {
   });
 
   it('server-filesystem behind the gateway: no duplicate in any scenario, each retry replayed, other arguments a conflict', { timeout: 120_000 }, async () => {
-    const run = await check(['--url', gateway.mcpUrl, '--credentials', credentials, '--config', files.fsKeyedConfig, '--timeout', '2000', '--json']);
+    const run = await check(['--url', gateway.mcpUrl, '--credentials', credentials, '--config', files.fsKeyedConfig, '--timeout', '8000', '--json']);
     expect(run.status).toBe(0);
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'SAFE',
@@ -248,7 +248,7 @@ describe('check against our own endpoint', () => {
       }),
     );
     const credentials = await bearer('endpoint', await stack.tokenFor('tenant-check'));
-    const run = await check(['--url', stack.mcpUrl, '--credentials', credentials, '--config', config, '--timeout', '3000', '--json']);
+    const run = await check(['--url', stack.mcpUrl, '--credentials', credentials, '--config', config, '--timeout', '8000', '--json']);
     expect(run.status).toBe(0);
     expect(verdicts(run.report)).toEqual({
       'create_order twice': 'SAFE',
@@ -301,7 +301,7 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
   it("the check's relay loses an answer after the server received the call, and holds one past the client's timeout", { timeout: 60_000 }, async () => {
     const config = join(dir, 'echo-faults.json');
     await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
-    const run = await check(['--url', relay.url, '--config', config, '--scenarios', 'lost-answer,slow-answer', '--timeout', '1500', '--json']);
+    const run = await check(['--url', relay.url, '--config', config, '--scenarios', 'lost-answer,slow-answer', '--timeout', '5000', '--json']);
     expect(run.status).toBe(0);
     const [lost, slow] = run.report!.rows;
     expect(lost).toMatchObject({ answers: ['lost', 'ok'], verdict: 'UNKNOWN-not-counted' });
