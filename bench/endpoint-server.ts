@@ -61,7 +61,9 @@ async function startBare(): Promise<ServerReady> {
       server.registerTool('create_order', { description: 'Creates an order.', inputSchema }, async ({ idempotency_key, ...order }) => {
         const orderId = `ord_${randomUUID()}`;
         const item = { order_id: orderId, status: 'created', ...order, created_at: new Date().toISOString() };
-        await doc.send(new PutCommand({ TableName: tableName, Item: { pk: `ORDER#${TENANT}#${orderId}`, sk: 'ORDER', idempotency_key, ...item } }));
+        await doc.send(
+          new PutCommand({ TableName: tableName, Item: { pk: `ORDER#${TENANT}#${orderId}`, sk: 'ORDER', idempotency_key, ...item } }),
+        );
         return { content: [{ type: 'text', text: JSON.stringify(item) }], structuredContent: item };
       });
       return server;

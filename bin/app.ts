@@ -15,10 +15,7 @@ try {
   if (settings.nag) {
     // Synth fails on any finding not acknowledged with a reason (Validations.of(construct).acknowledge); the
     // acknowledgments are written into the template's resource metadata (`cdk_nag`) as an audit trail.
-    Validations.of(app).addPlugins(
-      new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }),
-      new IdempotentMcpChecks(app),
-    );
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }), new IdempotentMcpChecks(app));
   }
 } catch (err) {
   // A setting the stack refuses (a bad `-c key=value`, a missing companion setting) is one line naming it, not a

@@ -14,7 +14,8 @@ import type { Reporter, TestModule } from 'vitest/node';
 import { PROJECT_ROOT } from './declarations';
 
 const FILE = join(PROJECT_ROOT, 'test/durations.json');
-const ABOUT = 'Seconds per test file on its worker (import, hooks, tests) from the runs of npm run test:durations; the order, not the figures, matters.';
+const ABOUT =
+  'Seconds per test file on its worker (import, hooks, tests) from the runs of npm run test:durations; the order, not the figures, matters.';
 
 // A default export: vitest loads a reporter given by its path from that.
 export default class TestDurations implements Reporter {

@@ -90,7 +90,14 @@ export function parseGatewayCommand(argv: readonly string[], env: Env): GatewayC
       : credentialsJson
         ? envCredentials(GatewayEnvVars.credentialsJson.name, credentialsJson)
         : staticCredentials({ tenants: { '*': { none: true } } });
-  return { policyFile, upstream, credentials, sharedIdentity: !credentialsFile && !credentialsJson, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
+  return {
+    policyFile,
+    upstream,
+    credentials,
+    sharedIdentity: !credentialsFile && !credentialsJson,
+    port,
+    stateDir: resolve(values['state-dir'] ?? '.gateway'),
+  };
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -112,7 +119,12 @@ async function readJson(path: string, what: string): Promise<unknown> {
  * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
  * table must exist.
  */
-async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
+async function checkStore(
+  doc: Parameters<typeof ensureTable>[0],
+  tableName: string,
+  endpoint: string | undefined,
+  env: Env,
+): Promise<void> {
   if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
     throw new ConfigError(
       'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npm run gateway` starts one), or AWS_REGION and TABLE_NAME for a deployed table',
@@ -148,7 +160,12 @@ export interface RunningGateway {
  */
 export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
   // The records are the upstream's own: another gateway (another upstream) on the same table never settles them.
-  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream), ...givenEnv };
+  const env: Env = {
+    AUTH_MODE: 'dev',
+    TABLE_NAME: 'idempotent-mcp-gateway',
+    [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream),
+    ...givenEnv,
+  };
   if (env.AUTH_MODE === 'dev') {
     env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
     if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
@@ -163,7 +180,12 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } });
+    const gateway = await createGateway({
+      policy,
+      upstream: command.upstream,
+      credentials,
+      table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) },
+    });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
@@ -171,10 +193,13 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     const app = createApp(services, {
       tools: gateway.tools,
       hosts: servedHostnames(config),
-      mounts: config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
+      mounts:
+        config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
     });
     const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolvePromise, reject) => {
-      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) => resolvePromise({ server, port: info.port }));
+      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) =>
+        resolvePromise({ server, port: info.port }),
+      );
       server.once('error', reject);
     });
     stops.push(
@@ -252,15 +277,25 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     command = parseGatewayCommand(argv, env);
     running = await startGatewayCommand(command, env);
   } catch (err) {
-    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError;
+    const known =
+      err instanceof GatewayUsageError ||
+      err instanceof GatewayPolicyError ||
+      err instanceof CredentialsError ||
+      err instanceof ConfigError;
     // One sentence, never a stack trace: what stopped it, and (for the flags) the usage.
-    console.error(`The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`);
+    console.error(
+      `The gateway did not start: ${known ? (err as Error).message : `${(err as Error)?.name ?? 'Error'}: ${firstLine((err as Error)?.message ?? String(err))}`}`,
+    );
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
     await options.onStop?.();
     process.exit(2);
   }
   const { gateway } = running;
-  const names = (kind: 'write' | 'read') => gateway.tools.filter((tool) => tool.kind === kind).map((tool) => tool.name).join(', ') || 'none';
+  const names = (kind: 'write' | 'read') =>
+    gateway.tools
+      .filter((tool) => tool.kind === kind)
+      .map((tool) => tool.name)
+      .join(', ') || 'none';
   const token = (env.AUTH_MODE ?? 'dev') === 'dev' ? await running.tokenFor('demo') : undefined;
   console.log(
     [

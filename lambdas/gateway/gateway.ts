@@ -39,7 +39,8 @@ export interface Gateway<S extends ToolRuntime = ToolRuntime> {
   close(): Promise<void>;
 }
 
-const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller => typeof (upstream as UpstreamCaller).callTool === 'function';
+const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller =>
+  typeof (upstream as UpstreamCaller).callTool === 'function';
 
 async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSource): Promise<Tool[]> {
   const credential = await credentials.forListing();
@@ -51,7 +52,9 @@ async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSou
 function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy, mistakes: string[]): UpstreamTarget {
   if (!policy.env) return upstream;
   if ('url' in upstream) {
-    mistakes.push('the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env');
+    mistakes.push(
+      'the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env',
+    );
     return upstream;
   }
   return { ...upstream, env: { ...Object.fromEntries(policy.env), ...upstream.env } };
@@ -89,7 +92,10 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
     mistakes.push(
       ...checkPolicyAgainstUpstream(
         policy,
-        listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
+        listed.map((tool) => ({
+          name: tool.name,
+          inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] },
+        })),
       ),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);

@@ -39,9 +39,14 @@ describe.each([
   it('takes one decision, once, the way the round was asked, before its expiry; the first stands', async () => {
     const store = make();
     const record = await store.open(ask(binding()), undefined);
-    expect(await store.decide({ ...record, nonce: 'x'.repeat(22) }, approve('mallory', T0 + 1))).toEqual({ applied: false, reason: 'unknown' });
+    expect(await store.decide({ ...record, nonce: 'x'.repeat(22) }, approve('mallory', T0 + 1))).toEqual({
+      applied: false,
+      reason: 'unknown',
+    });
     expect(await store.decide(record, approve('mcp-client', T0 + 1, 'form'))).toMatchObject({ applied: false, reason: 'mode' });
-    const decisions = await Promise.all(['alice', 'bob', 'carol'].map((by, i) => store.decide(record, { ...approve(by, T0 + 2), status: i === 1 ? 'declined' : 'approved' })));
+    const decisions = await Promise.all(
+      ['alice', 'bob', 'carol'].map((by, i) => store.decide(record, { ...approve(by, T0 + 2), status: i === 1 ? 'declined' : 'approved' })),
+    );
     expect(decisions.filter((d) => d.applied)).toHaveLength(1);
     for (const other of decisions.filter((d) => !d.applied)) expect(other).toMatchObject({ reason: 'decided' });
     const stored = (await store.current(record))!;
@@ -95,13 +100,20 @@ describe.each([
   it('writes no round over a read taken before a run used the yes: the use stays in the log', async () => {
     const store = make();
     const b = binding();
-    const { record: approved } = (await store.decide(await store.open(ask(b), undefined), approve('alice', T0 + 1))) as { record: ApprovalRecord };
+    const { record: approved } = (await store.decide(await store.open(ask(b), undefined), approve('alice', T0 + 1))) as {
+      record: ApprovalRecord;
+    };
     expect(await store.use(approved, { at: T0 + 2, by: 'run-1' })).toMatchObject({ applied: true });
     const winner = await store.open(ask({ ...b, fingerprint: 'fp-2' }, approved, T0 + 3), approved);
     expect(winner).toMatchObject({ round: 1, usedBy: 'run-1' });
     const next = await store.open(ask({ ...b, fingerprint: 'fp-2' }, winner, T0 + 4), winner);
     expect(next).toMatchObject({ round: 2, status: 'pending' });
-    expect((await store.current(b))!.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual(['1 requested', '1 approved', '1 used', '2 requested']);
+    expect((await store.current(b))!.log.map((entry) => `${entry.round} ${entry.event}`)).toEqual([
+      '1 requested',
+      '1 approved',
+      '1 used',
+      '2 requested',
+    ]);
   });
 
   it('hands out copies: changing what it returned changes nothing stored', async () => {

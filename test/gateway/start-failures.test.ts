@@ -32,7 +32,18 @@ async function start(env: Record<string, string>) {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
   ) as Record<string, string>;
-  const argv = ['bin/idempotent-mcp.ts', 'gateway', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), '--upstream-url', 'http://127.0.0.1:9/mcp'];
+  const argv = [
+    'bin/idempotent-mcp.ts',
+    'gateway',
+    '--policy',
+    join(dir, 'policy.json'),
+    '--port',
+    '0',
+    '--state-dir',
+    join(dir, 'state'),
+    '--upstream-url',
+    'http://127.0.0.1:9/mcp',
+  ];
   try {
     const { stdout, stderr } = await run(join(BIN, 'tsx'), argv, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 });
     return { code: 0, stdout, stderr };
@@ -43,7 +54,15 @@ async function start(env: Record<string, string>) {
 }
 
 function expectRefused(result: { code: number; stdout: string; stderr: string }, sentence: RegExp) {
-  const lines = result.stderr.split('\n').filter((line) => line.trim() && !/NodeVersionSupportWarning|node >=22|upgrade to node|a\.co\/|trace-warnings|versions published|To continue receiving|security updates/.test(line));
+  const lines = result.stderr
+    .split('\n')
+    .filter(
+      (line) =>
+        line.trim() &&
+        !/NodeVersionSupportWarning|node >=22|upgrade to node|a\.co\/|trace-warnings|versions published|To continue receiving|security updates/.test(
+          line,
+        ),
+    );
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatch(sentence);
   expect(result.stderr).not.toMatch(/\n\s+at /);
@@ -58,7 +77,10 @@ describe('the gateway does not start without a store', () => {
 
   it('a DYNAMODB_ENDPOINT nothing answers at', { timeout: 90_000 }, async () => {
     const port = await freePort();
-    expectRefused(await start({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` }), new RegExp(`^The gateway did not start: DynamoDB at http://127.0.0.1:${port} cannot be reached`));
+    expectRefused(
+      await start({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` }),
+      new RegExp(`^The gateway did not start: DynamoDB at http://127.0.0.1:${port} cannot be reached`),
+    );
   });
 
   it('a region whose table does not exist', { timeout: 90_000 }, async () => {
