@@ -11,7 +11,6 @@
  *
  * Both use DYNAMODB_ENDPOINT from the environment; each tells its parent (IPC) where it listens once it does.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';

@@ -9,7 +9,7 @@ import { sendEmailTool } from '../reference/tools/send-email';
 import { orderIdFor, putOrderWrite } from '../reference/tools/orders';
 import { newOutboxMessage } from '../lambdas/outbox/outbox-event';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
-import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';

@@ -1,14 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  type CallToolResult,
-  Client,
-  type FetchLike,
-  ProtocolError,
-  ProtocolErrorCode,
-  StreamableHTTPClientTransport,
-} from '@modelcontextprotocol/client';
+import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
-import { type ToolDefinition } from 'idempotent-mcp/mcp';
+import type { ToolDefinition } from 'idempotent-mcp/mcp';
 import {
   createApp,
   createDevSignIn,

@@ -32,7 +32,7 @@ export default class TestDurations implements Reporter {
       seconds[relative(PROJECT_ROOT, testModule.moduleId)] = Math.round(ms / 100) / 10;
     }
     const sorted = Object.fromEntries(Object.entries(seconds).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])));
-    writeFileSync(FILE, JSON.stringify({ about: ABOUT, seconds: sorted }, null, 2) + '\n');
+    writeFileSync(FILE, `${JSON.stringify({ about: ABOUT, seconds: sorted }, null, 2)}\n`);
     for (const [file, s] of Object.entries(sorted)) console.log(`${String(s).padStart(7)} s  ${file}`);
   }
 }

@@ -18,7 +18,7 @@ try {
   });
   const tests: { name: string; file: string }[] = JSON.parse(readFileSync(out, 'utf8'));
   const ids = tests.map((t) => `${relative(PROJECT_ROOT, t.file)} > ${t.name}`).sort();
-  process.stdout.write(ids.join('\n') + '\n');
+  process.stdout.write(`${ids.join('\n')}\n`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -34,7 +34,7 @@ describe("amounts follow each currency's minor units (ISO 4217)", () => {
     const table = readFileSync(createRequire(import.meta.url).resolve('currency-codes/iso-4217-list-one.xml'), 'utf8');
     const marked = new Set<string>();
     const listed = new Set<string>();
-    for (const [, entry] of table.matchAll(/<CcyNtry>([^]*?)<\/CcyNtry>/g)) {
+    for (const [, entry] of table.matchAll(/<CcyNtry>([\s\S]*?)<\/CcyNtry>/g)) {
       const code = /<Ccy>([A-Z]{3})<\/Ccy>/.exec(entry!)?.[1];
       if (!code) continue;
       listed.add(code);

@@ -244,7 +244,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** Copies of the records in `status` due by `dueBy`, the earliest due first. */
   private needingAttention(status: AttentionStatus, dueBy = Number.POSITIVE_INFINITY): IdempotencyRecord[] {
     // This store's own records only, as the DynamoDB adapter's queries read its own index partitions.
-    const own = `${JSON.stringify([this.keyPrefix])}`.slice(0, -1) + ',';
+    const own = `${JSON.stringify([this.keyPrefix]).slice(0, -1)},`;
     return [...this.records]
       .filter(([key]) => key.startsWith(own))
       .map(([, record]) => record)

@@ -268,7 +268,7 @@ export function connectUpstream(target: UpstreamTarget, options: { stderr?: 'inh
     const id = credentialId(credential);
     const failed = failures.get(id);
     if (failed && failed.until > Date.now()) return Promise.reject(failed.error);
-    let pending = connections.get(id);
+    const pending = connections.get(id);
     if (pending) {
       // Most recently used last: the first in the map is the one closed when there are too many.
       connections.delete(id);

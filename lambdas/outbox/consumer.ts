@@ -7,7 +7,7 @@ import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientT
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
-import { type OutboxMessage } from './outbox-event';
+import type { OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import type { DeliveryMarker, OutboxStore } from './outbox-store';
 

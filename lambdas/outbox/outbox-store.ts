@@ -7,7 +7,7 @@ import { claimByCondition, leasePassedClause } from '../store/conditional-claim'
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
 import { attentionPk, Keys, TableSchema } from '../store/table-schema';
-import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
+import type { DeliveryStatus, OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 
 /**

@@ -60,7 +60,7 @@ export async function requestJson(
       signal,
     });
     const text = await response.text();
-    let body: unknown = undefined;
+    let body: unknown;
     if (text) {
       try {
         body = JSON.parse(text);

@@ -1,6 +1,6 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
 import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
-import { type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
+import type { EmailMessage, EmailSender, EmailSendOptions, SentEmail } from './email';
 import { boundedSignal, DownstreamErrorCode } from './http';
 
 /**

@@ -97,8 +97,7 @@ export class CognitoStandIn {
       const q = url.searchParams;
       const client = this.clients.get(q.get('client_id') ?? '');
       if (
-        !client ||
-        !client.flows.includes('code') ||
+        !client?.flows.includes('code') ||
         !client.callbackUrls.includes(q.get('redirect_uri') ?? '') ||
         q.get('response_type') !== 'code' ||
         q.get('code_challenge_method') !== 'S256'
@@ -136,7 +135,7 @@ export class CognitoStandIn {
           .toString()
           .split(':');
         const client = this.clients.get(clientId ?? '');
-        if (!client || !client.secret || client.secret !== secret || !client.flows.includes('client_credentials'))
+        if (!client?.secret || client.secret !== secret || !client.flows.includes('client_credentials'))
           return json(400, { error: 'invalid_client' });
         const scope = (form.get('scope') ?? client.scopes.join(' ')).split(' ').filter(Boolean);
         if (scope.some((s) => !client.scopes.includes(s))) return json(400, { error: 'invalid_scope' });

@@ -313,13 +313,11 @@ export class LocalDeployment {
   /** Every trigger of every function, with the permission that lets its service invoke the function. */
   private declareTriggers() {
     const d = this.deployed;
-    const permissions = d
-      .ofType('AWS::Lambda::Permission')
-      .map(([, p]) => ({
-        fn: this.functionOf(p.Properties!.FunctionName),
-        principal: String(p.Properties!.Principal),
-        action: p.Properties!.Action,
-      }));
+    const permissions = d.ofType('AWS::Lambda::Permission').map(([, p]) => ({
+      fn: this.functionOf(p.Properties!.FunctionName),
+      principal: String(p.Properties!.Principal),
+      action: p.Properties!.Action,
+    }));
     const permitted = (fn: string, principal: string, action = 'lambda:InvokeFunction') => {
       if (!permissions.some((p) => p.fn === fn && p.principal === principal && p.action === action))
         throw new Error(`${fn} has no ${action} permission for ${principal}: AWS would not invoke it`);

@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { deflateRawSync } from 'node:zlib';
-import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import type { AuthorizedCall, Identity } from './aws-account';
 import { expect, it } from 'vitest';
 import type { LocalDeployment } from './local-deploy';

@@ -99,7 +99,7 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
     const page = String(
       deployment.deployed.resolve(
         deployment.template.Outputs?.ApprovalPageUrl?.Value ??
-          deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`) + '/approvals',
+          `${deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`)}/approvals`,
       ),
     );
     expect((await fetch(page, { redirect: 'manual' })).status).toBeLessThan(500);

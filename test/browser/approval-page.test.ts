@@ -319,6 +319,7 @@ describe('the approval page in Chromium', () => {
       // Grouped by threes, as a person reads a billion yen.
       expect(summary).toBe('Pay 1,000,000,000 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
       // One rendered line block: the memo's "Pay" never starts a line of its own.
+      // biome-ignore lint/performance/useDomNodeTextContent: the rendered lines are the subject; textContent has no line breaks.
       const lines = (await page.locator('#summary').innerText()).split('\n');
       expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-jpy-memo.png', fullPage: true });

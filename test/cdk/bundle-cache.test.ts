@@ -163,6 +163,6 @@ describe('a synth into a cloud assembly that holds the bundle', () => {
 
   it("stops the synth with esbuild's own error, naming the function, where the entry does not bundle", () => {
     writeFileSync(entry, "import { word } from './nowhere';\nexport const handler = async () => word;\n");
-    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[^]*Could not resolve "\.\/nowhere"/);
+    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[\s\S]*Could not resolve "\.\/nowhere"/);
   }, 60_000);
 });

@@ -59,8 +59,8 @@ describe('the documents agree', () => {
 
   it('names the commands as the one bin runs them (idempotent-mcp ops, idempotent-mcp gateway); the old bins only as aliases', () => {
     const old = [];
+    // The gateway's default table is also named idempotent-mcp-gateway.
     for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs])
-      // The gateway's default table is also named idempotent-mcp-gateway.
       for (const line of text.split('\n'))
         if (/idempotent-mcp-(ops|gateway)\b/.test(line.replaceAll('default `idempotent-mcp-gateway`', '')) && !/alias/.test(line))
           old.push(`${file}: ${line}`);

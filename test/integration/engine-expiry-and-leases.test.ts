@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
-import { IdempotencyEngine, type EngineOptions, type ExecutionContext, type IdempotencyPolicy } from '../../lambdas/engine/engine';
+import type { EngineOptions, ExecutionContext, IdempotencyPolicy } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';

@@ -123,7 +123,7 @@ describe('a 2026-07-28 client is asked to confirm', () => {
 
 describe('the requestState cannot be forged or moved to other arguments', () => {
   const FORM_CLIENT = { elicitation: { form: {} } };
-  const yes = { [`confirm`]: { action: 'accept', content: { confirm: true } } };
+  const yes = { confirm: { action: 'accept', content: { confirm: true } } };
   let token: string;
   beforeAll(async () => {
     token = await stack.tokenFor(TENANT);

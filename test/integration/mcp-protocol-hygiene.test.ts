@@ -202,6 +202,7 @@ describe('protocol hygiene', () => {
       rpc(8, 'tools/call', { name: FixtureTool.order, arguments: 'not an object' }),
       rpc(9, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: 42, quantity: 'many' } }),
       rpc(10, 'tools/call', {}),
+      // biome-ignore lint/correctness/noPrecisionLoss: a quantity that overflows to Infinity is part of the nonsense.
       rpc(11, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: { $ne: 1 }, quantity: 1e309 } }),
     ];
     for (const body of cases) {
