@@ -6,7 +6,7 @@ import { IdempotentMcpStack } from '../reference/cdk/idempotent-mcp-stack';
 
 /**
  * `cdk synth` / `cdk deploy`. Environment-agnostic (no account or region lookups), so synth works offline;
- * `cdk deploy` takes the account and region from your AWS profile. Settings: see lib/context.ts (`-c key=value`).
+ * `cdk deploy` takes the account and region from your AWS profile. Settings: see reference/cdk/context.ts (`-c key=value`).
  */
 const app = new App();
 try {

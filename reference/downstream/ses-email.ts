@@ -5,7 +5,7 @@ import { boundedSignal, DownstreamErrorCode } from './http';
 
 /**
  * The SES sender lives apart from ./email so that only code that delivers email (the outbox consumer's deliveries,
- * lambdas/mcp/tools/reference-deliveries.ts) imports the SES client: the MCP function only commits outbox events and
+ * reference/tools/reference-deliveries.ts) imports the SES client: the MCP function only commits outbox events and
  * its bundle stays without it.
  */
 
