@@ -52,7 +52,8 @@ export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'ops', 'bin', 'referenc
  * a shared process may change, and test/support/shared-file-guard.ts fails it if it does not: environment variables
  * through `vi.stubEnv` (then `vi.unstubAllEnvs()`) and fake timers (then `vi.useRealTimers()`).
  */
-const LEAKS = /\bvi\.(stubGlobal|resetModules|mock|doMock)\(|\bprocess\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)|\bdelete\s+process\.env\b|\bObject\.assign\(\s*process\.env\b/;
+const LEAKS =
+  /\bvi\.(stubGlobal|resetModules|mock|doMock)\(|\bprocess\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)|\bdelete\s+process\.env\b|\bObject\.assign\(\s*process\.env\b/;
 
 /**
  * The test files of `folders` as two vitest projects: those that change what their process holds, each in a fresh
@@ -61,13 +62,18 @@ const LEAKS = /\bvi\.(stubGlobal|resetModules|mock|doMock)\(|\bprocess\.env(\.\w
  */
 export function projects(folders: string[], test: TestProjectInlineConfiguration['test'] = {}): TestProjectInlineConfiguration[] {
   const files = folders
-    .flatMap((folder) => readdirSync(new URL(`./${folder}/`, import.meta.url), { recursive: true, encoding: 'utf8' }).map((file) => `${folder}/${file}`))
+    .flatMap((folder) =>
+      readdirSync(new URL(`./${folder}/`, import.meta.url), { recursive: true, encoding: 'utf8' }).map((file) => `${folder}/${file}`),
+    )
     .filter((file) => file.endsWith('.test.ts') && !file.includes('node_modules/'));
   const own = [...new Set(files)].filter((file) => LEAKS.test(readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'))).sort();
   const include = folders.map((folder) => `${folder}/**/*.test.ts`);
   const guard = [...[test.setupFiles ?? []].flat(), 'test/support/shared-file-guard.ts'];
   return [
-    { extends: true, test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false, setupFiles: guard } },
+    {
+      extends: true,
+      test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false, setupFiles: guard },
+    },
     { extends: true, test: { ...test, name: 'own-process', include: own, isolate: true } },
   ];
 }

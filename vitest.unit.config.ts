@@ -7,5 +7,9 @@ import suite, { projects, UNIT_FOLDERS } from './vitest.config';
  */
 export default defineConfig({
   ...suite,
-  test: { ...suite.test, globalSetup: [], projects: projects(UNIT_FOLDERS, { globalSetup: [], setupFiles: ['test/support/unit-tier.ts'] }) },
+  test: {
+    ...suite.test,
+    globalSetup: [],
+    projects: projects(UNIT_FOLDERS, { globalSetup: [], setupFiles: ['test/support/unit-tier.ts'] }),
+  },
 });

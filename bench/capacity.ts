@@ -11,7 +11,7 @@ import {
   type DynamoDBClient,
   type KeySchemaElement,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { IdempotencyEngine } from '../lambdas/engine/engine';
@@ -181,7 +181,12 @@ export function meterCapacity(client: DynamoDBClient, sizing: DynamoDBClient): C
         record(operation, (out.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity);
         return out;
       } catch (err) {
-        const e = err as { name?: string; Item?: Marshalled; CancellationReasons?: { Item?: Marshalled }[]; ConsumedCapacity?: ConsumedCapacity[] };
+        const e = err as {
+          name?: string;
+          Item?: Marshalled;
+          CancellationReasons?: { Item?: Marshalled }[];
+          ConsumedCapacity?: ConsumedCapacity[];
+        };
         if (e.ConsumedCapacity) record(operation, e.ConsumedCapacity);
         else if (e.name === 'ConditionalCheckFailedException') {
           totals.computedWcu += await refusedWcu({ table: input.TableName, item: input.Item, key: input.Key }, e.Item);
@@ -267,7 +272,14 @@ interface Args {
   items: { sku: string; quantity: number }[];
   currency: string;
 }
-const argsFor = (quantity: number): Args => ({ customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' });
+const argsFor = (quantity: number): Args => ({
+  customer_id: 'cust-0042',
+  items: [
+    { sku: 'SKU-1', quantity },
+    { sku: 'SKU-2', quantity: 1 },
+  ],
+  currency: 'EUR',
+});
 
 interface Contender {
   call(key: string, args: Args, on?: { otherContainer?: boolean; hinted?: boolean }): Promise<Outcome>;
@@ -300,7 +312,10 @@ function engineContender(doc: DynamoDBDocumentClient, table: string, local: bool
           const id = `${ctx.tool}-${randomUUID()}`;
           if (!local) return { result: { payment_id: id, status: 'succeeded', amount_minor: 1250, currency: args.currency } };
           const order = { order_id: id, status: 'created', ...args, created_at: new Date().toISOString() };
-          return { result: order, writes: [{ create: { key: orderKey(TENANT, id), item: { kind: 'order', tenant: TENANT, idempotency_key: key, ...order } } }] };
+          return {
+            result: order,
+            writes: [{ create: { key: orderKey(TENANT, id), item: { kind: 'order', tenant: TENANT, idempotency_key: key, ...order } } }],
+          };
         },
       );
       if (answer.outcome === 'succeeded') return answer.replayed ? 'replayed' : 'executed';
@@ -314,9 +329,12 @@ function powertoolsContender(client: DynamoDBClient, doc: DynamoDBDocumentClient
   const handler = makeIdempotent(
     async (event: { tenant: string; idempotency_key: string; args: Args; trace_id: string }) => {
       const id = randomUUID();
-      if (!local) return { payment_id: id, status: 'succeeded', amount_minor: 1250, currency: event.args.currency, trace_id: event.trace_id };
+      if (!local)
+        return { payment_id: id, status: 'succeeded', amount_minor: 1250, currency: event.args.currency, trace_id: event.trace_id };
       const order = { order_id: id, status: 'created', ...event.args, created_at: new Date().toISOString() };
-      await doc.send(new PutCommand({ TableName: tables.business, Item: { ...orderKey(TENANT, id), kind: 'order', tenant: TENANT, ...order } }));
+      await doc.send(
+        new PutCommand({ TableName: tables.business, Item: { ...orderKey(TENANT, id), kind: 'order', tenant: TENANT, ...order } }),
+      );
       return { ...order, trace_id: event.trace_id };
     },
     { persistenceStore: new DynamoDBPersistenceLayer({ tableName: tables.powertools, awsSdkV3Client: client }), config },
@@ -358,7 +376,11 @@ const PHASES: Record<CapacityVariant, CapacityPhase[]> = {
 /** The tables a run needs, on `doc`: the engine's (its own shape), Powertools' default (`id`), the orders'. */
 export async function createCapacityTables(doc: DynamoDBDocumentClient): Promise<CapacityTables> {
   const suffix = randomUUID().slice(0, 8);
-  const tables = { engine: `capacity-engine-${suffix}`, powertools: `capacity-powertools-${suffix}`, business: `capacity-orders-${suffix}` };
+  const tables = {
+    engine: `capacity-engine-${suffix}`,
+    powertools: `capacity-powertools-${suffix}`,
+    business: `capacity-orders-${suffix}`,
+  };
   await ensureTable(doc, tables.engine);
   await ensureTable(doc, tables.business);
   await doc.send(
@@ -376,7 +398,12 @@ export async function createCapacityTables(doc: DynamoDBDocumentClient): Promise
  * Runs every variant's phases, `calls` calls each, one call at a time (so each request is counted in its phase),
  * on one client carrying the meter; the engine and Powertools share it.
  */
-export async function measureCapacity(client: DynamoDBClient, meter: CapacityMeter, tables: CapacityTables, calls: number): Promise<CapacityRun> {
+export async function measureCapacity(
+  client: DynamoDBClient,
+  meter: CapacityMeter,
+  tables: CapacityTables,
+  calls: number,
+): Promise<CapacityRun> {
   const doc = createDynamoDbClient({ awsSdkV3Client: client });
   const contenders: Record<CapacityVariant, Contender> = {
     engine_local: engineContender(doc, tables.engine, true),
@@ -453,7 +480,9 @@ export function capacityReport(run: CapacityRun): SectionReport {
     replay_no_dearer_than_powertools: {
       local: { engine: usd('engine_local', 'replay'), powertools: usd('powertools_local', 'replay') },
       claimed: { engine: usd('engine_claimed', 'replay'), powertools: usd('powertools_external', 'replay') },
-      met: usd('engine_local', 'replay') <= usd('powertools_local', 'replay') && usd('engine_claimed', 'replay') <= usd('powertools_external', 'replay'),
+      met:
+        usd('engine_local', 'replay') <= usd('powertools_local', 'replay') &&
+        usd('engine_claimed', 'replay') <= usd('powertools_external', 'replay'),
     },
     /** Our client's retry on a container that never answered the key: its replay hint makes it a read. */
     replay_other_container_hinted: {
@@ -473,7 +502,14 @@ export function capacityReport(run: CapacityRun): SectionReport {
     `prices: ${ON_DEMAND_PRICING.source} (${ON_DEMAND_PRICING.region}, ${ON_DEMAND_PRICING.tableClass}, as of ${ON_DEMAND_PRICING.pricesAsOf}): $${ON_DEMAND_PRICING.usdPerMillionWriteRequestUnits} per million WRU, $${ON_DEMAND_PRICING.usdPerMillionReadRequestUnits} per million RRU. Unexpected outcomes: ${run.unexpected_outcomes}.`,
   ];
   return {
-    figures: { ...capacity, cost_per_million_usd: costs, targets, pricing: ON_DEMAND_PRICING, computed_rules: COMPUTED_RULES, unexpected_outcomes: run.unexpected_outcomes },
+    figures: {
+      ...capacity,
+      cost_per_million_usd: costs,
+      targets,
+      pricing: ON_DEMAND_PRICING,
+      computed_rules: COMPUTED_RULES,
+      unexpected_outcomes: run.unexpected_outcomes,
+    },
     table,
     notes,
   };

@@ -27,7 +27,8 @@ const FLOOR_ENTRY = 'bench/cold-start-floor.ts';
 /** The first-use parts, each replaced by a module whose exports throw when used (ablation only). */
 const FIRST_USE_STUBS: Record<string, string> = {
   'node_modules/currency-codes/index.js': 'export const code = unused;',
-  'node_modules/@aws-sdk/client-secrets-manager/dist-es/index.js': 'export const SecretsManagerClient = unused, GetSecretValueCommand = unused;',
+  'node_modules/@aws-sdk/client-secrets-manager/dist-es/index.js':
+    'export const SecretsManagerClient = unused, GetSecretValueCommand = unused;',
   'lambdas/http/approval-page.ts': 'export const createApprovalPage = unused;',
 };
 const withoutFirstUseParts: Plugin = {
@@ -35,7 +36,9 @@ const withoutFirstUseParts: Plugin = {
   setup(build) {
     build.onLoad({ filter: /\.(ts|js)$/ }, ({ path }) => {
       const stub = Object.keys(FIRST_USE_STUBS).find((file) => path.endsWith(file));
-      return stub ? { contents: `const unused = () => { throw new Error('left out of this measurement'); };\n${FIRST_USE_STUBS[stub]}`, loader: 'js' } : undefined;
+      return stub
+        ? { contents: `const unused = () => { throw new Error('left out of this measurement'); };\n${FIRST_USE_STUBS[stub]}`, loader: 'js' }
+        : undefined;
     });
   },
 };
@@ -53,7 +56,12 @@ const editing = (name: string, file: string, from: string, to: string): Plugin =
   },
 });
 /** The verifier's prefetch without importing the keys it fetched (as before issue 31's third pass). */
-const keysImportedByFirstRequest = editing('keys-imported-by-first-request', 'lambdas/auth/verifier.ts', 'set.reload().then(() => importKeys(set))', 'set.reload()');
+const keysImportedByFirstRequest = editing(
+  'keys-imported-by-first-request',
+  'lambdas/auth/verifier.ts',
+  'set.reload().then(() => importKeys(set))',
+  'set.reload()',
+);
 
 interface Candidate {
   name: string;
@@ -82,15 +90,30 @@ const SETS: Record<string, Candidate[]> = {
   // the import ms then include the pause; compare the initialize ms (the first request, token verified).
   prepared: [
     { name: 'deployed, paused', floor: 'deployed, paused', options: {}, env: { COLD_START_PAUSE_MS: '300' } },
-    { name: 'deployed, paused, keys imported by the first request', floor: 'deployed, paused', options: { plugins: [keysImportedByFirstRequest] }, env: { COLD_START_PAUSE_MS: '300' } },
+    {
+      name: 'deployed, paused, keys imported by the first request',
+      floor: 'deployed, paused',
+      options: { plugins: [keysImportedByFirstRequest] },
+      env: { COLD_START_PAUSE_MS: '300' },
+    },
   ],
   third: [
     { name: 'floor', floor: 'floor', options: { entry: FLOOR_ENTRY } },
     { name: 'deployed', floor: 'floor', options: {} },
     { name: 'deployed, keys imported by the first request', floor: 'floor', options: { plugins: [keysImportedByFirstRequest] } },
-    { name: 'deployed, NODE_OPTIONS=--max-semi-space-size=16', floor: 'floor', options: {}, env: { NODE_OPTIONS: '--max-semi-space-size=16' } },
+    {
+      name: 'deployed, NODE_OPTIONS=--max-semi-space-size=16',
+      floor: 'floor',
+      options: {},
+      env: { NODE_OPTIONS: '--max-semi-space-size=16' },
+    },
     { name: 'deployed, node --min-semi-space-size=16', floor: 'floor', options: {}, nodeArgs: ['--min-semi-space-size=16'] },
-    { name: 'floor, node --min-semi-space-size=16', floor: 'floor', options: { entry: FLOOR_ENTRY }, nodeArgs: ['--min-semi-space-size=16'] },
+    {
+      name: 'floor, node --min-semi-space-size=16',
+      floor: 'floor',
+      options: { entry: FLOOR_ENTRY },
+      nodeArgs: ['--min-semi-space-size=16'],
+    },
   ],
   format: [
     { name: 'floor', floor: 'floor', options: { entry: FLOOR_ENTRY } },
@@ -114,7 +137,9 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
 await rm(WORK_DIR, { recursive: true, force: true });
 await mkdir(WORK_DIR, { recursive: true });
 const built = await Promise.all(
-  CANDIDATES.map((candidate, i) => buildLambdaBundle(join(WORK_DIR, String(i), candidate.options?.format === 'cjs' ? 'index.cjs' : 'index.mjs'), candidate.options)),
+  CANDIDATES.map((candidate, i) =>
+    buildLambdaBundle(join(WORK_DIR, String(i), candidate.options?.format === 'cjs' ? 'index.cjs' : 'index.mjs'), candidate.options),
+  ),
 );
 const fixture = await startColdStartFixture({ workDir: WORK_DIR });
 const samples = CANDIDATES.map(() => ({ init: [] as number[], cpu: [] as number[], imported: [] as number[], initialize: [] as number[] }));
@@ -144,10 +169,25 @@ const figures = CANDIDATES.map((candidate, i) => ({
   floor: candidate.floor,
 }));
 const byName = new Map(figures.map((f) => [f.name, f]));
-console.log(`set ${SET}, node ${process.version}: ${RUNS} runs each, interleaved; load average ${round(loadavg()[0]!, 2)} on ${availableParallelism()} cores`);
-console.log(['candidate', 'KiB read at start', 'init ms', 'cpu ms', 'import ms', 'initialize ms', 'init / its floor', 'cpu / its floor'].join(' | '));
+console.log(
+  `set ${SET}, node ${process.version}: ${RUNS} runs each, interleaved; load average ${round(loadavg()[0]!, 2)} on ${availableParallelism()} cores`,
+);
+console.log(
+  ['candidate', 'KiB read at start', 'init ms', 'cpu ms', 'import ms', 'initialize ms', 'init / its floor', 'cpu / its floor'].join(' | '),
+);
 for (const f of figures) {
   const floor = byName.get(f.floor)!;
-  console.log([f.name, f.kib_read_at_start, f.init_ms, f.cpu_ms, f.import_ms, f.initialize_ms, round(f.init_ms / floor.init_ms, 3), round(f.cpu_ms / floor.cpu_ms, 3)].join(' | '));
+  console.log(
+    [
+      f.name,
+      f.kib_read_at_start,
+      f.init_ms,
+      f.cpu_ms,
+      f.import_ms,
+      f.initialize_ms,
+      round(f.init_ms / floor.init_ms, 3),
+      round(f.cpu_ms / floor.cpu_ms, 3),
+    ].join(' | '),
+  );
 }
 console.log(JSON.stringify(figures));

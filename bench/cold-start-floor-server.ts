@@ -17,36 +17,37 @@ interface FunctionUrlEvent {
   requestContext: { domainName: string; http: { method: string } };
 }
 
-export const floorHandler = (putItem: (tableName: string, item: Record<string, unknown>) => Promise<unknown>) => async (event: FunctionUrlEvent) => {
-  // As in lambdas/mcp/server.ts: no Ajv (the bundle stubs it), since no elicitation answer is validated.
-  const unused = () => {
-    throw new Error('no elicitation');
+export const floorHandler =
+  (putItem: (tableName: string, item: Record<string, unknown>) => Promise<unknown>) => async (event: FunctionUrlEvent) => {
+    // As in lambdas/mcp/server.ts: no Ajv (the bundle stubs it), since no elicitation answer is validated.
+    const unused = () => {
+      throw new Error('no elicitation');
+    };
+    const server = new McpServer({ name: 'floor', version: '1.0.0' }, { jsonSchemaValidator: { getValidator: unused } });
+    server.registerTool(
+      'create_order',
+      {
+        description: 'Creates an order.',
+        inputSchema: z.object({
+          idempotency_key: z.string(),
+          customer_id: z.string(),
+          items: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })),
+          currency: z.string().length(3),
+        }),
+      },
+      async (args) => {
+        const orderId = randomUUID();
+        await putItem(process.env.TABLE_NAME!, { pk: `ORDER#floor#${orderId}`, sk: 'ORDER', ...args });
+        return { content: [{ type: 'text', text: orderId }], structuredContent: { outcome: 'succeeded', order_id: orderId } };
+      },
+    );
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    const request = new Request(`https://${event.requestContext.domainName}${event.rawPath}`, {
+      method: event.requestContext.http.method,
+      headers: event.headers,
+      body: event.body,
+    });
+    const response = await transport.handleRequest(request);
+    return { statusCode: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
   };
-  const server = new McpServer({ name: 'floor', version: '1.0.0' }, { jsonSchemaValidator: { getValidator: unused } });
-  server.registerTool(
-    'create_order',
-    {
-      description: 'Creates an order.',
-      inputSchema: z.object({
-        idempotency_key: z.string(),
-        customer_id: z.string(),
-        items: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })),
-        currency: z.string().length(3),
-      }),
-    },
-    async (args) => {
-      const orderId = randomUUID();
-      await putItem(process.env.TABLE_NAME!, { pk: `ORDER#floor#${orderId}`, sk: 'ORDER', ...args });
-      return { content: [{ type: 'text', text: orderId }], structuredContent: { outcome: 'succeeded', order_id: orderId } };
-    },
-  );
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
-  const request = new Request(`https://${event.requestContext.domainName}${event.rawPath}`, {
-    method: event.requestContext.http.method,
-    headers: event.headers,
-    body: event.body,
-  });
-  const response = await transport.handleRequest(request);
-  return { statusCode: response.status, headers: Object.fromEntries(response.headers), body: await response.text() };
-};

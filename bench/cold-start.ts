@@ -62,7 +62,15 @@ export interface BundleFigures {
  */
 export async function buildLambdaBundle(
   outfile: string,
-  overrides: { minify?: boolean; external?: string[]; entry?: string; tsconfig?: string; splitting?: boolean; plugins?: Plugin[]; format?: 'esm' | 'cjs' } = {},
+  overrides: {
+    minify?: boolean;
+    external?: string[];
+    entry?: string;
+    tsconfig?: string;
+    splitting?: boolean;
+    plugins?: Plugin[];
+    format?: 'esm' | 'cjs';
+  } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
   const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
   const result = await build({
@@ -97,7 +105,8 @@ function readAtStart(metafile: Metafile, outfile: string): string[] {
   const visit = (file: string) => {
     if (seen.has(file)) return;
     seen.add(file);
-    for (const { path, kind } of metafile.outputs[file]?.imports ?? []) if (kind === 'import-statement' && metafile.outputs[path]) visit(path);
+    for (const { path, kind } of metafile.outputs[file]?.imports ?? [])
+      if (kind === 'import-statement' && metafile.outputs[path]) visit(path);
   };
   visit(entry);
   return [...seen];
@@ -239,7 +248,10 @@ export interface ColdStartFigures {
   /** cpu_ms / the floor peer's cpu_ms: the same comparison in CPU time, which a loaded machine stretches far less. */
   ratio_cpu_to_floor: number;
   bundle: BundleFigures;
-  peers: Record<Exclude<Variant, 'deployed'>, { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }>;
+  peers: Record<
+    Exclude<Variant, 'deployed'>,
+    { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }
+  >;
   runs: number;
   /** 1-minute load average when the runs ended: wall times on a shared machine stretch with it, CPU times much less. */
   load_avg: number;
@@ -322,12 +334,21 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
         call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
       });
 
-    const run = async (bundleFile: string, nodeArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildTimes & { wallMs: number; stdout: string }> => {
-      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], { ...env, ...extraEnv, COLD_START_EVENTS: eventsFor() });
+    const run = async (
+      bundleFile: string,
+      nodeArgs: string[] = [],
+      extraEnv: NodeJS.ProcessEnv = {},
+    ): Promise<ChildTimes & { wallMs: number; stdout: string }> => {
+      const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], {
+        ...env,
+        ...extraEnv,
+        COLD_START_EVENTS: eventsFor(),
+      });
       const line = stdout.split('\n').find((l) => l.startsWith(MARK));
       if (!line) throw new Error(`${bundleFile} printed no result`);
       const times = JSON.parse(line.slice(MARK.length)) as ChildTimes;
-      const outcome = (JSON.parse(times.body) as { result?: { structuredContent?: { outcome?: string } } }).result?.structuredContent?.outcome;
+      const outcome = (JSON.parse(times.body) as { result?: { structuredContent?: { outcome?: string } } }).result?.structuredContent
+        ?.outcome;
       // Only a run that really executed the write counts: otherwise it measured something else.
       if (times.statuses.some((status) => status !== 200) || outcome !== 'succeeded') {
         throw new Error(`${bundleFile} answered ${times.statuses.join('/')} with outcome ${outcome}: ${times.body.slice(0, 300)}`);
@@ -415,13 +436,46 @@ export const coldStartBench: BenchSection = {
     const f = await coldStart();
     const table: (string | number)[][] = [
       ['bundle', 'KiB', 'gzip KiB', 'init ms', 'cpu ms', 'wait ms', 'import ms', 'initialize ms', 'tools/call ms', 'process ms'],
-      ['deployed (minified)', kib(f.bundle.bytes), kib(f.bundle.gzip_bytes), f.init_ms, f.cpu_ms, f.wait_ms, f.import_ms, f.initialize_ms, f.tools_call_ms, f.process_ms],
-      ['peer: unminified', kib(f.peers.unminified.bytes), '', f.peers.unminified.init_ms, f.peers.unminified.cpu_ms, f.peers.unminified.wait_ms, f.peers.unminified.import_ms, '', '', ''],
-      ['peer: floor (MCP SDK + zod + AWS SDK DynamoDB)', kib(f.peers.floor.bytes), '', f.peers.floor.init_ms, f.peers.floor.cpu_ms, f.peers.floor.wait_ms, f.peers.floor.import_ms, '', '', ''],
+      [
+        'deployed (minified)',
+        kib(f.bundle.bytes),
+        kib(f.bundle.gzip_bytes),
+        f.init_ms,
+        f.cpu_ms,
+        f.wait_ms,
+        f.import_ms,
+        f.initialize_ms,
+        f.tools_call_ms,
+        f.process_ms,
+      ],
+      [
+        'peer: unminified',
+        kib(f.peers.unminified.bytes),
+        '',
+        f.peers.unminified.init_ms,
+        f.peers.unminified.cpu_ms,
+        f.peers.unminified.wait_ms,
+        f.peers.unminified.import_ms,
+        '',
+        '',
+        '',
+      ],
+      [
+        'peer: floor (MCP SDK + zod + AWS SDK DynamoDB)',
+        kib(f.peers.floor.bytes),
+        '',
+        f.peers.floor.init_ms,
+        f.peers.floor.cpu_ms,
+        f.peers.floor.wait_ms,
+        f.peers.floor.import_ms,
+        '',
+        '',
+        '',
+      ],
       ['peer: bare node -e 0', '', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
-      'init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process\'s own start after Node booted; cpu = CPU of all threads over the same span; wait = event-loop idle over the same span (I/O: DynamoDB Local, the key set); process = spawn to exit.',
+      "init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process's own start after Node booted; cpu = CPU of all threads over the same span; wait = event-loop idle over the same span (I/O: DynamoDB Local, the key set); process = spawn to exit.",
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
       `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,

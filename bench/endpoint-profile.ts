@@ -95,7 +95,8 @@ async function main() {
     const options = { connections: 16, seconds };
     const executed: string[] = [];
     // Warm-up: JIT and connection pools, and the keys the replays will use.
-    for (const kind of ['endpoint', 'bare'] as const) await runTurn(kind, servers[kind], 'first_call', executed, { connections: 16, seconds: 5 });
+    for (const kind of ['endpoint', 'bare'] as const)
+      await runTurn(kind, servers[kind], 'first_call', executed, { connections: 16, seconds: 5 });
     const totals = { endpoint: { calls: 0, cpuMs: 0 }, bare: { calls: 0, cpuMs: 0 } };
     for (const kind of ['endpoint', 'bare'] as const) await command(servers[kind].child, { start: true });
     for (let turn = 0; turn < turns; turn++)
@@ -114,7 +115,9 @@ async function main() {
     }
     const perCall = (kind: 'endpoint' | 'bare') => totals[kind].cpuMs / totals[kind].calls;
     console.log(`${load}, ${turns} turns of ${seconds} s per server; profiles in ${dir}`);
-    console.log(`process CPU per call (all threads): endpoint ${perCall('endpoint').toFixed(3)} ms, bare ${perCall('bare').toFixed(3)} ms, ratio ${(perCall('endpoint') / perCall('bare')).toFixed(2)}`);
+    console.log(
+      `process CPU per call (all threads): endpoint ${perCall('endpoint').toFixed(3)} ms, bare ${perCall('bare').toFixed(3)} ms, ratio ${(perCall('endpoint') / perCall('bare')).toFixed(2)}`,
+    );
     const main = (kind: 'endpoint' | 'bare') => [...table.values()].reduce((sum, row) => sum + row[kind], 0);
     console.log(`main thread busy per call: endpoint ${main('endpoint').toFixed(3)} ms, bare ${main('bare').toFixed(3)} ms`);
     console.log('| part | endpoint ms/call | bare ms/call |\n|---|---|---|');

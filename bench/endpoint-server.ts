@@ -11,7 +11,6 @@
  *
  * Both use DYNAMODB_ENDPOINT from the environment; each tells its parent (IPC) where it listens once it does.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector';
@@ -61,7 +60,9 @@ async function startBare(): Promise<ServerReady> {
       server.registerTool('create_order', { description: 'Creates an order.', inputSchema }, async ({ idempotency_key, ...order }) => {
         const orderId = `ord_${randomUUID()}`;
         const item = { order_id: orderId, status: 'created', ...order, created_at: new Date().toISOString() };
-        await doc.send(new PutCommand({ TableName: tableName, Item: { pk: `ORDER#${TENANT}#${orderId}`, sk: 'ORDER', idempotency_key, ...item } }));
+        await doc.send(
+          new PutCommand({ TableName: tableName, Item: { pk: `ORDER#${TENANT}#${orderId}`, sk: 'ORDER', idempotency_key, ...item } }),
+        );
         return { content: [{ type: 'text', text: JSON.stringify(item) }], structuredContent: item };
       });
       return server;

@@ -88,7 +88,15 @@ const rpcBody = (key: string) =>
     method: 'tools/call',
     params: {
       name: 'create_order',
-      arguments: { idempotency_key: key, customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity: 2 }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' },
+      arguments: {
+        idempotency_key: key,
+        customer_id: 'cust-0042',
+        items: [
+          { sku: 'SKU-1', quantity: 2 },
+          { sku: 'SKU-2', quantity: 1 },
+        ],
+        currency: 'EUR',
+      },
       _meta: { 'io.modelcontextprotocol/protocolVersion': PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} },
     },
   });
@@ -101,7 +109,8 @@ export function checkedResult(server: ServerKind, load: Load, status: number, bo
   if (status !== 200) return undefined;
   let structured: Record<string, unknown> | undefined;
   try {
-    structured = (JSON.parse(body) as { result?: { structuredContent?: Record<string, unknown>; isError?: boolean } }).result?.structuredContent;
+    structured = (JSON.parse(body) as { result?: { structuredContent?: Record<string, unknown>; isError?: boolean } }).result
+      ?.structuredContent;
   } catch {
     return undefined;
   }
@@ -199,7 +208,11 @@ export function startServer(kind: ServerKind, dynamodbEndpoint: string): Promise
   const entry = fileURLToPath(new URL('./endpoint-server.ts', import.meta.url));
   const child = fork(entry, [kind], {
     // BENCH_CPU_PROF=<dir>: each server writes a V8 CPU profile there when it stops (what to look at when a ratio is missed).
-    execArgv: ['--import', import.meta.resolve('tsx'), ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+    execArgv: [
+      '--import',
+      import.meta.resolve('tsx'),
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
     // Logs at the deployed level (INFO unless told): one line per call, as a deployment writes; stdout is dropped.
     env: { ...process.env, DYNAMODB_ENDPOINT: dynamodbEndpoint },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -235,7 +248,10 @@ export function stopServer(child: ChildProcess): Promise<void> {
  * The floor's turn: `connections` loops calling `call` back to back from this process for `seconds` (or until
  * `requestsPerTurn` calls), each call checked by its own answer.
  */
-async function runStoreTurn(call: () => Promise<boolean>, options: { connections: number; seconds?: number; requestsPerTurn?: number }): Promise<Turn> {
+async function runStoreTurn(
+  call: () => Promise<boolean>,
+  options: { connections: number; seconds?: number; requestsPerTurn?: number },
+): Promise<Turn> {
   const turn: Turn = { latencies: [], calls: 0, unexpected: 0, errors: 0, durationMs: 0 };
   const started = performance.now();
   const end = started + (options.seconds ?? Infinity) * 1000;
@@ -265,7 +281,9 @@ async function startStoreFloor(dynamodbEndpoint: string) {
   const executed: string[] = [];
   let next = 0;
   const run = (key: string) =>
-    engine.run({ tenant: TENANT, tool: order.name, idempotencyKey: key, args: order.args, effect: order.effect }, {}, async () => order.execution(key));
+    engine.run({ tenant: TENANT, tool: order.name, idempotencyKey: key, args: order.args, effect: order.effect }, {}, async () =>
+      order.execution(key),
+    );
   return {
     async first_call() {
       const key = randomUUID();
@@ -306,12 +324,22 @@ function cellFigures(turns: Turn[]): CellFigures {
     unexpected,
     errors: turns.reduce((n, t) => n + t.errors, 0),
     sample: turns.find((t) => t.sample)?.sample,
-    ...(turns.every((t) => t.cpuMs !== undefined) ? { server_cpu_ms_per_call: round2(turns.reduce((n, t) => n + t.cpuMs!, 0) / Math.max(1, calls)) } : {}),
+    ...(turns.every((t) => t.cpuMs !== undefined)
+      ? { server_cpu_ms_per_call: round2(turns.reduce((n, t) => n + t.cpuMs!, 0) / Math.max(1, calls)) }
+      : {}),
   };
 }
 
 type CellName = `${ServerKind}.${Load}` | `floor.${Load}` | 'floor.put';
-const CELLS: CellName[] = ['endpoint.first_call', 'bare.first_call', 'floor.first_call', 'floor.put', 'endpoint.replay', 'bare.replay', 'floor.replay'];
+const CELLS: CellName[] = [
+  'endpoint.first_call',
+  'bare.first_call',
+  'floor.first_call',
+  'floor.put',
+  'endpoint.replay',
+  'bare.replay',
+  'floor.replay',
+];
 
 export async function measureEndpoint(options: EndpointBenchOptions = {}): Promise<EndpointFigures> {
   const connections = options.connections ?? 16;
@@ -352,10 +380,9 @@ export async function measureEndpoint(options: EndpointBenchOptions = {}): Promi
     }
 
     const figure = (cell: CellName) => cellFigures(turns.get(cell)!);
-    const figures = Object.fromEntries(SERVERS.map((server) => [server, Object.fromEntries(LOADS.map((load) => [load, figure(`${server}.${load}`)]))])) as Record<
-      ServerKind,
-      Record<Load, CellFigures>
-    >;
+    const figures = Object.fromEntries(
+      SERVERS.map((server) => [server, Object.fromEntries(LOADS.map((load) => [load, figure(`${server}.${load}`)]))]),
+    ) as Record<ServerKind, Record<Load, CellFigures>>;
     const engineFloor = Object.fromEntries(LOADS.map((load) => [load, figure(`floor.${load}`)])) as Record<Load, CellFigures>;
     const put = figure('floor.put');
     const ratio = (f: (c: CellFigures) => number) =>
@@ -371,9 +398,13 @@ export async function measureEndpoint(options: EndpointBenchOptions = {}): Promi
       dynamodb_floor: {
         engine: engineFloor,
         put,
-        calls_per_s_vs_put: Object.fromEntries(LOADS.map((load) => [load, round2(engineFloor[load].calls_per_s / put.calls_per_s)])) as Record<Load, number>,
+        calls_per_s_vs_put: Object.fromEntries(
+          LOADS.map((load) => [load, round2(engineFloor[load].calls_per_s / put.calls_per_s)]),
+        ) as Record<Load, number>,
       },
-      targets: Object.fromEntries(LOADS.map((load) => [load, { calls_per_s_vs_bare_at_least: target[load], met: callsPerS[load] >= target[load] }])) as EndpointFigures['targets'],
+      targets: Object.fromEntries(
+        LOADS.map((load) => [load, { calls_per_s_vs_bare_at_least: target[load], met: callsPerS[load] >= target[load] }]),
+      ) as EndpointFigures['targets'],
       connections,
       rounds,
       seconds_per_turn: seconds ?? null,
@@ -393,9 +424,27 @@ export const endpointBench: BenchSection = {
     const f = await measureEndpoint();
     const row = (server: ServerKind, load: Load): (string | number)[] => {
       const c = f[server][load];
-      return [server === 'endpoint' ? 'endpoint' : 'bare MCP server', load, c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors, c.server_cpu_ms_per_call ?? ''];
+      return [
+        server === 'endpoint' ? 'endpoint' : 'bare MCP server',
+        load,
+        c.calls_per_s,
+        c.p50_ms,
+        c.p99_ms,
+        c.calls,
+        c.unexpected + c.errors,
+        c.server_cpu_ms_per_call ?? '',
+      ];
     };
-    const floorRow = (label: string, c: CellFigures): (string | number)[] => [label, '', c.calls_per_s, c.p50_ms, c.p99_ms, c.calls, c.unexpected + c.errors, ''];
+    const floorRow = (label: string, c: CellFigures): (string | number)[] => [
+      label,
+      '',
+      c.calls_per_s,
+      c.p50_ms,
+      c.p99_ms,
+      c.calls,
+      c.unexpected + c.errors,
+      '',
+    ];
     const table = [
       ['server', 'load', 'calls/s', 'p50 ms', 'p99 ms', 'calls', 'unexpected', 'server CPU ms/call'],
       ...SERVERS.flatMap((s) => LOADS.map((l) => row(s, l))),

@@ -100,9 +100,13 @@ async function runEngineBench(): Promise<SectionReport> {
     for (const contender of contenders) {
       const pool = Array.from({ length: KEY_POOL }, () => randomUUID());
       pools.set(contender.variant, pool);
-      await measure(pool.map((key) => () => contender.call(key, orderArgs(1))), 8);
-      const warmup = Array.from({ length: WARMUP_CALLS }, (_, i) => () =>
-        i % 3 === 0 ? contender.call(randomUUID(), orderArgs(1)) : contender.call(pool[i % KEY_POOL]!, orderArgs(i % 3)),
+      await measure(
+        pool.map((key) => () => contender.call(key, orderArgs(1))),
+        8,
+      );
+      const warmup = Array.from(
+        { length: WARMUP_CALLS },
+        (_, i) => () => (i % 3 === 0 ? contender.call(randomUUID(), orderArgs(1)) : contender.call(pool[i % KEY_POOL]!, orderArgs(i % 3))),
       );
       await measure(warmup, 8);
     }
@@ -234,11 +238,20 @@ function makeContender(variant: Variant, endpoint: string, tables: BenchTables):
     destroy: () => closeDynamoDbClient(doc),
     async call(key, args) {
       const answer = await engine.run(
-        { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { ...args, trace_id: randomUUID() }, remainingTimeMs: () => LAMBDA_REMAINING_MS },
+        {
+          tenant: TENANT,
+          tool: TOOL,
+          idempotencyKey: key,
+          args: { ...args, trace_id: randomUUID() },
+          remainingTimeMs: () => LAMBDA_REMAINING_MS,
+        },
         {},
         async () => {
           const { orderId, item } = orderItem(args);
-          return { result: { order_id: orderId }, writes: [{ create: { table: tables.business, key: { pk: item.pk, sk: item.sk }, item } }] };
+          return {
+            result: { order_id: orderId },
+            writes: [{ create: { table: tables.business, key: { pk: item.pk, sk: item.sk }, item } }],
+          };
         },
       );
       if (answer.outcome === 'succeeded') return answer.replayed ? 'replayed' : 'executed';
@@ -265,7 +278,14 @@ function expectedOutcome(path: Path, variant: Variant): Outcome {
 }
 
 function orderArgs(quantity: number): OrderArgs {
-  return { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
+  return {
+    customer_id: 'cust-0042',
+    items: [
+      { sku: 'SKU-1', quantity },
+      { sku: 'SKU-2', quantity: 1 },
+    ],
+    currency: 'EUR',
+  };
 }
 
 /** The project's key (pk/sk) without the attention index. */
@@ -322,7 +342,9 @@ function percentile(sorted: number[], q: number): number {
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>>): SectionReport {
-  const table: (string | number)[][] = [['path', 'conc', 'variant', 'p50 ms', 'p99 ms', 'calls/s', 'req/call', 'p50 vs PT', 'p99 vs PT', 'calls/s vs PT']];
+  const table: (string | number)[][] = [
+    ['path', 'conc', 'variant', 'p50 ms', 'p99 ms', 'calls/s', 'req/call', 'p50 vs PT', 'p99 vs PT', 'calls/s vs PT'],
+  ];
   const ratios: Record<string, Record<string, Record<string, number>>> = {};
   const p50Misses: string[] = [];
   const p50MissesSameTable: string[] = [];
@@ -333,7 +355,18 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
       for (const variant of VARIANTS) {
         const f = row[variant];
         const vs = (a: number, b: number) => round2(a / b);
-        table.push([path, conc, variant, f.p50_ms, f.p99_ms, f.calls_per_s, f.requests_per_call, vs(f.p50_ms, pt.p50_ms), vs(f.p99_ms, pt.p99_ms), vs(f.calls_per_s, pt.calls_per_s)]);
+        table.push([
+          path,
+          conc,
+          variant,
+          f.p50_ms,
+          f.p99_ms,
+          f.calls_per_s,
+          f.requests_per_call,
+          vs(f.p50_ms, pt.p50_ms),
+          vs(f.p99_ms, pt.p99_ms),
+          vs(f.calls_per_s, pt.calls_per_s),
+        ]);
       }
       (ratios[path] ??= {})[conc] = {
         p50: round2(row.engine.p50_ms / pt.p50_ms),

@@ -9,7 +9,7 @@ import { sendEmailTool } from '../reference/tools/send-email';
 import { orderIdFor, putOrderWrite } from '../reference/tools/orders';
 import { newOutboxMessage } from '../lambdas/outbox/outbox-event';
 import { OutboxStore } from '../lambdas/outbox/outbox-store';
-import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
+import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../local/dynamodb-local';
@@ -60,14 +60,41 @@ async function runFloorBench(): Promise<SectionReport> {
     // What sets the floor on DynamoDB Local: the same record and items in one unconditioned transaction.
     const bareTransaction = (c: ToolCase) => {
       const key = randomUUID();
-      const record = { Put: { TableName: tableName, Item: { pk: `BARE#${key}`, sk: 'IDEM', status: 'SUCCEEDED', result: c.execution(key).result } } };
-      return doc.send(new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] }));
+      const record = {
+        Put: { TableName: tableName, Item: { pk: `BARE#${key}`, sk: 'IDEM', status: 'SUCCEEDED', result: c.execution(key).result } },
+      };
+      return doc.send(
+        new TransactWriteCommand({ TransactItems: [record, ...(c.execution(key).writes ?? []).map((w) => ({ Put: asPut(w) }))] }),
+      );
     };
 
     for (let i = 0; i < WARMUP; i++) for (const c of cases) await Promise.all([run(c, randomUUID()), unprotected(c)]);
 
-    const figures: Record<string, { first_call: number; replay: number; first_call_p50_ms: number; unprotected_p50_ms: number; unprotected_transaction_p50_ms: number; replay_p50_ms: number }> = {};
-    const samples = new Map(cases.map((c) => [c.name, { first: [] as number[], replay: [] as number[], bare: [] as number[], transaction: [] as number[], firstRequests: 0, replayRequests: 0, unexpected: 0 }]));
+    const figures: Record<
+      string,
+      {
+        first_call: number;
+        replay: number;
+        first_call_p50_ms: number;
+        unprotected_p50_ms: number;
+        unprotected_transaction_p50_ms: number;
+        replay_p50_ms: number;
+      }
+    > = {};
+    const samples = new Map(
+      cases.map((c) => [
+        c.name,
+        {
+          first: [] as number[],
+          replay: [] as number[],
+          bare: [] as number[],
+          transaction: [] as number[],
+          firstRequests: 0,
+          replayRequests: 0,
+          unexpected: 0,
+        },
+      ]),
+    );
     for (let i = 0; i < CALLS; i++) {
       // Call by call, rotating which tool and which variant goes first: background load hits all alike.
       for (let k = 0; k < cases.length; k++) {
@@ -105,7 +132,19 @@ async function runFloorBench(): Promise<SectionReport> {
         for (const step of steps) await step();
       }
     }
-    const table: (string | number)[][] = [['tool', 'effect', 'req/first', 'req/replay', 'first p50 ms', 'unprotected p50 ms', 'first/unprotected', 'bare transaction p50 ms', 'replay p50 ms']];
+    const table: (string | number)[][] = [
+      [
+        'tool',
+        'effect',
+        'req/first',
+        'req/replay',
+        'first p50 ms',
+        'unprotected p50 ms',
+        'first/unprotected',
+        'bare transaction p50 ms',
+        'replay p50 ms',
+      ],
+    ];
     const requestsPerCall: Record<string, { first_call: number; replay: number }> = {};
     const ratio: Record<string, number> = {};
     let unexpected = 0;
@@ -123,7 +162,17 @@ async function runFloorBench(): Promise<SectionReport> {
       figures[c.name] = f;
       requestsPerCall[c.name] = { first_call: f.first_call, replay: f.replay };
       ratio[c.name] = round2(f.first_call_p50_ms / f.unprotected_p50_ms);
-      table.push([c.name, c.effect, f.first_call, f.replay, f.first_call_p50_ms, f.unprotected_p50_ms, ratio[c.name]!, f.unprotected_transaction_p50_ms, f.replay_p50_ms]);
+      table.push([
+        c.name,
+        c.effect,
+        f.first_call,
+        f.replay,
+        f.first_call_p50_ms,
+        f.unprotected_p50_ms,
+        ratio[c.name]!,
+        f.unprotected_transaction_p50_ms,
+        f.replay_p50_ms,
+      ]);
     }
     const targets = {
       requests: {
@@ -136,7 +185,14 @@ async function runFloorBench(): Promise<SectionReport> {
       create_order_first_call_p50_vs_unprotected_at_most_1_3: { ratio: ratio.create_order, met: (ratio.create_order ?? Infinity) <= 1.3 },
     };
     return {
-      figures: { requests_per_call: requestsPerCall, first_call_p50_vs_unprotected: ratio, tools: figures, targets, calls_per_tool: CALLS, unexpected_outcomes: unexpected },
+      figures: {
+        requests_per_call: requestsPerCall,
+        first_call_p50_vs_unprotected: ratio,
+        tools: figures,
+        targets,
+        calls_per_tool: CALLS,
+        unexpected_outcomes: unexpected,
+      },
       table,
       notes: [
         `targets: requests per call (1, 1, 2 first; 1 replay) [${targets.requests.met ? 'met' : 'MISSED'}]; ` +
@@ -155,15 +211,37 @@ async function runFloorBench(): Promise<SectionReport> {
 /** The three tools' executions and unprotected items, built from their own write builders (also bench/endpoint.ts). */
 export function toolCases(tableName: string): ToolCase[] {
   const outbox = new OutboxStore(createDynamoDbClient({ endpoint: 'http://127.0.0.1:1' }), tableName);
-  const order = { customer_id: 'cust-0042', items: [{ sku: 'SKU-1', quantity: 1 }, { sku: 'SKU-2', quantity: 1 }], currency: 'EUR' };
+  const order = {
+    customer_id: 'cust-0042',
+    items: [
+      { sku: 'SKU-1', quantity: 1 },
+      { sku: 'SKU-2', quantity: 1 },
+    ],
+    currency: 'EUR',
+  };
   const email = { to: 'someone@example.com', subject: 'Your order', body: 'It ships tomorrow.' };
   const payment = { amount_minor: 1250, currency: 'EUR', payee_id: 'payee-1' };
   const orderExecution = (key: string) => {
-    const o = { order_id: orderIdFor(TENANT, 'create_order', key), status: 'created' as const, ...order, created_at: new Date().toISOString() };
+    const o = {
+      order_id: orderIdFor(TENANT, 'create_order', key),
+      status: 'created' as const,
+      ...order,
+      created_at: new Date().toISOString(),
+    };
     return { result: o, writes: [putOrderWrite(TENANT, key, o)] };
   };
   const emailEvent = (key: string) =>
-    outbox.eventWrite(newOutboxMessage({ eventId: `evt_${randomUUID()}`, type: 'email.send', tenant: TENANT, tool: 'send_email', idempotencyKey: key, payload: email, now: Date.now() }));
+    outbox.eventWrite(
+      newOutboxMessage({
+        eventId: `evt_${randomUUID()}`,
+        type: 'email.send',
+        tenant: TENANT,
+        tool: 'send_email',
+        idempotencyKey: key,
+        payload: email,
+        now: Date.now(),
+      }),
+    );
   const byName: Record<string, Omit<ToolCase, 'name' | 'effect'>> = {
     create_order: { args: order, execution: orderExecution, unprotectedItem: () => orderExecution(randomUUID()).writes[0]! },
     send_email: {
@@ -177,7 +255,9 @@ export function toolCases(tableName: string): ToolCase[] {
     request_payment: {
       args: payment,
       execution: () => ({ result: { payment_id: `pay_${randomUUID()}`, status: 'succeeded', ...payment } }),
-      unprotectedItem: () => ({ create: { key: { pk: `PAYMENT#${randomUUID()}`, sk: 'PAYMENT' }, item: { status: 'succeeded', ...payment } } }),
+      unprotectedItem: () => ({
+        create: { key: { pk: `PAYMENT#${randomUUID()}`, sk: 'PAYMENT' }, item: { status: 'succeeded', ...payment } },
+      }),
     },
   };
   return TOOLS.map((tool) => ({ name: tool.name, effect: tool.effect, ...byName[tool.name]! }));

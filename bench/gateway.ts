@@ -22,7 +22,9 @@ const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindow
 
 async function connect(url: string, token?: string) {
   const client = new Client({ name: 'gateway-bench', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined),
+  );
   return client;
 }
 
@@ -43,11 +45,16 @@ async function turn(client: Client, keyed: boolean): Promise<Turn> {
         const message = `bench ${randomUUID()}`;
         const began = performance.now();
         try {
-          const answer = (await client.callTool({ name: 'echo', arguments: keyed ? { message, idempotency_key: randomUUID() } : { message } })) as {
+          const answer = (await client.callTool({
+            name: 'echo',
+            arguments: keyed ? { message, idempotency_key: randomUUID() } : { message },
+          })) as {
             content?: Array<{ text?: string }>;
             structuredContent?: { outcome?: string; result?: unknown };
           };
-          const ok = keyed ? answer.structuredContent?.outcome === 'succeeded' && JSON.stringify(answer.structuredContent).includes(message) : answer.content?.[0]?.text?.includes(message);
+          const ok = keyed
+            ? answer.structuredContent?.outcome === 'succeeded' && JSON.stringify(answer.structuredContent).includes(message)
+            : answer.content?.[0]?.text?.includes(message);
           if (!ok) unexpected++;
           else latencies.push(performance.now() - began);
         } catch {
@@ -74,8 +81,18 @@ export const gatewayBench: BenchSection = {
     const state = await mkdtemp(join(tmpdir(), 'gateway-bench-'));
     const policyFile = join(state, 'policy.json');
     await writeFile(policyFile, JSON.stringify(policy));
-    const env = { ...process.env, DYNAMODB_ENDPOINT: dynamo.endpoint, TABLE_NAME: `gateway-bench-${Date.now()}`, AUTH_MODE: 'dev', LOG_LEVEL: 'ERROR', POWERTOOLS_LOG_LEVEL: 'ERROR' };
-    const gateway = await startGatewayCommand(parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', state, '--upstream-url', everything.url], env), env);
+    const env = {
+      ...process.env,
+      DYNAMODB_ENDPOINT: dynamo.endpoint,
+      TABLE_NAME: `gateway-bench-${Date.now()}`,
+      AUTH_MODE: 'dev',
+      LOG_LEVEL: 'ERROR',
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+    };
+    const gateway = await startGatewayCommand(
+      parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', state, '--upstream-url', everything.url], env),
+      env,
+    );
     const clients = { gateway: await connect(gateway.mcpUrl, await gateway.tokenFor('demo')), direct: await connect(everything.url) };
     const turns: Record<'gateway' | 'direct', Turn[]> = { gateway: [], direct: [] };
     const load = loadavg()[0]!;
@@ -97,7 +114,12 @@ export const gatewayBench: BenchSection = {
     const cell = (kind: 'gateway' | 'direct') => {
       const latencies = turns[kind].flatMap((t) => t.latencies);
       const ms = turns[kind].reduce((sum, t) => sum + t.ms, 0);
-      return { calls: latencies.length, calls_per_s: round2((latencies.length / ms) * 1000), p50_ms: round2(p50(latencies)), unexpected: turns[kind].reduce((s, t) => s + t.unexpected, 0) };
+      return {
+        calls: latencies.length,
+        calls_per_s: round2((latencies.length / ms) * 1000),
+        p50_ms: round2(p50(latencies)),
+        unexpected: turns[kind].reduce((s, t) => s + t.unexpected, 0),
+      };
     };
     const g = cell('gateway');
     const d = cell('direct');

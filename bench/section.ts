@@ -21,7 +21,7 @@ export interface SectionReport {
 /** Left-aligned text, right-aligned numbers, columns padded to their widest cell. */
 export function formatTable(rows: (string | number)[][]): string {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, String(cell).length)));
+  for (const row of rows) for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, String(cell).length);
   const line = (row: (string | number)[]) =>
     row.map((cell, i) => (typeof cell === 'number' ? String(cell).padStart(widths[i]!) : String(cell).padEnd(widths[i]!))).join('  ');
   const [header, ...body] = rows;

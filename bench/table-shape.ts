@@ -80,11 +80,22 @@ async function runTableShapeBench(): Promise<SectionReport> {
       return recordToItem(record);
     };
     const withoutSk = ({ sk: _sk, ...item }: Record<string, unknown>) => item;
-    const shapes: Record<Shape, { table: string; stored(pk: string): Record<string, unknown>; claim(pk: string): Record<string, unknown> }> = {
-      key_only: { table: tables.keyOnly, stored: (pk) => withoutSk(small(pk, 'COMPLETED')), claim: (pk) => withoutSk(small(pk, 'INPROGRESS')) },
+    const shapes: Record<
+      Shape,
+      { table: string; stored(pk: string): Record<string, unknown>; claim(pk: string): Record<string, unknown> }
+    > = {
+      key_only: {
+        table: tables.keyOnly,
+        stored: (pk) => withoutSk(small(pk, 'COMPLETED')),
+        claim: (pk) => withoutSk(small(pk, 'INPROGRESS')),
+      },
       composite_key: { table: tables.composite, stored: (pk) => small(pk, 'COMPLETED'), claim: (pk) => small(pk, 'INPROGRESS') },
       with_index: { table: tables.indexed, stored: (pk) => small(pk, 'COMPLETED'), claim: (pk) => small(pk, 'INPROGRESS') },
-      with_index_engine_record: { table: tables.indexed, stored: (pk) => engineRecord(pk, 'SUCCEEDED'), claim: (pk) => engineRecord(pk, 'PROCESSING') },
+      with_index_engine_record: {
+        table: tables.indexed,
+        stored: (pk) => engineRecord(pk, 'SUCCEEDED'),
+        claim: (pk) => engineRecord(pk, 'PROCESSING'),
+      },
     };
     const names = Object.keys(shapes) as Shape[];
     const pools = new Map<Shape, string[]>();
@@ -102,12 +113,14 @@ async function runTableShapeBench(): Promise<SectionReport> {
         const pk = pools.get(name)![i % POOL]!;
         const started = performance.now();
         try {
-          await doc.send(new PutCommand({
+          await doc.send(
+            new PutCommand({
               TableName: shapes[name].table,
               Item: shapes[name].claim(pk),
               ConditionExpression: 'attribute_not_exists(pk)',
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }));
+            }),
+          );
           throw new Error(`${name}: the claim of an existing key succeeded`);
         } catch (err) {
           if (!refusingItem(err)) throw err;
@@ -124,7 +137,10 @@ async function runTableShapeBench(): Promise<SectionReport> {
         return [name, { p50_ms: Math.round(median * 1000) / 1000, p50_vs_key_only: Math.round((median / base) * 1000) / 1000 }];
       }),
     ) as Record<Shape, { p50_ms: number; p50_vs_key_only: number }>;
-    const table: (string | number)[][] = [['table and item', 'p50 ms', 'p50 vs key only'], ...names.map((name) => [name, figures[name].p50_ms, figures[name].p50_vs_key_only])];
+    const table: (string | number)[][] = [
+      ['table and item', 'p50 ms', 'p50 vs key only'],
+      ...names.map((name) => [name, figures[name].p50_ms, figures[name].p50_vs_key_only]),
+    ];
     const notes = [
       `the index costs x${round(figures.with_index.p50_ms / figures.composite_key.p50_ms)} on a write that writes nothing (neither item carries its keys); ` +
         `the composite key x${round(figures.composite_key.p50_ms / figures.key_only.p50_ms)}; the engine's record on the project's table x${round(figures.with_index_engine_record.p50_ms / figures.with_index.p50_ms)}.`,

@@ -6,7 +6,7 @@ import { IdempotentMcpStack } from '../reference/cdk/idempotent-mcp-stack';
 
 /**
  * `cdk synth` / `cdk deploy`. Environment-agnostic (no account or region lookups), so synth works offline;
- * `cdk deploy` takes the account and region from your AWS profile. Settings: see lib/context.ts (`-c key=value`).
+ * `cdk deploy` takes the account and region from your AWS profile. Settings: see reference/cdk/context.ts (`-c key=value`).
  */
 const app = new App();
 try {
@@ -15,10 +15,7 @@ try {
   if (settings.nag) {
     // Synth fails on any finding not acknowledged with a reason (Validations.of(construct).acknowledge); the
     // acknowledgments are written into the template's resource metadata (`cdk_nag`) as an audit trail.
-    Validations.of(app).addPlugins(
-      new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }),
-      new IdempotentMcpChecks(app),
-    );
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }), new IdempotentMcpChecks(app));
   }
 } catch (err) {
   // A setting the stack refuses (a bad `-c key=value`, a missing companion setting) is one line naming it, not a

@@ -31,7 +31,8 @@ export async function opsCommand(argv: readonly string[]): Promise<void> {
   globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
   // A TypeScript tools module (`--tools tools.ts`) loads with the project's tsx, as `idempotent-mcp dev` loads it.
   const toolsAt = argv.findIndex((arg) => arg === '--tools' || arg.startsWith('--tools='));
-  const tools = toolsAt < 0 ? undefined : argv[toolsAt]!.startsWith('--tools=') ? argv[toolsAt]!.slice('--tools='.length) : argv[toolsAt + 1];
+  const tools =
+    toolsAt < 0 ? undefined : argv[toolsAt]!.startsWith('--tools=') ? argv[toolsAt]!.slice('--tools='.length) : argv[toolsAt + 1];
   if (tools && isTypeScript(tools)) {
     const problem = await typeScriptLoader('idempotent-mcp ops', tools);
     if (problem) {
@@ -42,7 +43,11 @@ export async function opsCommand(argv: readonly string[]): Promise<void> {
   }
   const { runOps } = await import('../ops/cli');
   const { logger } = await import('../lambdas/observability/logger');
-  process.exitCode = await runOps([...argv], { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`) }, { logger });
+  process.exitCode = await runOps(
+    [...argv],
+    { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`) },
+    { logger },
+  );
 }
 
 /** The gateway in front of one upstream MCP server (lambdas/gateway/command.ts; docs/gateway.md). */
@@ -56,7 +61,10 @@ export async function gatewayCommand(argv: readonly string[]): Promise<void> {
 /** A retry-safety check of any MCP server's write tools (lambdas/check/command.ts; docs/check.md). */
 export async function checkCommand(argv: readonly string[]): Promise<void> {
   const { runCheck } = await import('../lambdas/check/command');
-  process.exitCode = await runCheck([...argv], { out: (text) => process.stdout.write(`${text}\n`), err: (text) => process.stderr.write(`${text}\n`) });
+  process.exitCode = await runCheck([...argv], {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+  });
 }
 
 export const DEV_USAGE = `Usage: idempotent-mcp dev <tools module> [options]
@@ -109,10 +117,16 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
     return;
   }
   if (values['dynamodb-only']) {
-    if (positionals.length > 0 || values.deliveries !== undefined || values.tenant !== undefined) return usageError('--dynamodb-only takes no tools module, --deliveries or --tenant');
+    if (positionals.length > 0 || values.deliveries !== undefined || values.tenant !== undefined)
+      return usageError('--dynamodb-only takes no tools module, --deliveries or --tenant');
     return dynamoDbOnly(values.port);
   }
-  if (positionals.length !== 1) return usageError(positionals.length === 0 ? 'name your tools module (the file your CDK app gives IdempotentMcpEndpoint as `tools`)' : `one tools module, not ${positionals.length} (got ${positionals.join(', ')})`);
+  if (positionals.length !== 1)
+    return usageError(
+      positionals.length === 0
+        ? 'name your tools module (the file your CDK app gives IdempotentMcpEndpoint as `tools`)'
+        : `one tools module, not ${positionals.length} (got ${positionals.join(', ')})`,
+    );
 
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const { checkToolsModule } = await import('../lib/tools-entry');
@@ -156,7 +170,11 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   try {
     const tools = toolsOf(toolsModule);
     const withClients = clientsOf(toolsModule, (services) => services);
-    served = { tools, withClients: withClients as <B extends object>(services: B) => B, deliveries: deliveriesModule && deliveriesOf(deliveriesModule) };
+    served = {
+      tools,
+      withClients: withClients as <B extends object>(services: B) => B,
+      deliveries: deliveriesModule && deliveriesOf(deliveriesModule),
+    };
   } catch (err) {
     return usageError((err as Error).message);
   }
@@ -181,7 +199,10 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
 async function dynamoDbOnly(portText: string | undefined): Promise<void> {
   const { localPort } = await import('../local/dev');
   const port = portText === undefined ? DYNAMODB_ONLY_PORT : localPort(portText, '--port');
-  if (process.env.DYNAMODB_ENDPOINT) return fail(`DYNAMODB_ENDPOINT is set (${process.env.DYNAMODB_ENDPOINT}): that DynamoDB is running already; unset it to start DynamoDB Local here.`);
+  if (process.env.DYNAMODB_ENDPOINT)
+    return fail(
+      `DYNAMODB_ENDPOINT is set (${process.env.DYNAMODB_ENDPOINT}): that DynamoDB is running already; unset it to start DynamoDB Local here.`,
+    );
   const missing = DEV_PEERS.filter((peer) => peer.name === 'amplify-dynamodb-simulator' && !resolvable(peer.name));
   if (missing.length > 0) return fail(peersMissing(missing));
   const { startDynamoDbLocal } = await import('../local/dynamodb-local');

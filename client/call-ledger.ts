@@ -149,7 +149,10 @@ export class CallLedger {
   }
 
   /** Applies a change to an entry and recomputes its expiry. */
-  update(entry: LedgerEntry, change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'final' | 'attempts' | 'lastOutcome' | 'lastError' | 'status' | 'sent'>>): LedgerEntry {
+  update(
+    entry: LedgerEntry,
+    change: Partial<Pick<LedgerEntry, 'key' | 'state' | 'final' | 'attempts' | 'lastOutcome' | 'lastError' | 'status' | 'sent'>>,
+  ): LedgerEntry {
     Object.assign(entry, change);
     entry.updatedAt = this.clock();
     const cap = entry.createdAt + this.maxAgeMs;

@@ -63,7 +63,10 @@ describe('error classification', () => {
     expect(kind(reset)).toBe('transport');
     expect(kind(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }))).toBe('transport');
     expect(kind(new SdkError(SdkErrorCode.RequestTimeout, 'timed out'))).toBe('transport');
-    expect(classifyCallError(new SdkError(SdkErrorCode.ConnectionClosed, 'closed'))).toMatchObject({ kind: 'transport', connectionClosed: true });
+    expect(classifyCallError(new SdkError(SdkErrorCode.ConnectionClosed, 'closed'))).toMatchObject({
+      kind: 'transport',
+      connectionClosed: true,
+    });
   });
 
   it('returns at once on what will fail again: auth, other 4xx, JSON-RPC errors, bugs', () => {
@@ -141,11 +144,15 @@ describe('call ledger', () => {
 describe('status line', () => {
   it('names the call, its outcome and the ids a model needs', () => {
     const key = 'op_01J9ZB7Q8XAAAABBBBCCCCK3M2QD';
-    const result = WriteResults.succeeded(key, { payee_id: 'payee-7', payment_id: 'pay_123', status: 'captured', amount_minor: 500 }, { firstExecutedAt: 0 });
-    // payee_id echoes an argument: not news, left out.
-    expect(statusLine({ tool: 'request_payment', key, state: 'succeeded', attempts: 2, result, argumentNames: ['payee_id', 'amount_minor'] })).toBe(
-      'request_payment op_…K3M2QD : succeeded (replayed), payment_id pay_123, status captured [2 attempts]',
+    const result = WriteResults.succeeded(
+      key,
+      { payee_id: 'payee-7', payment_id: 'pay_123', status: 'captured', amount_minor: 500 },
+      { firstExecutedAt: 0 },
     );
+    // payee_id echoes an argument: not news, left out.
+    expect(
+      statusLine({ tool: 'request_payment', key, state: 'succeeded', attempts: 2, result, argumentNames: ['payee_id', 'amount_minor'] }),
+    ).toBe('request_payment op_…K3M2QD : succeeded (replayed), payment_id pay_123, status captured [2 attempts]');
   });
 
   it('says what to do next when there is no final answer', () => {
@@ -154,14 +161,32 @@ describe('status line', () => {
       'create_order ik_k1k1k1k1 : unknown, being verified; call again with the same key after 5 s, never a new one',
     );
     expect(
-      statusLine({ tool: 'create_order', key: 'ik_k1k1k1k1', state: 'unknown', attempts: 3, failure: { kind: 'transport', message: 'HTTP 503' } }),
+      statusLine({
+        tool: 'create_order',
+        key: 'ik_k1k1k1k1',
+        state: 'unknown',
+        attempts: 3,
+        failure: { kind: 'transport', message: 'HTTP 503' },
+      }),
     ).toBe('create_order ik_k1k1k1k1 : unknown, no answer (HTTP 503); call again later, the key is kept [3 attempts]');
     expect(
-      statusLine({ tool: 'create_order', key: 'ik_k1k1k1k1', state: 'failed', attempts: 1, failure: { kind: 'deterministic', message: 'HTTP 401' } }),
+      statusLine({
+        tool: 'create_order',
+        key: 'ik_k1k1k1k1',
+        state: 'failed',
+        attempts: 1,
+        failure: { kind: 'deterministic', message: 'HTTP 401' },
+      }),
     ).toBe('create_order ik_k1k1k1k1 : failed, HTTP 401; not retried');
     // A re-plan of an intent that already succeeded, whose answer got lost this time: what was known stays known.
     expect(
-      statusLine({ tool: 'create_order', key: 'ik_k1k1k1k1', state: 'succeeded', attempts: 1, failure: { kind: 'transport', message: 'HTTP 503' } }),
+      statusLine({
+        tool: 'create_order',
+        key: 'ik_k1k1k1k1',
+        state: 'succeeded',
+        attempts: 1,
+        failure: { kind: 'transport', message: 'HTTP 503' },
+      }),
     ).toBe('create_order ik_k1k1k1k1 : no answer (HTTP 503); it succeeded earlier: call again later for its result');
     // No operation id could be obtained: nothing was sent.
     expect(

@@ -8,10 +8,7 @@ import type { FetchLike } from '@modelcontextprotocol/client';
  * - `status`: nothing is sent; the caller gets this HTTP status (with Retry-After if given).
  * @public
  */
-export type Fault =
-  | { mode: 'lose-response' }
-  | { mode: 'refuse' }
-  | { mode: 'status'; status: number; retryAfterSeconds?: number };
+export type Fault = { mode: 'lose-response' } | { mode: 'refuse' } | { mode: 'status'; status: number; retryAfterSeconds?: number };
 
 /** @public */
 export interface FaultRule {
@@ -75,7 +72,8 @@ export function createFaultFetch(base: FetchLike = (url, init) => fetch(url, ini
   const faultFetch: FetchLike = async (url, init) => {
     const seen = describe(init);
     const rule = rules.find(
-      (r) => r.times > 0 && (r.tool === undefined ? init?.method === 'POST' : r.tool === seen.tool) && (!r.answered || seen.answered === true),
+      (r) =>
+        r.times > 0 && (r.tool === undefined ? init?.method === 'POST' : r.tool === seen.tool) && (!r.answered || seen.answered === true),
     );
     requests.push(rule ? { ...seen, fault: rule.fault.mode } : seen);
     if (!rule) return base(url, init);

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { type CallToolResult, Client, type FetchLike, ProtocolError, ProtocolErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
@@ -108,7 +108,9 @@ interface ApprovalWait {
 class ApprovalNotGivenError extends Error {}
 
 const defaultShowLink = (link: ApprovalLink) => {
-  process.stderr.write(`${link.message.split('\n')[0]}\n${link.renewed ? 'The link expired; a new one: ' : 'Approve or decline it at: '}${link.url}\n`);
+  process.stderr.write(
+    `${link.message.split('\n')[0]}\n${link.renewed ? 'The link expired; a new one: ' : 'Approve or decline it at: '}${link.url}\n`,
+  );
 };
 
 /**
@@ -116,7 +118,8 @@ const defaultShowLink = (link: ApprovalLink) => {
  * that answers no URL-mode input request gets, 2025-11-25 among them), if `answer` is one.
  */
 function approvalLinkOf(answer: unknown): { url: string; message: string; elicitationId: string } | undefined {
-  const content = (answer as { structuredContent?: { approval_url?: unknown; error?: { code?: unknown; message?: unknown } } } | undefined)?.structuredContent;
+  const content = (answer as { structuredContent?: { approval_url?: unknown; error?: { code?: unknown; message?: unknown } } } | undefined)
+    ?.structuredContent;
   if (content?.error?.code !== 'APPROVAL_REQUIRED' || typeof content.approval_url !== 'string') return undefined;
   // The link's last segment is the approval's id, the one a URL-mode elicitation names.
   const elicitationId = content.approval_url.split('/').at(-1) ?? '';
@@ -125,7 +128,8 @@ function approvalLinkOf(answer: unknown): { url: string; message: string; elicit
 
 /** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
 function openInBrowser(url: string): void {
-  const [command, args] = process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['explorer.exe', [url]] : ['xdg-open', [url]];
+  const [command, args] =
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['explorer.exe', [url]] : ['xdg-open', [url]];
   try {
     const child = spawn(command, args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined);
@@ -388,8 +392,20 @@ export class IdempotentMcpClient {
       // Nothing was sent for this intent yet: a failure to learn its key kind or to get its id leaves nothing behind
       // (no key, no ledger entry); a transport failure leaves the intent to be called again later.
       const refused = (failure: TransportFailure, attempts: number): WriteCall<R> => {
-        const call = { tool, key: '', state: failure.kind === 'transport' ? ('submitted' as const) : ('failed' as const), attempts, failure };
-        return { ...call, keyKind, newIntent, status: statusLine(call), ...(request.intent !== undefined ? { intent: request.intent } : {}) };
+        const call = {
+          tool,
+          key: '',
+          state: failure.kind === 'transport' ? ('submitted' as const) : ('failed' as const),
+          attempts,
+          failure,
+        };
+        return {
+          ...call,
+          keyKind,
+          newIntent,
+          status: statusLine(call),
+          ...(request.intent !== undefined ? { intent: request.intent } : {}),
+        };
       };
       const known = await this.operationIdToolNames();
       if ('failure' in known) return refused(known.failure, known.attempts);
@@ -422,59 +438,62 @@ export class IdempotentMcpClient {
       ...(failure ? { failure } : {}),
     });
 
-    const attempts = await this.retrying(async () => {
-      // This key may have reached the server before (a retry, a re-plan): the request says so, and the server reads
-      // the key's record first instead of sending a write that would be refused. Never on a key's first send.
-      const attempt = await this.attemptToolCall(tool, args, current.sent === true ? { [LIKELY_REPLAY_META_KEY]: true } : undefined);
-      sentAny ||= attempt.sent;
-      let state: CallState;
-      let done: boolean;
-      let retryAfterMs: number | undefined;
-      const contract = attempt.answer ? asWriteToolResult(attempt.answer.structuredContent) : undefined;
-      if (contract && (await this.renewedExpiredOperationId(contract, current, args))) {
-        // The server said nothing ran with the old id: the same intent continues under a new one.
-        result = contract as WriteToolResult<R>;
-        failure = undefined;
-        this.ledger.update(current, { attempts: current.attempts + 1, lastError: contract.error?.code ?? '', sent: false });
-        return { done: false, retryAfterMs: 0 };
-      }
-      if (contract) {
-        result = contract as WriteToolResult<R>;
-        failure = undefined;
-        // A final answer settled the intent; a later "not now" (the server's store unreachable, a verification
-        // under way) says nothing new about it and must not turn a success into a failure or an unknown.
-        state = current.final && contract.retryable ? current.state : STATE_OF[contract.outcome];
-        done = !contract.retryable;
-        retryAfterMs = contract.retry_after_ms;
-      } else {
-        failure = attempt.answer
-          ? { kind: 'deterministic', message: `answer without the result contract: ${textOf(attempt.answer).slice(0, 120)}` }
-          : attempt.failure;
-        done = failure?.kind !== 'transport';
-        retryAfterMs = failure?.retryAfterMs;
-        // What an earlier answer settled stays known (the server replays it). Otherwise a request that may have
-        // arrived is unknown until the server says more; one that cannot have arrived changes nothing.
-        if (SETTLED_STATES.has(current.state) || current.state === 'unknown') state = current.state;
-        else if (failure?.kind === 'transport') state = sentAny ? 'unknown' : current.state;
-        else state = 'failed';
-      }
-      this.ledger.update(current, {
-        state,
-        final: current.final || contract?.retryable === false,
-        attempts: current.attempts + 1,
-        sent: current.sent === true || attempt.sent,
-        ...(result ? { lastOutcome: result.outcome } : {}),
-        lastError: failure?.message ?? result?.error?.code ?? '',
-      });
-      return { done, retryAfterMs };
-    }, async (attempt, nextDelayMs) => {
-      if (this.onAttempt) {
-        const status = statusLine({ ...snapshot(), attempts: 1, argumentNames });
-        this.onAttempt({ tool, key: current.key, attempt, status, ...(nextDelayMs !== undefined ? { nextDelayMs } : {}) });
-      }
-      // The key is already durable; writing the state is best effort.
-      await this.ledger.persist().catch(() => undefined);
-    });
+    const attempts = await this.retrying(
+      async () => {
+        // This key may have reached the server before (a retry, a re-plan): the request says so, and the server reads
+        // the key's record first instead of sending a write that would be refused. Never on a key's first send.
+        const attempt = await this.attemptToolCall(tool, args, current.sent === true ? { [LIKELY_REPLAY_META_KEY]: true } : undefined);
+        sentAny ||= attempt.sent;
+        let state: CallState;
+        let done: boolean;
+        let retryAfterMs: number | undefined;
+        const contract = attempt.answer ? asWriteToolResult(attempt.answer.structuredContent) : undefined;
+        if (contract && (await this.renewedExpiredOperationId(contract, current, args))) {
+          // The server said nothing ran with the old id: the same intent continues under a new one.
+          result = contract as WriteToolResult<R>;
+          failure = undefined;
+          this.ledger.update(current, { attempts: current.attempts + 1, lastError: contract.error?.code ?? '', sent: false });
+          return { done: false, retryAfterMs: 0 };
+        }
+        if (contract) {
+          result = contract as WriteToolResult<R>;
+          failure = undefined;
+          // A final answer settled the intent; a later "not now" (the server's store unreachable, a verification
+          // under way) says nothing new about it and must not turn a success into a failure or an unknown.
+          state = current.final && contract.retryable ? current.state : STATE_OF[contract.outcome];
+          done = !contract.retryable;
+          retryAfterMs = contract.retry_after_ms;
+        } else {
+          failure = attempt.answer
+            ? { kind: 'deterministic', message: `answer without the result contract: ${textOf(attempt.answer).slice(0, 120)}` }
+            : attempt.failure;
+          done = failure?.kind !== 'transport';
+          retryAfterMs = failure?.retryAfterMs;
+          // What an earlier answer settled stays known (the server replays it). Otherwise a request that may have
+          // arrived is unknown until the server says more; one that cannot have arrived changes nothing.
+          if (SETTLED_STATES.has(current.state) || current.state === 'unknown') state = current.state;
+          else if (failure?.kind === 'transport') state = sentAny ? 'unknown' : current.state;
+          else state = 'failed';
+        }
+        this.ledger.update(current, {
+          state,
+          final: current.final || contract?.retryable === false,
+          attempts: current.attempts + 1,
+          sent: current.sent === true || attempt.sent,
+          ...(result ? { lastOutcome: result.outcome } : {}),
+          lastError: failure?.message ?? result?.error?.code ?? '',
+        });
+        return { done, retryAfterMs };
+      },
+      async (attempt, nextDelayMs) => {
+        if (this.onAttempt) {
+          const status = statusLine({ ...snapshot(), attempts: 1, argumentNames });
+          this.onAttempt({ tool, key: current.key, attempt, status, ...(nextDelayMs !== undefined ? { nextDelayMs } : {}) });
+        }
+        // The key is already durable; writing the state is best effort.
+        await this.ledger.persist().catch(() => undefined);
+      },
+    );
 
     const call = { ...snapshot(), attempts };
     const status = statusLine({ ...call, argumentNames });
@@ -488,7 +507,8 @@ export class IdempotentMcpClient {
    * UNKNOWN_OPERATION_ID only when nothing ran with it; then, once per call, the intent gets a fresh id.
    */
   private async renewedExpiredOperationId(result: WriteToolResult, entry: LedgerEntry, args: Record<string, unknown>): Promise<boolean> {
-    if (entry.keyKind !== 'operation_id' || result.outcome !== 'rejected' || result.error?.code !== ErrorCode.UNKNOWN_OPERATION_ID) return false;
+    if (entry.keyKind !== 'operation_id' || result.outcome !== 'rejected' || result.error?.code !== ErrorCode.UNKNOWN_OPERATION_ID)
+      return false;
     if (this.renewedKeys.has(entry.key)) return false;
     const issued = await this.issueOperationId(entry.tool);
     if ('failure' in issued) return false;
@@ -503,7 +523,9 @@ export class IdempotentMcpClient {
    * The tools that take a server-issued operation id: as given, or as the server lists them (a tool whose input
    * schema requires `operation_id`), asked once and kept for this client's life.
    */
-  private async operationIdToolNames(): Promise<{ names: ReadonlySet<string>; attempts: number } | { failure: TransportFailure; attempts: number }> {
+  private async operationIdToolNames(): Promise<
+    { names: ReadonlySet<string>; attempts: number } | { failure: TransportFailure; attempts: number }
+  > {
     if (this.operationIdTools) return { names: this.operationIdTools, attempts: 0 };
     let names: Set<string> | undefined;
     let failure: TransportFailure | undefined;
@@ -537,14 +559,19 @@ export class IdempotentMcpClient {
   }
 
   /** Asks the server for an operation id for `tool`; an id obtained but never used is harmless. */
-  private async issueOperationId(tool: string): Promise<{ operationId: string; attempts: number } | { failure: TransportFailure; attempts: number }> {
+  private async issueOperationId(
+    tool: string,
+  ): Promise<{ operationId: string; attempts: number } | { failure: TransportFailure; attempts: number }> {
     const read = await this.callRead('issue_operation_id', { tool });
     const content = read.structuredContent;
     const nested = content?.result && typeof content.result === 'object' ? (content.result as Record<string, unknown>) : undefined;
     const operationId = content?.operation_id ?? nested?.operation_id;
     if (!read.isError && typeof operationId === 'string') return { operationId, attempts: read.attempts };
     return {
-      failure: read.failure ?? { kind: 'deterministic', message: `issue_operation_id failed: ${read.text.slice(0, 120) || 'no operation_id in its answer'}` },
+      failure: read.failure ?? {
+        kind: 'deterministic',
+        message: `issue_operation_id failed: ${read.text.slice(0, 120) || 'no operation_id in its answer'}`,
+      },
       attempts: read.attempts,
     };
   }
@@ -580,7 +607,10 @@ export class IdempotentMcpClient {
     }
     try {
       for (;;) {
-        const answer = await client.callTool({ name: tool, arguments: args, ...(meta ? { _meta: meta } : {}) }, { timeout: this.requestTimeoutMs });
+        const answer = await client.callTool(
+          { name: tool, arguments: args, ...(meta ? { _meta: meta } : {}) },
+          { timeout: this.requestTimeoutMs },
+        );
         // A 2025-11-25 connection gets the approval link as a tool result: after the wait (the same rounds as a
         // 2026-07-28 input request), the same call is sent again: it runs, is declined, or names a new link.
         const link = approvalLinkOf(answer);

@@ -136,17 +136,26 @@ export function classifyCallError(err: unknown): TransportFailure {
   if (err instanceof SdkHttpError) {
     const status = err.status;
     const retryable = status > 0 && isRetryableHttpStatus(status);
-    return { kind: retryable ? 'transport' : 'deterministic', message: status > 0 ? `HTTP ${status}` : 'unexpected HTTP answer', httpStatus: status };
+    return {
+      kind: retryable ? 'transport' : 'deterministic',
+      message: status > 0 ? `HTTP ${status}` : 'unexpected HTTP answer',
+      httpStatus: status,
+    };
   }
   if (err instanceof SdkError && (err.code === SdkErrorCode.RequestTimeout || err.code === SdkErrorCode.ConnectionClosed)) {
     // The SDK raises these two itself when no answer came: the request may have been executed.
     const closed = err.code === SdkErrorCode.ConnectionClosed;
-    return { kind: 'transport', message: closed ? 'connection closed' : 'request timed out', ...(closed ? { connectionClosed: true } : {}) };
+    return {
+      kind: 'transport',
+      message: closed ? 'connection closed' : 'request timed out',
+      ...(closed ? { connectionClosed: true } : {}),
+    };
   }
   if (err instanceof ProtocolError) return { kind: 'deterministic', message: `JSON-RPC error ${err.code}`, jsonRpcCode: err.code };
   const code = networkErrorCode(err);
   if (code) return { kind: 'transport', message: `network error ${code}` };
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return { kind: 'transport', message: 'request aborted' };
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+    return { kind: 'transport', message: 'request aborted' };
   if (err instanceof TypeError && err.message === 'fetch failed') return { kind: 'transport', message: 'network error' };
   return { kind: 'deterministic', message: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 200) : 'unexpected error' };
 }

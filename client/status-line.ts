@@ -69,7 +69,8 @@ export function statusLine(call: StatusLineInput): string {
   if (call.failure || !r) {
     const why = call.failure?.message ?? 'no answer';
     if (call.failure?.kind === 'deterministic') return `${head}failed, ${why}; not retried${tail}`;
-    if (!call.key || call.state === 'submitted') return `${head}not sent (${why}); call again later${call.key ? ', the key is kept' : ''}${tail}`;
+    if (!call.key || call.state === 'submitted')
+      return `${head}not sent (${why}); call again later${call.key ? ', the key is kept' : ''}${tail}`;
     if (call.state === 'succeeded' || call.state === 'failed')
       return `${head}no answer (${why}); it ${call.state} earlier: call again later for its result${tail}`;
     return `${head}unknown, no answer (${why}); call again later, the key is kept${tail}`;

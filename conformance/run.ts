@@ -39,7 +39,15 @@ const { port } = proxy.address() as AddressInfo;
 const code = await new Promise<number>((resolve) => {
   const child = spawn(
     node22,
-    [suite, 'server', '--url', `http://127.0.0.1:${port}/mcp`, '--expected-failures', join(import.meta.dirname, 'baseline.yml'), ...process.argv.slice(2)],
+    [
+      suite,
+      'server',
+      '--url',
+      `http://127.0.0.1:${port}/mcp`,
+      '--expected-failures',
+      join(import.meta.dirname, 'baseline.yml'),
+      ...process.argv.slice(2),
+    ],
     { stdio: 'inherit' },
   );
   child.on('exit', (exitCode) => resolve(exitCode ?? 1));

@@ -16,7 +16,13 @@ export {
   type DynamoDbClientOptions,
 } from '../lambdas/store/clients';
 export { isConditionRefusal, type Item } from '../lambdas/store/refusals';
-export { OutboxStore, type StoredOutboxEvent, type DeliveryMarker, type DeliveryClaim, type MarkerState } from '../lambdas/outbox/outbox-store';
+export {
+  OutboxStore,
+  type StoredOutboxEvent,
+  type DeliveryMarker,
+  type DeliveryClaim,
+  type MarkerState,
+} from '../lambdas/outbox/outbox-store';
 export { SqsEventPublisher, type EventPublisher } from '../lambdas/outbox/publisher';
 export {
   MalformedMessageError,

@@ -32,7 +32,14 @@ export {
 } from '../lambdas/core/idempotency-key';
 export { leaseHasPassed, leaseRemainingMs } from '../lambdas/core/lease';
 export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../lambdas/core/reconcile';
-export { describeResult, type ContractError, type KeyField, type Outcome, type WriteResults, type WriteToolResult } from '../lambdas/core/result-contract';
+export {
+  describeResult,
+  type ContractError,
+  type KeyField,
+  type Outcome,
+  type WriteResults,
+  type WriteToolResult,
+} from '../lambdas/core/result-contract';
 export {
   IllegalTransitionError,
   isSettled,

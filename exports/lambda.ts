@@ -8,11 +8,29 @@ export { mcpLambdaHandler } from '../lambdas/functions/endpoint';
 export { reconcilerLambdaHandler } from '../lambdas/functions/reconciler-endpoint';
 export { consumerLambdaHandler, deliveriesOf, type DeliveriesModule } from '../lambdas/functions/consumer-endpoint';
 export { clientsOf, toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
-export { createApp, servedHostnames, MCP_PATH, MAX_BODY_BYTES, PROTECTED_RESOURCE_METADATA_PATH, type AppOptions, type AppServices, type AppEnv } from '../lambdas/http/app';
+export {
+  createApp,
+  servedHostnames,
+  MCP_PATH,
+  MAX_BODY_BYTES,
+  PROTECTED_RESOURCE_METADATA_PATH,
+  type AppOptions,
+  type AppServices,
+  type AppEnv,
+} from '../lambdas/http/app';
 export { createLambdaHandler } from '../lambdas/http/function-url';
 export { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 export { createWorkerServices, type WorkerServiceOverrides, type WorkerServices } from '../lambdas/runtime/worker-services';
-export { createWorkers, type ConsumerOverrides, type OutboxQueueClient, type ReconcilerOverrides, type ReconcilerServices, type RelayOverrides, type WorkerOverrides, type Workers } from '../lambdas/runtime/workers';
+export {
+  createWorkers,
+  type ConsumerOverrides,
+  type OutboxQueueClient,
+  type ReconcilerOverrides,
+  type ReconcilerServices,
+  type RelayOverrides,
+  type WorkerOverrides,
+  type Workers,
+} from '../lambdas/runtime/workers';
 // The workers' types, as `Workers` holds them (their classes are built by `createWorkers`, never by a team).
 export type { OutboxRelay, RelayOptions } from '../lambdas/outbox/relay';
 export type { OutboxConsumer, ConsumerOptions, ConsumeOutcome } from '../lambdas/outbox/consumer';
@@ -46,7 +64,14 @@ export {
   type EnvVarKey,
   type EnvValue,
 } from '../lambdas/config';
-export { createTokenVerifier, AuthenticationError, AuthUnavailableError, type Caller, type TokenVerifier, type TokenVerifierOptions } from '../lambdas/auth/verifier';
+export {
+  createTokenVerifier,
+  AuthenticationError,
+  AuthUnavailableError,
+  type Caller,
+  type TokenVerifier,
+  type TokenVerifierOptions,
+} from '../lambdas/auth/verifier';
 export { withMetrics, countForTool, MetricName } from '../lambdas/observability/metrics';
 export { SecretUnavailableError } from '../lambdas/core/errors';
 export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../lambdas/auth/dev-issuer';

@@ -6,7 +6,19 @@
  */
 export { defineWriteTool, writeResultSchema, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from '../lambdas/mcp/define-read-tool';
-export { isWriteTool, type KeySource, type ProtocolEra, type ReconcileServices, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition, type OperationIdSigner, type ConfirmationSigner } from '../lambdas/mcp/tool-types';
+export {
+  isWriteTool,
+  type KeySource,
+  type ProtocolEra,
+  type ReconcileServices,
+  type ToolAnswer,
+  type ToolCall,
+  type ToolDefinition,
+  type ToolRuntime,
+  type WriteToolDefinition,
+  type OperationIdSigner,
+  type ConfirmationSigner,
+} from '../lambdas/mcp/tool-types';
 export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions } from '../lambdas/mcp/register-write-tool';
 export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
 export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
@@ -14,7 +26,14 @@ export { serverInstructions } from '../lambdas/mcp/served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from '../lambdas/mcp/tool-runtime';
 export type { Confirmation } from '../lambdas/core/confirmation-choice';
 export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-approval-page';
-export { queueEffect, queuedSchema, outboxToolNeverCommitted, OUTBOX_TOOL_NOTE, type OutboxRuntime, type Queued } from '../lambdas/mcp/outbox-tool';
+export {
+  queueEffect,
+  queuedSchema,
+  outboxToolNeverCommitted,
+  OUTBOX_TOOL_NOTE,
+  type OutboxRuntime,
+  type Queued,
+} from '../lambdas/mcp/outbox-tool';
 export type { DeliveryContext, DeliveryHandler } from '../lambdas/outbox/consumer';
 export type { ToolsModule, WithClients, ClientsOf } from '../lambdas/mcp/tools-module';
 export { startReconciler, reconcileOnce, type ReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';

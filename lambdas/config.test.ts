@@ -39,10 +39,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...oidc, OPERATION_ID_SECRET: 'short' })).toThrow(/at least 32/);
   });
 
-  it('deployed, takes the secret by ARN, to read from Secrets Manager (a stand-in\'s endpoint only when given)', () => {
+  it("deployed, takes the secret by ARN, to read from Secrets Manager (a stand-in's endpoint only when given)", () => {
     const deployed = { ...oidc, OPERATION_ID_SECRET: undefined, OPERATION_ID_SECRET_ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:x' };
-    expect(loadConfig(deployed).operationIdSecret).toEqual({ secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:x', endpoint: undefined });
-    expect(loadConfig({ ...deployed, SECRETS_MANAGER_ENDPOINT: 'http://127.0.0.1:4566' }).operationIdSecret).toMatchObject({ endpoint: 'http://127.0.0.1:4566' });
+    expect(loadConfig(deployed).operationIdSecret).toEqual({
+      secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:x',
+      endpoint: undefined,
+    });
+    expect(loadConfig({ ...deployed, SECRETS_MANAGER_ENDPOINT: 'http://127.0.0.1:4566' }).operationIdSecret).toMatchObject({
+      endpoint: 'http://127.0.0.1:4566',
+    });
     expect(() => loadConfig({ ...deployed, SECRETS_MANAGER_ENDPOINT: 'not a url' })).toThrow(/SECRETS_MANAGER_ENDPOINT/);
     // A value set directly wins: local runs may carry both.
     expect(loadConfig({ ...deployed, OPERATION_ID_SECRET: 'k'.repeat(32) }).operationIdSecret).toEqual({ value: 'k'.repeat(32) });

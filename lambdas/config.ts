@@ -223,7 +223,8 @@ export function positiveInt(name: string, fallback: number, max: number): EnvVar
       const value = trimmed(raw);
       if (value === undefined) return fallback;
       const n = Number(value);
-      if (!Number.isInteger(n) || n <= 0 || n > max) throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
+      if (!Number.isInteger(n) || n <= 0 || n > max)
+        throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
       return n;
     },
     format: (value) => String(value),
@@ -236,7 +237,8 @@ export function oneOf<T extends string>(name: string, allowed: readonly T[], fal
     name,
     parse: (raw) => {
       const value = trimmed(raw) ?? fallback;
-      if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
+      if (!(allowed as readonly string[]).includes(value))
+        throw new ConfigError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
       return value as T;
     },
     format: String,
@@ -279,7 +281,8 @@ function scopeList(name: string): EnvVar<string[] | undefined> {
       if (value === undefined) return undefined;
       const list = value.split(' ').filter(Boolean);
       const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
-      if (bad !== undefined) throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
+      if (bad !== undefined)
+        throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
       return [...new Set(list)];
     },
     format: (value) => value.join(' '),
@@ -337,7 +340,11 @@ export const EnvVars = {
   /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
   reconcileMaxAttempts: positiveInt('RECONCILE_MAX_ATTEMPTS', DEFAULT_RECONCILE_MAX_ATTEMPTS, 100),
   outboxDeadLetterQueueUrl: httpUrl('OUTBOX_DEAD_LETTER_QUEUE_URL'),
-  outboxDeliveryBudgetSeconds: positiveInt('OUTBOX_DELIVERY_BUDGET_SECONDS', OutboxDefaults.deliveryBudgetSeconds, OutboxDefaults.maxDeliveryBudgetSeconds),
+  outboxDeliveryBudgetSeconds: positiveInt(
+    'OUTBOX_DELIVERY_BUDGET_SECONDS',
+    OutboxDefaults.deliveryBudgetSeconds,
+    OutboxDefaults.maxDeliveryBudgetSeconds,
+  ),
   outboxMaxReceiveCount: positiveInt('OUTBOX_MAX_RECEIVE_COUNT', DEFAULT_OUTBOX_MAX_RECEIVE_COUNT, 1000),
   /** Powertools reads these itself; the constructs set them and lambdas/observability reads the defaults here. */
   powertoolsServiceName: text('POWERTOOLS_SERVICE_NAME', 'idempotent-mcp'),
@@ -493,10 +500,24 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
   const authorizeUrl = read(env, EnvVars.approvalAuthorizeUrl);
   const tokenUrl = read(env, EnvVars.approvalTokenUrl);
   if (read(env, EnvVars.authMode) === 'dev' && authorizeUrl === undefined && tokenUrl === undefined)
-    return { ttlSeconds, baseUrl, signIn: { clientId: clientId ?? DEV_APPROVAL_CLIENT_ID, authorizeUrl: DEV_SIGN_IN_PATHS.authorize, tokenUrl: DEV_SIGN_IN_PATHS.token, scopes, tenantClaim, tenantHint: true } };
+    return {
+      ttlSeconds,
+      baseUrl,
+      signIn: {
+        clientId: clientId ?? DEV_APPROVAL_CLIENT_ID,
+        authorizeUrl: DEV_SIGN_IN_PATHS.authorize,
+        tokenUrl: DEV_SIGN_IN_PATHS.token,
+        scopes,
+        tenantClaim,
+        tenantHint: true,
+      },
+    };
   const set = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
   if (set === 0) return { ttlSeconds, baseUrl };
-  if (set < 3) throw new ConfigError('APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL and APPROVAL_TOKEN_URL go together: set all three, or none for no approval page');
+  if (set < 3)
+    throw new ConfigError(
+      'APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL and APPROVAL_TOKEN_URL go together: set all three, or none for no approval page',
+    );
   return { ttlSeconds, baseUrl, signIn: { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } };
 }
 
@@ -515,7 +536,9 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
   const tableKeyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;
   if (tableKeyPrefix !== undefined && !isTableKeyPrefix(tableKeyPrefix))
-    throw new ConfigError(`${EnvVars.tableKeyPrefix.name} may contain only letters, digits and _ . : - (got ${tableKeyPrefix.slice(0, 80)})`);
+    throw new ConfigError(
+      `${EnvVars.tableKeyPrefix.name} may contain only letters, digits and _ . : - (got ${tableKeyPrefix.slice(0, 80)})`,
+    );
   return {
     tableName,
     ...(tableKeyPrefix !== undefined ? { tableKeyPrefix } : {}),

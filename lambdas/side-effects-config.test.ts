@@ -34,11 +34,28 @@ describe('side-effect settings', () => {
       sandboxEnabled: false,
       sandboxTableName: 'records-sandbox',
     });
-    const config = loadReferenceConfig({ ...base, PAYMENTS_URL: 'https://pay.example/', TICKETS_URL: 'https://tickets.example', MAILBOX_URL: 'http://127.0.0.1:3000/sandbox/mailbox', EMAIL_MODE: 'sandbox', EMAIL_FROM: 'noreply@shop.example', SANDBOX_ENABLED: 'true', SANDBOX_TABLE_NAME: 'demo-sandbox' });
-    expect(config).toMatchObject({ paymentsUrl: 'https://pay.example', ticketsUrl: 'https://tickets.example', mailboxUrl: 'http://127.0.0.1:3000/sandbox/mailbox', emailMode: 'sandbox', emailFrom: 'noreply@shop.example', sandboxEnabled: true, sandboxTableName: 'demo-sandbox' });
+    const config = loadReferenceConfig({
+      ...base,
+      PAYMENTS_URL: 'https://pay.example/',
+      TICKETS_URL: 'https://tickets.example',
+      MAILBOX_URL: 'http://127.0.0.1:3000/sandbox/mailbox',
+      EMAIL_MODE: 'sandbox',
+      EMAIL_FROM: 'noreply@shop.example',
+      SANDBOX_ENABLED: 'true',
+      SANDBOX_TABLE_NAME: 'demo-sandbox',
+    });
+    expect(config).toMatchObject({
+      paymentsUrl: 'https://pay.example',
+      ticketsUrl: 'https://tickets.example',
+      mailboxUrl: 'http://127.0.0.1:3000/sandbox/mailbox',
+      emailMode: 'sandbox',
+      emailFrom: 'noreply@shop.example',
+      sandboxEnabled: true,
+      sandboxTableName: 'demo-sandbox',
+    });
   });
 
-  it('a team endpoint\'s settings carry nothing of the reference endpoint', () => {
+  it("a team endpoint's settings carry nothing of the reference endpoint", () => {
     const config = loadConfig({ ...base, PAYMENTS_URL: 'https://pay.example', EMAIL_MODE: 'sandbox', SANDBOX_ENABLED: 'true' });
     expect(JSON.stringify(config)).not.toMatch(/pay\.example|payments|mailbox|sandbox|email/i);
   });
@@ -77,7 +94,10 @@ describe('side-effect settings', () => {
   });
 
   it('the sandbox function needs only its table', () => {
-    expect(loadReferenceConfig({ SANDBOX_TABLE_NAME: 'demo-sandbox' })).toMatchObject({ sandboxTableName: 'demo-sandbox', downstreamTimeoutMs: 3000 });
+    expect(loadReferenceConfig({ SANDBOX_TABLE_NAME: 'demo-sandbox' })).toMatchObject({
+      sandboxTableName: 'demo-sandbox',
+      downstreamTimeoutMs: 3000,
+    });
     expect(() => loadReferenceConfig({})).toThrow(/SANDBOX_TABLE_NAME/);
   });
 

@@ -138,7 +138,11 @@ export function lambdaBuild(entry: string, project: BundleProject, options: unkn
   const esbuild = projectEsbuild(project.projectRoot);
   if (!esbuild) {
     // Docker bundling is not supported (docs/deploy.md): say what to install instead of falling back to it.
-    return failed(new Error(`cannot bundle ${entry}: the functions are bundled by the project's esbuild, which is not installed in ${project.projectRoot}: npm install -D esbuild`));
+    return failed(
+      new Error(
+        `cannot bundle ${entry}: the functions are bundled by the project's esbuild, which is not installed in ${project.projectRoot}: npm install -D esbuild`,
+      ),
+    );
   }
   let result: esbuild.BuildResult<{ metafile: true; write: false }>;
   const outfile = join(project.projectRoot, LAMBDA_BUNDLE_FILE);
@@ -159,8 +163,12 @@ export function lambdaBuild(entry: string, project: BundleProject, options: unkn
     return failed(error instanceof Error ? error : new Error(String(error)));
   }
   const hash = createHash('sha256');
-  const add = (label: string, content: string | Uint8Array) => hash.update(`${label}\0${createHash('sha256').update(content).digest('hex')}\0`);
-  add('idempotent-mcp bundle source v2', JSON.stringify({ esbuild: esbuild.version, bundle: LambdaBundle, file: LAMBDA_BUNDLE_FILE, options }));
+  const add = (label: string, content: string | Uint8Array) =>
+    hash.update(`${label}\0${createHash('sha256').update(content).digest('hex')}\0`);
+  add(
+    'idempotent-mcp bundle source v2',
+    JSON.stringify({ esbuild: esbuild.version, bundle: LambdaBundle, file: LAMBDA_BUNDLE_FILE, options }),
+  );
   add(relative(project.projectRoot, project.depsLockFilePath), readFileSync(project.depsLockFilePath));
   const configDirs = new Set<string>();
   for (const input of Object.keys(result.metafile.inputs).sort()) {

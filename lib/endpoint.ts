@@ -1,6 +1,6 @@
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, type Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -240,10 +240,12 @@ function checkSettings(props: IdempotentMcpEndpointProps, outbox: boolean) {
     throw new Error('IdempotentMcpEndpoint: reconcilePeriod must be at least 1 minute (the shortest EventBridge rate)');
   }
   for (const origin of props.allowedOrigins ?? []) {
-    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new Error(`IdempotentMcpEndpoint: allowedOrigins has '${origin}', not an origin (scheme://host[:port])`);
+    if (!/^https?:\/\/[^/\s]+$/.test(origin))
+      throw new Error(`IdempotentMcpEndpoint: allowedOrigins has '${origin}', not an origin (scheme://host[:port])`);
   }
   for (const name of Object.keys(props.functions ?? {})) {
-    if (!(FUNCTION_NAMES as readonly string[]).includes(name)) throw new Error(`IdempotentMcpEndpoint: functions.${name} is not one of the endpoint's functions (${FUNCTION_NAMES.join(', ')})`);
+    if (!(FUNCTION_NAMES as readonly string[]).includes(name))
+      throw new Error(`IdempotentMcpEndpoint: functions.${name} is not one of the endpoint's functions (${FUNCTION_NAMES.join(', ')})`);
   }
   for (const name of FUNCTION_NAMES) {
     const options = props.functions?.[name];
@@ -253,10 +255,12 @@ function checkSettings(props: IdempotentMcpEndpointProps, outbox: boolean) {
     checkFunctionOptions(`IdempotentMcpEndpoint: functions.${name}`, options);
   }
   checkApprovalPage(props);
-  if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error('IdempotentMcpEndpoint: vpcSubnets and securityGroups need a vpc');
+  if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length))
+    throw new Error('IdempotentMcpEndpoint: vpcSubnets and securityGroups need a vpc');
   if (props.existingTable) {
     for (const prop of ['customerManagedKey', 'tableRemovalPolicy'] as const) {
-      if (props[prop] !== undefined) throw new Error(`IdempotentMcpEndpoint: ${prop} cannot be set with existingTable (your stack owns that table)`);
+      if (props[prop] !== undefined)
+        throw new Error(`IdempotentMcpEndpoint: ${prop} cannot be set with existingTable (your stack owns that table)`);
     }
     if (outbox && !props.existingTable.tableStreamArn) {
       throw new Error(
@@ -271,27 +275,42 @@ const HTTPS_URL = /^https:\/\/[^\s/?#]+(\/[^\s?#]*)?$/;
 function checkApprovalPage(props: IdempotentMcpEndpointProps) {
   const page = props.approvalPage ?? {};
   const external = props.auth?.external !== undefined;
-  if (props.auth?.approvalPage) throw new Error('IdempotentMcpEndpoint: auth.approvalPage is set by the endpoint itself from approvalPage and publicBaseUrl; leave it out');
+  if (props.auth?.approvalPage)
+    throw new Error(
+      'IdempotentMcpEndpoint: auth.approvalPage is set by the endpoint itself from approvalPage and publicBaseUrl; leave it out',
+    );
   if (page.signIn && !external)
-    throw new Error('IdempotentMcpEndpoint: approvalPage.signIn needs auth.external (the page verifies people\'s ID tokens at the issuer that signs the agents\' tokens); with the stack\'s own pool, the stack creates the client');
+    throw new Error(
+      "IdempotentMcpEndpoint: approvalPage.signIn needs auth.external (the page verifies people's ID tokens at the issuer that signs the agents' tokens); with the stack's own pool, the stack creates the client",
+    );
   if (page.enabled === true && external && !page.signIn)
-    throw new Error('IdempotentMcpEndpoint: approvalPage.enabled with auth.external needs approvalPage.signIn (your issuer\'s client id, authorization and token endpoints for the page)');
+    throw new Error(
+      "IdempotentMcpEndpoint: approvalPage.enabled with auth.external needs approvalPage.signIn (your issuer's client id, authorization and token endpoints for the page)",
+    );
   if (page.signIn) {
     const { clientId, authorizeUrl, tokenUrl, scopes, tenantClaim } = page.signIn;
-    if (!Token.isUnresolved(clientId) && !/^[\x21-\x7e]+$/.test(clientId ?? '')) throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.clientId must be a client id (printable, no spaces)');
-    for (const [name, url] of [['authorizeUrl', authorizeUrl], ['tokenUrl', tokenUrl]] as const) {
-      if (!Token.isUnresolved(url) && !HTTPS_URL.test(url ?? '')) throw new Error(`IdempotentMcpEndpoint: approvalPage.signIn.${name} must be an https URL (got '${String(url).slice(0, 80)}')`);
+    if (!Token.isUnresolved(clientId) && !/^[\x21-\x7e]+$/.test(clientId ?? ''))
+      throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.clientId must be a client id (printable, no spaces)');
+    for (const [name, url] of [
+      ['authorizeUrl', authorizeUrl],
+      ['tokenUrl', tokenUrl],
+    ] as const) {
+      if (!Token.isUnresolved(url) && !HTTPS_URL.test(url ?? ''))
+        throw new Error(`IdempotentMcpEndpoint: approvalPage.signIn.${name} must be an https URL (got '${String(url).slice(0, 80)}')`);
     }
     const badScope = scopes?.find((scope) => !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope));
     if (badScope !== undefined) throw new Error(`IdempotentMcpEndpoint: approvalPage.signIn.scopes has '${badScope}', not an OAuth scope`);
-    if (tenantClaim !== undefined && !/^\S+$/.test(tenantClaim)) throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.tenantClaim must be a claim name without spaces');
+    if (tenantClaim !== undefined && !/^\S+$/.test(tenantClaim))
+      throw new Error('IdempotentMcpEndpoint: approvalPage.signIn.tenantClaim must be a claim name without spaces');
   }
   const lifetime = page.linkLifetime?.toSeconds({ integral: false });
   if (lifetime !== undefined && (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > MAX_APPROVAL_TTL_SECONDS))
     throw new Error(`IdempotentMcpEndpoint: approvalPage.linkLifetime must be whole seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`);
   // The page's callback is registered on it, and issuers accept only https callbacks.
   if (servesApprovalPage(props) && props.publicBaseUrl && !Token.isUnresolved(props.publicBaseUrl) && !HTTPS_URL.test(props.publicBaseUrl))
-    throw new Error(`IdempotentMcpEndpoint: publicBaseUrl must be an https URL without query or fragment when it serves the approval page (got '${props.publicBaseUrl.slice(0, 80)}')`);
+    throw new Error(
+      `IdempotentMcpEndpoint: publicBaseUrl must be an https URL without query or fragment when it serves the approval page (got '${props.publicBaseUrl.slice(0, 80)}')`,
+    );
 }
 
 /** Whether the page is served: on by default with the stack's pool, with an external issuer only given its client. */
@@ -342,7 +361,8 @@ export class IdempotentMcpEndpoint extends Construct {
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
-    const deliveries = props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
+    const deliveries =
+      props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
     const outbox = deliveries !== undefined;
     this.toolsModule = tools;
     this.deliveriesModule = deliveries;
@@ -390,7 +410,10 @@ export class IdempotentMcpEndpoint extends Construct {
       this.approvalCallbackUrl = `${pageBase}${APPROVAL_CALLBACK_PATH}`;
     }
     const cognitoPage = this.approvalCallbackUrl !== undefined && !props.auth?.external;
-    this.auth = new Auth(this, 'Auth', { ...props.auth, approvalPage: cognitoPage ? { callbackUrl: this.approvalCallbackUrl! } : undefined });
+    this.auth = new Auth(this, 'Auth', {
+      ...props.auth,
+      approvalPage: cognitoPage ? { callbackUrl: this.approvalCallbackUrl! } : undefined,
+    });
     const signIn = props.approvalPage?.signIn ?? this.auth.approvalSignIn;
     this.mcp = new McpFunction(this, 'Mcp', {
       ...fn('mcp'),
@@ -464,19 +487,37 @@ export class IdempotentMcpEndpoint extends Construct {
     const output = (id: string, value: string | undefined, description?: string) => {
       if (value === undefined) return;
       if (stack.node.tryFindChild(id))
-        throw new Error(`IdempotentMcpEndpoint: the stack already has a construct named ${id} (another endpoint's outputs, or your own): set outputs: false on this endpoint, or rename yours`);
+        throw new Error(
+          `IdempotentMcpEndpoint: the stack already has a construct named ${id} (another endpoint's outputs, or your own): set outputs: false on this endpoint, or rename yours`,
+        );
       new CfnOutput(stack, id, { value, description });
     };
     const { auth } = this;
     output(StackOutput.mcpUrl, this.mcpUrl, 'The MCP endpoint (streamable HTTP): hand it to your agents');
     output(StackOutput.tokenEndpoint, auth.tokenEndpoint, 'OAuth 2.0 token endpoint (client credentials)');
     output(StackOutput.tokenScope, auth.scope, 'The scope to request');
-    output(StackOutput.userPoolId, auth.userPool?.userPoolId, 'The Cognito user pool: one app client per tenant, and the people who approve');
-    output(StackOutput.clientId, auth.client?.userPoolClientId, 'The demo tenant\'s app client id (also its tenant id)');
-    output(StackOutput.clientSecretCommand, auth.clientSecretCommand(), 'Prints the demo client\'s secret (kept out of outputs and the template)');
+    output(
+      StackOutput.userPoolId,
+      auth.userPool?.userPoolId,
+      'The Cognito user pool: one app client per tenant, and the people who approve',
+    );
+    output(StackOutput.clientId, auth.client?.userPoolClientId, "The demo tenant's app client id (also its tenant id)");
+    output(
+      StackOutput.clientSecretCommand,
+      auth.clientSecretCommand(),
+      "Prints the demo client's secret (kept out of outputs and the template)",
+    );
     output(StackOutput.approvalPageUrl, this.approvalPageUrl, 'Where approval links point (people approve payments here, signed in)');
-    output(StackOutput.approvalCallbackUrl, this.approvalCallbackUrl, 'The sign-in redirect URI of the page (register it with an external issuer)');
-    output(StackOutput.approvalClientId, auth.approvalClient?.userPoolClientId, 'The approval page\'s app client for people (managed login)');
+    output(
+      StackOutput.approvalCallbackUrl,
+      this.approvalCallbackUrl,
+      'The sign-in redirect URI of the page (register it with an external issuer)',
+    );
+    output(
+      StackOutput.approvalClientId,
+      auth.approvalClient?.userPoolClientId,
+      "The approval page's app client for people (managed login)",
+    );
     // `idempotent-mcp ops --stack <name>` reads these three.
     output(StackOutput.table, this.store.tableName);
     output(StackOutput.queue, this.outbox?.queue.queueUrl);
@@ -504,9 +545,13 @@ export class IdempotentMcpEndpoint extends Construct {
    * writes), and with an outbox redrive the dead-letter queue to the queue.
    */
   grantReview(grantee: iam.IGrantable): iam.Grant {
-    let grant = this.grantReadRecords(grantee).combine(this.store.grantItems(grantee, ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']));
+    let grant = this.grantReadRecords(grantee).combine(
+      this.store.grantItems(grantee, ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']),
+    );
     if (this.outbox) {
-      grant = grant.combine(this.outbox.deadLetterQueue.grantConsumeMessages(grantee)).combine(this.outbox.queue.grantSendMessages(grantee));
+      grant = grant
+        .combine(this.outbox.deadLetterQueue.grantConsumeMessages(grantee))
+        .combine(this.outbox.queue.grantSendMessages(grantee));
     }
     return grant;
   }

@@ -43,7 +43,8 @@ const PROP = 'IdempotentMcpGateway';
 
 /** The policy file read and checked, or an error naming the file and each mistake (thrown at synth). */
 function readPolicy(file: unknown): { path: string; policy: unknown } {
-  if (typeof file !== 'string' || file.trim() === '') throw new Error(`${PROP}: policy must be the path of the gateway's policy file (JSON)`);
+  if (typeof file !== 'string' || file.trim() === '')
+    throw new Error(`${PROP}: policy must be the path of the gateway's policy file (JSON)`);
   const path = isAbsolute(file) ? file : resolve(file);
   let text: string;
   try {
@@ -60,9 +61,12 @@ function readPolicy(file: unknown): { path: string; policy: unknown } {
   try {
     // A deployed gateway's upstream is HTTP: a stdio process's environment has nowhere to go.
     if (parseGatewayPolicy(policy).env)
-      throw new GatewayPolicyError(['the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env']);
+      throw new GatewayPolicyError([
+        'the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env',
+      ]);
   } catch (err) {
-    if (err instanceof GatewayPolicyError) throw new Error(`${PROP}: the policy file ${path} is refused.\n${err.mistakes.map((m) => `- ${m}`).join('\n')}`);
+    if (err instanceof GatewayPolicyError)
+      throw new Error(`${PROP}: the policy file ${path} is refused.\n${err.mistakes.map((m) => `- ${m}`).join('\n')}`);
     throw err;
   }
   return { path, policy };
@@ -70,7 +74,9 @@ function readPolicy(file: unknown): { path: string; policy: unknown } {
 
 function upstreamUrl(upstream: GatewayUpstream | undefined): string {
   if (upstream && 'command' in upstream) {
-    throw new Error(`${PROP}: upstream.command is for a local gateway only (a stdio server it starts); deployed, give upstream.url, the server's streamable-HTTP URL`);
+    throw new Error(
+      `${PROP}: upstream.command is for a local gateway only (a stdio server it starts); deployed, give upstream.url, the server's streamable-HTTP URL`,
+    );
   }
   const url = upstream?.url;
   if (typeof url !== 'string' || (!Token.isUnresolved(url) && !/^https:\/\/[^\s/?#]+(\/\S*)?$/.test(url))) {
@@ -97,7 +103,8 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
   constructor(scope: Construct, id: string, props: IdempotentMcpGatewayProps) {
     const { path, policy } = readPolicy(props?.policy);
     const url = upstreamUrl(props.upstream);
-    if (!props.credentials?.secretArn) throw new Error(`${PROP}: credentials must be the Secrets Manager secret holding the gateway's upstream credentials`);
+    if (!props.credentials?.secretArn)
+      throw new Error(`${PROP}: credentials must be the Secrets Manager secret holding the gateway's upstream credentials`);
     const { policy: _policy, upstream: _upstream, credentials, ...settings } = props;
     // The gateway runs no code of a team's own, and has no outbox events to deliver.
     super(scope, id, { ...settings, tools: gatewayToolsModule(path, policy) });
@@ -105,7 +112,10 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     this.upstreamUrl = url;
     // The synth loads a tools module to check its exports; this one connects to the upstream, which only a deployed
     // function does (the policy was checked above; the upstream's tools are checked at cold start).
-    Annotations.of(this).acknowledgeWarning('idempotent-mcp:modules-unchecked', 'The gateway policy is checked at synth; the upstream\'s tools at cold start.');
+    Annotations.of(this).acknowledgeWarning(
+      'idempotent-mcp:modules-unchecked',
+      "The gateway policy is checked at synth; the upstream's tools at cold start.",
+    );
     // Whose records these are on the table (shared through existingTable): the upstream's, as a local gateway's.
     // A URL known only at deploy (a token) cannot be digested here: the construct's path names the owner instead.
     const keyPrefix = Token.isUnresolved(url) ? upstreamKeyPrefix({ command: 'cdk', args: [this.node.path] }) : upstreamKeyPrefix({ url });
@@ -128,7 +138,10 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     this.tableKeyPrefix = keyPrefix;
     // `idempotent-mcp ops --stack <name>` reviews the gateway's own records by it.
     if (props.outputs !== false && !Stack.of(this).node.tryFindChild(StackOutput.tableKeyPrefix)) {
-      new CfnOutput(Stack.of(this), StackOutput.tableKeyPrefix, { value: keyPrefix, description: "Whose records are this gateway's on the table (its upstream's)" });
+      new CfnOutput(Stack.of(this), StackOutput.tableKeyPrefix, {
+        value: keyPrefix,
+        description: "Whose records are this gateway's on the table (its upstream's)",
+      });
     }
   }
 }

@@ -31,6 +31,7 @@ export function projectOf(file: string): { projectRoot: string; depsLockFilePath
   for (let dir = dirname(file); ; dir = dirname(dir)) {
     const lock = LOCK_FILES.map((name) => join(dir, name)).find((path) => existsSync(path));
     if (lock) return { projectRoot: dir, depsLockFilePath: lock };
-    if (dirname(dir) === dir) throw new Error(`no lock file (${LOCK_FILES.join(', ')}) above ${file}: run npm install in your project first`);
+    if (dirname(dir) === dir)
+      throw new Error(`no lock file (${LOCK_FILES.join(', ')}) above ${file}: run npm install in your project first`);
   }
 }

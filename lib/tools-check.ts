@@ -54,8 +54,15 @@ const mtimeOf = (file: string) => {
 export function checkModuleExports(check: ModuleCheck): { unchecked?: string } {
   const key = JSON.stringify([check.tools, check.deliveries ?? null, check.environment ?? {}]);
   // Kept on disk too, so each synth of an unchanged project (a test run, a second `cdk synth`) reuses it.
-  const cacheFile = join(projectOf(check.tools).projectRoot, 'node_modules', '.cache', 'idempotent-mcp', `check-${createHash('sha256').update(key).digest('hex').slice(0, 16)}.json`);
-  const fresh = (result: CheckResult | undefined): result is CheckResult => result !== undefined && result.inputs.length > 0 && result.inputs.every(([file, mtime]) => mtimeOf(file) === mtime);
+  const cacheFile = join(
+    projectOf(check.tools).projectRoot,
+    'node_modules',
+    '.cache',
+    'idempotent-mcp',
+    `check-${createHash('sha256').update(key).digest('hex').slice(0, 16)}.json`,
+  );
+  const fresh = (result: CheckResult | undefined): result is CheckResult =>
+    result !== undefined && result.inputs.length > 0 && result.inputs.every(([file, mtime]) => mtimeOf(file) === mtime);
   let result = checked.get(key);
   if (!fresh(result)) {
     try {
@@ -80,7 +87,8 @@ export function checkModuleExports(check: ModuleCheck): { unchecked?: string } {
 /** The esbuild the team's project bundles its functions with, or an error naming the prop. */
 function loadEsbuild(projectRoot: string, prop: string): typeof esbuild {
   const found = projectEsbuild(projectRoot);
-  if (!found) throw new Error(`${prop}: checking the tools module at synth needs esbuild, which also bundles the functions: npm install -D esbuild`);
+  if (!found)
+    throw new Error(`${prop}: checking the tools module at synth needs esbuild, which also bundles the functions: npm install -D esbuild`);
   return found;
 }
 
@@ -141,7 +149,10 @@ function runCheck(check: ModuleCheck): CheckResult {
   } catch (err) {
     const first = (err as { errors?: esbuild.Message[] }).errors?.[0];
     const where = first?.location ? ` (${first.location.file}:${first.location.line})` : '';
-    const file = first?.location && resolve(projectRoot, first.location.file) === check.deliveries ? ['deliveries', check.deliveries] as const : ['tools', check.tools] as const;
+    const file =
+      first?.location && resolve(projectRoot, first.location.file) === check.deliveries
+        ? (['deliveries', check.deliveries] as const)
+        : (['tools', check.tools] as const);
     return { inputs: [], problem: `${label(file[0], file[1])} does not build: ${first?.text ?? (err as Error).message}${where}` };
   }
   const inputs = Object.keys(built.metafile.inputs).map((file): [string, number] => {
@@ -165,7 +176,10 @@ function runCheck(check: ModuleCheck): CheckResult {
   } catch (err) {
     const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
     const reason = stderr.split('\n').find((line) => /Error|error/.test(line)) ?? stderr.split('\n')[0] ?? (err as Error).message;
-    return { inputs, unchecked: `${label('tools', check.tools)} did not load at synth, so its exports are checked at cold start only: ${reason || (err as Error).message}` };
+    return {
+      inputs,
+      unchecked: `${label('tools', check.tools)} did not load at synth, so its exports are checked at cold start only: ${reason || (err as Error).message}`,
+    };
   } finally {
     rmSync(resultFile, { force: true });
   }

@@ -84,7 +84,10 @@ export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<v
         `  Inject faults  curl -X POST ${stack.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'`,
       ]
     : [];
-  const outbox = stack.config.sideEffects.outboxEnabled !== false ? ', with the outbox queue, its relay and consumer, and the reconciler' : ' and the reconciler (no outbox: no deliveries module)';
+  const outbox =
+    stack.config.sideEffects.outboxEnabled !== false
+      ? ', with the outbox queue, its relay and consumer, and the reconciler'
+      : ' and the reconciler (no outbox: no deliveries module)';
   console.log(`
 Idempotent MCP endpoint is running with ${options.serving} (data kept in ${stateDir}/)${outbox}.
 ${sandbox.join('\n')}

@@ -71,7 +71,9 @@ function emulatorFolder(): string {
       // not from there
     }
   }
-  throw new Error('DynamoDB Local comes from the npm package amplify-dynamodb-simulator, not installed here: npm install -D amplify-dynamodb-simulator (or set DYNAMODB_ENDPOINT to a running DynamoDB)');
+  throw new Error(
+    'DynamoDB Local comes from the npm package amplify-dynamodb-simulator, not installed here: npm install -D amplify-dynamodb-simulator (or set DYNAMODB_ENDPOINT to a running DynamoDB)',
+  );
 }
 
 /**
@@ -239,7 +241,11 @@ export async function makeDynamoDbLocalArchive(): Promise<boolean> {
   const emulatorDir = emulatorFolder();
   const dir = archiveDir(emulatorDir);
   mkdirSync(dirname(dir), { recursive: true });
-  await underLock(`${dir}.lock`, () => existsSync(join(dir, ARCHIVE)), () => makeArchive(emulatorDir, dir));
+  await underLock(
+    `${dir}.lock`,
+    () => existsSync(join(dir, ARCHIVE)),
+    () => makeArchive(emulatorDir, dir),
+  );
   return existsSync(join(dir, ARCHIVE));
 }
 
@@ -253,22 +259,49 @@ async function makeArchive(emulatorDir: string, dir: string): Promise<void> {
     const { default: JSZip } = await import('jszip');
     const jar = await JSZip.loadAsync(readFileSync(join(emulatorDir, 'DynamoDBLocal.jar')));
     const manifest = (await jar.file('META-INF/MANIFEST.MF')!.async('string')).replace(/\r?\n /g, '');
-    const named = /^Class-Path: (.*)$/m.exec(manifest)?.[1]?.split(/\s+/).filter((entry) => entry.endsWith('.jar')) ?? [];
+    const named =
+      /^Class-Path: (.*)$/m
+        .exec(manifest)?.[1]
+        ?.split(/\s+/)
+        .filter((entry) => entry.endsWith('.jar')) ?? [];
     jar.file('META-INF/MANIFEST.MF', manifest.replace(/^Class-Path: .*\r?\n/m, ''));
     writeFileSync(join(dir, 'DynamoDBLocal.jar'), await jar.generateAsync({ type: 'nodebuffer', compression: 'DEFLATE' }));
-    const cp = [join(dir, 'DynamoDBLocal.jar'), ...named.map((entry) => join(emulatorDir, entry)), join(emulatorDir, 'DynamoDBLocal_lib', '*')].join(':');
+    const cp = [
+      join(dir, 'DynamoDBLocal.jar'),
+      ...named.map((entry) => join(emulatorDir, entry)),
+      join(emulatorDir, 'DynamoDBLocal_lib', '*'),
+    ].join(':');
     const classList = join(dir, 'classes.list');
     const port = await freePort();
     const endpoint = `http://127.0.0.1:${port}`;
-    const listing = [...javaOptions(emulatorDir), `-XX:DumpLoadedClassList=${classList}`, '-cp', cp, 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`, 'inMemory=true'];
+    const listing = [
+      ...javaOptions(emulatorDir),
+      `-XX:DumpLoadedClassList=${classList}`,
+      '-cp',
+      cp,
+      'org.eclipse.jetty.xml.XmlConfiguration',
+      `port=${port}`,
+      'inMemory=true',
+    ];
     emulator = await launch(emulatorDir, [...listing, JETTY_CONFIG], endpoint);
     await typicalWorkload(endpoint);
     await emulator.stop();
     const java = process.env.JAVA ?? 'java';
-    const dump = spawn(java, [...JVM_FLAGS, '-Xshare:dump', `-XX:SharedClassListFile=${classList}`, `-XX:SharedArchiveFile=${join(dir, `${ARCHIVE}.part`)}`, '-cp', cp], {
-      cwd: emulatorDir,
-      stdio: 'ignore',
-    });
+    const dump = spawn(
+      java,
+      [
+        ...JVM_FLAGS,
+        '-Xshare:dump',
+        `-XX:SharedClassListFile=${classList}`,
+        `-XX:SharedArchiveFile=${join(dir, `${ARCHIVE}.part`)}`,
+        '-cp',
+        cp,
+      ],
+      {
+        cwd: emulatorDir,
+        stdio: 'ignore',
+      },
+    );
     const status = await new Promise<number | null>((resolveStatus) => {
       dump.once('error', () => resolveStatus(null));
       dump.once('exit', resolveStatus);
@@ -283,7 +316,12 @@ async function makeArchive(emulatorDir: string, dir: string): Promise<void> {
 
 /** What the stack asks of DynamoDB (tables with an index, conditional and transactional writes, queries): their classes load. */
 async function typicalWorkload(endpoint: string) {
-  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
   try {
     const TableName = 'archive';
     const key = (pk: string) => ({ pk: { S: pk } });
@@ -295,21 +333,45 @@ async function typicalWorkload(endpoint: string) {
           { AttributeName: 'pk', AttributeType: 'S' },
           { AttributeName: 'gsi', AttributeType: 'S' },
         ],
-        GlobalSecondaryIndexes: [{ IndexName: 'by-gsi', KeySchema: [{ AttributeName: 'gsi', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } }],
+        GlobalSecondaryIndexes: [
+          { IndexName: 'by-gsi', KeySchema: [{ AttributeName: 'gsi', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } },
+        ],
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
-    await client.send(new PutItemCommand({ TableName, Item: { ...key('a'), gsi: { S: 'g' }, n: { N: '1' } }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    await client.send(
+      new PutItemCommand({
+        TableName,
+        Item: { ...key('a'), gsi: { S: 'g' }, n: { N: '1' } },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
+    );
     await client.send(
       new TransactWriteItemsCommand({
         TransactItems: [
-          { Update: { TableName, Key: key('a'), UpdateExpression: 'SET n = n + :one, #s = :s', ConditionExpression: 'n = :n', ExpressionAttributeNames: { '#s': 'st' }, ExpressionAttributeValues: { ':one': { N: '1' }, ':n': { N: '1' }, ':s': { S: 'x' } } } },
+          {
+            Update: {
+              TableName,
+              Key: key('a'),
+              UpdateExpression: 'SET n = n + :one, #s = :s',
+              ConditionExpression: 'n = :n',
+              ExpressionAttributeNames: { '#s': 'st' },
+              ExpressionAttributeValues: { ':one': { N: '1' }, ':n': { N: '1' }, ':s': { S: 'x' } },
+            },
+          },
           { Put: { TableName, Item: { ...key('b'), gsi: { S: 'g' } } } },
         ],
       }),
     );
     await client.send(new GetItemCommand({ TableName, Key: key('a'), ConsistentRead: true }));
-    await client.send(new QueryCommand({ TableName, IndexName: 'by-gsi', KeyConditionExpression: 'gsi = :g', ExpressionAttributeValues: { ':g': { S: 'g' } } }));
+    await client.send(
+      new QueryCommand({
+        TableName,
+        IndexName: 'by-gsi',
+        KeyConditionExpression: 'gsi = :g',
+        ExpressionAttributeValues: { ':g': { S: 'g' } },
+      }),
+    );
     await client.send(new DeleteItemCommand({ TableName, Key: key('b') }));
     await client.send(new DeleteTableCommand({ TableName }));
   } finally {
@@ -395,15 +457,18 @@ async function launch(emulatorDir: string, args: string[], endpoint: string): Pr
       if (!running) return;
       child.stdin?.end();
       // The watchdog kills Java itself after the grace period; this is for a watchdog that is gone too.
-      const timer = setTimeout(() => {
-        for (const target of [pid, child.pid]) {
-          try {
-            if (target) process.kill(target, 'SIGKILL');
-          } catch {
-            // already gone
+      const timer = setTimeout(
+        () => {
+          for (const target of [pid, child.pid]) {
+            try {
+              if (target) process.kill(target, 'SIGKILL');
+            } catch {
+              // already gone
+            }
           }
-        }
-      }, (GRACEFUL_STOP_SECONDS + 5) * 1000);
+        },
+        (GRACEFUL_STOP_SECONDS + 5) * 1000,
+      );
       await exited;
       clearTimeout(timer);
     },

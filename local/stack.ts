@@ -5,8 +5,28 @@ import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
-import { type ToolDefinition } from 'idempotent-mcp/mcp';
-import { createApp, createDevSignIn, createServices, createWorkers, DEV_SIGN_IN_MOUNT, devIssuerFor, EnvVars, localOperationIdSecret, environmentOf, loadConfig, read, servedHostnames, type AppConfig, type DevIssuer, type Env, type ServiceOverrides, type Services, type WorkerOverrides, type Workers } from 'idempotent-mcp/lambda';
+import type { ToolDefinition } from 'idempotent-mcp/mcp';
+import {
+  createApp,
+  createDevSignIn,
+  createServices,
+  createWorkers,
+  DEV_SIGN_IN_MOUNT,
+  devIssuerFor,
+  EnvVars,
+  localOperationIdSecret,
+  environmentOf,
+  loadConfig,
+  read,
+  servedHostnames,
+  type AppConfig,
+  type DevIssuer,
+  type Env,
+  type ServiceOverrides,
+  type Services,
+  type WorkerOverrides,
+  type Workers,
+} from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../reference/sandbox/router';
 import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
 import { openSandboxStore } from '../reference/sandbox/sandbox-store';
@@ -82,9 +102,17 @@ type Fetch = (request: Request) => Response | Promise<Response>;
  */
 export const LOCAL_HTTP_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, checkMs: 1_000 } as const;
 
-function listen(fetch: Fetch, port: number, timeouts: { headersMs: number; requestMs: number; checkMs: number }): Promise<{ server: ServerType; port: number }> {
+function listen(
+  fetch: Fetch,
+  port: number,
+  timeouts: { headersMs: number; requestMs: number; checkMs: number },
+): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolvePromise, reject) => {
-    const serverOptions = { headersTimeout: timeouts.headersMs, requestTimeout: timeouts.requestMs, connectionsCheckingInterval: timeouts.checkMs };
+    const serverOptions = {
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      connectionsCheckingInterval: timeouts.checkMs,
+    };
     const server = serve({ fetch, port, hostname: '127.0.0.1', serverOptions }, (info: AddressInfo) =>
       resolvePromise({ server, port: info.port }),
     );
@@ -124,7 +152,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const env: Env = { ...process.env };
     // The emulator's restarts are logged by the services' logger once it exists.
     let log = (line: string) => console.error(line);
-    const dynamo = await startDynamoDbLocal({ ...(options.persistDir ? { dbPath: join(stateDir, 'dynamodb') } : {}), log: (line) => log(line) });
+    const dynamo = await startDynamoDbLocal({
+      ...(options.persistDir ? { dbPath: join(stateDir, 'dynamodb') } : {}),
+      log: (line) => log(line),
+    });
     stops.push(dynamo.stop);
     env.DYNAMODB_ENDPOINT = dynamo.endpoint;
     const tableName = options.tableName ?? env.TABLE_NAME ?? (options.persistDir ? 'idempotent-mcp' : `local-${randomUUID()}`);
@@ -188,7 +219,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       storeReachable: cachedProbe(() => dynamo.reachable(), STORE_PROBE_TTL_MS),
       mounts: {
         // The approval page's sign-in, locally: the dev issuer's (never in a Lambda bundle).
-        ...(config.auth.mode === 'dev' && config.approvals?.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {}),
+        ...(config.auth.mode === 'dev' && config.approvals?.signIn
+          ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) }
+          : {}),
         ...(referenceConfig.sandboxEnabled ? { '/sandbox': createSandboxRouter(services, referenceConfig) } : {}),
       },
     });

@@ -64,7 +64,13 @@ function repeat(name: string, intervalMs: number, logger: Logger, work: (signal:
 }
 
 /** What the SQS event source mapping hands the Lambda: the same record shape, from a real ReceiveMessage. */
-function toSqsRecord(message: { MessageId?: string; ReceiptHandle?: string; Body?: string; Attributes?: Record<string, string>; MD5OfBody?: string }): SQSRecord {
+function toSqsRecord(message: {
+  MessageId?: string;
+  ReceiptHandle?: string;
+  Body?: string;
+  Attributes?: Record<string, string>;
+  MD5OfBody?: string;
+}): SQSRecord {
   return {
     messageId: message.MessageId ?? '',
     receiptHandle: message.ReceiptHandle ?? '',
@@ -88,7 +94,11 @@ function toSqsRecord(message: { MessageId?: string; ReceiptHandle?: string; Body
  * consumer poller (receive, handler, delete what succeeded, as the event source mapping does) and the reconciler
  * timer. `npm start` and the tests run them; `stop` ends them all.
  */
-export function startLocalWorkers(services: Pick<WorkerServices, 'config' | 'logger'>, workers: Workers, options: LocalWorkerOptions = {}): LocalWorkers {
+export function startLocalWorkers(
+  services: Pick<WorkerServices, 'config' | 'logger'>,
+  workers: Workers,
+  options: LocalWorkerOptions = {},
+): LocalWorkers {
   const { logger } = services;
   const stops: Array<() => Promise<void>> = [];
 
@@ -118,7 +128,10 @@ export function startLocalWorkers(services: Pick<WorkerServices, 'config' | 'log
         const done = event.Records.filter((r) => !failed.has(r.messageId));
         if (done.length === 0) return;
         await workers.sqs.send(
-          new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }),
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+          }),
         );
       }),
     );

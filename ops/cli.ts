@@ -119,7 +119,9 @@ function tenantId(tenant: string): string {
 async function parseResult(inline: string | undefined, file: string | undefined, io: CliIo): Promise<unknown> {
   if (inline !== undefined && file !== undefined) throw new ReviewInputError('give the result once: --result or --result-file');
   if (inline === undefined && file === undefined)
-    throw new ReviewInputError("--found needs --result '<json>' or --result-file <path> (- for stdin): the downstream's result, as the tool returns it");
+    throw new ReviewInputError(
+      "--found needs --result '<json>' or --result-file <path> (- for stdin): the downstream's result, as the tool returns it",
+    );
   let text = inline;
   const flag = inline !== undefined ? '--result' : `--result-file ${file}`;
   if (file !== undefined) {
@@ -176,7 +178,8 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       (values.help ? io.out : io.err)(USAGE);
       return values.help ? ExitCode.ok : ExitCode.badInput;
     }
-    if (!['list', 'show', 'settle', 'recheck', 'redrive'].includes(command)) throw new ReviewInputError(`unknown command '${command}' (list, show, settle, recheck, redrive)`);
+    if (!['list', 'show', 'settle', 'recheck', 'redrive'].includes(command))
+      throw new ReviewInputError(`unknown command '${command}' (list, show, settle, recheck, redrive)`);
 
     // Everything about the input is checked before anything is read or written.
     let run: (desk: ReviewDesk) => Promise<number>;
@@ -185,7 +188,8 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
     if (command === 'list') {
       if (args.length) throw new ReviewInputError('list takes no positional arguments');
       const status = values.status as ListStatus | undefined;
-      if (status !== undefined && !LIST_STATUSES.includes(status)) throw new ReviewInputError(`--status must be one of ${LIST_STATUSES.join(', ')} (got '${status}')`);
+      if (status !== undefined && !LIST_STATUSES.includes(status))
+        throw new ReviewInputError(`--status must be one of ${LIST_STATUSES.join(', ')} (got '${status}')`);
       const filter = {
         status,
         tenant: values.tenant === undefined ? undefined : tenantId(values.tenant),
@@ -216,7 +220,8 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
         action = { kind: 'recheck' };
       } else {
         if (values.found === values.absent) throw new ReviewInputError('settle needs exactly one of --found or --absent');
-        if (values.absent && (values.result !== undefined || values['result-file'] !== undefined)) throw new ReviewInputError('--absent takes no --result');
+        if (values.absent && (values.result !== undefined || values['result-file'] !== undefined))
+          throw new ReviewInputError('--absent takes no --result');
         // The reason first: a too-long one is refused before stdin is read.
         reviewReason(values.reason);
         action = values.found ? { kind: 'found', result: await parseResult(values.result, values['result-file'], io) } : { kind: 'absent' };
@@ -233,7 +238,10 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       run = async (desk) => {
         const result = await desk.redrive(max);
         print(result, () =>
-          [`redriven ${result.moved.length} message(s) to the outbox queue`, ...result.moved.map((m) => `  ${m.event_id}  ${m.tenant}  ${m.tool}`)]
+          [
+            `redriven ${result.moved.length} message(s) to the outbox queue`,
+            ...result.moved.map((m) => `  ${m.event_id}  ${m.tenant}  ${m.tool}`),
+          ]
             .concat(result.skipped ? [`left ${result.skipped} message(s) that are not outbox events in the dead-letter queue`] : [])
             .join('\n'),
         );
@@ -241,7 +249,12 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       };
     }
 
-    target = await (deps.target ?? resolveTarget)({ stack: values.stack, table: values.table, queue: values.queue, keyPrefix: values['key-prefix'] });
+    target = await (deps.target ?? resolveTarget)({
+      stack: values.stack,
+      table: values.table,
+      queue: values.queue,
+      keyPrefix: values['key-prefix'],
+    });
     const tools = new Map<string, WriteToolDefinition>();
     for (const tool of deps.tools ?? (await toolsModule(values.tools))) if (isWriteTool(tool)) tools.set(tool.name, tool);
     const desk = new ReviewDesk({
@@ -260,7 +273,9 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
       io.err(`error: ${err.message}`);
       return ExitCode.badInput;
     }
-    io.err(`failed${target ? ` (${target.name})` : ''}: ${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
+    io.err(
+      `failed${target ? ` (${target.name})` : ''}: ${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).split('\n')[0]}`,
+    );
     return ExitCode.failure;
   } finally {
     target?.close();
@@ -269,7 +284,14 @@ export async function runOps(argv: string[], io: CliIo, deps: CliDeps): Promise<
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function age(seconds: number): string {
@@ -297,7 +319,10 @@ function formatList(entries: AttentionEntry[]): string {
 }
 
 function formatRecord(view: RecordView): string {
-  const lines = [`${view.tenant} ${view.tool} ${view.idempotency_key}`, `  status        ${view.status === 'ABSENT' ? 'ABSENT (no record: the key is free)' : view.status}`];
+  const lines = [
+    `${view.tenant} ${view.tool} ${view.idempotency_key}`,
+    `  status        ${view.status === 'ABSENT' ? 'ABSENT (no record: the key is free)' : view.status}`,
+  ];
   const field = (label: string, value: unknown) => {
     if (value !== undefined) lines.push(`  ${label.padEnd(13)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
   };
@@ -308,11 +333,19 @@ function formatRecord(view: RecordView): string {
   field('lease until', view.lease_expires_at);
   field('next check', view.next_check_at);
   // When a downstream showing nothing starts to prove something: before it, a request of the operation may still land.
-  field('decidable at', view.decidable_at && (Date.parse(view.decidable_at) > Date.now() ? `${view.decidable_at} (a request may still land until then)` : view.decidable_at));
+  field(
+    'decidable at',
+    view.decidable_at &&
+      (Date.parse(view.decidable_at) > Date.now() ? `${view.decidable_at} (a request may still land until then)` : view.decidable_at),
+  );
   field('attempts', view.attempts);
   field('last error', view.error ? `${view.error.code}: ${view.error.message}` : undefined);
   field('result', view.result);
-  if (view.delivery) field('delivery', `${view.delivery.status} (event ${view.delivery.event_id}, ${view.delivery.sends} send(s))${view.delivery.error ? ` ${view.delivery.error.code}` : ''}`);
+  if (view.delivery)
+    field(
+      'delivery',
+      `${view.delivery.status} (event ${view.delivery.event_id}, ${view.delivery.sends} send(s))${view.delivery.error ? ` ${view.delivery.error.code}` : ''}`,
+    );
   if (view.review.length) {
     lines.push('  review log');
     for (const e of view.review) lines.push(`    ${e.at}  ${e.by}  ${e.action}  ${e.from} -> ${e.to}  "${e.reason}"`);
@@ -324,12 +357,18 @@ function formatRecord(view: RecordView): string {
   const approval = view.approval;
   if (approval) {
     // Who decided and how come from the decision's log entry: a form answer never reads as the person's.
-    const decided = approval.decided_by !== undefined ? ` by ${approval.decided_by}${approval.decided_via ? `, ${how(approval.decided_via, 'decided')}` : ''}` : '';
-    lines.push(`  approval      ${approval.status}${decided}${decided ? '' : ` (round ${approval.round}, ${how(approval.mode, 'asked')})`}`);
+    const decided =
+      approval.decided_by !== undefined
+        ? ` by ${approval.decided_by}${approval.decided_via ? `, ${how(approval.decided_via, 'decided')}` : ''}`
+        : '';
+    lines.push(
+      `  approval      ${approval.status}${decided}${decided ? '' : ` (round ${approval.round}, ${how(approval.mode, 'asked')})`}`,
+    );
     lines.push(`    bound to    ${approval.tool}, fingerprint ${approval.fingerprint}`);
     lines.push(`    summary     ${approval.summary}`);
     lines.push(`    expires     ${approval.expires_at}`);
-    if (approval.used_at !== undefined) lines.push(`    used        ${approval.used_at} by run ${approval.used_by} (a yes authorizes one run)`);
+    if (approval.used_at !== undefined)
+      lines.push(`    used        ${approval.used_at} by run ${approval.used_by} (a yes authorizes one run)`);
     else if (approval.status === 'approved') lines.push('    used        not yet (a yes authorizes one run)');
     // Every round, oldest first: what was asked, how, and each decision.
     let round: number | undefined;

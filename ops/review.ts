@@ -16,7 +16,15 @@ import {
 } from '../lambdas/core/state-machine';
 import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/core/approval';
 import type { ApprovalStore } from '../lambdas/engine/approval-store';
-import type { AttentionStatus, IdempotencyStore, OperatorDecision, RecordIdentity, RecordQueries, ReviewLog, ReviewStore } from '../lambdas/engine/persistence';
+import type {
+  AttentionStatus,
+  IdempotencyStore,
+  OperatorDecision,
+  RecordIdentity,
+  RecordQueries,
+  ReviewLog,
+  ReviewStore,
+} from '../lambdas/engine/persistence';
 import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
 import { countForTool, MetricName } from '../lambdas/observability/metrics';
 import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../lambdas/outbox/outbox-event';
@@ -39,7 +47,9 @@ export function reviewReason(reason: string | undefined): string {
   const text = reason?.trim() ?? '';
   if (!text) throw new ReviewInputError('--reason is required: say why, for the review log');
   if (text.length > REVIEW_REASON_MAX_CHARS)
-    throw new ReviewInputError(`--reason is ${text.length} characters; at most ${REVIEW_REASON_MAX_CHARS} (link a ticket or a document for more)`);
+    throw new ReviewInputError(
+      `--reason is ${text.length} characters; at most ${REVIEW_REASON_MAX_CHARS} (link a ticket or a document for more)`,
+    );
   return text;
 }
 
@@ -242,7 +252,8 @@ export class ReviewDesk {
     const sources: Array<() => AsyncIterable<Array<AttentionEntry | undefined>>> = [];
     const records = (status: AttentionStatus, dueBy?: number) =>
       async function* () {
-        for await (const page of store.attentionPages(status, { pageSize: PAGE_SIZE, dueBy })) yield page.map((record) => recordEntry(record, now));
+        for await (const page of store.attentionPages(status, { pageSize: PAGE_SIZE, dueBy }))
+          yield page.map((record) => recordEntry(record, now));
       };
     const events = (status: 'PENDING' | 'FAILED', minAgeMs: number) =>
       async function* () {
@@ -290,8 +301,13 @@ export class ReviewDesk {
     const delivery = await this.delivery(record);
     const confirmation = this.options.tools.get(identity.tool)?.confirmation ?? 'none';
     // Approved for the arguments that ran, in any round (entries older than rounds carry the record's fingerprint).
-    const approved = approval?.log.some((entry) => entry.event === 'approved' && (entry.fingerprint ?? approval.fingerprint) === record?.fingerprint);
-    const ranWithout = record && confirmation !== 'none' && !approved ? { ran_without: confirmation === 'approval' ? ('approval' as const) : ('confirmation' as const) } : {};
+    const approved = approval?.log.some(
+      (entry) => entry.event === 'approved' && (entry.fingerprint ?? approval.fingerprint) === record?.fingerprint,
+    );
+    const ranWithout =
+      record && confirmation !== 'none' && !approved
+        ? { ran_without: confirmation === 'approval' ? ('approval' as const) : ('confirmation' as const) }
+        : {};
     return { ...view, ...(delivery ? { delivery } : {}), ...(approval ? { approval: this.approvalView(approval) } : {}), ...ranWithout };
   }
 
@@ -299,17 +315,24 @@ export class ReviewDesk {
   async prepare(identity: RecordIdentity, action: OperatorAction, reason: string | undefined): Promise<PreparedDecision> {
     const why = reviewReason(reason);
     const [record, log] = await Promise.all([this.options.store.get(identity), this.options.store.reviewLog(identity)]);
-    if (!record) throw new ReviewInputError(`no record for ${describe(identity)}${log.entries.length ? ' (already released by a review decision)' : ''}`);
+    if (!record)
+      throw new ReviewInputError(
+        `no record for ${describe(identity)}${log.entries.length ? ' (already released by a review decision)' : ''}`,
+      );
     const tool = this.options.tools.get(identity.tool);
     let decision: OperatorDecision;
     if (action.kind === 'found') {
       decision = { event: ACTION_EVENT.found, result: tool ? validateResult(tool, action.result) : action.result };
     } else if (action.kind === 'recheck') {
-      if (tool && !tool.reconcile) throw new ReviewInputError(`${identity.tool} cannot be checked by the reconciler: settle it with --found or --absent`);
+      if (tool && !tool.reconcile)
+        throw new ReviewInputError(`${identity.tool} cannot be checked by the reconciler: settle it with --found or --absent`);
       decision = { event: ACTION_EVENT.recheck };
     } else {
       // What an absence means is the tool's call; without the tool, releasing the key could run the operation twice.
-      if (!tool) throw new ReviewInputError(`unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`);
+      if (!tool)
+        throw new ReviewInputError(
+          `unknown tool ${identity.tool}: its absence policy (release or fail) is not known here (pass the endpoint's tools module: --tools <module>)`,
+        );
       // A downstream showing nothing while a request of the operation may still land proves nothing.
       const decidable = this.decidable(record);
       if (!absenceIsConclusive(decidable, this.clock())) {
@@ -319,11 +342,19 @@ export class ReviewDesk {
       }
       decision =
         tool.onAbsent === 'fail'
-          ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'A person confirmed the operation did not happen; it will not be run again with this key.' } }
+          ? {
+              event: 'operator_settled_absent_fail',
+              error: {
+                code: ErrorCode.NOT_EXECUTED,
+                message: 'A person confirmed the operation did not happen; it will not be run again with this key.',
+              },
+            }
           : { event: 'operator_settled_absent' };
     }
     if (!allows(record.status, decision.event)) {
-      throw new ReviewInputError(`${describe(identity)} is ${record.status}: ${verb(decision.event)} applies to UNKNOWN or NEEDS_REVIEW records only`);
+      throw new ReviewInputError(
+        `${describe(identity)} is ${record.status}: ${verb(decision.event)} applies to UNKNOWN or NEEDS_REVIEW records only`,
+      );
     }
     const entry: ReviewEntry = {
       by: await this.options.who(),
@@ -344,7 +375,14 @@ export class ReviewDesk {
     const applied = await store.decide(record, log, decision, entry, this.clock());
     const [current, currentLog] = await Promise.all([store.get(record), store.reviewLog(record)]);
     const now = this.view(record, current, currentLog);
-    const fields = { tool: record.tool, tenant: record.tenant, key_hash: hashForLog(record.idempotencyKey), action: entry.action, by: entry.by, from: entry.from };
+    const fields = {
+      tool: record.tool,
+      tenant: record.tenant,
+      key_hash: hashForLog(record.idempotencyKey),
+      action: entry.action,
+      by: entry.by,
+      from: entry.from,
+    };
     if (!applied) {
       countForTool(MetricName.ReviewRaces, record.tool);
       logger.warn('review decision not written: the record changed meanwhile', { ...fields, status_now: now.status });
@@ -366,7 +404,8 @@ export class ReviewDesk {
   async redrive(max: number): Promise<RedriveResult> {
     const { queue, logger } = this.options;
     const deadLetterQueueUrl = await queue?.deadLetterQueueUrl();
-    if (!queue?.queueUrl || !deadLetterQueueUrl) throw new ReviewInputError('redrive needs the outbox queue and its dead-letter queue (--queue, --stack, or a running npm start)');
+    if (!queue?.queueUrl || !deadLetterQueueUrl)
+      throw new ReviewInputError('redrive needs the outbox queue and its dead-letter queue (--queue, --stack, or a running npm start)');
     const { sqs, queueUrl } = queue;
     const result: RedriveResult = { moved: [], skipped: 0 };
     const seen = new Set<string>();
@@ -386,19 +425,29 @@ export class ReviewDesk {
       for (const m of fresh) {
         seen.add(m.MessageId!);
         try {
-          events.push({ id: String(events.length), body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', message: parseOutboxMessage(m.Body ?? '') });
+          events.push({
+            id: String(events.length),
+            body: m.Body ?? '',
+            receipt: m.ReceiptHandle ?? '',
+            message: parseOutboxMessage(m.Body ?? ''),
+          });
         } catch {
           result.skipped++;
           logger.warn('dead-letter message is not an outbox event; left in place', { message_id: m.MessageId });
         }
       }
       if (events.length === 0) continue;
-      const sent = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: events.map((e) => ({ Id: e.id, MessageBody: e.body })) }));
+      const sent = await sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: events.map((e) => ({ Id: e.id, MessageBody: e.body })) }),
+      );
       const ok = new Set((sent.Successful ?? []).map((s) => s.Id));
       const moved = events.filter((e) => ok.has(e.id));
       if (moved.length > 0) {
         await sqs.send(
-          new DeleteMessageBatchCommand({ QueueUrl: deadLetterQueueUrl, Entries: moved.map((e) => ({ Id: e.id, ReceiptHandle: e.receipt })) }),
+          new DeleteMessageBatchCommand({
+            QueueUrl: deadLetterQueueUrl,
+            Entries: moved.map((e) => ({ Id: e.id, ReceiptHandle: e.receipt })),
+          }),
         );
       }
       for (const e of moved) {
@@ -407,7 +456,8 @@ export class ReviewDesk {
         countForTool(MetricName.Redriven, tool);
         logger.info('dead-letter message redriven to the outbox queue', { event_id, tenant, tool, key_hash, by: await this.options.who() });
       }
-      if (moved.length < events.length) throw new Error(`the outbox queue refused ${events.length - moved.length} message(s); they stay in the dead-letter queue`);
+      if (moved.length < events.length)
+        throw new Error(`the outbox queue refused ${events.length - moved.length} message(s); they stay in the dead-letter queue`);
     }
     return result;
   }
@@ -427,7 +477,9 @@ export class ReviewDesk {
       summary: approval.summary,
       created_at: iso(approval.createdAt)!,
       expires_at: iso(approval.expiresAt)!,
-      ...(decision ? { decided_at: iso(decision.at), decided_by: decision.by, ...(viaOf(decision) ? { decided_via: viaOf(decision) } : {}) } : {}),
+      ...(decision
+        ? { decided_at: iso(decision.at), decided_by: decision.by, ...(viaOf(decision) ? { decided_via: viaOf(decision) } : {}) }
+        : {}),
       ...(approval.usedAt !== undefined ? { used_at: iso(approval.usedAt), used_by: approval.usedBy } : {}),
       log: approval.log.map((entry) => ({
         at: iso(entry.at)!,
@@ -519,10 +571,13 @@ function eventEntry(event: StoredOutboxEvent, now: number, minAgeMs: number): At
 function validateResult(tool: WriteToolDefinition, result: unknown): unknown {
   const schema = (tool.outputSchema.shape as Record<string, z.ZodType>).result;
   const parsed = schema?.safeParse(result);
-  if (!parsed || result === undefined || result === null) throw new ReviewInputError(`--result must be ${tool.name}'s result (a JSON object)`);
+  if (!parsed || result === undefined || result === null)
+    throw new ReviewInputError(`--result must be ${tool.name}'s result (a JSON object)`);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ReviewInputError(`--result is not a ${tool.name} result: ${issue?.path.join('.') || 'value'}: ${issue?.message ?? 'invalid'}`);
+    throw new ReviewInputError(
+      `--result is not a ${tool.name} result: ${issue?.path.join('.') || 'value'}: ${issue?.message ?? 'invalid'}`,
+    );
   }
   return parsed.data;
 }

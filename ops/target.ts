@@ -41,7 +41,6 @@ export interface TargetOptions {
   localDir?: string;
 }
 
-
 /**
  * Locally, with no flags: the table and queues of the running `npm start` (its `.local/stack.json`). Against AWS:
  * `--stack` (its outputs) or `--table` / `--queue`, with the SDK's default credential and region chain.
@@ -51,7 +50,10 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   if (options.stack || options.table || options.queue) return awsTarget(options);
   const dir = resolve(options.localDir ?? '.local');
   const local = await readLocalState(dir);
-  if (!local) throw new ReviewInputError(`no running idempotent-mcp dev or npm start found (${dir}/stack.json): start one, or name a deployment with --stack or --table`);
+  if (!local)
+    throw new ReviewInputError(
+      `no running idempotent-mcp dev or npm start found (${dir}/stack.json): start one, or name a deployment with --stack or --table`,
+    );
   const doc = createDynamoDbClient({ endpoint: local.dynamodbEndpoint });
   const sqs = new SQSClient({ ...awsClientConfig(local.sqsEndpoint), maxAttempts: 3 });
   return {
@@ -84,7 +86,8 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
       keyPrefix ??= outputs.get(StackOutput.tableKeyPrefix);
       if (!tableName) throw new ReviewInputError(`stack ${options.stack} has no ${StackOutput.table} output`);
     } catch (err) {
-      if ((err as Error).name === 'ValidationError') throw new ReviewInputError(`no stack named ${options.stack}: ${(err as Error).message}`);
+      if ((err as Error).name === 'ValidationError')
+        throw new ReviewInputError(`no stack named ${options.stack}: ${(err as Error).message}`);
       throw err;
     } finally {
       cfn.destroy();
@@ -127,7 +130,9 @@ async function awsTarget(options: TargetOptions): Promise<Target> {
 /** The dead-letter queue named by the queue's redrive policy. */
 async function deadLetterQueueOf(sqs: SQSClient, queueUrl: string): Promise<string | undefined> {
   const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['RedrivePolicy'] }));
-  const arn = Attributes?.RedrivePolicy ? (JSON.parse(Attributes.RedrivePolicy) as { deadLetterTargetArn?: string }).deadLetterTargetArn : undefined;
+  const arn = Attributes?.RedrivePolicy
+    ? (JSON.parse(Attributes.RedrivePolicy) as { deadLetterTargetArn?: string }).deadLetterTargetArn
+    : undefined;
   if (!arn) return undefined;
   const [, , , , account, name] = arn.split(':');
   const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }));

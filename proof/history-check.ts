@@ -107,7 +107,12 @@ export function checkHistory({ intents, ledger }: { intents: readonly HistoryInt
     const add = (kind: string, detail: string) => {
       if (seen.has(kind)) return;
       seen.add(kind);
-      violations.push({ kind, detail: `${intent.tool} ${intent.tenant}/${intent.key}: ${detail}`, intent: intent.id, exposed: intent.exposed });
+      violations.push({
+        kind,
+        detail: `${intent.tool} ${intent.tenant}/${intent.key}: ${detail}`,
+        intent: intent.id,
+        exposed: intent.exposed,
+      });
     };
     const succeeded = intent.answers.filter((a) => a.outcome === 'succeeded');
     const resources = new Set(succeeded.map((a) => a.resource));
@@ -122,7 +127,8 @@ export function checkHistory({ intents, ledger }: { intents: readonly HistoryInt
     const variants = new Set(succeeded.map((a) => a.variant));
     if (variants.size > 1) add(Invariant.ownArguments, 'callers with different arguments both got succeeded');
     const last = intent.answers.filter((a) => a.variant === 0).at(-1);
-    if (!last || !settles(last)) add(Invariant.settled, `last answer: ${last ? (last.outcome ?? last.failure) + (last.code ? ` ${last.code}` : '') : 'none'}`);
+    if (!last || !settles(last))
+      add(Invariant.settled, `last answer: ${last ? (last.outcome ?? last.failure) + (last.code ? ` ${last.code}` : '') : 'none'}`);
     // "Failed" (nothing ran, or refused) is a lie once the effect is on its way: after a succeeded answer, or after
     // the request that made the effect reached the downstream, even if it was applied only later (a request our
     // side gave up on, still processed): from then on the key's operation has happened.

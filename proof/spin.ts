@@ -55,7 +55,7 @@ export interface SpinResult {
 
 /** The invariants, by the text of the assertion that checks them (docs/correctness.md, "Invariants"). */
 const INVARIANTS: Array<[RegExp, string]> = [
-  [/^assertion violated \(T\[.*\]!=6\)$/, 'no store transition outside the code\'s table'],
+  [/^assertion violated \(T\[.*\]!=6\)$/, "no store transition outside the code's table"],
   [/^assertion violated \(eff_cnt\[.*\]<=1\)$/, 'at most one effect per key'],
   [/^assertion violated \(rec\[.*\]\.st!=\d+\)$/, 'a record that says the operation failed has no effect'],
   [/^assertion violated \(eff_int\[.*\]<=1\)$/, 'at most one effect per intent'],
@@ -172,7 +172,11 @@ async function limited<T>(work: () => Promise<T>): Promise<T> {
  * Runs a command and reports its CPU time (user + system): the shell's `times` after it prints what its children
  * used, the only per-process figure that a shared machine's load does not stretch.
  */
-function exec(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string; failed: boolean; cpu: number }> {
+function exec(
+  cmd: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ stdout: string; failed: boolean; cpu: number }> {
   const script = '"$0" "$@"; s=$?; times >&2; exit $s';
   return new Promise((resolve, reject) =>
     execFile('sh', ['-c', script, cmd, ...args], { ...options, encoding: 'utf8', maxBuffer: 256 << 20 }, (err, stdout, stderr) => {
@@ -203,7 +207,12 @@ function buildDir(): string {
  * Counts of what this process did, for the docs' figures and the test's check that nothing compiles twice: `spin -a`
  * runs, `gcc` runs, and binaries taken from the cache instead of a `gcc`.
  */
-export const compileStats = { spin: 0, gcc: 0, cached: 0, compiles: [] as Array<{ model: SpinRun['model']; mode: Mode; flags: string; cpu: number }> };
+export const compileStats = {
+  spin: 0,
+  gcc: 0,
+  cached: 0,
+  compiles: [] as Array<{ model: SpinRun['model']; mode: Mode; flags: string; cpu: number }>,
+};
 
 const generated = new Map<string, Promise<{ dir: string; panC: string }>>();
 const compiled = new Map<string, Promise<string>>();
@@ -244,7 +253,12 @@ export async function panFor(model: SpinRun['model'], mode: Mode): Promise<strin
   const { dir, panC } = await generate(model);
   const flags = gccFlags(model, mode);
   gccVersion ??= exec('gcc', ['-dumpfullversion', '-dumpmachine'], { cwd: dir }).then((r) => r.stdout);
-  const key = createHash('sha256').update(panC).update(flags.join(' ')).update(await gccVersion).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(panC)
+    .update(flags.join(' '))
+    .update(await gccVersion)
+    .digest('hex')
+    .slice(0, 16);
   let done = compiled.get(key);
   if (!done) {
     done = limited(async () => {
@@ -301,7 +315,13 @@ export async function runSpin(run: SpinRun): Promise<SpinResult> {
     try {
       const depth = run.depth ?? 200_000;
       const started = Date.now();
-      const args = [`-m${depth}`, `-w${HASH_BITS}`, ...(run.liveness ? ['-a', '-f'] : []), ...(run.cyclesOnly ? ['-A'] : []), ...(run.shortest ? ['-i'] : [])];
+      const args = [
+        `-m${depth}`,
+        `-w${HASH_BITS}`,
+        ...(run.liveness ? ['-a', '-f'] : []),
+        ...(run.cyclesOnly ? ['-A'] : []),
+        ...(run.shortest ? ['-i'] : []),
+      ];
       const { stdout: output, cpu } = await exec(pan, args, { cwd: dir, env });
       const seconds = (Date.now() - started) / 1000;
       const errors = Number(/errors: (\d+)/.exec(output)?.[1] ?? NaN);
@@ -363,29 +383,84 @@ const protocol = (params: SpinRun['params']): SpinRun => ({ model: 'protocol.pml
 
 /** Each planted bug and the run that must catch it. */
 export const PLANTED: Array<{ flag: string; what: string; run: SpinRun }> = [
-  { flag: 'PLANT_NO_FENCE', what: 'completion without the owner fence', run: protocol({ KIND: 0, ...NONE, SLOW: 1, PLANT_NO_FENCE: true }) },
-  { flag: 'PLANT_RELEASE_NOT_HELD', what: 'releasing a lock this call does not hold', run: protocol({ KIND: 1, ...NONE, PLANT_RELEASE_NOT_HELD: true }) },
-  { flag: 'PLANT_MUTATED_ARGS', what: 'completion keyed by arguments changed after the claim', run: protocol({ KIND: 1, ...NONE, PLANT_MUTATED_ARGS: true }) },
-  { flag: 'PLANT_NO_DEADLINE', what: 'an in-progress record without a deadline taken as orphaned', run: protocol({ KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }) },
-  { flag: 'PLANT_RECONCILE_LIVE_LEASE', what: "the reconciler settling `absent` while the first call's lease still runs", run: protocol({ KIND: 1, ...NONE, PLANT_RECONCILE_LIVE_LEASE: true }) },
-  { flag: 'PLANT_NEW_KEY_ON_UNKNOWN', what: 'a client that retries `unknown` with a new key', run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_NEW_KEY_ON_UNKNOWN: true }) },
-  { flag: 'PLANT_ABSENT_IN_WINDOW', what: "the reconciler concluding `absent` while a request may still land (inside its in-flight window)", run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_ABSENT_IN_WINDOW: true }) },
-  { flag: 'PLANT_TAKEOVER_IN_WINDOW', what: 'a takeover after a lost lease that takes "nothing found" inside the window as absent and runs again', run: protocol({ KIND: 1, ...NONE, SLOW: 1, PLANT_TAKEOVER_IN_WINDOW: true }) },
-  { flag: 'PLANT_SHORT_MEMORY', what: "a downstream whose dedup and lookup forget a key before its record settled", run: protocol({ KIND: 0, ...NONE, FAULTS: 1, FORGETS: 1, PLANT_SHORT_MEMORY: true }) },
-  { flag: 'PLANT_NO_CONSUMER_DEDUP', what: 'a consumer without dedup', run: { model: 'outbox.pml', params: { PLANT_NO_CONSUMER_DEDUP: true }, shortest: true } },
-  { flag: 'PLANT_VERIFY_IN_WINDOW', what: "the outbox consumer's lookup (`verify`) taking \"nothing found\" inside the window as absent", run: { model: 'outbox.pml', params: { PLANT_VERIFY_IN_WINDOW: true }, shortest: true } },
+  {
+    flag: 'PLANT_NO_FENCE',
+    what: 'completion without the owner fence',
+    run: protocol({ KIND: 0, ...NONE, SLOW: 1, PLANT_NO_FENCE: true }),
+  },
+  {
+    flag: 'PLANT_RELEASE_NOT_HELD',
+    what: 'releasing a lock this call does not hold',
+    run: protocol({ KIND: 1, ...NONE, PLANT_RELEASE_NOT_HELD: true }),
+  },
+  {
+    flag: 'PLANT_MUTATED_ARGS',
+    what: 'completion keyed by arguments changed after the claim',
+    run: protocol({ KIND: 1, ...NONE, PLANT_MUTATED_ARGS: true }),
+  },
+  {
+    flag: 'PLANT_NO_DEADLINE',
+    what: 'an in-progress record without a deadline taken as orphaned',
+    run: protocol({ KIND: 1, ...NONE, PLANT_NO_DEADLINE: true }),
+  },
+  {
+    flag: 'PLANT_RECONCILE_LIVE_LEASE',
+    what: "the reconciler settling `absent` while the first call's lease still runs",
+    run: protocol({ KIND: 1, ...NONE, PLANT_RECONCILE_LIVE_LEASE: true }),
+  },
+  {
+    flag: 'PLANT_NEW_KEY_ON_UNKNOWN',
+    what: 'a client that retries `unknown` with a new key',
+    run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_NEW_KEY_ON_UNKNOWN: true }),
+  },
+  {
+    flag: 'PLANT_ABSENT_IN_WINDOW',
+    what: 'the reconciler concluding `absent` while a request may still land (inside its in-flight window)',
+    run: protocol({ KIND: 1, ...NONE, FAULTS: 1, PLANT_ABSENT_IN_WINDOW: true }),
+  },
+  {
+    flag: 'PLANT_TAKEOVER_IN_WINDOW',
+    what: 'a takeover after a lost lease that takes "nothing found" inside the window as absent and runs again',
+    run: protocol({ KIND: 1, ...NONE, SLOW: 1, PLANT_TAKEOVER_IN_WINDOW: true }),
+  },
+  {
+    flag: 'PLANT_SHORT_MEMORY',
+    what: 'a downstream whose dedup and lookup forget a key before its record settled',
+    run: protocol({ KIND: 0, ...NONE, FAULTS: 1, FORGETS: 1, PLANT_SHORT_MEMORY: true }),
+  },
+  {
+    flag: 'PLANT_NO_CONSUMER_DEDUP',
+    what: 'a consumer without dedup',
+    run: { model: 'outbox.pml', params: { PLANT_NO_CONSUMER_DEDUP: true }, shortest: true },
+  },
+  {
+    flag: 'PLANT_VERIFY_IN_WINDOW',
+    what: 'the outbox consumer\'s lookup (`verify`) taking "nothing found" inside the window as absent',
+    run: { model: 'outbox.pml', params: { PLANT_VERIFY_IN_WINDOW: true }, shortest: true },
+  },
 ];
 
 /** What the model found in the engine as it is on main (docs/correctness.md, "Findings"): each flag restores it. */
 export const FINDINGS: Array<{ flag: string; what: string; run: SpinRun }> = [
-  { flag: 'FINDING_REPLAY_OTHER_ARGS', what: 'a fenced-out executor answers the result of other arguments', run: protocol({ KIND: 1, ...NONE, SLOW: 1, FINDING_REPLAY_OTHER_ARGS: true }) },
-  { flag: 'FINDING_RELEASE_AFTER_TAKEOVER', what: 'a taken-over execution that fails transiently releases the key', run: protocol({ KIND: 0, ...NONE, CRASHES: 1, SLOW: 1, FINDING_RELEASE_AFTER_TAKEOVER: true }) },
+  {
+    flag: 'FINDING_REPLAY_OTHER_ARGS',
+    what: 'a fenced-out executor answers the result of other arguments',
+    run: protocol({ KIND: 1, ...NONE, SLOW: 1, FINDING_REPLAY_OTHER_ARGS: true }),
+  },
+  {
+    flag: 'FINDING_RELEASE_AFTER_TAKEOVER',
+    what: 'a taken-over execution that fails transiently releases the key',
+    run: protocol({ KIND: 0, ...NONE, CRASHES: 1, SLOW: 1, FINDING_RELEASE_AFTER_TAKEOVER: true }),
+  },
 ];
 
 /** The runs that must pass on main. */
 export const CLEAN: Array<{ name: string; run: SpinRun }> = [
   ...Object.entries(KINDS).flatMap(([kind, KIND]) =>
-    Object.entries(PROFILES).map(([profile, bounds]) => ({ name: `protocol ${kind} ${profile}`, run: { model: 'protocol.pml' as const, params: { KIND, ...bounds } } })),
+    Object.entries(PROFILES).map(([profile, bounds]) => ({
+      name: `protocol ${kind} ${profile}`,
+      run: { model: 'protocol.pml' as const, params: { KIND, ...bounds } },
+    })),
   ),
   { name: 'outbox', run: { model: 'outbox.pml', params: {} } },
 ];
@@ -429,8 +504,17 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const all = [...CLEAN, ...LIVENESS, ...planted.map((p) => ({ name: p.flag, run: p.run }))];
   const started = Date.now();
   const results = await Promise.all(all.map(async ({ name, run }) => ({ name, r: await runSpin(run) })));
-  const rows = results.map(({ name, r }) => ({ check: name, errors: r.errors, states: r.states, depth: r.depth, 'cpu s': Number(r.cpu.toFixed(2)), broken: r.invariant ?? r.failure ?? '', incomplete: r.incomplete ?? '' }));
-  if (process.argv.includes('--trails')) for (const { name, r } of results) if (r.errors) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
+  const rows = results.map(({ name, r }) => ({
+    check: name,
+    errors: r.errors,
+    states: r.states,
+    depth: r.depth,
+    'cpu s': Number(r.cpu.toFixed(2)),
+    broken: r.invariant ?? r.failure ?? '',
+    incomplete: r.incomplete ?? '',
+  }));
+  if (process.argv.includes('--trails'))
+    for (const { name, r } of results) if (r.errors) console.log(`\n${name}\n  ${r.trail.join('\n  ')}`);
   console.table(rows);
   // Where the CPU goes: each search (above) and each compile (a fresh clone compiles all six; a cached binary none).
   console.table(compileStats.compiles.map((c) => ({ compile: `${c.model} ${c.mode}`, flags: c.flags, 'cpu s': Number(c.cpu.toFixed(2)) })));

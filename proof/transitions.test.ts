@@ -10,7 +10,8 @@ describe('one transition table for the code and the spin model', () => {
 
   it("every move of the code's table is in the model's table, and no other", () => {
     const text = emitTransitions();
-    const ids = (prefix: string) => new Map([...text.matchAll(new RegExp(`#define ${prefix}_(\\w+) (\\d+)`, 'g'))].map((m) => [m[1]!, m[2]!]));
+    const ids = (prefix: string) =>
+      new Map([...text.matchAll(new RegExp(`#define ${prefix}_(\\w+) (\\d+)`, 'g'))].map((m) => [m[1]!, m[2]!]));
     const states = ids('ST');
     const entries = new Set([...text.matchAll(/T\[ST_(\w+) \* NEVENTS \+ EV_(\w+)\] = ST_(\w+);/g)].map((m) => `${m[1]} ${m[2]} ${m[3]}`));
     const expected = new Set<string>();

@@ -60,7 +60,11 @@ export function configuredDownstreams(env: Env = process.env): ConfiguredDownstr
       ? read(env, ReferenceEnvVars.mailboxUrl) !== undefined
       : // SES sends only from an identity verified in the account: its local default names none.
         (env[ReferenceEnvVars.emailFrom.name]?.trim() ?? '') !== '';
-  return { payments: read(env, ReferenceEnvVars.paymentsUrl) !== undefined, tickets: read(env, ReferenceEnvVars.ticketsUrl) !== undefined, email };
+  return {
+    payments: read(env, ReferenceEnvVars.paymentsUrl) !== undefined,
+    tickets: read(env, ReferenceEnvVars.ticketsUrl) !== undefined,
+    email,
+  };
 }
 
 /** Reads the reference settings once per container; a bad one fails the cold start with its name. */

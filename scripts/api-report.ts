@@ -42,7 +42,19 @@ export function apiReports({ update, tarball }: { update: boolean; tarball?: str
           mainEntryPointFilePath: join(types, source.replace(/\.ts$/, '.d.ts')),
           // The report reads the declarations; it does not check them (`skipLibCheck`): a team's type check does, in
           // test/package/pack.test.ts (every subpath, `skipLibCheck: false`, the TypeScript a team installs).
-          compiler: { overrideTsconfig: { compilerOptions: { target: 'ES2022', lib: ['ES2023'], module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, types: ['node'], skipLibCheck: true } } },
+          compiler: {
+            overrideTsconfig: {
+              compilerOptions: {
+                target: 'ES2022',
+                lib: ['ES2023'],
+                module: 'NodeNext',
+                moduleResolution: 'NodeNext',
+                strict: true,
+                types: ['node'],
+                skipLibCheck: true,
+              },
+            },
+          },
           apiReport: { enabled: true, reportFileName: reportName, reportFolder: API_FOLDER, reportTempFolder: join(work, 'reports') },
           docModel: { enabled: false },
           dtsRollup: { enabled: false },
@@ -65,8 +77,13 @@ export function apiReports({ update, tarball }: { update: boolean; tarball?: str
       return { name, reportName, config };
     });
     // One TypeScript program for every subpath: compiling the declarations (and aws-cdk-lib's) once per report is the slow part.
-    const compilerState = CompilerState.create(configs[0]!.config, { additionalEntryPoints: configs.map((c) => c.config.mainEntryPointFilePath) });
-    const exported = exportedNames(compilerState, configs.map((c) => c.config.mainEntryPointFilePath));
+    const compilerState = CompilerState.create(configs[0]!.config, {
+      additionalEntryPoints: configs.map((c) => c.config.mainEntryPointFilePath),
+    });
+    const exported = exportedNames(
+      compilerState,
+      configs.map((c) => c.config.mainEntryPointFilePath),
+    );
     return configs.map(({ name, reportName, config }) => {
       const problems: string[] = [];
       const result = Extractor.invoke(config, {

@@ -30,7 +30,13 @@ const usage = 'usage: npm run chaos -- [--duration <seconds>] [--out <history.js
 let values: { duration?: string; out?: string; dir?: string; seed?: string; help?: boolean };
 try {
   ({ values } = parseArgs({
-    options: { duration: { type: 'string' }, out: { type: 'string' }, dir: { type: 'string' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      duration: { type: 'string' },
+      out: { type: 'string' },
+      dir: { type: 'string' },
+      seed: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   }));
 } catch (err) {
   console.error(`${(err as Error).message}\n${usage}`);
@@ -124,7 +130,13 @@ async function startServer(): Promise<boolean> {
       // Short periods, so that what the reconciler settles is settled within the run.
       // The run speaks the 2025-era protocol, which cannot carry the person's confirmation: the payments it makes are
       // confirmed on the run's side, as a deployment's opt-out allows.
-      ...environmentOf({ confirmationOptOut: ['request_payment'], reconcileIntervalMs: 500, downstreamTimeoutMs: 1000, powertoolsLogLevel: read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel) }),
+      ...environmentOf({
+        confirmationOptOut: ['request_payment'],
+        reconcileIntervalMs: 500,
+        downstreamTimeoutMs: 1000,
+        powertoolsLogLevel:
+          read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel),
+      }),
       [SDK_NODE_NOTICE_SWITCH]: 'true',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -177,13 +189,22 @@ interface Answer {
 }
 
 let rpcId = 0;
-async function callTool(tenant: Tenant, name: string, args: Record<string, unknown>, loseResponse: boolean): Promise<Answer & { structured?: Record<string, unknown> }> {
+async function callTool(
+  tenant: Tenant,
+  name: string,
+  args: Record<string, unknown>,
+  loseResponse: boolean,
+): Promise<Answer & { structured?: Record<string, unknown> }> {
   if (loseResponse) faultFetch.inject({ tool: name, fault: { mode: 'lose-response' }, times: 1 });
   let response: Response;
   try {
     response = await faultFetch.fetch(`${baseUrl}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tokens[tenant]}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${tokens[tenant]}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/call', params: { name, arguments: args } }),
       signal: AbortSignal.timeout(20_000),
     });
@@ -277,13 +298,37 @@ async function callUntilSettled(intent: Intent, variant: number, deadline: numbe
     stats.calls += 1;
     if (lose && answer.failure?.includes('ECONNRESET')) stats.lostResponses += 1;
     else if (answer.failure) stats.transportFailures += 1;
-    const resource = answer.outcome === 'succeeded' ? (answer.structured?.result as Record<string, unknown> | undefined)?.[RESOURCE_FIELD[intent.tool]] : undefined;
-    const entry = { ...answer, structured: undefined, resource: typeof resource === 'string' ? resource : undefined, variant, sentAt, answeredAt };
+    const resource =
+      answer.outcome === 'succeeded'
+        ? (answer.structured?.result as Record<string, unknown> | undefined)?.[RESOURCE_FIELD[intent.tool]]
+        : undefined;
+    const entry = {
+      ...answer,
+      structured: undefined,
+      resource: typeof resource === 'string' ? resource : undefined,
+      variant,
+      sentAt,
+      answeredAt,
+    };
     intent.answers.push(entry);
     record({
-      kind: 'call', phase, intent: intent.id, burst: intent.burst, tool: intent.tool, tenant: intent.tenant, key: intent.key, variant, attempt,
-      lost_response: lose || undefined, sent_at: new Date(sentAt).toISOString(), ms: answeredAt - sentAt,
-      outcome: entry.outcome, retryable: entry.retryable, code: entry.code, resource: entry.resource, failure: entry.failure,
+      kind: 'call',
+      phase,
+      intent: intent.id,
+      burst: intent.burst,
+      tool: intent.tool,
+      tenant: intent.tenant,
+      key: intent.key,
+      variant,
+      attempt,
+      lost_response: lose || undefined,
+      sent_at: new Date(sentAt).toISOString(),
+      ms: answeredAt - sentAt,
+      outcome: entry.outcome,
+      retryable: entry.retryable,
+      code: entry.code,
+      resource: entry.resource,
+      failure: entry.failure,
       message: entry.outcome === 'succeeded' ? undefined : entry.message?.slice(0, 160),
     });
     if (settles(answer)) return;
@@ -292,7 +337,13 @@ async function callUntilSettled(intent: Intent, variant: number, deadline: numbe
   }
 }
 
-async function newIntent(tool: WriteTool, tenant: Tenant, burst: number, deadline: number, sharedKey?: string): Promise<Intent | undefined> {
+async function newIntent(
+  tool: WriteTool,
+  tenant: Tenant,
+  burst: number,
+  deadline: number,
+  sharedKey?: string,
+): Promise<Intent | undefined> {
   const n = ++lastKeyBase;
   const key = tool === 'request_payment' ? await issueOperationId(tenant, deadline) : (sharedKey ?? `chaos-${runId}-${n}`);
   if (!key) return undefined;
@@ -307,7 +358,16 @@ async function newIntent(tool: WriteTool, tenant: Tenant, burst: number, deadlin
 // Chaos: what happens during each burst, in turn.
 type Action = 'none' | 'kill-server' | 'stop-dynamodb' | 'kill-dynamodb';
 // The first burst runs undisturbed: later bursts replay its settled keys while the server or the store is down.
-const ACTIONS: readonly Action[] = ['none', 'stop-dynamodb', 'kill-server', 'kill-dynamodb', 'stop-dynamodb', 'kill-server', 'none', 'kill-server'];
+const ACTIONS: readonly Action[] = [
+  'none',
+  'stop-dynamodb',
+  'kill-server',
+  'kill-dynamodb',
+  'stop-dynamodb',
+  'kill-server',
+  'none',
+  'kill-server',
+];
 const actionCounts: Record<Action, number> = { none: 0, 'kill-server': 0, 'stop-dynamodb': 0, 'kill-dynamodb': 0 };
 
 const violations: Violation[] = [];
@@ -331,7 +391,11 @@ async function armDownstreamFaults() {
   }
   if (chance(0.3)) faults.push({ target: 'queue', mode: 'duplicate-delivery', times: 1 + Math.floor(random() * 2) });
   for (const fault of faults) {
-    await fetch(`${baseUrl}/sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) }).catch(() => {});
+    await fetch(`${baseUrl}/sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(fault),
+    }).catch(() => {});
   }
   record({ kind: 'faults', faults });
   return faults.length;
@@ -347,9 +411,14 @@ async function act(action: Action, burst: number): Promise<void> {
     await killServer();
     // Defect 8: the emulator must not outlive the stack that started it.
     if (!(await until(() => !alive(java), 30_000))) {
-      violations.push({ kind: 'emulator outlived its server', detail: `DynamoDB Local pid ${java} still runs 30 s after the server's SIGKILL`, exposed: false });
+      violations.push({
+        kind: 'emulator outlived its server',
+        detail: `DynamoDB Local pid ${java} still runs 30 s after the server's SIGKILL`,
+        exposed: false,
+      });
     }
-    if (!(await startServer())) violations.push({ kind: 'stack did not recover', detail: 'the server did not become healthy after a restart', exposed: false });
+    if (!(await startServer()))
+      violations.push({ kind: 'stack did not recover', detail: 'the server did not become healthy after a restart', exposed: false });
     else say(`burst ${burst}: server restarted (pid ${server?.pid})`);
     return;
   }
@@ -359,7 +428,12 @@ async function act(action: Action, burst: number): Promise<void> {
   if (java) process.kill(java, signal);
   // Defect 3: the stack restarts the emulator on the same data; /health says when the store answers again.
   const back = await until(async () => emulatorPid() !== java && (await healthy()), 60_000);
-  if (!back) violations.push({ kind: 'stack did not recover', detail: `the store was not reachable 60 s after the emulator's ${signal}`, exposed: false });
+  if (!back)
+    violations.push({
+      kind: 'stack did not recover',
+      detail: `the store was not reachable 60 s after the emulator's ${signal}`,
+      exposed: false,
+    });
   else say(`burst ${burst}: DynamoDB Local is back (pid ${emulatorPid()})`);
 }
 
@@ -399,11 +473,15 @@ async function main(): Promise<number> {
       }
     }
     // Settled intents of earlier bursts, asked again (their answers must not change, even while the store is down).
-    const replays = intents.filter((i) => i.settled && i.burst < burst).sort(() => random() - 0.5).slice(0, 6);
+    const replays = intents
+      .filter((i) => i.settled && i.burst < burst)
+      .sort(() => random() - 0.5)
+      .slice(0, 6);
     say(`burst ${burst}: ${fresh.length} intents, ${replays.length} replays, ${faults} downstream faults, action ${action}`);
     for (const intent of fresh) {
       const callers = 1 + Math.floor(random() * 3);
-      for (let c = 0; c < callers; c++) calls.push(callUntilSettled(intent, c === 1 && intent.variants.length > 1 ? 1 : 0, burstDeadline, 'burst'));
+      for (let c = 0; c < callers; c++)
+        calls.push(callUntilSettled(intent, c === 1 && intent.variants.length > 1 ? 1 : 0, burstDeadline, 'burst'));
       if (callers === 1 && intent.variants.length > 1) calls.push(callUntilSettled(intent, 1, burstDeadline, 'burst'));
     }
     for (const intent of replays) calls.push(callUntilSettled(intent, 0, burstDeadline, 'replay'));
@@ -424,7 +502,9 @@ async function main(): Promise<number> {
   // exposed to an emulator SIGKILL: a lost transaction's event never comes).
   const queued = () =>
     intents.flatMap((i) =>
-      !i.exposed && (i.tool === 'send_email' || i.tool === 'create_ticket') ? i.answers.filter((a) => a.resource).map((a) => a.resource!) : [],
+      !i.exposed && (i.tool === 'send_email' || i.tool === 'create_ticket')
+        ? i.answers.filter((a) => a.resource).map((a) => a.resource!)
+        : [],
     );
   let ledger = await readLedger();
   await until(async () => {
@@ -439,7 +519,8 @@ async function main(): Promise<number> {
   ledger = await readLedger();
   check(ledger);
   await stopServer();
-  if (alive(emulatorPid())) violations.push({ kind: 'emulator outlived its server', detail: 'DynamoDB Local still runs after a clean stop', exposed: false });
+  if (alive(emulatorPid()))
+    violations.push({ kind: 'emulator outlived its server', detail: 'DynamoDB Local still runs after a clean stop', exposed: false });
   return report();
 }
 
@@ -457,7 +538,8 @@ async function readLedger(): Promise<Ledger> {
 
 /** The invariants (proof/history-check.ts) on what was answered and what the downstreams recorded; both go into the history. */
 function check(ledger: Ledger) {
-  for (const intent of intents) record({ kind: 'intent', id: intent.id, tool: intent.tool, tenant: intent.tenant, key: intent.key, exposed: intent.exposed });
+  for (const intent of intents)
+    record({ kind: 'intent', id: intent.id, tool: intent.tool, tenant: intent.tenant, key: intent.key, exposed: intent.exposed });
   record({ kind: 'ledger', ledger });
   violations.push(...checkHistory({ intents, ledger }));
 }
@@ -482,7 +564,9 @@ function report(): number {
   });
   console.log('\nCalls by tool and answer');
   console.table(rows);
-  console.log(`Chaos: ${actionCounts['kill-server']} server SIGKILLs, ${actionCounts['stop-dynamodb']} clean stops and ${actionCounts['kill-dynamodb']} SIGKILLs of DynamoDB Local, ${stats.lostResponses} lost responses`);
+  console.log(
+    `Chaos: ${actionCounts['kill-server']} server SIGKILLs, ${actionCounts['stop-dynamodb']} clean stops and ${actionCounts['kill-dynamodb']} SIGKILLs of DynamoDB Local, ${stats.lostResponses} lost responses`,
+  );
   const counted = violations.filter((v) => !v.exposed);
   const apart = violations.filter((v) => v.exposed);
   const table = (list: Violation[]) => {
@@ -493,7 +577,9 @@ function report(): number {
     if (list.length > 20) console.log(`  ... and ${list.length - 20} more (see the history)`);
   };
   if (apart.length) {
-    console.log('\nAfter a SIGKILL of DynamoDB Local (the emulator can lose its last acknowledged transactions; DynamoDB does not): not counted');
+    console.log(
+      '\nAfter a SIGKILL of DynamoDB Local (the emulator can lose its last acknowledged transactions; DynamoDB does not): not counted',
+    );
     table(apart);
   }
   for (const v of violations) record({ ...v, violation: v.kind, kind: 'violation' });

@@ -27,8 +27,8 @@ export interface Subpath {
 }
 
 /**
- * The naming rule of the entry points: subpath `idempotent-mcp/a/b` is the file `exports/a-b.ts`, its API report
- * `api/a-b.api.md`, its build `dist/a/b.js`.
+ * The naming rule of the entry points: subpath `idempotent-mcp/<a>/<b>` is the file `exports/<a>-<b>.ts`, its API
+ * report `api/<a>-<b>.api.md`, its build `dist/<a>/<b>.js`.
  */
 export const entryFileOf = (out: string) => `exports/${out.replaceAll('/', '-')}.ts`;
 
@@ -38,7 +38,8 @@ export function publicSubpaths(root = PROJECT_ROOT): Subpath[] {
   return Object.entries(paths).map(([name, [source]]) => {
     const out = name.slice(PACKAGE.length + 1);
     const file = source.replace(/^\.\//, '');
-    if (file !== entryFileOf(out)) throw new Error(`tsconfig.json paths["${name}"] must be ./${entryFileOf(out)}: a subpath's entry file is named after it`);
+    if (file !== entryFileOf(out))
+      throw new Error(`tsconfig.json paths["${name}"] must be ./${entryFileOf(out)}: a subpath's entry file is named after it`);
     return { name, out, source: file };
   });
 }
@@ -54,7 +55,14 @@ export function emitDeclarations(outDir: string, root = PROJECT_ROOT): string[] 
     config,
     JSON.stringify({
       extends: './tsconfig.json',
-      compilerOptions: { noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: relative(root, outDir), rootDir: '.', paths: {} },
+      compilerOptions: {
+        noEmit: false,
+        declaration: true,
+        emitDeclarationOnly: true,
+        outDir: relative(root, outDir),
+        rootDir: '.',
+        paths: {},
+      },
       include: publicSubpaths(root).map((s) => s.source),
     }),
   );

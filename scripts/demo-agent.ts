@@ -91,8 +91,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     const email = { to: `${customerId}@example.com`, subject: `Order ${orderId} confirmed`, body: 'Thank you for your order.' };
     done(await client.callWrite({ tool: 'send_email', args: { ...email, trace_id: 'plan-1' } }));
     log('   re-planned: same email, arguments in another order, new trace_id');
-    done(await client.callWrite({ tool: 'send_email', args: { body: email.body, subject: email.subject, to: email.to, trace_id: 'plan-2' } }));
-    const delivered = await waitFor(sandbox, sleep, options.deliveryTimeoutMs ?? 30_000, (ledger) => (ledger.emails ?? []).some((e) => e.to === email.to));
+    done(
+      await client.callWrite({ tool: 'send_email', args: { body: email.body, subject: email.subject, to: email.to, trace_id: 'plan-2' } }),
+    );
+    const delivered = await waitFor(sandbox, sleep, options.deliveryTimeoutMs ?? 30_000, (ledger) =>
+      (ledger.emails ?? []).some((e) => e.to === email.to),
+    );
     log(delivered ? '   the queued email was delivered' : '   the queued email was not delivered in time');
 
     log('\n3. Pay. The person approves the payment on the approval page; then the provider commits it but answers after');
@@ -105,7 +109,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     });
     if (!armed.ok) throw new Error(`could not arm the payments fault: HTTP ${armed.status}`);
     const payeeId = `payee-${run}`;
-    done(await client.callWrite({ tool: 'request_payment', args: { amount_minor: 2490, currency: 'EUR', payee_id: payeeId, memo: `order ${orderId}` } }));
+    done(
+      await client.callWrite({
+        tool: 'request_payment',
+        args: { amount_minor: 2490, currency: 'EUR', payee_id: payeeId, memo: `order ${orderId}` },
+      }),
+    );
 
     log(`\nClient ledger (session demo-${run}):`);
     log(`   ${'tool'.padEnd(16)} ${'key'.padEnd(12)} ${'state'.padEnd(10)} attempts`);

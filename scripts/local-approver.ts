@@ -18,7 +18,11 @@ export class LocalPerson {
   /** One request, redirects not followed, cookies sent and kept. */
   async request(url: string, init: RequestInit = {}): Promise<Response> {
     const cookie = [...this.cookies].map(([key, value]) => `${key}=${value}`).join('; ');
-    const response = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
+    const response = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) },
+    });
     for (const line of response.headers.getSetCookie()) {
       const [pair = ''] = line.split(';');
       const index = pair.indexOf('=');
@@ -44,11 +48,20 @@ export class LocalPerson {
     const authorize = new URL(first.headers.get('location') ?? '', link);
     const signInPage = await this.request(authorize.toString());
     if (signInPage.status !== 200 || !(await signInPage.text()).includes('Local development sign-in'))
-      throw new Error(`no local dev issuer sign-in at ${authorize.origin}${authorize.pathname} (HTTP ${signInPage.status}): only a local endpoint can be approved unattended`);
+      throw new Error(
+        `no local dev issuer sign-in at ${authorize.origin}${authorize.pathname} (HTTP ${signInPage.status}): only a local endpoint can be approved unattended`,
+      );
     const q = authorize.searchParams;
     const signedIn = await this.request(
       `${authorize.origin}${authorize.pathname}`,
-      form(link, { client_id: q.get('client_id') ?? '', redirect_uri: q.get('redirect_uri') ?? '', state: q.get('state') ?? '', code_challenge: q.get('code_challenge') ?? '', tenant, name }),
+      form(link, {
+        client_id: q.get('client_id') ?? '',
+        redirect_uri: q.get('redirect_uri') ?? '',
+        state: q.get('state') ?? '',
+        code_challenge: q.get('code_challenge') ?? '',
+        tenant,
+        name,
+      }),
     );
     if (signedIn.status !== 303) throw new Error(`the local sign-in refused ${name} of ${tenant} (HTTP ${signedIn.status})`);
     // The page answers with what it has to say (the decision form, or why there is none): the caller reads it.
@@ -73,7 +86,14 @@ const form = (link: string, fields: Record<string, string>): RequestInit => ({
 export async function decideAsLocalPerson(link: string, { tenant, name, decision }: LocalDecision): Promise<void> {
   const person = new LocalPerson();
   const html = await person.signIn(link, tenant, name);
-  if (!csrfOf(html)) throw new Error(`the approval page offers no decision: ${html.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200)}`);
+  if (!csrfOf(html))
+    throw new Error(
+      `the approval page offers no decision: ${html
+        .replace(/<[^>]+>/g, ' ')
+        .replace(/\s+/g, ' ')
+        .trim()
+        .slice(0, 200)}`,
+    );
   const decided = await person.decide(link, decision, html);
   if (decided.status !== 200) throw new Error(`the approval page refused the decision (HTTP ${decided.status})`);
 }

@@ -14,7 +14,8 @@ import type { Reporter, TestModule } from 'vitest/node';
 import { PROJECT_ROOT } from './declarations';
 
 const FILE = join(PROJECT_ROOT, 'test/durations.json');
-const ABOUT = 'Seconds per test file on its worker (import, hooks, tests) from the runs of npm run test:durations; the order, not the figures, matters.';
+const ABOUT =
+  'Seconds per test file on its worker (import, hooks, tests) from the runs of npm run test:durations; the order, not the figures, matters.';
 
 // A default export: vitest loads a reporter given by its path from that.
 export default class TestDurations implements Reporter {
@@ -31,7 +32,7 @@ export default class TestDurations implements Reporter {
       seconds[relative(PROJECT_ROOT, testModule.moduleId)] = Math.round(ms / 100) / 10;
     }
     const sorted = Object.fromEntries(Object.entries(seconds).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])));
-    writeFileSync(FILE, JSON.stringify({ about: ABOUT, seconds: sorted }, null, 2) + '\n');
+    writeFileSync(FILE, `${JSON.stringify({ about: ABOUT, seconds: sorted }, null, 2)}\n`);
     for (const [file, s] of Object.entries(sorted)) console.log(`${String(s).padStart(7)} s  ${file}`);
   }
 }

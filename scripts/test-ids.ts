@@ -12,10 +12,13 @@ import { PROJECT_ROOT } from './declarations';
 const work = mkdtempSync(join(tmpdir(), 'test-ids-'));
 try {
   const out = join(work, 'list.json');
-  execFileSync(process.execPath, [join(PROJECT_ROOT, 'node_modules/vitest/vitest.mjs'), 'list', `--json=${out}`], { cwd: PROJECT_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [join(PROJECT_ROOT, 'node_modules/vitest/vitest.mjs'), 'list', `--json=${out}`], {
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const tests: { name: string; file: string }[] = JSON.parse(readFileSync(out, 'utf8'));
   const ids = tests.map((t) => `${relative(PROJECT_ROOT, t.file)} > ${t.name}`).sort();
-  process.stdout.write(ids.join('\n') + '\n');
+  process.stdout.write(`${ids.join('\n')}\n`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -33,7 +33,9 @@ export async function startStandInIssuer(clientId = 'approval-page'): Promise<St
   const idToken = (who: Person) => {
     const now = Math.floor(Date.now() / 1000);
     const header = base64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid }));
-    const claims = base64url(JSON.stringify({ iss: issuer, aud: clientId, sub: who.sub, 'custom:tenant': who.tenant, iat: now, exp: now + 300 }));
+    const claims = base64url(
+      JSON.stringify({ iss: issuer, aud: clientId, sub: who.sub, 'custom:tenant': who.tenant, iat: now, exp: now + 300 }),
+    );
     return `${header}.${claims}.${base64url(sign('sha256', Buffer.from(`${header}.${claims}`), privateKey))}`;
   };
 
@@ -59,7 +61,11 @@ export async function startStandInIssuer(clientId = 'approval-page'): Promise<St
       const grant = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
       const verifier = form.get('code_verifier') ?? '';
-      if (!grant || grant.redirectUri !== form.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== grant.challenge)
+      if (
+        !grant ||
+        grant.redirectUri !== form.get('redirect_uri') ||
+        createHash('sha256').update(verifier).digest('base64url') !== grant.challenge
+      )
         return res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: 'invalid_grant' }));
       res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
       return res.end(JSON.stringify({ id_token: idToken(grant), token_type: 'Bearer', expires_in: 300 }));
@@ -69,7 +75,14 @@ export async function startStandInIssuer(clientId = 'approval-page'): Promise<St
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    signIn: { issuer, jwksUrl: `${issuer}/jwks`, clientId, authorizeUrl: `${issuer}/authorize`, tokenUrl: `${issuer}/token`, tenantClaim: 'custom:tenant' },
+    signIn: {
+      issuer,
+      jwksUrl: `${issuer}/jwks`,
+      clientId,
+      authorizeUrl: `${issuer}/authorize`,
+      tokenUrl: `${issuer}/token`,
+      tenantClaim: 'custom:tenant',
+    },
     signInAs: (who) => {
       person = who;
     },

@@ -10,7 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import {
+  closeDynamoDbClient,
+  createDynamoDbClient,
+  DynamoDbApprovalStore,
+  DynamoDbIdempotencyStore,
+  ensureTable,
+} from 'idempotent-mcp/dynamodb';
 import { formatMinorUnits } from 'idempotent-mcp/engine';
 import {
   approvalPage,
@@ -96,12 +102,18 @@ export async function startPaymentServer(options: PaymentServerOptions): Promise
   // One approval store for both: the tool opens approvals in it, the page records the person's decision there.
   const approvals = new DynamoDbApprovalStore({ client: doc, tableName });
   const store = new DynamoDbIdempotencyStore({ client: doc, tableName });
-  const services = { ...createToolRuntime({ store, secret, approvals, publicBaseUrl: baseUrl }), payments: options.payments ?? new PaymentsBook() };
+  const services = {
+    ...createToolRuntime({ store, secret, approvals, publicBaseUrl: baseUrl }),
+    payments: options.payments ?? new PaymentsBook(),
+  };
   const page = approvalPage({ approvals, secret, baseUrl, signIn: options.signIn });
 
   const registration = { services, tenant: (authInfo?: AuthInfo) => authInfo?.extra?.tenant };
   const mcp = createMcpHandler(() => {
-    const server = new McpServer({ name: 'payments', version: '1.0.0' }, { instructions: serverInstructions([payInvoice, getOperationStatusTool]) });
+    const server = new McpServer(
+      { name: 'payments', version: '1.0.0' },
+      { instructions: serverInstructions([payInvoice, getOperationStatusTool]) },
+    );
     registerWriteTool(server, payInvoice, registration);
     registerReadTool(server, getOperationStatusTool, { ...registration, tools: [payInvoice] });
     return server;

@@ -19,7 +19,11 @@ export async function decideOnPage(issuer: StandInIssuer, link: string, person: 
   issuer.signInAs(person);
   const cookies = new Map<string, string>();
   const go = async (url: string, init: RequestInit = {}): Promise<Response> => {
-    const response = await fetch(url, { ...init, redirect: 'manual', headers: { ...init.headers, Cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    const response = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...init.headers, Cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
+    });
     for (const cookie of response.headers.getSetCookie()) {
       const [pair] = cookie.split(';');
       const [name, value] = pair!.split('=');
@@ -59,7 +63,8 @@ async function connect(server: StartedServer, era: '2026-07-28' | '2025-11-25', 
 }
 
 type Answer = { outcome: string; replayed?: boolean; error?: { code: string }; result?: { payment_id: string }; approval_url?: string };
-const pay = async (client: Client, args: Record<string, unknown>) => (await client.callTool({ name: 'pay_invoice', arguments: args })).structuredContent as Answer;
+const pay = async (client: Client, args: Record<string, unknown>) =>
+  (await client.callTool({ name: 'pay_invoice', arguments: args })).structuredContent as Answer;
 
 export async function checkApprovedOnce(server: StartedServer, issuer: StandInIssuer): Promise<void> {
   const pages: string[] = [];

@@ -20,7 +20,9 @@ new IdempotentMcpEndpoint(stack, 'Endpoint', {
 // Synth fails on any cdk-nag finding the constructs have not acknowledged with a reason.
 const packs = [new AwsSolutionsChecks(), new IdempotentMcpChecks()];
 Validations.of(app).addPlugins(...packs);
-const findings = packs.flatMap((pack) => pack.validateScope(app).violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`));
+const findings = packs.flatMap((pack) =>
+  pack.validateScope(app).violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`),
+);
 if (findings.length > 0) {
   console.error(`cdk-nag findings:\n${findings.join('\n')}`);
   process.exit(1);

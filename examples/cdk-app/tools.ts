@@ -19,7 +19,10 @@ const reserveRoom = defineWriteTool({
   title: 'Reserve a meeting room',
   description: 'Reserves a meeting room for a time slot. Returns the reservation.',
   input: {
-    room: z.string().regex(/^[A-Za-z0-9-]{1,32}$/).describe('Room id, for example "berlin-3".'),
+    room: z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,32}$/)
+      .describe('Room id, for example "berlin-3".'),
     starts_at: z.iso.datetime().describe('Start of the slot, ISO 8601.'),
     minutes: z.number().int().min(15).max(480),
   },
@@ -29,7 +32,9 @@ const reserveRoom = defineWriteTool({
     const reservation = { reservation_id: `res_${randomUUID()}`, ...args };
     return {
       result: reservation,
-      writes: [{ create: { key: { pk: `RESERVATION#${ctx.tenant}#${reservation.reservation_id}`, sk: 'RESERVATION' }, item: reservation } }],
+      writes: [
+        { create: { key: { pk: `RESERVATION#${ctx.tenant}#${reservation.reservation_id}`, sk: 'RESERVATION' }, item: reservation } },
+      ],
     };
   },
 });

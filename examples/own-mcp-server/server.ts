@@ -106,14 +106,23 @@ export async function startInvoiceServer(options: InvoiceServerOptions = {}): Pr
   const services = withClients(createToolRuntime({ store, secret }));
   // Settles calls whose outcome was lost (`unknown`) through the tools' reconcile hooks, with the same clients.
   // Its logs and metrics go to standard error: standard output stays the protocol's (a stdio server's).
-  const reconciler = startReconciler({ tools, withClients, store, intervalMs: options.reconcileIntervalMs, metrics: { namespace: 'Invoices' } });
+  const reconciler = startReconciler({
+    tools,
+    withClients,
+    store,
+    intervalMs: options.reconcileIntervalMs,
+    metrics: { namespace: 'Invoices' },
+  });
 
   // The tenant your verification found, or nothing: a call without one is refused and nothing runs.
   const registration = { services, tenant: (authInfo?: AuthInfo) => authInfo?.extra?.tenant };
   // One new McpServer per request (stateless): both MCP eras, 2026-07-28 and 2025. Beside the write tool, the
   // toolkit's get_operation_status answers what became of its calls; the instructions name only what is served.
   const handler = createMcpHandler(() => {
-    const server = new McpServer({ name: 'invoices', version: '1.0.0' }, { instructions: serverInstructions([createInvoice, getOperationStatusTool]) });
+    const server = new McpServer(
+      { name: 'invoices', version: '1.0.0' },
+      { instructions: serverInstructions([createInvoice, getOperationStatusTool]) },
+    );
     registerWriteTool(server, createInvoice, registration);
     registerReadTool(server, getOperationStatusTool, { ...registration, tools: [createInvoice] });
     return server;

@@ -18,7 +18,10 @@ export async function checkRetryReplays(server: StartedServer, era: keyof typeof
   await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
   try {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((tool) => tool.name), ['create_invoice', 'get_operation_status']);
+    assert.deepEqual(
+      tools.map((tool) => tool.name),
+      ['create_invoice', 'get_operation_status'],
+    );
     const args = { idempotency_key: `inv-${randomUUID()}`, customer: 'c-1', amount_minor: 4200 };
     const first = (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as Record<string, unknown>;
     const again = (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as Record<string, unknown>;
@@ -42,7 +45,10 @@ async function connect(server: StartedServer, tenant: string): Promise<Client> {
 }
 
 const answerOf = async (client: Client, args: Record<string, unknown>) =>
-  (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as { outcome: string; error?: { code: string; message: string } };
+  (await client.callTool({ name: 'create_invoice', arguments: args })).structuredContent as {
+    outcome: string;
+    error?: { code: string; message: string };
+  };
 
 export async function checkContract(server: StartedServer): Promise<void> {
   const filed = server.services.invoices.byKey.size;

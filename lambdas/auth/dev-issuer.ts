@@ -22,7 +22,14 @@ export interface DevIssuer {
   jwks: { keys: JWK[] };
   /** `scope`: the token's space-separated scopes (default: the issuer's `defaultScope`; '' for none). */
   /** `audience`: default the endpoint's (an ID token of the approval page carries the page's client id instead). */
-  sign(claims: { tenant: string; subject?: string; ttlSeconds?: number; scope?: string; audience?: string; extra?: Record<string, unknown> }): Promise<string>;
+  sign(claims: {
+    tenant: string;
+    subject?: string;
+    ttlSeconds?: number;
+    scope?: string;
+    audience?: string;
+    extra?: Record<string, unknown>;
+  }): Promise<string>;
 }
 
 async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
@@ -55,7 +62,14 @@ export async function loadDevIssuer(options: {
     audience: options.audience,
     tenantClaim: options.tenantClaim,
     jwks: { keys: [pair.publicJwk] },
-    async sign({ tenant, subject, ttlSeconds = DEV_TOKEN_TTL_SECONDS, scope = options.defaultScope ?? DEFAULT_DEV_SCOPE, audience = options.audience, extra = {} }) {
+    async sign({
+      tenant,
+      subject,
+      ttlSeconds = DEV_TOKEN_TTL_SECONDS,
+      scope = options.defaultScope ?? DEFAULT_DEV_SCOPE,
+      audience = options.audience,
+      extra = {},
+    }) {
       validateTenantId(tenant);
       return new SignJWT({ ...extra, ...(scope ? { scope } : {}), [options.tenantClaim]: tenant })
         .setProtectedHeader({ alg: ALGORITHM, kid: pair.kid, typ: 'JWT' })

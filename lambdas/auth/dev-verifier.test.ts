@@ -48,7 +48,9 @@ describe('the dev-mode verifier', () => {
         .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
         .sign(key);
 
-    expect(await verifier.verify(`Bearer ${await sign(`"exp":${now + 600},"iat":${now},"nbf":${now}`)}`)).toMatchObject({ tenant: 'tenant-a' });
+    expect(await verifier.verify(`Bearer ${await sign(`"exp":${now + 600},"iat":${now},"nbf":${now}`)}`)).toMatchObject({
+      tenant: 'tenant-a',
+    });
     for (const times of [`"exp":1e309`, `"exp":${now + 600},"nbf":-1e309`, `"exp":${now + 600},"iat":1e309`]) {
       const refused = await verifier.verify(`Bearer ${await sign(times)}`).catch((err: unknown) => err);
       expect(refused, times).toBeInstanceOf(AuthenticationError);
@@ -69,16 +71,28 @@ describe('ID tokens of the approval page: the authorized party (azp)', () => {
   const sign = async (claims: Record<string, unknown>) => {
     const pair = await readDevKeyPair(dir);
     const now = Math.floor(Date.now() / 1000);
-    return new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, tenant: 'tenant-a', sub: 'alice', exp: now + 300, iat: now, ...claims })))
+    return new CompactSign(
+      new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, tenant: 'tenant-a', sub: 'alice', exp: now + 300, iat: now, ...claims })),
+    )
       .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
       .sign(await importJWK(pair.privateJwk, 'ES256'));
   };
 
-  it('a token for several audiences counts only when its azp is the page\'s client; any azp must be it', async () => {
+  it("a token for several audiences counts only when its azp is the page's client; any azp must be it", async () => {
     const page = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth }, { authorizedParty: 'approval-page' });
-    const accepted = [{ aud: 'approval-page' }, { aud: ['approval-page'] }, { aud: ['approval-page', 'other-app'], azp: 'approval-page' }, { aud: 'approval-page', azp: 'approval-page' }];
-    for (const claims of accepted) expect(await page.verify(`Bearer ${await sign(claims)}`), JSON.stringify(claims)).toMatchObject({ tenant: 'tenant-a' });
-    const refused = [{ aud: ['approval-page', 'other-app'] }, { aud: ['other-app', 'approval-page'], azp: 'other-app' }, { aud: 'approval-page', azp: 'other-app' }];
+    const accepted = [
+      { aud: 'approval-page' },
+      { aud: ['approval-page'] },
+      { aud: ['approval-page', 'other-app'], azp: 'approval-page' },
+      { aud: 'approval-page', azp: 'approval-page' },
+    ];
+    for (const claims of accepted)
+      expect(await page.verify(`Bearer ${await sign(claims)}`), JSON.stringify(claims)).toMatchObject({ tenant: 'tenant-a' });
+    const refused = [
+      { aud: ['approval-page', 'other-app'] },
+      { aud: ['other-app', 'approval-page'], azp: 'other-app' },
+      { aud: 'approval-page', azp: 'other-app' },
+    ];
     for (const claims of refused) {
       const error = await page.verify(`Bearer ${await sign(claims)}`).catch((err: unknown) => err);
       expect(error, JSON.stringify(claims)).toBeInstanceOf(AuthenticationError);
@@ -95,21 +109,26 @@ describe('tenant ids that are words of the language', () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it.each(['undefined', 'null', '__proto__', 'constructor', 'NaN'])('refuses a token whose tenant claim is %s, and the dev issuer will not sign one', async (tenant) => {
-    await expect(validateTenantIdAsync(tenant)).rejects.toBeInstanceOf(InvalidTenantError);
-    const issuer = await loadDevIssuer({ dir, ...auth });
-    await expect(issuer.sign({ tenant })).rejects.toThrow(/tenant/);
-    // Signed by hand, as a compromised or careless issuer would: the verifier refuses it all the same.
-    const pair = await readDevKeyPair(dir);
-    const now = Math.floor(Date.now() / 1000);
-    const token = await new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, aud: auth.audience, tenant, exp: now + 600, iat: now })))
-      .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
-      .sign(await importJWK(pair.privateJwk, 'ES256'));
-    const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth });
-    const refused = await verifier.verify(`Bearer ${token}`).catch((err: unknown) => err);
-    expect(refused).toBeInstanceOf(AuthenticationError);
-    expect((refused as Error).message).toMatch(/not a valid tenant id/);
-  });
+  it.each(['undefined', 'null', '__proto__', 'constructor', 'NaN'])(
+    'refuses a token whose tenant claim is %s, and the dev issuer will not sign one',
+    async (tenant) => {
+      await expect(validateTenantIdAsync(tenant)).rejects.toBeInstanceOf(InvalidTenantError);
+      const issuer = await loadDevIssuer({ dir, ...auth });
+      await expect(issuer.sign({ tenant })).rejects.toThrow(/tenant/);
+      // Signed by hand, as a compromised or careless issuer would: the verifier refuses it all the same.
+      const pair = await readDevKeyPair(dir);
+      const now = Math.floor(Date.now() / 1000);
+      const token = await new CompactSign(
+        new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, aud: auth.audience, tenant, exp: now + 600, iat: now })),
+      )
+        .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
+        .sign(await importJWK(pair.privateJwk, 'ES256'));
+      const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: dir, requiredScopes: [], ...auth });
+      const refused = await verifier.verify(`Bearer ${token}`).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(AuthenticationError);
+      expect((refused as Error).message).toMatch(/not a valid tenant id/);
+    },
+  );
 
   it('still accepts tenants that merely contain such a word', async () => {
     for (const tenant of ['null-corp', 'undefined.team', 'proto', 'acme']) expect(validateTenantId(tenant)).toBe(tenant);
@@ -119,8 +138,19 @@ describe('tenant ids that are words of the language', () => {
 const validateTenantIdAsync = async (tenant: unknown) => validateTenantId(tenant);
 
 describe('a missing or malformed bearer token', () => {
-  const verifier = createTokenVerifier({ mode: 'dev', devAuthDir: join(tmpdir(), 'no-such-dir'), requiredScopes: [], issuer: 'urn:test:dev', audience: 'mcp', tenantClaim: 'tenant' });
-  const refusal = (header: string | undefined) => verifier.verify(header).then(() => 'accepted', (err: Error) => err.message);
+  const verifier = createTokenVerifier({
+    mode: 'dev',
+    devAuthDir: join(tmpdir(), 'no-such-dir'),
+    requiredScopes: [],
+    issuer: 'urn:test:dev',
+    audience: 'mcp',
+    tenantClaim: 'tenant',
+  });
+  const refusal = (header: string | undefined) =>
+    verifier.verify(header).then(
+      () => 'accepted',
+      (err: Error) => err.message,
+    );
 
   it('is answered with what is wrong with the header, not that a token failed verification', async () => {
     // `Bearer ${process.env.TOKEN}` with TOKEN unset: the commonest first-hour mistake.
@@ -128,34 +158,35 @@ describe('a missing or malformed bearer token', () => {
     expect(await refusal('Bearer ')).toMatch(/no token after it/);
     expect(await refusal(undefined)).toMatch(/bearer token is required/);
     expect(await refusal('Basic dXNlcjpwYXNz')).toMatch(/must be "Bearer <token>"/);
-    for (const message of await Promise.all(['Bearer undefined', 'Bearer '].map(refusal))) expect(message).not.toMatch(/not valid for this server/);
+    for (const message of await Promise.all(['Bearer undefined', 'Bearer '].map(refusal)))
+      expect(message).not.toMatch(/not valid for this server/);
   });
 });
 
 describe('the local issuer key, made by processes starting at once', () => {
   it('issuers and readers started at once all get the one key, and no draft is left behind', async () => {
     for (let round = 0; round < 10; round++) {
-    const fresh = await mkdtemp(join(tmpdir(), 'dev-key-race-'));
-    try {
-      const options = { dir: fresh, issuer: 'https://local.test', audience: 'local', tenantClaim: 'tenant' };
-      const issuers = Array.from({ length: 12 }, () => loadDevIssuer(options));
-      const readers = Array.from({ length: 24 }, async () => {
-        // A reader that comes before the key exists sees none (ENOENT), never a partial file.
-        for (;;) {
-          try {
-            return (await readDevKeyPair(fresh)).kid;
-          } catch (err) {
-            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-            await new Promise((resolve) => setImmediate(resolve));
+      const fresh = await mkdtemp(join(tmpdir(), 'dev-key-race-'));
+      try {
+        const options = { dir: fresh, issuer: 'https://local.test', audience: 'local', tenantClaim: 'tenant' };
+        const issuers = Array.from({ length: 12 }, () => loadDevIssuer(options));
+        const readers = Array.from({ length: 24 }, async () => {
+          // A reader that comes before the key exists sees none (ENOENT), never a partial file.
+          for (;;) {
+            try {
+              return (await readDevKeyPair(fresh)).kid;
+            } catch (err) {
+              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+              await new Promise((resolve) => setImmediate(resolve));
+            }
           }
-        }
-      });
-      const kids = [...(await Promise.all(issuers)).map((issuer) => issuer.jwks.keys[0]!.kid), ...(await Promise.all(readers))];
-      expect(new Set(kids).size).toBe(1);
-      expect((await readdir(fresh)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
-    } finally {
-      await rm(fresh, { recursive: true, force: true });
-    }
+        });
+        const kids = [...(await Promise.all(issuers)).map((issuer) => issuer.jwks.keys[0]!.kid), ...(await Promise.all(readers))];
+        expect(new Set(kids).size).toBe(1);
+        expect((await readdir(fresh)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+      } finally {
+        await rm(fresh, { recursive: true, force: true });
+      }
     }
   });
 });

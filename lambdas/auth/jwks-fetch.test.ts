@@ -71,7 +71,10 @@ describe('fetchJwks', () => {
   });
 
   it('refuses a body far larger than any key set', async () => {
-    await expect(fetchJwks(`${base}/huge`, {})).rejects.toMatchObject({ name: 'TypeError', cause: { message: expect.stringMatching(/larger than/) } });
+    await expect(fetchJwks(`${base}/huge`, {})).rejects.toMatchObject({
+      name: 'TypeError',
+      cause: { message: expect.stringMatching(/larger than/) },
+    });
   });
 
   it("fails with the signal's TimeoutError when the issuer does not answer in time", async () => {
@@ -84,7 +87,10 @@ describe('fetchJwks', () => {
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
     // As `fetch` fails: a TypeError without a `code`, the Node error as its cause.
-    await expect(fetchJwks(`http://127.0.0.1:${port}/jwks.json`, {})).rejects.toMatchObject({ name: 'TypeError', cause: { code: 'ECONNREFUSED' } });
+    await expect(fetchJwks(`http://127.0.0.1:${port}/jwks.json`, {})).rejects.toMatchObject({
+      name: 'TypeError',
+      cause: { code: 'ECONNREFUSED' },
+    });
   });
 
   it('fails, rather than throwing out of the promise, on a status a Response cannot carry a body with', async () => {
@@ -99,9 +105,17 @@ describe('fetchJwks', () => {
     ['it answers 204', () => `${base}/no-content`],
     ['it serves something that is not a key set', () => `${base}/malformed`],
   ])('the verifier reports the issuer unavailable when %s', async (_case, jwksUrl) => {
-    const verifier = createTokenVerifier({ mode: 'oidc', issuer: 'https://issuer.example', jwksUrl: jwksUrl(), tenantClaim: 'tenant', requiredScopes: [] });
+    const verifier = createTokenVerifier({
+      mode: 'oidc',
+      issuer: 'https://issuer.example',
+      jwksUrl: jwksUrl(),
+      tenantClaim: 'tenant',
+      requiredScopes: [],
+    });
     // Well-formed but unverifiable: the key set is fetched before the signature is checked.
-    const token = ['{"alg":"ES256","kid":"k1"}', '{"sub":"s","exp":9999999999}'].map((part) => Buffer.from(part).toString('base64url')).join('.') + '.c2ln';
+    const token =
+      ['{"alg":"ES256","kid":"k1"}', '{"sub":"s","exp":9999999999}'].map((part) => Buffer.from(part).toString('base64url')).join('.') +
+      '.c2ln';
     await expect(verifier.verify(`Bearer ${token}`)).rejects.toBeInstanceOf(AuthUnavailableError);
   });
 });
@@ -119,7 +133,8 @@ describe('the verifier and the issuer key set', () => {
     dirs.push(dir);
     return loadDevIssuer({ dir, issuer: ISSUER, audience: 'api', tenantClaim: 'tenant' });
   };
-  const verifier = () => createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
+  const verifier = () =>
+    createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
   const nextGet = () => new Promise<void>((resolve) => (keySet.onGet = resolve));
   /** A verifier whose prefetch has reached the issuer (served or refused). */
   const prefetched = async () => {
@@ -154,7 +169,7 @@ describe('the verifier and the issuer key set', () => {
     expect(keySet.gets).toBe(1);
   });
 
-  it('prefetch also imports the key set\'s keys, so the first request\'s verification imports none', async () => {
+  it("prefetch also imports the key set's keys, so the first request's verification imports none", async () => {
     const current = await issuer();
     keySet.served = current.jwks;
     const importKey = vi.spyOn(crypto.subtle, 'importKey');

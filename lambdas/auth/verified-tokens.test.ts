@@ -28,7 +28,8 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
     vi.setSystemTime(Date.now() + 5);
     return made;
   };
-  const verifier = (): TokenVerifier => createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
+  const verifier = (): TokenVerifier =>
+    createTokenVerifier({ mode: 'oidc', issuer: ISSUER, audience: 'api', jwksUrl, tenantClaim: 'tenant', requiredScopes: [] });
   const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
 
   beforeAll(async () => {
@@ -68,7 +69,10 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
     // One character of the signature changed (not the last, whose low bits base64url may not carry).
     const at = signature.length - 10;
     const otherSignature = signature.slice(0, at) + (signature[at] === 'A' ? 'B' : 'A') + signature.slice(at + 1);
-    await expect(v.verify(`Bearer ${header}.${payload}.${otherSignature}`)).rejects.toMatchObject({ name: 'AuthenticationError', message: 'the token is not valid for this server' });
+    await expect(v.verify(`Bearer ${header}.${payload}.${otherSignature}`)).rejects.toMatchObject({
+      name: 'AuthenticationError',
+      message: 'the token is not valid for this server',
+    });
 
     // The claims changed to another tenant, under the remembered token's signature.
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
@@ -88,7 +92,11 @@ describe('the verifier remembers a verified token, and refuses from memory nothi
     later((60 + CLOCK_TOLERANCE_SECONDS - 2) * 1000);
     await expect(v.verify(token)).resolves.toMatchObject({ tenant: 't1' });
     later(3000);
-    await expect(v.verify(token)).rejects.toMatchObject({ name: 'AuthenticationError', message: 'the token has expired', bearerError: 'invalid_token' });
+    await expect(v.verify(token)).rejects.toMatchObject({
+      name: 'AuthenticationError',
+      message: 'the token has expired',
+      bearerError: 'invalid_token',
+    });
   });
 
   it('refuses a remembered token before its nbf when the clock is set back', async () => {

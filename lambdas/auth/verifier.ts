@@ -1,4 +1,12 @@
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, jwtVerify, type CompactJWSHeaderParameters, type FlattenedJWSInput, type JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  jwtVerify,
+  type CompactJWSHeaderParameters,
+  type FlattenedJWSInput,
+  type JWTVerifyGetKey,
+} from 'jose';
 import type { AuthConfig } from '../config';
 import { IdempotencyError } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
@@ -23,7 +31,11 @@ export interface Caller {
 /** The scopes a token's claims grant: RFC 9068 / Cognito `scope` (space-separated) or Entra / Okta `scp` (list or string). */
 function tokenScopes(payload: Record<string, unknown>): string[] {
   const words = (value: unknown): string[] =>
-    typeof value === 'string' ? value.split(' ').filter(Boolean) : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    typeof value === 'string'
+      ? value.split(' ').filter(Boolean)
+      : Array.isArray(value)
+        ? value.filter((v): v is string => typeof v === 'string')
+        : [];
   return [...new Set([...words(payload.scope), ...words(payload.scp)])];
 }
 
@@ -189,11 +201,15 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
     prefetch() {
       if (auth.mode === 'oidc') {
         const set = remoteKeys(auth.jwksUrl);
-        set.reload().then(() => importKeys(set)).catch(() => {});
+        set
+          .reload()
+          .then(() => importKeys(set))
+          .catch(() => {});
       } else getKeys().catch(() => {});
     },
     async verify(authorization) {
-      if (!authorization?.trim()) throw new AuthenticationError('a bearer token is required: send the header "Authorization: Bearer <token>"');
+      if (!authorization?.trim())
+        throw new AuthenticationError('a bearer token is required: send the header "Authorization: Bearer <token>"');
       const match = BEARER.exec(authorization.trim());
       if (!match) {
         const reason = /^Bearer\s*$/i.test(authorization.trim())
@@ -240,11 +256,15 @@ export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOpti
         throw new AuthenticationError(reason, 'invalid_token');
       }
       const party = options.authorizedParty;
-      if (party !== undefined && (payload.azp !== undefined || (Array.isArray(payload.aud) && payload.aud.length > 1)) && payload.azp !== party)
+      if (
+        party !== undefined &&
+        (payload.azp !== undefined || (Array.isArray(payload.aud) && payload.aud.length > 1)) &&
+        payload.azp !== party
+      )
         throw new AuthenticationError('the token was issued to another client (azp)', 'invalid_token');
       // JSON has no Infinity, but 1e309 parses to it and passes jose's checks: such an `exp` would never expire.
       if (TIME_CLAIMS.some((claim) => payload[claim] !== undefined && !Number.isFinite(payload[claim])))
-        throw new AuthenticationError('the token\'s exp, nbf and iat must be finite numbers', 'invalid_token');
+        throw new AuthenticationError("the token's exp, nbf and iat must be finite numbers", 'invalid_token');
       const tenant = payload[auth.tenantClaim];
       try {
         validateTenantId(tenant);

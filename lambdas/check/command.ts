@@ -53,7 +53,8 @@ const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 function positiveInt(text: string | undefined, flag: string, fallback: number, max: number): number {
   if (text === undefined) return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new CheckUsageError(`${flag} must be a whole number from 1 to ${max} (got ${text})`);
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw new CheckUsageError(`${flag} must be a whole number from 1 to ${max} (got ${text})`);
   return value;
 }
 
@@ -92,15 +93,19 @@ function parseCheckCommand(argv: readonly string[]): CheckOptions {
     } catch {
       throw new CheckUsageError(`--url must be an http(s) URL (got ${values.url.slice(0, 80)})`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CheckUsageError(`--url must be an http(s) URL (got ${values.url.slice(0, 80)})`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new CheckUsageError(`--url must be an http(s) URL (got ${values.url.slice(0, 80)})`);
     // The check creates real effects: on someone else's server they would be someone else's orders and files.
     if (!LOOPBACK.test(url.hostname) && !values['i-own-this-server'] && !values['dry-run'])
-      throw new CheckUsageError(`${url.host} is not this machine: the check creates real effects there; add --i-own-this-server if you own it`);
+      throw new CheckUsageError(
+        `${url.host} is not this machine: the check creates real effects there; add --i-own-this-server if you own it`,
+      );
     target = { url: url.href };
   } else if (values.command !== undefined) target = { command: values.command, args: positionals };
   else throw new CheckUsageError('name the server: --url <mcp url>, or --command <cmd> [args] for a stdio server');
   const scenarios = (values.scenarios?.split(',').map((name) => name.trim()) ?? [...SCENARIOS]) as Scenario[];
-  for (const name of scenarios) if (!SCENARIOS.includes(name)) throw new CheckUsageError(`--scenarios: no scenario ${name} (there are ${SCENARIOS.join(', ')})`);
+  for (const name of scenarios)
+    if (!SCENARIOS.includes(name)) throw new CheckUsageError(`--scenarios: no scenario ${name} (there are ${SCENARIOS.join(', ')})`);
   return {
     target,
     ...(values.config !== undefined ? { config: values.config } : {}),
@@ -135,7 +140,11 @@ function dryRun(plans: readonly ToolPlan[], options: CheckOptions, io: Io): void
     io.out(`\n  ${plan.tool}(${JSON.stringify(plan.arguments)})`);
     for (const step of plan.prepare) io.out(`    first ${step.tool}(${JSON.stringify(step.arguments)})`);
     if (plan.otherArguments) io.out(`    other arguments ${JSON.stringify(plan.otherArguments)}`);
-    io.out(plan.count ? `    effects counted by ${plan.count.tool}(${JSON.stringify(plan.count.arguments)}) found ${JSON.stringify(plan.count.found)}` : '    effects not counted: no lookup (give --config with "count")');
+    io.out(
+      plan.count
+        ? `    effects counted by ${plan.count.tool}(${JSON.stringify(plan.count.arguments)}) found ${JSON.stringify(plan.count.found)}`
+        : '    effects not counted: no lookup (give --config with "count")',
+    );
   }
   io.out(`\nAt most ${options.maxCalls} calls, ${options.timeoutMs} ms each. Nothing was called.`);
 }
@@ -150,7 +159,9 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
   let credential: UpstreamCredential;
   try {
     options = parseCheckCommand(argv);
-    credential = options.credentials ? ((await (await fileCredentials(options.credentials)).forListing()) ?? { none: true }) : { none: true };
+    credential = options.credentials
+      ? ((await (await fileCredentials(options.credentials)).forListing()) ?? { none: true })
+      : { none: true };
   } catch (err) {
     if (!(err instanceof CheckUsageError || err instanceof CredentialsError)) throw err;
     io.err(`idempotent-mcp check: ${err.message}\n\n${CHECK_USAGE}`);
@@ -171,7 +182,8 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     }
   }
   const target: UpstreamTarget = relay ? { url: relay.url } : options.target;
-  const connect = () => connectUpstream(target, { stderr: 'ignore', ...(relay ? {} : { wrapTransport: (transport) => faultyTransport(transport, faults) }) });
+  const connect = () =>
+    connectUpstream(target, { stderr: 'ignore', ...(relay ? {} : { wrapTransport: (transport) => faultyTransport(transport, faults) }) });
   let caller: UpstreamCaller = connect();
   try {
     let tools: Tool[];
@@ -189,7 +201,10 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
       io.err(`idempotent-mcp check: ${err.message}`);
       return 2;
     }
-    if (!options.config) io.err('idempotent-mcp check: no --config: writes are the tools not annotated read-only, and their effects cannot be counted without a lookup.');
+    if (!options.config)
+      io.err(
+        'idempotent-mcp check: no --config: writes are the tools not annotated read-only, and their effects cannot be counted without a lookup.',
+      );
     if (options.dryRun) {
       dryRun(plans, options, io);
       return 0;

@@ -49,9 +49,16 @@ export function planFromConfig(input: unknown, origin: string, tools: readonly T
   for (const [tool, entry] of Object.entries(parsed.data.tools)) {
     for (const name of [tool, ...(entry.prepare ?? []).map((call) => call.tool), ...(entry.count ? [entry.count.tool] : [])])
       if (!names.has(name)) throw new CheckUsageError(`${origin}: tool ${tool}: the server lists no tool ${name} (it lists ${listed})`);
-    plans.push({ tool, arguments: entry.arguments, ...(entry.otherArguments ? { otherArguments: entry.otherArguments } : {}), prepare: entry.prepare ?? [], ...(entry.count ? { count: entry.count } : {}) });
+    plans.push({
+      tool,
+      arguments: entry.arguments,
+      ...(entry.otherArguments ? { otherArguments: entry.otherArguments } : {}),
+      prepare: entry.prepare ?? [],
+      ...(entry.count ? { count: entry.count } : {}),
+    });
   }
-  if (plans.length === 0) throw new CheckUsageError(`${origin}: it names no tool: add "tools": { "<write tool>": { "arguments": { ... } } }`);
+  if (plans.length === 0)
+    throw new CheckUsageError(`${origin}: it names no tool: add "tools": { "<write tool>": { "arguments": { ... } } }`);
   return plans;
 }
 
@@ -84,5 +91,7 @@ function sampleArguments(schema: { properties?: unknown; required?: unknown } | 
  * required argument; their effects cannot be counted (no lookup).
  */
 export function planFromAnnotations(tools: readonly Tool[]): ToolPlan[] {
-  return tools.filter((tool) => tool.annotations?.readOnlyHint !== true).map((tool) => ({ tool: tool.name, arguments: sampleArguments(tool.inputSchema), prepare: [] }));
+  return tools
+    .filter((tool) => tool.annotations?.readOnlyHint !== true)
+    .map((tool) => ({ tool: tool.name, arguments: sampleArguments(tool.inputSchema), prepare: [] }));
 }

@@ -11,7 +11,8 @@ export type FaultPlan = Map<string, AnswerFault>;
 
 const isToolsCall = (message: JSONRPCMessage): message is JSONRPCMessage & { id: string | number; params: { name: string } } =>
   'method' in message && message.method === 'tools/call' && 'id' in message;
-const isResponse = (message: JSONRPCMessage): message is JSONRPCMessage & { id: string | number } => !('method' in message) && 'id' in message;
+const isResponse = (message: JSONRPCMessage): message is JSONRPCMessage & { id: string | number } =>
+  !('method' in message) && 'id' in message;
 
 /**
  * A transport that loses or delays the answers the plan names, between the client and the server's transport (HTTP

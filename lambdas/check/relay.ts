@@ -38,7 +38,14 @@ export async function startFaultRelay(upstream: string, plan: FaultPlan): Promis
       const fault = tool === undefined ? undefined : plan.get(tool);
       if (fault) plan.delete(tool!);
       const forward = send(
-        { protocol: target.protocol, hostname: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
+        {
+          protocol: target.protocol,
+          hostname: target.hostname,
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...req.headers, host: target.host },
+        },
         (answer: IncomingMessage) => {
           if (!fault) {
             res.writeHead(answer.statusCode ?? 502, answer.headers);

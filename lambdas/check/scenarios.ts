@@ -57,7 +57,8 @@ export class BudgetSpent extends Error {
 /** A fresh key: a valid idempotency key wherever it lands (an argument, a path, a name). */
 export const freshKey = () => `chk-${randomBytes(10).toString('hex')}`;
 
-const fill = (template: Record<string, unknown>, key: string) => (fillTemplate(template, { args: {}, key }) ?? {}) as Record<string, unknown>;
+const fill = (template: Record<string, unknown>, key: string) =>
+  (fillTemplate(template, { args: {}, key }) ?? {}) as Record<string, unknown>;
 
 /**
  * What a server answered, read the toolkit's way first (its result contract: replayed, conflict, unknown,
@@ -81,7 +82,13 @@ function readAnswer(result: CallToolResult): string {
 }
 
 /** One call, and what came of it: a failure with no answer is `silence`, one the server refused is `error`. */
-async function call(ctx: CheckContext, tool: string, args: Record<string, unknown>, signal?: AbortSignal, spent = false): Promise<{ answer: string; result?: CallToolResult }> {
+async function call(
+  ctx: CheckContext,
+  tool: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+  spent = false,
+): Promise<{ answer: string; result?: CallToolResult }> {
   if (!spent) ctx.spend();
   try {
     const result = await ctx.caller.callTool(ctx.credential, tool, args, { timeoutMs: ctx.timeoutMs, ...(signal ? { signal } : {}) });
@@ -99,7 +106,13 @@ const occurrences = (text: string, part: string) => (part === '' ? 0 : text.spli
  * The effects of one key, by the plan's lookup: a found rule with textIncludes counts each occurrence of that text
  * in the answer; any other rule counts found as one. Undefined: no lookup, or an answer the rules do not decide.
  */
-async function countEffects(ctx: CheckContext, plan: ToolPlan, args: Record<string, unknown>, key: string, first?: CallToolResult): Promise<number | undefined> {
+async function countEffects(
+  ctx: CheckContext,
+  plan: ToolPlan,
+  args: Record<string, unknown>,
+  key: string,
+  first?: CallToolResult,
+): Promise<number | undefined> {
   if (!plan.count) return undefined;
   const lookup = prepareLookup(plan.count, { args: { ...args, $answer: first?.structuredContent }, key });
   if (!lookup) return undefined;
@@ -116,7 +129,8 @@ async function countEffects(ctx: CheckContext, plan: ToolPlan, args: Record<stri
   return lookup.found.textIncludes !== undefined ? occurrences(answerText(answer), lookup.found.textIncludes) : 1;
 }
 
-const verdictOf = (effects: number | undefined): Verdict => (effects === undefined ? 'UNKNOWN-not-counted' : effects > 1 ? 'DUPLICATE' : 'SAFE');
+const verdictOf = (effects: number | undefined): Verdict =>
+  effects === undefined ? 'UNKNOWN-not-counted' : effects > 1 ? 'DUPLICATE' : 'SAFE';
 
 function tally(answers: readonly string[]): string[] {
   const counts = new Map<string, number>();
@@ -127,8 +141,10 @@ function tally(answers: readonly string[]): string[] {
 /** Runs one scenario for one tool with a fresh key: the calls, then the count. */
 export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: Scenario): Promise<Row> {
   const row = (fields: Omit<Row, 'tool' | 'scenario'>): Row => ({ tool: plan.tool, scenario, ...fields });
-  if (scenario === 'other-arguments' && !plan.otherArguments) return row({ answers: [], verdict: 'NOT-RUN', note: 'no otherArguments in the config' });
-  if (scenario === 'restart' && !ctx.restart) return row({ answers: [], verdict: 'NOT-RUN', note: 'the check did not start this server (a URL)' });
+  if (scenario === 'other-arguments' && !plan.otherArguments)
+    return row({ answers: [], verdict: 'NOT-RUN', note: 'no otherArguments in the config' });
+  if (scenario === 'restart' && !ctx.restart)
+    return row({ answers: [], verdict: 'NOT-RUN', note: 'the check did not start this server (a URL)' });
   const key = freshKey();
   const args = fill(plan.arguments, key);
   for (const step of plan.prepare) {
@@ -192,5 +208,11 @@ export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: S
     }
   }
   const effects = await countEffects(ctx, plan, args, key, first);
-  return row({ key, ...(effects === undefined ? {} : { effects }), answers, verdict: verdictOf(effects), ...(plan.count ? {} : { note: 'no lookup in a config: effects not counted' }) });
+  return row({
+    key,
+    ...(effects === undefined ? {} : { effects }),
+    answers,
+    verdict: verdictOf(effects),
+    ...(plan.count ? {} : { note: 'no lookup in a config: effects not counted' }),
+  });
 }

@@ -11,7 +11,8 @@ export function renderScorecard(report: CheckReport): string {
     `${row.verdict}${row.note ? ` (${row.note})` : ''}`,
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((cell) => cell[column]!.length)));
-  const line = (cell: readonly string[]) => cell.map((text, column) => (column === cell.length - 1 ? text : text.padEnd(widths[column]!))).join('  ');
+  const line = (cell: readonly string[]) =>
+    cell.map((text, column) => (column === cell.length - 1 ? text : text.padEnd(widths[column]!))).join('  ');
   const uncounted = report.rows.filter((row) => row.verdict === 'UNKNOWN-not-counted').length;
   return [
     `Retry-safety check of ${report.server}`,

@@ -110,7 +110,12 @@ export function parseApprovalId(id: string): { tenant: string; tool: string; ide
   if (!match) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(match[1]!, 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(parts) || parts.length !== 3 || !parts.every((part) => typeof part === 'string' && part.length > 0 && !part.includes('#'))) return undefined;
+    if (
+      !Array.isArray(parts) ||
+      parts.length !== 3 ||
+      !parts.every((part) => typeof part === 'string' && part.length > 0 && !part.includes('#'))
+    )
+      return undefined;
     const [tenant, tool, idempotencyKey] = parts as [string, string, string];
     return { tenant, tool, idempotencyKey, nonce: match[2]! };
   } catch {
@@ -138,11 +143,26 @@ const MAX_DECIDER_CHARS = 256;
  */
 export function newApproval(
   binding: ConfirmationBinding,
-  options: { mode: ApprovalMode; summary: string; now: number; ttlSeconds?: number; nonce?: string; requestState?: string; previous?: ApprovalRecord },
+  options: {
+    mode: ApprovalMode;
+    summary: string;
+    now: number;
+    ttlSeconds?: number;
+    nonce?: string;
+    requestState?: string;
+    previous?: ApprovalRecord;
+  },
 ): ApprovalRecord | undefined {
   const nonce = options.nonce ?? randomBytes(16).toString('base64url');
   const round = (options.previous?.round ?? 0) + 1;
-  const requested: ApprovalLogEntry = { at: options.now, event: 'requested', round, via: options.mode, fingerprint: binding.fingerprint, summary: options.summary };
+  const requested: ApprovalLogEntry = {
+    at: options.now,
+    event: 'requested',
+    round,
+    via: options.mode,
+    fingerprint: binding.fingerprint,
+    summary: options.summary,
+  };
   if (!canOpenRound(options.previous, requested)) return undefined;
   return {
     ...binding,
@@ -228,7 +248,10 @@ export function approvalState(record: ApprovalRecord, fingerprint: string, now: 
  * within the link's lifetime after the decision (a yes nobody used for that long is asked again, which is safe).
  * The store's conditional write (`ApprovalStore.use`) makes the first use the only one.
  */
-export function approvalUsable(record: Pick<ApprovalRecord, 'status' | 'decidedAt' | 'usedAt' | 'createdAt' | 'expiresAt'>, now: number): boolean {
+export function approvalUsable(
+  record: Pick<ApprovalRecord, 'status' | 'decidedAt' | 'usedAt' | 'createdAt' | 'expiresAt'>,
+  now: number,
+): boolean {
   if (record.status !== 'approved' || record.usedAt !== undefined || record.decidedAt === undefined) return false;
   return now < record.decidedAt + (record.expiresAt - record.createdAt);
 }

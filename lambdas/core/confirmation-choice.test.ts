@@ -17,16 +17,34 @@ const DIMENSIONS: Dimension = {
   optedOut: [true, false],
   formFallback: [true, false],
 };
-type Row = { [K in keyof ConfirmationChoiceInput]?: ConfirmationChoiceInput[K] | readonly ConfirmationChoiceInput[K][] } & { then: ConfirmationChoice };
+type Row = { [K in keyof ConfirmationChoiceInput]?: ConfirmationChoiceInput[K] | readonly ConfirmationChoiceInput[K][] } & {
+  then: ConfirmationChoice;
+};
 
 const LEGACY = ['2025-11-25', 'earlier'] as const;
 const TABLE: readonly Row[] = [
   // 'approval': the person, signed in, on the page.
   { mode: 'approval', approvalPage: false, then: { kind: 'unavailable', reason: 'no_approval_page' } },
   { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: true, then: { kind: 'page' } },
-  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true, formFallback: true, then: { kind: 'form' } },
+  {
+    mode: 'approval',
+    approvalPage: true,
+    protocol: '2026-07-28',
+    canElicitUrls: false,
+    canElicitForms: true,
+    formFallback: true,
+    then: { kind: 'form' },
+  },
   // Form only (Claude Code), none (claude.ai), URL mode off (Codex): the link as a tool result, the same page.
-  { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true, formFallback: false, then: { kind: 'link' } },
+  {
+    mode: 'approval',
+    approvalPage: true,
+    protocol: '2026-07-28',
+    canElicitUrls: false,
+    canElicitForms: true,
+    formFallback: false,
+    then: { kind: 'link' },
+  },
   { mode: 'approval', approvalPage: true, protocol: '2026-07-28', canElicitUrls: false, canElicitForms: false, then: { kind: 'link' } },
   { mode: 'approval', approvalPage: true, protocol: LEGACY, optedOut: true, then: { kind: 'run' } },
   { mode: 'approval', approvalPage: true, protocol: LEGACY, optedOut: false, then: { kind: 'link' } },

@@ -32,7 +32,9 @@ describe('confirmation requestState', () => {
       expect(verifyConfirmationState(SECRET, binding, junk, NOW)).toEqual({ valid: false, reason: 'unknown' });
     const { operationId } = issueOperationId(SECRET, { tenant: binding.tenant, tool: binding.tool }, NOW);
     expect(verifyConfirmationState(SECRET, binding, operationId, NOW)).toEqual({ valid: false, reason: 'unknown' });
-    expect(verifyOperationId(SECRET, { tenant: binding.tenant, tool: binding.tool }, mintConfirmationState(SECRET, binding, NOW), NOW)).toEqual({
+    expect(
+      verifyOperationId(SECRET, { tenant: binding.tenant, tool: binding.tool }, mintConfirmationState(SECRET, binding, NOW), NOW),
+    ).toEqual({
       valid: false,
       reason: 'unknown',
     });

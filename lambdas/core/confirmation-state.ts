@@ -40,9 +40,18 @@ export function mintConfirmationState(
   return mintSignedToken(PREFIX, secret, fields(binding), nowMs, ttlSeconds).token;
 }
 
-export function verifyConfirmationState(secret: string, binding: ConfirmationBinding, value: unknown, nowMs: number): ConfirmationStateCheck {
+export function verifyConfirmationState(
+  secret: string,
+  binding: ConfirmationBinding,
+  value: unknown,
+  nowMs: number,
+): ConfirmationStateCheck {
   const check = verifySignedToken(PREFIX, secret, fields(binding), value, nowMs);
-  return check.valid ? { valid: true } : check.reason === 'expired' ? { valid: false, reason: 'expired' } : { valid: false, reason: 'unknown' };
+  return check.valid
+    ? { valid: true }
+    : check.reason === 'expired'
+      ? { valid: false, reason: 'expired' }
+      : { valid: false, reason: 'unknown' };
 }
 
 /**

@@ -79,10 +79,15 @@ describe('fingerprint', () => {
       }),
     );
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }).filter((k) => !reserved.has(k)), fc.jsonValue(), fc.jsonValue(), (name, x, y) => {
-        fc.pre(canonicalJson(x) !== canonicalJson(y));
-        expect(fingerprint({ [name]: x })).not.toBe(fingerprint({ [name]: y }));
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }).filter((k) => !reserved.has(k)),
+        fc.jsonValue(),
+        fc.jsonValue(),
+        (name, x, y) => {
+          fc.pre(canonicalJson(x) !== canonicalJson(y));
+          expect(fingerprint({ [name]: x })).not.toBe(fingerprint({ [name]: y }));
+        },
+      ),
     );
   });
 

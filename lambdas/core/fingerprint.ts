@@ -37,9 +37,8 @@ export function canonicalJson(value: unknown): string {
  *
  * @public
  */
-export function fingerprint(
-  args: Record<string, unknown>,
-  nonBusinessFields: readonly string[] = DEFAULT_NON_BUSINESS_FIELDS,
-): string {
-  return createHash('sha256').update(canonicalJson(businessArguments(args, nonBusinessFields))).digest('hex');
+export function fingerprint(args: Record<string, unknown>, nonBusinessFields: readonly string[] = DEFAULT_NON_BUSINESS_FIELDS): string {
+  return createHash('sha256')
+    .update(canonicalJson(businessArguments(args, nonBusinessFields)))
+    .digest('hex');
 }

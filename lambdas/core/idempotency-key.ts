@@ -49,7 +49,17 @@ export const TENANT_MIN_LENGTH = 2;
  * Words a bug writes in place of a tenant (`String(undefined)`, a template of a missing claim) or that name an
  * object's own machinery: as a tenant they would merge the callers of every such bug into one tenant.
  */
-const RESERVED_TENANTS: ReadonlySet<string> = new Set(['undefined', 'null', 'nan', 'infinity', 'true', 'false', '__proto__', 'constructor', 'prototype']);
+const RESERVED_TENANTS: ReadonlySet<string> = new Set([
+  'undefined',
+  'null',
+  'nan',
+  'infinity',
+  'true',
+  'false',
+  '__proto__',
+  'constructor',
+  'prototype',
+]);
 /** @public */
 export function validateTenantId(tenant: unknown): string {
   const problem =

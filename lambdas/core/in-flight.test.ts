@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { absenceIsConclusive, decidableAt, defaultInFlightWindowMs, inFlightUntil, inFlightWindowMs, unknownRetryAfterMs } from './in-flight';
+import {
+  absenceIsConclusive,
+  decidableAt,
+  defaultInFlightWindowMs,
+  inFlightUntil,
+  inFlightWindowMs,
+  unknownRetryAfterMs,
+} from './in-flight';
 import { toolInFlightWindowMs } from '../engine/engine';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../config';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { formatMinorUnits, isPayableCurrency, minorUnitsOf, NOT_PAYABLE_CODES } from './money';
 import { quotedText, visibleText } from './display-text';
 
-describe('amounts follow each currency\'s minor units (ISO 4217)', () => {
+describe("amounts follow each currency's minor units (ISO 4217)", () => {
   it.each([
     [1250, 'EUR', '12.50 EUR'],
     [1250, 'JPY', '1,250 JPY'],
@@ -24,7 +24,8 @@ describe('amounts follow each currency\'s minor units (ISO 4217)', () => {
 
   it('only ISO 4217 codes one can pay in are currencies', () => {
     expect(['EUR', 'USD', 'JPY', 'CHF'].every(isPayableCurrency)).toBe(true);
-    for (const code of ['ZZZ', 'eur', 'EURO', 'XXX', 'XTS', 'XAU', 'XDR', 'XSU', 'XUA', 'USN', 'CLF', '']) expect(isPayableCurrency(code), code).toBe(false);
+    for (const code of ['ZZZ', 'eur', 'EURO', 'XXX', 'XTS', 'XAU', 'XDR', 'XSU', 'XUA', 'USN', 'CLF', ''])
+      expect(isPayableCurrency(code), code).toBe(false);
     expect(minorUnitsOf('JPY')).toBe(0);
     expect(() => formatMinorUnits(100, 'ZZZ')).toThrow(/ISO 4217/);
   });
@@ -33,7 +34,7 @@ describe('amounts follow each currency\'s minor units (ISO 4217)', () => {
     const table = readFileSync(createRequire(import.meta.url).resolve('currency-codes/iso-4217-list-one.xml'), 'utf8');
     const marked = new Set<string>();
     const listed = new Set<string>();
-    for (const [, entry] of table.matchAll(/<CcyNtry>([^]*?)<\/CcyNtry>/g)) {
+    for (const [, entry] of table.matchAll(/<CcyNtry>([\s\S]*?)<\/CcyNtry>/g)) {
       const code = /<Ccy>([A-Z]{3})<\/Ccy>/.exec(entry!)?.[1];
       if (!code) continue;
       listed.add(code);
@@ -54,7 +55,9 @@ describe('free text cannot imitate the summary', () => {
 
   it('wide spaces and letters that draw blank are written out; the plain space is not', () => {
     expect(visibleText('rent\u2003\u3000\u00A0x')).toBe('rent\\u{2003}\\u{3000}\\u{00A0}x');
-    expect(visibleText('a\u3164b\u2800c\u115Fd\u1160e\uFFA0f\u180Eg\uFE0Fh')).toBe('a\\u{3164}b\\u{2800}c\\u{115F}d\\u{1160}e\\u{FFA0}f\\u{180E}g\\u{FE0F}h');
+    expect(visibleText('a\u3164b\u2800c\u115Fd\u1160e\uFFA0f\u180Eg\uFE0Fh')).toBe(
+      'a\\u{3164}b\\u{2800}c\\u{115F}d\\u{1160}e\\u{FFA0}f\\u{180E}g\\u{FE0F}h',
+    );
     expect(visibleText('pay the rent')).toBe('pay the rent');
   });
 

@@ -15,9 +15,28 @@ import { code as iso4217 } from 'currency-codes';
  */
 export const NOT_PAYABLE_CODES: ReadonlySet<string> = new Set([
   // CcyMnrUnts N.A.
-  'XAG', 'XAU', 'XBA', 'XBB', 'XBC', 'XBD', 'XDR', 'XPD', 'XPT', 'XSU', 'XTS', 'XUA', 'XXX',
+  'XAG',
+  'XAU',
+  'XBA',
+  'XBB',
+  'XBC',
+  'XBD',
+  'XDR',
+  'XPD',
+  'XPT',
+  'XSU',
+  'XTS',
+  'XUA',
+  'XXX',
   // IsFund="true"
-  'BOV', 'CHE', 'CHW', 'CLF', 'COU', 'MXV', 'USN', 'UYI',
+  'BOV',
+  'CHE',
+  'CHW',
+  'CLF',
+  'COU',
+  'MXV',
+  'USN',
+  'UYI',
 ]);
 
 /**
@@ -53,7 +72,11 @@ export function formatMinorUnits(amountMinor: number, currency: string): string 
   if (digits === undefined) throw new RangeError(`${currency} is not an ISO 4217 currency`);
   if (!Number.isSafeInteger(amountMinor)) throw new RangeError('the amount must be a whole number of minor units');
   const sign = amountMinor < 0 ? '-' : '';
-  const text = Math.abs(amountMinor).toString().padStart(digits + 1, '0');
-  const major = (grouped ??= new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 })).format(BigInt(digits === 0 ? text : text.slice(0, -digits)));
+  const text = Math.abs(amountMinor)
+    .toString()
+    .padStart(digits + 1, '0');
+  const major = (grouped ??= new Intl.NumberFormat('en-US', { useGrouping: true, maximumFractionDigits: 0 })).format(
+    BigInt(digits === 0 ? text : text.slice(0, -digits)),
+  );
   return `${sign}${digits === 0 ? major : `${major}.${text.slice(-digits)}`} ${currency}`;
 }

@@ -99,8 +99,7 @@ export const WriteResults = {
       error: {
         code: ErrorCode.OUTCOME_UNKNOWN,
         message:
-          message ??
-          'The outcome is being verified with the downstream system; call again later with the same key, never with a new one.',
+          message ?? 'The outcome is being verified with the downstream system; call again later with the same key, never with a new one.',
       },
     };
   },
@@ -155,7 +154,13 @@ export const WriteResults = {
   },
   /** The key may be the very thing refused: only a well-formed one is echoed in full. */
   rejected(key: string, error: ContractError): WriteToolResult<never> {
-    return { outcome: 'rejected', replayed: false, retryable: false, ...echoShort(key), error: { ...error, message: asSentence(error.message) } };
+    return {
+      outcome: 'rejected',
+      replayed: false,
+      retryable: false,
+      ...echoShort(key),
+      error: { ...error, message: asSentence(error.message) },
+    };
   },
 };
 
@@ -200,7 +205,11 @@ export const isErrorResult = (r: WriteToolResult) => r.outcome !== 'succeeded' &
  * their results, and MCP clients check any structured content against them). These codes mean the read may succeed
  * if called again shortly; every other code will fail again.
  */
-const RETRYABLE_READ_ERRORS: ReadonlySet<string> = new Set([ErrorCode.TRANSIENT_FAILURE, ErrorCode.STORE_UNAVAILABLE, ErrorCode.INTERNAL_ERROR]);
+const RETRYABLE_READ_ERRORS: ReadonlySet<string> = new Set([
+  ErrorCode.TRANSIENT_FAILURE,
+  ErrorCode.STORE_UNAVAILABLE,
+  ErrorCode.INTERNAL_ERROR,
+]);
 
 export const readErrorText = (code: string, message: string) => `${code}: ${message}`;
 

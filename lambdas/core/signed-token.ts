@@ -15,7 +15,9 @@ export type SignedTokenCheck =
   | { valid: false; reason: 'unknown' };
 
 const mac = (secret: string, fields: readonly string[], expiry: string, nonce: string): string =>
-  createHmac('sha256', secret).update([...fields, expiry, nonce].join('\n')).digest('base64url');
+  createHmac('sha256', secret)
+    .update([...fields, expiry, nonce].join('\n'))
+    .digest('base64url');
 
 /** `fields` starts with the token kind's version tag, which also separates the kinds sharing one secret. */
 export function mintSignedToken(prefix: string, secret: string, fields: readonly string[], nowMs: number, ttlSeconds: number) {
@@ -25,7 +27,13 @@ export function mintSignedToken(prefix: string, secret: string, fields: readonly
   return { token: `${prefix}${expiry}.${nonce}.${mac(secret, fields, expiry, nonce)}`, expiresAt };
 }
 
-export function verifySignedToken(prefix: string, secret: string, fields: readonly string[], value: unknown, nowMs: number): SignedTokenCheck {
+export function verifySignedToken(
+  prefix: string,
+  secret: string,
+  fields: readonly string[],
+  value: unknown,
+  nowMs: number,
+): SignedTokenCheck {
   if (typeof value !== 'string' || !value.startsWith(prefix)) return { valid: false, reason: 'unknown' };
   const match = /^([0-9a-z]{1,11})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(value.slice(prefix.length));
   if (!match) return { valid: false, reason: 'unknown' };

@@ -178,7 +178,8 @@ describe('decideForExisting', () => {
     });
 
     it('UNKNOWN: being verified, at any time', () => {
-      for (const now of [T0, RETAIN, EXPIRES_REVIEW * 1000 + 1]) expect(decide(record('UNKNOWN'), now, policy)).toEqual({ action: 'unknown' });
+      for (const now of [T0, RETAIN, EXPIRES_REVIEW * 1000 + 1])
+        expect(decide(record('UNKNOWN'), now, policy)).toEqual({ action: 'unknown' });
     });
 
     it('NEEDS_REVIEW: review required, at any time', () => {
@@ -186,9 +187,13 @@ describe('decideForExisting', () => {
         expect(decide(record('NEEDS_REVIEW'), now, policy)).toEqual({ action: 'review_required' });
     });
 
-    it.each(['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const)('%s with other arguments: conflict, whatever the lease or time', (status) => {
-      for (const now of [T0, T0 + 11_000, EXPIRES_REVIEW * 1000 + 1]) expect(decide(record(status), now, policy, 'other')).toEqual({ action: 'conflict' });
-    });
+    it.each(['PROCESSING', 'UNKNOWN', 'NEEDS_REVIEW'] as const)(
+      '%s with other arguments: conflict, whatever the lease or time',
+      (status) => {
+        for (const now of [T0, T0 + 11_000, EXPIRES_REVIEW * 1000 + 1])
+          expect(decide(record(status), now, policy, 'other')).toEqual({ action: 'conflict' });
+      },
+    );
   });
 });
 
@@ -228,7 +233,11 @@ describe('keyExpiryRule (the one key-expiry rule every store renders)', () => {
   it("names the table's expiring states, the field that decides under each policy, and its bound in the field's unit", () => {
     const now = RETAIN + 1234;
     expect(keyExpiryRule(now, 'execute')).toEqual({ statuses: ['SUCCEEDED', 'FAILED'], field: 'retainUntil', freeAtOrBefore: now });
-    expect(keyExpiryRule(now, 'review')).toEqual({ statuses: ['SUCCEEDED', 'FAILED'], field: 'expiresAt', freeAtOrBefore: Math.floor(now / 1000) });
+    expect(keyExpiryRule(now, 'review')).toEqual({
+      statuses: ['SUCCEEDED', 'FAILED'],
+      field: 'expiresAt',
+      freeAtOrBefore: Math.floor(now / 1000),
+    });
   });
 
   it('without a policy reads like review: only the expiry frees a key', () => {
@@ -240,7 +249,14 @@ describe('keyExpiryRule (the one key-expiry rule every store renders)', () => {
 });
 
 describe('appendReviewEntry (the review log stays within its item)', () => {
-  const entry = (reason: string, at: number): ReviewEntry => ({ by: 'ops', at, action: 'operator_recheck', reason, from: 'NEEDS_REVIEW', to: 'UNKNOWN' });
+  const entry = (reason: string, at: number): ReviewEntry => ({
+    by: 'ops',
+    at,
+    action: 'operator_recheck',
+    reason,
+    from: 'NEEDS_REVIEW',
+    to: 'UNKNOWN',
+  });
   const bytes = (entries: ReviewEntry[]) => entries.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0);
 
   it('keeps the newest entries within the byte budget, however large the entries written before the bound', () => {

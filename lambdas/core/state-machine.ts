@@ -115,8 +115,7 @@ export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
 }
 
 /** @public */
-export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' =>
-  status === 'SUCCEEDED' || status === 'FAILED';
+export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' => status === 'SUCCEEDED' || status === 'FAILED';
 
 /** @public */
 export interface StoredError {
@@ -185,13 +184,19 @@ export const REVIEW_REASON_MAX_CHARS = 1000;
 export const REVIEW_LOG_MAX_BYTES = 100_000;
 
 /** A settled record replays for a full retention from `now` (when it settled), and only then may TTL take it. */
-export function retentionFromNow(record: Pick<IdempotencyRecord, 'retainUntil' | 'createdAt'>, now: number): { retainUntil: number; expiresAt: number } {
+export function retentionFromNow(
+  record: Pick<IdempotencyRecord, 'retainUntil' | 'createdAt'>,
+  now: number,
+): { retainUntil: number; expiresAt: number } {
   const retainUntil = Math.max(record.retainUntil, now + (record.retainUntil - record.createdAt));
   return { retainUntil, expiresAt: Math.floor(retainUntil / 1000) };
 }
 
 /** The error an UNKNOWN record carries after an operator's `recheck`. */
-export const OPERATOR_RECHECK_ERROR: StoredError = { code: 'OUTCOME_UNKNOWN', message: 'an operator asked for the downstream to be checked again' };
+export const OPERATOR_RECHECK_ERROR: StoredError = {
+  code: 'OUTCOME_UNKNOWN',
+  message: 'an operator asked for the downstream to be checked again',
+};
 
 const entryBytes = (entry: unknown) => Buffer.byteLength(JSON.stringify(entry));
 
@@ -209,7 +214,10 @@ export function appendReviewEntry(entries: readonly ReviewEntry[], entry: Review
 
 /** Whether `entries` fit the bounds of a log kept in one item: the review log's entry count and byte budget. */
 export function withinLogBounds(entries: readonly unknown[]): boolean {
-  return entries.length <= REVIEW_LOG_MAX_ENTRIES && entries.reduce<number>((bytes, entry) => bytes + entryBytes(entry), 0) <= REVIEW_LOG_MAX_BYTES;
+  return (
+    entries.length <= REVIEW_LOG_MAX_ENTRIES &&
+    entries.reduce<number>((bytes, entry) => bytes + entryBytes(entry), 0) <= REVIEW_LOG_MAX_BYTES
+  );
 }
 
 /** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
@@ -293,7 +301,8 @@ export function decideForExisting(
       // Past retention and not free: only the review policy keeps a record this long.
       return now < record.retainUntil ? { action: 'replay' } : { action: 'review_required' };
     case 'PROCESSING':
-      if (!leaseHasPassed(record.leaseExpiresAt, now)) return { action: 'wait', leaseRemainingMs: leaseRemainingMs(record.leaseExpiresAt, now) };
+      if (!leaseHasPassed(record.leaseExpiresAt, now))
+        return { action: 'wait', leaseRemainingMs: leaseRemainingMs(record.leaseExpiresAt, now) };
       return policy.reexecuteSafe ? { action: 'take_over' } : { action: 'mark_unknown' };
     case 'UNKNOWN':
       return { action: 'unknown' };

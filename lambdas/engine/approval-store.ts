@@ -60,7 +60,11 @@ export const usable = (now: ApprovalRecord | undefined, nonce: string): now is A
  * Why `decision` of round `nonce` cannot be written on the approval as it is now, or undefined when it can: the rule
  * every store's conditional write applies (current round, pending, asked the way it is decided, unexpired).
  */
-export function decisionRefused(now: ApprovalRecord | undefined, nonce: string, decision: ApprovalDecision): Exclude<DecideResult, { applied: true }> | undefined {
+export function decisionRefused(
+  now: ApprovalRecord | undefined,
+  nonce: string,
+  decision: ApprovalDecision,
+): Exclude<DecideResult, { applied: true }> | undefined {
   if (!now || now.nonce !== nonce) return { applied: false, reason: 'unknown' };
   if (now.status !== 'pending') return { applied: false, reason: 'decided', record: now };
   if (now.mode !== decision.via) return { applied: false, reason: 'mode', record: now };

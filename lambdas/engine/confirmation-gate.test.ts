@@ -27,7 +27,8 @@ function setup() {
   const counted = new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
-      if (prop === 'get' || prop === 'claim') return (...args: unknown[]) => (reads[prop]++, (value as (...a: unknown[]) => unknown).apply(target, args));
+      if (prop === 'get' || prop === 'claim')
+        return (...args: unknown[]) => (reads[prop]++, (value as (...a: unknown[]) => unknown).apply(target, args));
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
@@ -56,7 +57,12 @@ function setup() {
     ...round,
   });
   const call = (key: string, confirmation: ConfirmationRequirement | undefined, onlyIfHeld?: ReturnType<typeof WriteResults.rejected>) =>
-    engine.runConfirmed({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { invoice_id: 'inv-1' }, onlyIfHeld }, confirmation, POLICY, execute);
+    engine.runConfirmed(
+      { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { invoice_id: 'inv-1' }, onlyIfHeld },
+      confirmation,
+      POLICY,
+      execute,
+    );
   /** The person approves the current round on the page. */
   const approveOnPage = async (key: string) => {
     const round = (await current({ tenant: TENANT, tool: TOOL, idempotencyKey: key }))!;
@@ -68,7 +74,8 @@ function setup() {
     expect(await approvals.decide(round, { status: 'declined', by: 'alice', at: now, via: 'url' })).toMatchObject({ applied: true });
   };
   /** DynamoDB TTL deletes the key's record: it may, at any moment after the record's expiry. */
-  const ttlDeletes = (key: string) => (store as unknown as { records: Map<string, unknown> }).records.delete(JSON.stringify([TENANT, TOOL, key]));
+  const ttlDeletes = (key: string) =>
+    (store as unknown as { records: Map<string, unknown> }).records.delete(JSON.stringify([TENANT, TOOL, key]));
   const approval = (key: string) => current({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
   return {
     engine,
@@ -117,7 +124,10 @@ describe("a key whose settled record's retention ended (onExpired 'execute')", (
 
     advance(RETENTION_SECONDS * 1000);
     // The first round's state is still within its lifetime (600 s): its recorded yes was used by the first run.
-    expect(await call(key, requirement('required', yes))).toMatchObject({ outcome: 'rejected', error: { code: ErrorCode.CONFIRMATION_INVALID } });
+    expect(await call(key, requirement('required', yes))).toMatchObject({
+      outcome: 'rejected',
+      error: { code: ErrorCode.CONFIRMATION_INVALID },
+    });
     const second = asked(await call(key, requirement('required')), 'form');
     expect(second.requestState).not.toBe(first.requestState);
     expect(runs()).toBe(1);
@@ -134,7 +144,9 @@ const linkOf = (answer: EngineAnswer<unknown>) => {
   expect(answer).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: ErrorCode.APPROVAL_REQUIRED } });
   const url = (answer as { approval_url?: string }).approval_url!;
   expect(url).toMatch(/^https:\/\/pay\.example\.com\/approvals\//);
-  expect((answer as { error: { message: string } }).error.message).toContain(`Ask the person to open this link, then call again with the same key: ${url}`);
+  expect((answer as { error: { message: string } }).error.message).toContain(
+    `Ask the person to open this link, then call again with the same key: ${url}`,
+  );
   return url;
 };
 
@@ -179,7 +191,10 @@ describe('an approval authorizes one run, whatever TTL deletes', () => {
     expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', result: { run: 1 } });
     advance(RETENTION_SECONDS * 1000);
     // The operator allows the form fallback; the client now declares forms only. Its record expired, then deleted.
-    const formOnly = requirement('approval', { client: { protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true }, formFallback: true });
+    const formOnly = requirement('approval', {
+      client: { protocol: '2026-07-28', canElicitUrls: false, canElicitForms: true },
+      formFallback: true,
+    });
     const expired = await call(key, formOnly);
     expect(runs()).toBe(1);
     ttlDeletes(key);

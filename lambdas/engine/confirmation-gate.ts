@@ -1,4 +1,12 @@
-import { type ApprovalMode, type ApprovalRecord, approvalState, approvalUsable, DEFAULT_APPROVAL_TTL_SECONDS, MCP_CLIENT, newApproval } from '../core/approval';
+import {
+  type ApprovalMode,
+  type ApprovalRecord,
+  approvalState,
+  approvalUsable,
+  DEFAULT_APPROVAL_TTL_SECONDS,
+  MCP_CLIENT,
+  newApproval,
+} from '../core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
 import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
@@ -95,7 +103,13 @@ export type GateVerdict = 'run' | { ask: ConfirmationAsk } | { answer: WriteTool
 const SECRET_RETRY_AFTER_MS = 2000;
 
 /** The key that signs operation ids and confirmations could not be read: nothing ran, try again shortly. */
-export function secretUnavailable(err: SecretUnavailableError, key: string, logger: ConfirmationPorts['logger'], tool: string, what: string): WriteToolResult<never> {
+export function secretUnavailable(
+  err: SecretUnavailableError,
+  key: string,
+  logger: ConfirmationPorts['logger'],
+  tool: string,
+  what: string,
+): WriteToolResult<never> {
   logger.warn(`${what} not checked: the key is unavailable`, { tool, reason: err.message });
   return WriteResults.transientFailure(
     key,
@@ -146,7 +160,8 @@ const declined = (key: string, until?: string) =>
     }),
   );
 
-const unavailable = (key: string, message: string) => refuse(WriteResults.rejected(key, { code: ErrorCode.CONFIRMATION_UNAVAILABLE, message }));
+const unavailable = (key: string, message: string) =>
+  refuse(WriteResults.rejected(key, { code: ErrorCode.CONFIRMATION_UNAVAILABLE, message }));
 
 /** Why nobody can be asked, in one sentence for the agent: what works instead. */
 function unavailableMessage(reason: UnavailableReason, tool: string): string {
@@ -172,7 +187,11 @@ function unavailableMessage(reason: UnavailableReason, tool: string): string {
  * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
  * tool, key and the arguments' fingerprint, as the engine computed it); `run`: the run a 'run' lets go.
  */
-export async function confirmBeforeRunning(requirement: ConfirmationRequirement, binding: ConfirmationBinding, run: GatedRun): Promise<GateVerdict> {
+export async function confirmBeforeRunning(
+  requirement: ConfirmationRequirement,
+  binding: ConfirmationBinding,
+  run: GatedRun,
+): Promise<GateVerdict> {
   const { client, ports } = requirement;
   const { tool, idempotencyKey: key } = binding;
   const choice = chooseConfirmation({
@@ -283,10 +302,17 @@ async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdic
   if (approval.fingerprint !== binding.fingerprint || approval.status !== 'pending' || approval.mode !== 'url') {
     // Lost a race to a call with other arguments or to a decision: the next call sees the winner.
     return refuse(
-      WriteResults.transientFailure(key, { code: ErrorCode.OPERATION_IN_PROGRESS, message: 'Another call for this key is being approved; nothing ran. Call again shortly with the same key.' }, 1000),
+      WriteResults.transientFailure(
+        key,
+        {
+          code: ErrorCode.OPERATION_IN_PROGRESS,
+          message: 'Another call for this key is being approved; nothing ran. Call again shortly with the same key.',
+        },
+        1000,
+      ),
     );
   }
-  if (!requirement.pageBase) throw new Error('the approval link needs the endpoint\'s public base URL');
+  if (!requirement.pageBase) throw new Error("the approval link needs the endpoint's public base URL");
   const url = `${requirement.pageBase}${APPROVALS_PATH}/${approval.id}`;
   const expires = new Date(approval.expiresAt).toISOString();
   if (delivery === 'link') return refuse(WriteResults.approvalRequired(key, { url, summary: requirement.summary, expiresAt: expires }));
@@ -341,7 +367,12 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   // MRTR: state that must be consumed once is enforced by the server. The round's record takes the first answer,
   // and only a round asked in a form takes one (the store checks the mode in the same conditional write).
   if (!current || current.nonce !== state.nonce) return invalidState(key, false);
-  const decided = await ports.approvals.decide(current, { status: yes ? 'approved' : 'declined', by: MCP_CLIENT, at: ports.clock(), via: 'form' });
+  const decided = await ports.approvals.decide(current, {
+    status: yes ? 'approved' : 'declined',
+    by: MCP_CLIENT,
+    at: ports.clock(),
+    via: 'form',
+  });
   if (decided.applied || decided.reason === 'decided') {
     if (decided.record.status !== 'approved') return declined(key);
     // The round's yes authorizes one run: used already, it approves no other (call again to be asked anew).

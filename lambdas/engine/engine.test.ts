@@ -21,11 +21,22 @@ const newKey = () => `key-${randomUUID()}`;
 function setup(options: Partial<EngineOptions> = {}) {
   let now = Date.UTC(2030, 0, 1);
   const store = new InMemoryIdempotencyStore();
-  const engine = new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
+  const engine = new IdempotencyEngine({
+    store,
+    clock: () => now,
+    sleep: async (ms) => void (now += ms),
+    inProgressWaitMs: 50,
+    ...options,
+  });
   return { store, engine, advance: (ms: number) => void (now += ms), now: () => now };
 }
 
-const request = (tool: string, idempotencyKey: string, args: Record<string, unknown> = { amount: 10 }) => ({ tenant: TENANT, tool, idempotencyKey, args });
+const request = (tool: string, idempotencyKey: string, args: Record<string, unknown> = { amount: 10 }) => ({
+  tenant: TENANT,
+  tool,
+  idempotencyKey,
+  args,
+});
 
 describe('the engine on the in-memory store', () => {
   it('runs a first call once and replays its result to every retry, whatever the tool name style', async () => {
@@ -83,8 +94,15 @@ describe('the engine on the in-memory store', () => {
     const decline = async () => {
       throw new TerminalToolError('CARD_DECLINED', 'declined');
     };
-    expect(await engine.run(request('pay', refused), {}, decline)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'CARD_DECLINED' } });
-    expect(await engine.run(request('pay', refused), {}, async () => ({ result: 'x' }))).toMatchObject({ outcome: 'failed', replayed: true });
+    expect(await engine.run(request('pay', refused), {}, decline)).toMatchObject({
+      outcome: 'failed',
+      retryable: false,
+      error: { code: 'CARD_DECLINED' },
+    });
+    expect(await engine.run(request('pay', refused), {}, async () => ({ result: 'x' }))).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+    });
 
     const transient = newKey();
     expect(
@@ -92,7 +110,10 @@ describe('the engine on the in-memory store', () => {
         throw new TransientToolError('DOWNSTREAM_BUSY', 'busy');
       }),
     ).toMatchObject({ outcome: 'failed', retryable: true });
-    expect(await engine.run(request('pay', transient), {}, async () => ({ result: 'second try' }))).toMatchObject({ outcome: 'succeeded', result: 'second try' });
+    expect(await engine.run(request('pay', transient), {}, async () => ({ result: 'second try' }))).toMatchObject({
+      outcome: 'succeeded',
+      result: 'second try',
+    });
 
     const uncertain = newKey();
     expect(
@@ -102,7 +123,9 @@ describe('the engine on the in-memory store', () => {
     ).toMatchObject({ outcome: 'unknown', retryable: true });
     expect(await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: uncertain })).toMatchObject({ status: 'UNKNOWN' });
     let ran = false;
-    expect(await engine.run(request('pay', uncertain), {}, async () => ((ran = true), { result: 'x' }))).toMatchObject({ outcome: 'unknown' });
+    expect(await engine.run(request('pay', uncertain), {}, async () => ((ran = true), { result: 'x' }))).toMatchObject({
+      outcome: 'unknown',
+    });
     expect(ran).toBe(false);
   });
 
@@ -110,12 +133,20 @@ describe('the engine on the in-memory store', () => {
     const { engine, store } = setup();
     const item = { pk: `ORDER#${TENANT}#o-1-${randomUUID()}`, sk: 'ORDER' };
     const key = newKey();
-    expect(await engine.run(request('orders.create', key), {}, async () => ({ result: 'o-1', writes: [{ create: { key: item, item: { total: 1 } } }] }))).toMatchObject({
+    expect(
+      await engine.run(request('orders.create', key), {}, async () => ({
+        result: 'o-1',
+        writes: [{ create: { key: item, item: { total: 1 } } }],
+      })),
+    ).toMatchObject({
       outcome: 'succeeded',
     });
     expect(store.item(item)).toMatchObject({ total: 1 });
     const clash = newKey();
-    const answer = await engine.run(request('orders.create', clash), {}, async () => ({ result: 'again', writes: [{ create: { key: item, item: { total: 2 } } }] }));
+    const answer = await engine.run(request('orders.create', clash), {}, async () => ({
+      result: 'again',
+      writes: [{ create: { key: item, item: { total: 2 } } }],
+    }));
     expect(answer).toMatchObject({ outcome: 'failed', retryable: true });
     expect(store.item(item)).toMatchObject({ total: 1 });
     expect(await store.get({ tenant: TENANT, tool: 'orders.create', idempotencyKey: clash })).toBeUndefined();
@@ -183,7 +214,11 @@ describe('the engine on the in-memory store', () => {
     expect(retry).toMatchObject({ outcome: 'unknown', retry_after_ms: windowMs - 1000 + 5000 });
     expect(ran).toBe(false);
     // A call that claimed a free key and was refused still says nothing happened.
-    expect(await engine.run(request('pay', newKey()), policy, throttled)).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'THROTTLED' } });
+    expect(await engine.run(request('pay', newKey()), policy, throttled)).toMatchObject({
+      outcome: 'failed',
+      retryable: true,
+      error: { code: 'THROTTLED' },
+    });
   });
 
   it('a call fenced out of a key that was released and reused with other arguments answers conflict, never their result', async () => {
@@ -214,8 +249,14 @@ describe('the engine on the in-memory store', () => {
     const never = async () => {
       throw new Error('must not run');
     };
-    expect(await engine.run(request('pay', 'short'), {}, never)).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_IDEMPOTENCY_KEY' } });
-    expect(await engine.run({ ...request('pay', newKey()), tenant: 'a#b' }, {}, never)).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_TENANT' } });
+    expect(await engine.run(request('pay', 'short'), {}, never)).toMatchObject({
+      outcome: 'rejected',
+      error: { code: 'INVALID_IDEMPOTENCY_KEY' },
+    });
+    expect(await engine.run({ ...request('pay', newKey()), tenant: 'a#b' }, {}, never)).toMatchObject({
+      outcome: 'rejected',
+      error: { code: 'INVALID_TENANT' },
+    });
     await expect(engine.run(request('pay#x', newKey()), {}, never)).rejects.toThrow(/tool name/);
   });
 });
@@ -240,12 +281,16 @@ describe("a local tool's retry on the engine that answered it", () => {
       this.calls.get = this.calls.commitOnce = this.calls.claim = 0;
     }
   }
-  const localRequest = (key: string, args: Record<string, unknown> = { amount: 10 }) => ({ ...request('create_order', key, args), effect: 'local' as const });
+  const localRequest = (key: string, args: Record<string, unknown> = { amount: 10 }) => ({
+    ...request('create_order', key, args),
+    effect: 'local' as const,
+  });
   const item = () => ({ pk: `ORDER#${TENANT}#${randomUUID()}`, sk: 'ORDER' });
   function localSetup(options: Partial<EngineOptions> = {}) {
     let now = Date.UTC(2030, 0, 1);
     const store = new CountingStore();
-    const make = () => new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
+    const make = () =>
+      new IdempotencyEngine({ store, clock: () => now, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50, ...options });
     return { store, engine: make(), otherContainer: make(), advance: (ms: number) => void (now += ms) };
   }
 
@@ -272,7 +317,10 @@ describe("a local tool's retry on the engine that answered it", () => {
     const key = newKey();
     await engine.run(localRequest(key), {}, async () => ({ result: 'first' }));
     store.reset();
-    expect(await otherContainer.run(localRequest(key), {}, async () => ({ result: 'second' }))).toMatchObject({ replayed: true, result: 'first' });
+    expect(await otherContainer.run(localRequest(key), {}, async () => ({ result: 'second' }))).toMatchObject({
+      replayed: true,
+      result: 'first',
+    });
     expect(store.calls).toEqual({ get: 0, commitOnce: 1, claim: 0 });
   });
 
@@ -284,7 +332,11 @@ describe("a local tool's retry on the engine that answered it", () => {
     await engine.run(localRequest(key), { retentionSeconds: 60 }, execute);
     advance(61_000);
     store.reset();
-    expect(await engine.run(localRequest(key), { retentionSeconds: 60 }, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: 2 });
+    expect(await engine.run(localRequest(key), { retentionSeconds: 60 }, execute)).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+      result: 2,
+    });
     expect(store.calls).toEqual({ get: 1, commitOnce: 1, claim: 0 });
     expect(await engine.run(localRequest(key), { retentionSeconds: 60 }, execute)).toMatchObject({ replayed: true, result: 2 });
     expect(runs).toBe(2);
@@ -302,7 +354,9 @@ describe("a local tool's retry on the engine that answered it", () => {
     expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
     store.reset();
     // Other arguments under the hint: the read answers conflict, and nothing runs.
-    expect(await new IdempotencyEngine({ store, inProgressWaitMs: 50 }).run(hinted({ amount: 11 }), {}, execute)).toMatchObject({ outcome: 'conflict' });
+    expect(await new IdempotencyEngine({ store, inProgressWaitMs: 50 }).run(hinted({ amount: 11 }), {}, execute)).toMatchObject({
+      outcome: 'conflict',
+    });
     expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
     expect(runs).toBe(1);
   });
@@ -312,15 +366,25 @@ describe("a local tool's retry on the engine that answered it", () => {
     const key = newKey();
     let runs = 0;
     const execute = async () => ({ result: { n: ++runs }, writes: [{ create: { key: item(), item: {} } }] });
-    expect(await engine.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { n: 1 } });
+    expect(await engine.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+      result: { n: 1 },
+    });
     expect(store.calls).toEqual({ get: 1, commitOnce: 1, claim: 0 });
     store.reset();
     // Another container, the same hint again: now the record answers it.
-    expect(await otherContainer.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({ replayed: true, result: { n: 1 } });
+    expect(await otherContainer.run({ ...localRequest(key), likelyReplay: true }, {}, execute)).toMatchObject({
+      replayed: true,
+      result: { n: 1 },
+    });
     expect(store.calls).toEqual({ get: 1, commitOnce: 0, claim: 0 });
     // A hinted first call with other arguments under a fresh key: its own execution, once.
     const other = newKey();
-    expect(await otherContainer.run({ ...localRequest(other, { amount: 11 }), likelyReplay: true }, {}, execute)).toMatchObject({ replayed: false, result: { n: 2 } });
+    expect(await otherContainer.run({ ...localRequest(other, { amount: 11 }), likelyReplay: true }, {}, execute)).toMatchObject({
+      replayed: false,
+      result: { n: 2 },
+    });
     expect(runs).toBe(2);
   });
 
@@ -329,7 +393,11 @@ describe("a local tool's retry on the engine that answered it", () => {
     const key = newKey();
     await engine.run(request('create_order', key, { amount: 1 }), {}, async () => ({ result: 'first' }));
     store.reset();
-    expect(await otherContainer.run({ ...request('create_order', key, { amount: 1 }), likelyReplay: true }, {}, async () => ({ result: 'second' }))).toMatchObject({
+    expect(
+      await otherContainer.run({ ...request('create_order', key, { amount: 1 }), likelyReplay: true }, {}, async () => ({
+        result: 'second',
+      })),
+    ).toMatchObject({
       replayed: true,
       result: 'first',
     });

@@ -93,7 +93,10 @@ export function toolInFlightWindowMs(
   effect: ToolEffect = 'external',
 ): number {
   if (effect === 'local') return policy.inFlightWindowMs ?? 0;
-  return inFlightWindowMs({ executionTimeoutMs: policy.executionTimeoutMs ?? DEFAULT_POLICY.executionTimeoutMs, inFlightWindowMs: policy.inFlightWindowMs }, downstreamTimeoutMs);
+  return inFlightWindowMs(
+    { executionTimeoutMs: policy.executionTimeoutMs ?? DEFAULT_POLICY.executionTimeoutMs, inFlightWindowMs: policy.inFlightWindowMs },
+    downstreamTimeoutMs,
+  );
 }
 
 /** @public */
@@ -368,9 +371,7 @@ export class IdempotencyEngine {
           updatedAt: now,
           leaseExpiresAt,
           retainUntil,
-          expiresAt: Math.floor(
-            (retainUntil + (policy.onExpired === 'review' ? policy.reviewWindowSeconds * 1000 : 0)) / 1000,
-          ),
+          expiresAt: Math.floor((retainUntil + (policy.onExpired === 'review' ? policy.reviewWindowSeconds * 1000 : 0)) / 1000),
           traceId: request.traceId,
         };
         let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
@@ -589,7 +590,12 @@ export class IdempotencyEngine {
     for (let attempt = 1; ; attempt++) {
       let commit: Awaited<ReturnType<IdempotencyStore['commitOnce']>>;
       try {
-        commit = await this.store.commitOnce(settled, this.clock(), { onExpired: policy.onExpired }, 'failure' in outcome ? [] : outcome.writes);
+        commit = await this.store.commitOnce(
+          settled,
+          this.clock(),
+          { onExpired: policy.onExpired },
+          'failure' in outcome ? [] : outcome.writes,
+        );
       } catch (err) {
         // A refused write of the tool's own: nothing committed; the claimed path runs the tool again and settles it.
         if (err instanceof TransactionRejectedError) return { claimFirst: runClaimed };
@@ -671,11 +677,24 @@ export class IdempotencyEngine {
   }
 
   /** The tool ran (its downstream may have acted) but its outcome cannot be kept: verify it, never re-run blindly. */
-  private async refuseTooLarge<R>(record: IdempotencyRecord, tooLarge: ResultTooLargeError, emit: Emit, policy: ResolvedPolicy): Promise<WriteToolResult<R>> {
-    const marked = await this.markUnknownOrRead(record, { code: tooLarge.code, message: tooLarge.message }, 'result_too_large', policy.inFlightWindowMs);
+  private async refuseTooLarge<R>(
+    record: IdempotencyRecord,
+    tooLarge: ResultTooLargeError,
+    emit: Emit,
+    policy: ResolvedPolicy,
+  ): Promise<WriteToolResult<R>> {
+    const marked = await this.markUnknownOrRead(
+      record,
+      { code: tooLarge.code, message: tooLarge.message },
+      'result_too_large',
+      policy.inFlightWindowMs,
+    );
     emit('unknown', tooLarge.code);
     const retryAfterMs = 'retryAfterMs' in marked ? marked.retryAfterMs : this.unknownRetryAfterMs;
-    return { ...WriteResults.unknown(record.idempotencyKey, retryAfterMs, tooLarge.message), error: { code: tooLarge.code, message: tooLarge.message } };
+    return {
+      ...WriteResults.unknown(record.idempotencyKey, retryAfterMs, tooLarge.message),
+      error: { code: tooLarge.code, message: tooLarge.message },
+    };
   }
 
   private async onExecutionFailure<R>(
@@ -702,7 +721,8 @@ export class IdempotencyEngine {
           // this call knows only that its own request did not act. Releasing would answer "nothing ran" to the next
           // call while the effect may exist; it is verified as any uncertain outcome (a local tool's stale execution
           // sent nothing: its writes commit only with its fenced settlement).
-          if (this.lostClaimAnswers.has(record) || (takenOver && !after.local)) return await this.onExecutionFailure(record, 'uncertain', err, emit, after);
+          if (this.lostClaimAnswers.has(record) || (takenOver && !after.local))
+            return await this.onExecutionFailure(record, 'uncertain', err, emit, after);
           transition('PROCESSING', 'release');
           const retryAfter = err instanceof TransientToolError && err.retryAfterMs !== undefined ? err.retryAfterMs : 1000;
           // A local tool taken over: its stale run's writes never committed, but this answer cannot vouch for it.
@@ -746,7 +766,8 @@ export class IdempotencyEngine {
     const until = inFlightUntil(now, windowMs);
     const marked = { retryAfterMs: unknownRetryAfterMs(until, now, this.unknownRetryAfterMs) };
     try {
-      if (await this.store.markUnknown(record, record.ownerToken, { error, errorType, nextCheckAt: now, inFlightUntil: until }, now)) return marked;
+      if (await this.store.markUnknown(record, record.ownerToken, { error, errorType, nextCheckAt: now, inFlightUntil: until }, now))
+        return marked;
       const current = await this.store.get(record);
       return current?.status === 'UNKNOWN' && current.ownerToken === record.ownerToken ? marked : { moved: current };
     } catch {
@@ -761,11 +782,7 @@ export class IdempotencyEngine {
   }
 
   /** A fenced write of ours was refused: answer from the record as it is now (after execution: never "nothing ran"). */
-  private async answerAfterLostFence<R>(
-    record: IdempotencyRecord,
-    emit: Emit,
-    whenGone?: WriteToolResult<R>,
-  ): Promise<WriteToolResult<R>> {
+  private async answerAfterLostFence<R>(record: IdempotencyRecord, emit: Emit, whenGone?: WriteToolResult<R>): Promise<WriteToolResult<R>> {
     let current: IdempotencyRecord | undefined;
     try {
       current = await this.store.get(record);
@@ -830,7 +847,10 @@ const TAKEN_OVER_NOT_FINISHED =
   'An earlier attempt with this key did not finish, and this one could not either; call again with the same key, never with a new one.';
 
 const noTimeLeftError = () =>
-  new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'Not enough time was left in this invocation to run the operation; nothing was executed.');
+  new TransientToolError(
+    ErrorCode.TRANSIENT_FAILURE,
+    'Not enough time was left in this invocation to run the operation; nothing was executed.',
+  );
 
 function storedErrorOf(record: IdempotencyRecord): StoredError {
   return record.error ?? { code: ErrorCode.INTERNAL_ERROR, message: 'the operation failed' };

@@ -144,7 +144,11 @@ describe('an absence inside the in-flight window decides nothing', () => {
     const follower = await w.call(mustNotRun);
     expect(follower).toMatchObject({ outcome: 'unknown', retryable: true });
     expect(follower.retry_after_ms).toBe(lease + WINDOW_MS - w.now() + 500);
-    expect(await w.store.get(w.identity)).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', inFlightUntil: lease + WINDOW_MS });
+    expect(await w.store.get(w.identity)).toMatchObject({
+      status: 'UNKNOWN',
+      errorType: 'lease_expired',
+      inFlightUntil: lease + WINDOW_MS,
+    });
 
     // After the lease and its grace: asked, not found yet, kept.
     w.advance(600);
@@ -166,7 +170,10 @@ describe('an absence inside the in-flight window decides nothing', () => {
     w.advance(WINDOW_MS);
     expect(await w.reconcile()).toBe('released');
     let runs = 0;
-    expect(await w.call(async () => ((runs += 1), { result: { payment_id: 'pay-direct' } }))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    expect(await w.call(async () => ((runs += 1), { result: { payment_id: 'pay-direct' } }))).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+    });
     expect(runs).toBe(1);
   });
 
@@ -175,7 +182,16 @@ describe('an absence inside the in-flight window decides nothing', () => {
     await w.call(w.pay(Number.POSITIVE_INFINITY));
     const reconciler = new ReconcilerSteps({
       store: w.store,
-      tools: new Map([[TOOL, { onAbsent: 'release' as const, inFlightWindowMs: WINDOW_MS, reconcile: async () => ({ kind: 'unreachable' as const, reason: 'down' }) }]]),
+      tools: new Map([
+        [
+          TOOL,
+          {
+            onAbsent: 'release' as const,
+            inFlightWindowMs: WINDOW_MS,
+            reconcile: async () => ({ kind: 'unreachable' as const, reason: 'down' }),
+          },
+        ],
+      ]),
       logger: { info: () => {}, warn: () => {}, error: () => {} },
       clock: w.now,
       maxAttempts: 2,

@@ -59,7 +59,8 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   constructor(options: InMemoryStoreOptions = {}) {
     const keyPrefix = options.keyPrefix ?? '';
-    if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('InMemoryIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.:-]*$/.test(keyPrefix))
+      throw new TypeError('InMemoryIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
     this.keyPrefix = keyPrefix;
     const table = options.sharedWith;
     this.records = table ? table.records : new Map();
@@ -83,7 +84,12 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return { claimed: false, existing: copy(existing) };
   }
 
-  async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
+  async commitOnce(
+    record: IdempotencyRecord,
+    now: number,
+    options: ClaimOptions = {},
+    writes: ExtraWrite[] = [],
+  ): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     const existing = this.records.get(this.key(record));
     if (existing && !keyIsFree(existing, now, options.onExpired)) {
@@ -109,7 +115,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return record && copy(record);
   }
 
-  async settle(identity: RecordIdentity, ownerToken: string, settlement: Settlement, now: number, writes: ExtraWrite[] = []): Promise<void> {
+  async settle(
+    identity: RecordIdentity,
+    ownerToken: string,
+    settlement: Settlement,
+    now: number,
+    writes: ExtraWrite[] = [],
+  ): Promise<void> {
     const event = settlement.status === 'SUCCEEDED' ? 'complete' : 'fail';
     transition('PROCESSING', event);
     const record = this.owned(identity, ownerToken, event);
@@ -147,7 +159,14 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     transition('PROCESSING', 'lease_expired');
     const record = this.owned(read, read.ownerToken, 'lease_expired');
     if (!record || record.leaseExpiresAt !== read.leaseExpiresAt || !leaseHasPassed(record.leaseExpiresAt, now)) return false;
-    this.toUnknown(record, now, { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' }, 'lease_expired', now, inFlightUntil);
+    this.toUnknown(
+      record,
+      now,
+      { code: 'OUTCOME_UNKNOWN', message: 'the executor stopped before recording an outcome' },
+      'lease_expired',
+      now,
+      inFlightUntil,
+    );
     return true;
   }
 
@@ -159,7 +178,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
-  async deferReconcile(read: IdempotencyRecord, nextCheckAt: number, reason: StoredError, _now: number, options: { countsAsAttempt?: boolean } = {}): Promise<boolean> {
+  async deferReconcile(
+    read: IdempotencyRecord,
+    nextCheckAt: number,
+    reason: StoredError,
+    _now: number,
+    options: { countsAsAttempt?: boolean } = {},
+  ): Promise<boolean> {
     transition('UNKNOWN', 'reconcile_deferred');
     const record = this.asRead(read, 'reconcile_deferred');
     if (!record) return false;
@@ -169,7 +194,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
-  async takeOver(identity: RecordIdentity, expectedOwnerToken: string, newOwnerToken: string, leaseExpiresAt: number, now: number): Promise<boolean> {
+  async takeOver(
+    identity: RecordIdentity,
+    expectedOwnerToken: string,
+    newOwnerToken: string,
+    leaseExpiresAt: number,
+    now: number,
+  ): Promise<boolean> {
     transition('PROCESSING', 'take_over');
     const record = this.owned(identity, expectedOwnerToken, 'take_over');
     // The old lease must still be stale: a racing executor that renewed it keeps it.
@@ -213,7 +244,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** Copies of the records in `status` due by `dueBy`, the earliest due first. */
   private needingAttention(status: AttentionStatus, dueBy = Number.POSITIVE_INFINITY): IdempotencyRecord[] {
     // This store's own records only, as the DynamoDB adapter's queries read its own index partitions.
-    const own = `${JSON.stringify([this.keyPrefix])}`.slice(0, -1) + ',';
+    const own = `${JSON.stringify([this.keyPrefix]).slice(0, -1)},`;
     return [...this.records]
       .filter(([key]) => key.startsWith(own))
       .map(([, record]) => record)
@@ -250,7 +281,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
    * by the state the table sends it to (`to`). ABSENT: deleted. SUCCEEDED or FAILED: replayed for a full retention
    * from now. NEEDS_REVIEW: parked, one more attempt counted. UNKNOWN: checked again from now, attempts reset.
    */
-  private resolve(record: IdempotencyRecord, read: IdempotencyRecord, outcome: Reconciliation | OperatorDecision, to: RecordState, now: number) {
+  private resolve(
+    record: IdempotencyRecord,
+    read: IdempotencyRecord,
+    outcome: Reconciliation | OperatorDecision,
+    to: RecordState,
+    now: number,
+  ) {
     if (to === 'ABSENT') {
       this.records.delete(this.key(read));
       return;
@@ -280,7 +317,14 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
-  private toUnknown(record: IdempotencyRecord, now: number, error: StoredError, errorType: IdempotencyRecord['errorType'], nextCheckAt: number, inFlightUntil: number) {
+  private toUnknown(
+    record: IdempotencyRecord,
+    now: number,
+    error: StoredError,
+    errorType: IdempotencyRecord['errorType'],
+    nextCheckAt: number,
+    inFlightUntil: number,
+  ) {
     record.status = 'UNKNOWN';
     record.updatedAt = now;
     record.error = copy(error);

@@ -34,8 +34,7 @@ export type ClaimResult =
    * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
    * be applied later; the engine then never releases the key with a "nothing ran" answer.
    */
-  | { claimed: true; answerLost?: boolean }
-  | { claimed: false; existing: IdempotencyRecord };
+  { claimed: true; answerLost?: boolean } | { claimed: false; existing: IdempotencyRecord };
 
 /** @public */
 export type CommitOnceResult =
@@ -210,7 +209,13 @@ export interface IdempotencyStore {
    * `nextCheckAt`. Same fence. `countsAsAttempt: false` (a check inside the in-flight window, which could not decide
    * anyway): the attempts stay as they are.
    */
-  deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number, options?: { countsAsAttempt?: boolean }): Promise<boolean>;
+  deferReconcile(
+    record: IdempotencyRecord,
+    nextCheckAt: number,
+    reason: StoredError,
+    now: number,
+    options?: { countsAsAttempt?: boolean },
+  ): Promise<boolean>;
   /** A stale PROCESSING record gets a new owner and lease; false when someone else moved first. */
   takeOver(
     identity: RecordIdentity,

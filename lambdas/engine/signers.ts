@@ -1,5 +1,10 @@
 import type { Clock } from '../core/clock';
-import { type ConfirmationBinding, type ConfirmationStateCheck, mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
+import {
+  type ConfirmationBinding,
+  type ConfirmationStateCheck,
+  mintConfirmationState,
+  verifyConfirmationState,
+} from '../core/confirmation-state';
 import {
   DEFAULT_OPERATION_ID_TTL_SECONDS,
   issueOperationId,
@@ -35,10 +40,14 @@ export interface ConfirmationSigner {
 }
 
 /** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
-export function createSigners(secret: () => Promise<string>, clock: Clock): { operationIds: OperationIdSigner; confirmations: ConfirmationSigner } {
+export function createSigners(
+  secret: () => Promise<string>,
+  clock: Clock,
+): { operationIds: OperationIdSigner; confirmations: ConfirmationSigner } {
   return {
     operationIds: {
-      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) => issueOperationId(await secret(), binding, clock(), ttlSeconds),
+      issue: async (binding, ttlSeconds = DEFAULT_OPERATION_ID_TTL_SECONDS) =>
+        issueOperationId(await secret(), binding, clock(), ttlSeconds),
       verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
     },
     confirmations: {

@@ -23,9 +23,11 @@ export interface DeliveriesModule {
 export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, DeliveryHandler>> {
   const deliveries = module.deliveries ?? module.default;
   const problem = (() => {
-    if (deliveries === null || typeof deliveries !== 'object' || Array.isArray(deliveries)) return 'an object of delivery handlers by event type';
+    if (deliveries === null || typeof deliveries !== 'object' || Array.isArray(deliveries))
+      return 'an object of delivery handlers by event type';
     for (const [type, handler] of Object.entries(deliveries)) {
-      if (typeof (handler as DeliveryHandler | undefined)?.deliver !== 'function') return `a handler with deliver() for every event type (${JSON.stringify(type)} has none)`;
+      if (typeof (handler as DeliveryHandler | undefined)?.deliver !== 'function')
+        return `a handler with deliver() for every event type (${JSON.stringify(type)} has none)`;
       const verify = (handler as DeliveryHandler).verify;
       if (verify !== undefined && typeof verify !== 'function') return `verify() a function where given (${JSON.stringify(type)})`;
     }

@@ -11,7 +11,10 @@ import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
  * provider); by default the tools module's own `withClients`, if it exports one. The toolkit builds none of its own.
  * @public
  */
-export function mcpLambdaHandler(module: ToolsModuleExports, withClients: (services: Services) => Services = clientsOf(module, (services) => services)) {
+export function mcpLambdaHandler(
+  module: ToolsModuleExports,
+  withClients: (services: Services) => Services = clientsOf(module, (services) => services),
+) {
   // Zod compiles a fast path (new Function) for each schema on its first parse: on Lambda the cold request pays for
   // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see bench/cold-start.ts).
   z.config({ jitless: true });

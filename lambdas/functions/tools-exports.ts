@@ -33,7 +33,9 @@ export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
 export function clientsOf<S extends WorkerServices>(module: ToolsModuleExports, fallback: (services: S) => S): (services: S) => S {
   if (module.withClients === undefined) return fallback;
   if (typeof module.withClients !== 'function') {
-    throw new TypeError('the tools module exports `withClients`, but not as a function: export function withClients(services) { return { ...services, yourClient } }');
+    throw new TypeError(
+      'the tools module exports `withClients`, but not as a function: export function withClients(services) { return { ...services, yourClient } }',
+    );
   }
   return module.withClients as (services: S) => S;
 }

@@ -96,7 +96,14 @@ export function parseGatewayCommand(argv: readonly string[], env: Env): GatewayC
       : credentialsJson
         ? envCredentials(GatewayEnvVars.credentialsJson.name, credentialsJson)
         : staticCredentials({ tenants: { '*': { none: true } } });
-  return { policyFile, upstream, credentials, sharedIdentity: !credentialsFile && !credentialsJson, port, stateDir: resolve(values['state-dir'] ?? '.gateway') };
+  return {
+    policyFile,
+    upstream,
+    credentials,
+    sharedIdentity: !credentialsFile && !credentialsJson,
+    port,
+    stateDir: resolve(values['state-dir'] ?? '.gateway'),
+  };
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -118,7 +125,12 @@ async function readJson(path: string, what: string): Promise<unknown> {
  * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
  * table must exist.
  */
-async function checkStore(doc: Parameters<typeof ensureTable>[0], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
+async function checkStore(
+  doc: Parameters<typeof ensureTable>[0],
+  tableName: string,
+  endpoint: string | undefined,
+  env: Env,
+): Promise<void> {
   if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
     throw new ConfigError(
       'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npx idempotent-mcp dev --dynamodb-only` starts one at http://127.0.0.1:8000), or AWS_REGION and TABLE_NAME for a deployed table',
@@ -154,8 +166,11 @@ const NETWORK_FAILURES: ReadonlyMap<string, string> = new Map([
  */
 function upstreamStartSentence(upstream: UpstreamTarget, err: unknown): string {
   const http = 'url' in upstream;
-  const what = http ? `the upstream ${upstream.url}` : `the upstream command ${[upstream.command, ...(upstream.args ?? [])].join(' ').slice(0, 200)}`;
-  if (err instanceof UpstreamError && err.failure === 'credential_refused') return `${what}: ${err.message}; check the gateway's credentials (--credentials)`;
+  const what = http
+    ? `the upstream ${upstream.url}`
+    : `the upstream command ${[upstream.command, ...(upstream.args ?? [])].join(' ').slice(0, 200)}`;
+  if (err instanceof UpstreamError && err.failure === 'credential_refused')
+    return `${what}: ${err.message}; check the gateway's credentials (--credentials)`;
   // The innermost cause says what happened (a refused connection, a missing program); the wrappers say where.
   const causes: Array<Error & { code?: unknown }> = [];
   for (let cause = err, depth = 0; cause instanceof Error && depth < 6; cause = cause.cause, depth++) causes.push(cause);
@@ -164,10 +179,13 @@ function upstreamStartSentence(upstream: UpstreamTarget, err: unknown): string {
   if (http) {
     const network = codes.map((code) => NETWORK_FAILURES.get(code)).find(Boolean);
     if (network) return `${what} cannot be reached (${network}): start it, or give --upstream-url the address it listens on`;
-    if (sdk instanceof SdkHttpError) return `${what} answered HTTP ${sdk.status}: give --upstream-url the MCP server's streamable-HTTP address (often ending in /mcp)`;
+    if (sdk instanceof SdkHttpError)
+      return `${what} answered HTTP ${sdk.status}: give --upstream-url the MCP server's streamable-HTTP address (often ending in /mcp)`;
   } else {
-    if (codes.includes('ENOENT')) return `${what} cannot be started: there is no such program; give the path of an MCP server's program after -- (or npx <package> for one from npm)`;
-    if (codes.includes('EACCES')) return `${what} cannot be started: the program may not be run (permission denied); give an executable MCP server after --`;
+    if (codes.includes('ENOENT'))
+      return `${what} cannot be started: there is no such program; give the path of an MCP server's program after -- (or npx <package> for one from npm)`;
+    if (codes.includes('EACCES'))
+      return `${what} cannot be started: the program may not be run (permission denied); give an executable MCP server after --`;
   }
   if (sdk?.code === SdkErrorCode.ConnectionClosed)
     return http
@@ -195,7 +213,12 @@ export interface RunningGateway {
  */
 export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
   // The records are the upstream's own: another gateway (another upstream) on the same table never settles them.
-  const env: Env = { AUTH_MODE: 'dev', TABLE_NAME: 'idempotent-mcp-gateway', [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream), ...givenEnv };
+  const env: Env = {
+    AUTH_MODE: 'dev',
+    TABLE_NAME: 'idempotent-mcp-gateway',
+    [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream),
+    ...givenEnv,
+  };
   if (env.AUTH_MODE === 'dev') {
     env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
     if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
@@ -213,11 +236,16 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   };
   try {
     await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
-    const gateway = await createGateway({ policy, upstream: command.upstream, credentials, table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) } }).catch(
-      (err: unknown) => {
-        throw err instanceof GatewayPolicyError || err instanceof CredentialsError ? err : new UpstreamStartError(upstreamStartSentence(command.upstream, err), { cause: err });
-      },
-    );
+    const gateway = await createGateway({
+      policy,
+      upstream: command.upstream,
+      credentials,
+      table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) },
+    }).catch((err: unknown) => {
+      throw err instanceof GatewayPolicyError || err instanceof CredentialsError
+        ? err
+        : new UpstreamStartError(upstreamStartSentence(command.upstream, err), { cause: err });
+    });
     stops.push(() => gateway.close());
     if (gateway.hidden.length > 0)
       services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
@@ -225,10 +253,13 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     const app = createApp(services, {
       tools: gateway.tools,
       hosts: servedHostnames(config),
-      mounts: config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
+      mounts:
+        config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
     });
     const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolvePromise, reject) => {
-      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) => resolvePromise({ server, port: info.port }));
+      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) =>
+        resolvePromise({ server, port: info.port }),
+      );
       server.once('error', reject);
     });
     stops.push(
@@ -306,7 +337,12 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     command = parseGatewayCommand(argv, env);
     running = await startGatewayCommand(command, env);
   } catch (err) {
-    const known = err instanceof GatewayUsageError || err instanceof GatewayPolicyError || err instanceof CredentialsError || err instanceof ConfigError || err instanceof UpstreamStartError;
+    const known =
+      err instanceof GatewayUsageError ||
+      err instanceof GatewayPolicyError ||
+      err instanceof CredentialsError ||
+      err instanceof ConfigError ||
+      err instanceof UpstreamStartError;
     // One sentence, never a stack trace nor an error's class name: what stopped it, and (for the flags) the usage.
     console.error(`The gateway did not start: ${known ? (err as Error).message : firstLine((err as Error)?.message ?? String(err))}`);
     if (err instanceof GatewayUsageError) console.error(`\n${GATEWAY_USAGE}`);
@@ -314,7 +350,11 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
     process.exit(2);
   }
   const { gateway } = running;
-  const names = (kind: 'write' | 'read') => gateway.tools.filter((tool) => tool.kind === kind).map((tool) => tool.name).join(', ') || 'none';
+  const names = (kind: 'write' | 'read') =>
+    gateway.tools
+      .filter((tool) => tool.kind === kind)
+      .map((tool) => tool.name)
+      .join(', ') || 'none';
   const token = (env.AUTH_MODE ?? 'dev') === 'dev' ? await running.tokenFor('demo') : undefined;
   console.log(
     [

@@ -12,7 +12,9 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 const credentialSchema = z.union([
   /** A header on every request to an HTTP upstream (`Authorization: Bearer ...`, `X-Api-Key: ...`). */
-  z.strictObject({ header: z.strictObject({ name: z.string().regex(HEADER_NAME, 'must be an HTTP header name'), value: z.string().min(1) }) }),
+  z.strictObject({
+    header: z.strictObject({ name: z.string().regex(HEADER_NAME, 'must be an HTTP header name'), value: z.string().min(1) }),
+  }),
   /** OAuth client credentials (client_secret_basic) at the authorization server the HTTP upstream names. */
   z.strictObject({
     oauthClientCredentials: z.strictObject({
@@ -78,7 +80,9 @@ export async function fileCredentials(path: string): Promise<CredentialSource> {
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new CredentialsError(`the credentials file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CredentialsError(
+      `the credentials file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   let json: unknown;
   try {

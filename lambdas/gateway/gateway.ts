@@ -39,7 +39,8 @@ export interface Gateway<S extends ToolRuntime = ToolRuntime> {
   close(): Promise<void>;
 }
 
-const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller => typeof (upstream as UpstreamCaller).callTool === 'function';
+const isCaller = (upstream: GatewayOptions['upstream']): upstream is UpstreamCaller =>
+  typeof (upstream as UpstreamCaller).callTool === 'function';
 
 async function listUpstream(upstream: UpstreamCaller, credentials: CredentialSource): Promise<Tool[]> {
   const credential = await credentials.forListing();
@@ -60,7 +61,9 @@ function targetOf(upstream: UpstreamTarget, policy: GatewayPolicy): UpstreamTarg
 export function checkPolicyFile(input: unknown, upstream: GatewayOptions['upstream']): { policy: GatewayPolicy; mistakes: string[] } {
   const { policy, mistakes } = checkGatewayPolicy(input);
   if (policy.env && !isCaller(upstream) && 'url' in upstream)
-    mistakes.push('the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env');
+    mistakes.push(
+      'the file: env is for a stdio upstream (a command the gateway starts); an HTTP upstream keeps its own environment: remove env',
+    );
   return { policy, mistakes };
 }
 
@@ -94,7 +97,10 @@ export async function createGateway<S extends ToolRuntime = ToolRuntime>(options
     mistakes.push(
       ...checkPolicyAgainstUpstream(
         policy,
-        listed.map((tool) => ({ name: tool.name, inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] } })),
+        listed.map((tool) => ({
+          name: tool.name,
+          inputSchema: tool.inputSchema as { properties?: Record<string, unknown>; required?: string[] },
+        })),
       ),
     );
     if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);

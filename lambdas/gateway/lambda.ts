@@ -54,7 +54,11 @@ export async function gatewayToolsModule(policy: unknown, env: Env = process.env
   if (!tableName) throw new ConfigError(`${EnvVars.tableName.name} must be set`);
   // The records' own prefix (the construct sets the upstream's), as the functions' store has it.
   const keyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;
-  const memos = new DynamoDbRecordMemos({ doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }), tableName, keyPrefix });
+  const memos = new DynamoDbRecordMemos({
+    doc: createDynamoDbClient({ endpoint: read(env, EnvVars.dynamodbEndpoint) }),
+    tableName,
+    keyPrefix,
+  });
   const gateway = await createGateway({
     policy,
     upstream: { url },

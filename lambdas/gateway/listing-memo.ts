@@ -47,7 +47,9 @@ export class RecordListingMemo implements ListingMemo {
     /** `readOnly`: a kept listing is read, none is written (a function whose role may not put items: the reconciler). */
     private readonly options: { maxAgeMs?: number; now?: () => number; readOnly?: boolean } = {},
   ) {
-    const digest = createHash('sha256').update(JSON.stringify([scope.upstream, scope.policy])).digest('hex');
+    const digest = createHash('sha256')
+      .update(JSON.stringify([scope.upstream, scope.policy]))
+      .digest('hex');
     this.identity = { tenant: TENANT, tool: TOOL, idempotencyKey: digest };
   }
 

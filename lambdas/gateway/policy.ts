@@ -84,7 +84,8 @@ const toolPolicySchema = z.discriminatedUnion('kind', [writeSchema, readSchema])
  * of that name would be served though the file never named it. The file's own keys are read with Object.entries
  * (JSON.parse makes `"__proto__"` an own key like any other).
  */
-const asMap = (value: unknown): unknown => (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Map) ? new Map(Object.entries(value)) : value);
+const asMap = (value: unknown): unknown =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Map) ? new Map(Object.entries(value)) : value;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -95,7 +96,14 @@ const gatewayPolicySchema = z.strictObject({
    * credential adds to them. The process gets these and HOME, PATH, SHELL, TERM (and the like, MCP SDK's default),
    * nothing else of the gateway's own environment.
    */
-  env: z.preprocess(asMap, z.map(z.string().regex(ENV_NAME, 'must be an environment variable name'), z.string(), { error: 'must be an object of variable names and their values' })).optional(),
+  env: z
+    .preprocess(
+      asMap,
+      z.map(z.string().regex(ENV_NAME, 'must be an environment variable name'), z.string(), {
+        error: 'must be an object of variable names and their values',
+      }),
+    )
+    .optional(),
   /** Per upstream tool. A tool the upstream lists and this file does not name is not served (fail closed). */
   tools: z.preprocess(asMap, z.map(z.string(), toolPolicySchema, { error: 'must be an object' })),
 });
@@ -112,7 +120,9 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 
 export class GatewayPolicyError extends Error {
   constructor(readonly mistakes: readonly string[]) {
-    super(`The gateway policy has ${mistakes.length === 1 ? 'a mistake' : `${mistakes.length} mistakes`}:\n${mistakes.map((m) => `- ${m}`).join('\n')}`);
+    super(
+      `The gateway policy has ${mistakes.length === 1 ? 'a mistake' : `${mistakes.length} mistakes`}:\n${mistakes.map((m) => `- ${m}`).join('\n')}`,
+    );
     this.name = 'GatewayPolicyError';
   }
 }
@@ -130,13 +140,15 @@ const FIELD_NAMES = new Map<string, readonly string[]>([
 function sentence(issue: z.core.$ZodIssue, input: unknown): string {
   const [top, tool, ...field] = issue.path.map(String);
   if (top !== 'tools' || tool === undefined) {
-    if (issue.code === 'unrecognized_keys') return `the file has unknown field(s) ${issue.keys.join(', ')}: it takes "tools" (and "env", "$schema")`;
+    if (issue.code === 'unrecognized_keys')
+      return `the file has unknown field(s) ${issue.keys.join(', ')}: it takes "tools" (and "env", "$schema")`;
     if (top === 'env') return `the file: env${tool === undefined ? '' : ` ${tool}`}: ${issue.message}`;
     return `the file: ${top ?? 'its top level'} ${issue.message.toLowerCase()} (it must be an object with "tools": { "<upstream tool>": { "kind": "write" | "read", ... } })`;
   }
   const where = `tool ${tool}`;
   const kind = own(own(own(input, 'tools'), tool), 'kind');
-  if (issue.code === 'invalid_union' && (field.length === 0 || field.join('.') === 'kind')) return `${where}: field kind must be "write" or "read"`;
+  if (issue.code === 'invalid_union' && (field.length === 0 || field.join('.') === 'kind'))
+    return `${where}: field kind must be "write" or "read"`;
   if (issue.code === 'unrecognized_keys') {
     const path = field.length > 0 ? `${field.join('.')}.` : '';
     const known = field.length === 0 && typeof kind === 'string' ? FIELD_NAMES.get(kind) : undefined;
@@ -144,7 +156,8 @@ function sentence(issue: z.core.$ZodIssue, input: unknown): string {
   }
   const name = field.join('.') || 'kind';
   // zod leaves the input out of its issues: the file itself says whether the field is missing or of the wrong type.
-  if (issue.code === 'invalid_type' && issue.path.reduce<unknown>((value, part) => own(value, String(part)), input) === undefined) return `${where}: field ${name} is required${name === 'inFlightWindowMs' ? ' (how long the upstream may still apply a call after the gateway gave up on it, in ms)' : ''}`;
+  if (issue.code === 'invalid_type' && issue.path.reduce<unknown>((value, part) => own(value, String(part)), input) === undefined)
+    return `${where}: field ${name} is required${name === 'inFlightWindowMs' ? ' (how long the upstream may still apply a call after the gateway gave up on it, in ms)' : ''}`;
   return `${where}: field ${name}: ${issue.message}`;
 }
 
@@ -227,30 +240,43 @@ export function checkGatewayPolicy(input: unknown): { policy: GatewayPolicy; mis
     } else if (own(value, 'kind') === 'write') checked.push([name, { ...fieldsThatParse(writeSchema.shape, value), kind: 'write' }]);
     else checked.push([name, { kind: 'read' }]);
   }
-  if (raw instanceof Map && raw.size === 0) mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
+  if (raw instanceof Map && raw.size === 0)
+    mistakes.push('the file names no tool: add "tools": { "<upstream tool>": { "kind": "write" | "read", ... } }');
   for (const [tool, entry] of checked) {
-    if (!TOOL_NAME_PATTERN.test(tool)) mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
+    if (!TOOL_NAME_PATTERN.test(tool))
+      mistakes.push(`tool ${tool.slice(0, 64)}: the name is not an MCP tool name (letters, digits, _ - . only)`);
     if (entry.kind !== 'write') continue;
     for (const [field, value] of templatesOf(entry))
       for (const path of placeholders(value)) {
-        if (!PATH.test(path)) mistakes.push(`tool ${tool}: field ${field}: {{${path}}} is not an argument path (write {{name}}, {{name.0.field}} or {{$key}})`);
+        if (!PATH.test(path))
+          mistakes.push(`tool ${tool}: field ${field}: {{${path}}} is not an argument path (write {{name}}, {{name.0.field}} or {{$key}})`);
         // The summary is built from the call's arguments alone (the key is not one of them): {{$key}} would show blank.
         else if (field === 'summary' && path === '$key')
-          mistakes.push(`tool ${tool}: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})`);
+          mistakes.push(
+            `tool ${tool}: field summary: {{$key}} cannot be shown in a summary (the person approves the arguments: name them, {{name}})`,
+          );
       }
     const lookup = entry.reconcile;
     if (lookup?.found && emptyRule(lookup.found))
-      mistakes.push(`tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`);
+      mistakes.push(
+        `tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`,
+      );
     // The reconciler calls the lookup again and again, unkeyed: a write there would run once per check.
     if (lookup?.tool !== undefined) {
       const kind = own(rawTools.get(lookup.tool), 'kind');
       if (!rawTools.has(lookup.tool))
-        mistakes.push(`tool ${tool}: field reconcile.tool: the policy does not name ${lookup.tool}; the lookup must be a read the policy names ("${lookup.tool}": { "kind": "read" })`);
+        mistakes.push(
+          `tool ${tool}: field reconcile.tool: the policy does not name ${lookup.tool}; the lookup must be a read the policy names ("${lookup.tool}": { "kind": "read" })`,
+        );
       else if (kind === 'write')
-        mistakes.push(`tool ${tool}: field reconcile.tool: ${lookup.tool} is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)`);
+        mistakes.push(
+          `tool ${tool}: field reconcile.tool: ${lookup.tool} is a write in this policy; the lookup must be a read (the reconciler calls it unkeyed, as often as it checks)`,
+        );
     }
     if (typeof entry.key === 'object' && entry.fingerprint?.exclude.includes(entry.key.argument))
-      mistakes.push(`tool ${tool}: field fingerprint.exclude names the key argument ${entry.key.argument}: the key is never part of the fingerprint`);
+      mistakes.push(
+        `tool ${tool}: field fingerprint.exclude names the key argument ${entry.key.argument}: the key is never part of the fingerprint`,
+      );
     // The person's approval is bound to the fingerprint: an excluded argument could be changed after the approval and
     // still be sent. The gateway's own trace_id (never sent upstream) is the way to correlate such calls.
     if (entry.confirmation === 'approval' && (entry.fingerprint?.exclude.length ?? 0) > 0)
@@ -299,19 +325,28 @@ export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: read
     const key = entry.key ?? 'idempotency_key';
     if (typeof key === 'object') {
       const schema = own(properties, key.argument) as { type?: unknown } | undefined;
-      if (!schema) mistakes.push(`tool ${name}: field key.argument: the upstream tool has no argument ${key.argument} (it has ${args.join(', ') || 'none'})`);
-      else if (!required.has(key.argument)) mistakes.push(`tool ${name}: field key.argument: ${key.argument} is optional upstream, and a business key must be in every call`);
-      else if (schema.type !== 'string') mistakes.push(`tool ${name}: field key.argument: ${key.argument} is not a string argument upstream`);
+      if (!schema)
+        mistakes.push(
+          `tool ${name}: field key.argument: the upstream tool has no argument ${key.argument} (it has ${args.join(', ') || 'none'})`,
+        );
+      else if (!required.has(key.argument))
+        mistakes.push(`tool ${name}: field key.argument: ${key.argument} is optional upstream, and a business key must be in every call`);
+      else if (schema.type !== 'string')
+        mistakes.push(`tool ${name}: field key.argument: ${key.argument} is not a string argument upstream`);
     }
     for (const argument of GATEWAY_ARGUMENTS)
       if (Object.hasOwn(properties, argument) && !(typeof key === 'object' && key.argument === argument))
-        mistakes.push(`tool ${name}: the upstream tool has its own argument ${argument}, which the gateway adds: name it as the key ({ "argument": "${argument}" }) or leave the tool out`);
+        mistakes.push(
+          `tool ${name}: the upstream tool has its own argument ${argument}, which the gateway adds: name it as the key ({ "argument": "${argument}" }) or leave the tool out`,
+        );
     for (const field of entry.fingerprint?.exclude ?? [])
-      if (!Object.hasOwn(properties, field)) mistakes.push(`tool ${name}: field fingerprint.exclude: the upstream tool has no argument ${field}`);
+      if (!Object.hasOwn(properties, field))
+        mistakes.push(`tool ${name}: field fingerprint.exclude: the upstream tool has no argument ${field}`);
     for (const [field, value] of templatesOf(entry))
       for (const path of placeholders(value)) {
         const root = path.split('.')[0]!;
-        if (root !== '$key' && !Object.hasOwn(properties, root)) mistakes.push(`tool ${name}: field ${field}: {{${path}}} names no argument of ${name} (it has ${args.join(', ') || 'none'})`);
+        if (root !== '$key' && !Object.hasOwn(properties, root))
+          mistakes.push(`tool ${name}: field ${field}: {{${path}}} names no argument of ${name} (it has ${args.join(', ') || 'none'})`);
       }
     const lookup = entry.reconcile;
     if (lookup) {
@@ -320,9 +355,13 @@ export function checkPolicyAgainstUpstream(policy: GatewayPolicy, upstream: read
       else {
         const readerArgs = reader.inputSchema.properties ?? {};
         for (const arg of Object.keys(lookup.arguments))
-          if (!Object.hasOwn(readerArgs, arg)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} has no argument ${arg} (it has ${Object.keys(readerArgs).join(', ') || 'none'})`);
+          if (!Object.hasOwn(readerArgs, arg))
+            mistakes.push(
+              `tool ${name}: field reconcile.arguments: ${lookup.tool} has no argument ${arg} (it has ${Object.keys(readerArgs).join(', ') || 'none'})`,
+            );
         for (const arg of reader.inputSchema.required ?? [])
-          if (!Object.hasOwn(lookup.arguments, arg)) mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} requires ${arg}, which is not given`);
+          if (!Object.hasOwn(lookup.arguments, arg))
+            mistakes.push(`tool ${name}: field reconcile.arguments: ${lookup.tool} requires ${arg}, which is not given`);
       }
     }
   }
@@ -428,12 +467,18 @@ export interface LookupAnswer {
 
 export function answerText(answer: LookupAnswer): string {
   return (answer.content ?? [])
-    .filter((block): block is { type: 'text'; text: string } => (block as { type?: unknown })?.type === 'text' && typeof (block as { text?: unknown }).text === 'string')
+    .filter(
+      (block): block is { type: 'text'; text: string } =>
+        (block as { type?: unknown })?.type === 'text' && typeof (block as { text?: unknown }).text === 'string',
+    )
     .map((block) => block.text)
     .join('\n');
 }
 
-const canonical = (value: unknown): string => JSON.stringify(value, (_, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_, v) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 
 function matches(rule: LookupRule, answer: LookupAnswer): boolean {
   if ((answer.isError === true) !== (rule.isError ?? false)) return false;

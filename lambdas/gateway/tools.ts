@@ -43,7 +43,8 @@ const CREDENTIAL_REFUSED = (tenant: string, reason: string, write: boolean) =>
   `${reason.replace(/^the gateway's/, "The gateway's")} (tenant ${tenant}); nothing was sent. Calling again will not help until an operator fixes the gateway's credentials${write ? '; then call with a new key' : ''}.`;
 
 /** The credential could not be read now (Secrets Manager failing, the secret gone): nothing was sent, and nothing final said. */
-const CREDENTIAL_UNAVAILABLE = (err: unknown, again: string) => `The gateway's upstream credential could not be read (${(err as Error)?.message}); nothing was sent. ${again}`;
+const CREDENTIAL_UNAVAILABLE = (err: unknown, again: string) =>
+  `The gateway's upstream credential could not be read (${(err as Error)?.message}); nothing was sent. ${again}`;
 
 /**
  * A signal for the steps before a write is sent (credentials, discovery, token, connect): it fires a little before
@@ -56,7 +57,8 @@ function presendSignal(ctx: { deadline: number; now(): number; signal: AbortSign
   return AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(1, budget - margin))]);
 }
 
-const NOT_SENT_IN_TIME = "The gateway's upstream credential could not be read in the call's time; nothing was sent. Call again with the same key.";
+const NOT_SENT_IN_TIME =
+  "The gateway's upstream credential could not be read in the call's time; nothing was sent. Call again with the same key.";
 
 async function credentialOf(parts: GatewayParts, tenant: string, presend: AbortSignal): Promise<UpstreamCredential> {
   if (presend.aborted) throw new TransientToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', NOT_SENT_IN_TIME);
@@ -140,7 +142,8 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
       ...(retentionSeconds !== undefined ? { retentionSeconds } : {}),
     },
     confirmation: policy.confirmation ?? 'none',
-    summarize: (args) => (summaryTemplate !== undefined ? fillSummary(summaryTemplate, args) : undefined) ?? `${name} ${JSON.stringify(args)}`,
+    summarize: (args) =>
+      (summaryTemplate !== undefined ? fillSummary(summaryTemplate, args) : undefined) ?? `${name} ${JSON.stringify(args)}`,
     async execute(business, ctx) {
       // What the upstream receives: the arguments as the agent sent them, the key argument included.
       const held = keyArgument.getStore();
@@ -154,7 +157,12 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
         try {
           await parts.memo.put(identity, lookup, Math.floor(ctx.now() / 1000) + (retentionSeconds ?? 86_400) + 7 * 86_400);
         } catch (err) {
-          throw new TransientToolError(ErrorCode.STORE_UNAVAILABLE, `The gateway could not record how to check this call; nothing was sent. Call again with the same key.`, undefined, { cause: err });
+          throw new TransientToolError(
+            ErrorCode.STORE_UNAVAILABLE,
+            `The gateway could not record how to check this call; nothing was sent. Call again with the same key.`,
+            undefined,
+            { cause: err },
+          );
         }
       }
       let answer: CallToolResult;
@@ -165,15 +173,26 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
           timeoutMs: Math.max(1, Math.min(timeoutMs, ctx.deadline - ctx.now())),
         });
       } catch (err) {
-        if (!(err instanceof UpstreamError)) throw new UncertainToolError('UPSTREAM_UNCERTAIN', `The upstream's answer is unknown: ${(err as Error)?.message}`, { cause: err });
-        if (err.failure === 'not_sent') throw new TransientToolError('UPSTREAM_UNAVAILABLE', `${err.message}; nothing was sent. Call again with the same key.`, 2000, { cause: err });
+        if (!(err instanceof UpstreamError))
+          throw new UncertainToolError('UPSTREAM_UNCERTAIN', `The upstream's answer is unknown: ${(err as Error)?.message}`, {
+            cause: err,
+          });
+        if (err.failure === 'not_sent')
+          throw new TransientToolError('UPSTREAM_UNAVAILABLE', `${err.message}; nothing was sent. Call again with the same key.`, 2000, {
+            cause: err,
+          });
         // Calling again sends the same credential to the same refusal: a final answer for this key, nothing sent.
-        if (err.failure === 'credential_refused') throw new TerminalToolError('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(ctx.tenant, err.message, true), { cause: err });
+        if (err.failure === 'credential_refused')
+          throw new TerminalToolError('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(ctx.tenant, err.message, true), { cause: err });
         if (err.failure === 'refused') throw new TerminalToolError('UPSTREAM_REFUSED', err.message, { cause: err });
         throw new UncertainToolError('UPSTREAM_UNCERTAIN', err.message, { cause: err });
       }
       // The upstream's tool ran and said it failed: a business answer, kept and replayed like a success.
-      if (answer.isError) throw new TerminalToolError('UPSTREAM_TOOL_ERROR', answerText(answer).slice(0, 1000) || `the upstream's ${name} answered with an error`);
+      if (answer.isError)
+        throw new TerminalToolError(
+          'UPSTREAM_TOOL_ERROR',
+          answerText(answer).slice(0, 1000) || `the upstream's ${name} answered with an error`,
+        );
       return {
         result: {
           content: answer.content as UpstreamResult['content'],
@@ -186,7 +205,11 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
           const lookup = await parts.memo.get(record);
           // No memo: the gateway stopped before it sent the call (the memo is written first, and the call waits for it).
           if (lookup === undefined) return { kind: 'absent' };
-          if (lookup === null) return { kind: 'unreachable', reason: 'the call lacks an argument the lookup names, so it cannot be checked: a person decides' };
+          if (lookup === null)
+            return {
+              kind: 'unreachable',
+              reason: 'the call lacks an argument the lookup names, so it cannot be checked: a person decides',
+            };
           let credential: UpstreamCredential | undefined;
           try {
             credential = await parts.credentials.forTenant(record.tenant);
@@ -201,10 +224,13 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
             return { kind: 'unreachable', reason: (err as Error).message };
           }
           const verdict = judgeLookup(lookup, answer);
-          if (verdict === 'undecided') return { kind: 'unreachable', reason: `the lookup's answer matched neither rule: ${answerText(answer).slice(0, 200)}` };
+          if (verdict === 'undecided')
+            return { kind: 'unreachable', reason: `the lookup's answer matched neither rule: ${answerText(answer).slice(0, 200)}` };
           if (verdict === 'absent') return { kind: 'absent' };
           const result: UpstreamResult = {
-            content: [{ type: 'text', text: `The upstream applied this call; its answer was lost, and ${lookup.tool} confirmed the effect.` }],
+            content: [
+              { type: 'text', text: `The upstream applied this call; its answer was lost, and ${lookup.tool} confirmed the effect.` },
+            ],
             settledByLookup: true,
           };
           return { kind: 'found', result };
@@ -234,7 +260,9 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
     title: upstreamTool.title ?? upstreamTool.annotations?.title ?? name,
     description: upstreamTool.description ?? name,
     inputSchema: z.object(inputShape(upstreamTool)),
-    ...(upstreamTool.outputSchema ? { outputSchema: z.fromJSONSchema(upstreamTool.outputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodObject } : {}),
+    ...(upstreamTool.outputSchema
+      ? { outputSchema: z.fromJSONSchema(upstreamTool.outputSchema as Parameters<typeof z.fromJSONSchema>[0]) as z.ZodObject }
+      : {}),
     annotations: upstreamTool.annotations ?? { readOnlyHint: true },
     // Reads pass through unchanged: the upstream validates its own arguments and its answer comes back as it is.
     async call(args, call) {
@@ -243,15 +271,40 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
         credential = await parts.credentials.forTenant(call.caller.tenant);
       } catch (err) {
         // Not "no credential for this tenant": one exists and could not be read now.
-        return { content: [{ type: 'text', text: readErrorText('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'A read may be called again.')) }], isError: true };
+        return {
+          content: [
+            {
+              type: 'text',
+              text: readErrorText('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'A read may be called again.')),
+            },
+          ],
+          isError: true,
+        };
       }
-      if (!credential) return { content: [{ type: 'text', text: readErrorText(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant)) }], isError: true };
+      if (!credential)
+        return {
+          content: [{ type: 'text', text: readErrorText(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant)) }],
+          isError: true,
+        };
       try {
         return await parts.upstream.callTool(credential, name, args ?? {}, { timeoutMs: DEFAULT_TIMEOUT_MS });
       } catch (err) {
         if (err instanceof UpstreamError && err.failure === 'credential_refused')
-          return { content: [{ type: 'text', text: readErrorText('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(call.caller.tenant, err.message, false)) }], isError: true };
-        return { content: [{ type: 'text', text: readErrorText('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`) }], isError: true };
+          return {
+            content: [
+              {
+                type: 'text',
+                text: readErrorText('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(call.caller.tenant, err.message, false)),
+              },
+            ],
+            isError: true,
+          };
+        return {
+          content: [
+            { type: 'text', text: readErrorText('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`) },
+          ],
+          isError: true,
+        };
       }
     },
   };
@@ -262,12 +315,20 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
  * or a read (passed through). Upstream tools the policy does not name are left out (`hidden`): fail closed, a
  * tool nobody classified is neither listed nor callable.
  */
-export function gatewayTools<S extends ToolRuntime>(policy: GatewayPolicy, upstreamTools: readonly Tool[], parts: GatewayParts): { tools: ToolDefinition<S>[]; hidden: string[] } {
+export function gatewayTools<S extends ToolRuntime>(
+  policy: GatewayPolicy,
+  upstreamTools: readonly Tool[],
+  parts: GatewayParts,
+): { tools: ToolDefinition<S>[]; hidden: string[] } {
   const tools: ToolDefinition<S>[] = [];
   for (const upstreamTool of upstreamTools) {
     const entry = policy.tools.get(upstreamTool.name);
     if (!entry) continue;
-    tools.push((entry.kind === 'write' ? writeTool(upstreamTool.name, upstreamTool, entry, parts) : readTool(upstreamTool.name, upstreamTool, parts)) as ToolDefinition<S>);
+    tools.push(
+      (entry.kind === 'write'
+        ? writeTool(upstreamTool.name, upstreamTool, entry, parts)
+        : readTool(upstreamTool.name, upstreamTool, parts)) as ToolDefinition<S>,
+    );
   }
   return { tools, hidden: upstreamTools.map((tool) => tool.name).filter((name) => !policy.tools.has(name)) };
 }

@@ -80,13 +80,21 @@ function describe(err: unknown): string {
 
 /** A failed `fetch` that never reached a server (refused, no route, no such host): nothing was sent. */
 function neverConnected(err: unknown): boolean {
-  for (let cause = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; cause && depth < 5; cause = cause.cause as typeof cause, depth++)
+  for (
+    let cause = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    cause && depth < 5;
+    cause = cause.cause as typeof cause, depth++
+  )
     if (['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'].includes(String(cause.code))) return true;
   return false;
 }
 
 /** OAuth errors that pass (the server failing or busy): a later attempt with the same credential may get a token. */
-const PASSING_OAUTH_ERRORS: ReadonlySet<string> = new Set([OAuthErrorCode.ServerError, OAuthErrorCode.TemporarilyUnavailable, OAuthErrorCode.TooManyRequests]);
+const PASSING_OAUTH_ERRORS: ReadonlySet<string> = new Set([
+  OAuthErrorCode.ServerError,
+  OAuthErrorCode.TemporarilyUnavailable,
+  OAuthErrorCode.TooManyRequests,
+]);
 
 /**
  * Why the gateway's credential was refused, when that is what failed: the authorization server refused the client
@@ -94,13 +102,17 @@ const PASSING_OAUTH_ERRORS: ReadonlySet<string> = new Set([OAuthErrorCode.Server
  * Undefined for any other failure. Names the cause, never the credential.
  */
 function credentialRefusal(err: unknown): string | undefined {
-  if (err instanceof OAuthError && !PASSING_OAUTH_ERRORS.has(err.code)) return `the authorization server answered ${err.code}${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
+  if (err instanceof OAuthError && !PASSING_OAUTH_ERRORS.has(err.code))
+    return `the authorization server answered ${err.code}${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
   // The upstream's authorization server is not the one the credential is registered with, or not served over https:
   // the credential is never sent there, and calling again will not change that.
-  if (err instanceof AuthorizationServerMismatchError) return `the upstream's authorization server ${err.currentIssuer} is not the issuer ${err.recordedIssuer} the credential is registered with`;
-  if (err instanceof IssuerMismatchError) return `the authorization server's metadata names issuer ${err.received ?? 'none'}, not ${err.expected ?? 'the one expected'}`;
+  if (err instanceof AuthorizationServerMismatchError)
+    return `the upstream's authorization server ${err.currentIssuer} is not the issuer ${err.recordedIssuer} the credential is registered with`;
+  if (err instanceof IssuerMismatchError)
+    return `the authorization server's metadata names issuer ${err.received ?? 'none'}, not ${err.expected ?? 'the one expected'}`;
   if (err instanceof InsecureTokenEndpointError) return `the authorization server's token endpoint ${err.tokenEndpoint} is not https`;
-  if (err instanceof UnauthorizedError) return `the upstream answered 401 Unauthorized${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
+  if (err instanceof UnauthorizedError)
+    return `the upstream answered 401 Unauthorized${err.message ? ` (${err.message.slice(0, 200)})` : ''}`;
   if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return `the upstream answered HTTP ${err.status}`;
   return undefined;
 }
@@ -193,7 +205,12 @@ export function connectUpstream(
   function providerFor(id: string, oauth: Extract<UpstreamCredential, { oauthClientCredentials: unknown }>['oauthClientCredentials']) {
     let provider = providers.get(id);
     if (!provider) {
-      provider = new ClientCredentialsProvider({ clientId: oauth.clientId, clientSecret: oauth.clientSecret, scope: oauth.scope, expectedIssuer: oauth.issuer });
+      provider = new ClientCredentialsProvider({
+        clientId: oauth.clientId,
+        clientSecret: oauth.clientSecret,
+        scope: oauth.scope,
+        expectedIssuer: oauth.issuer,
+      });
       providers.set(id, provider);
       for (const oldest of providers.keys()) if (providers.size > MAX_CONNECTIONS) providers.delete(oldest);
     }
@@ -210,7 +227,8 @@ export function connectUpstream(
         const trace = callTraces.getStore();
         if (trace?.givenUp) throw new UpstreamError('not_sent', 'the call was given up before it was sent');
         const call = trace !== undefined && init?.method === 'POST' && carriesToolsCall(init.body);
-        if (trace && !call && trace.presend) init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, trace.presend]) : trace.presend };
+        if (trace && !call && trace.presend)
+          init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, trace.presend]) : trace.presend };
         if (call) trace.sent = true;
         let response: Response;
         try {
@@ -263,7 +281,7 @@ export function connectUpstream(
     const id = credentialId(credential);
     const failed = failures.get(id);
     if (failed && failed.until > Date.now()) return Promise.reject(failed.error);
-    let pending = connections.get(id);
+    const pending = connections.get(id);
     if (pending) {
       // Most recently used last: the first in the map is the one closed when there are too many.
       connections.delete(id);
@@ -271,38 +289,52 @@ export function connectUpstream(
       return pending;
     }
     // Outside any call's trace: the connection is shared by every call with this credential.
-    const made: Promise<Connection> = callTraces.exit(() => connect(id, credential)).then(
-      (connection) => {
-        failures.delete(id);
-        // A closed connection (the process died, the server went away) is made again on the next call.
-        connection.client.onclose = () => {
+    const made: Promise<Connection> = callTraces
+      .exit(() => connect(id, credential))
+      .then(
+        (connection) => {
+          failures.delete(id);
+          // A closed connection (the process died, the server went away) is made again on the next call.
+          connection.client.onclose = () => {
+            if (connections.get(id) === made) connections.delete(id);
+          };
+          return connection;
+        },
+        (err: unknown) => {
           if (connections.get(id) === made) connections.delete(id);
-        };
-        return connection;
-      },
-      (err: unknown) => {
-        if (connections.get(id) === made) connections.delete(id);
-        const refusal = credentialRefusal(err);
-        const error =
-          refusal !== undefined
-            ? new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err })
-            : new UpstreamError('not_sent', `the upstream could not be reached: ${describe(err)}`, { cause: err });
-        const streak = (failures.get(id)?.streak ?? 0) + 1;
-        const backoff = refusal !== undefined ? CREDENTIAL_REFUSED_BACKOFF_MS : Math.min(UNREACHABLE_BACKOFF_MS.maxMs, UNREACHABLE_BACKOFF_MS.baseMs * 2 ** (streak - 1));
-        failures.set(id, { until: Date.now() + backoff, streak, error });
-        throw error;
-      },
-    );
+          const refusal = credentialRefusal(err);
+          const error =
+            refusal !== undefined
+              ? new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err })
+              : new UpstreamError('not_sent', `the upstream could not be reached: ${describe(err)}`, { cause: err });
+          const streak = (failures.get(id)?.streak ?? 0) + 1;
+          const backoff =
+            refusal !== undefined
+              ? CREDENTIAL_REFUSED_BACKOFF_MS
+              : Math.min(UNREACHABLE_BACKOFF_MS.maxMs, UNREACHABLE_BACKOFF_MS.baseMs * 2 ** (streak - 1));
+          failures.set(id, { until: Date.now() + backoff, streak, error });
+          throw error;
+        },
+      );
     connections.set(id, made);
     for (const [oldest, connection] of connections) if (connections.size > MAX_CONNECTIONS) forget(oldest, connection);
     return made;
   }
 
   /** Runs `use` on the credential's connection; once more on a new session when the upstream forgot the old one. */
-  async function withConnection<T>(credential: UpstreamCredential, presend: AbortSignal | undefined, trace: CallTrace, use: (client: Client) => Promise<T>): Promise<T> {
+  async function withConnection<T>(
+    credential: UpstreamCredential,
+    presend: AbortSignal | undefined,
+    trace: CallTrace,
+    use: (client: Client) => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const pending = connectionFor(credential);
-      const connection = await untilAborted(pending, presend, () => new UpstreamError('not_sent', "the call's time ran out before the upstream was connected"));
+      const connection = await untilAborted(
+        pending,
+        presend,
+        () => new UpstreamError('not_sent', "the call's time ran out before the upstream was connected"),
+      );
       if (presend?.aborted) throw new UpstreamError('not_sent', "the call's time ran out before the upstream was connected");
       if (connection.lost && attempt === 0) {
         // A request of its own (the event stream) already found the session gone.
@@ -337,7 +369,8 @@ export function connectUpstream(
     async callTool(credential, name, args, { signal, presendSignal, timeoutMs }) {
       const presend = presendSignal ?? signal;
       const trace: CallTrace = { sent: false, givenUp: false, presend };
-      const notSent = () => new UpstreamError('not_sent', `the upstream's ${name} was not called: the call's time ran out before it was sent`);
+      const notSent = () =>
+        new UpstreamError('not_sent', `the upstream's ${name} was not called: the call's time ran out before it was sent`);
       try {
         return await withConnection(credential, presend, trace, (client) => {
           // Over stdio the request is written as soon as it is made.
@@ -361,11 +394,16 @@ export function connectUpstream(
         trace.givenUp = true;
         if (err instanceof UpstreamError && (err.failure !== 'uncertain' || trace.sent)) throw err;
         const refusal = credentialRefusal(err);
-        if (refusal !== undefined) throw new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err });
+        if (refusal !== undefined)
+          throw new UpstreamError('credential_refused', `the gateway's upstream credential was refused: ${refusal}`, { cause: err });
         // The tools/call never left (or was refused at the door): nothing ran, whatever the error says.
         if (!trace.sent) throw new UpstreamError('not_sent', `the upstream's ${name} was not called: ${describe(err)}`, { cause: err });
         const failure = classifyCallFailure(err);
-        throw new UpstreamError(failure, `the upstream's ${name} ${failure === 'refused' ? 'refused the call' : 'did not answer'}: ${describe(err)}`, { cause: err });
+        throw new UpstreamError(
+          failure,
+          `the upstream's ${name} ${failure === 'refused' ? 'refused the call' : 'did not answer'}: ${describe(err)}`,
+          { cause: err },
+        );
       } finally {
         trace.givenUp = true;
       }

@@ -70,7 +70,9 @@ export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
  * @public
  */
 export function servedHostnames(config: Pick<AppConfig, 'publicBaseUrl'> & { approvals?: Pick<ApprovalPageConfig, 'baseUrl'> }): string[] {
-  const configured = [config.publicBaseUrl, config.approvals?.baseUrl].filter((url): url is string => url !== undefined).map((url) => new URL(url).hostname);
+  const configured = [config.publicBaseUrl, config.approvals?.baseUrl]
+    .filter((url): url is string => url !== undefined)
+    .map((url) => new URL(url).hostname);
   return [...new Set([...localhostAllowedHostnames(), ...configured])];
 }
 
@@ -135,14 +137,22 @@ function authenticate(services: AppServices): MiddlewareHandler<AppEnv> {
       if (!(err instanceof AuthenticationError)) throw err;
       c.header(
         'WWW-Authenticate',
-        challenge({ resource_metadata: metadata, scope, error: err.bearerError, error_description: err.bearerError ? err.message : undefined }),
+        challenge({
+          resource_metadata: metadata,
+          scope,
+          error: err.bearerError,
+          error_description: err.bearerError ? err.message : undefined,
+        }),
       );
       return c.json(jsonRpcError(-32001, `Unauthorized: ${err.message}`), 401);
     }
     const missing = missingScopes(caller, requiredScopes);
     if (missing.length > 0) {
       const message = `the token lacks the scope this endpoint requires: ${missing.join(' ')}`;
-      c.header('WWW-Authenticate', challenge({ error: 'insufficient_scope', scope, resource_metadata: metadata, error_description: message }));
+      c.header(
+        'WWW-Authenticate',
+        challenge({ error: 'insufficient_scope', scope, resource_metadata: metadata, error_description: message }),
+      );
       return c.json(jsonRpcError(-32001, `Forbidden: ${message}`), 403);
     }
     c.set('caller', caller);
@@ -159,8 +169,19 @@ function authenticate(services: AppServices): MiddlewareHandler<AppEnv> {
 function corsAllowedHeaders<S extends ToolRuntime>(tools: readonly ToolDefinition<S>[]): string[] {
   const params = new Map<string, string>();
   for (const tool of servedTools(tools))
-    for (const { headerName } of paramHeaderScan(tool).declarations ?? []) params.set(headerName.toLowerCase(), `${MCP_PARAM_HEADER_PREFIX}${headerName}`);
-  return ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID', ...params.values()];
+    for (const { headerName } of paramHeaderScan(tool).declarations ?? [])
+      params.set(headerName.toLowerCase(), `${MCP_PARAM_HEADER_PREFIX}${headerName}`);
+  return [
+    'Authorization',
+    'Content-Type',
+    'Accept',
+    'Mcp-Protocol-Version',
+    'Mcp-Session-Id',
+    'Mcp-Method',
+    'Mcp-Name',
+    'Last-Event-ID',
+    ...params.values(),
+  ];
 }
 
 /**
@@ -202,7 +223,8 @@ function limitBody(maxSize: number, onError: (c: Context<AppEnv>) => Response | 
     const method = c.req.method;
     if (method === 'GET' || method === 'HEAD' || method === 'TRACE') return next();
     const length = c.req.header('content-length');
-    if (length !== undefined && c.req.header('transfer-encoding') === undefined) return parseInt(length || '0', 10) > maxSize ? onError(c) : next();
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined)
+      return parseInt(length || '0', 10) > maxSize ? onError(c) : next();
     return limit(c, next);
   };
 }
@@ -241,7 +263,9 @@ export function createApp<S extends ToolRuntime>(services: AppServices<S>, optio
   // a cold start or a non-browser client pays nothing for them.
   let preflightCors: MiddlewareHandler | undefined;
   app.use('*', (c, next) =>
-    c.req.method === 'OPTIONS' ? (preflightCors ??= cors({ ...corsOptions, allowHeaders: corsAllowedHeaders(options.tools) }))(c, next) : simpleCors(c, next),
+    c.req.method === 'OPTIONS'
+      ? (preflightCors ??= cors({ ...corsOptions, allowHeaders: corsAllowedHeaders(options.tools) }))(c, next)
+      : simpleCors(c, next),
   );
   app.use(
     '*',

@@ -11,7 +11,17 @@ import type { Clock } from '../core/clock';
 import { whenText } from '../core/when';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../core/endpoint-paths';
-import { APPROVAL_ICON_PATH, openSealed, pageBase, pageDocument, pageHeaders, pkceChallenge, randomToken, sameSecret, sealValue } from './page-security';
+import {
+  APPROVAL_ICON_PATH,
+  openSealed,
+  pageBase,
+  pageDocument,
+  pageHeaders,
+  pkceChallenge,
+  randomToken,
+  sameSecret,
+  sealValue,
+} from './page-security';
 
 /**
  * The approval page: `GET /approvals/<id>` shows what the person approves (tool, summary, tenant, expiry) once they
@@ -37,7 +47,9 @@ export interface ApprovalPageServices {
 function tokenEndpoint(tokenUrl: string, localRoutes: ApprovalPageServices['localRoutes']): (init: RequestInit) => Promise<Response> {
   if (/^https?:\/\//i.test(tokenUrl)) return (init) => fetch(tokenUrl, init);
   if (!tokenUrl.startsWith('/') || !localRoutes)
-    throw new Error(`the approval page's token URL must be the issuer's absolute http(s) URL (APPROVAL_TOKEN_URL), got ${JSON.stringify(tokenUrl)}`);
+    throw new Error(
+      `the approval page's token URL must be the issuer's absolute http(s) URL (APPROVAL_TOKEN_URL), got ${JSON.stringify(tokenUrl)}`,
+    );
   // The host is never looked at: the request goes to this app's router, not to the network.
   return async (init) => localRoutes(new Request(new URL(tokenUrl, 'http://localhost'), init));
 }
@@ -65,16 +77,20 @@ const cookieName = (secure: boolean, name: string) => (secure ? `__Host-${name}`
 
 export function createApprovalPage(services: ApprovalPageServices): Hono {
   const signIn = services.config.approvals.signIn;
-  if (!signIn) throw new Error('the approval page needs its sign-in settings (APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL, APPROVAL_TOKEN_URL)');
+  if (!signIn)
+    throw new Error('the approval page needs its sign-in settings (APPROVAL_CLIENT_ID, APPROVAL_AUTHORIZE_URL, APPROVAL_TOKEN_URL)');
   // ID tokens of the page's own client only: its client id is their audience (and their azp when they name several);
   // no scope is asked of them.
   // A person's tenant may sit in a claim of its own (the stack's pool: the custom attribute custom:tenant).
-  const idTokens: TokenVerifier = createTokenVerifier({
-    ...services.config.auth,
-    audience: signIn.clientId,
-    requiredScopes: [],
-    tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
-  }, { authorizedParty: signIn.clientId });
+  const idTokens: TokenVerifier = createTokenVerifier(
+    {
+      ...services.config.auth,
+      audience: signIn.clientId,
+      requiredScopes: [],
+      tenantClaim: signIn.tenantClaim ?? services.config.auth.tenantClaim,
+    },
+    { authorizedParty: signIn.clientId },
+  );
   const exchangeCode = tokenEndpoint(signIn.tokenUrl, services.localRoutes);
   const app = new Hono();
   app.use('*', pageHeaders());
@@ -84,19 +100,40 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
   const now = () => services.clock();
 
   async function sessionOf(c: Context): Promise<Session | undefined> {
-    return openSealed<Session>(await services.signingSecret(), PURPOSE.session, getCookie(c, cookieName(secure(c), 'approval_session')), now());
+    return openSealed<Session>(
+      await services.signingSecret(),
+      PURPOSE.session,
+      getCookie(c, cookieName(secure(c), 'approval_session')),
+      now(),
+    );
   }
 
   async function csrfFor(session: Session, approvalId: string): Promise<string> {
-    return sealValue(await services.signingSecret(), PURPOSE.csrf, { t: session.tenant, s: session.subject, a: approvalId }, now() + SESSION_SECONDS * 1000);
+    return sealValue(
+      await services.signingSecret(),
+      PURPOSE.csrf,
+      { t: session.tenant, s: session.subject, a: approvalId },
+      now() + SESSION_SECONDS * 1000,
+    );
   }
 
   async function startSignIn(c: Context, returnTo: string, tenant: string) {
     const verifier = randomToken();
     const state = randomToken(16);
-    const sealed = sealValue(await services.signingSecret(), PURPOSE.signIn, { verifier, state, returnTo } satisfies SignIn, now() + SIGN_IN_SECONDS * 1000);
+    const sealed = sealValue(
+      await services.signingSecret(),
+      PURPOSE.signIn,
+      { verifier, state, returnTo } satisfies SignIn,
+      now() + SIGN_IN_SECONDS * 1000,
+    );
     // Lax: the issuer sends the person back with a top-level GET, which carries it.
-    setCookie(c, cookieName(secure(c), 'approval_sign_in'), sealed, { path: '/', httpOnly: true, secure: secure(c), sameSite: 'Lax', maxAge: SIGN_IN_SECONDS });
+    setCookie(c, cookieName(secure(c), 'approval_sign_in'), sealed, {
+      path: '/',
+      httpOnly: true,
+      secure: secure(c),
+      sameSite: 'Lax',
+      maxAge: SIGN_IN_SECONDS,
+    });
     const authorize = new URL(signIn!.authorizeUrl, base(c));
     authorize.search = new URLSearchParams({
       response_type: 'code',
@@ -111,8 +148,13 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     return c.redirect(authorize.toString(), 302);
   }
 
-  const message = (c: Context, status: 200 | 400 | 401 | 403 | 404 | 409 | 410 | 502, title: string, text: string, more: HtmlEscapedString | Promise<HtmlEscapedString> | string = '') =>
-    c.html(pageDocument(title, html`<h1>${title}</h1><p>${text}</p>${more}`), status);
+  const message = (
+    c: Context,
+    status: 200 | 400 | 401 | 403 | 404 | 409 | 410 | 502,
+    title: string,
+    text: string,
+    more: HtmlEscapedString | Promise<HtmlEscapedString> | string = '',
+  ) => c.html(pageDocument(title, html`<h1>${title}</h1><p>${text}</p>${more}`), status);
 
   /** Signs out, then back to the approval: the person signs in again (as someone else, of the approval's tenant). */
   const signOutForm = (approvalId: string) =>
@@ -140,7 +182,12 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     const code = c.req.query('code');
     const state = c.req.query('state');
     if (!pending || !code || !state || !sameSecret(state, pending.state))
-      return message(c, 400, 'Sign-in did not complete', 'This sign-in was not started here or took too long. Open the approval link again.');
+      return message(
+        c,
+        400,
+        'Sign-in did not complete',
+        'This sign-in was not started here or took too long. Open the approval link again.',
+      );
     let idToken: string | undefined;
     try {
       const response = await exchangeCode({
@@ -161,7 +208,8 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       services.logger.warn('approval sign-in: the token endpoint could not be reached', { error_name: (err as Error).name });
       return message(c, 502, 'Sign-in is unavailable', 'The sign-in service could not be reached. Try the approval link again shortly.');
     }
-    if (typeof idToken !== 'string') return message(c, 401, 'Sign-in did not complete', 'The sign-in service did not confirm who you are. Open the approval link again.');
+    if (typeof idToken !== 'string')
+      return message(c, 401, 'Sign-in did not complete', 'The sign-in service did not confirm who you are. Open the approval link again.');
     let session: Session;
     try {
       const caller = await idTokens.verify(`Bearer ${idToken}`);
@@ -170,13 +218,18 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
       if (!(err instanceof AuthenticationError)) throw err;
       return message(c, 401, 'Sign-in did not complete', 'Your sign-in could not be verified for this page. Open the approval link again.');
     }
-    setCookie(c, cookieName(secure(c), 'approval_session'), sealValue(await services.signingSecret(), PURPOSE.session, { ...session }, now() + SESSION_SECONDS * 1000), {
-      path: '/',
-      httpOnly: true,
-      secure: secure(c),
-      sameSite: 'Lax',
-      maxAge: SESSION_SECONDS,
-    });
+    setCookie(
+      c,
+      cookieName(secure(c), 'approval_session'),
+      sealValue(await services.signingSecret(), PURPOSE.session, { ...session }, now() + SESSION_SECONDS * 1000),
+      {
+        path: '/',
+        httpOnly: true,
+        secure: secure(c),
+        sameSite: 'Lax',
+        maxAge: SESSION_SECONDS,
+      },
+    );
     return c.redirect(pending.returnTo.startsWith('/approvals/') ? pending.returnTo : '/approvals/', 303);
   });
 
@@ -185,7 +238,10 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     const named = parseApprovalId(id);
     if (!named) return message(c, 404, 'No such approval', 'This link does not name an approval.');
     const session = await sessionOf(c);
-    if (!session) return c.req.method === 'GET' ? startSignIn(c, `/approvals/${id}`, named.tenant) : message(c, 401, 'Sign in first', 'Open the approval link to sign in, then decide.');
+    if (!session)
+      return c.req.method === 'GET'
+        ? startSignIn(c, `/approvals/${id}`, named.tenant)
+        : message(c, 401, 'Sign in first', 'Open the approval link to sign in, then decide.');
     if (session.tenant !== named.tenant) {
       services.logger.warn('approval page: a person of another tenant opened an approval', { tenant: session.tenant });
       return message(
@@ -199,7 +255,12 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     const record = await services.approvals.current(named);
     // A round asked in the client's form is not the page's to show or decide.
     if (!record || !sameSecret(record.nonce, named.nonce) || record.mode !== 'url')
-      return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request or has expired; nothing was done. The agent gets a new link when it tries again.');
+      return message(
+        c,
+        404,
+        'This link is no longer valid',
+        'It was replaced by a newer request or has expired; nothing was done. The agent gets a new link when it tries again.',
+      );
     return { session, record };
   }
 
@@ -217,7 +278,10 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
     // The heading says where the approval stands: a question only while it can still be answered.
     const [heading, state] =
       record.status === 'approved'
-        ? ['Approved', `Approved by ${record.decidedBy} at ${whenText(record.decidedAt!, at)}. The agent can continue; this cannot be undone here.`]
+        ? [
+            'Approved',
+            `Approved by ${record.decidedBy} at ${whenText(record.decidedAt!, at)}. The agent can continue; this cannot be undone here.`,
+          ]
         : record.status === 'declined'
           ? ['Declined', `Declined by ${record.decidedBy} at ${whenText(record.decidedAt!, at)}. Nothing was done.`]
           : expired
@@ -231,18 +295,22 @@ export function createApprovalPage(services: ApprovalPageServices): Hono {
 <dt>Tool</dt><dd id="tool">${record.tool}</dd>
 <dt>Tenant</dt><dd id="tenant">${record.tenant}</dd>
 <dt>Signed in as</dt><dd><span id="subject">${session.subject}</span> ${signOutForm(record.id)}</dd>
-${record.status === 'pending'
-  ? html`<dt>${expired ? 'Link expired' : 'Link expires'}</dt><dd id="expires">${whenText(record.expiresAt, at)}</dd>`
-  : html`<dt>Decided</dt><dd id="decided">${whenText(record.decidedAt!, at)}</dd>${used(record, at)}`}
+${
+  record.status === 'pending'
+    ? html`<dt>${expired ? 'Link expired' : 'Link expires'}</dt><dd id="expires">${whenText(record.expiresAt, at)}</dd>`
+    : html`<dt>Decided</dt><dd id="decided">${whenText(record.decidedAt!, at)}</dd>${used(record, at)}`
+}
 </dl>
 ${notice ? html`<p class="state" id="notice">${notice}</p>` : ''}
-${state
-  ? html`<p class="state" id="state">${state}</p>`
-  : html`<form class="decide" method="post">
+${
+  state
+    ? html`<p class="state" id="state">${state}</p>`
+    : html`<form class="decide" method="post">
 <input type="hidden" name="csrf" value="${csrf}">
 <button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="decline">Decline</button>
-</form>`}`,
+</form>`
+}`,
     );
   }
 
@@ -282,7 +350,11 @@ ${state
     if (!result.applied && result.reason === 'unknown')
       return message(c, 404, 'This link is no longer valid', 'It was replaced by a newer request; nothing was done.');
     services.logger.info('approval decided', { tenant: record.tenant, tool: record.tool, decision, applied: result.applied });
-    const notice = result.applied ? undefined : result.reason === 'decided' ? 'This approval was already decided; the first decision stands.' : undefined;
+    const notice = result.applied
+      ? undefined
+      : result.reason === 'decided'
+        ? 'This approval was already decided; the first decision stands.'
+        : undefined;
     return c.html(view(result.record, session, undefined, notice), result.applied ? 200 : 409);
   });
 

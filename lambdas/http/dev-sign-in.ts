@@ -66,7 +66,13 @@ export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, cloc
 
   app.get('/authorize', (c) => {
     const p = params(c.req.query());
-    if (p.responseType !== 'code' || p.method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(p.challenge) || !p.clientId || !redirectAllowed(c, p.redirectUri))
+    if (
+      p.responseType !== 'code' ||
+      p.method !== 'S256' ||
+      !/^[A-Za-z0-9_-]{43}$/.test(p.challenge) ||
+      !p.clientId ||
+      !redirectAllowed(c, p.redirectUri)
+    )
       return refuse(c, 'This sign-in request is not an authorization code request with PKCE (S256) for this server.');
     // The approval page names the approval's tenant (OIDC login_hint): the person is told what to type.
     const hint = tenantHint(c.req.query('login_hint'));
@@ -75,9 +81,11 @@ export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, cloc
         'Local sign-in',
         html`<p class="banner" id="local-banner">Local development sign-in (idempotent-mcp dev, npm start): no password, not a real identity provider. Deployed, the person signs in at the stack's Cognito managed login or your issuer.</p>
 <h1>Sign in</h1>
-${hint
-  ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>, filled in below: type your name and sign in.</p>`
-  : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (the one the start banner printed a token for).</p>`}
+${
+  hint
+    ? html`<p id="tenant-hint">This approval belongs to tenant <strong>${hint}</strong>, filled in below: type your name and sign in.</p>`
+    : html`<p class="hint" id="tenant-hint">Type the tenant the agent's token was made for (the one the start banner printed a token for).</p>`
+}
 <form method="post">
 <input type="hidden" name="client_id" value="${p.clientId}">
 <input type="hidden" name="redirect_uri" value="${p.redirectUri}">
@@ -94,7 +102,8 @@ ${hint
   app.post('/authorize', async (c) => {
     const form = await c.req.parseBody();
     const p = params(form);
-    if (!/^[A-Za-z0-9_-]{43}$/.test(p.challenge) || !p.clientId || !redirectAllowed(c, p.redirectUri)) return refuse(c, 'This sign-in request is incomplete.');
+    if (!/^[A-Za-z0-9_-]{43}$/.test(p.challenge) || !p.clientId || !redirectAllowed(c, p.redirectUri))
+      return refuse(c, 'This sign-in request is incomplete.');
     let tenant: string;
     try {
       tenant = validateTenantId(typeof form.tenant === 'string' ? form.tenant.trim() : '');
@@ -104,7 +113,14 @@ ${hint
     const name = typeof form.name === 'string' ? form.name.trim().slice(0, 64) : '';
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) return refuse(c, 'Your name: letters, digits and . _ @ - only.');
     const code = randomToken();
-    codes.set(code, { tenant, subject: `${name}@${tenant}`, clientId: p.clientId, redirectUri: p.redirectUri, challenge: p.challenge, expiresAt: clock() + CODE_SECONDS * 1000 });
+    codes.set(code, {
+      tenant,
+      subject: `${name}@${tenant}`,
+      clientId: p.clientId,
+      redirectUri: p.redirectUri,
+      challenge: p.challenge,
+      expiresAt: clock() + CODE_SECONDS * 1000,
+    });
     const back = new URL(p.redirectUri);
     back.searchParams.set('code', code);
     back.searchParams.set('state', p.state);

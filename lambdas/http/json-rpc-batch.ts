@@ -18,7 +18,8 @@ export function batchRefusal(body: unknown): string | undefined {
       return 'Invalid Request: a JSON-RPC id is a string, a number or null; nothing in this batch was run';
     // JSON text tells 1 from "1", as JSON-RPC does.
     const id = JSON.stringify(given);
-    if (ids.has(id)) return `Invalid Request: the id ${id.length > 40 ? `${id.slice(0, 40)}…` : id} is used more than once in this batch; nothing was run`;
+    if (ids.has(id))
+      return `Invalid Request: the id ${id.length > 40 ? `${id.slice(0, 40)}…` : id} is used more than once in this batch; nothing was run`;
     ids.add(id);
   }
   return undefined;

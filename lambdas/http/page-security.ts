@@ -76,7 +76,8 @@ export const pageBase = (c: Context, publicBaseUrl: string | undefined) => publi
 export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url');
 export const pkceChallenge = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
-const mac = (secret: string, purpose: string, payload: string) => createHmac('sha256', secret).update(`${purpose}\n${payload}`).digest('base64url');
+const mac = (secret: string, purpose: string, payload: string) =>
+  createHmac('sha256', secret).update(`${purpose}\n${payload}`).digest('base64url');
 
 /** `<payload>.<mac>`, the payload base64url JSON with its own expiry; `purpose` separates the kinds sharing the key. */
 export function sealValue(secret: string, purpose: string, value: Record<string, unknown>, expiresAtMs: number): string {

@@ -22,11 +22,15 @@ describe('approvalPage(): the issuer reached over https', () => {
     expect(() => approvalPage(options({ jwksUrl: 'http://login.example.com/jwks.json' }))).toThrow(
       /^the approval page's signIn\.jwksUrl must be https \(http only on a loopback address\): http:\/\/login\.example\.com\/jwks\.json$/,
     );
-    expect(() => approvalPage(options({ tokenUrl: 'http://login.example.com/token' }))).toThrow(/^the approval page's signIn\.tokenUrl must be https/);
+    expect(() => approvalPage(options({ tokenUrl: 'http://login.example.com/token' }))).toThrow(
+      /^the approval page's signIn\.tokenUrl must be https/,
+    );
   });
 
   it('takes https, and http on loopback (a local issuer)', () => {
     expect(() => approvalPage(options({}))).not.toThrow();
-    expect(() => approvalPage(options({ jwksUrl: 'http://127.0.0.1:9000/jwks.json', tokenUrl: 'http://localhost:9000/token' }))).not.toThrow();
+    expect(() =>
+      approvalPage(options({ jwksUrl: 'http://127.0.0.1:9000/jwks.json', tokenUrl: 'http://localhost:9000/token' })),
+    ).not.toThrow();
   });
 });

@@ -53,14 +53,17 @@ export interface ApprovalPageOptions {
  */
 export function approvalPage(options: ApprovalPageOptions): Hono {
   const { secret, signIn } = options;
-  if (typeof secret === 'string' && secret.length < MIN_SECRET_LENGTH) throw new Error(`the approval page's secret must be at least ${MIN_SECRET_LENGTH} characters`);
+  if (typeof secret === 'string' && secret.length < MIN_SECRET_LENGTH)
+    throw new Error(`the approval page's secret must be at least ${MIN_SECRET_LENGTH} characters`);
   // Plain http only on this machine: elsewhere a key set or token answer in clear text can be swapped on the way.
-  const secure = (url: URL) => url.protocol === 'https:' || (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname));
+  const secure = (url: URL) =>
+    url.protocol === 'https:' || (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname));
   const base = new URL(options.baseUrl);
   if (!secure(base)) throw new Error(`the approval page's baseUrl must be https (http only on a loopback address): ${options.baseUrl}`);
   for (const [name, value] of Object.entries({ authorizeUrl: signIn.authorizeUrl, tokenUrl: signIn.tokenUrl, jwksUrl: signIn.jwksUrl })) {
     if (!/^https?:\/\//.test(value)) throw new Error(`the approval page's signIn.${name} must be an absolute http(s) URL: ${value}`);
-    if (name !== 'authorizeUrl' && !secure(new URL(value))) throw new Error(`the approval page's signIn.${name} must be https (http only on a loopback address): ${value}`);
+    if (name !== 'authorizeUrl' && !secure(new URL(value)))
+      throw new Error(`the approval page's signIn.${name} must be https (http only on a loopback address): ${value}`);
   }
   const page = createApprovalPage({
     config: {
@@ -68,7 +71,13 @@ export function approvalPage(options: ApprovalPageOptions): Hono {
       publicBaseUrl: base.origin,
       approvals: {
         baseUrl: base.origin,
-        signIn: { clientId: signIn.clientId, authorizeUrl: signIn.authorizeUrl, tokenUrl: signIn.tokenUrl, scopes: signIn.scopes ?? ['openid'], tenantClaim: signIn.tenantClaim },
+        signIn: {
+          clientId: signIn.clientId,
+          authorizeUrl: signIn.authorizeUrl,
+          tokenUrl: signIn.tokenUrl,
+          scopes: signIn.scopes ?? ['openid'],
+          tenantClaim: signIn.tenantClaim,
+        },
       },
     },
     approvals: options.approvals,

@@ -16,7 +16,9 @@ export const CONFIRM_INPUT = 'confirm';
 /** The form the person answers: one explicit yes. */
 export const CONFIRM_FORM = {
   type: 'object' as const,
-  properties: { confirm: { type: 'boolean' as const, title: 'Yes, do it', description: 'Tick to confirm this operation.', default: false } },
+  properties: {
+    confirm: { type: 'boolean' as const, title: 'Yes, do it', description: 'Tick to confirm this operation.', default: false },
+  },
   required: ['confirm'],
 };
 
@@ -48,7 +50,8 @@ export function confirmationRequirement(
   call: ToolCall<ToolRuntime>,
 ): ConfirmationRequirement {
   const { services } = call;
-  const protocol: ConfirmingProtocol = call.era === 'modern' ? '2026-07-28' : call.protocolVersion === '2025-11-25' ? '2025-11-25' : 'earlier';
+  const protocol: ConfirmingProtocol =
+    call.era === 'modern' ? '2026-07-28' : call.protocolVersion === '2025-11-25' ? '2025-11-25' : 'earlier';
   const raw = call.inputResponses?.[CONFIRM_INPUT];
   let formAnswer: ConfirmationRequirement['formAnswer'];
   if (raw !== undefined) {
@@ -58,7 +61,12 @@ export function confirmationRequirement(
   return {
     mode,
     summary,
-    client: { protocol, protocolVersion: call.protocolVersion, canElicitUrls: call.canElicitUrls === true, canElicitForms: call.canElicitForms === true },
+    client: {
+      protocol,
+      protocolVersion: call.protocolVersion,
+      canElicitUrls: call.canElicitUrls === true,
+      canElicitForms: call.canElicitForms === true,
+    },
     optedOut: services.config.confirmationOptOut.includes(tool),
     formFallback: services.config.confirmationFormFallback?.includes(tool) === true,
     requestState: call.requestState,

@@ -97,7 +97,12 @@ const traceIdSchema = z
 function keyFieldSchema(keySource: KeySource, tool: string) {
   // Mirrored into the Mcp-Param-* header by 2026-07-28 clients, which servers check against the body (param-headers.ts).
   const header = KEY_HEADER_NAMES[keySource === 'client' ? 'idempotency_key' : 'operation_id'];
-  const base = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(new RegExp(KEY_PATTERN)).meta({ [X_MCP_HEADER]: header });
+  const base = z
+    .string()
+    .min(KEY_MIN_LENGTH)
+    .max(KEY_MAX_LENGTH)
+    .regex(new RegExp(KEY_PATTERN))
+    .meta({ [X_MCP_HEADER]: header });
   return keySource === 'client'
     ? base.describe(IDEMPOTENCY_KEY_DESCRIPTION)
     : base.describe(
@@ -131,11 +136,17 @@ export function writeResultSchema<R>(result: z.ZodType<R>) {
     replayed: z.boolean().describe('True when this is the stored answer of an earlier call with the same key.'),
     retryable: z.boolean().describe('Whether calling again with the same key can help.'),
     retry_after_ms: z.number().int().nonnegative().optional(),
-    idempotency_key: z.string().optional().describe('The key the call ran under (idempotency_key or operation_id); absent when it carried none.'),
+    idempotency_key: z
+      .string()
+      .optional()
+      .describe('The key the call ran under (idempotency_key or operation_id); absent when it carried none.'),
     result: result.optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     first_executed_at: z.string().optional().describe('On a replay: when the operation first ran (ISO 8601).'),
-    approval_url: z.string().optional().describe('With APPROVAL_REQUIRED: the link the person opens to approve; then call again with the same key.'),
+    approval_url: z
+      .string()
+      .optional()
+      .describe('With APPROVAL_REQUIRED: the link the person opens to approve; then call again with the same key.'),
   });
 }
 
@@ -161,13 +172,20 @@ function askThePerson(ask: ConfirmationAsk): InputRequiredResult {
   if (ask.via === 'form') {
     return {
       resultType: 'input_required',
-      inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'form', message: ask.message, requestedSchema: CONFIRM_FORM } } },
+      inputRequests: {
+        [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'form', message: ask.message, requestedSchema: CONFIRM_FORM } },
+      },
       requestState: ask.requestState,
     };
   }
   return {
     resultType: 'input_required',
-    inputRequests: { [CONFIRM_INPUT]: { method: 'elicitation/create', params: { mode: 'url', message: ask.message, url: ask.url, elicitationId: ask.approvalId } } },
+    inputRequests: {
+      [CONFIRM_INPUT]: {
+        method: 'elicitation/create',
+        params: { mode: 'url', message: ask.message, url: ask.url, elicitationId: ask.approvalId },
+      },
+    },
     requestState: ask.requestState!,
   };
 }
@@ -196,7 +214,9 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   const policy = spec.idempotency ?? {};
   const window = policy.inFlightWindowMs;
   if (window !== undefined && !(Number.isInteger(window) && window >= 0))
-    throw new TypeError(`defineWriteTool ${spec.name}: idempotency.inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`);
+    throw new TypeError(
+      `defineWriteTool ${spec.name}: idempotency.inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`,
+    );
 
   /** The key to run under, or the `rejected` answer saying why there is none. */
   async function resolveKey(args: Record<string, unknown>, call: ToolCall<S>): Promise<ResolvedKey | WriteToolResult<never>> {
@@ -237,7 +257,8 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
   }
 
   const confirmation = spec.confirmation ?? 'none';
-  if (confirmation !== 'none' && !spec.summarize) throw new Error(`${spec.name}: confirmation '${confirmation}' needs summarize(args), what the person is asked`);
+  if (confirmation !== 'none' && !spec.summarize)
+    throw new Error(`${spec.name}: confirmation '${confirmation}' needs summarize(args), what the person is asked`);
 
   /** MCP in, the engine decides (the one read of the record, the person's confirmation, the run), MCP out. */
   async function run(rawArgs: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer> {
@@ -246,7 +267,8 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
     if ('outcome' in resolved) return toCallToolResult(resolved, keyField);
     const { key } = resolved;
     const parsed = parseArguments(inputSchema, args);
-    if (!parsed.ok) return toCallToolResult(WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message }), keyField);
+    if (!parsed.ok)
+      return toCallToolResult(WriteResults.rejected(key, { code: ErrorCode.INVALID_ARGUMENTS, message: parsed.message }), keyField);
     const { trace_id: traceId, [keyField]: _key, ...business } = parsed.data as Record<string, unknown> & { trace_id?: string };
     const requirement =
       confirmation === 'none'
@@ -314,7 +336,10 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
           ? 'The idempotency store is unavailable; call again later with the same key, never with a new one.'
           : 'An internal error interrupted the call; call again later with the same key, never with a new one.';
         return toCallToolResult(
-          { ...WriteResults.unknown(rawKey, 5000, message), error: { code: storeDown ? ErrorCode.STORE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, message } },
+          {
+            ...WriteResults.unknown(rawKey, 5000, message),
+            error: { code: storeDown ? ErrorCode.STORE_UNAVAILABLE : ErrorCode.INTERNAL_ERROR, message },
+          },
           keyField,
         );
       }

@@ -42,7 +42,11 @@ const statusSchema = z.object({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-const keySchema = z.string().min(KEY_MIN_LENGTH).max(KEY_MAX_LENGTH).regex(/^[A-Za-z0-9._:-]+$/);
+const keySchema = z
+  .string()
+  .min(KEY_MIN_LENGTH)
+  .max(KEY_MAX_LENGTH)
+  .regex(/^[A-Za-z0-9._:-]+$/);
 
 /** What get_operation_status reads besides the records: the outbox, where the endpoint has one (its services do). */
 type StatusServices = ToolRuntime & { outbox?: Pick<OutboxStore, 'getEvent'> };
@@ -93,7 +97,8 @@ export const getOperationStatusTool: ToolDefinition = defineReadTool({
     // The engine's own rule, under the tool's policy: a record that frees its key answers for nothing any more
     // (TTL deletes it late, DynamoDB Local never).
     const now = services.clock();
-    if (!record || keyIsFree(record, now, definition.idempotency.onExpired ?? DEFAULT_POLICY.onExpired)) return { ...base, status: 'not_found' as const };
+    if (!record || keyIsFree(record, now, definition.idempotency.onExpired ?? DEFAULT_POLICY.onExpired))
+      return { ...base, status: 'not_found' as const };
     // Past its lease a PROCESSING record runs no more (its executor crashed or was cut off): whether its effect
     // happened is what the reconciler (or a retry, for a tool safe to re-execute) settles next, so: unknown.
     const stale = record.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt, now);

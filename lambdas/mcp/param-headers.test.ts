@@ -14,7 +14,11 @@ const reasonOf = (input: unknown) => {
 describe('x-mcp-header declarations', () => {
   it("finds them at any depth of 'properties', with their header names and types", () => {
     const scan = scanParamHeaders(
-      schema({ region: { type: 'string', 'x-mcp-header': 'Region' }, nested: schema({ count: { type: 'integer', 'x-mcp-header': 'Count' } }), other: { type: 'string' } }),
+      schema({
+        region: { type: 'string', 'x-mcp-header': 'Region' },
+        nested: schema({ count: { type: 'integer', 'x-mcp-header': 'Count' } }),
+        other: { type: 'string' },
+      }),
     );
     expect(scan).toEqual({
       valid: true,
@@ -30,10 +34,18 @@ describe('x-mcp-header declarations', () => {
     ['a space', schema({ a: { type: 'string', 'x-mcp-header': 'My Region' } }), /RFC 9110 token/],
     ['a colon', schema({ a: { type: 'string', 'x-mcp-header': 'Region:Primary' } }), /RFC 9110 token/],
     ['a CR/LF', schema({ a: { type: 'string', 'x-mcp-header': 'A\r\nB' } }), /RFC 9110 token/],
-    ['the same name twice, another case', schema({ a: { type: 'string', 'x-mcp-header': 'Region' }, b: { type: 'string', 'x-mcp-header': 'REGION' } }), /case-insensitively unique/],
+    [
+      'the same name twice, another case',
+      schema({ a: { type: 'string', 'x-mcp-header': 'Region' }, b: { type: 'string', 'x-mcp-header': 'REGION' } }),
+      /case-insensitively unique/,
+    ],
     ['an object property', schema({ a: { type: 'object', 'x-mcp-header': 'A' } }), /string, integer or boolean/],
     ['a number property', schema({ a: { type: 'number', 'x-mcp-header': 'A' } }), /got number/],
-    ['a property under items', schema({ list: { type: 'array', items: schema({ a: { type: 'string', 'x-mcp-header': 'A' } }) } }), /reachable/],
+    [
+      'a property under items',
+      schema({ list: { type: 'array', items: schema({ a: { type: 'string', 'x-mcp-header': 'A' } }) } }),
+      /reachable/,
+    ],
     ['a property under anyOf', schema({}, { anyOf: [schema({ a: { type: 'string', 'x-mcp-header': 'A' } })] }), /reachable/],
     ['the root', { type: 'object', 'x-mcp-header': 'A' }, /reachable/],
   ])('refuses %s', (_what, input, reason) => {
@@ -45,11 +57,24 @@ describe('x-mcp-header declarations', () => {
   });
 
   it('every write tool declares its key: Idempotency-Key, or Operation-Id for server-issued ids', () => {
-    const spec = { title: 'T', description: 'D', input: { label: z.string() }, result: z.object({}), annotations: { destructiveHint: false, openWorldHint: false }, execute: async () => ({ result: {} }) };
-    for (const [keySource, field] of [['client', 'idempotency_key'], ['operation_id', 'operation_id']] as const) {
+    const spec = {
+      title: 'T',
+      description: 'D',
+      input: { label: z.string() },
+      result: z.object({}),
+      annotations: { destructiveHint: false, openWorldHint: false },
+      execute: async () => ({ result: {} }),
+    };
+    for (const [keySource, field] of [
+      ['client', 'idempotency_key'],
+      ['operation_id', 'operation_id'],
+    ] as const) {
       const tool = defineWriteTool({ ...spec, name: `t_${keySource}`, keySource });
       const json = z.toJSONSchema(tool.inputSchema, { io: 'input', target: 'draft-7' });
-      expect(scanParamHeaders(json)).toEqual({ valid: true, declarations: [{ path: [field], headerName: KEY_HEADER_NAMES[field], type: 'string' }] });
+      expect(scanParamHeaders(json)).toEqual({
+        valid: true,
+        declarations: [{ path: [field], headerName: KEY_HEADER_NAMES[field], type: 'string' }],
+      });
     }
   });
 });
@@ -79,10 +104,13 @@ describe('a call against its declarations', () => {
     { path: ['n'], headerName: 'N', type: 'integer' },
     { path: ['flag'], headerName: 'Flag', type: 'boolean' },
   ] as const;
-  const check = (args: Record<string, unknown>, headers: Record<string, string>) => checkParamHeaders(declarations, args, new Headers(headers))?.problem;
+  const check = (args: Record<string, unknown>, headers: Record<string, string>) =>
+    checkParamHeaders(declarations, args, new Headers(headers))?.problem;
 
   it('holds when every present argument has its header, whatever the header name case', () => {
-    expect(check({ key: 'k', n: 42, flag: false }, { 'mcp-param-key': 'k', 'MCP-PARAM-N': '42', 'Mcp-Param-Flag': 'false' })).toBeUndefined();
+    expect(
+      check({ key: 'k', n: 42, flag: false }, { 'mcp-param-key': 'k', 'MCP-PARAM-N': '42', 'Mcp-Param-Flag': 'false' }),
+    ).toBeUndefined();
   });
 
   it('needs no header for an absent or null argument, and does not read one sent for it', () => {

@@ -38,8 +38,24 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const PRIMITIVE_TYPES = new Set(['string', 'integer', 'boolean']);
 /** Keywords whose subschemas are not "statically reachable" through `properties` alone: no declaration may sit there. */
 const UNREACHABLE = [
-  'items', 'prefixItems', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
-  'patternProperties', 'dependentSchemas', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', '$defs', 'definitions',
+  'items',
+  'prefixItems',
+  'contains',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+  'patternProperties',
+  'dependentSchemas',
+  'oneOf',
+  'anyOf',
+  'allOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  '$defs',
+  'definitions',
 ] as const;
 const NAME_TO_SCHEMA = new Set<string>(['patternProperties', 'dependentSchemas', '$defs', 'definitions']);
 
@@ -62,7 +78,8 @@ export function scanParamHeaders(inputSchema: unknown): ParamHeaderScan {
         return `${pathName(path)}: x-mcp-header is only permitted on properties reachable from the root through 'properties' alone`;
       const name = schema[X_MCP_HEADER];
       if (typeof name !== 'string' || name.length === 0) return `${pathName(path)}: x-mcp-header must be a non-empty string`;
-      if (!TOKEN.test(name)) return `${pathName(path)}: x-mcp-header '${name}' is not an RFC 9110 token (no spaces, control characters or delimiters)`;
+      if (!TOKEN.test(name))
+        return `${pathName(path)}: x-mcp-header '${name}' is not an RFC 9110 token (no spaces, control characters or delimiters)`;
       const type = typeof schema.type === 'string' ? schema.type : undefined;
       if (type === undefined || !PRIMITIVE_TYPES.has(type)) {
         const fault = `${pathName(path)}: x-mcp-header is only permitted on string, integer or boolean properties; got ${type ?? 'no type'}`;
@@ -83,7 +100,11 @@ export function scanParamHeaders(inputSchema: unknown): ParamHeaderScan {
     for (const keyword of UNREACHABLE) {
       const sub = schema[keyword];
       if (sub === undefined) continue;
-      const branches = Array.isArray(sub) ? sub : sub !== null && typeof sub === 'object' && NAME_TO_SCHEMA.has(keyword) ? Object.values(sub) : [sub];
+      const branches = Array.isArray(sub)
+        ? sub
+        : sub !== null && typeof sub === 'object' && NAME_TO_SCHEMA.has(keyword)
+          ? Object.values(sub)
+          : [sub];
       for (const branch of branches) {
         const fault = visit(branch, [...path, `<${keyword}>`], false);
         if (fault !== undefined) return fault;
@@ -122,7 +143,8 @@ export function decodeParamHeaderValue(value: string): string | undefined {
 function headerText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'number' && Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value))) return String(value);
+  if (typeof value === 'number' && Number.isFinite(value) && (!Number.isInteger(value) || Number.isSafeInteger(value)))
+    return String(value);
   return undefined;
 }
 
@@ -153,7 +175,11 @@ export interface ParamHeaderMismatch {
  * is present (not null) needs its header, and the header, decoded, must equal the argument's text (integers compared
  * as numbers). A header whose argument is absent or null is not looked at. Undefined when every declaration holds.
  */
-export function checkParamHeaders(declarations: readonly ParamHeaderDeclaration[], args: unknown, headers: Headers): ParamHeaderMismatch | undefined {
+export function checkParamHeaders(
+  declarations: readonly ParamHeaderDeclaration[],
+  args: unknown,
+  headers: Headers,
+): ParamHeaderMismatch | undefined {
   for (const declaration of declarations) {
     const header = `${MCP_PARAM_HEADER_PREFIX}${declaration.headerName}`;
     const argument = pathName(declaration.path);
@@ -169,8 +195,10 @@ export function checkParamHeaders(declarations: readonly ParamHeaderDeclaration[
     if (!FIELD_VALUE.test(sent)) return { header, argument, problem: 'invalid-characters', bodyValue };
     const headerValue = decodeParamHeaderValue(sent);
     if (headerValue === undefined) return { header, argument, problem: 'invalid-encoding', bodyValue };
-    const numeric = (declaration.type === 'integer' || declaration.type === 'number') && typeof raw === 'number' && DECIMAL.test(headerValue);
-    if (numeric ? Number(headerValue) !== raw : headerValue !== bodyValue) return { header, argument, problem: 'mismatch', bodyValue, headerValue };
+    const numeric =
+      (declaration.type === 'integer' || declaration.type === 'number') && typeof raw === 'number' && DECIMAL.test(headerValue);
+    if (numeric ? Number(headerValue) !== raw : headerValue !== bodyValue)
+      return { header, argument, problem: 'mismatch', bodyValue, headerValue };
   }
   return undefined;
 }

@@ -1,4 +1,10 @@
-import { type AuthInfo, CLIENT_CAPABILITIES_META_KEY, type Server, type ServerContext, type ToolAnnotations } from '@modelcontextprotocol/server';
+import {
+  type AuthInfo,
+  CLIENT_CAPABILITIES_META_KEY,
+  type Server,
+  type ServerContext,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { ErrorCode } from '../core/errors';
 import { validateTenantId } from '../core/idempotency-key';
@@ -8,7 +14,10 @@ import { canElicitForms, canElicitUrls } from './confirmation';
 import { toCallToolResult } from './define-write-tool';
 import { isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
-type RequestFacts = Pick<ToolCall, 'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion' | 'likelyReplay'>;
+type RequestFacts = Pick<
+  ToolCall,
+  'era' | 'inputResponses' | 'requestState' | 'canElicitForms' | 'canElicitUrls' | 'protocolVersion' | 'likelyReplay'
+>;
 
 /** What a tool call needs to know of its MCP request: its protocol era and, on 2026-07-28, the input round it carries. */
 export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
@@ -104,10 +113,18 @@ function callFacts(server: McpServerLike, extra: unknown): { authInfo: AuthInfo 
   if (ctx?.mcpReq) return { authInfo: ctx.http?.authInfo, facts: requestFacts(server.server as Server, ctx as ServerContext) };
   // The 1.x line speaks only 2025 revisions: no input round, so an 'approval' tool gives its link as a tool result
   // and a 'required' one answers CONFIRMATION_UNAVAILABLE (unless the deployment opts it out), as on any 2025-era request.
-  return { authInfo: ctx?.authInfo, facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false, likelyReplay: hasReplayHint(ctx?._meta) } };
+  return {
+    authInfo: ctx?.authInfo,
+    facts: { era: 'legacy', canElicitForms: false, canElicitUrls: false, likelyReplay: hasReplayHint(ctx?._meta) },
+  };
 }
 
-function register<S extends ToolRuntime>(helper: string, server: McpServerLike, tool: ToolDefinition<S>, options: RegisterToolOptions<S>): unknown {
+function register<S extends ToolRuntime>(
+  helper: string,
+  server: McpServerLike,
+  tool: ToolDefinition<S>,
+  options: RegisterToolOptions<S>,
+): unknown {
   if (typeof server?.registerTool !== 'function' || typeof server.server !== 'object') {
     throw new TypeError(
       `${helper} needs an McpServer of @modelcontextprotocol/server 2.x or @modelcontextprotocol/sdk 1.23 or later (one with registerTool)`,
@@ -156,7 +173,10 @@ export function registerWriteTool<S extends ToolRuntime, M extends McpServerLike
   tool: WriteToolDefinition<S>,
   options: RegisterToolOptions<S>,
 ): ReturnType<M['registerTool']> {
-  if (!isWriteTool(tool)) throw new TypeError(`registerWriteTool: ${String((tool as { name?: unknown })?.name)} is not a defineWriteTool result (use registerReadTool)`);
+  if (!isWriteTool(tool))
+    throw new TypeError(
+      `registerWriteTool: ${String((tool as { name?: unknown })?.name)} is not a defineWriteTool result (use registerReadTool)`,
+    );
   return register('registerWriteTool', server, tool, options) as ReturnType<M['registerTool']>;
 }
 
@@ -171,6 +191,9 @@ export function registerReadTool<S extends ToolRuntime, M extends McpServerLike>
   tool: ToolDefinition<S>,
   options: RegisterToolOptions<S>,
 ): ReturnType<M['registerTool']> {
-  if (tool?.kind !== 'read') throw new TypeError(`registerReadTool: ${String((tool as { name?: unknown })?.name)} is not a defineReadTool result (use registerWriteTool)`);
+  if (tool?.kind !== 'read')
+    throw new TypeError(
+      `registerReadTool: ${String((tool as { name?: unknown })?.name)} is not a defineReadTool result (use registerWriteTool)`,
+    );
   return register('registerReadTool', server, tool, options) as ReturnType<M['registerTool']>;
 }

@@ -47,14 +47,21 @@ export function serverInstructions(tools: readonly ToolDefinition[]): string | u
   if (writes.length === 0) return undefined;
   const names = new Set(tools.map((tool) => tool.name));
   const byOperationId = writes.filter((tool) => tool.keySource === 'operation_id').map((tool) => tool.name);
-  const keys = byOperationId.length === 0 ? 'idempotency_key' : byOperationId.length === writes.length ? 'operation_id' : 'idempotency_key (or operation_id)';
+  const keys =
+    byOperationId.length === 0
+      ? 'idempotency_key'
+      : byOperationId.length === writes.length
+        ? 'operation_id'
+        : 'idempotency_key (or operation_id)';
   const lines = [
     `Write tools never run twice for the same ${keys}: ` +
       (byOperationId.length === writes.length ? 'get one once per intended operation' : 'generate a key once per intended operation') +
       ' and reuse it on every retry. Every write result has an `outcome`; retry only when `retryable` is true, with the same key, after `retry_after_ms`.',
   ];
   if (byOperationId.length > 0 && names.has(issueOperationIdTool.name))
-    lines.push(`${byOperationId.join(', ')} take an operation_id from issue_operation_id { "tool": <its name> }, one per intended operation.`);
+    lines.push(
+      `${byOperationId.join(', ')} take an operation_id from issue_operation_id { "tool": <its name> }, one per intended operation.`,
+    );
   if (names.has(getOperationStatusTool.name)) lines.push('Use get_operation_status to ask what became of an earlier call.');
   return lines.join(' ');
 }

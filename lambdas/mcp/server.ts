@@ -115,7 +115,8 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
   mcp.setNotificationHandler('notifications/cancelled', () => {});
   mcp.setRequestHandler('tools/list', (request) => {
     // Everything fits in one page, so this server never hands out a cursor: any cursor is not one of ours.
-    if (request.params?.cursor !== undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor: this server lists every tool in one page');
+    if (request.params?.cursor !== undefined)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor: this server lists every tool in one page');
     return { tools: tools.map(listing) };
   });
   mcp.setRequestHandler('tools/call', async (request: CallToolRequest, ctx) => {
@@ -123,7 +124,9 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
     if (!tool) {
       // Only a name that could be a tool's (a long one would cost the distance computation per character).
       const name = request.params.name;
-      const meant = TOOL_NAME_PATTERN.test(name) ? closestName(name, byName.keys(), { within: Math.max(2, Math.floor(name.length / 3)) }) : undefined;
+      const meant = TOOL_NAME_PATTERN.test(name)
+        ? closestName(name, byName.keys(), { within: Math.max(2, Math.floor(name.length / 3)) })
+        : undefined;
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
         `Unknown tool: ${name.slice(0, 64)}.${meant ? ` Did you mean ${meant}?` : ''} tools/list names every tool.`,

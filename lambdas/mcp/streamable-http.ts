@@ -81,7 +81,11 @@ function paramHeaderRefusal<S extends ToolRuntime>(
     {
       jsonrpc: '2.0',
       id: body.id,
-      error: { code: HEADER_MISMATCH, message: `Bad Request: the request headers and body disagree: ${reason}`, data: { mismatch: { header: mismatch.header, body: reason } } },
+      error: {
+        code: HEADER_MISMATCH,
+        message: `Bad Request: the request headers and body disagree: ${reason}`,
+        data: { mismatch: { header: mismatch.header, body: reason } },
+      },
     },
     { status: 400 },
   );
@@ -101,7 +105,10 @@ function paramHeaderRefusal<S extends ToolRuntime>(
  * are not: those revisions define no such headers, their clients send none, and the spec tells an intermediary not
  * to trust mirrored headers on them.
  */
-export function createMcpRequestHandler<S extends ToolRuntime>(services: S, options: { tools: readonly ToolDefinition<S>[] }): McpRequestHandler {
+export function createMcpRequestHandler<S extends ToolRuntime>(
+  services: S,
+  options: { tools: readonly ToolDefinition<S>[] },
+): McpRequestHandler {
   const onerror = (err: Error) => services.logger.info('mcp request refused', { reason: err.message.slice(0, 200) });
   // Once, here: a tool list the server cannot serve (two tools of one name) fails the start, not every request.
   const tools = servedTools(options.tools);
@@ -113,11 +120,15 @@ export function createMcpRequestHandler<S extends ToolRuntime>(services: S, opti
     if (!scan.valid && !warned.has(tool)) {
       warned.add(tool);
       // As the SDK's McpServer does; the declarations that are well-formed are still checked.
-      services.logger.warn('tool declares an invalid x-mcp-header: conforming 2026-07-28 clients leave it out of tools/list', { tool: tool.name, reason: scan.reason });
+      services.logger.warn('tool declares an invalid x-mcp-header: conforming 2026-07-28 clients leave it out of tools/list', {
+        tool: tool.name,
+        reason: scan.reason,
+      });
     }
     return scan.declarations ?? [];
   };
-  const serverFor = (facts: McpRequestOptions) => buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs, origin: facts.origin });
+  const serverFor = (facts: McpRequestOptions) =>
+    buildMcpServer(services, facts.caller, { tools, remainingTimeMs: facts.remainingTimeMs, origin: facts.origin });
   const modern = createMcpHandler(
     ({ authInfo }) => {
       const facts = authInfo?.extra as RequestFacts | undefined;
@@ -130,7 +141,12 @@ export function createMcpRequestHandler<S extends ToolRuntime>(services: S, opti
   return async (request, facts) => {
     const { parsedBody } = facts;
     if (!(await isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES }))) {
-      const body = parsedBody ?? (await request.clone().json().catch(() => undefined));
+      const body =
+        parsedBody ??
+        (await request
+          .clone()
+          .json()
+          .catch(() => undefined));
       const refusal = paramHeaderRefusal(request, body, byName, declarationsOf, facts, services.logger);
       if (refusal) return refusal;
       return modern.fetch(request, { authInfo: authInfoOf(facts), parsedBody: body });

@@ -36,7 +36,9 @@ describe('a tool name is checked where the tool is defined', () => {
   });
 
   it('refuses a missing name', () => {
-    expect(() => defineWriteTool({ ...writeSpec('x'), name: undefined as unknown as string })).toThrow(/^defineWriteTool: tool name must be/);
+    expect(() => defineWriteTool({ ...writeSpec('x'), name: undefined as unknown as string })).toThrow(
+      /^defineWriteTool: tool name must be/,
+    );
   });
 });
 
@@ -67,17 +69,34 @@ describe("a tool is typed against the services it needs, and runs on a runtime p
     expect(calls).toBe(1);
   });
 
-  it("serves them over HTTP with only what the app uses: the runtime, a token verifier, the origin and auth settings", async () => {
+  it('serves them over HTTP with only what the app uses: the runtime, a token verifier, the origin and auth settings', async () => {
     const services = {
       ...createToolRuntime({ store: new InMemoryIdempotencyStore(), secret: 's'.repeat(32) }),
       counter: { next: () => 1 },
       auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) },
-      config: { allowedOrigins: [], publicBaseUrl: undefined, auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'], confirmationOptOut: [] },
+      config: {
+        allowedOrigins: [],
+        publicBaseUrl: undefined,
+        auth: {
+          mode: 'dev',
+          issuer: 'https://issuer.example',
+          requiredScopes: [],
+          devAuthDir: '',
+          audience: '',
+          tenantClaim: 'tenant',
+        } satisfies AppConfig['auth'],
+        confirmationOptOut: [],
+      },
     };
     const app = createApp(services, { tools: [count] });
     const call = await app.request('http://127.0.0.1/mcp', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer any', 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: 'Bearer any',
+        'mcp-protocol-version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(call.status).toBe(200);
@@ -97,7 +116,9 @@ describe("a team's deliveries module", () => {
   it('fails the cold start saying what the module lacks', () => {
     expect(() => deliveriesOf({})).toThrow(/deliveries module must export `deliveries`: an object of delivery handlers by event type/);
     expect(() => deliveriesOf({ deliveries: [] })).toThrow(/an object of delivery handlers by event type/);
-    expect(() => deliveriesOf({ deliveries: { 'invoice.mail': {} } })).toThrow(/deliver\(\) for every event type \("invoice.mail" has none\)/);
+    expect(() => deliveriesOf({ deliveries: { 'invoice.mail': {} } })).toThrow(
+      /deliver\(\) for every event type \("invoice.mail" has none\)/,
+    );
     expect(() => deliveriesOf({ deliveries: { 'invoice.mail': { deliver, verify: 'yes' } } })).toThrow(/verify\(\) a function/);
   });
 });

@@ -31,7 +31,13 @@ export interface ToolRuntime {
    * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
    * the base of the approval page's links (derived from the request when unset); how long an approval link lives.
    */
-  config: { confirmationOptOut: readonly string[]; confirmationFormFallback?: readonly string[]; publicBaseUrl?: string; approvalTtlSeconds?: number; approvalBaseUrl?: string };
+  config: {
+    confirmationOptOut: readonly string[];
+    confirmationFormFallback?: readonly string[];
+    publicBaseUrl?: string;
+    approvalTtlSeconds?: number;
+    approvalBaseUrl?: string;
+  };
   /**
    * The decisions of people on approvals and confirmations, each decided once (MRTR: a decided requestState cannot
    * be answered again). Without it, `confirmation: 'approval'` tools are refused and form answers are not recorded.
@@ -107,7 +113,10 @@ export type KeySource = 'client' | 'operation_id';
  * store, clock and logger and the clients the endpoint adds for its tools.
  * @public
  */
-export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'>;
+export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<
+  S,
+  'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'
+>;
 
 /**
  * A write tool also tells the reconciler how to settle its lost outcomes.

@@ -87,7 +87,12 @@ let perToolMetric: Metrics | undefined;
  *
  * @public
  */
-export function countForTool(name: MetricName, tool: string, value = 1, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
+export function countForTool(
+  name: MetricName,
+  tool: string,
+  value = 1,
+  unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count,
+): void {
   perToolMetric ??= metrics.singleMetric();
   perToolMetric.addDimension('tool', tool);
   perToolMetric.addMetric(name, unit, value);

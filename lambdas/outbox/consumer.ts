@@ -7,7 +7,7 @@ import { classifyFailure, ErrorCode, OwnershipLostError, ToolFailure, TransientT
 import type { ReconcileFinding } from '../core/reconcile';
 import type { StoredError } from '../core/state-machine';
 import { countForTool, MetricName } from '../observability/metrics';
-import { type OutboxMessage } from './outbox-event';
+import type { OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import type { DeliveryMarker, OutboxStore } from './outbox-store';
 
@@ -98,7 +98,9 @@ export class OutboxConsumer {
     for (const [type, handler] of Object.entries(options.handlers)) {
       const window = handler.inFlightWindowMs;
       if (window !== undefined && !(Number.isInteger(window) && window >= 0))
-        throw new TypeError(`the delivery handler of '${type}': inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`);
+        throw new TypeError(
+          `the delivery handler of '${type}': inFlightWindowMs must be a whole number of milliseconds, 0 or more (got ${String(window)})`,
+        );
     }
     this.outbox = options.outbox;
     this.handlers = options.handlers;
@@ -125,17 +127,31 @@ export class OutboxConsumer {
   }
 
   async consume(message: OutboxMessage, receiveCount: number): Promise<ConsumeOutcome> {
-    const log = { event_id: message.event_id, tool: message.tool, tenant: message.tenant, key_hash: message.key_hash, receive_count: receiveCount };
+    const log = {
+      event_id: message.event_id,
+      tool: message.tool,
+      tenant: message.tenant,
+      key_hash: message.key_hash,
+      receive_count: receiveCount,
+    };
     if (!this.outbox.owns(message)) {
       // Another endpoint's event on a shared table (a misrouted message): neither run nor marked here. Its own relay
       // re-sends it to its own queue when its next look is due; this copy goes where a person sees it.
-      this.logger.error('outbox event of another endpoint on this queue: not delivered here', { ...log, event_key_prefix: message.key_prefix ?? '' });
-      return { kind: 'dead-letter', reason: 'another endpoint\'s event' };
+      this.logger.error('outbox event of another endpoint on this queue: not delivered here', {
+        ...log,
+        event_key_prefix: message.key_prefix ?? '',
+      });
+      return { kind: 'dead-letter', reason: "another endpoint's event" };
     }
     const handler = this.handlers[message.type];
     if (!handler) {
       this.logger.error('no delivery handler for outbox event type', { ...log, event_type: message.type });
-      return this.giveUpOrRetry(message, receiveCount, { code: 'UNKNOWN_EVENT_TYPE', message: `no handler for ${message.type}` }, OutboxDefaults.maxRetryDelayMs);
+      return this.giveUpOrRetry(
+        message,
+        receiveCount,
+        { code: 'UNKNOWN_EVENT_TYPE', message: `no handler for ${message.type}` },
+        OutboxDefaults.maxRetryDelayMs,
+      );
     }
     const owner = randomUUID();
     const now = this.clock();
@@ -161,7 +177,9 @@ export class OutboxConsumer {
       this.logger.warn('outbox delivery not started: the claim write used up its lease', log);
       const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: 'the claim write used up its lease' };
       // Best effort: unwritten, the next owner waits for a window after our lease, which is only slower.
-      await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: this.clock(), lastSendBy: sentBefore, error }).catch(() => false);
+      await this.outbox
+        .deferDelivery(message.event_id, owner, { leaseUntil: this.clock(), lastSendBy: sentBefore, error })
+        .catch(() => false);
       return this.retry(receiveCount, SETTLE_MARGIN_MS, error.message);
     }
     const signal = AbortSignal.timeout(budgetMs);
@@ -172,14 +190,23 @@ export class OutboxConsumer {
       if (earlier.kind !== 'absent') {
         const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: earlier.reason };
         await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: this.clock(), lastSendBy: sentBefore, error });
-        return this.giveUpOrRetry(message, receiveCount, { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' }, 0, { effectMayExist: true });
+        return this.giveUpOrRetry(
+          message,
+          receiveCount,
+          { code: ErrorCode.OUTCOME_UNKNOWN, message: 'could not verify an earlier attempt' },
+          0,
+          { effectMayExist: true },
+        );
       }
       // "Absent" while an earlier request may still land decides nothing: keep the claim until the window's end,
       // when the same question gets an answer that counts. Never a second delivery on a guess.
       const decidable = inFlightUntil(sentBefore, windowMs);
       if (handler.verify && !absenceIsConclusive(decidable, this.clock())) {
         const error = { code: ErrorCode.OUTCOME_UNKNOWN, message: 'nothing found yet while an earlier delivery request may still land' };
-        this.logger.info('outbox delivery deferred: an earlier request is still within its in-flight window', { ...log, decidable_at: decidable });
+        this.logger.info('outbox delivery deferred: an earlier request is still within its in-flight window', {
+          ...log,
+          decidable_at: decidable,
+        });
         await this.outbox.deferDelivery(message.event_id, owner, { leaseUntil: decidable, lastSendBy: sentBefore, error });
         return this.giveUpOrRetry(message, receiveCount, error, leaseRemainingMs(decidable, this.clock()), { effectMayExist: true });
       }
@@ -226,7 +253,8 @@ export class OutboxConsumer {
     }
     // Only a confirmed absence runs the effect again: an answer we cannot read, or an "absent" that came after our
     // time ran out (not asked in time, and past the point where our claim protects a delivery), is no answer.
-    if (finding?.kind === 'absent' && ctx.signal.aborted) return { kind: 'unreachable', reason: 'the lookup answered after its time ran out' };
+    if (finding?.kind === 'absent' && ctx.signal.aborted)
+      return { kind: 'unreachable', reason: 'the lookup answered after its time ran out' };
     if (finding?.kind !== 'found' && finding?.kind !== 'absent' && finding?.kind !== 'unreachable') {
       return { kind: 'unreachable', reason: 'the lookup gave an answer that is neither found, absent nor unreachable' };
     }
@@ -277,7 +305,13 @@ export class OutboxConsumer {
     countForTool(MetricName.OutboxDeliveryRetries, message.tool);
     const now = this.clock();
     const budgetLeftMs = message.created_at + this.deliveryBudgetMs - now;
-    const log = { event_id: message.event_id, tool: message.tool, tenant: message.tenant, key_hash: message.key_hash, error_code: error.code };
+    const log = {
+      event_id: message.event_id,
+      tool: message.tool,
+      tenant: message.tenant,
+      key_hash: message.key_hash,
+      error_code: error.code,
+    };
     if (budgetLeftMs > 0) {
       const outcome = this.retry(receiveCount, floorMs, error.code, budgetLeftMs);
       // The table, not the queue, is the record: if this message is lost meanwhile, the sweep sends the event again.
@@ -306,7 +340,12 @@ export class OutboxConsumer {
    * Another receive after at least `floorMs` and at least the backoff (doubling per receive, at most 12 h), never past
    * `limitMs`. Every wait is at least the backoff, so the receives a budget allows are bounded (receivesWithinBudget).
    */
-  private retry(receiveCount: number, floorMs: number, reason: string, limitMs = Infinity): { kind: 'retry'; delayMs: number; reason: string } {
+  private retry(
+    receiveCount: number,
+    floorMs: number,
+    reason: string,
+    limitMs = Infinity,
+  ): { kind: 'retry'; delayMs: number; reason: string } {
     const backoff = this.retryBaseMs * 2 ** Math.max(0, receiveCount - 1);
     const delayMs = Math.min(Math.max(backoff, floorMs), OutboxDefaults.maxRetryDelayMs, limitMs);
     return { kind: 'retry', delayMs, reason };
@@ -315,7 +354,10 @@ export class OutboxConsumer {
   private async scheduleLook(message: OutboxMessage, at: number): Promise<void> {
     await this.outbox.scheduleLook(message.event_id, at).catch((err: unknown) => {
       // Not written: the sweep may send the event once more before the retry, which is harmless.
-      this.logger.warn('could not schedule the next look at an outbox event', { event_id: message.event_id, error_name: (err as Error)?.name });
+      this.logger.warn('could not schedule the next look at an outbox event', {
+        event_id: message.event_id,
+        error_name: (err as Error)?.name,
+      });
     });
   }
 }

@@ -8,9 +8,8 @@ import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type Dy
 import { cancellationReasons, isConditionRefusal, type Item } from '../store/refusals';
 import { deliveryKeyOf, isOutboxEventItemOf, outboxEventKeyOf } from '../store/record-item';
 import { attentionPk, TableSchema } from '../store/table-schema';
-import { type DeliveryStatus, type OutboxMessage } from './outbox-event';
+import type { DeliveryStatus, OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
-
 
 /**
  * A pending (or settled) outbox event as stored.
@@ -54,8 +53,7 @@ export interface DeliveryMarker {
 /** @public */
 export type DeliveryClaim =
   /** `previous`: an earlier claim that never settled (a crashed or uncertain attempt): the effect may exist. */
-  | { claimed: true; previous?: DeliveryMarker }
-  | { claimed: false; existing: DeliveryMarker };
+  { claimed: true; previous?: DeliveryMarker } | { claimed: false; existing: DeliveryMarker };
 
 const ttl = (now: number) => Math.floor(now / 1000) + OutboxDefaults.retentionSeconds;
 
@@ -167,7 +165,9 @@ export class OutboxStore {
   }
 
   async getEvent(eventId: string): Promise<StoredOutboxEvent | undefined> {
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: outboxEventKeyOf(eventId, this.keyPrefix), ConsistentRead: true }));
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: outboxEventKeyOf(eventId, this.keyPrefix), ConsistentRead: true }),
+    );
     return Item ? itemToEvent(Item) : undefined;
   }
 
@@ -177,7 +177,9 @@ export class OutboxStore {
   }
 
   private async markerItem(eventId: string): Promise<Item | undefined> {
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: deliveryKeyOf(eventId, this.keyPrefix), ConsistentRead: true }));
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: deliveryKeyOf(eventId, this.keyPrefix), ConsistentRead: true }),
+    );
     return Item;
   }
 
@@ -197,19 +199,35 @@ export class OutboxStore {
    * order across pages: the review desk's listing, which filters as it goes.
    */
   async *eventPages(status: 'PENDING' | 'FAILED', pageSize: number): AsyncIterable<StoredOutboxEvent[]> {
-    for await (const page of attentionPages(this.doc, this.tableName, status === 'PENDING' ? 'OUTBOX' : 'UNDELIVERED', pageSize, undefined, this.keyPrefix)) {
+    for await (const page of attentionPages(
+      this.doc,
+      this.tableName,
+      status === 'PENDING' ? 'OUTBOX' : 'UNDELIVERED',
+      pageSize,
+      undefined,
+      this.keyPrefix,
+    )) {
       yield page.map((item) => this.eventFromItem(item)).filter((event): event is StoredOutboxEvent => event?.status === status);
     }
   }
 
   /** After a send: count it and schedule the sweep's next look. False when the event settled meanwhile. */
   async recordSend(eventId: string, nextLookAt: number, now: number): Promise<boolean> {
-    return this.updatePending(eventId, 'send_count = if_not_exists(send_count, :zero) + :one, attention_at = :next, last_sent_at = :now', { ':zero': 0, ':one': 1, ':next': nextLookAt, ':now': now });
+    return this.updatePending(eventId, 'send_count = if_not_exists(send_count, :zero) + :one, attention_at = :next, last_sent_at = :now', {
+      ':zero': 0,
+      ':one': 1,
+      ':next': nextLookAt,
+      ':now': now,
+    });
   }
 
   /** After the queue refused it: count the refusal and schedule the sweep's next try. False when it settled meanwhile. */
   async recordRefusal(eventId: string, nextLookAt: number): Promise<boolean> {
-    return this.updatePending(eventId, 'refused_count = if_not_exists(refused_count, :zero) + :one, attention_at = :next', { ':zero': 0, ':one': 1, ':next': nextLookAt });
+    return this.updatePending(eventId, 'refused_count = if_not_exists(refused_count, :zero) + :one, attention_at = :next', {
+      ':zero': 0,
+      ':one': 1,
+      ':next': nextLookAt,
+    });
   }
 
   /**
@@ -223,36 +241,39 @@ export class OutboxStore {
   /** One conditional SET on an event still PENDING; false when it settled meanwhile. */
   private updatePending(eventId: string, set: string, values: Record<string, unknown>): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: outboxEventKeyOf(eventId, this.keyPrefix),
-        UpdateExpression: `SET ${set}`,
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
-      })),
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: outboxEventKeyOf(eventId, this.keyPrefix),
+          UpdateExpression: `SET ${set}`,
+          ConditionExpression: '#status = :pending',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ...values, ':pending': 'PENDING' },
+        }),
+      ),
     );
   }
-
 
   /** A pending event that will not be delivered (sweep gave up, or its message went to the DLQ). */
   async failEvent(eventId: string, error: StoredError, now: number): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: outboxEventKeyOf(eventId, this.keyPrefix),
-        // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
-        UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now, attention_pk = :undelivered, attention_at = :now',
-        ConditionExpression: '#status = :pending',
-        ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-        ExpressionAttributeValues: {
-          ':failed': 'FAILED',
-          ':error': error,
-          ':now': now,
-          ':pending': 'PENDING',
-          ':undelivered': attentionPk('UNDELIVERED', outboxEventKeyOf(eventId, this.keyPrefix).pk, this.keyPrefix),
-        },
-      })),
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: outboxEventKeyOf(eventId, this.keyPrefix),
+          // Out of the sweep's partition, into the one `npm run ops -- list` reads (a delivery removes it from both).
+          UpdateExpression: 'SET #status = :failed, #error = :error, updated_at = :now, attention_pk = :undelivered, attention_at = :now',
+          ConditionExpression: '#status = :pending',
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':failed': 'FAILED',
+            ':error': error,
+            ':now': now,
+            ':pending': 'PENDING',
+            ':undelivered': attentionPk('UNDELIVERED', outboxEventKeyOf(eventId, this.keyPrefix).pk, this.keyPrefix),
+          },
+        }),
+      ),
     );
   }
 
@@ -274,7 +295,15 @@ export class OutboxStore {
             'SET #state = :claimed, #owner = :owner, lease_until = :lease, last_send_by = :lease, claimed_at = :now, attempts = if_not_exists(attempts, :zero) + :one, #ttl = :ttl',
           ConditionExpression: `attribute_not_exists(pk) OR (#state = :claimed AND ${leasePassedClause('lease_until')})`,
           ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#ttl': TableSchema.ttlAttribute },
-          ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner, ':lease': leaseUntil, ':now': now, ':zero': 0, ':one': 1, ':ttl': ttl(now) },
+          ExpressionAttributeValues: {
+            ':claimed': 'CLAIMED',
+            ':owner': owner,
+            ':lease': leaseUntil,
+            ':now': now,
+            ':zero': 0,
+            ':one': 1,
+            ':ttl': ttl(now),
+          },
         },
       },
       () => this.markerItem(eventId),
@@ -297,7 +326,8 @@ export class OutboxStore {
     const result = outcome.state === 'DELIVERED' ? (outcome.result ?? null) : null;
     const error = outcome.state === 'FAILED' ? outcome.error : null;
     try {
-      await this.doc.send(new TransactWriteCommand({
+      await this.doc.send(
+        new TransactWriteCommand({
           TransactItems: [
             {
               Update: {
@@ -306,7 +336,14 @@ export class OutboxStore {
                 UpdateExpression: 'SET #state = :state, settled_at = :now, delivery_result = :result, #error = :error',
                 ConditionExpression: OWNED_CLAIM,
                 ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
-                ExpressionAttributeValues: { ':state': outcome.state, ':now': now, ':result': result, ':error': error, ':claimed': 'CLAIMED', ':owner': owner },
+                ExpressionAttributeValues: {
+                  ':state': outcome.state,
+                  ':now': now,
+                  ':result': result,
+                  ':error': error,
+                  ':claimed': 'CLAIMED',
+                  ':owner': owner,
+                },
               },
             },
             {
@@ -314,14 +351,16 @@ export class OutboxStore {
               Update: {
                 TableName: this.tableName,
                 Key: outboxEventKeyOf(eventId, this.keyPrefix),
-                UpdateExpression: 'SET #status = :status, updated_at = :now, delivery_result = :result, #error = :error REMOVE attention_pk, attention_at',
+                UpdateExpression:
+                  'SET #status = :status, updated_at = :now, delivery_result = :result, #error = :error REMOVE attention_pk, attention_at',
                 ConditionExpression: 'attribute_exists(pk)',
                 ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
                 ExpressionAttributeValues: { ':status': status, ':now': now, ':result': result, ':error': error },
               },
             },
           ],
-      }));
+        }),
+      );
     } catch (err) {
       if (cancellationReasons(err)?.[0]?.Code === 'ConditionalCheckFailed') {
         throw new OwnershipLostError();
@@ -333,13 +372,15 @@ export class OutboxStore {
   /** Gives our claim up: the effect is known not to have happened, so the next delivery runs it. */
   async releaseDelivery(eventId: string, owner: string): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new DeleteCommand({
-        TableName: this.tableName,
-        Key: deliveryKeyOf(eventId, this.keyPrefix),
-        ConditionExpression: OWNED_CLAIM,
-        ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
-        ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
-      })),
+      this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: deliveryKeyOf(eventId, this.keyPrefix),
+          ConditionExpression: OWNED_CLAIM,
+          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner' },
+          ExpressionAttributeValues: { ':claimed': 'CLAIMED', ':owner': owner },
+        }),
+      ),
     );
   }
 
@@ -348,16 +389,28 @@ export class OutboxStore {
    * verifies with the downstream first. `lastSendBy`: the last moment a delivery request may have been sent, now
    * that we know whether we sent one (the claim wrote our lease's end there).
    */
-  async deferDelivery(eventId: string, owner: string, deferral: { leaseUntil: number; lastSendBy: number; error: StoredError }): Promise<boolean> {
+  async deferDelivery(
+    eventId: string,
+    owner: string,
+    deferral: { leaseUntil: number; lastSendBy: number; error: StoredError },
+  ): Promise<boolean> {
     return this.conditional(() =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: deliveryKeyOf(eventId, this.keyPrefix),
-        UpdateExpression: 'SET lease_until = :lease, last_send_by = :sent, #error = :error',
-        ConditionExpression: OWNED_CLAIM,
-        ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
-        ExpressionAttributeValues: { ':lease': deferral.leaseUntil, ':sent': deferral.lastSendBy, ':error': deferral.error, ':claimed': 'CLAIMED', ':owner': owner },
-      })),
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: deliveryKeyOf(eventId, this.keyPrefix),
+          UpdateExpression: 'SET lease_until = :lease, last_send_by = :sent, #error = :error',
+          ConditionExpression: OWNED_CLAIM,
+          ExpressionAttributeNames: { '#state': 'state', '#owner': 'owner', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':lease': deferral.leaseUntil,
+            ':sent': deferral.lastSendBy,
+            ':error': deferral.error,
+            ':claimed': 'CLAIMED',
+            ':owner': owner,
+          },
+        }),
+      ),
     );
   }
 

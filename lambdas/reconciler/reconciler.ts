@@ -232,7 +232,10 @@ export class Reconciler {
     }
     if (finding.kind === 'absent') {
       if (tool?.onAbsent === 'fail') {
-        const error = { code: ErrorCode.NOT_EXECUTED, message: 'The downstream confirms the operation did not happen; it will not be run again with this key.' };
+        const error = {
+          code: ErrorCode.NOT_EXECUTED,
+          message: 'The downstream confirms the operation did not happen; it will not be run again with this key.',
+        };
         if (!(await store.reconcile(record, { event: 'reconciled_absent_fail', error }, now))) return 'deferred';
         metrics.countForTool(MetricName.ReconciledFailed, record.tool);
         logger.info('reconciled: absent, failed by policy', log);
@@ -256,7 +259,12 @@ export class Reconciler {
       logger.error('operation needs review: outcome could not be verified', { ...log, attempts, reason: finding.reason });
       return 'needsReviewNew';
     }
-    await store.deferReconcile(record, now + this.nextCheckAfter(attempts), { code: ErrorCode.OUTCOME_UNKNOWN, message: finding.reason }, now);
+    await store.deferReconcile(
+      record,
+      now + this.nextCheckAfter(attempts),
+      { code: ErrorCode.OUTCOME_UNKNOWN, message: finding.reason },
+      now,
+    );
     metrics.countForTool(MetricName.ReconcileDeferred, record.tool);
     logger.warn('reconcile check deferred: downstream unreachable', { ...log, attempts, reason: finding.reason });
     return 'deferred';

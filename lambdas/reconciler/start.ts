@@ -73,9 +73,13 @@ function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string 
  * reconciler's services (the store, the clock, the logger), and each write tool's `reconcile(request, services)` asks
  * its downstream what became of an operation whose outcome was lost.
  */
-function reconcilerPass<S extends ToolRuntime>(options: ReconcilerOptions<S>): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
+function reconcilerPass<S extends ToolRuntime>(
+  options: ReconcilerOptions<S>,
+): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
   if (!(options?.store instanceof DynamoDbIdempotencyStore)) {
-    throw new TypeError('the reconciler needs `store`: the DynamoDbIdempotencyStore your tool runtime writes to (it finds lost outcomes through its attention index)');
+    throw new TypeError(
+      'the reconciler needs `store`: the DynamoDbIdempotencyStore your tool runtime writes to (it finds lost outcomes through its attention index)',
+    );
   }
   if (!Array.isArray(options.tools)) throw new TypeError('the reconciler needs `tools`: the array of your tools module');
   if (options.withClients !== undefined && typeof options.withClients !== 'function') {
@@ -144,7 +148,10 @@ export function startReconciler<S extends ToolRuntime>(options: ReconcilerOption
     try {
       await runOnce();
     } catch (err) {
-      logger.error('reconciler run failed; the next run tries again', { error_name: (err as Error)?.name, error_message: (err as Error)?.message });
+      logger.error('reconciler run failed; the next run tries again', {
+        error_name: (err as Error)?.name,
+        error_message: (err as Error)?.message,
+      });
     }
     if (!stopped) timer = setTimeout(tick, intervalMs);
   };

@@ -39,10 +39,15 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
 export async function readSecretString(source: Extract<SecretSource, { secretArn: string }>, what: string): Promise<string> {
   const client = new SecretsManagerClient({
     maxAttempts: 1,
-    requestHandler: new NodeHttpHandler({ connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true }),
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: CONNECTION_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      throwOnRequestTimeout: true,
+    }),
     ...awsClientConfig(source.endpoint),
   });
-  const fail = (reason: string, cause?: unknown) => new SecretUnavailableError(`${what} could not be read from Secrets Manager: ${reason}`, { cause });
+  const fail = (reason: string, cause?: unknown) =>
+    new SecretUnavailableError(`${what} could not be read from Secrets Manager: ${reason}`, { cause });
   let secret: string | undefined;
   try {
     secret = (await client.send(new GetSecretValueCommand({ SecretId: source.secretArn }))).SecretString;
@@ -59,7 +64,9 @@ export async function readSecretString(source: Extract<SecretSource, { secretArn
 async function readSecret(source: Extract<SecretSource, { secretArn: string }>): Promise<string> {
   const secret = await readSecretString(source, 'the operation-id secret');
   if (secret.length < MIN_SECRET_LENGTH)
-    throw new SecretUnavailableError(`the operation-id secret could not be read from Secrets Manager: the secret must be at least ${MIN_SECRET_LENGTH} characters`);
+    throw new SecretUnavailableError(
+      `the operation-id secret could not be read from Secrets Manager: the secret must be at least ${MIN_SECRET_LENGTH} characters`,
+    );
   return secret;
 }
 

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ApprovalStore } from '../engine/approval-store';
 import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import type { AppConfig } from '../config';

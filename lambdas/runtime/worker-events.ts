@@ -34,9 +34,7 @@ export function createRelayHandler(workers: Pick<Workers, 'relay'>) {
     const { failed } = await workers.relay.publish(inserts.map((i) => i.outboxEvent));
     const failedIds = new Set(failed);
     return {
-      batchItemFailures: inserts
-        .filter((i) => failedIds.has(i.outboxEvent.message.event_id))
-        .map((i) => ({ itemIdentifier: i.sequence })),
+      batchItemFailures: inserts.filter((i) => failedIds.has(i.outboxEvent.message.event_id)).map((i) => ({ itemIdentifier: i.sequence })),
     };
   };
 }
@@ -69,7 +67,11 @@ export function createConsumerHandler(workers: Pick<Workers, 'consumer' | 'sqs' 
       const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(outcome.delayMs / 1000));
       try {
         await workers.sqs.send(
-          new ChangeMessageVisibilityCommand({ QueueUrl: workers.queueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }),
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: workers.queueUrl,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: seconds,
+          }),
         );
       } catch (err) {
         // The queue's own visibility timeout applies instead: a later retry, never a lost one.

@@ -145,7 +145,10 @@ export function createRelay(services: RelayServices, overrides: RelayOverrides =
 }
 
 /** The consumer alone (the SQS function): the outbox, the queue and the endpoint's deliveries. */
-export function createConsumer(services: ConsumerServices, overrides: ConsumerOverrides = {}): OutboxQueueClient & Pick<Workers, 'consumer'> {
+export function createConsumer(
+  services: ConsumerServices,
+  overrides: ConsumerOverrides = {},
+): OutboxQueueClient & Pick<Workers, 'consumer'> {
   return { ...outboxQueue(services.config.sideEffects), consumer: consumerOf(services, overrides) };
 }
 
@@ -153,7 +156,10 @@ export function createConsumer(services: ConsumerServices, overrides: ConsumerOv
  * The reconciler (the scheduled function), with the relay it re-sends stuck outbox events through. `services` is
  * also what the tools' reconcile hooks get: the workers' services plus the clients those hooks call.
  */
-export function createReconciler(services: ReconcilerServices, overrides: ReconcilerOverrides = {}): OutboxQueueClient & Pick<Workers, 'relay' | 'reconciler'> {
+export function createReconciler(
+  services: ReconcilerServices,
+  overrides: ReconcilerOverrides = {},
+): OutboxQueueClient & Pick<Workers, 'relay' | 'reconciler'> {
   const { relay, ...queue } = createRelay(services, overrides);
   return { ...queue, relay, reconciler: reconcilerOf(services, relay, overrides) };
 }

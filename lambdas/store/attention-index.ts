@@ -41,14 +41,17 @@ export async function queryAttention(
   const perShard = await Promise.all(
     attentionPartitions(kind, query.scope).map(async (partition) => {
       const items: Item[] = [];
-      const pages = paginateQuery({ client: doc }, {
+      const pages = paginateQuery(
+        { client: doc },
+        {
           Limit: query.limit,
           TableName: tableName,
           IndexName: name,
           KeyConditionExpression: query.dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
           ExpressionAttributeNames: { '#pk': partitionKey, ...(query.dueBy === undefined ? {} : { '#at': sortKey }) },
           ExpressionAttributeValues: { ':pk': partition, ...(query.dueBy === undefined ? {} : { ':due': query.dueBy }) },
-      });
+        },
+      );
       for await (const page of pages) {
         items.push(...(page.Items ?? []));
         if (items.length >= query.limit) break;
@@ -67,14 +70,17 @@ export async function countAttention(doc: DynamoDBDocumentClient, tableName: str
   const { name, partitionKey } = TableSchema.attentionIndex;
   let total = 0;
   for (const partition of attentionPartitions(kind, scope)) {
-    const pages = paginateQuery({ client: doc }, {
-      TableName: tableName,
-      IndexName: name,
-      KeyConditionExpression: '#pk = :pk',
-      ExpressionAttributeNames: { '#pk': partitionKey },
-      ExpressionAttributeValues: { ':pk': partition },
-      Select: 'COUNT',
-    });
+    const pages = paginateQuery(
+      { client: doc },
+      {
+        TableName: tableName,
+        IndexName: name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': partitionKey },
+        ExpressionAttributeValues: { ':pk': partition },
+        Select: 'COUNT',
+      },
+    );
     for await (const page of pages) total += page.Count ?? 0;
   }
   return total;
@@ -96,14 +102,17 @@ export async function* attentionPages(
 ): AsyncGenerator<Item[]> {
   const { name, partitionKey, sortKey } = TableSchema.attentionIndex;
   for (const partition of attentionPartitions(kind, scope)) {
-    const pages = paginateQuery({ client: doc }, {
+    const pages = paginateQuery(
+      { client: doc },
+      {
         Limit: pageSize,
         TableName: tableName,
         IndexName: name,
         KeyConditionExpression: dueBy === undefined ? '#pk = :pk' : '#pk = :pk AND #at <= :due',
         ExpressionAttributeNames: { '#pk': partitionKey, ...(dueBy === undefined ? {} : { '#at': sortKey }) },
         ExpressionAttributeValues: { ':pk': partition, ...(dueBy === undefined ? {} : { ':due': dueBy }) },
-    });
+      },
+    );
     for await (const page of pages) yield page.Items ?? [];
   }
 }

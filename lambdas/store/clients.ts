@@ -13,9 +13,7 @@ const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
  * @public
  */
 export function awsClientConfig(endpoint: string | undefined) {
-  return endpoint
-    ? { endpoint, region: process.env.AWS_REGION ?? 'us-east-1', credentials: localCredentials }
-    : {};
+  return endpoint ? { endpoint, region: process.env.AWS_REGION ?? 'us-east-1', credentials: localCredentials } : {};
 }
 
 /**

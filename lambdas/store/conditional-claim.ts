@@ -1,4 +1,10 @@
-import { PutCommand, UpdateCommand, type DynamoDBDocumentClient, type PutCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  PutCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type PutCommandInput,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { attemptsOf, isConditionRefusal, refusingItem, type Item } from './refusals';
 
 /**
@@ -35,7 +41,9 @@ export async function claimByCondition(
         const out = await doc.send(new PutCommand({ ...write.put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
         return { claimed: true, retried: attemptsOf(out) > 1 };
       }
-      const out = await doc.send(new UpdateCommand({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+      const out = await doc.send(
+        new UpdateCommand({ ...write.update, ReturnValues: 'ALL_OLD', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      );
       const retried = attemptsOf(out) > 1;
       return out.Attributes ? { claimed: true, previous: out.Attributes, retried } : { claimed: true, retried };
     } catch (err) {

@@ -6,7 +6,6 @@ import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult 
 import { TableSchema } from './table-schema';
 import type { RecordIdentity } from '../engine/persistence';
 
-
 /** The log is an audit trail, kept as long as the review log after its last entry; DynamoDB TTL deletes it later. */
 const ttlFrom = (nowMs: number) => Math.ceil(nowMs / 1000) + AUDIT_LOG_RETENTION_SECONDS;
 
@@ -62,7 +61,9 @@ export class DynamoDbApprovalStore implements ApprovalStore {
   }
 
   async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
-    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: keyOf(binding, this.keyPrefix), ConsistentRead: true }));
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keyOf(binding, this.keyPrefix), ConsistentRead: true }),
+    );
     return fromItem(Item);
   }
 

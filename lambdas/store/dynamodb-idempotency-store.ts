@@ -46,7 +46,6 @@ import { isRecordItemOf, itemToRecord, recordKeyOf, recordToItem } from './recor
 import { cancellationReasons, isConditionRefusal, type Item } from './refusals';
 import { attentionPk, Keys, TableSchema, type AttentionKind } from './table-schema';
 
-
 const keyOf = recordKeyOf;
 
 type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -169,15 +168,19 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   readonly attentionIndex: boolean;
 
   constructor(options: DynamoDbStoreOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('DynamoDbIdempotencyStore: pass the options object: { client, tableName }');
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('DynamoDbIdempotencyStore: pass the options object: { client, tableName }');
     if ([options.client, options.awsSdkV3Client, options.clientConfig].filter((given) => given !== undefined).length > 1) {
       throw new TypeError('DynamoDbIdempotencyStore: pass one of client, awsSdkV3Client or clientConfig');
     }
-    if (typeof options.tableName !== 'string' || options.tableName === '') throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
+    if (typeof options.tableName !== 'string' || options.tableName === '')
+      throw new TypeError('DynamoDbIdempotencyStore: tableName must be a table name');
     const keyPrefix = options.keyPrefix ?? '';
-    if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix)) throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
+    if (!/^[A-Za-z0-9_.:-]*$/.test(keyPrefix))
+      throw new TypeError('DynamoDbIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
     this.doc =
-      options.client ?? createDynamoDbClient(options.awsSdkV3Client ? { awsSdkV3Client: options.awsSdkV3Client } : { clientConfig: options.clientConfig });
+      options.client ??
+      createDynamoDbClient(options.awsSdkV3Client ? { awsSdkV3Client: options.awsSdkV3Client } : { clientConfig: options.clientConfig });
     this.tableName = options.tableName;
     this.keyPrefix = keyPrefix;
     if (options.attentionIndex !== undefined && typeof options.attentionIndex !== 'boolean') {
@@ -222,7 +225,12 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return { claimed: false, existing };
   }
 
-  async commitOnce(record: IdempotencyRecord, now: number, options: ClaimOptions = {}, writes: ExtraWrite[] = []): Promise<CommitOnceResult> {
+  async commitOnce(
+    record: IdempotencyRecord,
+    now: number,
+    options: ClaimOptions = {},
+    writes: ExtraWrite[] = [],
+  ): Promise<CommitOnceResult> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     try {
       // The SDK gives the transaction a ClientRequestToken and keeps it across its retries: a retry of a commit
@@ -255,7 +263,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   /** The record's put, conditioned on its key being free: the core's key-expiry rule, rendered. */
   private putIfKeyIsFree(record: IdempotencyRecord, now: number, options: ClaimOptions) {
-    return { TableName: this.tableName, Item: recordToItem(record, this.keyPrefix, this.attentionIndex), ...renderKeyIsFree(now, options.onExpired) };
+    return {
+      TableName: this.tableName,
+      Item: recordToItem(record, this.keyPrefix, this.attentionIndex),
+      ...renderKeyIsFree(now, options.onExpired),
+    };
   }
 
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
@@ -330,13 +342,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     transition('PROCESSING', 'release');
     const fence = ownedFence('release', ownerToken);
     return this.conditional('release', () =>
-      this.doc.send(new DeleteCommand({
-        TableName: this.tableName,
-        Key: this.keyOf(identity),
-        ConditionExpression: fence.clause,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: fence.values,
-      })),
+      this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: this.keyOf(identity),
+          ConditionExpression: fence.clause,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: fence.values,
+        }),
+      ),
     );
   }
 
@@ -347,7 +361,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     now: number,
   ): Promise<boolean> {
     transition('PROCESSING', 'uncertain');
-    return this.conditional('mark unknown', () => this.doc.send(new UpdateCommand(this.toUnknown(identity, ownedFence('uncertain', ownerToken), details, now))));
+    return this.conditional('mark unknown', () =>
+      this.doc.send(new UpdateCommand(this.toUnknown(identity, ownedFence('uncertain', ownerToken), details, now))),
+    );
   }
 
   async takeOver(
@@ -360,15 +376,17 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     transition('PROCESSING', 'take_over');
     const fence = ownedFence('take_over', expectedOwnerToken);
     return this.conditional('take over', () =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.keyOf(identity),
-        UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
-        // The old lease must still be stale: a racing executor that renewed it keeps it.
-        ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
-      })),
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.keyOf(identity),
+          UpdateExpression: `SET owner_token = :newOwner, lease_expires_at = :lease, updated_at = :now${this.attentionIndex ? ', attention_at = :lease' : ''}`,
+          // The old lease must still be stale: a racing executor that renewed it keeps it.
+          ConditionExpression: `${fence.clause} AND ${leasePassedClause('lease_expires_at')}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':newOwner': newOwnerToken, ':lease': leaseExpiresAt, ':now': now, ...fence.values },
+        }),
+      ),
     );
   }
 
@@ -424,32 +442,42 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
-  async deferReconcile(record: IdempotencyRecord, nextCheckAt: number, reason: StoredError, now: number, options: { countsAsAttempt?: boolean } = {}): Promise<boolean> {
+  async deferReconcile(
+    record: IdempotencyRecord,
+    nextCheckAt: number,
+    reason: StoredError,
+    now: number,
+    options: { countsAsAttempt?: boolean } = {},
+  ): Promise<boolean> {
     transition('UNKNOWN', 'reconcile_deferred');
     const fence = this.readFence(record, 'reconcile_deferred');
     const counted = options.countsAsAttempt !== false;
     // updated_at is left alone: it says since when the record is UNKNOWN (the age the alarm watches).
     return this.conditional('defer reconciliation', () =>
-      this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.keyOf(record),
-        UpdateExpression: `SET ${counted ? 'reconcile_attempts = :attempts, ' : ''}next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
-        ConditionExpression: fence.clause,
-        ExpressionAttributeNames: { ...fence.names, '#error': 'error' },
-        ExpressionAttributeValues: {
-          ...fence.values,
-          ...(counted ? { ':attempts': (record.reconcileAttempts ?? 0) + 1 } : {}),
-          ':next': nextCheckAt,
-          ':error': reason,
-          ':now': now,
-        },
-      })),
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.keyOf(record),
+          UpdateExpression: `SET ${counted ? 'reconcile_attempts = :attempts, ' : ''}next_check_at = :next, #error = :error, last_checked_at = :now${this.attentionIndex ? ', attention_at = :next' : ''}`,
+          ConditionExpression: fence.clause,
+          ExpressionAttributeNames: { ...fence.names, '#error': 'error' },
+          ExpressionAttributeValues: {
+            ...fence.values,
+            ...(counted ? { ':attempts': (record.reconcileAttempts ?? 0) + 1 } : {}),
+            ':next': nextCheckAt,
+            ':error': reason,
+            ':now': now,
+          },
+        }),
+      ),
     );
   }
 
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
     try {
-      const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }));
+      const { Item } = await this.doc.send(
+        new GetCommand({ TableName: this.tableName, Key: this.reviewLogKey(identity), ConsistentRead: true }),
+      );
       return { entries: (Item?.entries as ReviewEntry[] | undefined) ?? [], version: Number(Item?.version ?? 0) };
     } catch (err) {
       throw unavailable('read', err);
@@ -501,7 +529,15 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     const names: Record<string, string> = { ...fence.names };
     const values: ExpressionValues = { ...fence.values };
     if (to === 'ABSENT') {
-      return { Delete: { TableName: this.tableName, Key: key, ConditionExpression: fence.clause, ExpressionAttributeNames: names, ExpressionAttributeValues: values } };
+      return {
+        Delete: {
+          TableName: this.tableName,
+          Key: key,
+          ConditionExpression: fence.clause,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        },
+      };
     }
     names['#error'] = 'error';
     values[':to'] = to;
@@ -561,12 +597,22 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** Through the attention index: a Query per shard, never a table scan (eventually consistent). */
   async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
     this.assertQueryable('A query of the records that need a look');
-    return this.recordsOf(await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], { ...query, scope: this.keyPrefix }), status);
+    return this.recordsOf(
+      await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], { ...query, scope: this.keyPrefix }),
+      status,
+    );
   }
 
   async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
     this.assertQueryable('A listing of the records that need a look');
-    for await (const page of attentionPages(this.doc, this.tableName, ATTENTION_KIND[status], query.pageSize, query.dueBy, this.keyPrefix)) {
+    for await (const page of attentionPages(
+      this.doc,
+      this.tableName,
+      ATTENTION_KIND[status],
+      query.pageSize,
+      query.dueBy,
+      this.keyPrefix,
+    )) {
       yield this.recordsOf(page, status);
     }
   }
@@ -581,12 +627,21 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
    * The queries read this store's own partitions only (`attentionPk`), so the filter skips nothing but the moved-on.
    */
   private recordsOf(items: Item[], status: AttentionStatus): IdempotencyRecord[] {
-    return items.filter((item) => isRecordItemOf(item, this.keyPrefix)).map(itemToRecord).filter((record) => record.status === status);
+    return items
+      .filter((item) => isRecordItemOf(item, this.keyPrefix))
+      .map(itemToRecord)
+      .filter((record) => record.status === status);
   }
 
   /** A tool's own item as a transaction Put that refuses to overwrite. */
   private createItem({ create }: ExtraWrite) {
-    return { Put: { TableName: create.table ?? this.tableName, Item: { ...create.item, ...create.key }, ConditionExpression: 'attribute_not_exists(pk)' } };
+    return {
+      Put: {
+        TableName: create.table ?? this.tableName,
+        Item: { ...create.item, ...create.key },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+    };
   }
 
   /**
@@ -597,7 +652,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   private readFence(record: IdempotencyRecord, event: StoreWriteEvent, { exact = false } = {}): ReadFence {
     const attempts = record.reconcileAttempts;
     const owned = ownedFence(event, record.ownerToken);
-    const clauses = [owned.clause, attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts'];
+    const clauses = [
+      owned.clause,
+      attempts === undefined ? 'attribute_not_exists(reconcile_attempts)' : 'reconcile_attempts = :readAttempts',
+    ];
     const values: ExpressionValues = { ...owned.values, ...(attempts === undefined ? {} : { ':readAttempts': attempts }) };
     if (exact) {
       clauses.push('#status = :readStatus', 'updated_at = :readUpdatedAt');

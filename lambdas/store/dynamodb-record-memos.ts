@@ -15,7 +15,12 @@ export class DynamoDbRecordMemos implements RecordMemos {
     await this.options.doc.send(
       new PutCommand({
         TableName: this.options.tableName,
-        Item: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: sortKeyOf(name), value, [TableSchema.ttlAttribute]: expiresAtSeconds },
+        Item: {
+          [TableSchema.partitionKey]: pk,
+          [TableSchema.sortKey]: sortKeyOf(name),
+          value,
+          [TableSchema.ttlAttribute]: expiresAtSeconds,
+        },
       }),
     );
   }
@@ -23,7 +28,11 @@ export class DynamoDbRecordMemos implements RecordMemos {
   async get(identity: RecordIdentity, name: string): Promise<unknown> {
     const { pk } = recordKeyOf(identity, this.options.keyPrefix);
     const { Item } = await this.options.doc.send(
-      new GetCommand({ TableName: this.options.tableName, Key: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: sortKeyOf(name) }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.options.tableName,
+        Key: { [TableSchema.partitionKey]: pk, [TableSchema.sortKey]: sortKeyOf(name) },
+        ConsistentRead: true,
+      }),
     );
     return Item === undefined ? undefined : (Item.value ?? null);
   }

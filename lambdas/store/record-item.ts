@@ -26,7 +26,6 @@ export const outboxEventKeyOf = (eventId: string, keyPrefix = '') => withPrefix(
 export const deliveryKeyOf = (eventId: string, keyPrefix = '') => withPrefix(Keys.deliveredEvent(eventId), keyPrefix);
 const withPrefix = (key: { pk: string; sk: string }, keyPrefix: string) => (keyPrefix ? { pk: `${keyPrefix}${key.pk}`, sk: key.sk } : key);
 
-
 /**
  * Whether `item` is an outbox event of the store with `keyPrefix`: the one ownership rule of the outbox, applied by
  * the stream relay's event-source filter (deployed), the relay handler and the store's reads.

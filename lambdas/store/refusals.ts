@@ -24,7 +24,8 @@ const item = (value: unknown): Item | undefined => (value ? unmarshall(value as 
 export const isConditionRefusal = (err: unknown): boolean => nameOf(err) === 'ConditionalCheckFailedException';
 
 /** The item that refused a conditional write that asked for it (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`). */
-export const refusingItem = (err: unknown): Item | undefined => (isConditionRefusal(err) ? item((err as { Item?: unknown }).Item) : undefined);
+export const refusingItem = (err: unknown): Item | undefined =>
+  isConditionRefusal(err) ? item((err as { Item?: unknown }).Item) : undefined;
 
 /** One reason per action of a cancelled transaction, in order: `None`, `ConditionalCheckFailed`, `TransactionConflict`, ... */
 export interface CancellationReason {
@@ -37,7 +38,7 @@ export interface CancellationReason {
 /** The reasons of a cancelled transaction, their items unmarshalled; undefined for any other error. */
 export function cancellationReasons(err: unknown): CancellationReason[] | undefined {
   if (nameOf(err) !== 'TransactionCanceledException') return undefined;
-  const reasons = ((err as { CancellationReasons?: Array<{ Code?: string; Message?: string; Item?: unknown }> }).CancellationReasons ?? []);
+  const reasons = (err as { CancellationReasons?: Array<{ Code?: string; Message?: string; Item?: unknown }> }).CancellationReasons ?? [];
   return reasons.map((reason) => ({ Code: reason.Code, Message: reason.Message, Item: item(reason.Item) }));
 }
 

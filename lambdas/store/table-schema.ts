@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand, waitUntilTableExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isTableInUse } from './refusals';
 
@@ -55,7 +61,8 @@ export { Keys } from '../core/keys';
 export async function ensureTable(client: DynamoDBDocumentClient, tableName: string): Promise<void> {
   const { partitionKey, sortKey, attentionIndex, ttlAttribute } = TableSchema;
   try {
-    await client.send(new CreateTableCommand({
+    await client.send(
+      new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
@@ -78,7 +85,8 @@ export async function ensureTable(client: DynamoDBDocumentClient, tableName: str
             Projection: { ProjectionType: 'ALL' },
           },
         ],
-    }));
+      }),
+    );
   } catch (err) {
     if (!isTableInUse(err)) throw err;
     // Created by someone else (a second `npm start`, another test file): it may still be CREATING.

@@ -4,7 +4,9 @@
 // bundling ~150 KiB that no request runs. `process` serves only the stdio transport, which no function uses.
 export class DefaultJsonSchemaValidator {
   constructor() {
-    throw new Error('the MCP SDK default JSON Schema validator (Ajv) is not bundled in this Lambda (lib/bundling.ts stubs it): pass a jsonSchemaValidator');
+    throw new Error(
+      'the MCP SDK default JSON Schema validator (Ajv) is not bundled in this Lambda (lib/bundling.ts stubs it): pass a jsonSchemaValidator',
+    );
   }
 }
 export { default as process } from 'node:process';

@@ -79,7 +79,11 @@ export class ApprovalPageApi extends Construct {
   serve(fn: lambda.IFunction): void {
     const integration = new HttpLambdaIntegration('Page', fn, { payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 });
     const routes = [
-      ...this.api.addRoutes({ path: `${APPROVALS_PATH}/{proxy+}`, methods: [apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST], integration }),
+      ...this.api.addRoutes({
+        path: `${APPROVALS_PATH}/{proxy+}`,
+        methods: [apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
+        integration,
+      }),
       ...this.api.addRoutes({ path: APPROVALS_PATH, methods: [apigwv2.HttpMethod.GET], integration }),
     ];
     for (const route of routes) {

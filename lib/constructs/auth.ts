@@ -148,8 +148,11 @@ export class Auth extends Construct {
     super(scope, id);
     if (props.external) {
       if (props.approvalPage)
-        throw new Error('auth.approvalPage is for the stack\'s own Cognito pool: with auth.external, people sign in at your issuer (give its client as approvalPage.signIn)');
-      if (props.demoClient) throw new Error('auth.demoClient is for the stack\'s own Cognito pool: with auth.external, your issuer makes the clients');
+        throw new Error(
+          "auth.approvalPage is for the stack's own Cognito pool: with auth.external, people sign in at your issuer (give its client as approvalPage.signIn)",
+        );
+      if (props.demoClient)
+        throw new Error("auth.demoClient is for the stack's own Cognito pool: with auth.external, your issuer makes the clients");
       const { issuer, audience, jwksUrl, tenantClaim, audienceNotRequiredReason, requiredScopes } = props.external;
       if (!audience && !audienceNotRequiredReason?.trim())
         throw new Error(
@@ -175,7 +178,9 @@ export class Auth extends Construct {
       // Managed login (the sign-in pages people see) needs Essentials; Lite offers only the classic hosted UI.
       featurePlan: people ? cognito.FeaturePlan.ESSENTIALS : cognito.FeaturePlan.LITE,
       // A person's tenant, set once by the administrator who creates them: immutable, so nobody moves tenants.
-      customAttributes: people ? { [PERSON_TENANT_ATTRIBUTE]: new cognito.StringAttribute({ minLen: 2, maxLen: 256, mutable: false }) } : undefined,
+      customAttributes: people
+        ? { [PERSON_TENANT_ATTRIBUTE]: new cognito.StringAttribute({ minLen: 2, maxLen: 256, mutable: false }) }
+        : undefined,
       // Everyone who signs in approves payments: a second factor always.
       mfa: cognito.Mfa.REQUIRED,
       mfaSecondFactor: { otp: true, sms: false },

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 
@@ -53,7 +53,14 @@ export type TableItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem
 
 // What DynamoDB asks KMS for on the caller's behalf; spelled out because wildcards like GenerateDataKey* grant more.
 const KMS_READ = ['kms:Decrypt', 'kms:DescribeKey'];
-const KMS_WRITE = [...KMS_READ, 'kms:Encrypt', 'kms:GenerateDataKey', 'kms:GenerateDataKeyWithoutPlaintext', 'kms:ReEncryptFrom', 'kms:ReEncryptTo'];
+const KMS_WRITE = [
+  ...KMS_READ,
+  'kms:Encrypt',
+  'kms:GenerateDataKey',
+  'kms:GenerateDataKeyWithoutPlaintext',
+  'kms:ReEncryptFrom',
+  'kms:ReEncryptTo',
+];
 
 /**
  * The one table (records, business items, outbox events), defined from the same `TableSchema` the local setup
@@ -67,8 +74,11 @@ export class IdempotencyTable extends Construct {
   constructor(scope: Construct, id: string, props: IdempotencyTableProps = {}) {
     super(scope, id);
     if (props.existingTable) {
-      const ignored = (['encryptionKey', 'removalPolicy', 'pointInTimeRecovery', 'deletionProtection'] as const).filter((p) => props[p] !== undefined);
-      if (ignored.length) throw new Error(`IdempotencyTable: ${ignored.join(', ')} cannot be set with existingTable (your stack owns that table)`);
+      const ignored = (['encryptionKey', 'removalPolicy', 'pointInTimeRecovery', 'deletionProtection'] as const).filter(
+        (p) => props[p] !== undefined,
+      );
+      if (ignored.length)
+        throw new Error(`IdempotencyTable: ${ignored.join(', ')} cannot be set with existingTable (your stack owns that table)`);
       this.table = props.existingTable;
       this.encryptionKey = props.existingTable.encryptionKey;
       return;

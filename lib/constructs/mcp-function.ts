@@ -154,7 +154,11 @@ export class McpFunction extends Construct {
     // GetSecretValue alone: grantRead adds DescribeSecret, which nothing here calls. A secret given by name only has
     // a partial ARN, which IAM matches with the six characters Secrets Manager appends (as CDK's own grants do).
     const secret = this.operationIdSecret;
-    iam.Grant.addToPrincipal({ grantee: this.handler.role, actions: ['secretsmanager:GetSecretValue'], resourceArns: [secret.secretFullArn ?? `${secret.secretArn}-??????`] });
+    iam.Grant.addToPrincipal({
+      grantee: this.handler.role,
+      actions: ['secretsmanager:GetSecretValue'],
+      resourceArns: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+    });
     secret.encryptionKey?.grantDecrypt(this.handler.role);
 
     // Auth NONE: MCP clients send an OAuth bearer token in Authorization, the header SigV4 would need, so AWS_IAM

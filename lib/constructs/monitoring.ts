@@ -76,7 +76,8 @@ export class Monitoring extends Construct {
     if (dlqDepth) {
       this.add('DeadLetterQueueDepth', dlqDepth, {
         threshold: 1,
-        description: 'An outbox side effect failed on every delivery and is in the dead-letter queue: look at it, then redrive or settle it.',
+        description:
+          'An outbox side effect failed on every delivery and is in the dead-letter queue: look at it, then redrive or settle it.',
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }
@@ -130,9 +131,7 @@ export class Monitoring extends Construct {
       this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
         defaultInterval: Duration.hours(6),
         widgets: [
-          [
-            new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 4 }),
-          ],
+          [new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 4 })],
           [
             ...(dlqDepth ? [new cloudwatch.GraphWidget({ title: 'Dead-letter queue depth', left: [dlqDepth], width: 8 })] : []),
             new cloudwatch.GraphWidget({ title: 'NEEDS_REVIEW records', left: [needsReview], width: dlqDepth ? 8 : 12 }),
@@ -177,12 +176,16 @@ export class Monitoring extends Construct {
     }
   }
 
-  private add(id: string, metric: cloudwatch.IMetric, options: {
-    threshold: number;
-    description: string;
-    treatMissingData: cloudwatch.TreatMissingData;
-    evaluationPeriods?: number;
-  }): cloudwatch.Alarm {
+  private add(
+    id: string,
+    metric: cloudwatch.IMetric,
+    options: {
+      threshold: number;
+      description: string;
+      treatMissingData: cloudwatch.TreatMissingData;
+      evaluationPeriods?: number;
+    },
+  ): cloudwatch.Alarm {
     const alarm = new cloudwatch.Alarm(this, id, {
       metric,
       threshold: options.threshold,

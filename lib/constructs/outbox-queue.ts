@@ -1,6 +1,6 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-budget';
@@ -69,7 +69,9 @@ export class OutboxQueue extends Construct {
     this.deliveryBudget = props.deliveryBudget ?? Duration.seconds(OutboxDefaults.deliveryBudgetSeconds);
     const budgetSeconds = this.deliveryBudget.toSeconds();
     if (!Number.isInteger(budgetSeconds) || budgetSeconds < 1 || budgetSeconds > OutboxDefaults.maxDeliveryBudgetSeconds) {
-      throw new Error(`OutboxQueue: deliveryBudget must be whole seconds from 1 s to ${OutboxDefaults.maxDeliveryBudgetSeconds / 86400} days`);
+      throw new Error(
+        `OutboxQueue: deliveryBudget must be whole seconds from 1 s to ${OutboxDefaults.maxDeliveryBudgetSeconds / 86400} days`,
+      );
     }
     // Each retry waits at least the backoff, so the budget bounds the receives; SQS must not run out of them first.
     const needed = receivesWithinBudget(budgetSeconds * 1000);
@@ -95,7 +97,9 @@ export class OutboxQueue extends Construct {
       enforceSSL: true,
       visibilityTimeout,
       // The message must outlive its delivery budget on the queue.
-      retentionPeriod: Duration.seconds(Math.min(Duration.days(14).toSeconds(), Math.max(Duration.days(4).toSeconds(), budgetSeconds + Duration.days(1).toSeconds()))),
+      retentionPeriod: Duration.seconds(
+        Math.min(Duration.days(14).toSeconds(), Math.max(Duration.days(4).toSeconds(), budgetSeconds + Duration.days(1).toSeconds())),
+      ),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: this.maxReceiveCount },
       removalPolicy: RemovalPolicy.DESTROY,
     });

@@ -50,14 +50,20 @@ export class OutboxRelayFunction extends Construct {
   constructor(scope: Construct, id: string, props: OutboxRelayFunctionProps) {
     super(scope, id);
     if (!props.store.table.tableStreamArn) {
-      throw new Error('OutboxRelayFunction: the table has no stream; an existing table needs its stream (NEW_IMAGE) enabled and its tableStreamArn given (Table.fromTableAttributes)');
+      throw new Error(
+        'OutboxRelayFunction: the table has no stream; an existing table needs its stream (NEW_IMAGE) enabled and its tableStreamArn given (Table.fromTableAttributes)',
+      );
     }
     this.handler = new ServiceFunction(this, 'Handler', {
       ...commonFunctionProps(props),
       entry: handlerEntry('relay'),
       description: 'Outbox relay: committed outbox events from the table stream to SQS',
       timeout: props.timeout ?? Duration.seconds(30),
-      environment: environmentOf({ tableName: props.store.tableName, tableKeyPrefix: props.keyPrefix || undefined, outboxQueueUrl: props.queue.queue.queueUrl }),
+      environment: environmentOf({
+        tableName: props.store.tableName,
+        tableKeyPrefix: props.keyPrefix || undefined,
+        outboxQueueUrl: props.queue.queue.queueUrl,
+      }),
     });
     props.store.grantItems(this.handler.role, RELAY_TABLE_ACTIONS);
     props.queue.grantSend(this.handler.role);
@@ -89,7 +95,7 @@ export class OutboxRelayFunction extends Construct {
     Validations.of(this.handler.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'dynamodb:ListStreams, added by the DynamoDB event source, supports no resource-level permission; reading the stream itself is scoped to this table\'s stream ARN.',
+        "dynamodb:ListStreams, added by the DynamoDB event source, supports no resource-level permission; reading the stream itself is scoped to this table's stream ARN.",
     });
   }
 }

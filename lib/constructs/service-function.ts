@@ -44,7 +44,8 @@ export const resolvePowertools = (p: PowertoolsSettings = {}): Required<Powertoo
 });
 
 /** DOWNSTREAM_TIMEOUT_MS of a function: the prop's, else the functions' own default, written out so the template shows it. */
-export const downstreamTimeoutMs = (timeout: Duration | undefined): number => timeout?.toMilliseconds() ?? EnvVars.downstreamTimeoutMs.parse(undefined);
+export const downstreamTimeoutMs = (timeout: Duration | undefined): number =>
+  timeout?.toMilliseconds() ?? EnvVars.downstreamTimeoutMs.parse(undefined);
 
 /**
  * What a team may tune on each function of an endpoint (IdempotentMcpEndpoint's `functions`).
@@ -118,7 +119,16 @@ export const commonFunctionProps = ({
   vpc,
   vpcSubnets,
   securityGroups,
-}: CommonFunctionProps): CommonFunctionProps => ({ powertools, logRetention, architecture, memorySize, reservedConcurrentExecutions, vpc, vpcSubnets, securityGroups });
+}: CommonFunctionProps): CommonFunctionProps => ({
+  powertools,
+  logRetention,
+  architecture,
+  memorySize,
+  reservedConcurrentExecutions,
+  vpc,
+  vpcSubnets,
+  securityGroups,
+});
 
 /** The largest timeout and memory Lambda allows. */
 const MAX_TIMEOUT = Duration.minutes(15);
@@ -134,7 +144,9 @@ export function checkFunctionOptions(prop: string, options: FunctionOptions = {}
     throw new Error(`${prop}.timeout must be from 1 second to 15 minutes (got ${timeout.toHumanString()})`);
   }
   if (reservedConcurrentExecutions !== undefined && (!Number.isInteger(reservedConcurrentExecutions) || reservedConcurrentExecutions < 1)) {
-    throw new Error(`${prop}.reservedConcurrentExecutions must be a whole number of at least 1 (got ${reservedConcurrentExecutions}); to stop a function, remove the endpoint instead`);
+    throw new Error(
+      `${prop}.reservedConcurrentExecutions must be a whole number of at least 1 (got ${reservedConcurrentExecutions}); to stop a function, remove the endpoint instead`,
+    );
   }
 }
 
@@ -164,7 +176,8 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     super(scope, id);
     checkFunctionOptions(this.node.path, props);
-    if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length)) throw new Error(`${this.node.path}: vpcSubnets and securityGroups need a vpc`);
+    if (!props.vpc && (props.vpcSubnets || props.securityGroups?.length))
+      throw new Error(`${this.node.path}: vpcSubnets and securityGroups need a vpc`);
     if (!existsSync(props.entry)) throw new Error(`${this.node.path}: the entry ${props.entry} does not exist`);
     const powertools = resolvePowertools(props.powertools);
     this.logGroup = new logs.LogGroup(this, 'Logs', {
@@ -242,6 +255,5 @@ export class ServiceFunction extends Construct implements iam.IGrantable {
       reason:
         'Node.js 22 (LTS, supported by Lambda until 2027) is the runtime this project builds for and tests against; the bundle target in lib/bundling.ts moves with it.',
     });
-
   }
 }

@@ -120,7 +120,8 @@ function url(get: Get, key: string, schemes: readonly string[]): string | undefi
   } catch {
     throw bad(key, `a URL starting with ${schemes.map((scheme) => `${scheme}//`).join(' or ')}`, s);
   }
-  if (!schemes.includes(parsed.protocol) || !parsed.hostname) throw bad(key, `a URL starting with ${schemes.map((scheme) => `${scheme}//`).join(' or ')}`, s);
+  if (!schemes.includes(parsed.protocol) || !parsed.hostname)
+    throw bad(key, `a URL starting with ${schemes.map((scheme) => `${scheme}//`).join(' or ')}`, s);
   return s;
 }
 
@@ -152,18 +153,29 @@ function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettin
   const scopes = matching(get, K.approvalScopes, SCOPES, 'space-separated OAuth scopes')?.split(' ').filter(Boolean);
   const tenantClaim = matching(get, K.approvalTenantClaim, /^\S+$/, 'a claim name without spaces');
   const given = [clientId, authorizeUrl, tokenUrl].filter((value) => value !== undefined).length;
-  const named = [K.approvalClientId, K.approvalAuthorizeUrl, K.approvalTokenUrl, K.approvalScopes, K.approvalTenantClaim].find((key) => text(get, key) !== undefined);
+  const named = [K.approvalClientId, K.approvalAuthorizeUrl, K.approvalTokenUrl, K.approvalScopes, K.approvalTenantClaim].find(
+    (key) => text(get, key) !== undefined,
+  );
   if (named !== undefined && !externalIssuer)
-    throw new ContextError(`context "${named}" needs "authIssuer": with the stack's own Cognito pool the stack creates the approval page's client itself`);
+    throw new ContextError(
+      `context "${named}" needs "authIssuer": with the stack's own Cognito pool the stack creates the approval page's client itself`,
+    );
   if (given > 0 && given < 3)
-    throw new ContextError(`context "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" go together: set all three, or none`);
+    throw new ContextError(
+      `context "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" go together: set all three, or none`,
+    );
   if (given === 0 && (scopes || tenantClaim))
-    throw new ContextError(`context "${scopes ? K.approvalScopes : K.approvalTenantClaim}" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}"`);
+    throw new ContextError(
+      `context "${scopes ? K.approvalScopes : K.approvalTenantClaim}" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}"`,
+    );
   const enabled = optionalFlag(get, K.approvalPage);
   if (enabled === true && externalIssuer && given === 0)
-    throw new ContextError(`context "${K.approvalPage}" with "authIssuer" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" (your issuer's client for the page)`);
+    throw new ContextError(
+      `context "${K.approvalPage}" with "authIssuer" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" (your issuer's client for the page)`,
+    );
   const ttl = integer(get, K.approvalLinkTtlSeconds);
-  if (ttl !== undefined && ttl > MAX_APPROVAL_TTL_SECONDS) throw bad(K.approvalLinkTtlSeconds, `a whole number of seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`, ttl);
+  if (ttl !== undefined && ttl > MAX_APPROVAL_TTL_SECONDS)
+    throw bad(K.approvalLinkTtlSeconds, `a whole number of seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`, ttl);
   return {
     enabled,
     signIn: given === 3 ? { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } : undefined,
@@ -187,7 +199,9 @@ function refuseUnknownKeys(keys: Iterable<string>): void {
   const known = new Set<string>(Object.values(ContextKey));
   for (const key of keys) {
     if (!APP_KEY_SHAPE.test(key) || known.has(key) || REMOVED_KEYS.has(key)) continue;
-    throw new ContextError(`context "${key}" is not a setting of this app; did you mean "${closestContextKey(key)}"? (every key: docs/configuration.md)`);
+    throw new ContextError(
+      `context "${key}" is not a setting of this app; did you mean "${closestContextKey(key)}"? (every key: docs/configuration.md)`,
+    );
   }
 }
 
@@ -208,7 +222,9 @@ export function settingsFromContext(source: Pick<Node, 'tryGetContext' | 'getAll
   }
   if (get('urlAuthType') !== undefined && text(get, 'urlAuthType') !== 'NONE') {
     // Removed: SigV4 needs the Authorization header that carries the MCP client's bearer token.
-    throw new ContextError('context "urlAuthType" is no longer supported: MCP clients send bearer tokens, so the Function URL is always NONE');
+    throw new ContextError(
+      'context "urlAuthType" is no longer supported: MCP clients send bearer tokens, so the Function URL is always NONE',
+    );
   }
   const removal = oneOf(get, K.tableRemovalPolicy, ['retain', 'destroy'] as const);
   const props: IdempotentMcpStackProps = {
@@ -223,7 +239,14 @@ export function settingsFromContext(source: Pick<Node, 'tryGetContext' | 'getAll
             tenantClaim: matching(get, K.authTenantClaim, /^\S+$/, 'a claim name without spaces'),
           },
         }
-      : { cognitoDomainPrefix: matching(get, K.cognitoDomainPrefix, /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'lowercase letters, digits and hyphens (a Cognito domain prefix)') },
+      : {
+          cognitoDomainPrefix: matching(
+            get,
+            K.cognitoDomainPrefix,
+            /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/,
+            'lowercase letters, digits and hyphens (a Cognito domain prefix)',
+          ),
+        },
     downstreams: {
       paymentsUrl: url(get, K.paymentsUrl, HTTP),
       ticketsUrl: url(get, K.ticketsUrl, HTTP),

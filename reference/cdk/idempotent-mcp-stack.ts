@@ -37,7 +37,11 @@ export class IdempotentMcpStack extends Stack {
     super(scope, id, { description: 'Idempotent MCP endpoint on AWS Lambda + DynamoDB', ...props });
 
     this.sandbox = props.sandbox
-      ? new SandboxDownstreams(this, 'Sandbox', { powertools: props.powertools, logRetention: props.logRetention, downstreamTimeoutMs: props.downstreams?.timeoutMs })
+      ? new SandboxDownstreams(this, 'Sandbox', {
+          powertools: props.powertools,
+          logRetention: props.logRetention,
+          downstreamTimeoutMs: props.downstreams?.timeoutMs,
+        })
       : undefined;
     const downstreams = this.sandbox?.downstreams ?? props.downstreams ?? {};
     validateDownstreams(downstreams);
@@ -72,7 +76,8 @@ export class IdempotentMcpStack extends Stack {
     if (emailModeOf(downstreams) === 'ses' && downstreams.emailFrom) this.allowSesSending(downstreams.emailFrom);
 
     // The endpoint adds its own outputs (McpUrl, the token's, the approval page's, the table and queues).
-    if (this.sandbox) new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });
+    if (this.sandbox)
+      new CfnOutput(this, 'SandboxUrl', { value: this.sandbox.url.url, description: 'Demo downstreams (ledger: GET sandbox/ledger)' });
   }
 
   /** The consumer sends the demo's emails through SES, only as `from`. */

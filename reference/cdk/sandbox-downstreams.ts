@@ -44,15 +44,25 @@ export class SandboxDownstreams extends Construct {
       entry: fileURLToPath(new URL('../handlers/sandbox.ts', import.meta.url)),
       description: 'Sandbox downstreams (demo only): payments, tickets, mailbox, faults, ledger',
       timeout: Duration.seconds(30),
-      environment: { ...referenceEnvironmentOf({ sandboxTableName: this.table.tableName }), ...environmentOf({ downstreamTimeoutMs: this.timeoutMs }) },
+      environment: {
+        ...referenceEnvironmentOf({ sandboxTableName: this.table.tableName }),
+        ...environmentOf({ downstreamTimeoutMs: this.timeoutMs }),
+      },
     });
     // The sandbox's own table only; it holds no real data, so the full item API is fine (still no Scan).
-    this.table.grant(this.handler.role, 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query');
+    this.table.grant(
+      this.handler.role,
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:Query',
+    );
     this.url = this.handler.function.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
     Validations.of(this.url).acknowledge({
       id: 'IdempotentMcp-LambdaFunctionUrlAuth',
       reason:
-        'Demo-only fake downstreams (deployed only with the sandbox flag): the stack\'s functions call them with plain HTTP like real third-party APIs, and they hold nothing but the demo\'s fake ledger.',
+        "Demo-only fake downstreams (deployed only with the sandbox flag): the stack's functions call them with plain HTTP like real third-party APIs, and they hold nothing but the demo's fake ledger.",
     });
   }
 

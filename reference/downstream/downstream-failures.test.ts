@@ -110,7 +110,10 @@ describe('HTTP statuses of a write', () => {
   it('a downstream without a configured URL: transient, nothing sent', async () => {
     const client = new PaymentsClient({ baseUrl: undefined, timeoutMs: 100 });
     const err = await client
-      .create({ amount_minor: 1, currency: 'EUR', payee_id: 'p' }, { idempotencyKey: 'k', tenant: 't', signal: new AbortController().signal })
+      .create(
+        { amount_minor: 1, currency: 'EUR', payee_id: 'p' },
+        { idempotencyKey: 'k', tenant: 't', signal: new AbortController().signal },
+      )
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'DOWNSTREAM_NOT_CONFIGURED' });
     expect(err).toBeInstanceOf(TransientToolError);

@@ -60,7 +60,7 @@ export async function requestJson(
       signal,
     });
     const text = await response.text();
-    let body: unknown = undefined;
+    let body: unknown;
     if (text) {
       try {
         body = JSON.parse(text);
@@ -75,9 +75,13 @@ export async function requestJson(
     }
     const code = errorCodeOf(err);
     if (code && NOT_SENT.has(code)) {
-      throw new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${service} could not be reached; nothing was sent`, 1000, { cause: err });
+      throw new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${service} could not be reached; nothing was sent`, 1000, {
+        cause: err,
+      });
     }
-    throw new UncertainToolError(DownstreamErrorCode.CONNECTION_LOST, `the connection to ${service} was lost during the request`, { cause: err });
+    throw new UncertainToolError(DownstreamErrorCode.CONNECTION_LOST, `the connection to ${service} was lost during the request`, {
+      cause: err,
+    });
   } finally {
     bounded.settled();
   }
@@ -118,7 +122,11 @@ export function failureForStatus(service: string, result: HttpResult): Error {
   const { status } = result;
   const { code, message } = downstreamError(result.body);
   if (status === 429 || status === 503) {
-    return new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${service} is unavailable (HTTP ${status}); nothing was done`, retryAfterMs(result.headers) ?? 1000);
+    return new TransientToolError(
+      DownstreamErrorCode.UNAVAILABLE,
+      `${service} is unavailable (HTTP ${status}); nothing was done`,
+      retryAfterMs(result.headers) ?? 1000,
+    );
   }
   if (status >= 500) {
     return new UncertainToolError(DownstreamErrorCode.ERROR, `${service} failed (HTTP ${status}); the outcome is unknown`);

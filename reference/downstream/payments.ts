@@ -39,10 +39,7 @@ function toPayment(body: unknown): Payment {
 export class PaymentsClient {
   constructor(private readonly options: { baseUrl: string | undefined; timeoutMs: number }) {}
 
-  async create(
-    request: PaymentRequest,
-    call: CallOptions & { idempotencyKey: string; tenant: string },
-  ): Promise<PaymentAttempt> {
+  async create(request: PaymentRequest, call: CallOptions & { idempotencyKey: string; tenant: string }): Promise<PaymentAttempt> {
     const result = await requestJson(
       SERVICE,
       `${baseUrlOf(SERVICE, this.options.baseUrl)}/v1/payments`,

@@ -1,11 +1,11 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2';
 import { TerminalToolError, TransientToolError, UncertainToolError } from 'idempotent-mcp/engine';
-import { type EmailMessage, type EmailSender, type EmailSendOptions, type SentEmail } from './email';
+import type { EmailMessage, EmailSender, EmailSendOptions, SentEmail } from './email';
 import { boundedSignal, DownstreamErrorCode } from './http';
 
 /**
  * The SES sender lives apart from ./email so that only code that delivers email (the outbox consumer's deliveries,
- * lambdas/mcp/tools/reference-deliveries.ts) imports the SES client: the MCP function only commits outbox events and
+ * reference/tools/reference-deliveries.ts) imports the SES client: the MCP function only commits outbox events and
  * its bundle stays without it.
  */
 
@@ -50,7 +50,8 @@ function classifySesError(err: unknown, aborted: boolean): Error {
   if (err instanceof TerminalToolError || err instanceof TransientToolError || err instanceof UncertainToolError) return err;
   const e = err as { name?: string; code?: string; $fault?: string; message?: string };
   if (aborted) return new UncertainToolError(DownstreamErrorCode.TIMEOUT, `${SES} did not answer in time`);
-  if (e.name && SES_TRANSIENT.has(e.name)) return new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${SES} throttled the send`, 1000);
+  if (e.name && SES_TRANSIENT.has(e.name))
+    return new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${SES} throttled the send`, 1000);
   if (e.code && NOT_SENT.has(e.code)) return new TransientToolError(DownstreamErrorCode.UNAVAILABLE, `${SES} could not be reached`, 1000);
   if (e.$fault === 'client') return new TerminalToolError('EMAIL_REJECTED', `${SES} refused the email (${e.name ?? 'error'})`);
   return new UncertainToolError(DownstreamErrorCode.ERROR, `${SES} failed (${e.name ?? 'error'}); the outcome is unknown`);

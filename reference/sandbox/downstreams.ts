@@ -126,9 +126,11 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
 
   app.post('/payments/v1/payments', async (c) => {
     const key = c.req.header('idempotency-key');
-    if (!key || key.length > 255) return problem(c, 400, 'idempotency_key_required', 'the Idempotency-Key header is required (1 to 255 characters)');
+    if (!key || key.length > 255)
+      return problem(c, 400, 'idempotency_key_required', 'the Idempotency-Key header is required (1 to 255 characters)');
     const parsed = paymentBody.safeParse(await readJson(c));
-    if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    if (!parsed.success)
+      return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, ...payment } = parsed.data;
     return faulted(c, 'payments', async ({ deduplicate, receivedAt }) => {
       if (payment.amount_minor > SANDBOX_PAYMENT_LIMIT_MINOR)
@@ -160,18 +162,31 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
   app.get('/payments/v1/payments', async (c) => {
     const key = c.req.query('idempotency_key');
     if (!key) return problem(c, 400, 'invalid_request', 'idempotency_key is required');
-    return faulted(c, 'payments', async () => {
-      const payment = await store.paymentByKey(key);
-      return payment ? c.json(paymentView(payment)) : problem(c, 404, 'not_found', 'no payment with this idempotency key');
-    }, false);
+    return faulted(
+      c,
+      'payments',
+      async () => {
+        const payment = await store.paymentByKey(key);
+        return payment ? c.json(paymentView(payment)) : problem(c, 404, 'not_found', 'no payment with this idempotency key');
+      },
+      false,
+    );
   });
 
   app.post('/tickets/v1/tickets', async (c) => {
     const parsed = ticketBody.safeParse(await readJson(c));
-    if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    if (!parsed.success)
+      return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, external_id, ...ticket } = parsed.data;
     return faulted(c, 'tickets', async ({ receivedAt }) => {
-      const entry = { ticket_id: sandboxId('tck', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: external_id, ...ticket, received_at: receivedAt, created_at: now() };
+      const entry = {
+        ticket_id: sandboxId('tck', clock()),
+        tenant: metadata?.tenant ?? 'unknown',
+        event_id: external_id,
+        ...ticket,
+        received_at: receivedAt,
+        created_at: now(),
+      };
       await store.addTicket(entry);
       return c.json({ ticket_id: entry.ticket_id, external_id, created_at: entry.created_at }, 201);
     });
@@ -180,20 +195,33 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
   app.get('/tickets/v1/tickets', async (c) => {
     const externalId = c.req.query('external_id');
     if (!externalId) return problem(c, 400, 'invalid_request', 'external_id is required');
-    return faulted(c, 'tickets', async () => {
-      const tickets = (await store.tickets()).filter((t) => t.event_id === externalId);
-      return c.json({ tickets: tickets.map((t) => ({ ticket_id: t.ticket_id, external_id: t.event_id, created_at: t.created_at })) });
-    }, false);
+    return faulted(
+      c,
+      'tickets',
+      async () => {
+        const tickets = (await store.tickets()).filter((t) => t.event_id === externalId);
+        return c.json({ tickets: tickets.map((t) => ({ ticket_id: t.ticket_id, external_id: t.event_id, created_at: t.created_at })) });
+      },
+      false,
+    );
   });
 
   app.post('/mailbox/v1/messages', async (c) => {
     const parsed = messageBody.safeParse(await readJson(c));
-    if (!parsed.success) return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    if (!parsed.success)
+      return problem(c, 400, 'invalid_request', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const { metadata, reference, body: _body, ...message } = parsed.data;
     return faulted(c, 'mailbox', async ({ receivedAt }) => {
       if (message.to.toLowerCase().endsWith(`@${SANDBOX_REJECTED_EMAIL_DOMAIN}`))
         return problem(c, 422, 'recipient_rejected', `mail to ${SANDBOX_REJECTED_EMAIL_DOMAIN} is refused`);
-      const entry = { message_id: sandboxId('msg', clock()), tenant: metadata?.tenant ?? 'unknown', event_id: reference, ...message, received_at: receivedAt, created_at: now() };
+      const entry = {
+        message_id: sandboxId('msg', clock()),
+        tenant: metadata?.tenant ?? 'unknown',
+        event_id: reference,
+        ...message,
+        received_at: receivedAt,
+        created_at: now(),
+      };
       await store.addEmail(entry);
       return c.json({ message_id: entry.message_id, reference, created_at: entry.created_at }, 201);
     });
@@ -202,17 +230,28 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
   app.get('/mailbox/v1/messages', async (c) => {
     const reference = c.req.query('reference');
     if (!reference) return problem(c, 400, 'invalid_request', 'reference is required');
-    return faulted(c, 'mailbox', async () => {
-      const messages = (await store.emails()).filter((m) => m.event_id === reference);
-      return c.json({ messages: messages.map((m) => ({ message_id: m.message_id, reference: m.event_id, created_at: m.created_at })) });
-    }, false);
+    return faulted(
+      c,
+      'mailbox',
+      async () => {
+        const messages = (await store.emails()).filter((m) => m.event_id === reference);
+        return c.json({ messages: messages.map((m) => ({ message_id: m.message_id, reference: m.event_id, created_at: m.created_at })) });
+      },
+      false,
+    );
   });
 
   app.post('/faults', async (c) => {
     const body = await readJson(c);
     if (body === undefined) return problem(c, 400, 'invalid_fault', 'the body must be JSON: { "target", "mode", "times"?, "delay_ms"? }');
     const parsed = faultRequestSchema.safeParse(body);
-    if (!parsed.success) return problem(c, 400, 'invalid_fault', parsed.error.issues.map((issue) => `${issue.path.join('.') || 'fault'}: ${issue.message}`).join('; '));
+    if (!parsed.success)
+      return problem(
+        c,
+        400,
+        'invalid_fault',
+        parsed.error.issues.map((issue) => `${issue.path.join('.') || 'fault'}: ${issue.message}`).join('; '),
+      );
     return c.json({ fault: await store.armFault(parsed.data) }, 201);
   });
   app.get('/faults', async (c) => c.json({ faults: await store.listFaults() }));

@@ -83,7 +83,12 @@ export class SandboxStore {
   ) {}
 
   async armFault(fault: FaultRequest): Promise<ArmedFault> {
-    const armed: ArmedFault = { target: fault.target, mode: fault.mode, remaining: fault.times, ...(fault.delay_ms === undefined ? {} : { delay_ms: fault.delay_ms }) };
+    const armed: ArmedFault = {
+      target: fault.target,
+      mode: fault.mode,
+      remaining: fault.times,
+      ...(fault.delay_ms === undefined ? {} : { delay_ms: fault.delay_ms }),
+    };
     await this.doc.send(new PutCommand({ TableName: this.tableName, Item: { pk: Partition.faults, sk: fault.target, ...armed } }));
     return armed;
   }
@@ -94,7 +99,9 @@ export class SandboxStore {
 
   async clearFaults(): Promise<void> {
     const items = await this.query(Partition.faults);
-    await Promise.all(items.map((item) => this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } }))));
+    await Promise.all(
+      items.map((item) => this.doc.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: item.pk, sk: item.sk } }))),
+    );
   }
 
   /**
@@ -105,15 +112,17 @@ export class SandboxStore {
     const except = options.except ?? [];
     const skipped = Object.fromEntries(except.map((mode, i) => [`:skip${i}`, mode]));
     try {
-      const out = await this.doc.send(new UpdateCommand({
-        TableName: this.tableName,
-        Key: { pk: Partition.faults, sk: target },
-        UpdateExpression: 'SET remaining = remaining - :one',
-        ConditionExpression: `remaining > :zero${except.length ? ` AND NOT #mode IN (${Object.keys(skipped).join(', ')})` : ''}`,
-        ...(except.length ? { ExpressionAttributeNames: { '#mode': 'mode' } } : {}),
-        ExpressionAttributeValues: { ':one': 1, ':zero': 0, ...skipped },
-        ReturnValues: 'ALL_NEW',
-      }));
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: Partition.faults, sk: target },
+          UpdateExpression: 'SET remaining = remaining - :one',
+          ConditionExpression: `remaining > :zero${except.length ? ` AND NOT #mode IN (${Object.keys(skipped).join(', ')})` : ''}`,
+          ...(except.length ? { ExpressionAttributeNames: { '#mode': 'mode' } } : {}),
+          ExpressionAttributeValues: { ':one': 1, ':zero': 0, ...skipped },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
       return out.Attributes ? strip<ArmedFault>(out.Attributes) : undefined;
     } catch (err) {
       if (isConditionRefusal(err)) return undefined;
@@ -124,11 +133,13 @@ export class SandboxStore {
   /** Stores the payment under its idempotency key unless one exists; then returns the existing one. */
   async putPayment(payment: PaymentEntry): Promise<{ created: true } | { created: false; existing: PaymentEntry }> {
     try {
-      await this.doc.send(new PutCommand({
-        TableName: this.tableName,
-        Item: { pk: Partition.payments, sk: `KEY#${payment.idempotency_key}`, ...payment },
-        ConditionExpression: 'attribute_not_exists(pk)',
-      }));
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: Partition.payments, sk: `KEY#${payment.idempotency_key}`, ...payment },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
       return { created: true };
     } catch (err) {
       if (!isConditionRefusal(err)) throw err;
@@ -145,14 +156,18 @@ export class SandboxStore {
   async bookPayment(payment: PaymentEntry): Promise<void> {
     const stored = await this.putPayment(payment);
     if (stored.created) return;
-    await this.doc.send(new PutCommand({
-      TableName: this.tableName,
-      Item: { pk: Partition.payments, sk: `AGAIN#${payment.idempotency_key}#${payment.payment_id}`, ...payment },
-    }));
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { pk: Partition.payments, sk: `AGAIN#${payment.idempotency_key}#${payment.payment_id}`, ...payment },
+      }),
+    );
   }
 
   async paymentByKey(idempotencyKey: string): Promise<PaymentEntry | undefined> {
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: { pk: Partition.payments, sk: `KEY#${idempotencyKey}` }, ConsistentRead: true }));
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { pk: Partition.payments, sk: `KEY#${idempotencyKey}` }, ConsistentRead: true }),
+    );
     return Item ? strip<PaymentEntry>(Item) : undefined;
   }
 
@@ -183,12 +198,15 @@ export class SandboxStore {
 
   private async query(partition: string): Promise<Item[]> {
     const items: Item[] = [];
-    const pages = paginateQuery({ client: this.doc }, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': partition },
-      ConsistentRead: true,
-    });
+    const pages = paginateQuery(
+      { client: this.doc },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': partition },
+        ConsistentRead: true,
+      },
+    );
     for await (const page of pages) items.push(...(page.Items ?? []));
     return items;
   }

@@ -44,7 +44,12 @@ export const createOrderTool = defineWriteTool({
   },
   async reconcile({ record }, services) {
     // The order and the SUCCEEDED record commit together, so the order's existence is the whole answer.
-    const order = await getOrder(services.doc, services.tableName, record.tenant, orderIdFor(record.tenant, record.tool, record.idempotencyKey));
+    const order = await getOrder(
+      services.doc,
+      services.tableName,
+      record.tenant,
+      orderIdFor(record.tenant, record.tool, record.idempotencyKey),
+    );
     return order ? { kind: 'found', result: order } : { kind: 'absent' };
   },
 });

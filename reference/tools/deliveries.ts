@@ -17,12 +17,14 @@ export function createDeliveryHandlers(downstreams: { email: EmailSender; ticket
   const { email, tickets } = downstreams;
   return {
     [EventType.SendEmail]: {
-      deliver: (m: OutboxMessage, ctx) => email.send(m.payload as unknown as EmailMessage, { eventId: m.event_id, tenant: m.tenant, signal: ctx.signal }),
+      deliver: (m: OutboxMessage, ctx) =>
+        email.send(m.payload as unknown as EmailMessage, { eventId: m.event_id, tenant: m.tenant, signal: ctx.signal }),
       // SES cannot be searched by our reference: there, an attempt that may have happened is sent again.
       ...(email.find ? { verify: async (m: OutboxMessage, ctx) => found(await email.find!(m.event_id, ctx)) } : {}),
     },
     [EventType.CreateTicket]: {
-      deliver: (m, ctx) => tickets.create(m.payload as unknown as TicketRequest, { externalId: m.event_id, tenant: m.tenant, signal: ctx.signal }),
+      deliver: (m, ctx) =>
+        tickets.create(m.payload as unknown as TicketRequest, { externalId: m.event_id, tenant: m.tenant, signal: ctx.signal }),
       verify: async (m, ctx) => found(await tickets.findByExternalId(m.event_id, ctx)),
     },
   };

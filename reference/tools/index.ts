@@ -13,6 +13,7 @@ export { withReferenceClients as withClients } from './services';
  * The reference endpoint's own tools. The toolkit serves get_operation_status and issue_operation_id beside them.
  * Add a tool: one file in this folder, its import and one line here.
  */
+// biome-ignore format: one tool a line, the list the README's "add a tool" patches.
 export const tools: readonly ToolDefinition[] = [
   createOrderTool,
   getOrderTool,

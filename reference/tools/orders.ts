@@ -67,12 +67,15 @@ export interface OrderLedgerEntry extends Order {
 /** Every order of every tenant: for the local sandbox ledger only (a scan, never on a request path in AWS). */
 export async function listAllOrders(doc: DynamoDBDocumentClient, tableName: string): Promise<OrderLedgerEntry[]> {
   const orders: OrderLedgerEntry[] = [];
-  const pages = paginateScan({ client: doc }, {
-    TableName: tableName,
-    FilterExpression: 'kind = :order',
-    ExpressionAttributeValues: { ':order': 'order' },
-    ConsistentRead: true,
-  });
+  const pages = paginateScan(
+    { client: doc },
+    {
+      TableName: tableName,
+      FilterExpression: 'kind = :order',
+      ExpressionAttributeValues: { ':order': 'order' },
+      ConsistentRead: true,
+    },
+  );
   for await (const page of pages)
     for (const item of page.Items ?? [])
       orders.push({ tenant: item.tenant as string, idempotency_key: item.idempotency_key as string, ...toOrder(item) });

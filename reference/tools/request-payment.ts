@@ -7,7 +7,7 @@ import type { PaymentServices } from './services';
 
 const paymentSchema = z.object({
   payment_id: z.string(),
-  status: z.string().describe('The provider\'s status, e.g. succeeded.'),
+  status: z.string().describe("The provider's status, e.g. succeeded."),
   amount_minor: z.number().int(),
   currency: z.string(),
 });
@@ -17,11 +17,16 @@ export const requestPaymentTool = defineWriteTool({
   title: 'Request payment',
   description:
     'Pays money to a payee through the payments provider. This moves money and cannot be undone: the person approves ' +
-    'each payment on the endpoint\'s approval page, signed in; the call answers with the link to show them, and runs ' +
-    'once they approved it (call again with the same operation_id). amount_minor is in the currency\'s minor unit ' +
+    "each payment on the endpoint's approval page, signed in; the call answers with the link to show them, and runs " +
+    "once they approved it (call again with the same operation_id). amount_minor is in the currency's minor unit " +
     '(ISO 4217: cents for EUR and USD, whole yen for JPY, 1/1000 for BHD). Returns the payment with its payment_id.',
   input: {
-    amount_minor: z.number().int().positive().max(1_000_000_000).describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1,250 JPY.'),
+    amount_minor: z
+      .number()
+      .int()
+      .positive()
+      .max(1_000_000_000)
+      .describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1,250 JPY.'),
     currency: z
       .string()
       .refine(isPayableCurrency, 'must be an ISO 4217 currency code such as EUR, USD or JPY')
@@ -43,7 +48,11 @@ export const requestPaymentTool = defineWriteTool({
   // the request's in-flight window has passed.
   async execute(args, ctx: WriteToolContext<PaymentServices>) {
     const { payments } = ctx.services.downstreams;
-    const { payment, replayed } = await payments.create(args, { idempotencyKey: ctx.idempotencyKey, tenant: ctx.tenant, signal: ctx.signal });
+    const { payment, replayed } = await payments.create(args, {
+      idempotencyKey: ctx.idempotencyKey,
+      tenant: ctx.tenant,
+      signal: ctx.signal,
+    });
     if (replayed) {
       countForTool(MetricName.DownstreamDuplicateRejections, ctx.tool);
       ctx.services.logger.info('payments provider answered a repeated key with the first payment', {

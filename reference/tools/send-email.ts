@@ -1,5 +1,13 @@
 import * as z from 'zod';
-import { defineWriteTool, OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import {
+  defineWriteTool,
+  OUTBOX_TOOL_NOTE,
+  outboxToolNeverCommitted,
+  queueEffect,
+  queuedSchema,
+  type OutboxRuntime,
+  type WriteToolContext,
+} from 'idempotent-mcp/mcp';
 import { EventType } from './deliveries';
 
 export const sendEmailTool = defineWriteTool({

@@ -41,7 +41,13 @@ const tableArn = (name: string) => arn('dynamodb', `table/${name}`);
 const queueArnOfUrl = (url: string) => arn('sqs', new URL(url).pathname.split('/').filter(Boolean).at(-1)!);
 
 /** The transaction items IAM authorizes one by one (TransactWriteItems is no IAM action of its own). */
-const TRANSACT_ITEM_ACTIONS: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' };
+const TRANSACT_ITEM_ACTIONS: Record<string, string> = {
+  Put: 'PutItem',
+  Update: 'UpdateItem',
+  Delete: 'DeleteItem',
+  ConditionCheck: 'ConditionCheckItem',
+  Get: 'GetItem',
+};
 
 /**
  * The local account's front: a logging proxy that every AWS SDK call of every function reaches (through the
@@ -85,7 +91,8 @@ export class LocalAwsAccount {
 
   private rewriteQueueUrls(data: Buffer, direction: 'to emulator' | 'to account'): Buffer {
     let text = data.toString('utf8');
-    for (const [account, emulator] of this.queueUrls) text = direction === 'to emulator' ? text.split(account).join(emulator) : text.split(emulator).join(account);
+    for (const [account, emulator] of this.queueUrls)
+      text = direction === 'to emulator' ? text.split(account).join(emulator) : text.split(emulator).join(account);
     return Buffer.from(text);
   }
 
@@ -102,7 +109,10 @@ export class LocalAwsAccount {
     this.server = createServer((req, res) => {
       this.handle(req).then(
         ({ status, headers, body }) => res.writeHead(status, headers).end(body),
-        (err: Error) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ __type: 'InternalFailure', message: err.message })),
+        (err: Error) =>
+          res
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ __type: 'InternalFailure', message: err.message })),
       );
     });
     // Longer than the SDK's idle keep-alive sockets live: a reused socket is never closed under a request.
@@ -118,7 +128,14 @@ export class LocalAwsAccount {
   }
 
   /** Evaluates one action on one resource for `identity` and records it. */
-  private async authorize(identity: Identity, operation: string, action: string, resource: string, caller: AuthorizedCall['caller'], context: Record<string, string | string[]> = {}): Promise<AuthorizedCall> {
+  private async authorize(
+    identity: Identity,
+    operation: string,
+    action: string,
+    resource: string,
+    caller: AuthorizedCall['caller'],
+    context: Record<string, string | string[]> = {},
+  ): Promise<AuthorizedCall> {
     const resourcePolicy = this.resourcePolicies.get(resource);
     const simulation = {
       request: {
@@ -142,8 +159,23 @@ export class LocalAwsAccount {
     const outcome = await runSimulation(simulation as any, {});
     const call: AuthorizedCall =
       outcome.resultType === 'error'
-        ? { functionId: identity.functionId, operation, action, resource, caller, decision: 'error', detail: JSON.stringify(outcome.errors).slice(0, 500) }
-        : { functionId: identity.functionId, operation, action, resource, caller, decision: outcome.overallResult as AuthorizedCall['decision'] };
+        ? {
+            functionId: identity.functionId,
+            operation,
+            action,
+            resource,
+            caller,
+            decision: 'error',
+            detail: JSON.stringify(outcome.errors).slice(0, 500),
+          }
+        : {
+            functionId: identity.functionId,
+            operation,
+            action,
+            resource,
+            caller,
+            decision: outcome.overallResult as AuthorizedCall['decision'],
+          };
     this.calls.push(call);
     return call;
   }
@@ -161,15 +193,24 @@ export class LocalAwsAccount {
       headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-query-error': `${type};Sender` },
       body: JSON.stringify({ __type: `com.amazonaws.${service}#${type}`, message }),
     });
-    if (!identity) return denied('UnrecognizedClientException', `The security token included in the request is invalid (access key ${accessKeyId || 'none'})`);
-    const verdict = verifySigV4({ method: req.method ?? '', path: req.url ?? '/', headers: req.headers, body }, [identity], { region: REGION, service });
+    if (!identity)
+      return denied(
+        'UnrecognizedClientException',
+        `The security token included in the request is invalid (access key ${accessKeyId || 'none'})`,
+      );
+    const verdict = verifySigV4({ method: req.method ?? '', path: req.url ?? '/', headers: req.headers, body }, [identity], {
+      region: REGION,
+      service,
+    });
     if (!verdict.valid) return denied('InvalidSignatureException', `signature: ${verdict.reason}`);
-    if (req.headers['x-amz-security-token'] !== identity.sessionToken) return denied('UnrecognizedClientException', 'the session token does not match the access key');
+    if (req.headers['x-amz-security-token'] !== identity.sessionToken)
+      return denied('UnrecognizedClientException', 'the session token does not match the access key');
     const caller: AuthorizedCall['caller'] = req.headers[LocalAwsAccount.POLLER_HEADER] ? 'event source' : 'function';
 
     const requests = this.actionsOf(service, req, body);
     const results: AuthorizedCall[] = [];
-    for (const { operation, action, resource, context } of requests) results.push(await this.authorize(identity, operation, action, resource, caller, context));
+    for (const { operation, action, resource, context } of requests)
+      results.push(await this.authorize(identity, operation, action, resource, caller, context));
     const refused = results.find((r) => r.decision !== 'Allowed');
     if (refused) {
       return denied(
@@ -179,8 +220,17 @@ export class LocalAwsAccount {
     }
     if (service === 'ses') {
       const request = JSON.parse(body.toString() || '{}');
-      this.emails.push({ from: request.FromEmailAddress, to: request.Destination?.ToAddresses ?? [], subject: request.Content?.Simple?.Subject?.Data, raw: request });
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ MessageId: `ses-${randomBytes(8).toString('hex')}` }) };
+      this.emails.push({
+        from: request.FromEmailAddress,
+        to: request.Destination?.ToAddresses ?? [],
+        subject: request.Content?.Simple?.Subject?.Data,
+        raw: request,
+      });
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ MessageId: `ses-${randomBytes(8).toString('hex')}` }),
+      };
     }
     // The local SQS server knows its queues by the URLs it made (its own address); the functions name them by the
     // proxy's (the template's queue URLs are this account's).
@@ -188,28 +238,48 @@ export class LocalAwsAccount {
       // No emulator of Secrets Manager runs here: the account answers GetSecretValue from the secrets it holds.
       const request = JSON.parse(body.toString() || '{}');
       const value = this.secrets.get(request.SecretId);
-      if (value === undefined) return { status: 400, headers: { 'content-type': 'application/x-amz-json-1.1' }, body: JSON.stringify({ __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." }) };
+      if (value === undefined)
+        return {
+          status: 400,
+          headers: { 'content-type': 'application/x-amz-json-1.1' },
+          body: JSON.stringify({ __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." }),
+        };
       return {
         status: 200,
         headers: { 'content-type': 'application/x-amz-json-1.1' },
-        body: JSON.stringify({ ARN: request.SecretId, Name: String(request.SecretId).split(':').at(-1), SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'], CreatedDate: 1.7e9 }),
+        body: JSON.stringify({
+          ARN: request.SecretId,
+          Name: String(request.SecretId).split(':').at(-1),
+          SecretString: value,
+          VersionId: 'v1',
+          VersionStages: ['AWSCURRENT'],
+          CreatedDate: 1.7e9,
+        }),
       };
     }
     const answer =
       service === 'sqs'
-        ? await forward(this.targets.sqs, req, this.rewriteQueueUrls(body, 'to emulator')).then((a) => ({ ...a, body: this.rewriteQueueUrls(a.body, 'to account') }))
+        ? await forward(this.targets.sqs, req, this.rewriteQueueUrls(body, 'to emulator')).then((a) => ({
+            ...a,
+            body: this.rewriteQueueUrls(a.body, 'to account'),
+          }))
         : await forward(this.targets.dynamodb, req, body);
     if (service === 'dynamodb' && /GetShardIterator|GetRecords/.test(String(req.headers['x-amz-target']))) {
       const request = JSON.parse(body.toString());
       const stream = request.StreamArn ?? this.iteratorStreams.get(request.ShardIterator);
       const next = JSON.parse(answer.body.toString() || '{}');
-      for (const iterator of [next.ShardIterator, next.NextShardIterator]) if (iterator && stream) this.iteratorStreams.set(iterator, stream);
+      for (const iterator of [next.ShardIterator, next.NextShardIterator])
+        if (iterator && stream) this.iteratorStreams.set(iterator, stream);
     }
     return answer;
   }
 
   /** The IAM action(s) and resource(s) a request is authorized as. */
-  private actionsOf(service: string, req: IncomingMessage, body: Buffer): Array<{ operation: string; action: string; resource: string; context?: Record<string, string | string[]> }> {
+  private actionsOf(
+    service: string,
+    req: IncomingMessage,
+    body: Buffer,
+  ): Array<{ operation: string; action: string; resource: string; context?: Record<string, string | string[]> }> {
     const target = String(req.headers['x-amz-target'] ?? '');
     const request = body.length && /json/.test(String(req.headers['content-type'])) ? JSON.parse(body.toString()) : {};
     if (service === 'dynamodb') {
@@ -221,11 +291,15 @@ export class LocalAwsAccount {
           return one(TRANSACT_ITEM_ACTIONS[kind]!, tableArn(spec.TableName));
         });
       }
-      if (operation === 'BatchWriteItem' || operation === 'BatchGetItem') return Object.keys(request.RequestItems).map((table) => one(operation, tableArn(table)));
+      if (operation === 'BatchWriteItem' || operation === 'BatchGetItem')
+        return Object.keys(request.RequestItems).map((table) => one(operation, tableArn(table)));
       if (operation === 'ListStreams') return [one(operation, '*')];
       if (operation === 'GetRecords') return [one(operation, this.iteratorStreams.get(request.ShardIterator) ?? 'unknown-stream')];
       if (request.StreamArn) return [one(operation, request.StreamArn)];
-      if (request.TableName) return [one(operation, request.IndexName ? `${tableArn(request.TableName)}/index/${request.IndexName}` : tableArn(request.TableName))];
+      if (request.TableName)
+        return [
+          one(operation, request.IndexName ? `${tableArn(request.TableName)}/index/${request.IndexName}` : tableArn(request.TableName)),
+        ];
       return [one(operation, '*')];
     }
     if (service === 'sqs') {
@@ -234,7 +308,8 @@ export class LocalAwsAccount {
       const queueUrl = request.QueueUrl ?? form.get('QueueUrl');
       // SendMessageBatch and DeleteMessageBatch are authorized as SendMessage and DeleteMessage.
       const action = operation.replace(/Batch$/, '');
-      if (operation === 'GetQueueUrl') return [{ operation, action: 'sqs:GetQueueUrl', resource: arn('sqs', request.QueueName ?? form.get('QueueName')) }];
+      if (operation === 'GetQueueUrl')
+        return [{ operation, action: 'sqs:GetQueueUrl', resource: arn('sqs', request.QueueName ?? form.get('QueueName')) }];
       return [{ operation, action: `sqs:${action}`, resource: queueUrl ? queueArnOfUrl(queueUrl) : '*' }];
     }
     if (service === 'secretsmanager') {
@@ -244,7 +319,11 @@ export class LocalAwsAccount {
     if (service === 'ses') {
       if (req.method === 'POST' && (req.url ?? '').startsWith('/v2/email/outbound-emails')) {
         const from: string = request.FromEmailAddress ?? '';
-        const recipients: string[] = [...(request.Destination?.ToAddresses ?? []), ...(request.Destination?.CcAddresses ?? []), ...(request.Destination?.BccAddresses ?? [])];
+        const recipients: string[] = [
+          ...(request.Destination?.ToAddresses ?? []),
+          ...(request.Destination?.CcAddresses ?? []),
+          ...(request.Destination?.BccAddresses ?? []),
+        ];
         // SES authorizes the sending identity and, in the SES sandbox, every recipient identity.
         return [from, ...recipients].map((address) => ({
           operation: 'SendEmail',
@@ -265,16 +344,27 @@ export class LocalAwsAccount {
   }
 }
 
-function forward(target: string, req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+function forward(
+  target: string,
+  req: IncomingMessage,
+  body: Buffer,
+): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
   const url = new URL(target);
   return new Promise((resolve, reject) => {
     const upstream = httpRequest(
-      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers: { ...req.headers, host: url.host, 'content-length': String(body.length) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: url.host, 'content-length': String(body.length) },
+      },
       async (res) => {
         const answer: Buffer[] = [];
         for await (const chunk of res) answer.push(chunk as Buffer);
         const headers: Record<string, string> = {};
-        for (const [key, value] of Object.entries(res.headers)) if (value !== undefined && !['transfer-encoding', 'connection', 'content-length'].includes(key)) headers[key] = String(value);
+        for (const [key, value] of Object.entries(res.headers))
+          if (value !== undefined && !['transfer-encoding', 'connection', 'content-length'].includes(key)) headers[key] = String(value);
         resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(answer) });
       },
     );

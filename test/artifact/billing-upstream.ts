@@ -41,7 +41,25 @@ export class BillingUpstream {
   static async certificate(dir: string): Promise<{ key: string; cert: string }> {
     const key = join(dir, 'upstream.key');
     const cert = join(dir, 'upstream.crt');
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert]);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ]);
     return { key, cert };
   }
 
@@ -69,8 +87,23 @@ export class BillingUpstream {
     );
     server.registerTool(
       'list_charges',
-      { description: "A customer's charges, one note a line.", inputSchema: z.object({ customer: z.string() }), annotations: { readOnlyHint: true } },
-      async ({ customer }) => ({ content: [{ type: 'text', text: this.charges.filter((c) => c.customer === customer).map((c) => c.note).join('\n') || '(none)' }] }),
+      {
+        description: "A customer's charges, one note a line.",
+        inputSchema: z.object({ customer: z.string() }),
+        annotations: { readOnlyHint: true },
+      },
+      async ({ customer }) => ({
+        content: [
+          {
+            type: 'text',
+            text:
+              this.charges
+                .filter((c) => c.customer === customer)
+                .map((c) => c.note)
+                .join('\n') || '(none)',
+          },
+        ],
+      }),
     );
     return server;
   }
@@ -85,8 +118,15 @@ export class BillingUpstream {
       fetch: async (request) => {
         const authorization = request.headers.get('authorization') ?? undefined;
         if (authorization) this.authorizations.add(authorization);
-        const body: unknown = request.method === 'POST' ? await request.clone().json().catch(() => undefined) : undefined;
-        for (const message of [body].flat() as Array<{ method?: unknown } | undefined>) if (typeof message?.method === 'string') this.methods.push(message.method);
+        const body: unknown =
+          request.method === 'POST'
+            ? await request
+                .clone()
+                .json()
+                .catch(() => undefined)
+            : undefined;
+        for (const message of [body].flat() as Array<{ method?: unknown } | undefined>)
+          if (typeof message?.method === 'string') this.methods.push(message.method);
         return handler.fetch(request, authorization ? { authInfo: { token: authorization, clientId: 'gateway', scopes: [] } } : {});
       },
     });

@@ -71,7 +71,10 @@ export class CognitoStandIn {
   async clientCredentials(clientId: string, secret: string, scope: string): Promise<string> {
     const response = await fetch(`${this.url}/oauth2/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
     });
     const answer = (await response.json()) as { access_token?: string; error?: string };
@@ -81,7 +84,11 @@ export class CognitoStandIn {
 
   private async handle(req: IncomingMessage): Promise<{ status: number; headers: Record<string, string>; body: string }> {
     const url = new URL(req.url ?? '/', this.url);
-    const json = (status: number, value: unknown) => ({ status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' }, body: JSON.stringify(value) });
+    const json = (status: number, value: unknown) => ({
+      status,
+      headers: { 'content-type': 'application/json', 'cache-control': 'no-store' },
+      body: JSON.stringify(value),
+    });
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const form = new URLSearchParams(Buffer.concat(chunks).toString());
@@ -89,17 +96,34 @@ export class CognitoStandIn {
     if (req.method === 'GET' && url.pathname === '/oauth2/authorize') {
       const q = url.searchParams;
       const client = this.clients.get(q.get('client_id') ?? '');
-      if (!client || !client.flows.includes('code') || !client.callbackUrls.includes(q.get('redirect_uri') ?? '') || q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256')
+      if (
+        !client?.flows.includes('code') ||
+        !client.callbackUrls.includes(q.get('redirect_uri') ?? '') ||
+        q.get('response_type') !== 'code' ||
+        q.get('code_challenge_method') !== 'S256'
+      )
         return json(400, { error: 'invalid_request', client: q.get('client_id'), redirect_uri: q.get('redirect_uri') });
-      const hidden = ['client_id', 'redirect_uri', 'state', 'code_challenge'].map((name) => `<input type="hidden" name="${name}" value="${q.get(name) ?? ''}">`).join('');
-      return { status: 200, headers: { 'content-type': 'text/html' }, body: `<form method="post" action="/login">${hidden}<input name="username"><input name="password" type="password"></form>` };
+      const hidden = ['client_id', 'redirect_uri', 'state', 'code_challenge']
+        .map((name) => `<input type="hidden" name="${name}" value="${q.get(name) ?? ''}">`)
+        .join('');
+      return {
+        status: 200,
+        headers: { 'content-type': 'text/html' },
+        body: `<form method="post" action="/login">${hidden}<input name="username"><input name="password" type="password"></form>`,
+      };
     }
     if (req.method === 'POST' && url.pathname === '/login') {
       const person = this.people.get(form.get('username') ?? '');
       const client = this.clients.get(form.get('client_id') ?? '');
-      if (!person || person.password !== form.get('password') || !client || !client.callbackUrls.includes(form.get('redirect_uri') ?? '')) return json(400, { error: 'sign-in refused' });
+      if (!person || person.password !== form.get('password') || !client || !client.callbackUrls.includes(form.get('redirect_uri') ?? ''))
+        return json(400, { error: 'sign-in refused' });
       const code = randomBytes(16).toString('hex');
-      this.codes.set(code, { clientId: client.clientId, redirectUri: form.get('redirect_uri')!, challenge: form.get('code_challenge') ?? '', username: person.username });
+      this.codes.set(code, {
+        clientId: client.clientId,
+        redirectUri: form.get('redirect_uri')!,
+        challenge: form.get('code_challenge') ?? '',
+        username: person.username,
+      });
       const back = new URL(form.get('redirect_uri')!);
       back.searchParams.set('code', code);
       back.searchParams.set('state', form.get('state') ?? '');
@@ -107,12 +131,22 @@ export class CognitoStandIn {
     }
     if (req.method === 'POST' && url.pathname === '/oauth2/token') {
       if (form.get('grant_type') === 'client_credentials') {
-        const [clientId, secret] = Buffer.from(String(req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString().split(':');
+        const [clientId, secret] = Buffer.from(String(req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64')
+          .toString()
+          .split(':');
         const client = this.clients.get(clientId ?? '');
-        if (!client || !client.secret || client.secret !== secret || !client.flows.includes('client_credentials')) return json(400, { error: 'invalid_client' });
+        if (!client?.secret || client.secret !== secret || !client.flows.includes('client_credentials'))
+          return json(400, { error: 'invalid_client' });
         const scope = (form.get('scope') ?? client.scopes.join(' ')).split(' ').filter(Boolean);
         if (scope.some((s) => !client.scopes.includes(s))) return json(400, { error: 'invalid_scope' });
-        const token = await this.sign({ sub: client.clientId, client_id: client.clientId, token_use: 'access', scope: scope.join(' '), version: 2, auth_time: Math.floor(Date.now() / 1000) });
+        const token = await this.sign({
+          sub: client.clientId,
+          client_id: client.clientId,
+          token_use: 'access',
+          scope: scope.join(' '),
+          version: 2,
+          auth_time: Math.floor(Date.now() / 1000),
+        });
         return json(200, { access_token: token, token_type: 'Bearer', expires_in: 3600 });
       }
       if (form.get('grant_type') === 'authorization_code') {
@@ -120,9 +154,18 @@ export class CognitoStandIn {
         this.codes.delete(form.get('code') ?? '');
         const verifier = form.get('code_verifier') ?? '';
         const challenge = createHash('sha256').update(verifier).digest('base64url');
-        if (!grant || grant.clientId !== form.get('client_id') || grant.redirectUri !== form.get('redirect_uri') || grant.challenge !== challenge) return json(400, { error: 'invalid_grant' });
+        if (
+          !grant ||
+          grant.clientId !== form.get('client_id') ||
+          grant.redirectUri !== form.get('redirect_uri') ||
+          grant.challenge !== challenge
+        )
+          return json(400, { error: 'invalid_grant' });
         const person = this.people.get(grant.username)!;
-        const idToken = await this.sign({ sub: randomUUID(), aud: grant.clientId, token_use: 'id', 'cognito:username': person.username, ...person.attributes }, 300);
+        const idToken = await this.sign(
+          { sub: randomUUID(), aud: grant.clientId, token_use: 'id', 'cognito:username': person.username, ...person.attributes },
+          300,
+        );
         return json(200, { id_token: idToken, access_token: idToken, token_type: 'Bearer', expires_in: 300 });
       }
       return json(400, { error: 'unsupported_grant_type' });

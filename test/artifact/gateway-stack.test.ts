@@ -57,13 +57,19 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
 
     const app = templateApp({}, { bundle: true, outdir });
     const stack = new Stack(app, STACK);
-    const credentials = new secretsmanager.Secret(stack, 'UpstreamCredentials', { description: "The gateway's upstream credentials by tenant" });
+    const credentials = new secretsmanager.Secret(stack, 'UpstreamCredentials', {
+      description: "The gateway's upstream credentials by tenant",
+    });
     new IdempotentMcpGateway(stack, 'Gateway', { policy: policyFile, upstream: { url: upstream.url }, credentials });
     app.synth();
     lint = cfnLint(join(outdir, `${STACK}.template.json`));
     lint.catch(() => {});
 
-    deployment = await LocalDeployment.deploy(outdir, STACK, { node, dynamodbEndpoint: inject('dynamodbEndpoint'), machineEnv: { NODE_EXTRA_CA_CERTS: tls.cert } });
+    deployment = await LocalDeployment.deploy(outdir, STACK, {
+      node,
+      dynamodbEndpoint: inject('dynamodbEndpoint'),
+      machineEnv: { NODE_EXTRA_CA_CERTS: tls.cert },
+    });
     const d = deployment.deployed;
     // The secret's value is the team's (the vendor's credentials), put there after the stack made it.
     secretArn = d.refs.get(stack.getLogicalId(credentials.node.defaultChild as never))!;
@@ -72,7 +78,13 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     // A tenant: an app client made in the stack's pool (client credentials, the tools scope).
     const [, server] = d.ofType('AWS::Cognito::UserPoolResourceServer')[0]!;
     const scope = `${server.Properties!.Identifier}/tools`;
-    deployment.cognito.clients.set('billing-tenant', { clientId: 'billing-tenant', secret: 'tenant-secret', scopes: [scope], callbackUrls: [], flows: ['client_credentials'] });
+    deployment.cognito.clients.set('billing-tenant', {
+      clientId: 'billing-tenant',
+      secret: 'tenant-secret',
+      scopes: [scope],
+      callbackUrls: [],
+      flows: ['client_credentials'],
+    });
     token = await deployment.cognito.clientCredentials('billing-tenant', 'tenant-secret', scope);
   }, 480_000);
 
@@ -89,11 +101,23 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
   const listTools = async () => {
     const response = await fetch(mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, 'mcp-protocol-version': MODERN_PROTOCOL, 'mcp-method': 'tools/list' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': MODERN_PROTOCOL,
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      }),
     });
     expect(response.status).toBe(200);
-    return ((await response.json()) as { result: { tools: Array<{ name: string; inputSchema: { properties: Record<string, unknown> } }> } }).result.tools;
+    return ((await response.json()) as { result: { tools: Array<{ name: string; inputSchema: { properties: Record<string, unknown> } }> } })
+      .result.tools;
   };
   const charge = (note: string, key = `charge-${randomUUID()}`, extra: Record<string, unknown> = {}) =>
     call('charge', { customer: 'cus_1', amount_cents: 1250, note, idempotency_key: key, ...extra });
@@ -156,7 +180,9 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     const key = `charge-${randomUUID()}`;
     const answer = structured(await charge(note, key));
     expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' } });
-    expect(answer.error.message).toMatch(/could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./);
+    expect(answer.error.message).toMatch(
+      /could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./,
+    );
     expect(booked(note)).toHaveLength(0);
     // A read says the same, not that the tenant has no credential.
     const read = await call('list_charges', { customer: 'cus_1' });
@@ -175,7 +201,11 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     const listed = upstream.count('tools/list');
     const later = `no-credential-stale ${randomUUID()}`;
     const laterKey = `charge-${randomUUID()}`;
-    expect(structured(await charge(later, laterKey))).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' } });
+    expect(structured(await charge(later, laterKey))).toMatchObject({
+      outcome: 'failed',
+      retryable: true,
+      error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' },
+    });
     expect(booked(later)).toHaveLength(0);
     // Restored: the next cold start reads the upstream's list and keeps it fresh; the same key charges once.
     deployment.account.addSecret(secretArn, CREDENTIALS);
@@ -220,7 +250,11 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     deployment.functions.get(fn('Reconciler'))!.stop();
     await deployment.runSchedule(schedule);
     expect(upstream.count('tools/list')).toBe(listed + 2);
-    expect(callsOf(fn('Reconciler'), before).filter((c) => c.action !== 'dynamodb:GetItem' && c.action !== 'dynamodb:Query' && c.action !== 'secretsmanager:GetSecretValue')).toEqual([]);
+    expect(
+      callsOf(fn('Reconciler'), before).filter(
+        (c) => c.action !== 'dynamodb:GetItem' && c.action !== 'dynamodb:Query' && c.action !== 'secretsmanager:GetSecretValue',
+      ),
+    ).toEqual([]);
     deployment.functions.get(fn('Mcp'))!.stop();
     expect((await listTools()).map((tool) => tool.name)).toContain('charge');
     expect(upstream.count('tools/list')).toBe(listed + 3);
@@ -233,10 +267,17 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     const page = `${deployment.deployed.attributes.get(`${api[0]}.ApiEndpoint`)}/approvals`;
     expect((await fetch(page, { redirect: 'manual' })).status).toBeLessThan(500);
     for (const method of ['GET', 'POST']) {
-      const response = await fetch(`${page}/unknown.link`, { method, redirect: 'manual', ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' } : {}) });
+      const response = await fetch(`${page}/unknown.link`, {
+        method,
+        redirect: 'manual',
+        ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' } : {}),
+      });
       expect(response.status, method).toBeLessThan(500);
     }
   }, 60_000);
 
-  artifactChecks(() => deployment, () => lint);
+  artifactChecks(
+    () => deployment,
+    () => lint,
+  );
 });

@@ -42,7 +42,13 @@ export class LocalFunction {
   private start(clockOffsetMs: number): Promise<void> {
     const { codeDir, handler, node, id } = this.options;
     const env = { ...this.options.env, ARTIFACT_CLOCK_OFFSET_MS: String(clockOffsetMs) };
-    const child = fork(BOOTSTRAP, [codeDir, handler], { execPath: node, env, cwd: codeDir, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], serialization: 'json' });
+    const child = fork(BOOTSTRAP, [codeDir, handler], {
+      execPath: node,
+      env,
+      cwd: codeDir,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'json',
+    });
     this.child = child;
     const keep = (chunk: Buffer) => {
       this.logs.push(chunk.toString());

@@ -4,8 +4,23 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type GetRecordsCommandOutput, ListStreamsCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
-import { ChangeMessageVisibilityCommand, CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type GetRecordsCommandOutput,
+  ListStreamsCommand,
+  type _Record,
+} from '@aws-sdk/client-dynamodb-streams';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
 import { LocalAwsAccount, type Identity } from './aws-account';
 import { CognitoStandIn } from './cognito';
@@ -66,7 +81,11 @@ export class LocalDeployment {
    * of this machine's network for every function (NODE_EXTRA_CA_CERTS for a loopback https server), as the AWS
    * endpoints are.
    */
-  static async deploy(outdir: string, stackName: string, options: { node: string; dynamodbEndpoint: string; machineEnv?: Record<string, string> }): Promise<LocalDeployment> {
+  static async deploy(
+    outdir: string,
+    stackName: string,
+    options: { node: string; dynamodbEndpoint: string; machineEnv?: Record<string, string> },
+  ): Promise<LocalDeployment> {
     const sqs = buildApp({ logger: false });
     const address = await sqs.listen({ port: 0, host: '127.0.0.1' });
     const deployment = new LocalDeployment(outdir, stackName, { ...options, sqsEndpoint: `http://127.0.0.1:${new URL(address).port}` });
@@ -92,7 +111,10 @@ export class LocalDeployment {
 
   async start() {
     const template: CfnTemplate = JSON.parse(readFileSync(join(this.outdir, `${this.stackName}.template.json`), 'utf8'));
-    const assets = JSON.parse(readFileSync(join(this.outdir, `${this.stackName}.assets.json`), 'utf8')).files as Record<string, { source: { path: string } }>;
+    const assets = JSON.parse(readFileSync(join(this.outdir, `${this.stackName}.assets.json`), 'utf8')).files as Record<
+      string,
+      { source: { path: string } }
+    >;
     await this.cognito.start();
     this.account = new LocalAwsAccount({ dynamodb: this.options.dynamodbEndpoint, sqs: this.options.sqsEndpoint });
     await this.account.start();
@@ -101,10 +123,16 @@ export class LocalDeployment {
     const functionUrls: Record<string, string> = {};
     const httpApis: Record<string, string> = {};
     for (const [id, resource] of Object.entries(template.Resources)) {
-      if (resource.Type === 'AWS::Lambda::Url') functionUrls[id] = await this.frontDoor((req, res) => this.functionUrlRequest(id, req, res));
+      if (resource.Type === 'AWS::Lambda::Url')
+        functionUrls[id] = await this.frontDoor((req, res) => this.functionUrlRequest(id, req, res));
       if (resource.Type === 'AWS::ApiGatewayV2::Api') httpApis[id] = await this.frontDoor((req, res) => this.httpApiRequest(id, req, res));
     }
-    this.deployed = new DeployedTemplate(this.stackName, template, { awsProxy: this.account.endpoint, issuer: this.cognito.url, functionUrls, httpApis });
+    this.deployed = new DeployedTemplate(this.stackName, template, {
+      awsProxy: this.account.endpoint,
+      issuer: this.cognito.url,
+      functionUrls,
+      httpApis,
+    });
     await this.provision();
     for (const [id, resource] of this.deployed.ofType('AWS::Lambda::Function')) this.createFunction(id, resource, assets);
     this.declareTriggers();
@@ -132,7 +160,11 @@ export class LocalDeployment {
   /** Tables, queues (with their redrive and policies), the secret, the user pool's clients. */
   private async provision() {
     const d = this.deployed;
-    const ddb = new DynamoDBClient({ endpoint: this.options.dynamodbEndpoint, region: REGION, credentials: { accessKeyId: 'deployer', secretAccessKey: 'deployer' } });
+    const ddb = new DynamoDBClient({
+      endpoint: this.options.dynamodbEndpoint,
+      region: REGION,
+      credentials: { accessKeyId: 'deployer', secretAccessKey: 'deployer' },
+    });
     for (const [id, table] of d.ofType('AWS::DynamoDB::Table')) {
       const p = d.resolve(table.Properties) as Record<string, any>;
       const input: CreateTableCommandInput = {
@@ -142,20 +174,33 @@ export class LocalDeployment {
         BillingMode: p.BillingMode ?? 'PROVISIONED',
         GlobalSecondaryIndexes: p.GlobalSecondaryIndexes,
         ...(p.BillingMode === 'PAY_PER_REQUEST' ? {} : { ProvisionedThroughput: p.ProvisionedThroughput }),
-        ...(p.StreamSpecification ? { StreamSpecification: { StreamEnabled: true, StreamViewType: p.StreamSpecification.StreamViewType } } : {}),
+        ...(p.StreamSpecification
+          ? { StreamSpecification: { StreamEnabled: true, StreamViewType: p.StreamSpecification.StreamViewType } }
+          : {}),
       };
       const created = await ddb.send(new CreateTableCommand(input));
       if (created.TableDescription?.LatestStreamArn) d.attributes.set(`${id}.StreamArn`, created.TableDescription.LatestStreamArn);
     }
     ddb.destroy();
 
-    const sqs = new SQSClient({ endpoint: this.options.sqsEndpoint, region: REGION, credentials: { accessKeyId: 'deployer', secretAccessKey: 'deployer' } });
+    const sqs = new SQSClient({
+      endpoint: this.options.sqsEndpoint,
+      region: REGION,
+      credentials: { accessKeyId: 'deployer', secretAccessKey: 'deployer' },
+    });
     // Dead-letter queues first: a queue's redrive policy names one.
     const queues = d.ofType('AWS::SQS::Queue').sort(([, a]) => (a.Properties?.RedrivePolicy ? 1 : -1));
     for (const [id, queue] of queues) {
       const p = d.resolve(queue.Properties ?? {}) as Record<string, any>;
       const attributes: Record<string, string> = {};
-      for (const name of ['VisibilityTimeout', 'MessageRetentionPeriod', 'DelaySeconds', 'ReceiveMessageWaitTimeSeconds', 'MaximumMessageSize']) if (p[name] !== undefined) attributes[name] = String(p[name]);
+      for (const name of [
+        'VisibilityTimeout',
+        'MessageRetentionPeriod',
+        'DelaySeconds',
+        'ReceiveMessageWaitTimeSeconds',
+        'MaximumMessageSize',
+      ])
+        if (p[name] !== undefined) attributes[name] = String(p[name]);
       if (p.RedrivePolicy) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
       const created = await sqs.send(new CreateQueueCommand({ QueueName: d.attributes.get(`${id}.QueueName`)!, Attributes: attributes }));
       this.account.queueUrls.set(d.refs.get(id)!, created.QueueUrl!);
@@ -163,9 +208,11 @@ export class LocalDeployment {
     sqs.destroy();
     for (const [, policy] of d.ofType('AWS::SQS::QueuePolicy')) {
       const p = d.resolve(policy.Properties) as { PolicyDocument: any; Queues: string[] };
-      for (const url of p.Queues) this.account.resourcePolicies.set(`arn:aws:sqs:${REGION}:${ACCOUNT}:${url.split('/').at(-1)}`, p.PolicyDocument);
+      for (const url of p.Queues)
+        this.account.resourcePolicies.set(`arn:aws:sqs:${REGION}:${ACCOUNT}:${url.split('/').at(-1)}`, p.PolicyDocument);
     }
-    for (const [id] of d.ofType('AWS::SecretsManager::Secret')) this.account.addSecret(d.refs.get(id)!, randomBytes(48).toString('base64url'));
+    for (const [id] of d.ofType('AWS::SecretsManager::Secret'))
+      this.account.addSecret(d.refs.get(id)!, randomBytes(48).toString('base64url'));
 
     const pools = d.ofType('AWS::Cognito::UserPool');
     if (pools.length > 1) throw new Error('more than one user pool: the local deploy stands in for one');
@@ -186,7 +233,8 @@ export class LocalDeployment {
   policiesOfRole(roleId: string): Identity['policies'] {
     const d = this.deployed;
     const role = d.template.Resources[roleId]!;
-    if (role.Properties?.ManagedPolicyArns?.length) throw new Error(`${roleId} has managed policies: the local deploy knows no managed policy's document`);
+    if (role.Properties?.ManagedPolicyArns?.length)
+      throw new Error(`${roleId} has managed policies: the local deploy knows no managed policy's document`);
     const policies = (role.Properties?.Policies ?? []).map((p: any) => ({ name: p.PolicyName, policy: d.resolve(p.PolicyDocument) }));
     for (const [id, policy] of d.ofType('AWS::IAM::Policy')) {
       const roles = (policy.Properties!.Roles ?? []).map((r: unknown) => DeployedTemplate.target(r));
@@ -242,7 +290,14 @@ export class LocalDeployment {
     };
     this.functions.set(
       id,
-      new LocalFunction({ id, codeDir: join(this.outdir, asset.source.path), handler: p.Handler, timeoutSeconds: p.Timeout ?? 3, env, node: this.options.node }),
+      new LocalFunction({
+        id,
+        codeDir: join(this.outdir, asset.source.path),
+        handler: p.Handler,
+        timeoutSeconds: p.Timeout ?? 3,
+        env,
+        node: this.options.node,
+      }),
     );
   }
 
@@ -258,11 +313,17 @@ export class LocalDeployment {
   /** Every trigger of every function, with the permission that lets its service invoke the function. */
   private declareTriggers() {
     const d = this.deployed;
-    const permissions = d.ofType('AWS::Lambda::Permission').map(([, p]) => ({ fn: this.functionOf(p.Properties!.FunctionName), principal: String(p.Properties!.Principal), action: p.Properties!.Action }));
+    const permissions = d.ofType('AWS::Lambda::Permission').map(([, p]) => ({
+      fn: this.functionOf(p.Properties!.FunctionName),
+      principal: String(p.Properties!.Principal),
+      action: p.Properties!.Action,
+    }));
     const permitted = (fn: string, principal: string, action = 'lambda:InvokeFunction') => {
-      if (!permissions.some((p) => p.fn === fn && p.principal === principal && p.action === action)) throw new Error(`${fn} has no ${action} permission for ${principal}: AWS would not invoke it`);
+      if (!permissions.some((p) => p.fn === fn && p.principal === principal && p.action === action))
+        throw new Error(`${fn} has no ${action} permission for ${principal}: AWS would not invoke it`);
     };
-    const add = (id: string, type: string, functionId: string, what: string) => this.triggers.set(id, { id, type, functionId, what, invocations: 0 });
+    const add = (id: string, type: string, functionId: string, what: string) =>
+      this.triggers.set(id, { id, type, functionId, what, invocations: 0 });
     for (const [id, url] of d.ofType('AWS::Lambda::Url')) {
       const fn = this.functionOf(url.Properties!.TargetFunctionArn);
       if (url.Properties!.AuthType !== 'NONE') throw new Error(`${id}: AuthType ${url.Properties!.AuthType} is not served by this harness`);
@@ -273,7 +334,8 @@ export class LocalDeployment {
       const integrationId = String(d.resolve(route.Properties!.Target)).replace(/^integrations\//, '');
       const integration = d.template.Resources[[...d.refs].find(([, ref]) => ref === integrationId)![0]]!;
       const fn = this.functionOf(integration.Properties!.IntegrationUri);
-      if (integration.Properties!.PayloadFormatVersion !== '2.0') throw new Error(`${id}: payload format ${integration.Properties!.PayloadFormatVersion} is not served by this harness`);
+      if (integration.Properties!.PayloadFormatVersion !== '2.0')
+        throw new Error(`${id}: payload format ${integration.Properties!.PayloadFormatVersion} is not served by this harness`);
       permitted(fn, 'apigateway.amazonaws.com');
       add(id, 'HTTP API route', fn, `${route.Properties!.RouteKey} (payload 2.0)`);
     }
@@ -282,7 +344,12 @@ export class LocalDeployment {
       const source = DeployedTemplate.target(mapping.Properties!.EventSourceArn)!;
       const type = d.template.Resources[source]!.Type === 'AWS::SQS::Queue' ? 'SQS event source' : 'DynamoDB stream event source';
       const p = mapping.Properties!;
-      add(id, type, fn, `batch ${p.BatchSize}${p.FilterCriteria ? ', filtered' : ''}${p.FunctionResponseTypes?.includes('ReportBatchItemFailures') ? ', partial batch failures' : ''}`);
+      add(
+        id,
+        type,
+        fn,
+        `batch ${p.BatchSize}${p.FilterCriteria ? ', filtered' : ''}${p.FunctionResponseTypes?.includes('ReportBatchItemFailures') ? ', partial batch failures' : ''}`,
+      );
     }
     for (const [id, rule] of d.ofType('AWS::Events::Rule')) {
       for (const target of rule.Properties!.Targets ?? []) {
@@ -307,7 +374,8 @@ export class LocalDeployment {
     const body = Buffer.concat(chunks);
     const url = new URL(req.url ?? '/', 'http://local');
     const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(req.headers)) if (value !== undefined && key !== 'cookie') headers[key] = Array.isArray(value) ? value.join(',') : value;
+    for (const [key, value] of Object.entries(req.headers))
+      if (value !== undefined && key !== 'cookie') headers[key] = Array.isArray(value) ? value.join(',') : value;
     const cookies = req.headers.cookie?.split(/;\s*/).filter(Boolean);
     const text = TEXT_BODY.test(String(req.headers['content-type'] ?? ''));
     const query = url.search.slice(1);
@@ -325,21 +393,31 @@ export class LocalDeployment {
         apiId,
         domainName: String(req.headers.host),
         domainPrefix: String(req.headers.host).split('.')[0],
-        http: { method: req.method, path: url.pathname, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: String(req.headers['user-agent'] ?? '') },
+        http: {
+          method: req.method,
+          path: url.pathname,
+          protocol: 'HTTP/1.1',
+          sourceIp: '127.0.0.1',
+          userAgent: String(req.headers['user-agent'] ?? ''),
+        },
         requestId: randomUUID(),
         routeKey,
         stage: '$default',
         time: new Date(now).toUTCString(),
         timeEpoch: now,
       },
-      ...(body.length ? { body: text ? body.toString('utf8') : body.toString('base64'), isBase64Encoded: !text } : { isBase64Encoded: false }),
+      ...(body.length
+        ? { body: text ? body.toString('utf8') : body.toString('base64'), isBase64Encoded: !text }
+        : { isBase64Encoded: false }),
       ...extra,
     };
   }
 
   private async respond(res: ServerResponse, answer: { result?: any; error?: { errorMessage: string } }) {
     if (answer.error || answer.result === null || answer.result === undefined) {
-      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Internal Server Error', cause: answer.error?.errorMessage }));
+      res
+        .writeHead(502, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ message: 'Internal Server Error', cause: answer.error?.errorMessage }));
       return;
     }
     const result = answer.result;
@@ -349,7 +427,9 @@ export class LocalDeployment {
     }
     const headers: Record<string, string | string[]> = { ...(result.headers ?? {}) };
     if (result.cookies?.length) headers['set-cookie'] = result.cookies;
-    res.writeHead(result.statusCode, headers).end(result.body === undefined ? '' : Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8'));
+    res
+      .writeHead(result.statusCode, headers)
+      .end(result.body === undefined ? '' : Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8'));
   }
 
   private async functionUrlRequest(id: string, req: IncomingMessage, res: ServerResponse) {
@@ -417,13 +497,21 @@ export class LocalDeployment {
     let seen = 0;
     let failures = 0;
     try {
-      await client.send(new ListStreamsCommand({ TableName: d.refs.get(DeployedTemplate.target(d.template.Resources[mappingId]!.Properties!.EventSourceArn)!) }));
+      await client.send(
+        new ListStreamsCommand({
+          TableName: d.refs.get(DeployedTemplate.target(d.template.Resources[mappingId]!.Properties!.EventSourceArn)!),
+        }),
+      );
       const stream = await client.send(new DescribeStreamCommand({ StreamArn: p.EventSourceArn }));
       const records: _Record[] = [];
       for (const shard of stream.StreamDescription?.Shards ?? []) {
         let iterator = this.streamIterators.get(shard.ShardId!);
         if (!iterator) {
-          iterator = (await client.send(new GetShardIteratorCommand({ StreamArn: p.EventSourceArn, ShardId: shard.ShardId!, ShardIteratorType: p.StartingPosition }))).ShardIterator!;
+          iterator = (
+            await client.send(
+              new GetShardIteratorCommand({ StreamArn: p.EventSourceArn, ShardId: shard.ShardId!, ShardIteratorType: p.StartingPosition }),
+            )
+          ).ShardIterator!;
         }
         for (let page = 0; page < 100 && iterator; page++) {
           const got: GetRecordsCommandOutput = await client.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
@@ -437,7 +525,12 @@ export class LocalDeployment {
         // As Lambda delivers them: the creation time in epoch seconds, the stream's ARN and region.
         .map((r) => ({
           ...r,
-          dynamodb: { ...r.dynamodb, ApproximateCreationDateTime: r.dynamodb?.ApproximateCreationDateTime ? Math.floor(r.dynamodb.ApproximateCreationDateTime.getTime() / 1000) : undefined },
+          dynamodb: {
+            ...r.dynamodb,
+            ApproximateCreationDateTime: r.dynamodb?.ApproximateCreationDateTime
+              ? Math.floor(r.dynamodb.ApproximateCreationDateTime.getTime() / 1000)
+              : undefined,
+          },
           eventSourceARN: p.EventSourceArn,
           awsRegion: REGION,
         }))
@@ -480,7 +573,15 @@ export class LocalDeployment {
         this.queueAttributesRead.add(mappingId);
       }
       for (let round = 0; round < rounds; round++) {
-        const got = await client.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: Math.min(10, p.BatchSize), WaitTimeSeconds: 0, AttributeNames: ['All'], MessageAttributeNames: ['All'] }));
+        const got = await client.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: Math.min(10, p.BatchSize),
+            WaitTimeSeconds: 0,
+            AttributeNames: ['All'],
+            MessageAttributeNames: ['All'],
+          }),
+        );
         const received = got.Messages ?? [];
         if (!received.length) break;
         messages += received.length;
@@ -522,12 +623,18 @@ export class LocalDeployment {
    */
   async advanceClock(ms: number) {
     this.clockOffsetMs += ms;
-    const sqs = new SQSClient({ endpoint: this.options.sqsEndpoint, region: REGION, credentials: { accessKeyId: 'clock', secretAccessKey: 'clock' } });
+    const sqs = new SQSClient({
+      endpoint: this.options.sqsEndpoint,
+      region: REGION,
+      credentials: { accessKeyId: 'clock', secretAccessKey: 'clock' },
+    });
     try {
       for (const message of this.delayed.splice(0)) {
         const queueId = DeployedTemplate.target(this.deployed.template.Resources[message.triggerId]!.Properties!.EventSourceArn)!;
         const url = this.account.queueUrls.get(this.deployed.refs.get(queueId)!)!;
-        await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: message.receiptHandle, VisibilityTimeout: 0 })).catch(() => {});
+        await sqs
+          .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: message.receiptHandle, VisibilityTimeout: 0 }))
+          .catch(() => {});
       }
     } finally {
       sqs.destroy();
@@ -538,7 +645,17 @@ export class LocalDeployment {
   async runSchedule(ruleId: string) {
     const d = this.deployed;
     const time = new Date(Date.now() + this.clockOffsetMs).toISOString().replace(/\.\d+Z$/, 'Z');
-    const event = { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: ACCOUNT, time, region: REGION, resources: [d.attributes.get(`${ruleId}.Arn`)], detail: {} };
+    const event = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: ACCOUNT,
+      time,
+      region: REGION,
+      resources: [d.attributes.get(`${ruleId}.Arn`)],
+      detail: {},
+    };
     const answer = await this.invoke(ruleId, event);
     if (answer.error) throw new Error(`${this.triggers.get(ruleId)!.functionId} failed on its schedule: ${answer.error.errorMessage}`);
     return answer.result;
@@ -570,7 +687,9 @@ export function matchesFilter(pattern: unknown, value: unknown): boolean {
   }
   if (pattern && typeof pattern === 'object') {
     if (!value || typeof value !== 'object') return false;
-    return Object.entries(pattern as Record<string, unknown>).every(([key, sub]) => matchesFilter(sub, (value as Record<string, unknown>)[key]));
+    return Object.entries(pattern as Record<string, unknown>).every(([key, sub]) =>
+      matchesFilter(sub, (value as Record<string, unknown>)[key]),
+    );
   }
   return value === pattern;
 }

@@ -47,13 +47,19 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     const sandboxTable = `artifact-sandbox-${randomUUID()}`;
     await ensureTable(doc, sandboxTable);
     sandbox = new SandboxStore(doc, sandboxTable);
-    const providers = new Hono().route('/sandbox', createSandboxDownstreams({ store: sandbox, clock: () => Date.now(), defaultHoldMs: 4_000, defaultSlowMs: 1_000 }));
+    const providers = new Hono().route(
+      '/sandbox',
+      createSandboxDownstreams({ store: sandbox, clock: () => Date.now(), defaultHoldMs: 4_000, defaultSlowMs: 1_000 }),
+    );
     downstreams = serve({ fetch: providers.fetch, hostname: '127.0.0.1', port: 0 });
     await new Promise<void>((resolve) => downstreams.once('listening', () => resolve()));
     const base = `http://127.0.0.1:${(downstreams.address() as AddressInfo).port}/sandbox`;
 
     // Every function bundled; the template is checked by cfn-lint below (not by CDK's built-in validation too).
-    const app = templateApp({ stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER }, { bundle: true, outdir });
+    const app = templateApp(
+      { stackName: STACK, paymentsUrl: `${base}/payments`, ticketsUrl: `${base}/tickets`, emailFrom: SENDER },
+      { bundle: true, outdir },
+    );
     const settings = settingsFromContext(app.node);
     new IdempotentMcpStack(app, settings.stackName, settings.props);
     app.synth();
@@ -75,18 +81,38 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     rmSync(outdir, { recursive: true, force: true });
   });
 
-  const call = (name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) => rawToolCall(mcpUrl, token, name, args, round);
+  const call = (name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) =>
+    rawToolCall(mcpUrl, token, name, args, round);
   const structured = (answer: RawToolAnswer) => answer.structuredContent as Record<string, any>;
 
   it('answers tools/list through the Function URL with every tool, to a Cognito client-credentials token', async () => {
     const response = await fetch(mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, 'mcp-protocol-version': MODERN_PROTOCOL, 'mcp-method': 'tools/list' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': MODERN_PROTOCOL,
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      }),
     });
     expect(response.status).toBe(200);
     const tools = ((await response.json()) as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name).sort();
-    expect(tools).toEqual(['create_order', 'create_ticket', 'get_operation_status', 'get_order', 'issue_operation_id', 'request_payment', 'send_email']);
+    expect(tools).toEqual([
+      'create_order',
+      'create_ticket',
+      'get_operation_status',
+      'get_order',
+      'issue_operation_id',
+      'request_payment',
+      'send_email',
+    ]);
     const anonymous = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(anonymous.status).toBe(401);
   }, 120_000);
@@ -116,13 +142,18 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
   }, 120_000);
 
   it('pays once a signed-in person approved on the page; an unknown outcome is settled by the scheduled reconciler', async () => {
-    const ids = [structured(await call('issue_operation_id', { tool: 'request_payment' })), structured(await call('issue_operation_id', { tool: 'request_payment' }))];
+    const ids = [
+      structured(await call('issue_operation_id', { tool: 'request_payment' })),
+      structured(await call('issue_operation_id', { tool: 'request_payment' })),
+    ];
     expect(ids[0]!.operation_id).not.toBe(ids[1]!.operation_id);
     const id = ids[0]!.operation_id as string;
     const first = await call('request_payment', paymentArgs(id));
     expect(first).toMatchObject({ resultType: 'input_required' });
     const link = (first.inputRequests as any).confirm.params.url as string;
-    const pageBase = String(deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`));
+    const pageBase = String(
+      deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`),
+    );
     expect(link.startsWith(`${pageBase}/approvals/`)).toBe(true);
 
     // A person of the tenant, created by an administrator in the pool, signs in at the pool's login and approves.
@@ -146,7 +177,10 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
 
     // The provider commits but answers after the function's downstream timeout: the outcome is unknown.
     await sandbox.armFault({ target: 'payments', mode: 'commit-then-timeout', times: 1 });
-    const paid = await call('request_payment', paymentArgs(id), { requestState: first.requestState as string, inputResponses: { confirm: { action: 'accept' } } });
+    const paid = await call('request_payment', paymentArgs(id), {
+      requestState: first.requestState as string,
+      inputResponses: { confirm: { action: 'accept' } },
+    });
     expect(structured(paid)).toMatchObject({ outcome: 'unknown' });
     let settled: Record<string, any> = {};
     for (let run = 0; run < 6 && settled.outcome !== 'succeeded'; run++) {
@@ -161,7 +195,9 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
   it('relays committed events from the stream to the queue; the consumer sends the email through SES once and gives a refused ticket up to the DLQ when its budget is spent', async () => {
     await sandbox.armFault({ target: 'tickets', mode: 'unavailable', times: 100 });
     const key = `late-ticket-${randomUUID()}`;
-    expect(structured(await call('create_ticket', { title: 'Late', description: 'Tickets down', priority: 'low', idempotency_key: key }))).toMatchObject({ outcome: 'succeeded' });
+    expect(
+      structured(await call('create_ticket', { title: 'Late', description: 'Tickets down', priority: 'low', idempotency_key: key })),
+    ).toMatchObject({ outcome: 'succeeded' });
 
     const [streamMapping] = deployment.triggersOf('DynamoDB stream event source');
     const relayed = await deployment.pumpStream(streamMapping!.id);
@@ -178,13 +214,22 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
     const later = await deployment.pumpQueue(queueMapping!.id);
     expect(later.messages).toBeGreaterThanOrEqual(1);
     expect(later.failures).toBe(0);
-    const dlqUrl = deployment.account.queueUrls.get(String(deployment.deployed.resolve(deployment.template.Outputs!.DeadLetterQueueUrl!.Value)))!;
-    const sqs = new SQSClient({ endpoint: deployment.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' } });
+    const dlqUrl = deployment.account.queueUrls.get(
+      String(deployment.deployed.resolve(deployment.template.Outputs!.DeadLetterQueueUrl!.Value)),
+    )!;
+    const sqs = new SQSClient({
+      endpoint: deployment.sqsEndpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' },
+    });
     const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10 }));
     sqs.destroy();
     expect((dead.Messages ?? []).map((m) => JSON.parse(m.Body!).tool)).toContain('create_ticket');
     expect(deployment.account.emails).toHaveLength(1);
   }, 120_000);
 
-  artifactChecks(() => deployment, () => lint);
+  artifactChecks(
+    () => deployment,
+    () => lint,
+  );
 });

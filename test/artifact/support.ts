@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { deflateRawSync } from 'node:zlib';
-import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import type { AuthorizedCall, Identity } from './aws-account';
 import { expect, it } from 'vitest';
 import type { LocalDeployment } from './local-deploy';
@@ -47,10 +46,14 @@ export async function cfnLint(templateFile: string): Promise<string[]> {
   const binary = await run('sh', ['-c', 'command -v cfn-lint']).then(
     ({ stdout }) => stdout.trim(),
     () => {
-      throw new Error('cfn-lint is not on PATH: install the Python package cfn-lint (pip install cfn-lint); `npm test` checks it first (scripts/prereqs.sh)');
+      throw new Error(
+        'cfn-lint is not on PATH: install the Python package cfn-lint (pip install cfn-lint); `npm test` checks it first (scripts/prereqs.sh)',
+      );
     },
   );
-  const { stdout, code } = await run(binary, ['--format', 'parseable', '--ignore-checks', 'W3005', '--', templateFile], { maxBuffer: 16 * 1024 * 1024 }).then(
+  const { stdout, code } = await run(binary, ['--format', 'parseable', '--ignore-checks', 'W3005', '--', templateFile], {
+    maxBuffer: 16 * 1024 * 1024,
+  }).then(
     ({ stdout }) => ({ stdout, code: 0 }),
     (err: { stdout?: string; stderr?: string; code?: number }) => {
       if (!err.stdout && err.code !== undefined && err.code > 15) throw new Error(`cfn-lint failed to run: ${err.stderr}`);
@@ -62,7 +65,14 @@ export async function cfnLint(templateFile: string): Promise<string[]> {
   return findings;
 }
 
-const glob = (pattern: string, value: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i').test(value);
+const glob = (pattern: string, value: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  ).test(value);
 
 /** What Lambda's event source mappings call with the function's role (AWS Lambda developer guide, execution role). */
 export const EVENT_SOURCE_ACTIONS = new Set([
@@ -94,7 +104,12 @@ export const KNOWN_NEVER_CALLED: ReadonlyArray<{ action: string; onEventSource?:
  * DeleteItem and ConditionCheckItem: those names are in a bundle that sends them one by one, and the
  * transaction's own item kinds (`{ Put: ... }`) are not told apart here (the run's calls are).
  */
-export function neverCallable(identity: Identity, calls: readonly AuthorizedCall[], bundle: string, eventSources: readonly string[]): string[] {
+export function neverCallable(
+  identity: Identity,
+  calls: readonly AuthorizedCall[],
+  bundle: string,
+  eventSources: readonly string[],
+): string[] {
   return unusedGrants(identity, calls).filter((grant) => {
     const [action, resource] = grant.split(' on ') as [string, string];
     if (EVENT_SOURCE_ACTIONS.has(action) && (resource === '*' || eventSources.some((source) => glob(resource, source)))) return false;
@@ -129,8 +144,12 @@ export function unusedGrants(identity: Identity, calls: readonly AuthorizedCall[
 export function report(deployment: LocalDeployment, title = deployment.stackName): string {
   const lines = [`== ${title}: functions and triggers run, against the template ==`];
   for (const [id, fn] of deployment.functions) {
-    lines.push(`function ${id} (${fn.options.handler}, ${fn.options.timeoutSeconds} s, ${fn.nodeVersion || 'never started'}): ${fn.invocations} invocations`);
-    for (const trigger of deployment.triggers.values()) if (trigger.functionId === id) lines.push(`  trigger ${trigger.type} ${trigger.id} [${trigger.what}]: ${trigger.invocations} invocations`);
+    lines.push(
+      `function ${id} (${fn.options.handler}, ${fn.options.timeoutSeconds} s, ${fn.nodeVersion || 'never started'}): ${fn.invocations} invocations`,
+    );
+    for (const trigger of deployment.triggers.values())
+      if (trigger.functionId === id)
+        lines.push(`  trigger ${trigger.type} ${trigger.id} [${trigger.what}]: ${trigger.invocations} invocations`);
   }
   lines.push(`== ${title}: AWS calls, each checked against the caller's role and the resource's policy ==`);
   const counted = new Map<string, number>();
@@ -140,7 +159,8 @@ export function report(deployment: LocalDeployment, title = deployment.stackName
   }
   for (const [key, count] of [...counted].sort()) lines.push(`  ${key} x${count}`);
   lines.push(`== ${title}: grants never used ==`);
-  for (const identity of deployment.identities.values()) for (const grant of unusedGrants(identity, deployment.account.calls)) lines.push(`  ${identity.functionId}: ${grant}`);
+  for (const identity of deployment.identities.values())
+    for (const grant of unusedGrants(identity, deployment.account.calls)) lines.push(`  ${identity.functionId}: ${grant}`);
   return lines.join('\n');
 }
 
@@ -168,10 +188,16 @@ export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<str
     }
     const idle = [...d().triggers.values()].filter((t) => t.invocations === 0).map((t) => `${t.type} ${t.id} of ${t.functionId}`);
     expect(idle, 'triggers of the template never exercised').toEqual([]);
-    const refused = d().account.calls.filter((c) => c.decision !== 'Allowed').map((c) => `${c.functionId}: ${c.action} on ${c.resource} (${c.decision}${c.detail ? `: ${c.detail}` : ''})`);
+    const refused = d()
+      .account.calls.filter((c) => c.decision !== 'Allowed')
+      .map((c) => `${c.functionId}: ${c.action} on ${c.resource} (${c.decision}${c.detail ? `: ${c.detail}` : ''})`);
     expect(refused, 'AWS calls the role does not allow').toEqual([]);
     // Each function made calls of its own (not only its event source's), checked one by one.
-    for (const id of d().functions.keys()) expect(d().account.calls.some((c) => c.functionId === id && c.caller === 'function'), id).toBe(true);
+    for (const id of d().functions.keys())
+      expect(
+        d().account.calls.some((c) => c.functionId === id && c.caller === 'function'),
+        id,
+      ).toBe(true);
   });
 
   it('grants no function an action its bundle cannot call and no event source calls for it', () => {
@@ -192,11 +218,13 @@ export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<str
     expect(never).toEqual([]);
   });
 
-  it('lints clean (cfn-lint) and ships bundles well under Lambda\'s size limits', async () => {
+  it("lints clean (cfn-lint) and ships bundles well under Lambda's size limits", async () => {
     expect(await lint()).toEqual([]);
     for (const [id, fn] of d().functions) {
       const size = assetSize(fn.options.codeDir);
-      console.log(`${d().stackName} ${id}: ${mb(size.unzipped)} unzipped, ${mb(size.zipped)} zipped, ${size.files} files (limits ${mb(LAMBDA_UNZIPPED_LIMIT)} / ${mb(LAMBDA_ZIPPED_LIMIT)})`);
+      console.log(
+        `${d().stackName} ${id}: ${mb(size.unzipped)} unzipped, ${mb(size.zipped)} zipped, ${size.files} files (limits ${mb(LAMBDA_UNZIPPED_LIMIT)} / ${mb(LAMBDA_ZIPPED_LIMIT)})`,
+      );
       expect(size.unzipped).toBeLessThan(LAMBDA_UNZIPPED_LIMIT);
       expect(size.zipped).toBeLessThan(LAMBDA_ZIPPED_LIMIT);
       // The IAM evaluator of these tests is AGPL: a devDependency, never in a function.

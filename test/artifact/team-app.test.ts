@@ -36,7 +36,13 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
     // The team's first tenant: an app client it creates in the pool (client credentials, the tools scope).
     const [, server] = d.ofType('AWS::Cognito::UserPoolResourceServer')[0]!;
     const scope = `${server.Properties!.Identifier}/tools`;
-    deployment.cognito.clients.set('team-tenant-1', { clientId: 'team-tenant-1', secret: 'team-secret', scopes: [scope], callbackUrls: [], flows: ['client_credentials'] });
+    deployment.cognito.clients.set('team-tenant-1', {
+      clientId: 'team-tenant-1',
+      secret: 'team-secret',
+      scopes: [scope],
+      callbackUrls: [],
+      flows: ['client_credentials'],
+    });
     token = await deployment.cognito.clientCredentials('team-tenant-1', 'team-secret', scope);
   }, 480_000);
 
@@ -51,8 +57,19 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
   it("serves the team's tools and the toolkit's, each write once per key", async () => {
     const response = await fetch(mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}`, 'mcp-protocol-version': MODERN_PROTOCOL, 'mcp-method': 'tools/list' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': MODERN_PROTOCOL,
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      }),
     });
     const tools = ((await response.json()) as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name).sort();
     // No tool of the team takes a server-issued operation id: no issue_operation_id.
@@ -64,18 +81,34 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
     expect(structured(first)).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(structured(again)).toMatchObject({ outcome: 'succeeded', replayed: true, result: structured(first).result });
     const announceKey = `announce-${randomUUID()}`;
-    const announce = { reservation_id: structured(first).result.reservation_id, text: 'Berlin-3 is ours at ten', idempotency_key: announceKey };
+    const announce = {
+      reservation_id: structured(first).result.reservation_id,
+      text: 'Berlin-3 is ours at ten',
+      idempotency_key: announceKey,
+    };
     const [queued, queuedAgain] = [await call('rooms.announce', announce), await call('rooms.announce', announce)];
     expect(structured(queued)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { status: 'queued' } });
     expect(structured(queuedAgain)).toMatchObject({ outcome: 'succeeded', replayed: true, result: structured(queued).result });
-    for (let read = 0; read < 2; read++) expect(structured(await call('get_operation_status', { tool: 'rooms.announce', idempotency_key: announceKey }))).toMatchObject({ tool: 'rooms.announce' });
+    for (let read = 0; read < 2; read++)
+      expect(structured(await call('get_operation_status', { tool: 'rooms.announce', idempotency_key: announceKey }))).toMatchObject({
+        tool: 'rooms.announce',
+      });
   }, 120_000);
 
-  it('answers at the approval page\'s routes (a link nobody issued)', async () => {
-    const page = String(deployment.deployed.resolve(deployment.template.Outputs?.ApprovalPageUrl?.Value ?? deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`) + '/approvals'));
+  it("answers at the approval page's routes (a link nobody issued)", async () => {
+    const page = String(
+      deployment.deployed.resolve(
+        deployment.template.Outputs?.ApprovalPageUrl?.Value ??
+          `${deployment.deployed.attributes.get(`${deployment.deployed.ofType('AWS::ApiGatewayV2::Api')[0]![0]}.ApiEndpoint`)}/approvals`,
+      ),
+    );
     expect((await fetch(page, { redirect: 'manual' })).status).toBeLessThan(500);
     for (const method of ['GET', 'POST']) {
-      const response = await fetch(`${page}/unknown.link`, { method, redirect: 'manual', ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' } : {}) });
+      const response = await fetch(`${page}/unknown.link`, {
+        method,
+        redirect: 'manual',
+        ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' } : {}),
+      });
       expect(response.status, method).toBeLessThan(500);
     }
   }, 60_000);
@@ -92,12 +125,25 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
     expect(first).toMatchObject({ messages: 1, failures: 1 });
     await deployment.advanceClock(25 * 3600_000);
     expect(await deployment.pumpQueue(queue!.id)).toMatchObject({ messages: 1, failures: 0 });
-    const dlq = deployment.account.queueUrls.get(String(deployment.deployed.resolve({ Ref: deployment.deployed.ofType('AWS::SQS::Queue').find(([, q]) => !q.Properties?.RedrivePolicy)![0] })))!;
-    const sqs = new SQSClient({ endpoint: deployment.sqsEndpoint, region: 'us-east-1', credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' } });
+    const dlq = deployment.account.queueUrls.get(
+      String(
+        deployment.deployed.resolve({
+          Ref: deployment.deployed.ofType('AWS::SQS::Queue').find(([, q]) => !q.Properties?.RedrivePolicy)![0],
+        }),
+      ),
+    )!;
+    const sqs = new SQSClient({
+      endpoint: deployment.sqsEndpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'ops', secretAccessKey: 'ops' },
+    });
     const dead = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq, MaxNumberOfMessages: 10 }));
     sqs.destroy();
     expect((dead.Messages ?? []).map((m) => JSON.parse(m.Body!).type)).toEqual(['room.announce']);
   }, 120_000);
 
-  artifactChecks(() => deployment, () => lint);
+  artifactChecks(
+    () => deployment,
+    () => lint,
+  );
 });

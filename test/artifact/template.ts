@@ -77,14 +77,23 @@ export class DeployedTemplate {
         // StreamArn is set once DynamoDB Local made the table (its stream ARN is the emulator's).
         return set(physical, { Arn: arn('dynamodb', `table/${physical}`) });
       case 'AWS::SQS::Queue':
-        return set(`${this.local.awsProxy}/${ACCOUNT}/${physical}`, { Arn: arn('sqs', physical), QueueName: physical, QueueUrl: `${this.local.awsProxy}/${ACCOUNT}/${physical}` });
+        return set(`${this.local.awsProxy}/${ACCOUNT}/${physical}`, {
+          Arn: arn('sqs', physical),
+          QueueName: physical,
+          QueueUrl: `${this.local.awsProxy}/${ACCOUNT}/${physical}`,
+        });
       case 'AWS::SecretsManager::Secret': {
         const secretArn = arn('secretsmanager', `secret:${id}${suffix().slice(0, 4)}-AbCdEf`);
         return set(secretArn, { Id: secretArn });
       }
       case 'AWS::Cognito::UserPool': {
         const poolId = `${REGION}_${randomBytes(5).toString('hex')}`;
-        return set(poolId, { ProviderURL: `${this.local.issuer}/${poolId}`, ProviderName: `${this.local.issuer.replace(/^https?:\/\//, '')}/${poolId}`, Arn: arn('cognito-idp', `userpool/${poolId}`), UserPoolId: poolId });
+        return set(poolId, {
+          ProviderURL: `${this.local.issuer}/${poolId}`,
+          ProviderName: `${this.local.issuer.replace(/^https?:\/\//, '')}/${poolId}`,
+          Arn: arn('cognito-idp', `userpool/${poolId}`),
+          UserPoolId: poolId,
+        });
       }
       case 'AWS::Cognito::UserPoolClient': {
         const clientId = randomBytes(13).toString('hex');

@@ -32,12 +32,17 @@ afterAll(async () => {
 });
 
 describe('the capacity bench harness', () => {
-  it('measures every phase, and a replay of ours costs no more than Powertools\' replay of the same tool', async () => {
+  it("measures every phase, and a replay of ours costs no more than Powertools' replay of the same tool", async () => {
     const { capacity, unexpected_outcomes } = await measureCapacity(client, meter, tables, 3);
     expect(unexpected_outcomes).toBe(0);
     for (const [variant, phases] of Object.entries(capacity)) {
       for (const [phase, f] of Object.entries(phases)) {
-        expect({ variant, phase, consumed: f.wcu + f.rcu > 0, requests: f.requests >= 1 }).toEqual({ variant, phase, consumed: true, requests: true });
+        expect({ variant, phase, consumed: f.wcu + f.rcu > 0, requests: f.requests >= 1 }).toEqual({
+          variant,
+          phase,
+          consumed: true,
+          requests: true,
+        });
         expect(f.cost_per_million_usd).toBeGreaterThan(0);
       }
     }
@@ -48,8 +53,12 @@ describe('the capacity bench harness', () => {
     expect(capacity.engine_local.replay).toMatchObject({ basis: 'measured', requests: 1, wcu: 0 });
     expect(capacity.engine_local.replay!.rcu).toBeGreaterThan(0);
     expect(capacity.engine_local.replay!.cost_per_million_usd).toBeLessThanOrEqual(capacity.powertools_local.replay!.cost_per_million_usd);
-    expect(capacity.engine_local.conflict!.cost_per_million_usd).toBeLessThanOrEqual(capacity.powertools_local.conflict!.cost_per_million_usd);
-    expect(capacity.engine_claimed.replay!.cost_per_million_usd).toBeLessThanOrEqual(capacity.powertools_external.replay!.cost_per_million_usd);
+    expect(capacity.engine_local.conflict!.cost_per_million_usd).toBeLessThanOrEqual(
+      capacity.powertools_local.conflict!.cost_per_million_usd,
+    );
+    expect(capacity.engine_claimed.replay!.cost_per_million_usd).toBeLessThanOrEqual(
+      capacity.powertools_external.replay!.cost_per_million_usd,
+    );
     // On another container the refused transaction is computed over every item it carries (record and order), each
     // a transactional write (prepare and commit).
     expect(capacity.engine_local.replay_other_container).toMatchObject({ basis: 'computed', requests: 1 });
@@ -59,7 +68,9 @@ describe('the capacity bench harness', () => {
       expect(capacity.engine_local[phase]).toMatchObject({ basis: 'measured', requests: 1, wcu: 0 });
       expect(capacity.engine_local[phase]!.rcu).toBeGreaterThan(0);
     }
-    expect(capacity.engine_local.replay_other_container_hinted!.cost_per_million_usd).toBeLessThanOrEqual(capacity.powertools_local.replay!.cost_per_million_usd);
+    expect(capacity.engine_local.replay_other_container_hinted!.cost_per_million_usd).toBeLessThanOrEqual(
+      capacity.powertools_local.replay!.cost_per_million_usd,
+    );
   }, 120_000);
 
   it("counts every item a local tool's first call writes: the record and the order, twice each (a transaction)", async () => {
@@ -68,14 +79,22 @@ describe('the capacity bench harness', () => {
     const key = `key-${randomUUID()}`;
     const orderId = `order-${randomUUID()}`;
     meter.take();
-    const answer = await engine.run({ tenant: 'tenant-c', tool: 'create_order', idempotencyKey: key, args: { n: 1 }, effect: 'local' }, {}, async () => ({
-      result: { order_id: orderId, lines: 'x'.repeat(1500) },
-      writes: [{ create: { key: orderKey('tenant-c', orderId), item: { order_id: orderId, lines: 'y'.repeat(1200) } } }],
-    }));
+    const answer = await engine.run(
+      { tenant: 'tenant-c', tool: 'create_order', idempotencyKey: key, args: { n: 1 }, effect: 'local' },
+      {},
+      async () => ({
+        result: { order_id: orderId, lines: 'x'.repeat(1500) },
+        writes: [{ create: { key: orderKey('tenant-c', orderId), item: { order_id: orderId, lines: 'y'.repeat(1200) } } }],
+      }),
+    );
     expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false });
     const consumed = meter.take();
     const stored = async (key: { pk: string; sk: string }) =>
-      (await sizing.send(new GetItemCommand({ TableName: tables.engine, Key: { pk: { S: key.pk }, sk: { S: key.sk } }, ConsistentRead: true }))).Item!;
+      (
+        await sizing.send(
+          new GetItemCommand({ TableName: tables.engine, Key: { pk: { S: key.pk }, sk: { S: key.sk } }, ConsistentRead: true }),
+        )
+      ).Item!;
     const items = [await stored(Keys.idempotency('tenant-c', 'create_order', key)), await stored(orderKey('tenant-c', orderId))];
     const sizes = await Promise.all(items.map((item) => meter.itemWcu(tables.engine, item)));
     expect(sizes.every((wcu) => wcu >= 2)).toBe(true); // both items over 1 KB: the rounding is per item
@@ -90,7 +109,9 @@ describe('the capacity bench harness', () => {
     const measuredPut = meter.take().measuredWcu;
     expect(measuredPut).toBeGreaterThanOrEqual(3);
 
-    const refused = doc.send(new PutCommand({ TableName: tables.engine, Item: { ...key, small: 1 }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    const refused = doc.send(
+      new PutCommand({ TableName: tables.engine, Item: { ...key, small: 1 }, ConditionExpression: 'attribute_not_exists(pk)' }),
+    );
     await expect(refused).rejects.toMatchObject({ name: 'ConditionalCheckFailedException' });
     expect(meter.take()).toMatchObject({ requests: 1, measuredWcu: 0, computedWcu: measuredPut });
 

@@ -23,19 +23,21 @@ beforeAll(async () => {
   // The stack and the browser start side by side: each mostly waits (for DynamoDB Local, for Chromium's processes).
   const starting = startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } }).then((started) => (stack = started));
   // playwright-core starts Chromium on a fresh temporary profile of its own, removed when the browser closes.
-  const launching = chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  }).then((launched) => (browser = launched));
+  const launching = chromium
+    .launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
+    .then((launched) => (browser = launched));
   // Both settled before a failure is thrown: afterAll then closes whichever did start.
   const failed = (await Promise.allSettled([starting, launching])).find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
@@ -46,7 +48,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const call = (name: string, args: Record<string, unknown>, round: Record<string, unknown> = {}) => rawToolCall(stack.mcpUrl, agentToken, name, args, round);
+const call = (name: string, args: Record<string, unknown>, round: Record<string, unknown> = {}) =>
+  rawToolCall(stack.mcpUrl, agentToken, name, args, round);
 
 async function askPayment(overrides: Record<string, unknown> = {}) {
   const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
@@ -81,7 +84,10 @@ async function person(width = 1280, height = 900): Promise<{ context: BrowserCon
  */
 function expectConsoleError(context: BrowserContext, pattern: RegExp) {
   const errors = consoleErrors.get(context)!;
-  expect(errors.some((text) => pattern.test(text)), `no console error matched ${pattern}: ${JSON.stringify(errors)}`).toBe(true);
+  expect(
+    errors.some((text) => pattern.test(text)),
+    `no console error matched ${pattern}: ${JSON.stringify(errors)}`,
+  ).toBe(true);
   errors.splice(0, errors.length, ...errors.filter((text) => !pattern.test(text)));
 }
 
@@ -103,9 +109,15 @@ async function expectStyled(page: Page) {
     })()`);
   expect(await style('main')).toMatchObject({ maxWidth: '544px' });
   expect((await style('body')).fontFamily).toContain('"Segoe UI"');
-  if (await page.locator('#summary').count()) expect(await style('#summary')).toMatchObject({ fontWeight: '600', borderStyle: 'solid', borderRadius: '6.4px' });
+  if (await page.locator('#summary').count())
+    expect(await style('#summary')).toMatchObject({ fontWeight: '600', borderStyle: 'solid', borderRadius: '6.4px' });
   if (await page.locator('button.approve').count()) {
-    expect(await style('button.approve')).toMatchObject({ background: 'rgb(22, 101, 52)', color: 'rgb(255, 255, 255)', minWidth: '128px', borderRadius: '6.4px' });
+    expect(await style('button.approve')).toMatchObject({
+      background: 'rgb(22, 101, 52)',
+      color: 'rgb(255, 255, 255)',
+      minWidth: '128px',
+      borderRadius: '6.4px',
+    });
   }
 }
 
@@ -146,7 +158,9 @@ describe('the approval page in Chromium', () => {
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-page-phone.png', fullPage: true });
       await page.click('button.approve');
-      await expect.poll(() => page.textContent('#state')).toMatch(/^Approved by alice@tenant-browser at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d seconds? ago)\)\./);
+      await expect
+        .poll(() => page.textContent('#state'))
+        .toMatch(/^Approved by alice@tenant-browser at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d seconds? ago)\)\./);
       // After the decision the heading says what was decided, no longer asks; the page says when it was decided,
       // not when a link that no longer matters expires, and that no run used the yes yet.
       expect(await page.textContent('h1')).toBe('Approved');
@@ -157,13 +171,18 @@ describe('the approval page in Chromium', () => {
       await expectStyled(page);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-approved.png', fullPage: true });
 
-      const paid = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
+      const paid = await call('request_payment', args, {
+        requestState: first.requestState,
+        inputResponses: { confirm: { action: 'accept' } },
+      });
       expect(paid.structuredContent).toMatchObject({ outcome: 'succeeded' });
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
       // Opened again once the payment ran: when the yes was used, and by which run (as `ops show` prints it).
       const record = await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId });
       await page.goto(link);
-      expect(await page.textContent('#used')).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\((now|\\d seconds? ago)\\) by run ${record!.usedBy}$`));
+      expect(await page.textContent('#used')).toMatch(
+        new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\((now|\\d seconds? ago)\\) by run ${record!.usedBy}$`),
+      );
       expect(await page.locator('#expires').count()).toBe(0);
     } finally {
       await context.close();
@@ -182,7 +201,10 @@ describe('the approval page in Chromium', () => {
       expect(await page.textContent('h1')).toBe('Declined');
       expect(await page.locator('#expires, #used').count()).toBe(0);
       expect(await page.textContent('#decided')).toMatch(/ UTC \((now|\d seconds? ago)\)$/);
-      const refused = await call('request_payment', args, { requestState: first.requestState, inputResponses: { confirm: { action: 'accept' } } });
+      const refused = await call('request_payment', args, {
+        requestState: first.requestState,
+        inputResponses: { confirm: { action: 'accept' } },
+      });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
       expect(await paymentsWithKey(operationId)).toEqual([]);
 
@@ -226,7 +248,9 @@ describe('the approval page in Chromium', () => {
     } finally {
       await context.close();
     }
-    expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe('pending');
+    expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe(
+      'pending',
+    );
   });
 
   it('replaying the approve POST, or two tabs approving at once, leaves one decision and one payment', async () => {
@@ -262,11 +286,15 @@ describe('the approval page in Chromium', () => {
       await page.click('button.approve');
       await expect.poll(() => page.textContent('h1')).toBe('Refused');
       expectConsoleError(context, /status of 403/);
-      expect((await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status).toBe('pending');
+      expect(
+        (await stack.services.approvals.current({ tenant: TENANT, tool: 'request_payment', idempotencyKey: operationId }))!.status,
+      ).toBe('pending');
 
       // A page frames the approval page (one of its own origin, so nothing but the page's headers can stop it).
       await page.goto(`${stack.url}/health`);
-      await page.evaluate(`(() => { const f = document.createElement('iframe'); f.src = ${JSON.stringify(link)}; document.body.appendChild(f); })()`);
+      await page.evaluate(
+        `(() => { const f = document.createElement('iframe'); f.src = ${JSON.stringify(link)}; document.body.appendChild(f); })()`,
+      );
       // Refused by the CSP's frame-ancestors (Chromium says so in the console): the one CSP message expected here.
       // Waited for first, so what the frame shows below is what it shows once Chromium has decided.
       const messages = consoleErrors.get(context)!;
@@ -291,6 +319,7 @@ describe('the approval page in Chromium', () => {
       // Grouped by threes, as a person reads a billion yen.
       expect(summary).toBe('Pay 1,000,000,000 JPY to payee-7 (memo: "x\\n\\nPay 1.00 EUR to payee-7\\u{202E}")');
       // One rendered line block: the memo's "Pay" never starts a line of its own.
+      // biome-ignore lint/performance/useDomNodeTextContent: the rendered lines are the subject; textContent has no line breaks.
       const lines = (await page.locator('#summary').innerText()).split('\n');
       expect(lines.filter((line) => line.trimStart().startsWith('Pay '))).toHaveLength(1);
       if (SCREENSHOTS) await page.screenshot({ path: 'docs/images/approval-jpy-memo.png', fullPage: true });

@@ -50,7 +50,10 @@ function dependencyCycle(resources: Resources): string[] | undefined {
   const edges = new Map<string, string[]>();
   for (const [id, resource] of Object.entries(resources)) {
     const refs = referencesOf({ p: resource.Properties, d: [resource.DependsOn ?? []].flat().map((Ref) => ({ Ref })) });
-    edges.set(id, [...refs].filter((ref) => ref in resources));
+    edges.set(
+      id,
+      [...refs].filter((ref) => ref in resources),
+    );
   }
   const state = new Map<string, 'open' | 'done'>();
   const visit = (id: string, path: string[]): string[] | undefined => {
@@ -80,7 +83,8 @@ function deployedEnv(variables: Record<string, unknown>, values: Record<string, 
     if (node.Ref === 'AWS::Region') return REGION;
     if (node.Ref === 'AWS::URLSuffix') return 'amazonaws.com';
     if (node.Ref) return values[node.Ref] ?? `ref-${String(node.Ref).toLowerCase()}`;
-    if (node['Fn::GetAtt']) return values[node['Fn::GetAtt'].join('.')] ?? `https://attr-${String(node['Fn::GetAtt'][0]).toLowerCase()}.example.com`;
+    if (node['Fn::GetAtt'])
+      return values[node['Fn::GetAtt'].join('.')] ?? `https://attr-${String(node['Fn::GetAtt'][0]).toLowerCase()}.example.com`;
     if (node['Fn::Join']) return (node['Fn::Join'][1] as unknown[]).map(resolve).join(node['Fn::Join'][0]);
     throw new Error(`no value for ${JSON.stringify(value)}`);
   };
@@ -91,15 +95,32 @@ function deployedEnv(variables: Record<string, unknown>, values: Record<string, 
 function httpApiRouteMatches(routeKey: string, method: string, path: string): boolean {
   const [routeMethod, routePath] = routeKey.split(' ') as [string, string];
   if (routeMethod !== method && routeMethod !== 'ANY') return false;
-  const pattern = routePath.replace(/[.*?^$()|[\]\\]/g, '\\$&').replace(/\/\{[^}/]+\+\}$/, '/.+').replace(/\{[^}/]+\}/g, '[^/]+');
+  const pattern = routePath
+    .replace(/[.*?^$()|[\]\\]/g, '\\$&')
+    .replace(/\/\{[^}/]+\+\}$/, '/.+')
+    .replace(/\{[^}/]+\}/g, '[^/]+');
   return new RegExp(`^${pattern}$`).test(path);
 }
 
 /** A page whose sign-in is at an issuer no test reaches: enough for what it answers before anyone signs in. */
 const pageServices = () => ({
   config: {
-    auth: { mode: 'oidc' as const, issuer: 'https://pool.example.com', jwksUrl: 'https://pool.example.com/jwks', tenantClaim: 'client_id', requiredScopes: [] },
-    approvals: { ttlSeconds: 900, signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl: 'https://pool.example.com/oauth2/token', scopes: ['openid'] } },
+    auth: {
+      mode: 'oidc' as const,
+      issuer: 'https://pool.example.com',
+      jwksUrl: 'https://pool.example.com/jwks',
+      tenantClaim: 'client_id',
+      requiredScopes: [],
+    },
+    approvals: {
+      ttlSeconds: 900,
+      signIn: {
+        clientId: 'page-client',
+        authorizeUrl: 'https://pool.example.com/oauth2/authorize',
+        tokenUrl: 'https://pool.example.com/oauth2/token',
+        scopes: ['openid'],
+      },
+    },
   },
   approvals: {} as never,
   signingSecret: async () => 's'.repeat(32),
@@ -130,7 +151,11 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     }
     // Served at the root of the API (no stage in the path), throttled, with an access log.
     const [[, stage]] = ofType(resources, 'AWS::ApiGatewayV2::Stage') as [[string, Resources[string]]];
-    expect(stage.Properties).toMatchObject({ StageName: '$default', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 } });
+    expect(stage.Properties).toMatchObject({
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
+    });
     expect(stage.Properties.AccessLogSettings.Format).not.toMatch(/querystring|\$context\.path/i);
   });
 
@@ -151,7 +176,7 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     expect(machine).toMatchObject({ AllowedOAuthFlows: ['client_credentials'], GenerateSecret: true });
   });
 
-  it('signs people in through the pool\'s managed login, with a second factor and a tenant an administrator sets once', () => {
+  it("signs people in through the pool's managed login, with a second factor and a tenant an administrator sets once", () => {
     expect(resources[domainId]!.Properties).toMatchObject({ UserPoolId: { Ref: poolId }, ManagedLoginVersion: 2 });
     const [[, style]] = ofType(resources, 'AWS::Cognito::ManagedLoginBranding') as [[string, Resources[string]]];
     expect(style.Properties).toEqual({ UserPoolId: { Ref: poolId }, ClientId: { Ref: pageClientId }, UseCognitoProvidedValues: true });
@@ -164,7 +189,9 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
   });
 
   it('tells the MCP function the page settings through the declared variables', () => {
-    const domainUrl = (path: string) => ({ 'Fn::Join': ['', ['https://', { Ref: domainId }, '.auth.', { Ref: 'AWS::Region' }, `.amazoncognito.com${path}`]] });
+    const domainUrl = (path: string) => ({
+      'Fn::Join': ['', ['https://', { Ref: domainId }, '.auth.', { Ref: 'AWS::Region' }, `.amazoncognito.com${path}`]],
+    });
     expect(env[nameOf('approvalClientId')]).toEqual({ Ref: pageClientId });
     expect(env[nameOf('approvalAuthorizeUrl')]).toEqual(domainUrl('/oauth2/authorize'));
     expect(env[nameOf('approvalTokenUrl')]).toEqual(domainUrl('/oauth2/token'));
@@ -182,13 +209,16 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     expect(dependencyCycle(looped)).toBeDefined();
   });
 
-  it('routes the URL it outputs as ApprovalPageUrl (and the callback) to the function, which answers the page\'s own URL', async () => {
+  it("routes the URL it outputs as ApprovalPageUrl (and the callback) to the function, which answers the page's own URL", async () => {
     const routeKeys = ofType(resources, 'AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties.RouteKey as string);
     const outputs = template.toJSON().Outputs;
     for (const name of ['ApprovalPageUrl', 'ApprovalCallbackUrl']) {
       const [first, path] = outputs[name].Value['Fn::Join'][1];
       expect(first).toEqual(apiEndpoint);
-      expect(routeKeys.filter((key) => httpApiRouteMatches(key, 'GET', path)), `${name} (${path})`).not.toEqual([]);
+      expect(
+        routeKeys.filter((key) => httpApiRouteMatches(key, 'GET', path)),
+        `${name} (${path})`,
+      ).not.toEqual([]);
     }
     // The function answers there: a page saying where the links are, not the API's or the app's 404.
     const pageUrl: string = outputs.ApprovalPageUrl.Value['Fn::Join'][1][1];
@@ -205,9 +235,13 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     expect(outputs.ApprovalClientId.Value).toEqual({ Ref: pageClientId });
   });
 
-  it('is a configuration the function accepts: the page sends a visitor to the pool\'s managed login with PKCE S256', async () => {
+  it("is a configuration the function accepts: the page sends a visitor to the pool's managed login with PKCE S256", async () => {
     const base = 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com';
-    const deployed = deployedEnv(env, { [`${apiId}.ApiEndpoint`]: base, [pageClientId]: '4k8qexampleclientid0000000', [domainId]: 'idempotent-mcp-1a2b3c4d' });
+    const deployed = deployedEnv(env, {
+      [`${apiId}.ApiEndpoint`]: base,
+      [pageClientId]: '4k8qexampleclientid0000000',
+      [domainId]: 'idempotent-mcp-1a2b3c4d',
+    });
     const config = loadConfig({ ...deployed, AWS_LAMBDA_FUNCTION_NAME: 'mcp', AWS_SESSION_TOKEN: 'session' });
     expect(config.auth).toMatchObject({ mode: 'oidc', tenantClaim: 'client_id' });
     expect(config.approvals).toEqual({
@@ -249,8 +283,10 @@ describe('the page on the custom domain of publicBaseUrl', () => {
   const resources = resourcesOf(template);
   const env = mcpEnv(template, stack);
 
-  it('registers that domain\'s callback, needs no HTTP API, and leaves the links to PUBLIC_BASE_URL', () => {
-    expect(resources[logicalId(stack.endpoint.auth.approvalClient!)]!.Properties.CallbackURLs).toEqual(['https://mcp.example.com/approvals/callback']);
+  it("registers that domain's callback, needs no HTTP API, and leaves the links to PUBLIC_BASE_URL", () => {
+    expect(resources[logicalId(stack.endpoint.auth.approvalClient!)]!.Properties.CallbackURLs).toEqual([
+      'https://mcp.example.com/approvals/callback',
+    ]);
     expect(ofType(resources, 'AWS::ApiGatewayV2::Api')).toEqual([]);
     expect(env[nameOf('publicBaseUrl')]).toBe('https://mcp.example.com');
     expect(env[nameOf('approvalBaseUrl')]).toBeUndefined();
@@ -283,7 +319,9 @@ describe('an external issuer', () => {
       authIssuer: 'https://login.example.com',
     });
     const apiId = logicalId(stack.endpoint.approvalPageApi!.api);
-    expect(template.toJSON().Outputs.ApprovalCallbackUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, APPROVAL_CALLBACK_PATH]] });
+    expect(template.toJSON().Outputs.ApprovalCallbackUrl.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, APPROVAL_CALLBACK_PATH]],
+    });
     expect(ofType(resources, 'AWS::ApiGatewayV2::Route')).toHaveLength(3);
     expect(dependencyCycle(resources)).toBeUndefined();
   });
@@ -324,26 +362,46 @@ describe('approval context settings are validated at synth', () => {
     }
   };
   const external = { authIssuer: 'https://login.example.com', authAudience: 'mcp' };
-  const three = { approvalClientId: 'page', approvalAuthorizeUrl: 'https://login.example.com/authorize', approvalTokenUrl: 'https://login.example.com/token' };
+  const three = {
+    approvalClientId: 'page',
+    approvalAuthorizeUrl: 'https://login.example.com/authorize',
+    approvalTokenUrl: 'https://login.example.com/token',
+  };
 
   it('refuses a bad value in one sentence naming the key', () => {
     expect(refusal({ approvalPage: 'yes' })).toBe('context "approvalPage" must be true or false (got "yes")');
-    expect(refusal({ ...external, ...three, approvalAuthorizeUrl: 'http://login.example.com/authorize' })).toMatch(/^context "approvalAuthorizeUrl" must be a URL starting with https:\/\//);
-    expect(refusal({ ...external, ...three, approvalClientId: 'a page' })).toMatch(/^context "approvalClientId" must be an OAuth client id/);
-    expect(refusal({ ...external, ...three, approvalScopes: 'openid "x"' })).toMatch(/^context "approvalScopes" must be space-separated OAuth scopes/);
+    expect(refusal({ ...external, ...three, approvalAuthorizeUrl: 'http://login.example.com/authorize' })).toMatch(
+      /^context "approvalAuthorizeUrl" must be a URL starting with https:\/\//,
+    );
+    expect(refusal({ ...external, ...three, approvalClientId: 'a page' })).toMatch(
+      /^context "approvalClientId" must be an OAuth client id/,
+    );
+    expect(refusal({ ...external, ...three, approvalScopes: 'openid "x"' })).toMatch(
+      /^context "approvalScopes" must be space-separated OAuth scopes/,
+    );
     expect(refusal({ approvalLinkTtlSeconds: '0' })).toMatch(/^context "approvalLinkTtlSeconds" must be a positive whole number/);
-    expect(refusal({ approvalLinkTtlSeconds: '86401' })).toMatch(/^context "approvalLinkTtlSeconds" must be a whole number of seconds from 1 to 86400/);
+    expect(refusal({ approvalLinkTtlSeconds: '86401' })).toMatch(
+      /^context "approvalLinkTtlSeconds" must be a whole number of seconds from 1 to 86400/,
+    );
   });
 
   it('refuses settings that do not go together', () => {
     expect(refusal(three)).toMatch(/^context "approvalClientId" needs "authIssuer": with the stack's own Cognito pool/);
-    expect(refusal({ ...external, approvalClientId: 'page' })).toMatch(/^context "approvalClientId", "approvalAuthorizeUrl" and "approvalTokenUrl" go together/);
+    expect(refusal({ ...external, approvalClientId: 'page' })).toMatch(
+      /^context "approvalClientId", "approvalAuthorizeUrl" and "approvalTokenUrl" go together/,
+    );
     expect(refusal({ ...external, approvalPage: 'true' })).toMatch(/^context "approvalPage" with "authIssuer" needs "approvalClientId"/);
     expect(refusal({ ...external, approvalTenantClaim: 'org' })).toMatch(/^context "approvalTenantClaim" needs "approvalClientId"/);
   });
 
   it('accepts the valid combinations', () => {
-    expect(settingsFromContext({ ...external, ...three, approvalScopes: 'openid profile' }).props.approvalPage?.signIn).toEqual({ clientId: 'page', authorizeUrl: three.approvalAuthorizeUrl, tokenUrl: three.approvalTokenUrl, scopes: ['openid', 'profile'], tenantClaim: undefined });
+    expect(settingsFromContext({ ...external, ...three, approvalScopes: 'openid profile' }).props.approvalPage?.signIn).toEqual({
+      clientId: 'page',
+      authorizeUrl: three.approvalAuthorizeUrl,
+      tokenUrl: three.approvalTokenUrl,
+      scopes: ['openid', 'profile'],
+      tenantClaim: undefined,
+    });
     expect(settingsFromContext({ approvalLinkTtlSeconds: '600' }).props.approvalPage?.linkLifetime?.toSeconds()).toBe(600);
     expect(settingsFromContext({ approvalPage: 'false' }).props.approvalPage?.enabled).toBe(false);
   });
@@ -372,20 +430,31 @@ describe('IdempotentMcpEndpoint used directly', () => {
 
   it('brings its own issuer and its client for the page', () => {
     const team = endpointStack({ auth: { external }, approvalPage: { signIn: ownSignIn, linkLifetime: Duration.minutes(5) } });
-    expect(envOf(team)).toMatchObject({ APPROVAL_CLIENT_ID: 'page', APPROVAL_AUTHORIZE_URL: ownSignIn.authorizeUrl, APPROVAL_TOKEN_URL: ownSignIn.tokenUrl, APPROVAL_TTL_SECONDS: '300' });
+    expect(envOf(team)).toMatchObject({
+      APPROVAL_CLIENT_ID: 'page',
+      APPROVAL_AUTHORIZE_URL: ownSignIn.authorizeUrl,
+      APPROVAL_TOKEN_URL: ownSignIn.tokenUrl,
+      APPROVAL_TTL_SECONDS: '300',
+    });
     expect(dependencyCycle(resourcesOf(team.template))).toBeUndefined();
   });
 
   it('refuses settings that cannot work, naming the prop', () => {
     expect(() => endpointStack({ approvalPage: { signIn: ownSignIn } })).toThrow(/approvalPage.signIn needs auth.external/);
-    expect(() => endpointStack({ auth: { external }, approvalPage: { enabled: true } })).toThrow(/approvalPage.enabled with auth.external needs approvalPage.signIn/);
-    expect(() => endpointStack({ auth: { external }, approvalPage: { signIn: { ...ownSignIn, tokenUrl: 'http://id.example.com/token' } } })).toThrow(/approvalPage.signIn.tokenUrl must be an https URL/);
-    expect(() => endpointStack({ approvalPage: { linkLifetime: Duration.days(2) } })).toThrow(/approvalPage.linkLifetime must be whole seconds from 1 to 86400/);
+    expect(() => endpointStack({ auth: { external }, approvalPage: { enabled: true } })).toThrow(
+      /approvalPage.enabled with auth.external needs approvalPage.signIn/,
+    );
+    expect(() =>
+      endpointStack({ auth: { external }, approvalPage: { signIn: { ...ownSignIn, tokenUrl: 'http://id.example.com/token' } } }),
+    ).toThrow(/approvalPage.signIn.tokenUrl must be an https URL/);
+    expect(() => endpointStack({ approvalPage: { linkLifetime: Duration.days(2) } })).toThrow(
+      /approvalPage.linkLifetime must be whole seconds from 1 to 86400/,
+    );
     expect(() => endpointStack({ publicBaseUrl: 'mcp.example.com' })).toThrow(/publicBaseUrl must be an https URL/);
   });
 });
 
-describe('deployed settings on the running endpoint: the link points at the page\'s own address', () => {
+describe("deployed settings on the running endpoint: the link points at the page's own address", () => {
   const PAGE = 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com';
   const AUTHORIZE = 'https://idempotent-mcp-1a2b3c4d.auth.eu-west-1.amazoncognito.com/oauth2/authorize';
   let stack: LocalStack;
@@ -402,7 +471,7 @@ describe('deployed settings on the running endpoint: the link points at the page
   });
   afterAll(() => stack?.stop());
 
-  it('a 2026-07-28 client gets a link on the page\'s address; the page sends the person to the issuer, back to that address', async () => {
+  it("a 2026-07-28 client gets a link on the page's address; the page sends the person to the issuer, back to that address", async () => {
     const token = await stack.tokenFor('tenant-deployed');
     const call = (name: string, args: Record<string, unknown>) => rawToolCall(stack.mcpUrl, token, name, args);
     const operationId = (await call('issue_operation_id', { tool: 'request_payment' })).structuredContent!.operation_id as string;
@@ -428,7 +497,9 @@ describe('the form fallback, deployed', () => {
     expect(readEnvOf(mcpEnv(template, stack)).confirmationFormFallback).toEqual(['request_payment']);
     const plain = synthStack();
     expect(mcpEnv(plain.template, plain.stack)[nameOf('confirmationFormFallback')]).toBeUndefined();
-    expect(() => settingsFromContext({ confirmationFormFallback: 'pay ment' })).toThrow(/^context "confirmationFormFallback" must be a comma-separated list of tool names/);
+    expect(() => settingsFromContext({ confirmationFormFallback: 'pay ment' })).toThrow(
+      /^context "confirmationFormFallback" must be a comma-separated list of tool names/,
+    );
   });
 });
 
@@ -443,7 +514,14 @@ describe("a person's tenant from their own claim (the stack's pool: custom:tenan
     // Cognito puts the custom attribute, and carries no client_id (only access tokens do).
     const people = await loadDevIssuer({ dir, issuer: ISSUER, audience: 'unused', tenantClaim: 'custom:tenant' });
     server = createServer(async (_request, response) => {
-      const idToken = await people.sign({ tenant: personTenant, subject: 'alice', audience: 'page-client', scope: '', ttlSeconds: 300, extra: { token_use: 'id' } });
+      const idToken = await people.sign({
+        tenant: personTenant,
+        subject: 'alice',
+        audience: 'page-client',
+        scope: '',
+        ttlSeconds: 300,
+        extra: { token_use: 'id' },
+      });
       response.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id_token: idToken }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -458,8 +536,24 @@ describe("a person's tenant from their own claim (the stack's pool: custom:tenan
   async function visit(tenantClaim: string | undefined, tenant: string) {
     const page = createApprovalPage({
       config: {
-        auth: { mode: 'dev', devAuthDir: dir, issuer: ISSUER, audience: 'unused', tenantClaim: 'client_id', requiredScopes: ['idempotent-mcp/tools'] },
-        approvals: { baseUrl: 'https://page.example.com', signIn: { clientId: 'page-client', authorizeUrl: 'https://pool.example.com/oauth2/authorize', tokenUrl, scopes: ['openid'], tenantClaim } },
+        auth: {
+          mode: 'dev',
+          devAuthDir: dir,
+          issuer: ISSUER,
+          audience: 'unused',
+          tenantClaim: 'client_id',
+          requiredScopes: ['idempotent-mcp/tools'],
+        },
+        approvals: {
+          baseUrl: 'https://page.example.com',
+          signIn: {
+            clientId: 'page-client',
+            authorizeUrl: 'https://pool.example.com/oauth2/authorize',
+            tokenUrl,
+            scopes: ['openid'],
+            tenantClaim,
+          },
+        },
       },
       approvals: { current: async () => undefined } as never, // no record: a person of the tenant hears "no longer valid"
       signingSecret: async () => 's'.repeat(32),
@@ -472,7 +566,10 @@ describe("a person's tenant from their own claim (the stack's pool: custom:tenan
     const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
     const back = await page.request(`/callback?code=c0de&state=${state}`, { headers: { cookie: signInCookie } });
     if (back.status !== 303) return back.status;
-    const session = back.headers.getSetCookie().find((cookie) => cookie.includes('approval_session='))!.split(';')[0]!;
+    const session = back.headers
+      .getSetCookie()
+      .find((cookie) => cookie.includes('approval_session='))!
+      .split(';')[0]!;
     return (await page.request(`/${id}`, { headers: { cookie: session } })).status;
   }
 

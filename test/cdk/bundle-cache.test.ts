@@ -55,8 +55,18 @@ describe('the bundle hash of a function', () => {
   it('changes with a newly reached file, the lock file, a tsconfig.json or package.json above a source, and the options', () => {
     const first = hash();
     const changes: Array<[string, () => void]> = [
-      ['a new import', () => write('src/entry.ts', "import { greet } from './reached';\nimport { unused } from './unreached';\nexport const handler = async () => greet(String(unused));\n")],
-      ['the lock file', () => write('package-lock.json', JSON.stringify({ name: 'team', lockfileVersion: 3, packages: { '': { version: '1.0.1' } } }))],
+      [
+        'a new import',
+        () =>
+          write(
+            'src/entry.ts',
+            "import { greet } from './reached';\nimport { unused } from './unreached';\nexport const handler = async () => greet(String(unused));\n",
+          ),
+      ],
+      [
+        'the lock file',
+        () => write('package-lock.json', JSON.stringify({ name: 'team', lockfileVersion: 3, packages: { '': { version: '1.0.1' } } })),
+      ],
       ['a tsconfig.json', () => write('src/tsconfig.json', JSON.stringify({ compilerOptions: { useDefineForClassFields: false } }))],
       ['a package.json', () => write('package.json', JSON.stringify({ name: 'team', private: true, sideEffects: false }))],
     ];
@@ -120,7 +130,9 @@ describe('a synth into a cloud assembly that holds the bundle', () => {
     const stack = new Stack(app, 'Cached');
     new ServiceFunction(stack, 'Fn', { entry, description: 'cache test', timeout: Duration.seconds(3) });
     const assembly = app.synth();
-    const template = assembly.getStackByName('Cached').template as { Resources: Record<string, { Type: string; Properties: { Code: { S3Key: string } } }> };
+    const template = assembly.getStackByName('Cached').template as {
+      Resources: Record<string, { Type: string; Properties: { Code: { S3Key: string } } }>;
+    };
     const fn = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Function')!;
     const hash = fn.Properties.Code.S3Key.replace(/\.zip$/, '');
     return { hash, code: readFileSync(join(outdir, `asset.${hash}`, 'index.mjs'), 'utf8') };
@@ -151,6 +163,6 @@ describe('a synth into a cloud assembly that holds the bundle', () => {
 
   it("stops the synth with esbuild's own error, naming the function, where the entry does not bundle", () => {
     writeFileSync(entry, "import { word } from './nowhere';\nexport const handler = async () => word;\n");
-    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[^]*Could not resolve "\.\/nowhere"/);
+    expect(() => synth()).toThrow(/Failed to bundle asset Cached\/Fn\/Function\/Code\/Stage[\s\S]*Could not resolve "\.\/nowhere"/);
   }, 60_000);
 });

@@ -59,7 +59,8 @@ describe('the deployed MCP bundle', () => {
         ...(name ? { 'mcp-name': name } : {}),
         ...keyHeaders((params.arguments ?? {}) as Record<string, unknown>),
       });
-    const legacy = (id: number, method: string, params: Record<string, unknown>) => functionUrlEvent(rpc(id, method, params), fixture.token);
+    const legacy = (id: number, method: string, params: Record<string, unknown>) =>
+      functionUrlEvent(rpc(id, method, params), fixture.token);
     const order = (key: string) => ({ name: 'create_order', arguments: orderArgs(key) });
     const events = [
       legacy(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bundle-test', version: '1' } }),
@@ -82,11 +83,16 @@ describe('the deployed MCP bundle', () => {
       ...(JSON.parse(answer.body) as { result?: Record<string, any>; error?: unknown }),
     }));
     expect(answers.map((answer) => [answer.status, answer.error])).toEqual(events.map(() => [200, undefined]));
-    const [, legacyList, legacyFirst, legacySecond, discover, modernList, modernFirst, modernSecond] = answers.map((answer) => answer.result!);
+    const [, legacyList, legacyFirst, legacySecond, discover, modernList, modernFirst, modernSecond] = answers.map(
+      (answer) => answer.result!,
+    );
     expect(discover!.supportedVersions).toEqual([MODERN_PROTOCOL]);
     for (const list of [legacyList, modernList]) expect(list!.tools.map((tool: { name: string }) => tool.name)).toContain('create_order');
     expect(modernList!.resultType).toBe('complete');
-    for (const [first, second] of [[legacyFirst, legacySecond], [modernFirst, modernSecond]]) {
+    for (const [first, second] of [
+      [legacyFirst, legacySecond],
+      [modernFirst, modernSecond],
+    ]) {
       expect(first!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
       expect(second!.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: first!.structuredContent.result });
     }
@@ -95,11 +101,15 @@ describe('the deployed MCP bundle', () => {
   it("runs with the MCP SDK's inlined Ajv stubbed out: nothing on the initialize or tools/call path constructs it", () => {
     // The first test answered both requests with this bundle; here, that it really was the stubbed one.
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
-    expect(inputs.filter((file) => /node_modules\/(ajv|ajv-formats|fast-uri)\/|@modelcontextprotocol\/server\/dist\/(ajvProvider|shimsNode)/.test(file))).toEqual([]);
+    expect(
+      inputs.filter((file) =>
+        /node_modules\/(ajv|ajv-formats|fast-uri)\/|@modelcontextprotocol\/server\/dist\/(ajvProvider|shimsNode)/.test(file),
+      ),
+    ).toEqual([]);
     expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/'))).toEqual(['lib/bundle-stubs/mcp-server-shims.mjs']);
   });
 
-  it('carries neither the sandbox downstreams (deployed, a function of their own) nor Hono\'s larger routers', () => {
+  it("carries neither the sandbox downstreams (deployed, a function of their own) nor Hono's larger routers", () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
     expect(inputs.filter((file) => /lambdas\/sandbox\/(router|downstreams)\.ts$/.test(file))).toEqual([]);
     expect(inputs.filter((file) => /hono\/dist\/router\/(reg-exp|trie|linear)-router\//.test(file))).toEqual([]);
@@ -117,8 +127,16 @@ describe('the deployed MCP bundle', () => {
 
   it("reaches DynamoDB through the AWS SDK's document client, with the SDK's own credential chain and HTTP handler", () => {
     const inputs = Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
-    for (const pkg of ['@aws-sdk/client-dynamodb/', '@aws-sdk/lib-dynamodb/', '@aws-sdk/credential-provider-node/', '@smithy/node-http-handler/']) {
-      expect(inputs.some((file) => file.includes(`node_modules/${pkg}`)), pkg).toBe(true);
+    for (const pkg of [
+      '@aws-sdk/client-dynamodb/',
+      '@aws-sdk/lib-dynamodb/',
+      '@aws-sdk/credential-provider-node/',
+      '@smithy/node-http-handler/',
+    ]) {
+      expect(
+        inputs.some((file) => file.includes(`node_modules/${pkg}`)),
+        pkg,
+      ).toBe(true);
     }
     expect(inputs.filter((file) => file.startsWith('lib/bundle-stubs/') && !/mcp-server-shims|ajv|zod/.test(file))).toEqual([]);
   });
@@ -126,12 +144,19 @@ describe('the deployed MCP bundle', () => {
   it("gives the bundled SDK clients Lambda's environment credentials, and fails plainly without them", async () => {
     const { file } = await buildLambdaBundle(join(dir, 'credentials.mjs'), { entry: 'test/support/bundle-credentials-entry.ts' });
     // No instance metadata or profile on this machine to fall back on: the chain ends at the environment, as in Lambda.
-    const offline = { PATH: process.env.PATH ?? '', AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' };
+    const offline = {
+      PATH: process.env.PATH ?? '',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_CONFIG_FILE: '/nonexistent',
+      AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+    };
     const run = (env: Record<string, string>) =>
       JSON.parse(execFileSync(process.execPath, [file], { env: { ...offline, ...env }, encoding: 'utf8' })) as Record<string, string>;
     const clients = ['dynamodb', 'sqs', 'sesv2'];
     const each = (value: string) => Object.fromEntries(clients.map((client) => [client, value]));
-    expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual(each('ASIALAMBDA'));
+    expect(run({ AWS_ACCESS_KEY_ID: 'ASIALAMBDA', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'token' })).toEqual(
+      each('ASIALAMBDA'),
+    );
     expect(run({})).toEqual(each('error: CredentialsProviderError'));
   });
 
@@ -143,10 +168,13 @@ describe('the deployed MCP bundle', () => {
     console.log(`Secrets Manager client in the MCP bundle: ${bytes} of ${bundle.figures.bytes} bytes (minified)`);
   });
 
-  it('leaves the MCP SDK out of the reconciler, the demo one and a team\'s (its factory is not the MCP function\'s)', async () => {
+  it("leaves the MCP SDK out of the reconciler, the demo one and a team's (its factory is not the MCP function's)", async () => {
     // The generated entry of IdempotentMcpEndpoint, here over the demo's tools module.
     const team = toolsFunctionEntry('reconciler', join(PROJECT_ROOT, 'reference/tools/index.ts'));
-    for (const [name, entry] of [['demo', 'reference/handlers/reconciler.ts'], ['team', team]] as const) {
+    for (const [name, entry] of [
+      ['demo', 'reference/handlers/reconciler.ts'],
+      ['team', team],
+    ] as const) {
       const { metafile } = await buildLambdaBundle(join(dir, `reconciler-${name}.mjs`), { entry });
       const inputs = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
       expect(inputs.filter((file) => file.includes('@modelcontextprotocol/'))).toEqual([]);
@@ -182,7 +210,10 @@ describe('the deployed worker bundles', () => {
 
   beforeAll(async () => {
     for (const [name, entry] of Object.entries(entries)) {
-      const { metafile } = await buildLambdaBundle(join(dir, `${name.replace(/\W+/g, '-')}.mjs`), { entry, tsconfig: join(PROJECT_ROOT, 'tsconfig.json') });
+      const { metafile } = await buildLambdaBundle(join(dir, `${name.replace(/\W+/g, '-')}.mjs`), {
+        entry,
+        tsconfig: join(PROJECT_ROOT, 'tsconfig.json'),
+      });
       inputs[name] = Object.keys(Object.values(metafile.outputs)[0]!.inputs);
     }
   }, 120_000);
@@ -201,9 +232,13 @@ describe('the deployed worker bundles', () => {
     for (const name of ['relay', 'demo consumer', "a team's consumer"]) expect(matching(name, REQUEST_PARTS), name).toEqual([]);
   });
 
-  it('the relay and a team\'s workers carry no downstream client; the demo\'s carry only those their deliveries and hooks call', () => {
+  it("the relay and a team's workers carry no downstream client; the demo's carry only those their deliveries and hooks call", () => {
     for (const name of ['relay', "a team's consumer", "a team's reconciler"]) expect(matching(name, DOWNSTREAM_CLIENTS), name).toEqual([]);
-    expect(matching('demo consumer', DOWNSTREAM_CLIENTS).filter((file) => file.endsWith('.ts')).sort()).toEqual([
+    expect(
+      matching('demo consumer', DOWNSTREAM_CLIENTS)
+        .filter((file) => file.endsWith('.ts'))
+        .sort(),
+    ).toEqual([
       'reference/downstream/email.ts',
       'reference/downstream/http.ts',
       'reference/downstream/index.ts',
@@ -211,6 +246,10 @@ describe('the deployed worker bundles', () => {
       'reference/downstream/tickets.ts',
     ]);
     // request_payment's reconcile hook asks the payments provider; nothing sends email or opens tickets here.
-    expect(matching('demo reconciler', DOWNSTREAM_CLIENTS).sort()).toEqual(['reference/downstream/http.ts', 'reference/downstream/index.ts', 'reference/downstream/payments.ts']);
+    expect(matching('demo reconciler', DOWNSTREAM_CLIENTS).sort()).toEqual([
+      'reference/downstream/http.ts',
+      'reference/downstream/index.ts',
+      'reference/downstream/payments.ts',
+    ]);
   });
 });

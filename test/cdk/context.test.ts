@@ -45,8 +45,12 @@ describe('context settings are validated, every one', () => {
   });
 
   it('refuse a URL without its scheme, or that does not parse, naming the key', () => {
-    expect(refusal({ authIssuer: 'login.example.com', authAudience: 'x' })).toMatch(/^context "authIssuer" must be a URL starting with https:\/\/ \(got "login.example.com"\)$/);
-    expect(refusal({ authIssuer: 'http://login.example.com', authAudience: 'x' })).toMatch(/"authIssuer" must be a URL starting with https:\/\//);
+    expect(refusal({ authIssuer: 'login.example.com', authAudience: 'x' })).toMatch(
+      /^context "authIssuer" must be a URL starting with https:\/\/ \(got "login.example.com"\)$/,
+    );
+    expect(refusal({ authIssuer: 'http://login.example.com', authAudience: 'x' })).toMatch(
+      /"authIssuer" must be a URL starting with https:\/\//,
+    );
     expect(refusal({ paymentsUrl: 'notaurl' })).toMatch(/^context "paymentsUrl" must be a URL/);
     expect(refusal({ ticketsUrl: 'ftp://tickets.example.com' })).toMatch(/"ticketsUrl"/);
     expect(refusal({ publicBaseUrl: 'mcp.example.com' })).toMatch(/"publicBaseUrl"/);

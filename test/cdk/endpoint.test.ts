@@ -37,7 +37,11 @@ function endpointStack(
 
 describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
   const bucketRead = new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: ['arn:aws:s3:::team-bucket/rooms.json'] });
-  const { app, endpoint, template } = endpointStack({ deliveries: DELIVERIES, environment: { ROOMS_CALENDAR: 'team' }, grants: [bucketRead] });
+  const { app, endpoint, template } = endpointStack({
+    deliveries: DELIVERIES,
+    environment: { ROOMS_CALENDAR: 'team' },
+    grants: [bucketRead],
+  });
   const resources = template.toJSON().Resources;
   const envOf = (fn: { node: { defaultChild?: unknown } }) => resources[logicalId(fn)].Properties.Environment.Variables;
 
@@ -64,19 +68,26 @@ describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
   });
 
   it('is cdk-nag clean', () => {
-    for (const pack of [new AwsSolutionsChecks(), new IdempotentMcpChecks()]) expect(pack.validateScope(app).violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([]);
+    for (const pack of [new AwsSolutionsChecks(), new IdempotentMcpChecks()])
+      expect(pack.validateScope(app).violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.constructPath)])).toEqual([]);
   });
 
   it('fails the synth naming the prop that is wrong', () => {
-    expect(() => endpointStack({ tools: undefined as unknown as string })).toThrow(/IdempotentMcpEndpoint: tools must be the path of your tools module/);
+    expect(() => endpointStack({ tools: undefined as unknown as string })).toThrow(
+      /IdempotentMcpEndpoint: tools must be the path of your tools module/,
+    );
     expect(() => endpointStack({ tools: project.file('missing.ts') })).toThrow(/IdempotentMcpEndpoint: tools: no such file/);
     expect(() => endpointStack({ tools: project.file('cdk.json') })).toThrow(/IdempotentMcpEndpoint: tools must be a \.ts/);
-    expect(() => endpointStack({ deliveries: '' })).toThrow(/IdempotentMcpEndpoint: deliveries must be the path of your deliveries module \(a \.ts or \.js file exporting `deliveries`\)/);
+    expect(() => endpointStack({ deliveries: '' })).toThrow(
+      /IdempotentMcpEndpoint: deliveries must be the path of your deliveries module \(a \.ts or \.js file exporting `deliveries`\)/,
+    );
     expect(() => endpointStack({ deliveries: project.file('missing.ts') })).toThrow(/IdempotentMcpEndpoint: deliveries: no such file/);
     expect(() => endpointStack({ environment: { TABLE_NAME: 'x' } })).toThrow(/environment\.TABLE_NAME is set by the endpoint itself/);
     expect(() => endpointStack({ environment: { 'bad-name': 'x' } })).toThrow(/environment\.bad-name is not a valid variable name/);
     expect(() => endpointStack({ reconcilePeriod: Duration.seconds(30) })).toThrow(/reconcilePeriod must be at least 1 minute/);
-    expect(() => endpointStack({ allowedOrigins: ['https://app.example.com/path'] })).toThrow(/allowedOrigins has 'https:\/\/app\.example\.com\/path'/);
+    expect(() => endpointStack({ allowedOrigins: ['https://app.example.com/path'] })).toThrow(
+      /allowedOrigins has 'https:\/\/app\.example\.com\/path'/,
+    );
   });
 });
 
@@ -113,15 +124,22 @@ describe("a team's endpoint serves the team's tools only", () => {
 describe("a team's deliveries: its own event types, delivered by its own code", () => {
   it("bundles the deliveries module into the outbox consumer, which gets the team's settings and grants", () => {
     const grant = new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: ['arn:aws:s3:::team-bucket/*'] });
-    const { endpoint, template } = endpointStack({ deliveries: DELIVERIES, environment: { ROOMS_CHAT_WEBHOOK: 'https://chat.example' }, grants: [grant] });
+    const { endpoint, template } = endpointStack({
+      deliveries: DELIVERIES,
+      environment: { ROOMS_CHAT_WEBHOOK: 'https://chat.example' },
+      grants: [grant],
+    });
     const entry = readFileSync(deliveriesFunctionEntry(DELIVERIES, TOOLS), 'utf8');
     expect(entry).toContain(`import * as deliveriesModule from ${JSON.stringify(DELIVERIES)};`);
     expect(entry).toContain('consumerLambdaHandler(deliveriesModule)');
     const resources = template.toJSON().Resources;
-    expect(resources[logicalId(endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({ ROOMS_CHAT_WEBHOOK: 'https://chat.example' });
-    expect(statementsOfRole(template, logicalId(endpoint.consumer!.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:PutObject' }));
+    expect(resources[logicalId(endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
+      ROOMS_CHAT_WEBHOOK: 'https://chat.example',
+    });
+    expect(statementsOfRole(template, logicalId(endpoint.consumer!.handler.role))).toContainEqual(
+      expect.objectContaining({ Action: 's3:PutObject' }),
+    );
   });
-
 });
 
 describe('an endpoint without deliveries has no outbox', () => {
@@ -134,7 +152,13 @@ describe('an endpoint without deliveries has no outbox', () => {
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 0);
     template.resourceCountIs('AWS::Lambda::Function', 2);
     expect(Object.values<any>(template.findResources('AWS::DynamoDB::Table'))[0].Properties.StreamSpecification).toBeUndefined();
-    expect([endpoint.outbox, endpoint.relay, endpoint.consumer, endpoint.relayFunction, endpoint.consumerFunction]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect([endpoint.outbox, endpoint.relay, endpoint.consumer, endpoint.relayFunction, endpoint.consumerFunction]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(Object.keys(template.findResources('AWS::CloudWatch::Alarm')).filter((id) => id.includes('DeadLetter'))).toEqual([]);
   });
 
@@ -149,7 +173,9 @@ describe('an endpoint without deliveries has no outbox', () => {
   });
 
   it('refuses settings of functions it does not have', () => {
-    expect(() => endpointStack({ functions: { consumer: { memorySize: 1024 } } })).toThrow(/functions\.consumer is set, but the endpoint has no consumer without a deliveries module/);
+    expect(() => endpointStack({ functions: { consumer: { memorySize: 1024 } } })).toThrow(
+      /functions\.consumer is set, but the endpoint has no consumer without a deliveries module/,
+    );
   });
 });
 
@@ -162,27 +188,41 @@ describe('a tools module that does not export its tools is refused at synth, not
   it('names the module and what it lacks, in one sentence', () => {
     const noTools = write('no-tools.ts', "export const tool = [{ name: 'x' }];\n");
     expect(() => endpointStack({ tools: noTools })).toThrow(
-      new RegExp(`^IdempotentMcpEndpoint: tools module ${noTools.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is refused: the tools module must export \`tools\`: an array of defineWriteTool / defineReadTool results$`),
+      new RegExp(
+        `^IdempotentMcpEndpoint: tools module ${noTools.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is refused: the tools module must export \`tools\`: an array of defineWriteTool / defineReadTool results$`,
+      ),
     );
     const notTools = write('not-tools.ts', "export const tools = ['create_order'];\n");
     expect(() => endpointStack({ tools: notTools })).toThrow(/not-tools\.ts is refused: the tools module must export `tools`/);
     const badClients = write('bad-clients.ts', "export { tools } from './tools';\nexport const withClients = { invoices: 1 };\n");
-    expect(() => endpointStack({ tools: badClients })).toThrow(/bad-clients\.ts is refused: the tools module exports `withClients`, but not as a function/);
+    expect(() => endpointStack({ tools: badClients })).toThrow(
+      /bad-clients\.ts is refused: the tools module exports `withClients`, but not as a function/,
+    );
   });
 
   it('refuses a module that does not build, and a deliveries module without deliver()', () => {
     const broken = write('broken.ts', "import { nothing } from './nowhere';\nexport const tools = [nothing];\n");
     expect(() => endpointStack({ tools: broken })).toThrow(/tools module .*broken\.ts does not build: Could not resolve "\.\/nowhere"/);
     const noDeliver = write('no-deliver.ts', "export const deliveries = { 'room.announce': { verify: async () => undefined } };\n");
-    expect(() => endpointStack({ deliveries: noDeliver })).toThrow(/deliveries module .*no-deliver\.ts is refused: the deliveries module must export `deliveries`: a handler with deliver\(\)/);
+    expect(() => endpointStack({ deliveries: noDeliver })).toThrow(
+      /deliveries module .*no-deliver\.ts is refused: the deliveries module must export `deliveries`: a handler with deliver\(\)/,
+    );
   });
 
   it('loads the module in a child process with the settings the functions get, and only warns when it cannot load there', () => {
-    const needsSetting = write('needs-setting.ts', "if (!process.env.ROOMS_CALENDAR) throw new Error('ROOMS_CALENDAR must be set');\nexport { tools } from './tools';\n");
+    const needsSetting = write(
+      'needs-setting.ts',
+      "if (!process.env.ROOMS_CALENDAR) throw new Error('ROOMS_CALENDAR must be set');\nexport { tools } from './tools';\n",
+    );
     expect(() => endpointStack({ tools: needsSetting, environment: { ROOMS_CALENDAR: 'team' } })).not.toThrow();
     expect(process.env.ROOMS_CALENDAR).toBeUndefined();
     const { stack } = endpointStack({ tools: needsSetting });
-    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('needs-setting\\.ts did not load at synth, so its exports are checked at cold start only: ROOMS_CALENDAR must be set'));
+    const warnings = Annotations.fromStack(stack).findWarning(
+      '*',
+      Match.stringLikeRegexp(
+        'needs-setting\\.ts did not load at synth, so its exports are checked at cold start only: ROOMS_CALENDAR must be set',
+      ),
+    );
     expect(warnings).toHaveLength(1);
   });
 
@@ -190,8 +230,12 @@ describe('a tools module that does not export its tools is refused at synth, not
     // The module counts its own loads (its top-level code runs in the check's child process only).
     const loads = project.file('loads.txt');
     writeFileSync(loads, '');
-    const counted = write('counted.ts', "import { appendFileSync } from 'node:fs';\nappendFileSync(process.env.ROOMS_LOADS!, `${process.env.ROOMS_VARIANT}\\n`);\nexport { tools } from './tools';\n");
-    for (const variant of ['a', 'b', 'a', 'b']) endpointStack({ tools: counted, environment: { ROOMS_LOADS: loads, ROOMS_VARIANT: variant } });
+    const counted = write(
+      'counted.ts',
+      "import { appendFileSync } from 'node:fs';\nappendFileSync(process.env.ROOMS_LOADS!, `${process.env.ROOMS_VARIANT}\\n`);\nexport { tools } from './tools';\n",
+    );
+    for (const variant of ['a', 'b', 'a', 'b'])
+      endpointStack({ tools: counted, environment: { ROOMS_LOADS: loads, ROOMS_VARIANT: variant } });
     expect(readFileSync(loads, 'utf8').split('\n').filter(Boolean)).toEqual(['a', 'b']);
   });
 });
@@ -212,7 +256,9 @@ describe('an existing table', () => {
   });
 
   it("with tableKeyPrefix: its functions get it, and its relay's stream filter passes only its own outbox events", () => {
-    const { endpoint, template } = endpointStack({ deliveries: DELIVERIES, tableKeyPrefix: 'rooms:' }, (stack) => ({ existingTable: imported(stack) }));
+    const { endpoint, template } = endpointStack({ deliveries: DELIVERIES, tableKeyPrefix: 'rooms:' }, (stack) => ({
+      existingTable: imported(stack),
+    }));
     const resources = template.toJSON().Resources;
     for (const fn of [endpoint.mcpFunction, endpoint.reconcilerFunction, endpoint.relayFunction!, endpoint.consumerFunction!])
       expect(resources[logicalId(fn)].Properties.Environment.Variables.TABLE_KEY_PREFIX).toBe('rooms:');
@@ -220,7 +266,9 @@ describe('an existing table', () => {
       (mapping.Properties.FilterCriteria?.Filters ?? []).map((filter: { Pattern: string }) => JSON.parse(filter.Pattern)),
     );
     // Another endpoint's events on the table (pk `OUTBOX#…`, or `<its prefix>OUTBOX#…`) never reach this relay.
-    expect(patterns).toEqual([{ eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'rooms:OUTBOX#' }] }, sk: { S: ['EVENT'] } } } }]);
+    expect(patterns).toEqual([
+      { eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'rooms:OUTBOX#' }] }, sk: { S: ['EVENT'] } } } },
+    ]);
     expect(() => endpointStack({ tableKeyPrefix: 'rooms#' })).toThrow(/tableKeyPrefix may contain only letters, digits and _ \. : -/);
   });
 
@@ -229,7 +277,9 @@ describe('an existing table', () => {
       /existingTable needs its stream \(NEW_IMAGE\) with deliveries/,
     );
     expect(() => endpointStack({}, (stack) => ({ existingTable: imported(stack, false) }))).not.toThrow();
-    expect(() => endpointStack({ customerManagedKey: true }, (stack) => ({ existingTable: imported(stack) }))).toThrow(/customerManagedKey cannot be set with existingTable/);
+    expect(() => endpointStack({ customerManagedKey: true }, (stack) => ({ existingTable: imported(stack) }))).toThrow(
+      /customerManagedKey cannot be set with existingTable/,
+    );
   });
 });
 
@@ -238,13 +288,28 @@ describe('function settings, per function', () => {
     const { endpoint, template } = endpointStack({
       deliveries: DELIVERIES,
       functions: {
-        mcp: { memorySize: 2048, timeout: Duration.seconds(20), reservedConcurrentExecutions: 10, architecture: lambda.Architecture.X86_64 },
+        mcp: {
+          memorySize: 2048,
+          timeout: Duration.seconds(20),
+          reservedConcurrentExecutions: 10,
+          architecture: lambda.Architecture.X86_64,
+        },
         consumer: { timeout: Duration.seconds(120), reservedConcurrentExecutions: 5 },
       },
     });
     const props = (fn: { node: { defaultChild?: unknown } }) => template.toJSON().Resources[logicalId(fn)].Properties;
-    expect(props(endpoint.mcpFunction)).toMatchObject({ MemorySize: 2048, Timeout: 20, ReservedConcurrentExecutions: 10, Architectures: ['x86_64'] });
-    expect(props(endpoint.consumerFunction!)).toMatchObject({ MemorySize: 512, Timeout: 120, ReservedConcurrentExecutions: 5, Architectures: ['arm64'] });
+    expect(props(endpoint.mcpFunction)).toMatchObject({
+      MemorySize: 2048,
+      Timeout: 20,
+      ReservedConcurrentExecutions: 10,
+      Architectures: ['x86_64'],
+    });
+    expect(props(endpoint.consumerFunction!)).toMatchObject({
+      MemorySize: 512,
+      Timeout: 120,
+      ReservedConcurrentExecutions: 5,
+      Architectures: ['arm64'],
+    });
     expect(props(endpoint.reconcilerFunction)).toMatchObject({ MemorySize: 512, Timeout: 50, Architectures: ['arm64'] });
     expect(props(endpoint.reconcilerFunction)).not.toHaveProperty('ReservedConcurrentExecutions');
     // The queue keeps a message invisible for six consumer timeouts.
@@ -252,23 +317,35 @@ describe('function settings, per function', () => {
   });
 
   it('refuses values Lambda or the outbox cannot take, naming the function and the setting', () => {
-    expect(() => endpointStack({ functions: { mcp: { memorySize: 64 } } })).toThrow(/functions\.mcp\.memorySize must be a whole number of MB from 128 to 10240/);
-    expect(() => endpointStack({ functions: { reconciler: { timeout: Duration.minutes(20) } } })).toThrow(/functions\.reconciler\.timeout must be from 1 second to 15 minutes/);
-    expect(() => endpointStack({ functions: { mcp: { reservedConcurrentExecutions: 0 } } })).toThrow(/functions\.mcp\.reservedConcurrentExecutions must be a whole number of at least 1/);
-    expect(() => endpointStack({ deliveries: DELIVERIES, functions: { consumer: { reservedConcurrentExecutions: 2 } } })).toThrow(/reservedConcurrentExecutions must be at least its maxConcurrency \(5\)/);
+    expect(() => endpointStack({ functions: { mcp: { memorySize: 64 } } })).toThrow(
+      /functions\.mcp\.memorySize must be a whole number of MB from 128 to 10240/,
+    );
+    expect(() => endpointStack({ functions: { reconciler: { timeout: Duration.minutes(20) } } })).toThrow(
+      /functions\.reconciler\.timeout must be from 1 second to 15 minutes/,
+    );
+    expect(() => endpointStack({ functions: { mcp: { reservedConcurrentExecutions: 0 } } })).toThrow(
+      /functions\.mcp\.reservedConcurrentExecutions must be a whole number of at least 1/,
+    );
+    expect(() => endpointStack({ deliveries: DELIVERIES, functions: { consumer: { reservedConcurrentExecutions: 2 } } })).toThrow(
+      /reservedConcurrentExecutions must be at least its maxConcurrency \(5\)/,
+    );
     expect(() => endpointStack({ functions: { worker: {} } as never })).toThrow(/functions\.worker is not one of the endpoint's functions/);
   });
 });
 
 describe('in a VPC', () => {
-  it("runs every function in the given subnets and security groups, with the network-interface permissions, nag clean", () => {
+  it('runs every function in the given subnets and security groups, with the network-interface permissions, nag clean', () => {
     let vpc!: ec2.Vpc;
     let group!: ec2.SecurityGroup;
     const { app, endpoint, template } = endpointStack({ deliveries: DELIVERIES }, (stack) => {
-      vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 1, subnetConfiguration: [
-        { name: 'public', subnetType: ec2.SubnetType.PUBLIC },
-        { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
-      ] });
+      vpc = new ec2.Vpc(stack, 'Vpc', {
+        maxAzs: 2,
+        natGateways: 1,
+        subnetConfiguration: [
+          { name: 'public', subnetType: ec2.SubnetType.PUBLIC },
+          { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+        ],
+      });
       group = new ec2.SecurityGroup(stack, 'Functions', { vpc, description: 'endpoint functions' });
       return { vpc, vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [group] };
     });
@@ -283,12 +360,19 @@ describe('in a VPC', () => {
       expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toContain('service-role/AWSLambdaVPCAccessExecutionRole');
     }
     for (const pack of [new AwsSolutionsChecks(), new IdempotentMcpChecks()]) {
-      expect(pack.validateScope(app).violations.filter((v) => v.violatingResources.some((r) => r.constructPath?.includes('/Endpoint/'))).map((v) => v.ruleName)).toEqual([]);
+      expect(
+        pack
+          .validateScope(app)
+          .violations.filter((v) => v.violatingResources.some((r) => r.constructPath?.includes('/Endpoint/')))
+          .map((v) => v.ruleName),
+      ).toEqual([]);
     }
   });
 
   it('refuses subnets or security groups without a VPC', () => {
-    expect(() => endpointStack({ vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED } })).toThrow(/vpcSubnets and securityGroups need a vpc/);
+    expect(() => endpointStack({ vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED } })).toThrow(
+      /vpcSubnets and securityGroups need a vpc/,
+    );
   });
 });
 
@@ -302,7 +386,8 @@ describe('grants for the people and roles around the endpoint', () => {
     endpoint.grantReview(reviewer);
   });
   const tableArn = { 'Fn::GetAtt': [logicalId(endpoint.store.table as dynamodb.Table), 'Arn'] };
-  const actionsOn = (role: iam.Role) => statementsOfRole(after, logicalId(role)).map((s) => ({ actions: ([] as string[]).concat(s.Action).sort(), resource: s.Resource }));
+  const actionsOn = (role: iam.Role) =>
+    statementsOfRole(after, logicalId(role)).map((s) => ({ actions: ([] as string[]).concat(s.Action).sort(), resource: s.Resource }));
 
   it('grantReadRecords: single-item reads of the table and Query on the attention index, nothing else', () => {
     expect(actionsOn(ops)).toEqual([
@@ -314,7 +399,18 @@ describe('grants for the people and roles around the endpoint', () => {
   it("grantReview: the reads, the decisions' fenced writes, and the redrive from the dead-letter queue to the queue", () => {
     const statements = actionsOn(reviewer);
     const all = statements.flatMap((s) => s.actions);
-    expect(all).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:SendMessage']));
+    expect(all).toEqual(
+      expect.arrayContaining([
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+        'sqs:ReceiveMessage',
+        'sqs:DeleteMessage',
+        'sqs:SendMessage',
+      ]),
+    );
     expect(all.filter((a) => a === 'dynamodb:Scan' || a.endsWith('*'))).toEqual([]);
     const receive = statements.find((s) => s.actions.includes('sqs:ReceiveMessage'))!;
     expect(receive.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.outbox!.deadLetterQueue), 'Arn'] });

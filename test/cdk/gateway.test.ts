@@ -39,7 +39,9 @@ function synthGateway(props: Partial<IdempotentMcpGatewayProps> = {}, options: {
     ...(options.bundle ? { outdir: join(dir, 'cdk.out') } : {}),
   });
   const stack = new Stack(app, 'Gateway');
-  const credentials = new secretsmanager.Secret(stack, 'UpstreamCredentials', { description: "The gateway's upstream credentials by tenant" });
+  const credentials = new secretsmanager.Secret(stack, 'UpstreamCredentials', {
+    description: "The gateway's upstream credentials by tenant",
+  });
   // The team's secret, not the construct's: its value is what the upstream's vendor issued (docs/gateway.md).
   Validations.of(credentials).acknowledge({
     id: 'AwsSolutions-SMG4',
@@ -69,7 +71,8 @@ describe('IdempotentMcpGateway (synth)', () => {
       expect(variables.TABLE_NAME).toBeDefined();
     }
     // Only the MCP function keeps the upstream's tools/list it read; the reconciler reads a kept one (it puts no item).
-    const keeps = (fn: typeof gateway.mcpFunction) => template.toJSON().Resources[logicalId(fn)].Properties.Environment.Variables.GATEWAY_KEEP_LISTING;
+    const keeps = (fn: typeof gateway.mcpFunction) =>
+      template.toJSON().Resources[logicalId(fn)].Properties.Environment.Variables.GATEWAY_KEEP_LISTING;
     expect([keeps(gateway.mcpFunction), keeps(gateway.reconcilerFunction)]).toEqual(['true', undefined]);
   });
 
@@ -91,7 +94,9 @@ describe('IdempotentMcpGateway (synth)', () => {
   it('is cdk-nag clean (AwsSolutions and the project pack)', () => {
     const { app } = synthGateway();
     for (const pack of [new AwsSolutionsChecks(), new IdempotentMcpChecks()]) {
-      expect(pack.validateScope(app).violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`)).toEqual([]);
+      expect(
+        pack.validateScope(app).violations.map((v) => `${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`),
+      ).toEqual([]);
     }
   });
 
@@ -108,11 +113,16 @@ describe('IdempotentMcpGateway (synth)', () => {
   });
 
   it('refuses an upstream URL that is not https', () => {
-    expect(() => synthGateway({ upstream: { url: 'http://vendor.example.com/mcp' } })).toThrow(/upstream\.url must be the upstream's https URL \(got 'http:\/\/vendor/);
+    expect(() => synthGateway({ upstream: { url: 'http://vendor.example.com/mcp' } })).toThrow(
+      /upstream\.url must be the upstream's https URL \(got 'http:\/\/vendor/,
+    );
   });
 
   it('refuses a policy with mistakes at synth, one sentence each naming the tool and the field', () => {
-    const bad = policyFile({ tools: { echo: { kind: 'write', timeoutMs: 5 }, refund: { kind: 'write', inFlightWindowMs: 0, confirmation: 'maybe' } } }, 'bad.json');
+    const bad = policyFile(
+      { tools: { echo: { kind: 'write', timeoutMs: 5 }, refund: { kind: 'write', inFlightWindowMs: 0, confirmation: 'maybe' } } },
+      'bad.json',
+    );
     let message = '';
     try {
       synthGateway({ policy: bad });
@@ -128,8 +138,12 @@ describe('IdempotentMcpGateway (synth)', () => {
   });
 
   it('refuses a policy file that is missing or not JSON', () => {
-    expect(() => synthGateway({ policy: join(dir, 'nowhere.json') })).toThrow(/^IdempotentMcpGateway: the policy file .*nowhere\.json cannot be read \(ENOENT\)$/);
-    expect(() => synthGateway({ policy: policyFile('{ tools: ', 'broken.json') })).toThrow(/^IdempotentMcpGateway: the policy file .*broken\.json is not JSON/);
+    expect(() => synthGateway({ policy: join(dir, 'nowhere.json') })).toThrow(
+      /^IdempotentMcpGateway: the policy file .*nowhere\.json cannot be read \(ENOENT\)$/,
+    );
+    expect(() => synthGateway({ policy: policyFile('{ tools: ', 'broken.json') })).toThrow(
+      /^IdempotentMcpGateway: the policy file .*broken\.json is not JSON/,
+    );
   });
 
   it('bundles the policy as it is into both functions (esbuild, top-level await in the ESM bundle)', () => {
@@ -147,8 +161,10 @@ describe('IdempotentMcpGateway (synth)', () => {
     }
   }, 240_000);
 
-  it('the functions\' tools module refuses a cold start without the settings the construct writes, in one sentence', async () => {
-    await expect(gatewayToolsModule(policy, {})).rejects.toThrow(/^GATEWAY_UPSTREAM_URL must be set \(the upstream's streamable-HTTP URL\)$/);
+  it("the functions' tools module refuses a cold start without the settings the construct writes, in one sentence", async () => {
+    await expect(gatewayToolsModule(policy, {})).rejects.toThrow(
+      /^GATEWAY_UPSTREAM_URL must be set \(the upstream's streamable-HTTP URL\)$/,
+    );
     await expect(gatewayToolsModule(policy, { GATEWAY_UPSTREAM_URL: 'https://vendor.example.com/mcp', TABLE_NAME: 't' })).rejects.toThrow(
       /^GATEWAY_CREDENTIALS_SECRET_ARN must be set \(the gateway's upstream credentials\)$/,
     );

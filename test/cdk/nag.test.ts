@@ -81,6 +81,12 @@ describe('cdk-nag (AwsSolutions and the project pack)', () => {
     fn.addEventSource(new SqsEventSource(new sqs.Queue(stack, 'Queue', { visibilityTimeout: Duration.seconds(120) })));
     new logs.LogGroup(stack, 'Logs', { retention: logs.RetentionDays.INFINITE });
     const rules = findings(stack, new IdempotentMcpChecks()).map((f) => f.rule);
-    expect(rules).toEqual(expect.arrayContaining(['IdempotentMcp-LambdaFunctionUrlAuth', 'IdempotentMcp-SQSVisibilityTimeout', 'IdempotentMcp-LogGroupRetention']));
+    expect(rules).toEqual(
+      expect.arrayContaining([
+        'IdempotentMcp-LambdaFunctionUrlAuth',
+        'IdempotentMcp-SQSVisibilityTimeout',
+        'IdempotentMcp-LogGroupRetention',
+      ]),
+    );
   });
 });

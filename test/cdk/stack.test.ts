@@ -86,7 +86,11 @@ describe('the idempotency table', () => {
       const byName = (a: { AttributeName?: string }, b: { AttributeName?: string }) => a.AttributeName!.localeCompare(b.AttributeName!);
       expect([...Table!.AttributeDefinitions!].sort(byName)).toEqual([...table.Properties.AttributeDefinitions].sort(byName));
       expect(Table!.KeySchema).toEqual(table.Properties.KeySchema);
-      const local = Table!.GlobalSecondaryIndexes!.map((i) => ({ IndexName: i.IndexName, KeySchema: i.KeySchema, Projection: i.Projection }));
+      const local = Table!.GlobalSecondaryIndexes!.map((i) => ({
+        IndexName: i.IndexName,
+        KeySchema: i.KeySchema,
+        Projection: i.Projection,
+      }));
       expect(local).toEqual(table.Properties.GlobalSecondaryIndexes);
       expect(TimeToLiveDescription?.AttributeName).toBe(table.Properties.TimeToLiveSpecification.AttributeName);
     } finally {
@@ -123,7 +127,9 @@ describe('the idempotency table', () => {
 });
 
 describe('the outbox queue', () => {
-  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.outbox!.deadLetterQueue)) as [[string, any]];
+  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.outbox!.deadLetterQueue)) as [
+    [string, any],
+  ];
   const queue = resources[logicalId(stack.endpoint.outbox!.queue)]!;
 
   it('retries a delivery for its time budget (24 h by default) before the dead-letter queue, and receives outlast it', () => {
@@ -139,7 +145,9 @@ describe('the outbox queue', () => {
     expect(receivesWithinBudget(24 * 3600_000)).toBeGreaterThanOrEqual(18);
     expect(queue.Properties.MessageRetentionPeriod).toBeGreaterThan(24 * 3600);
     expect(dlq.Properties.MessageRetentionPeriod).toBe(Duration.days(14).toSeconds());
-    expect(actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumer!.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] })).toContain('sqs:SendMessage');
+    expect(
+      actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumer!.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] }),
+    ).toContain('sqs:SendMessage');
   });
 
   it('sizes the redrive count and the retention from an operator-set budget, and refuses a count that would run out first', () => {
@@ -148,8 +156,12 @@ describe('the outbox queue', () => {
     expect(week.maxReceiveCount).toBe(receivesWithinBudget(7 * 24 * 3600_000));
     expect(week.maxReceiveCount).toBeGreaterThan(receivesWithinBudget(24 * 3600_000));
     expect((week.queue.node.defaultChild as CfnQueue).messageRetentionPeriod).toBe(Duration.days(8).toSeconds());
-    expect(() => new OutboxQueue(scope, 'TooFew', { consumerTimeout: Duration.seconds(60), maxReceiveCount: 5 })).toThrow(/maxReceiveCount must be an integer from/);
-    expect(() => new OutboxQueue(scope, 'TooLong', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(30) })).toThrow(/deliveryBudget/);
+    expect(() => new OutboxQueue(scope, 'TooFew', { consumerTimeout: Duration.seconds(60), maxReceiveCount: 5 })).toThrow(
+      /maxReceiveCount must be an integer from/,
+    );
+    expect(() => new OutboxQueue(scope, 'TooLong', { consumerTimeout: Duration.seconds(60), deliveryBudget: Duration.days(30) })).toThrow(
+      /deliveryBudget/,
+    );
   });
 
   it('under a customer managed key, lets a sender use the key as SQS asks of a producer, and send nothing more', () => {
@@ -161,9 +173,15 @@ describe('the outbox queue', () => {
     keyed.grantSendToDeadLetterQueue(role);
     const sent = Template.fromStack(scope);
     const statements = statementsOfRole(sent, scope.getLogicalId(role.node.defaultChild as iam.CfnRole));
-    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.queue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
-    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.deadLetterQueue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual(['sqs:SendMessage']);
-    expect([...new Set(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(key.node.defaultChild as kms.CfnKey), 'Arn'] }))]).toEqual(['kms:Decrypt', 'kms:GenerateDataKey']);
+    expect(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.queue.node.defaultChild as CfnQueue), 'Arn'] })).toEqual([
+      'sqs:SendMessage',
+    ]);
+    expect(
+      actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(keyed.deadLetterQueue.node.defaultChild as CfnQueue), 'Arn'] }),
+    ).toEqual(['sqs:SendMessage']);
+    expect([...new Set(actionsOn(statements, { 'Fn::GetAtt': [scope.getLogicalId(key.node.defaultChild as kms.CfnKey), 'Arn'] }))]).toEqual(
+      ['kms:Decrypt', 'kms:GenerateDataKey'],
+    );
   });
 
   it('keeps a message invisible for at least six consumer timeouts', () => {
@@ -172,8 +190,12 @@ describe('the outbox queue', () => {
 
   it('refuses a visibility timeout below six consumer timeouts, and an unbounded receive count', () => {
     const scope = new Stack(new App(), 'QueueRules');
-    expect(() => new OutboxQueue(scope, 'Short', { consumerTimeout: Duration.seconds(60), visibilityTimeout: Duration.seconds(300) })).toThrow(/6 x the consumer timeout/);
-    expect(() => new OutboxQueue(scope, 'Unbounded', { consumerTimeout: Duration.seconds(10), maxReceiveCount: 1001 })).toThrow(/maxReceiveCount/);
+    expect(
+      () => new OutboxQueue(scope, 'Short', { consumerTimeout: Duration.seconds(60), visibilityTimeout: Duration.seconds(300) }),
+    ).toThrow(/6 x the consumer timeout/);
+    expect(() => new OutboxQueue(scope, 'Unbounded', { consumerTimeout: Duration.seconds(10), maxReceiveCount: 1001 })).toThrow(
+      /maxReceiveCount/,
+    );
   });
 
   it('is encrypted and refuses requests without TLS (both queues)', () => {
@@ -218,7 +240,8 @@ describe('the functions', () => {
   it('give the reconciler RECONCILE_MAX_ATTEMPTS: 8 by default, the context key reconcileMaxAttempts when set', () => {
     expect(env(functionIds.reconciler).RECONCILE_MAX_ATTEMPTS).toBe('8');
     const cautious = synthStack({ reconcileMaxAttempts: '3' });
-    const vars = cautious.template.toJSON().Resources[logicalId(cautious.stack.endpoint.reconciler.handler.function)].Properties.Environment.Variables;
+    const vars =
+      cautious.template.toJSON().Resources[logicalId(cautious.stack.endpoint.reconciler.handler.function)].Properties.Environment.Variables;
     expect(vars.RECONCILE_MAX_ATTEMPTS).toBe('3');
   });
 
@@ -231,7 +254,7 @@ describe('the functions', () => {
     expect(fnProps(functionIds.reconciler).Timeout).toBeLessThan(60);
   });
 
-  it('configure the MCP function for the stack\'s Cognito issuer, with the secret by ARN only', () => {
+  it("configure the MCP function for the stack's Cognito issuer, with the secret by ARN only", () => {
     const pool = logicalId(stack.endpoint.auth.userPool!);
     expect(env(functionIds.mcp)).toMatchObject({
       AUTH_MODE: 'oidc',
@@ -273,12 +296,16 @@ describe('least-privilege IAM', () => {
     expect(actionsOn(statements.reconciler, tableArn)).toEqual(dynamo(RECONCILER_TABLE_ACTIONS));
     const index = { 'Fn::Join': ['', [tableArn, `/index/${TableSchema.attentionIndex.name}`]] };
     expect(actionsOn(statements.reconciler, index)).toEqual(['dynamodb:Query']);
-    for (const name of ['mcp', 'relay', 'consumer'] as const) expect(serviceActions(statements[name], 'dynamodb')).not.toContain('dynamodb:Query');
+    for (const name of ['mcp', 'relay', 'consumer'] as const)
+      expect(serviceActions(statements[name], 'dynamodb')).not.toContain('dynamodb:Query');
   });
 
   it('never grants Scan, a wildcard action, or a wildcard resource (but ListStreams, which has none)', () => {
     for (const [, policy] of [...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::Role')]) {
-      const docs = policy.Type === 'AWS::IAM::Role' ? (policy.Properties.Policies ?? []).map((p: any) => p.PolicyDocument) : [policy.Properties.PolicyDocument];
+      const docs =
+        policy.Type === 'AWS::IAM::Role'
+          ? (policy.Properties.Policies ?? []).map((p: any) => p.PolicyDocument)
+          : [policy.Properties.PolicyDocument];
       for (const doc of docs) {
         for (const statement of doc.Statement as Statement[]) {
           for (const action of actionsOf(statement)) {
@@ -299,7 +326,9 @@ describe('least-privilege IAM', () => {
     const dlqArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'Arn'] };
     expect(actionsOn(statements.consumer, dlqArn)).toEqual(['sqs:SendMessage']);
     for (const name of ['relay', 'reconciler', 'mcp'] as const) expect(actionsOn(statements[name], dlqArn)).toEqual([]);
-    expect(actionsOn(statements.consumer, queueArn)).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']));
+    expect(actionsOn(statements.consumer, queueArn)).toEqual(
+      expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
+    );
     expect(actionsOn(statements.consumer, queueArn)).not.toContain('sqs:SendMessage');
     expect(serviceActions(statements.mcp, 'sqs')).toEqual([]);
   });
@@ -330,10 +359,14 @@ describe('least-privilege IAM', () => {
     const send = consumer.find((s) => actionsOf(s).includes('ses:SendEmail'))!;
     expect(actionsOf(send)).toEqual(['ses:SendEmail']);
     expect(send.Condition).toEqual({ StringEquals: { 'ses:FromAddress': 'agent@mail.example.com' } });
-    for (const role of [ses.stack.endpoint.mcp, ses.stack.endpoint.relay!, ses.stack.endpoint.reconciler].map((c) => logicalId(c.handler.role))) {
+    for (const role of [ses.stack.endpoint.mcp, ses.stack.endpoint.relay!, ses.stack.endpoint.reconciler].map((c) =>
+      logicalId(c.handler.role),
+    )) {
       expect(serviceActions(statementsOfRole(ses.template, role), 'ses')).toEqual([]);
     }
-    expect(ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
+    expect(
+      ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables,
+    ).toMatchObject({
       EMAIL_MODE: 'ses',
       EMAIL_FROM: 'agent@mail.example.com',
     });
@@ -354,9 +387,7 @@ describe('event sources and the schedule', () => {
     expect(mapping.Properties.MaximumRetryAttempts).toBeGreaterThan(0);
     const pattern = mapping.Properties.FilterCriteria.Filters.map((f: { Pattern: string }) => JSON.parse(f.Pattern));
     // INSERT only: the relay's own send bookkeeping (a MODIFY) must not wake it again.
-    expect(pattern).toEqual([
-      { eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'OUTBOX#' }] }, sk: { S: ['EVENT'] } } } },
-    ]);
+    expect(pattern).toEqual([{ eventName: ['INSERT'], dynamodb: { Keys: { pk: { S: [{ prefix: 'OUTBOX#' }] }, sk: { S: ['EVENT'] } } } }]);
   });
 
   it('the consumer reads the outbox queue, reporting failures per message', () => {
@@ -380,12 +411,16 @@ describe('event sources and the schedule', () => {
     });
   });
 
-  it('the reconciler\'s backoff starts at its own period: RECONCILE_INTERVAL_MS is the schedule\'s rate, as the MCP function says', () => {
+  it("the reconciler's backoff starts at its own period: RECONCILE_INTERVAL_MS is the schedule's rate, as the MCP function says", () => {
     // Without it the reconciler backs off from the local default (seconds) while it runs once a minute, and a
     // downstream outage of well under an hour parks UNKNOWN records for review.
     expect(env(functionIds.reconciler).RECONCILE_INTERVAL_MS).toBe('60000');
     expect(env(functionIds.mcp).RECONCILE_INTERVAL_MS).toBe('60000');
-    const slower = new IdempotentMcpStack(new App({ context: { 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: false }), 'Slower', { reconcilePeriod: Duration.minutes(5) });
+    const slower = new IdempotentMcpStack(
+      new App({ context: { 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: false }),
+      'Slower',
+      { reconcilePeriod: Duration.minutes(5) },
+    );
     const slowerTemplate = Template.fromStack(slower);
     const slowerResources = slowerTemplate.toJSON().Resources;
     const slowerEnv = (fn: { node: { defaultChild?: unknown } }) => slowerResources[logicalId(fn)].Properties.Environment.Variables;
@@ -433,8 +468,12 @@ describe('the MCP URL and auth', () => {
 
   it('outputs the MCP URL, token endpoint and client id, and the command for the secret, never the secret', () => {
     const outputs = template.toJSON().Outputs;
-    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['McpUrl', 'TokenEndpoint', 'TokenScope', 'ClientId', 'ClientSecretCommand']));
-    expect(outputs.McpUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.endpoint.mcp.url as never), 'FunctionUrl'] }, 'mcp']] });
+    expect(Object.keys(outputs)).toEqual(
+      expect.arrayContaining(['McpUrl', 'TokenEndpoint', 'TokenScope', 'ClientId', 'ClientSecretCommand']),
+    );
+    expect(outputs.McpUrl.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.endpoint.mcp.url as never), 'FunctionUrl'] }, 'mcp']],
+    });
     expect(JSON.stringify(template.toJSON())).not.toContain('ClientSecret"]');
   });
 
@@ -473,21 +512,32 @@ describe('the MCP URL and auth', () => {
   });
 
   it('an external issuer without an audience fails the synth, naming the setting, unless a reason is given', () => {
-    expect(() => synthStack({ authIssuer: 'https://login.example.com/' })).toThrow(/authAudience.*required.*authAudienceNotRequiredReason/s);
-    const optedOut = synthStack({ authIssuer: 'https://login.example.com/', authAudienceNotRequiredReason: 'this issuer serves this API only' });
-    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    expect(() => synthStack({ authIssuer: 'https://login.example.com/' })).toThrow(
+      /authAudience.*required.*authAudienceNotRequiredReason/s,
+    );
+    const optedOut = synthStack({
+      authIssuer: 'https://login.example.com/',
+      authAudienceNotRequiredReason: 'this issuer serves this API only',
+    });
+    const vars =
+      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
     expect(vars).not.toHaveProperty('AUTH_AUDIENCE');
   });
 
   it('tools opted out of server-side confirmation for 2025-era clients reach the function from context', () => {
     const optedOut = synthStack({ confirmationOptOut: 'request_payment' });
-    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars =
+      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
     expect(vars.CONFIRMATION_OPT_OUT_TOOLS).toBe('request_payment');
     expect(env(functionIds.mcp)).not.toHaveProperty('CONFIRMATION_OPT_OUT_TOOLS');
   });
 
   it('an external issuer with required scopes passes them to the function', () => {
-    const scoped = synthStack({ authIssuer: 'https://login.example.com/', authAudience: 'api://mcp', authRequiredScopes: 'mcp.tools  mcp.write' });
+    const scoped = synthStack({
+      authIssuer: 'https://login.example.com/',
+      authAudience: 'api://mcp',
+      authRequiredScopes: 'mcp.tools  mcp.write',
+    });
     const vars = scoped.template.toJSON().Resources[logicalId(scoped.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
     expect(vars.AUTH_REQUIRED_SCOPES).toBe('mcp.tools mcp.write');
   });
@@ -510,7 +560,9 @@ describe('alarms and dashboard', () => {
 
   it('alarm on the reconciler gauges, by the names and dimension the functions emit', () => {
     const dims = [{ Name: 'service', Value: 'idempotent-mcp' }];
-    expect(alarmOn(MetricName.NeedsReview)).toEqual([expect.objectContaining({ Namespace: 'IdempotentMcp', Dimensions: dims, Threshold: 1 })]);
+    expect(alarmOn(MetricName.NeedsReview)).toEqual([
+      expect.objectContaining({ Namespace: 'IdempotentMcp', Dimensions: dims, Threshold: 1 }),
+    ]);
     // A silent reconciler is as bad as an old UNKNOWN: missing data breaches.
     expect(alarmOn(MetricName.OldestUnknownAgeSeconds)).toEqual([
       expect.objectContaining({ Namespace: 'IdempotentMcp', Dimensions: dims, TreatMissingData: 'breaching', Statistic: 'Maximum' }),
@@ -519,7 +571,9 @@ describe('alarms and dashboard', () => {
 
   it('alarm on errors and throttles of every function', () => {
     for (const metric of ['Errors', 'Throttles']) {
-      const watched = alarmOn(metric).map((a) => a.Dimensions[0].Value.Ref).sort();
+      const watched = alarmOn(metric)
+        .map((a) => a.Dimensions[0].Value.Ref)
+        .sort();
       expect(watched).toEqual(Object.values(functionIds).sort());
     }
     expect(alarms).toHaveLength(3 + 2 * 4);
@@ -530,7 +584,9 @@ describe('alarms and dashboard', () => {
     const topicId = Object.keys(withEmail.template.findResources('AWS::SNS::Topic'))[0]!;
     withEmail.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
     withEmail.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
     });
     for (const alarm of Object.values(withEmail.template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
@@ -542,7 +598,13 @@ describe('alarms and dashboard', () => {
   it('build a dashboard with the alarm metrics', () => {
     const [, dashboard] = ofType('AWS::CloudWatch::Dashboard')[0]!;
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const name of [MetricName.NeedsReview, MetricName.OldestUnknownAgeSeconds, 'ApproximateNumberOfMessagesVisible', 'Errors', 'Throttles']) {
+    for (const name of [
+      MetricName.NeedsReview,
+      MetricName.OldestUnknownAgeSeconds,
+      'ApproximateNumberOfMessagesVisible',
+      'Errors',
+      'Throttles',
+    ]) {
       expect(body).toContain(name);
     }
   });
@@ -582,9 +644,12 @@ describe('the demo tools a deployment serves: none whose downstream is not confi
   /** The MCP function's environment from its template: deploy-time values (the sandbox's URL) as URLs of that shape. */
   const deployedEnv = (synth: ReturnType<typeof synthStack>): Record<string, string> =>
     Object.fromEntries(
-      Object.entries(synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables as Record<string, unknown>).map(
-        ([name, value]) => [name, typeof value === 'string' ? value : `https://deployed.example.com/${name.toLowerCase()}`],
-      ),
+      Object.entries(
+        synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables as Record<
+          string,
+          unknown
+        >,
+      ).map(([name, value]) => [name, typeof value === 'string' ? value : `https://deployed.example.com/${name.toLowerCase()}`]),
     );
   /** The tool names the stack's tools module exports when loaded with this environment, as at the function's cold start. */
   async function servedWith(synth: ReturnType<typeof synthStack>, env: Record<string, string>): Promise<string[]> {
@@ -607,7 +672,11 @@ describe('the demo tools a deployment serves: none whose downstream is not confi
   });
 
   it('turns each tool on with its own setting: paymentsUrl request_payment, ticketsUrl create_ticket, emailFrom send_email', async () => {
-    const all = synthStack({ paymentsUrl: 'https://payments.example.com', ticketsUrl: 'https://tickets.example.com', emailFrom: 'agent@mail.example.com' });
+    const all = synthStack({
+      paymentsUrl: 'https://payments.example.com',
+      ticketsUrl: 'https://tickets.example.com',
+      emailFrom: 'agent@mail.example.com',
+    });
     const env = deployedEnv(all);
     expect(await servedWith(all, env)).toEqual([...ORDERS, 'create_ticket', 'request_payment', 'send_email'].sort());
     const without = (name: string) => Object.fromEntries(Object.entries(env).filter(([key]) => key !== name));

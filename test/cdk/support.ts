@@ -80,7 +80,10 @@ export function actionsOn(statements: Statement[], resource: unknown): string[] 
 
 /** The actions of one service prefix, over all resources. */
 export const serviceActions = (statements: Statement[], service: string) =>
-  statements.flatMap(actionsOf).filter((a) => a.startsWith(`${service}:`)).sort();
+  statements
+    .flatMap(actionsOf)
+    .filter((a) => a.startsWith(`${service}:`))
+    .sort();
 
 /**
  * A copy of examples/cdk-app as a team's project inside this repository (so its packages resolve from here), with
@@ -92,8 +95,12 @@ export function teamProject(): { dir: string; file: (name: string) => string; re
   mkdirSync(scratch, { recursive: true });
   const dir = mkdtempSync(join(scratch, 'team-app-'));
   const example = join(PROJECT_ROOT, 'examples/cdk-app');
-  for (const name of readdirSync(example)) if (name !== 'tsconfig.json' && name !== 'node_modules') cpSync(join(example, name), join(dir, name), { recursive: true });
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: relative(dir, join(PROJECT_ROOT, 'tsconfig.json')), include: ['*.ts'] }));
+  for (const name of readdirSync(example))
+    if (name !== 'tsconfig.json' && name !== 'node_modules') cpSync(join(example, name), join(dir, name), { recursive: true });
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ extends: relative(dir, join(PROJECT_ROOT, 'tsconfig.json')), include: ['*.ts'] }),
+  );
   return { dir, file: (name) => join(dir, name), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -119,7 +126,12 @@ const REFERENCE_SYNTH = 'reference-synth';
 
 export async function referenceSynth(): Promise<{ outdir: string; stderr: string }> {
   const shared = await oncePerRun(REFERENCE_SYNTH, async (dir) => {
-    const { stderr } = await promisify(execFile)('npm', ['run', 'synth', '--', '--output', join(dir, 'cdk.out')], { cwd: PROJECT_ROOT, env: offlineEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+    const { stderr } = await promisify(execFile)('npm', ['run', 'synth', '--', '--output', join(dir, 'cdk.out')], {
+      cwd: PROJECT_ROOT,
+      env: offlineEnv(),
+      timeout: 240_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     writeFileSync(join(dir, 'stderr.txt'), stderr);
   });
   return { outdir: join(shared, 'cdk.out'), stderr: readFileSync(join(shared, 'stderr.txt'), 'utf8') };

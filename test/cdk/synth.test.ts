@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { referenceSynth } from './support';
 
 describe('npm run synth', () => {
-
   /** A header every AWS SDK v3 client sends (its retry middleware), and nothing else in these bundles. */
   const SDK_CLIENT_MARK = 'amz-sdk-invocation-id';
 
@@ -29,7 +28,10 @@ describe('npm run synth', () => {
       expect(existsSync(bundle)).toBe(true);
       // ESM with the require shim, nothing left to resolve from node_modules at run time.
       const code = readFileSync(bundle, 'utf8');
-      expect(code.startsWith('import{createRequire as __bundleCreateRequire}from"node:module"') || code.startsWith("import { createRequire as __bundleCreateRequire }")).toBe(true);
+      expect(
+        code.startsWith('import{createRequire as __bundleCreateRequire}from"node:module"') ||
+          code.startsWith('import { createRequire as __bundleCreateRequire }'),
+      ).toBe(true);
       expect(code).not.toMatch(/from\s*"@aws-sdk\//);
       // The stubs of lib/bundling.ts reach the CDK's esbuild too (as --alias arguments): no function carries zod 3
       // or zod-to-json-schema (each string is from one of them).
@@ -45,8 +47,10 @@ describe('npm run synth', () => {
 
     // The acknowledgments (with their reasons) are in the template as the audit trail of what nag allowed.
     const url = Object.values<any>(template.Resources).find((r) => r.Type === 'AWS::Lambda::Url');
-    expect(url.Metadata.cdk_nag.rules_to_suppress).toEqual(expect.arrayContaining([
-      expect.objectContaining({ id: 'IdempotentMcp-LambdaFunctionUrlAuth', reason: expect.stringContaining('bearer') }),
-    ]));
+    expect(url.Metadata.cdk_nag.rules_to_suppress).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: 'IdempotentMcp-LambdaFunctionUrlAuth', reason: expect.stringContaining('bearer') }),
+      ]),
+    );
   }, 300_000);
 });

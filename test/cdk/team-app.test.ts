@@ -42,7 +42,9 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
 
   it('knows what to look for: the demo tools and the reference settings', () => {
     expect(DEMO_TOOLS).toEqual(expect.arrayContaining(['create_order', 'send_email', 'create_ticket', 'request_payment']));
-    expect(REFERENCE_VARIABLES).toEqual(expect.arrayContaining(['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_FROM', 'SANDBOX_TABLE_NAME']));
+    expect(REFERENCE_VARIABLES).toEqual(
+      expect.arrayContaining(['PAYMENTS_URL', 'TICKETS_URL', 'MAILBOX_URL', 'EMAIL_FROM', 'SANDBOX_TABLE_NAME']),
+    );
   });
 
   it("gives its functions only the endpoint's variables and the team's, none of the reference endpoint's", () => {
@@ -72,7 +74,9 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
   it('deploys no demo client: no app client with a secret, none for machines at all until the team makes its tenants', () => {
     const clients = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Cognito::UserPoolClient');
     expect(clients.filter(([id]) => /demo/i.test(id))).toEqual([]);
-    expect(clients.filter(([, r]) => r.Properties.GenerateSecret === true || r.Properties.AllowedOAuthFlows?.includes('client_credentials'))).toEqual([]);
+    expect(
+      clients.filter(([, r]) => r.Properties.GenerateSecret === true || r.Properties.AllowedOAuthFlows?.includes('client_credentials')),
+    ).toEqual([]);
     // Only the approval page's client for people remains (code grant, no secret).
     expect(clients.map(([, r]) => r.Properties.AllowedOAuthFlows)).toEqual([['code']]);
   });
@@ -101,12 +105,16 @@ describe("a team's CDK app (examples/cdk-app) carries nothing of the reference e
       Outputs: Record<string, { Value: unknown }>;
       Resources: Record<string, { Type: string; Properties: { Runtime?: string } }>;
     };
-    const runtimes = new Set(Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function').map((r) => r.Properties.Runtime));
+    const runtimes = new Set(
+      Object.values(resources)
+        .filter((r) => r.Type === 'AWS::Lambda::Function')
+        .map((r) => r.Properties.Runtime),
+    );
     expect([...runtimes]).toEqual(['nodejs22.x']);
     expect(outputs[StackOutput.runtime]!.Value).toBe('nodejs22.x');
   });
 
-  it('bundles no development sign-in: neither the dev issuer\'s page nor its token endpoint (a function never trusts it)', () => {
+  it("bundles no development sign-in: neither the dev issuer's page nor its token endpoint (a function never trusts it)", () => {
     for (const code of bundles) {
       expect(code).not.toContain('Local sign-in');
       expect(code).not.toContain('Sign-in refused');

@@ -24,12 +24,19 @@ async function check(argv: string[]): Promise<{ status: number; report?: CheckRe
   const err: string[] = [];
   const status = await runCheck([...argv], { out: (text) => out.push(text), err: (text) => err.push(text) });
   const text = out.join('\n');
-  return { status, out: text, err: err.join('\n'), ...(argv.includes('--json') && status < 2 ? { report: JSON.parse(text) as CheckReport } : {}) };
+  return {
+    status,
+    out: text,
+    err: err.join('\n'),
+    ...(argv.includes('--json') && status < 2 ? { report: JSON.parse(text) as CheckReport } : {}),
+  };
 }
 
 /** The verdict of each row, `tool scenario` → verdict. */
-const verdicts = (report: CheckReport | undefined) => Object.fromEntries((report?.rows ?? []).map((row) => [`${row.tool} ${row.scenario}`, row.verdict]));
-const rowOf = (report: CheckReport | undefined, tool: string, scenario: Row['scenario']) => report!.rows.find((row) => row.tool === tool && row.scenario === scenario)!;
+const verdicts = (report: CheckReport | undefined) =>
+  Object.fromEntries((report?.rows ?? []).map((row) => [`${row.tool} ${row.scenario}`, row.verdict]));
+const rowOf = (report: CheckReport | undefined, tool: string, scenario: Row['scenario']) =>
+  report!.rows.find((row) => row.tool === tool && row.scenario === scenario)!;
 
 /**
  * Filesystem: `edit_file` appending a line under "log" shows each application in the file (the count is each
@@ -69,10 +76,16 @@ function memoryConfig(keyed: boolean) {
     tools: {
       create_entities: {
         arguments: { entities: [{ name: 'c-{{$key}}', entityType: 'customer', observations: ['signed up'] }], ...key },
-        count: { tool: 'open_nodes', arguments: { names: ['{{entities.0.name}}'] }, found: { textIncludes: '"name": "{{entities.0.name}}"' } },
+        count: {
+          tool: 'open_nodes',
+          arguments: { names: ['{{entities.0.name}}'] },
+          found: { textIncludes: '"name": "{{entities.0.name}}"' },
+        },
       },
       add_observations: {
-        prepare: [{ tool: 'create_entities', arguments: { entities: [{ name: 'o-{{$key}}', entityType: 'customer', observations: [] }], ...key } }],
+        prepare: [
+          { tool: 'create_entities', arguments: { entities: [{ name: 'o-{{$key}}', entityType: 'customer', observations: [] }], ...key } },
+        ],
         arguments: { observations: [{ entityName: 'o-{{$key}}', contents: ['paid {{$key}}'] }], ...key },
         otherArguments: { observations: [{ entityName: 'o-{{$key}}', contents: ['paid in full {{$key}}'] }], ...key },
         count: { tool: 'open_nodes', arguments: { names: ['o-{{$key}}'] }, found: { textIncludes: ' {{$key}}"' } },
@@ -102,14 +115,28 @@ afterAll(async () => cleanup?.());
 /** A credentials file giving the check a bearer token of our gateway or endpoint. */
 async function bearer(name: string, token: string): Promise<string> {
   const file = join(dir, `${name}-credentials.json`);
-  await writeFile(file, JSON.stringify({ tenants: { '*': { header: { name: 'Authorization', value: `Bearer ${token}` } } } }), { mode: 0o600 });
+  await writeFile(file, JSON.stringify({ tenants: { '*': { header: { name: 'Authorization', value: `Bearer ${token}` } } } }), {
+    mode: 0o600,
+  });
   return file;
 }
 
 describe('check against registry servers called directly', () => {
-  it('server-filesystem: edit_file duplicates when retried, create_directory does not; exit 1 and the scorecard shows it', { timeout: 120_000 }, async () => {
+  it('server-filesystem: edit_file duplicates when retried, create_directory does not; exit 1 and the scorecard shows it', {
+    timeout: 120_000,
+  }, async () => {
     const fsDir = join(dir, 'direct');
-    const run = await check(['--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], fsDir, '--config', files.fsConfig, '--timeout', '8000', '--json']);
+    const run = await check([
+      '--command',
+      node,
+      REGISTRY_SERVERS['mcp-server-filesystem'],
+      fsDir,
+      '--config',
+      files.fsConfig,
+      '--timeout',
+      '8000',
+      '--json',
+    ]);
     expect(run.status).toBe(1);
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'DUPLICATE',
@@ -132,7 +159,16 @@ describe('check against registry servers called directly', () => {
     expect(rowOf(run.report, 'edit_file', 'slow-answer')).toMatchObject({ effects: 2, answers: ['silence', 'ok'] });
     expect(run.report!.duplicates).toBe(5);
 
-    const card = await check(['--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], fsDir, '--config', files.fsConfig, '--scenarios', 'twice']);
+    const card = await check([
+      '--command',
+      node,
+      REGISTRY_SERVERS['mcp-server-filesystem'],
+      fsDir,
+      '--config',
+      files.fsConfig,
+      '--scenarios',
+      'twice',
+    ]);
     expect(card.status).toBe(1);
     expect(card.out).toMatch(/edit_file\s+twice\s+2\s+ok → ok\s+DUPLICATE/);
     expect(card.out).toMatch(/create_directory\s+twice\s+1\s+ok → ok\s+SAFE/);
@@ -140,10 +176,22 @@ describe('check against registry servers called directly', () => {
     expect(card.err).toContain('check: edit_file twice');
   });
 
-  it('server-memory: a repeated call adds nothing, a re-worded one under the same key is a second effect', { timeout: 120_000 }, async () => {
+  it('server-memory: a repeated call adds nothing, a re-worded one under the same key is a second effect', {
+    timeout: 120_000,
+  }, async () => {
     const run = await check([
       ...['--command', node, REGISTRY_SERVERS['mcp-server-memory']],
-      ...['--config', files.memoryConfig, '--credentials', files.memoryCredentials, '--scenarios', 'twice,lost-answer,other-arguments,restart', '--timeout', '8000', '--json'],
+      ...[
+        '--config',
+        files.memoryConfig,
+        '--credentials',
+        files.memoryCredentials,
+        '--scenarios',
+        'twice,lost-answer,other-arguments,restart',
+        '--timeout',
+        '8000',
+        '--json',
+      ],
     ]);
     expect(run.status).toBe(1);
     expect(verdicts(run.report)).toEqual({
@@ -171,7 +219,15 @@ describe('check against the same servers behind our gateway', () => {
 
   beforeAll(async () => {
     gateway = await startTestGateway({
-      policy: { tools: { write_file: write(), edit_file: write(), create_directory: write(), read_text_file: { kind: 'read' }, list_directory: { kind: 'read' } } },
+      policy: {
+        tools: {
+          write_file: write(),
+          edit_file: write(),
+          create_directory: write(),
+          read_text_file: { kind: 'read' },
+          list_directory: { kind: 'read' },
+        },
+      },
       argv: ['--', node, REGISTRY_SERVERS['mcp-server-filesystem'], join(dir, 'gated')],
     });
     credentials = await bearer('gateway', await gateway.tokenFor('demo'));
@@ -188,8 +244,20 @@ describe('check against the same servers behind our gateway', () => {
     await memoryGateway?.stop();
   });
 
-  it('server-filesystem behind the gateway: no duplicate in any scenario, each retry replayed, other arguments a conflict', { timeout: 120_000 }, async () => {
-    const run = await check(['--url', gateway.mcpUrl, '--credentials', credentials, '--config', files.fsKeyedConfig, '--timeout', '8000', '--json']);
+  it('server-filesystem behind the gateway: no duplicate in any scenario, each retry replayed, other arguments a conflict', {
+    timeout: 120_000,
+  }, async () => {
+    const run = await check([
+      '--url',
+      gateway.mcpUrl,
+      '--credentials',
+      credentials,
+      '--config',
+      files.fsKeyedConfig,
+      '--timeout',
+      '8000',
+      '--json',
+    ]);
     expect(run.status).toBe(0);
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'SAFE',
@@ -211,8 +279,20 @@ describe('check against the same servers behind our gateway', () => {
     expect(rowOf(run.report, 'edit_file', 'restart').note).toContain('did not start this server');
   });
 
-  it('server-memory behind the gateway: the re-worded observation under the same key is refused as a conflict', { timeout: 120_000 }, async () => {
-    const run = await check(['--url', memoryGateway.mcpUrl, '--credentials', memoryCredentials, '--config', files.memoryKeyedConfig, '--scenarios', 'twice,other-arguments', '--json']);
+  it('server-memory behind the gateway: the re-worded observation under the same key is refused as a conflict', {
+    timeout: 120_000,
+  }, async () => {
+    const run = await check([
+      '--url',
+      memoryGateway.mcpUrl,
+      '--credentials',
+      memoryCredentials,
+      '--config',
+      files.memoryKeyedConfig,
+      '--scenarios',
+      'twice,other-arguments',
+      '--json',
+    ]);
     expect(run.status).toBe(0);
     expect(verdicts(run.report)).toEqual({
       'create_entities twice': 'SAFE',
@@ -242,7 +322,11 @@ describe('check against our own endpoint', () => {
             arguments: order,
             otherArguments: { ...order, currency: 'USD' },
             // The order id is in the first answer; get_order finds the order by it.
-            count: { tool: 'get_order', arguments: { order_id: '{{$answer.result.order_id}}' }, found: { textIncludes: '{{$answer.result.order_id}}' } },
+            count: {
+              tool: 'get_order',
+              arguments: { order_id: '{{$answer.result.order_id}}' },
+              found: { textIncludes: '{{$answer.result.order_id}}' },
+            },
           },
         },
       }),
@@ -290,7 +374,17 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     const config = join(dir, 'echo.json');
     await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
     const before = relay.calls.length;
-    const run = await check(['--url', relay.url, '--config', config, '--scenarios', 'twice,concurrent,lost-answer', '--max-calls', '4', '--json']);
+    const run = await check([
+      '--url',
+      relay.url,
+      '--config',
+      config,
+      '--scenarios',
+      'twice,concurrent,lost-answer',
+      '--max-calls',
+      '4',
+      '--json',
+    ]);
     expect(run.status).toBe(0);
     expect(run.report!.rows.map((row) => row.verdict)).toEqual(['UNKNOWN-not-counted', 'NOT-RUN', 'NOT-RUN']);
     expect(run.report!.stopped).toContain('--max-calls 4');
@@ -298,10 +392,22 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     expect(relay.calls.length - before).toBe(2);
   });
 
-  it("the check's relay loses an answer after the server received the call, and holds one past the client's timeout", { timeout: 60_000 }, async () => {
+  it("the check's relay loses an answer after the server received the call, and holds one past the client's timeout", {
+    timeout: 60_000,
+  }, async () => {
     const config = join(dir, 'echo-faults.json');
     await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
-    const run = await check(['--url', relay.url, '--config', config, '--scenarios', 'lost-answer,slow-answer', '--timeout', '5000', '--json']);
+    const run = await check([
+      '--url',
+      relay.url,
+      '--config',
+      config,
+      '--scenarios',
+      'lost-answer,slow-answer',
+      '--timeout',
+      '5000',
+      '--json',
+    ]);
     expect(run.status).toBe(0);
     const [lost, slow] = run.report!.rows;
     expect(lost).toMatchObject({ answers: ['lost', 'ok'], verdict: 'UNKNOWN-not-counted' });
@@ -313,13 +419,14 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
   it('refuses a server not on this machine without --i-own-this-server, and a mistake is one sentence, exit 2', async () => {
     const far = await check(['--url', 'https://mcp.example.com/mcp']);
     expect(far.status).toBe(2);
-    expect(far.err.split('\n')[0]).toBe('idempotent-mcp check: mcp.example.com is not this machine: the check creates real effects there; add --i-own-this-server if you own it');
+    expect(far.err.split('\n')[0]).toBe(
+      'idempotent-mcp check: mcp.example.com is not this machine: the check creates real effects there; add --i-own-this-server if you own it',
+    );
     const gone = await check(['--url', 'http://127.0.0.1:1/mcp']);
     expect(gone.status).toBe(2);
     expect(gone.err).toMatch(/^idempotent-mcp check: http:\/\/127\.0\.0\.1:1\/mcp did not list its tools: [^\n]+$/);
   });
 });
-
 
 describe('the bin', () => {
   const bin = (...argv: string[]) =>
@@ -329,7 +436,16 @@ describe('the bin', () => {
     );
 
   it('exits 1 when it found duplicates, 2 on a usage error with one sentence and no stack trace', { timeout: 120_000 }, async () => {
-    const found = await bin('--command', node, REGISTRY_SERVERS['mcp-server-filesystem'], join(dir, 'direct'), '--config', files.fsConfig, '--scenarios', 'twice');
+    const found = await bin(
+      '--command',
+      node,
+      REGISTRY_SERVERS['mcp-server-filesystem'],
+      join(dir, 'direct'),
+      '--config',
+      files.fsConfig,
+      '--scenarios',
+      'twice',
+    );
     expect(found.code).toBe(1);
     expect(found.stdout).toMatch(/edit_file\s+twice\s+2\s+ok → ok\s+DUPLICATE/);
     const wrong = await bin('--url', 'http://127.0.0.1:1/mcp', '--max-calls', 'many');

@@ -30,7 +30,13 @@ afterAll(async () => {
 });
 
 function approvalClient(overrides: Partial<IdempotentClientOptions>) {
-  const client = new IdempotentMcpClient({ url: stack.mcpUrl, token, session: `approval-${clients.length}`, approvalPollMs: 50, ...overrides });
+  const client = new IdempotentMcpClient({
+    url: stack.mcpUrl,
+    token,
+    session: `approval-${clients.length}`,
+    approvalPollMs: 50,
+    ...overrides,
+  });
   clients.push(client);
   return client;
 }
@@ -42,7 +48,7 @@ const payment = () => ({ amount_minor: 1250, currency: 'EUR', payee_id: `payee-c
 const paymentsTo = (payeeId: string) => stack.downstream.bookings().filter((b) => b.payload.payee_id === payeeId);
 const requestsFor = (key: string) => stack.downstream.calls(key);
 
-describe('a payment that needs the person\'s approval', () => {
+describe("a payment that needs the person's approval", () => {
   it('shows the link, waits while the person signs in and approves, then retries with the same key: paid once', async () => {
     const links: ApprovalLink[] = [];
     const client = approvalClient({
@@ -171,7 +177,10 @@ function recordingFetch() {
       const message = JSON.parse(init.body) as { method?: string; params?: { name?: string; protocolVersion?: string } };
       if (message.method) {
         // initialize names its version in the body; every later request in the Mcp-Protocol-Version header.
-        const version = message.method === 'initialize' ? (message.params?.protocolVersion ?? null) : new Headers(init.headers).get('mcp-protocol-version');
+        const version =
+          message.method === 'initialize'
+            ? (message.params?.protocolVersion ?? null)
+            : new Headers(init.headers).get('mcp-protocol-version');
         sent.push({ method: message.method, version, ...(message.params?.name ? { tool: message.params.name } : {}) });
       }
     }
@@ -247,7 +256,11 @@ describe('a payment over a 2025-11-25 connection (the link as the APPROVAL_REQUI
     expect(call).toMatchObject({ state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
     expect(call.status).toMatch(/^fixture_payment op_\S+ : rejected CONFIRMATION_DECLINED: /);
     const again = await client.callWrite({ tool: PAY, args });
-    expect(again).toMatchObject({ key: call.key, state: 'failed', result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect(again).toMatchObject({
+      key: call.key,
+      state: 'failed',
+      result: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } },
+    });
     expect(links).toHaveLength(1);
     expectLegacyOnly();
     expect(paymentsTo(args.payee_id)).toEqual([]);

@@ -33,9 +33,13 @@ it('the demo of `npm run demo` makes one effect per intent through every fault',
   // Each fault was really met, and the retry or re-plan got the first result back.
   expect(output).toMatch(/attempt 1: create_order ik_\S+ : unknown, no answer \(network error ECONNRESET\)/);
   expect(output).toMatch(/=> create_order ik_\S+ : succeeded \(replayed\), order_id /);
-  expect(output).toMatch(/=> send_email (ik_\S+) : succeeded, [^\n]*\n[^\n]*re-planned[^\n]*\n\s+=> send_email \1 : succeeded \(replayed\)/);
+  expect(output).toMatch(
+    /=> send_email (ik_\S+) : succeeded, [^\n]*\n[^\n]*re-planned[^\n]*\n\s+=> send_email \1 : succeeded \(replayed\)/,
+  );
   // The payment waited for the person's approval on the page (URL mode), then ran once.
-  expect(output).toMatch(/approval needed: "Pay 24\.90 EUR to payee-\S+ \(memo: "order [^"]+"\)"\n\s+link: http:\/\/\S+\/approvals\/\S+\n\s+the person signed in/);
+  expect(output).toMatch(
+    /approval needed: "Pay 24\.90 EUR to payee-\S+ \(memo: "order [^"]+"\)"\n\s+link: http:\/\/\S+\/approvals\/\S+\n\s+the person signed in/,
+  );
   expect(output).toMatch(/attempt 1: request_payment op_\S+ : unknown, being verified/);
   expect(output).toMatch(/=> request_payment op_\S+ : succeeded \(replayed\), payment_id /);
 }, 60_000);

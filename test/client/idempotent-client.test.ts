@@ -87,7 +87,10 @@ const orderArgs = (extra: Record<string, unknown> = {}) => ({ item: `sku-${++int
 const paymentArgs = (amount_minor: number) => ({ amount_minor, currency: 'EUR', payee_id: `payee-${++intentNumber}` });
 
 /** The requests to act under this key that reached the downstream, and the bookings it holds for it. */
-const effects = (key: string, downstream = stack.downstream) => ({ requests: downstream.calls(key), bookings: downstream.bookings(key).length });
+const effects = (key: string, downstream = stack.downstream) => ({
+  requests: downstream.calls(key),
+  bookings: downstream.bookings(key).length,
+});
 const ONCE = { requests: 1, bookings: 1 };
 const NEVER = { requests: 0, bookings: 0 };
 
@@ -190,7 +193,11 @@ describe('deterministic errors return at once', () => {
 
     const call = await client.callWrite({ tool: WRITE, args: noteArgs({ note: '' }) });
 
-    expect(call).toMatchObject({ state: 'failed', attempts: 1, result: { outcome: 'rejected', retryable: false, error: { code: 'INVALID_ARGUMENTS' } } });
+    expect(call).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      result: { outcome: 'rejected', retryable: false, error: { code: 'INVALID_ARGUMENTS' } },
+    });
     expect(faults.callsTo(WRITE)).toBe(1);
     expect(sleeps).toEqual([]);
     expect(effects(call.key)).toEqual(NEVER);
@@ -286,25 +293,32 @@ function metaRecordingFetch(base: FetchLike = (url, init) => fetch(url, init)) {
     }
     return base(url, init);
   };
-  return { fetch: recording, hints: (tool: string) => calls.filter((c) => c.tool === tool).map((c) => c.meta[LIKELY_REPLAY_META_KEY] === true), calls };
+  return {
+    fetch: recording,
+    hints: (tool: string) => calls.filter((c) => c.tool === tool).map((c) => c.meta[LIKELY_REPLAY_META_KEY] === true),
+    calls,
+  };
 }
 
 describe('the replay hint (a key sent again says so in _meta)', () => {
-  it.each(['auto', 'legacy'] as const)('is on the retry after a lost answer, never on the first send (protocolEra %s)', async (protocolEra) => {
-    const faults = createFaultFetch();
-    faults.inject({ tool: WRITE, fault: { mode: 'lose-response' }, times: 1 });
-    const recorder = metaRecordingFetch(faults.fetch);
-    const { client } = testClient({ fetch: recorder.fetch, protocolEra });
+  it.each(['auto', 'legacy'] as const)(
+    'is on the retry after a lost answer, never on the first send (protocolEra %s)',
+    async (protocolEra) => {
+      const faults = createFaultFetch();
+      faults.inject({ tool: WRITE, fault: { mode: 'lose-response' }, times: 1 });
+      const recorder = metaRecordingFetch(faults.fetch);
+      const { client } = testClient({ fetch: recorder.fetch, protocolEra });
 
-    const call = await client.callWrite({ tool: WRITE, args: noteArgs() });
+      const call = await client.callWrite({ tool: WRITE, args: noteArgs() });
 
-    expect(call).toMatchObject({ state: 'succeeded', attempts: 2, result: { replayed: true } });
-    expect(recorder.hints(WRITE)).toEqual([false, true]);
-    // On 2026-07-28 the hint rides next to the protocol's own envelope keys.
-    const envelope = recorder.calls.at(-1)!.meta['io.modelcontextprotocol/protocolVersion'];
-    expect(envelope).toBe(protocolEra === 'auto' ? '2026-07-28' : undefined);
-    expect(effects(call.key)).toEqual(ONCE);
-  });
+      expect(call).toMatchObject({ state: 'succeeded', attempts: 2, result: { replayed: true } });
+      expect(recorder.hints(WRITE)).toEqual([false, true]);
+      // On 2026-07-28 the hint rides next to the protocol's own envelope keys.
+      const envelope = recorder.calls.at(-1)!.meta['io.modelcontextprotocol/protocolVersion'];
+      expect(envelope).toBe(protocolEra === 'auto' ? '2026-07-28' : undefined);
+      expect(effects(call.key)).toEqual(ONCE);
+    },
+  );
 
   it('is on a re-planned call of a sent intent, and not on a new intent', async () => {
     const recorder = metaRecordingFetch();
@@ -340,7 +354,7 @@ describe('the replay hint (a key sent again says so in _meta)', () => {
 });
 
 describe('operation ids', () => {
-  it("are used for the tools the server lists as taking one (an input schema requiring operation_id), and no tool name is built in", async () => {
+  it('are used for the tools the server lists as taking one (an input schema requiring operation_id), and no tool name is built in', async () => {
     const args = paymentArgs(410);
     const learnt = await testClient().client.callWrite({ tool: PAY, args });
     expect(learnt).toMatchObject({ keyKind: 'operation_id', state: 'succeeded', key: expect.stringMatching(/^op_/) });
@@ -432,7 +446,11 @@ describe('ledger persistence', () => {
     // The first run's answer is lost and it has no budget left to retry: the intent is unknown when it stops.
     const faults = createFaultFetch();
     faults.inject({ tool: WRITE, fault: { mode: 'lose-response' }, times: 1 });
-    const { client: beforeRestart } = testClient({ fetch: faults.fetch, ledger: await CallLedger.open({ file }), retry: { maxAttempts: 1 } });
+    const { client: beforeRestart } = testClient({
+      fetch: faults.fetch,
+      ledger: await CallLedger.open({ file }),
+      retry: { maxAttempts: 1 },
+    });
     const lost = await beforeRestart.callWrite({ tool: WRITE, args });
     await beforeRestart.close();
     expect(lost).toMatchObject({ state: 'unknown', attempts: 1 });

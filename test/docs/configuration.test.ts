@@ -34,7 +34,11 @@ describe('docs/configuration.md', () => {
     ['Environment variables of the reference endpoint', ReferenceEnvVars],
   ] as const)('lists every variable under "%s", and no other, each with the default the code applies', (heading, variables) => {
     const documented = rows(heading);
-    expect(documented.map((row) => row.name).sort()).toEqual(Object.values(variables).map((variable) => variable.name).sort());
+    expect(documented.map((row) => row.name).sort()).toEqual(
+      Object.values(variables)
+        .map((variable) => variable.name)
+        .sort(),
+    );
     for (const variable of Object.values(variables) as { name: string; parse: (raw: undefined) => unknown }[]) {
       const row = documented.find((r) => r.name === variable.name)!;
       let fallback: unknown;
@@ -48,8 +52,9 @@ describe('docs/configuration.md', () => {
     }
   });
 
-  it('gives the tenant claim one default, the code\'s, wherever it is named', () => {
-    const defaultsOf = (name: string) => [...rows('Context keys'), ...rows('Environment variables')].find((row) => row.name === name)!.defaults;
+  it("gives the tenant claim one default, the code's, wherever it is named", () => {
+    const defaultsOf = (name: string) =>
+      [...rows('Context keys'), ...rows('Environment variables')].find((row) => row.name === name)!.defaults;
     expect(defaultsOf('authTenantClaim')).toMatch(new RegExp(`^\`${DEFAULT_TENANT_CLAIM}\``));
     expect(defaultsOf('AUTH_TENANT_CLAIM')).toBe(`\`${DEFAULT_TENANT_CLAIM}\``);
     // The agents' claim is never a person's attribute or `sub`: those name a person, not the tenant the agent acts for.

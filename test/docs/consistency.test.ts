@@ -11,7 +11,11 @@ import { requestPaymentTool } from '../../reference/tools/request-payment';
 /** What the documents say about the code agrees with the code, and the documents agree with each other. */
 const read = (path: string) => readFile(join(ROOT, path), 'utf8');
 const readme = await read('README.md');
-const docs = await Promise.all((await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map(async (f) => ({ file: `docs/${f}`, text: await read(`docs/${f}`) })));
+const docs = await Promise.all(
+  (await readdir(join(ROOT, 'docs')))
+    .filter((f) => f.endsWith('.md'))
+    .map(async (f) => ({ file: `docs/${f}`, text: await read(`docs/${f}`) })),
+);
 
 /** README's section on the contract, up to the next section. */
 function section(title: string): string {
@@ -55,10 +59,11 @@ describe('the documents agree', () => {
 
   it('names the commands as the one bin runs them (idempotent-mcp ops, idempotent-mcp gateway); the old bins only as aliases', () => {
     const old = [];
+    // The gateway's default table is also named idempotent-mcp-gateway.
     for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs])
       for (const line of text.split('\n'))
-        // The gateway's default table is also named idempotent-mcp-gateway.
-        if (/idempotent-mcp-(ops|gateway)\b/.test(line.replaceAll('default `idempotent-mcp-gateway`', '')) && !/alias/.test(line)) old.push(`${file}: ${line}`);
+        if (/idempotent-mcp-(ops|gateway)\b/.test(line.replaceAll('default `idempotent-mcp-gateway`', '')) && !/alias/.test(line))
+          old.push(`${file}: ${line}`);
     expect(old).toEqual([]);
   });
 
@@ -74,18 +79,22 @@ describe('the documents agree', () => {
     expect(readme).toContain(`${CLOCK_TOLERANCE_SECONDS} seconds of tolerance`);
   });
 
-  it('docs/security.md is whole: every bullet ends its sentence, and the approval log\'s bounds are the code\'s', () => {
+  it("docs/security.md is whole: every bullet ends its sentence, and the approval log's bounds are the code's", () => {
     const security = docs.find((d) => d.file === 'docs/security.md')!.text;
     // A bullet runs until the next bullet, heading or blank line.
     const bullets = security.split(/\n(?=- |#|\n)/).filter((block) => block.startsWith('- '));
     expect(bullets.length).toBeGreaterThan(5);
     for (const bullet of bullets) expect(bullet.trimEnd(), bullet.slice(0, 40)).toMatch(/[.)]$/);
-    expect(security).toContain(`(${REVIEW_LOG_MAX_ENTRIES} entries, ${REVIEW_LOG_MAX_BYTES / 1000} KB: ${REVIEW_LOG_MAX_ENTRIES / 2} rounds)`);
+    expect(security).toContain(
+      `(${REVIEW_LOG_MAX_ENTRIES} entries, ${REVIEW_LOG_MAX_BYTES / 1000} KB: ${REVIEW_LOG_MAX_ENTRIES / 2} rounds)`,
+    );
   });
 
-  it('Java is the reader\'s to install; npm ci installs DynamoDB Local only', () => {
+  it("Java is the reader's to install; npm ci installs DynamoDB Local only", () => {
     expect(readme).not.toMatch(/Java 17\+ for DynamoDB Local,\s+which `npm ci` installs/);
-    expect(section('Quick start')).toMatch(/Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/);
+    expect(section('Quick start')).toMatch(
+      /Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/,
+    );
   });
 
   it("README's MCP SDK snippet says to install the SDK major it imports, the one this project tests it with", async () => {
@@ -101,7 +110,11 @@ describe('the documents agree', () => {
     const headings = [...(await read('CHANGELOG.md')).matchAll(/^## \[([^\]]+)\]/gm)].map((match) => match[1]!);
     expect(headings.filter((heading) => heading === 'Unreleased')).toHaveLength(1);
     expect(headings[0]).toBe('Unreleased');
-    const number = (v: string) => v.split('.').map(Number).reduce((sum, part) => sum * 1000 + part, 0);
+    const number = (v: string) =>
+      v
+        .split('.')
+        .map(Number)
+        .reduce((sum, part) => sum * 1000 + part, 0);
     expect(headings.slice(1).filter((heading) => number(heading) > number(version))).toEqual([]);
     expect(headings).toContain(version);
   });
@@ -109,7 +122,9 @@ describe('the documents agree', () => {
   it('adding a tool is as many lines in index.ts as the printed registration adds', () => {
     const add = section('Add your own tool');
     const patch = /<!-- readme-test: patch reference\/tools\/index.ts -->\n```ts\n([\s\S]*?)```/.exec(add)![1]!;
-    const added = patch.split('\n').filter((line) => line.startsWith('import ') || /^ {2}\w+,$/.test(line) && line.trim() !== 'createOrderTool,');
+    const added = patch
+      .split('\n')
+      .filter((line) => line.startsWith('import ') || (/^ {2}\w+,$/.test(line) && line.trim() !== 'createOrderTool,'));
     expect(added).toHaveLength(2);
     expect(add).toMatch(/two lines in `reference\/tools\/index.ts`/);
   });
@@ -130,7 +145,8 @@ describe('one story of confirmation', () => {
 
   it('gives every client without URL elicitation the link as a tool result, as the code answers (APPROVAL_REQUIRED)', () => {
     const code = ErrorCode.APPROVAL_REQUIRED;
-    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md'), doc('docs/troubleshooting.md')]) expect(text).toContain(`\`${code}\``);
+    for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md'), doc('docs/troubleshooting.md')])
+      expect(text).toContain(`\`${code}\``);
     // No document sends a client to the era's JSON-RPC error (-32042) or says such a client cannot reach the page:
     // only confirmation.md names that error, saying why it is not used.
     for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs].filter((d) => d.file !== 'docs/confirmation.md')) {
@@ -146,7 +162,9 @@ describe('one story of confirmation', () => {
   it('describes the opt-out for the kinds of tool it applies to, and for the tool README opts out', () => {
     const optedOut = /CONFIRMATION_OPT_OUT_TOOLS=(\w+) npm start/.exec(readme)![1];
     expect(optedOut).toBe(requestPaymentTool.name);
-    const rows = doc('docs/configuration.md').split('\n').filter((line) => /^\| `(CONFIRMATION_OPT_OUT_TOOLS|confirmationOptOut)` \|/.test(line));
+    const rows = doc('docs/configuration.md')
+      .split('\n')
+      .filter((line) => /^\| `(CONFIRMATION_OPT_OUT_TOOLS|confirmationOptOut)` \|/.test(line));
     expect(rows).toHaveLength(2);
     for (const row of rows) {
       expect(row).toContain(`\`confirmation: '${mode}'\``);
@@ -157,7 +175,8 @@ describe('one story of confirmation', () => {
     for (const text of [readme, doc('docs/clients.md'), doc('docs/confirmation.md')]) expect(text).toMatch(/ran without anyone's approval/);
   });
 
-  it('shows amounts by the currency\'s minor units everywhere, never divided by 100', () => {
-    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs]) expect(text, file).not.toMatch(/amount_minor \/ 100|divided by 100/);
+  it("shows amounts by the currency's minor units everywhere, never divided by 100", () => {
+    for (const { file, text } of [{ file: 'README.md', text: readme }, ...docs])
+      expect(text, file).not.toMatch(/amount_minor \/ 100|divided by 100/);
   });
 });

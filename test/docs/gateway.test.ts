@@ -71,7 +71,8 @@ it('runs the walk-through as printed: the same key twice, one edit upstream', { 
   const blocks = walkThrough(await readFile(join(ROOT, 'docs/gateway.md'), 'utf8'));
   expect(blocks.map((block) => block.background)).toEqual([false, true, false]);
   const port = await freePort();
-  const local = (code: string) => code.replaceAll(DEMO, dir).replaceAll('127.0.0.1:3100', `127.0.0.1:${port}`).replaceAll('--port 3100', `--port ${port}`);
+  const local = (code: string) =>
+    code.replaceAll(DEMO, dir).replaceAll('127.0.0.1:3100', `127.0.0.1:${port}`).replaceAll('--port 3100', `--port ${port}`);
   const env = { ...process.env, DYNAMODB_ENDPOINT: table.endpoint, TABLE_NAME: table.tableName, POWERTOOLS_LOG_LEVEL: 'WARN' };
 
   await run('bash', ['-euo', 'pipefail', '-c', local(blocks[0]!.code)], { cwd: ROOT, env });
@@ -95,7 +96,9 @@ it('runs the walk-through as printed: the same key twice, one edit upstream', { 
   const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', calls], { cwd: ROOT, env });
   const lines = stdout.trim().split('\n');
   expect(lines).toHaveLength(3);
-  const contract = (line: string) => (JSON.parse(line) as { result: { structuredContent: { outcome: string; replayed: boolean; result: unknown } } }).result.structuredContent;
+  const contract = (line: string) =>
+    (JSON.parse(line) as { result: { structuredContent: { outcome: string; replayed: boolean; result: unknown } } }).result
+      .structuredContent;
   expect(contract(lines[0]!)).toMatchObject({ outcome: 'succeeded', replayed: false });
   expect(contract(lines[1]!)).toMatchObject({ outcome: 'succeeded', replayed: true, result: contract(lines[0]!).result });
   // The upstream's own state: one edit.

@@ -97,21 +97,29 @@ describe('README', () => {
   it('marks every block it cannot run offline, with a reason, and only those', () => {
     const skipped = blocks.filter((block) => block.marker?.startsWith('skip'));
     for (const block of skipped) expect(block.marker, `line ${block.line}`).toMatch(/^skip \(.{10,}\)$/);
-    for (const block of blocks.filter((b) => b.marker !== undefined)) expect(block.marker, `line ${block.line}`).toMatch(/^(skip \(|file |patch |approve \()/);
-    expect(skipped.map((block) => NOT_RUN_OFFLINE.find((start) => firstLine(block).startsWith(start)) ?? firstLine(block))).toEqual(NOT_RUN_OFFLINE);
+    for (const block of blocks.filter((b) => b.marker !== undefined))
+      expect(block.marker, `line ${block.line}`).toMatch(/^(skip \(|file |patch |approve \()/);
+    expect(skipped.map((block) => NOT_RUN_OFFLINE.find((start) => firstLine(block).startsWith(start)) ?? firstLine(block))).toEqual(
+      NOT_RUN_OFFLINE,
+    );
     // What runs: the token, the calls, the two TypeScript clients, the tool and its registration.
     expect(blocks.length - skipped.length).toBeGreaterThanOrEqual(7);
   });
 
   let token = '';
   it('runs its shell blocks in order in one shell, as a user pastes them', async () => {
-    const shell = blocks.filter((block) => (block.lang === 'bash' || block.lang === 'sh') && (block.marker === undefined || block.marker.startsWith('approve')));
+    const shell = blocks.filter(
+      (block) => (block.lang === 'bash' || block.lang === 'sh') && (block.marker === undefined || block.marker.startsWith('approve')),
+    );
     const approvedFile = join(scratch, 'approved');
     // After a block that prints an approval link, the script waits while the person (here: the test) approves it.
     const waitForPerson = `echo "::approve::"\nwhile [ ! -f ${JSON.stringify(approvedFile)} ]; do sleep 0.2; done`;
     const script = [
       'set -euo pipefail',
-      ...shell.map((block) => `echo "::block ${block.line}::"\n${local(block.code)}\necho${block.marker?.startsWith('approve') ? `\n${waitForPerson}` : ''}`),
+      ...shell.map(
+        (block) =>
+          `echo "::block ${block.line}::"\n${local(block.code)}\necho${block.marker?.startsWith('approve') ? `\n${waitForPerson}` : ''}`,
+      ),
       'echo "::token::$TOKEN"',
     ].join('\n');
     const env: NodeJS.ProcessEnv = { ...process.env, DEV_AUTH_DIR: (stack.config.auth as { devAuthDir: string }).devAuthDir };
@@ -158,7 +166,10 @@ describe('README', () => {
   it('runs its TypeScript clients against the local endpoint', async () => {
     expect(token).not.toBe('');
     // README's MCP SDK client, and the retry-safe client that moved to docs/agent-client.md.
-    const programs = [...blocks.filter((block) => block.lang === 'ts' && block.marker === undefined), ...moved.filter((block) => block.lang === 'ts')];
+    const programs = [
+      ...blocks.filter((block) => block.lang === 'ts' && block.marker === undefined),
+      ...moved.filter((block) => block.lang === 'ts'),
+    ];
     expect(programs.length).toBe(2);
     for (const block of programs) {
       const file = join(scratch, `block-${'doc' in block ? 'moved-' : ''}${block.line}.ts`);
@@ -190,14 +201,25 @@ describe('README', () => {
     const entries = patch.code.split('\n').filter((line) => /^ {2}\w+,$/.test(line) && !index.includes(line));
     const lastImport = index.lastIndexOf('\nimport ');
     const afterImports = index.indexOf('\n', lastImport + 1) + 1;
-    const patched = `${index.slice(0, afterImports)}${imports.join('\n')}\n${index.slice(afterImports)}`.replace(/\n\];/, `\n${entries.join('\n')}\n];`);
+    const patched = `${index.slice(0, afterImports)}${imports.join('\n')}\n${index.slice(afterImports)}`.replace(
+      /\n\];/,
+      `\n${entries.join('\n')}\n];`,
+    );
     const patchedPath = join(indexPath, '..', `readme-index-${process.pid}.ts`);
     const tsconfig = join(scratch, 'tsconfig.json');
     try {
       inTheTree.push(toolPath, patchedPath);
       await writeFile(toolPath, file.code);
       await writeFile(patchedPath, patched);
-      await writeFile(tsconfig, JSON.stringify({ extends: join(ROOT, 'tsconfig.json'), compilerOptions: { noEmit: true }, include: [], files: [toolPath, patchedPath] }));
+      await writeFile(
+        tsconfig,
+        JSON.stringify({
+          extends: join(ROOT, 'tsconfig.json'),
+          compilerOptions: { noEmit: true },
+          include: [],
+          files: [toolPath, patchedPath],
+        }),
+      );
       await run(process.execPath, [join(ROOT, TSC), '-p', tsconfig], { cwd: ROOT }).catch((err: { stdout: string }) => {
         throw new Error(`README's tool does not type-check:\n${err.stdout}`);
       });
@@ -211,7 +233,9 @@ describe('README', () => {
         const args = { idempotency_key: 'readme-reserve-0001', order_id: 'ord-1', sku: 'SKU-1', quantity: 3 };
         expect(await callWrite(client, 'reserve_stock', args)).toMatchObject({ outcome: 'succeeded', replayed: false });
         expect(await callWrite(client, 'reserve_stock', args)).toMatchObject({ outcome: 'succeeded', replayed: true });
-        expect(await callWrite(client, 'reserve_stock', { ...args, idempotency_key: 'readme-reserve-0002', sku: 'DISCONTINUED-1' })).toMatchObject({
+        expect(
+          await callWrite(client, 'reserve_stock', { ...args, idempotency_key: 'readme-reserve-0002', sku: 'DISCONTINUED-1' }),
+        ).toMatchObject({
           outcome: 'failed',
           error: { code: 'SKU_DISCONTINUED' },
         });

@@ -37,9 +37,23 @@ let clockAheadMs = 0;
 
 beforeAll(async () => {
   requireSystemTools(CHROMIUM);
-  const starting = startFixtureStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' }, services: { clock: () => Date.now() + clockAheadMs } }).then((started) => (stack = started));
+  const starting = startFixtureStack({
+    env: { CONFIRMATION_OPT_OUT_TOOLS: '' },
+    services: { clock: () => Date.now() + clockAheadMs },
+  }).then((started) => (stack = started));
   const launching = chromium
-    .launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] })
+    .launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
     .then((launched) => (browser = launched));
   const failed = (await Promise.allSettled([starting, launching])).find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
@@ -106,9 +120,13 @@ function sdk1(declares: string, capabilities: Record<string, unknown>): Row {
     delivery: 'result',
     async connect(elicit) {
       const client = new SdkClient({ name: 'approval-clients-sdk1', version: '1.0.0' }, { capabilities });
-      if ('elicitation' in capabilities) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit()(request.params as Parameters<Elicit>[0]));
+      if ('elicitation' in capabilities)
+        client.setRequestHandler(ElicitRequestSchema, async (request) => elicit()(request.params as Parameters<Elicit>[0]));
       await client.connect(new SdkTransport(new URL(stack.mcpUrl), auth()));
-      return { call: async (name, args) => answerOf((await client.callTool({ name, arguments: args })) as Parameters<typeof answerOf>[0]), close: () => client.close() };
+      return {
+        call: async (name, args) => answerOf((await client.callTool({ name, arguments: args })) as Parameters<typeof answerOf>[0]),
+        close: () => client.close(),
+      };
     },
   };
 }
@@ -124,9 +142,13 @@ function sdk2(declares: string, capabilities: Record<string, unknown>, era: 'mod
         { name: 'approval-clients-sdk2', version: '1.0.0' },
         { versionNegotiation: { mode: era === 'modern' ? { pin: MODERN_PROTOCOL } : 'legacy' }, capabilities },
       );
-      if ('elicitation' in capabilities) client.setRequestHandler('elicitation/create', (request) => elicit()(request.params as Parameters<Elicit>[0]));
+      if ('elicitation' in capabilities)
+        client.setRequestHandler('elicitation/create', (request) => elicit()(request.params as Parameters<Elicit>[0]));
       await client.connect(new V2Transport(new URL(stack.mcpUrl), auth()));
-      return { call: async (name, args) => answerOf((await client.callTool({ name, arguments: args })) as Parameters<typeof answerOf>[0]), close: () => client.close() };
+      return {
+        call: async (name, args) => answerOf((await client.callTool({ name, arguments: args })) as Parameters<typeof answerOf>[0]),
+        close: () => client.close(),
+      };
     },
   };
 }
@@ -173,7 +195,12 @@ function inspector(era: 'legacy' | 'modern'): Row {
             'json',
             '--quiet',
           ];
-          const env = { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json'), MCP_CLIENT_CONFIG_PATH: join(home, 'client.json') };
+          const env = {
+            ...process.env,
+            HOME: home,
+            MCP_CATALOG_PATH: join(home, 'mcp.json'),
+            MCP_CLIENT_CONFIG_PATH: join(home, 'client.json'),
+          };
           // It prints the result, then exits 5 when the result is an error (a script reads that as a failure).
           const { stdout, exitCode } = await execFileAsync(node22(), argv, { env }).then(
             ({ stdout }) => ({ stdout, exitCode: 0 }),
@@ -280,7 +307,10 @@ describe.each(ROWS)('$client', (row) => {
         await decideOnPage(params.url!, 'decline');
         return { action: 'accept' };
       };
-      expect((await driver.call(PAY, paymentArgs(id))).structured).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
+      expect((await driver.call(PAY, paymentArgs(id))).structured).toMatchObject({
+        outcome: 'rejected',
+        error: { code: 'CONFIRMATION_DECLINED' },
+      });
       expect(asked).toBeDefined();
       expect(asked).not.toBe(link);
     }
@@ -300,7 +330,9 @@ describe.each(ROWS)('$client', (row) => {
       const refused = await driver.call(PAY, paymentArgs(id));
       expect(refused).toMatchObject(declined);
       // The sentence says until when the key answers so, and how to ask sooner.
-      expect(refused.text).toMatch(/Until \d{4}-\d\d-\d\dT[\d:.]+Z a call with this key hears this answer, after that it asks the person again; .*issue_operation_id/);
+      expect(refused.text).toMatch(
+        /Until \d{4}-\d\d-\d\dT[\d:.]+Z a call with this key hears this answer, after that it asks the person again; .*issue_operation_id/,
+      );
       // A retry (the client's own, or the model's) hears the decline while the link lives: never a new link to the
       // person who said no, never a run.
       expect(await driver.call(PAY, paymentArgs(id))).toMatchObject(declined);

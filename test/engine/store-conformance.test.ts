@@ -17,7 +17,11 @@ let sdkClient: DynamoDBClient | undefined;
 const teamClient = () => (sdkClient ??= new DynamoDBClient({ ...awsClientConfig(table.endpoint), maxAttempts: 2 }));
 afterAll(() => sdkClient?.destroy());
 
-describeStoreConformance('DynamoDB', { store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), reviewStore: true, queries: true });
+describeStoreConformance('DynamoDB', {
+  store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }),
+  reviewStore: true,
+  queries: true,
+});
 describeStoreConformance('DynamoDB with a key prefix', {
   store: () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, keyPrefix: 'team-a:' }),
   reviewStore: true,

@@ -2,7 +2,18 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../local/free-port';
-import { contract, jsonLines, newKey, scratch, sdkClient, startBillingServer, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from './support';
+import {
+  contract,
+  jsonLines,
+  newKey,
+  scratch,
+  sdkClient,
+  startBillingServer,
+  startHttpRelay,
+  startTestGateway,
+  type HttpRelay,
+  type TestGateway,
+} from './support';
 
 /**
  * An HTTP 5xx to `tools/call` says nothing about whether the tool ran: a proxy in front of the upstream forwards the
@@ -54,10 +65,13 @@ afterAll(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-const charge = async (key: string) => contract(await client.callTool({ name: 'charge', arguments: { charge_id: LOST, amount: 7, idempotency_key: key } }));
+const charge = async (key: string) =>
+  contract(await client.callTool({ name: 'charge', arguments: { charge_id: LOST, amount: 7, idempotency_key: key } }));
 const booked = () => jsonLines(ledger).filter((line) => line.charge_id === LOST);
 
-it('a charge answered 500 after the upstream booked it: unknown, settled by the lookup as succeeded, retries replay it; one charge', { timeout: 60_000 }, async () => {
+it('a charge answered 500 after the upstream booked it: unknown, settled by the lookup as succeeded, retries replay it; one charge', {
+  timeout: 60_000,
+}, async () => {
   const key = newKey();
   const first = await charge(key);
   expect(booked()).toHaveLength(1);

@@ -21,7 +21,10 @@ let gateway: TestGateway;
 let token: string;
 
 beforeAll(async () => {
-  setup = await startEverythingGateway({ policy, credentials: { tenants: { '*': { header: { name: 'Authorization', value: 'Bearer upstream-credential' } } } } });
+  setup = await startEverythingGateway({
+    policy,
+    credentials: { tenants: { '*': { header: { name: 'Authorization', value: 'Bearer upstream-credential' } } } },
+  });
   ({ relay, gateway } = setup);
   token = await gateway.tokenFor(TENANT);
 });
@@ -29,7 +32,8 @@ afterAll(() => setup?.stop());
 
 const echoes = (message: string) => setup.echoes(message);
 /** One raw 2026-07-28 tools/call of a client that opens links (URL elicitation). */
-const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) => rawToolCall(gateway.mcpUrl, token, 'echo', args, round);
+const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) =>
+  rawToolCall(gateway.mcpUrl, token, 'echo', args, round);
 const linkOf = (answer: RawToolAnswer) => answer.inputRequests!.confirm.params.url;
 const yes = { confirm: { action: 'accept' } };
 
@@ -38,7 +42,10 @@ describe('gateway write with confirmation: approval', () => {
     const message = `approve ${newKey()}`;
     const args = { message, idempotency_key: newKey() };
     const first = await call(args);
-    expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(first).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
     expect(first.inputRequests!.confirm.params.message).toContain(`Echo "${message}" to the vendor`);
     const link = linkOf(first);
     expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
@@ -81,25 +88,39 @@ describe('gateway write with confirmation: approval', () => {
   it.each([
     ['form elicitation only (Claude Code)', { elicitation: { form: {} } }],
     ['no elicitation (claude.ai)', {}],
-  ])('a client declaring %s gets the link as a tool result; the upstream sees the call once, after the person approved', async (_case, capabilities) => {
-    const message = `link ${newKey()}`;
-    const args = { message, idempotency_key: newKey() };
-    const first = await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities);
-    // A plain result (not a JSON-RPC error a client may hide), with the gateway's page link and what to do with it.
-    expect(first).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } } });
-    const link = first.structuredContent!.approval_url as string;
-    expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
-    expect(JSON.stringify(first.content)).toContain(`Ask the person to open this link, then call again with the same key: ${link}`);
-    // Retried before the person decided: the same link, and nothing sent upstream.
-    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ approval_url: link });
-    expect(echoes(message)).toHaveLength(0);
+  ])(
+    'a client declaring %s gets the link as a tool result; the upstream sees the call once, after the person approved',
+    async (_case, capabilities) => {
+      const message = `link ${newKey()}`;
+      const args = { message, idempotency_key: newKey() };
+      const first = await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities);
+      // A plain result (not a JSON-RPC error a client may hide), with the gateway's page link and what to do with it.
+      expect(first).toMatchObject({
+        isError: false,
+        structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } },
+      });
+      const link = first.structuredContent!.approval_url as string;
+      expect(link.startsWith(`${gateway.url}/approvals/`)).toBe(true);
+      expect(JSON.stringify(first.content)).toContain(`Ask the person to open this link, then call again with the same key: ${link}`);
+      // Retried before the person decided: the same link, and nothing sent upstream.
+      expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({
+        approval_url: link,
+      });
+      expect(echoes(message)).toHaveLength(0);
 
-    const person = new PageVisitor();
-    expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'carol'))).status).toBe(200);
-    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
-    expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true });
-    expect(echoes(message)).toHaveLength(1);
-  });
+      const person = new PageVisitor();
+      expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'carol'))).status).toBe(200);
+      expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({
+        outcome: 'succeeded',
+        replayed: false,
+      });
+      expect((await rawToolCall(gateway.mcpUrl, token, 'echo', args, {}, capabilities)).structuredContent).toMatchObject({
+        outcome: 'succeeded',
+        replayed: true,
+      });
+      expect(echoes(message)).toHaveLength(1);
+    },
+  );
 
   it('a plain v2 SDK client (2025-11-25) gets the link as a tool result; declined, nothing reaches the upstream', async () => {
     const plain = await sdkClient(gateway, TENANT);
@@ -107,7 +128,11 @@ describe('gateway write with confirmation: approval', () => {
     const args = { message, idempotency_key: newKey() };
     try {
       const asked = await callWrite(plain, 'echo', args);
-      expect(asked).toMatchObject({ outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringMatching(new RegExp(`^${gateway.url}/approvals/`)) });
+      expect(asked).toMatchObject({
+        outcome: 'in_progress',
+        error: { code: 'APPROVAL_REQUIRED' },
+        approval_url: expect.stringMatching(new RegExp(`^${gateway.url}/approvals/`)),
+      });
       const person = new PageVisitor();
       await person.decide(asked.approval_url!, 'decline', await person.signIn(asked.approval_url!, TENANT, 'dave'));
       expect(await callWrite(plain, 'echo', args)).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });

@@ -44,15 +44,21 @@ describe('gateway in front of server-everything (streamable HTTP)', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(['echo', 'get-sum', 'get_operation_status']);
     expect(gateway.gateway.hidden).toContain('trigger-long-running-operation');
-    await expect(client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).rejects.toThrow(/Unknown tool/);
+    await expect(client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 1 } })).rejects.toThrow(
+      /Unknown tool/,
+    );
     expect(relay.calls.filter((call) => call.name === 'trigger-long-running-operation')).toHaveLength(0);
   });
 
   it('30 equal calls in parallel reach the upstream once (plain SDK client)', async () => {
     const message = `hello ${newKey()}`;
     const key = newKey();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } })));
-    expect(answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome))).toEqual([]);
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } })),
+    );
+    expect(
+      answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome)),
+    ).toEqual([]);
     let settled = contract(answers[0]);
     for (let attempt = 0; attempt < 60 && settled.outcome !== 'succeeded'; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -63,7 +69,11 @@ describe('gateway in front of server-everything (streamable HTTP)', () => {
   });
 
   it('30 equal calls in parallel reach the upstream once (our client)', async () => {
-    const ours = new IdempotentMcpClient({ url: gateway.mcpUrl, token: await gateway.tokenFor('demo'), retry: { maxAttempts: 40, maxDelayMs: 500 } });
+    const ours = new IdempotentMcpClient({
+      url: gateway.mcpUrl,
+      token: await gateway.tokenFor('demo'),
+      retry: { maxAttempts: 40, maxDelayMs: 500 },
+    });
     const message = `hello ${newKey()}`;
     const calls = await Promise.all(Array.from({ length: 30 }, () => ours.callWrite({ tool: 'echo', args: { message }, intent: message })));
     await ours.close();
@@ -95,7 +105,9 @@ describe('gateway in front of server-everything (streamable HTTP)', () => {
     expect(outcome).toBe('succeeded');
     await other.close();
     expect(echoes(message).map((call) => call.authorization)).toEqual(['Bearer upstream-credential-of-other']);
-    expect(relay.calls.filter((call) => call.name === 'echo').every((call) => call.authorization?.startsWith('Bearer upstream-credential-of-'))).toBe(true);
+    expect(
+      relay.calls.filter((call) => call.name === 'echo').every((call) => call.authorization?.startsWith('Bearer upstream-credential-of-')),
+    ).toBe(true);
     for (const seen of relay.authorizations) {
       expect(seen).not.toContain(demoToken);
       expect(seen).not.toContain(otherToken);

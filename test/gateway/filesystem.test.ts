@@ -32,10 +32,17 @@ let ours: IdempotentMcpClient;
 
 beforeAll(async () => {
   ({ dir: root, cleanup } = await scratch('fs'));
-  files = { log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`), faults: join(root, '..', `${root.split('/').pop()}-faults.json`) };
+  files = {
+    log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`),
+    faults: join(root, '..', `${root.split('/').pop()}-faults.json`),
+  };
   gateway = await startTestGateway({ policy, argv: relayed(files, 'mcp-server-filesystem', root) });
   client = await sdkClient(gateway);
-  ours = new IdempotentMcpClient({ url: gateway.mcpUrl, token: await gateway.tokenFor('demo'), retry: { maxAttempts: 40, maxDelayMs: 500 } });
+  ours = new IdempotentMcpClient({
+    url: gateway.mcpUrl,
+    token: await gateway.tokenFor('demo'),
+    retry: { maxAttempts: 40, maxDelayMs: 500 },
+  });
 });
 afterAll(async () => {
   await client?.close();
@@ -82,9 +89,13 @@ describe('gateway in front of server-filesystem', () => {
   it('30 equal calls in parallel reach the upstream once (plain SDK client)', async () => {
     const { path, edit } = await target('parallel-sdk');
     const key = newKey();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => client.callTool({ name: 'edit_file', arguments: { ...edit, idempotency_key: key } })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => client.callTool({ name: 'edit_file', arguments: { ...edit, idempotency_key: key } })),
+    );
     // The first runs; the others replay, or answer in_progress while it runs (or unknown, had it outlived its timeout).
-    expect(answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome))).toEqual([]);
+    expect(
+      answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome)),
+    ).toEqual([]);
     expect((await settle(edit, key)).outcome).toBe('succeeded');
     expect(callsTo(path)).toHaveLength(1);
     expect(await readFile(path, 'utf8')).toBe('xx');
@@ -92,7 +103,9 @@ describe('gateway in front of server-filesystem', () => {
 
   it('30 equal calls in parallel reach the upstream once (our client, which retries until settled)', async () => {
     const { path, edit } = await target('parallel-ours');
-    const calls = await Promise.all(Array.from({ length: 30 }, () => ours.callWrite({ tool: 'edit_file', args: edit, intent: `edit ${path}` })));
+    const calls = await Promise.all(
+      Array.from({ length: 30 }, () => ours.callWrite({ tool: 'edit_file', args: edit, intent: `edit ${path}` })),
+    );
     expect(new Set(calls.map((call) => call.key)).size).toBe(1);
     expect(calls.map((call) => call.result?.outcome)).toEqual(Array(30).fill('succeeded'));
     expect(callsTo(path)).toHaveLength(1);
@@ -162,7 +175,9 @@ describe('gateway in front of server-filesystem', () => {
     expect(await readFile(path, 'utf8')).toBe('xx');
     // The restarted upstream serves new calls.
     const next = await target('after-kill');
-    expect(contract(await client.callTool({ name: 'edit_file', arguments: { ...next.edit, idempotency_key: newKey() } })).outcome).toBe('succeeded');
+    expect(contract(await client.callTool({ name: 'edit_file', arguments: { ...next.edit, idempotency_key: newKey() } })).outcome).toBe(
+      'succeeded',
+    );
   });
 
   it('an upstream slower than the timeout, its effect landing late: absent inside the window decides nothing; found after it', async () => {

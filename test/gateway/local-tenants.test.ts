@@ -15,14 +15,21 @@ let gateway: TestGateway;
 beforeAll(async () => {
   // The team's billing server over stdio (test/gateway/session-server.mjs); its ledger is never written here.
   const policy = { tools: { find_charge: { kind: 'read' } } };
-  gateway = await startTestGateway({ policy, argv: ['--', process.execPath, join(ROOT, 'test', 'gateway', 'session-server.mjs'), '--ledger=/nonexistent/ledger.jsonl'] });
+  gateway = await startTestGateway({
+    policy,
+    argv: ['--', process.execPath, join(ROOT, 'test', 'gateway', 'session-server.mjs'), '--ledger=/nonexistent/ledger.jsonl'],
+  });
 });
 afterAll(async () => {
   await gateway?.stop();
 });
 
 it('--token <tenant> prints a token of the local issuer that the running gateway takes, for that tenant', { timeout: 90_000 }, async () => {
-  const { stdout } = await run(join(BIN, 'tsx'), ['bin/idempotent-mcp.ts', 'gateway', '--token', 'globex', '--state-dir', gateway.stateDir], { cwd: ROOT });
+  const { stdout } = await run(
+    join(BIN, 'tsx'),
+    ['bin/idempotent-mcp.ts', 'gateway', '--token', 'globex', '--state-dir', gateway.stateDir],
+    { cwd: ROOT },
+  );
   const token = stdout.trim();
   const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
   expect(Object.values(claims)).toContain('globex');

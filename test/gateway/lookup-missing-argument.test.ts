@@ -28,7 +28,10 @@ let files: { log: string; faults: string };
 let cleanup: () => Promise<void>;
 beforeAll(async () => {
   ({ dir: root, cleanup } = await scratch('lookup-missing'));
-  files = { log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`), faults: join(root, '..', `${root.split('/').pop()}-faults.json`) };
+  files = {
+    log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`),
+    faults: join(root, '..', `${root.split('/').pop()}-faults.json`),
+  };
   gateway = await startTestGateway({ policy, argv: relayed(files, 'mcp-server-filesystem', root), env: { RECONCILE_MAX_ATTEMPTS: '2' } });
   client = await sdkClient(gateway);
 });

@@ -16,7 +16,10 @@ it("the policy's env reaches a stdio upstream: server-memory keeps its graph whe
   const client = await sdkClient(gateway);
   try {
     const name = `env-${newKey()}`;
-    const answer = await client.callTool({ name: 'create_entities', arguments: { idempotency_key: newKey(), entities: [{ name, entityType: 'customer', observations: [] }] } });
+    const answer = await client.callTool({
+      name: 'create_entities',
+      arguments: { idempotency_key: newKey(), entities: [{ name, entityType: 'customer', observations: [] }] },
+    });
     expect(contract(answer).outcome).toBe('succeeded');
     expect(await readFile(file, 'utf8')).toContain(name);
   } finally {

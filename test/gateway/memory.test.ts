@@ -38,7 +38,12 @@ beforeAll(async () => {
   const credentials = join(dir, 'credentials.json');
   await writeFile(
     credentials,
-    JSON.stringify({ tenants: { demo: { env: { MEMORY_FILE_PATH: join(dir, 'demo.jsonl') } }, other: { env: { MEMORY_FILE_PATH: join(dir, 'other.jsonl') } } } }),
+    JSON.stringify({
+      tenants: {
+        demo: { env: { MEMORY_FILE_PATH: join(dir, 'demo.jsonl') } },
+        other: { env: { MEMORY_FILE_PATH: join(dir, 'other.jsonl') } },
+      },
+    }),
   );
   gateway = await startTestGateway({ policy, argv: ['--credentials', credentials, ...relayed(files, 'mcp-server-memory')] });
   client = await sdkClient(gateway);
@@ -58,16 +63,21 @@ async function entities(tenant: string, name: string): Promise<number> {
     .map((line) => JSON.parse(line) as { type: string; name?: string })
     .filter((item) => item.type === 'entity' && item.name === name).length;
 }
-const creates = (name: string) => relayedCalls(files.log).filter((call) => call.name === 'create_entities' && JSON.stringify(call.arguments).includes(name));
+const creates = (name: string) =>
+  relayedCalls(files.log).filter((call) => call.name === 'create_entities' && JSON.stringify(call.arguments).includes(name));
 const entity = (name: string) => ({ entities: [{ name, entityType: 'customer', observations: ['signed up'] }] });
 
 describe('gateway in front of server-memory', () => {
   it('30 equal calls in parallel reach the upstream once (plain SDK client)', async () => {
     const name = `alice-${newKey()}`;
     const key = newKey();
-    const answers = await Promise.all(Array.from({ length: 30 }, () => client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })),
+    );
     // The first runs; the others replay, or answer in_progress while it runs (or unknown, had it outlived its timeout).
-    expect(answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome))).toEqual([]);
+    expect(
+      answers.map((answer) => contract(answer).outcome).filter((outcome) => !['succeeded', 'in_progress', 'unknown'].includes(outcome)),
+    ).toEqual([]);
     let settled = contract(answers[0]);
     for (let attempt = 0; attempt < 80 && settled.outcome !== 'succeeded'; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -79,9 +89,15 @@ describe('gateway in front of server-memory', () => {
   });
 
   it('30 equal calls in parallel reach the upstream once (our client)', async () => {
-    const ours = new IdempotentMcpClient({ url: gateway.mcpUrl, token: await gateway.tokenFor('demo'), retry: { maxAttempts: 40, maxDelayMs: 500 } });
+    const ours = new IdempotentMcpClient({
+      url: gateway.mcpUrl,
+      token: await gateway.tokenFor('demo'),
+      retry: { maxAttempts: 40, maxDelayMs: 500 },
+    });
     const name = `bob-${newKey()}`;
-    const calls = await Promise.all(Array.from({ length: 30 }, () => ours.callWrite({ tool: 'create_entities', args: entity(name), intent: name })));
+    const calls = await Promise.all(
+      Array.from({ length: 30 }, () => ours.callWrite({ tool: 'create_entities', args: entity(name), intent: name })),
+    );
     await ours.close();
     expect(calls.map((call) => call.result?.outcome)).toEqual(Array(30).fill('succeeded'));
     expect(creates(name)).toHaveLength(1);
@@ -91,8 +107,12 @@ describe('gateway in front of server-memory', () => {
   it('the same key with other arguments is a conflict, and nothing is sent', async () => {
     const key = newKey();
     const name = `carol-${key}`;
-    expect(contract(await client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })).outcome).toBe('succeeded');
-    const answer = contract(await client.callTool({ name: 'create_entities', arguments: { ...entity(`dave-${key}`), idempotency_key: key } }));
+    expect(contract(await client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })).outcome).toBe(
+      'succeeded',
+    );
+    const answer = contract(
+      await client.callTool({ name: 'create_entities', arguments: { ...entity(`dave-${key}`), idempotency_key: key } }),
+    );
     expect(answer.outcome).toBe('conflict');
     expect(creates(`dave-${key}`)).toHaveLength(0);
     expect(await entities('demo', `dave-${key}`)).toBe(0);
@@ -124,7 +144,9 @@ describe('gateway in front of server-memory', () => {
       if (outcome !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 250));
     }
     // The same key from tenant demo is another operation: it runs, in demo's graph.
-    expect(contract(await client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })).outcome).toBe('succeeded');
+    expect(contract(await client.callTool({ name: 'create_entities', arguments: { ...entity(name), idempotency_key: key } })).outcome).toBe(
+      'succeeded',
+    );
     await other.close();
     expect(outcome).toBe('succeeded');
     expect(await entities('other', name)).toBe(1);

@@ -8,7 +8,11 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const str = { type: 'string' };
-const tool = (name, properties = {}, required = []) => ({ name, description: `${name} (test)`, inputSchema: { type: 'object', properties, required } });
+const tool = (name, properties = {}, required = []) => ({
+  name,
+  description: `${name} (test)`,
+  inputSchema: { type: 'object', properties, required },
+});
 const tools = [
   ...['toString', 'constructor', 'valueOf', 'hasOwnProperty', '__proto__', 'isPrototypeOf'].map((name) => tool(name)),
   tool('book', { idempotency_key: str, what: str }, ['idempotency_key', 'what']),

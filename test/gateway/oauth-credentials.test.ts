@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contract, newKey, sdkClient, startEverythingGateway, type EverythingGateway, type HttpRelay, type RelayAnswer, type TestGateway } from './support';
+import {
+  contract,
+  newKey,
+  sdkClient,
+  startEverythingGateway,
+  type EverythingGateway,
+  type HttpRelay,
+  type RelayAnswer,
+  type TestGateway,
+} from './support';
 
 /**
  * A tenant whose upstream credential is `oauthClientCredentials`: the gateway gets a token from a real token endpoint
@@ -43,7 +52,8 @@ async function startAuthorizationServer(): Promise<void> {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
-      const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const json = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (req.method === 'GET' && req.url?.startsWith('/.well-known/')) discoveries++;
       if (req.method === 'GET' && req.url === '/.well-known/oauth-authorization-server')
         return json(200, {
@@ -57,11 +67,18 @@ async function startAuthorizationServer(): Promise<void> {
       if (req.method !== 'POST' || req.url !== '/token') return json(404, { error: 'not_found' });
       const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
       const [scheme, encoded] = (req.headers.authorization ?? '').split(' ');
-      const [id, secret] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [];
-      const request: TokenRequest = { clientId: id, grantType: form.get('grant_type'), resource: form.get('resource'), answer: 'invalid_client' };
+      const [id, secret] =
+        scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [];
+      const request: TokenRequest = {
+        clientId: id,
+        grantType: form.get('grant_type'),
+        resource: form.get('resource'),
+        answer: 'invalid_client',
+      };
       tokenRequests.push(request);
       if (id === STUCK_CLIENT_ID) return void heldTokenRequests.push(res);
-      if (id !== CLIENT_ID || secret !== CLIENT_SECRET) return json(401, { error: 'invalid_client', error_description: 'client authentication failed' });
+      if (id !== CLIENT_ID || secret !== CLIENT_SECRET)
+        return json(401, { error: 'invalid_client', error_description: 'client authentication failed' });
       if (request.grantType !== 'client_credentials') return json(400, { error: 'unsupported_grant_type' });
       const token = await new SignJWT({ scope: form.get('scope') ?? undefined })
         .setProtectedHeader({ alg: 'HS256' })
@@ -93,13 +110,19 @@ beforeAll(async () => {
         revoked: { header: { name: 'Authorization', value: 'Bearer revoked-static-token' } },
         stuck: { oauthClientCredentials: { clientId: STUCK_CLIENT_ID, clientSecret: CLIENT_SECRET, issuer } },
         // Registered with another authorization server than the one the upstream names.
-        elsewhere: { oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: 'https://auth.elsewhere.example' } },
+        elsewhere: {
+          oauthClientCredentials: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: 'https://auth.elsewhere.example' },
+        },
       },
     },
     guard: async (req, body, resource): Promise<RelayAnswer | undefined> => {
       if (req.method === 'GET' && req.url === metadataPath) {
         discoveries++;
-        return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resource, authorization_servers: [issuer] }) };
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ resource, authorization_servers: [issuer] }),
+        };
       }
       const [scheme, token] = (req.headers.authorization ?? '').split(' ');
       if (scheme === 'Bearer' && token) {
@@ -142,7 +165,11 @@ describe('gateway upstream credential: OAuth client credentials', () => {
 
     const granted = tokenRequests.filter((request) => request.answer === 'token');
     expect(granted.length).toBeGreaterThan(0);
-    expect(granted.every((request) => request.clientId === CLIENT_ID && request.grantType === 'client_credentials' && request.resource === relay.url)).toBe(true);
+    expect(
+      granted.every(
+        (request) => request.clientId === CLIENT_ID && request.grantType === 'client_credentials' && request.resource === relay.url,
+      ),
+    ).toBe(true);
     const calls = echoes(message);
     expect(calls).toHaveLength(1);
     const [scheme, token] = (calls[0]!.authorization ?? '').split(' ');
@@ -162,7 +189,9 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
     // Final, naming the cause: a retry would send the same secret to the same refusal.
     expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
-    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the authorization server answered invalid_client \(client authentication failed\) \(tenant wrong\); nothing was sent\./);
+    expect(answer.error!.message).toMatch(
+      /^The gateway's upstream credential was refused: the authorization server answered invalid_client \(client authentication failed\) \(tenant wrong\); nothing was sent\./,
+    );
     expect(answer.error!.message).not.toContain('not-the-secret');
     // The token endpoint refused the secret; no token was issued for it.
     const attempts = tokenRequests.slice(before);
@@ -178,10 +207,15 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     });
     expect(tokenRequests.length).toBe(asked);
     // A read is refused the same way, as a read error that says calling again will not help.
-    const read = (await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })) as { isError?: boolean; content: Array<{ text: string }> };
+    const read = (await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })) as {
+      isError?: boolean;
+      content: Array<{ text: string }>;
+    };
     await client.close();
     expect(read.isError).toBe(true);
-    expect(read.content[0]!.text).toMatch(/^UPSTREAM_CREDENTIAL_REFUSED: The gateway's upstream credential was refused: the authorization server answered invalid_client/);
+    expect(read.content[0]!.text).toMatch(
+      /^UPSTREAM_CREDENTIAL_REFUSED: The gateway's upstream credential was refused: the authorization server answered invalid_client/,
+    );
     expect(echoes(message)).toHaveLength(0);
     expect(refusedCalls).not.toContain(message);
 
@@ -190,7 +224,9 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     const discovered = discoveries;
     const again = await sdkClient(gateway, 'wrong');
     for (let i = 0; i < 3; i++)
-      expect(contract(await again.callTool({ name: 'echo', arguments: { message: `${message} ${i}`, idempotency_key: newKey() } }))).toMatchObject({
+      expect(
+        contract(await again.callTool({ name: 'echo', arguments: { message: `${message} ${i}`, idempotency_key: newKey() } })),
+      ).toMatchObject({
         outcome: 'failed',
         retryable: false,
         error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' },
@@ -208,7 +244,9 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     expect(answer.error!.message).toMatch(/nothing was sent\. Call again with the same key\./);
     expect(heldTokenRequests.length).toBeGreaterThan(0);
     // The key is free: no record holds it (neither unknown nor parked for a person).
-    const status = (await client.callTool({ name: 'get_operation_status', arguments: { tool: 'echo', idempotency_key: key } })) as { structuredContent: { status: string } };
+    const status = (await client.callTool({ name: 'get_operation_status', arguments: { tool: 'echo', idempotency_key: key } })) as {
+      structuredContent: { status: string };
+    };
     await client.close();
     expect(status.structuredContent.status).toBe('not_found');
     expect(echoes(message)).toHaveLength(0);
@@ -233,7 +271,9 @@ describe('gateway upstream credential: OAuth client credentials', () => {
     const answer = contract(await client.callTool({ name: 'echo', arguments: { message, idempotency_key: newKey() } }));
     await client.close();
     expect(answer).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'UPSTREAM_CREDENTIAL_REFUSED' } });
-    expect(answer.error!.message).toMatch(/^The gateway's upstream credential was refused: the upstream answered (401 Unauthorized|HTTP 401)/);
+    expect(answer.error!.message).toMatch(
+      /^The gateway's upstream credential was refused: the upstream answered (401 Unauthorized|HTTP 401)/,
+    );
     expect(answer.error!.message).not.toContain('revoked-static-token');
     expect(echoes(message)).toHaveLength(0);
     expect(refusedCalls).not.toContain(message);

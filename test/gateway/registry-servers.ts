@@ -22,7 +22,10 @@ export const REGISTRY_SERVERS = {
 /** `mcp-server-everything streamableHttp` on a free port; resolves once it listens. */
 export async function startEverything(): Promise<{ url: string; stop: () => void }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [REGISTRY_SERVERS['mcp-server-everything'], 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [REGISTRY_SERVERS['mcp-server-everything'], 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let text = '';
     child.stderr!.on('data', (chunk) => {

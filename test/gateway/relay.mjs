@@ -25,7 +25,9 @@ function takeFault(message) {
   if (!flags.faults || !existsSync(flags.faults)) return undefined;
   const rules = JSON.parse(readFileSync(flags.faults, 'utf8'));
   const text = JSON.stringify(message.params?.arguments ?? {});
-  const index = rules.findIndex((rule) => rule.tool === message.params?.name && (rule.match === undefined || text.includes(rule.match)) && (rule.times ?? 1) > 0);
+  const index = rules.findIndex(
+    (rule) => rule.tool === message.params?.name && (rule.match === undefined || text.includes(rule.match)) && (rule.times ?? 1) > 0,
+  );
   if (index < 0) return undefined;
   const rule = rules[index];
   rules[index] = { ...rule, times: (rule.times ?? 1) - 1 };
@@ -52,7 +54,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   }
   const fault = takeFault(message);
   const forward = () => {
-    if (flags.log) appendFileSync(flags.log, `${JSON.stringify({ name: message.params.name, arguments: message.params.arguments, at: Date.now() })}\n`);
+    if (flags.log)
+      appendFileSync(flags.log, `${JSON.stringify({ name: message.params.name, arguments: message.params.arguments, at: Date.now() })}\n`);
     server.stdin.write(`${line}\n`);
   };
   // A kill mid-call: the server has the call (and applies it), its answer never leaves before the kill.

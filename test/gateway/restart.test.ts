@@ -44,10 +44,26 @@ afterAll(async () => {
 function startGateway(root: string, files: { log: string; faults: string }): Promise<{ url: string; token: string }> {
   const child = spawn(
     join(BIN, 'tsx'),
-    ['bin/idempotent-mcp.ts', 'gateway', '--policy', join(dir, 'policy.json'), '--port', '0', '--state-dir', join(dir, 'state'), ...relayed(files, 'mcp-server-filesystem', root)],
+    [
+      'bin/idempotent-mcp.ts',
+      'gateway',
+      '--policy',
+      join(dir, 'policy.json'),
+      '--port',
+      '0',
+      '--state-dir',
+      join(dir, 'state'),
+      ...relayed(files, 'mcp-server-filesystem', root),
+    ],
     {
       cwd: ROOT,
-      env: { ...process.env, DYNAMODB_ENDPOINT: table.endpoint, TABLE_NAME: table.tableName, RECONCILE_INTERVAL_MS: '200', POWERTOOLS_LOG_LEVEL: process.env.GATEWAY_TEST_LOG ? 'INFO' : 'WARN' },
+      env: {
+        ...process.env,
+        DYNAMODB_ENDPOINT: table.endpoint,
+        TABLE_NAME: table.tableName,
+        RECONCILE_INTERVAL_MS: '200',
+        POWERTOOLS_LOG_LEVEL: process.env.GATEWAY_TEST_LOG ? 'INFO' : 'WARN',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -110,7 +126,8 @@ it('the gateway SIGKILLed mid-burst of 50 keys and restarted: one effect per key
       await new Promise((resolve) => setTimeout(resolve, 100 * pending++));
       for (let attempt = 0; attempt < 400; attempt++) {
         const answer = contract(await again.callTool({ name: 'edit_file', arguments: args(path, key) }));
-        if (answer.outcome !== 'unknown' && answer.outcome !== 'in_progress') return answer.outcome === 'succeeded' ? answer.outcome : `${answer.outcome}: ${JSON.stringify(answer.error)}`;
+        if (answer.outcome !== 'unknown' && answer.outcome !== 'in_progress')
+          return answer.outcome === 'succeeded' ? answer.outcome : `${answer.outcome}: ${JSON.stringify(answer.error)}`;
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
       return 'never settled';
@@ -123,5 +140,7 @@ it('the gateway SIGKILLed mid-burst of 50 keys and restarted: one effect per key
   const perPath = new Map<string, number>();
   for (const call of relayedCalls(files.log)) perPath.set(String(call.arguments.path), (perPath.get(String(call.arguments.path)) ?? 0) + 1);
   expect(perPath.size).toBe(50);
-  console.log(`restart: ${sentBeforeKill} calls reached the upstream before the kill, ${relayedCalls(files.log).length} in all, for 50 keys`);
+  console.log(
+    `restart: ${sentBeforeKill} calls reached the upstream before the kill, ${relayedCalls(files.log).length} in all, for 50 keys`,
+  );
 });

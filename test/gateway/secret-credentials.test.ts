@@ -87,7 +87,9 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
 
   it('the deployed tools module reads the secret named by GATEWAY_CREDENTIALS_SECRET_ARN at SECRETS_MANAGER_ENDPOINT', async () => {
     const arn = `${ARN}-module`;
-    secrets[arn] = JSON.stringify({ tenants: { '*': { header: { name: 'Authorization', value: 'Bearer listing-from-the-module-secret' } } } });
+    secrets[arn] = JSON.stringify({
+      tenants: { '*': { header: { name: 'Authorization', value: 'Bearer listing-from-the-module-secret' } } },
+    });
     const { tools } = await gatewayToolsModule(policy, {
       GATEWAY_UPSTREAM_URL: relay.url,
       GATEWAY_CREDENTIALS_SECRET_ARN: arn,
@@ -103,28 +105,36 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
   it('a secret that is not JSON is refused in one sentence naming the secret (its value not repeated)', async () => {
     const arn = `${ARN}-not-json`;
     secrets[arn] = 'tenants: demo: Bearer not-json-secret-value';
-    const error = await secretCredentials(arn, secretsManager.endpoint).forListing().then(
-      () => undefined,
-      (err: unknown) => err as Error,
-    );
+    const error = await secretCredentials(arn, secretsManager.endpoint)
+      .forListing()
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
     expect(error?.message).toBe(`the gateway's upstream credentials secret ${arn} is not JSON`);
   });
 
   it('a secret of a bad shape is refused in one sentence naming the secret and the field (its value not repeated)', async () => {
     const arn = `${ARN}-bad-shape`;
     secrets[arn] = JSON.stringify({ tenants: { demo: { header: { name: 'Bad Header', value: 'Bearer bad-shape-secret-value' } } } });
-    const bad = await secretCredentials(arn, secretsManager.endpoint).forTenant('demo').then(
-      () => undefined,
-      (err: unknown) => err as Error,
+    const bad = await secretCredentials(arn, secretsManager.endpoint)
+      .forTenant('demo')
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+    expect(bad?.message).toMatch(
+      new RegExp(`^the secret ${arn.replace(/[-/]/g, '\\$&')}: tenant demo, field header\\.name: must be an HTTP header name$`),
     );
-    expect(bad?.message).toMatch(new RegExp(`^the secret ${arn.replace(/[-/]/g, '\\$&')}: tenant demo, field header\\.name: must be an HTTP header name$`));
     expect(bad?.message).not.toContain('bad-shape-secret-value');
 
     secrets[arn] = JSON.stringify({ demo: { none: true } });
-    const wrongTop = await secretCredentials(arn, secretsManager.endpoint).forTenant('demo').then(
-      () => undefined,
-      (err: unknown) => err as Error,
-    );
+    const wrongTop = await secretCredentials(arn, secretsManager.endpoint)
+      .forTenant('demo')
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
     expect(wrongTop?.message.split('\n')).toHaveLength(1);
     expect(wrongTop?.message).toContain(`the secret ${arn}: it must be { "tenants"`);
   });
@@ -134,7 +144,9 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
     secrets[arn] = credentialsJson;
     const source = secretCredentials(arn, secretsManager.endpoint);
     secretsManager.failNext = 1;
-    await expect(source.forTenant('demo')).rejects.toThrow(/the gateway's upstream credentials could not be read from Secrets Manager: InternalServiceError/);
+    await expect(source.forTenant('demo')).rejects.toThrow(
+      /the gateway's upstream credentials could not be read from Secrets Manager: InternalServiceError/,
+    );
     expect(await source.forTenant('demo')).toEqual({ header: { name: 'Authorization', value: 'Bearer from-the-secret-for-demo' } });
     expect(readsOf(arn)).toHaveLength(2);
     // Once read, kept: no third read.
@@ -193,7 +205,12 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
 
     // The next cold start, served as the MCP function serves it.
     const { tools } = await gatewayToolsModule(policy, functionEnv(arn));
-    const env = { ...functionEnv(arn), AUTH_MODE: 'dev', DEV_AUTH_DIR: join(gateway.stateDir, 'auth'), OPERATION_ID_SECRET: 'x'.repeat(48) };
+    const env = {
+      ...functionEnv(arn),
+      AUTH_MODE: 'dev',
+      DEV_AUTH_DIR: join(gateway.stateDir, 'auth'),
+      OPERATION_ID_SECRET: 'x'.repeat(48),
+    };
     const services = createServices(loadConfig(env));
     try {
       const mcpUrl = await servers.listen(createApp(services, { tools }).fetch);
@@ -202,7 +219,9 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
       const key = newKey();
       const answer = contract(await agent.callTool({ name: 'echo', arguments: { message, idempotency_key: key } }));
       expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'UPSTREAM_CREDENTIAL_UNAVAILABLE' } });
-      expect(answer.error!.message).toMatch(/could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./);
+      expect(answer.error!.message).toMatch(
+        /could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./,
+      );
       expect(echoes(message)).toHaveLength(0);
 
       // The secret restored: a failed read was not kept, and the key was left free.

@@ -27,14 +27,22 @@ const charges = () =>
 
 function billing() {
   const server = new McpServer({ name: 'billing', version: '1.0.0' });
-  server.registerTool('charge', { description: 'Books a charge.', inputSchema: { charge_id: z.string(), amount: z.number() } }, async ({ charge_id, amount }) => {
-    appendFileSync(flags.ledger, `${JSON.stringify({ charge_id, amount })}\n`);
-    if (charge_id.startsWith('crash-')) process.kill(process.pid, 'SIGKILL');
-    return { content: [{ type: 'text', text: `charged ${amount} as ${charge_id}` }] };
-  });
-  server.registerTool('find_charge', { description: 'Whether a charge was booked.', inputSchema: { charge_id: z.string() }, annotations: { readOnlyHint: true } }, async ({ charge_id }) => ({
-    content: [{ type: 'text', text: charges().some((charge) => charge.charge_id === charge_id) ? 'found' : 'absent' }],
-  }));
+  server.registerTool(
+    'charge',
+    { description: 'Books a charge.', inputSchema: { charge_id: z.string(), amount: z.number() } },
+    async ({ charge_id, amount }) => {
+      appendFileSync(flags.ledger, `${JSON.stringify({ charge_id, amount })}\n`);
+      if (charge_id.startsWith('crash-')) process.kill(process.pid, 'SIGKILL');
+      return { content: [{ type: 'text', text: `charged ${amount} as ${charge_id}` }] };
+    },
+  );
+  server.registerTool(
+    'find_charge',
+    { description: 'Whether a charge was booked.', inputSchema: { charge_id: z.string() }, annotations: { readOnlyHint: true } },
+    async ({ charge_id }) => ({
+      content: [{ type: 'text', text: charges().some((charge) => charge.charge_id === charge_id) ? 'found' : 'absent' }],
+    }),
+  );
   return server;
 }
 
@@ -52,18 +60,25 @@ if (flags.port === undefined) {
         const transport = sessions.get(id);
         if (!transport) {
           if (flags.log) appendFileSync(flags.log, `${JSON.stringify({ event: 'session-not-found', method: req.method })}\n`);
-          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+          res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
           return;
         }
         return transport.handleRequest(req, res, body);
       }
       if (req.method === 'POST' && isInitializeRequest(body)) {
-        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => sessions.set(sid, transport) });
+        const transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sid) => sessions.set(sid, transport),
+        });
         transport.onclose = () => sessions.delete(transport.sessionId);
         await billing().connect(transport);
         return transport.handleRequest(req, res, body);
       }
-      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session' }, id: null }));
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session' }, id: null }));
     });
   });
   http.listen(Number(flags.port), '127.0.0.1', () => console.error('billing listening'));

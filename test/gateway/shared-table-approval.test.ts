@@ -11,7 +11,9 @@ import { newKey, startHttpRelay, startTestGateway, type HttpRelay, type TestGate
  * gateway that asked: under the same tenant, tool, key and arguments, the other gateway neither uses that yes nor
  * shows or decides that approval on its page; it asks its own.
  */
-const policy = { tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000, confirmation: 'approval', summary: 'Echo {{message}}' } } };
+const policy = {
+  tools: { echo: { kind: 'write', timeoutMs: 5000, inFlightWindowMs: 1000, confirmation: 'approval', summary: 'Echo {{message}}' } },
+};
 const TENANT = 'demo';
 const yes = { confirm: { action: 'accept' } };
 
@@ -73,7 +75,10 @@ it("one gateway's approval is not another's: the same tenant, tool, key and argu
   expect(echoes(e, message)).toHaveLength(0);
 
   // The first gateway's call runs on its yes, once.
-  expect((await call(a, args, { requestState: asked.requestState, inputResponses: yes })).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+  expect((await call(a, args, { requestState: asked.requestState, inputResponses: yes })).structuredContent).toMatchObject({
+    outcome: 'succeeded',
+    replayed: false,
+  });
   expect(echoes(a, message)).toHaveLength(1);
   expect(echoes(e, message)).toHaveLength(0);
 });

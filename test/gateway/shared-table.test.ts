@@ -36,7 +36,10 @@ const sides: Side[] = [];
 
 async function startSide(name: string): Promise<Side> {
   const { dir: root, cleanup } = await scratch(`shared-${name}`);
-  const files = { log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`), faults: join(root, '..', `${root.split('/').pop()}-faults.json`) };
+  const files = {
+    log: join(root, '..', `${root.split('/').pop()}-relay.jsonl`),
+    faults: join(root, '..', `${root.split('/').pop()}-faults.json`),
+  };
   const gateway = await startTestGateway({ policy, argv: relayed(files, 'mcp-server-filesystem', root), table });
   return { gateway, client: await sdkClient(gateway), root, files, cleanup };
 }
@@ -97,7 +100,10 @@ describe('two gateways on one table, the same tool names on two upstreams', () =
     expect(first.map((answer) => contract(answer).outcome)).toEqual(['unknown', 'unknown', 'unknown', 'unknown']);
     for (const [i, side] of sides.entries()) {
       expect(await settle(side, edits[i]!, key)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { settledByLookup: true } });
-      expect(await settle(side, others[i]!.edit, others[i]!.key)).toMatchObject({ outcome: 'succeeded', result: { settledByLookup: true } });
+      expect(await settle(side, others[i]!.edit, others[i]!.key)).toMatchObject({
+        outcome: 'succeeded',
+        result: { settledByLookup: true },
+      });
     }
     for (const [i, side] of sides.entries()) {
       const calls = relayedCalls(side.files.log);

@@ -28,7 +28,11 @@ afterAll(async () => {
 });
 
 /** The bin's exit code and output; `env` replaces the store's settings of this process. */
-async function start(env: Record<string, string>, policy = join(dir, 'policy.json'), upstream = ['--upstream-url', 'http://127.0.0.1:9/mcp']) {
+async function start(
+  env: Record<string, string>,
+  policy = join(dir, 'policy.json'),
+  upstream = ['--upstream-url', 'http://127.0.0.1:9/mcp'],
+) {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AWS_|DYNAMODB_ENDPOINT$|TABLE_NAME$)/.test(name)),
   ) as Record<string, string>;
@@ -43,7 +47,15 @@ async function start(env: Record<string, string>, policy = join(dir, 'policy.jso
 }
 
 function expectRefused(result: { code: number; stdout: string; stderr: string }, sentence: RegExp) {
-  const lines = result.stderr.split('\n').filter((line) => line.trim() && !/NodeVersionSupportWarning|node >=22|upgrade to node|a\.co\/|trace-warnings|versions published|To continue receiving|security updates/.test(line));
+  const lines = result.stderr
+    .split('\n')
+    .filter(
+      (line) =>
+        line.trim() &&
+        !/NodeVersionSupportWarning|node >=22|upgrade to node|a\.co\/|trace-warnings|versions published|To continue receiving|security updates/.test(
+          line,
+        ),
+    );
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatch(sentence);
   expect(result.stderr).not.toMatch(/\n\s+at /);
@@ -62,7 +74,10 @@ describe('the gateway does not start without a store', () => {
 
   it('a DYNAMODB_ENDPOINT nothing answers at', { timeout: 90_000 }, async () => {
     const port = await freePort();
-    expectRefused(await start({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` }), new RegExp(`^The gateway did not start: DynamoDB at http://127.0.0.1:${port} cannot be reached`));
+    expectRefused(
+      await start({ DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` }),
+      new RegExp(`^The gateway did not start: DynamoDB at http://127.0.0.1:${port} cannot be reached`),
+    );
   });
 
   it('a region whose table does not exist', { timeout: 90_000 }, async () => {
@@ -117,19 +132,30 @@ describe('the gateway does not start without its upstream: one sentence naming i
   it('a URL nothing answers at', { timeout: 90_000 }, async () => {
     const url = `http://127.0.0.1:${await freePort()}/mcp`;
     const result = await start(store(), undefined, ['--upstream-url', url]);
-    expectRefused(result, new RegExp(`^The gateway did not start: the upstream ${url.replace(/[./]/g, '\\$&')} cannot be reached \\(connection refused\\): start it, or give --upstream-url`));
+    expectRefused(
+      result,
+      new RegExp(
+        `^The gateway did not start: the upstream ${url.replace(/[./]/g, '\\$&')} cannot be reached \\(connection refused\\): start it, or give --upstream-url`,
+      ),
+    );
     expect(result.stderr).not.toMatch(/UpstreamError|TypeError|fetch failed/);
   });
 
   it('a command that does not exist', { timeout: 90_000 }, async () => {
     const result = await start(store(), undefined, ['--', '/nonexistent/server', '--flag']);
-    expectRefused(result, /^The gateway did not start: the upstream command \/nonexistent\/server --flag cannot be started: there is no such program; give the path of an MCP server/);
+    expectRefused(
+      result,
+      /^The gateway did not start: the upstream command \/nonexistent\/server --flag cannot be started: there is no such program; give the path of an MCP server/,
+    );
     expect(result.stderr).not.toMatch(/Error|ENOENT|spawn/);
   });
 
   it('a command that exits at once', { timeout: 90_000 }, async () => {
     const result = await start(store(), undefined, ['--', process.execPath, '-e', 'process.exit(0)']);
-    expectRefused(result, /^The gateway did not start: the upstream command \S+ -e process\.exit\(0\) closed before it answered: run it on its own to see why/);
+    expectRefused(
+      result,
+      /^The gateway did not start: the upstream command \S+ -e process\.exit\(0\) closed before it answered: run it on its own to see why/,
+    );
     expect(result.stderr).not.toMatch(/Error|Connection closed/);
   });
 });

@@ -66,7 +66,17 @@ export const setFaults = (file: string, faults: Fault[]) => writeFile(file, JSON
 
 /** The gateway's upstream command: the relay, wrapping a registry server's bin. */
 export function relayed(files: { log: string; faults: string }, server: keyof typeof REGISTRY_SERVERS, ...args: string[]): string[] {
-  return ['--', process.execPath, RELAY, `--log=${files.log}`, `--faults=${files.faults}`, '--', process.execPath, REGISTRY_SERVERS[server], ...args];
+  return [
+    '--',
+    process.execPath,
+    RELAY,
+    `--log=${files.log}`,
+    `--faults=${files.faults}`,
+    '--',
+    process.execPath,
+    REGISTRY_SERVERS[server],
+    ...args,
+  ];
 }
 
 export interface TestGateway extends RunningGateway {
@@ -116,14 +126,22 @@ export async function startTestGateway(options: {
 export async function sdkClient(gateway: Pick<RunningGateway, 'mcpUrl' | 'tokenFor'>, tenant = 'demo'): Promise<Client> {
   const token = await gateway.tokenFor(tenant);
   const client = new Client({ name: 'gateway-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(gateway.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
 export const newKey = () => `key-${randomUUID()}`;
 
 /** The structured result of a write (the toolkit's result contract). */
-export function contract(answer: unknown): { outcome: string; replayed: boolean; retryable: boolean; result?: unknown; error?: { code: string; message: string } } {
+export function contract(answer: unknown): {
+  outcome: string;
+  replayed: boolean;
+  retryable: boolean;
+  result?: unknown;
+  error?: { code: string; message: string };
+} {
   return (answer as { structuredContent: never }).structuredContent;
 }
 
@@ -158,7 +176,10 @@ export type RelayGuard = (req: import('node:http').IncomingMessage, body: Buffer
  */
 export type RelayReplacement = (body: Buffer) => RelayAnswer | undefined;
 
-export async function startHttpRelay(upstream: string, options: { guard?: RelayGuard; replaceAnswer?: RelayReplacement } = {}): Promise<HttpRelay> {
+export async function startHttpRelay(
+  upstream: string,
+  options: { guard?: RelayGuard; replaceAnswer?: RelayReplacement } = {},
+): Promise<HttpRelay> {
   const { createServer, request } = await import('node:http');
   const target = new URL(upstream);
   const calls: HttpRelay['calls'] = [];
@@ -180,7 +201,8 @@ export async function startHttpRelay(upstream: string, options: { guard?: RelayG
         const messages = [JSON.parse(body.toString('utf8') || 'null')].flat();
         for (const message of messages) if (typeof message?.method === 'string' && message.id !== undefined) methods.push(message.method);
         for (const message of messages)
-          if (message?.method === 'tools/call') calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
+          if (message?.method === 'tools/call')
+            calls.push({ name: message.params.name, arguments: message.params.arguments ?? {}, at: Date.now(), authorization });
       } catch {
         // not JSON: passed on as is
       }
@@ -230,7 +252,11 @@ export interface EverythingGateway {
  * credentials file's content (written to a file and given with --credentials, as a user does), or a source of the
  * test's own (Secrets Manager's, as deployed). `guard`: what the relay answers itself (a resource server's 401).
  */
-export async function startEverythingGateway(options: { policy: unknown; credentials: CredentialsFile | CredentialSource; guard?: RelayGuard }): Promise<EverythingGateway> {
+export async function startEverythingGateway(options: {
+  policy: unknown;
+  credentials: CredentialsFile | CredentialSource;
+  guard?: RelayGuard;
+}): Promise<EverythingGateway> {
   const stops: Array<() => unknown> = [];
   const stop = async () => {
     for (const step of stops.splice(0).reverse()) await step();

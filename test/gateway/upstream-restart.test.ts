@@ -1,7 +1,17 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/free-port';
-import { BILLING_SERVER, contract, jsonLines, newKey, scratch, startBillingServer, sdkClient, startTestGateway, type TestGateway } from './support';
+import {
+  BILLING_SERVER,
+  contract,
+  jsonLines,
+  newKey,
+  scratch,
+  startBillingServer,
+  sdkClient,
+  startTestGateway,
+  type TestGateway,
+} from './support';
 
 /**
  * The upstream restarts while the gateway runs: a billing server of the team's own (MCP SDK 1.x, sessions kept in
@@ -64,7 +74,10 @@ async function bothMeetTheNewServer(gateway: TestGateway, restart: () => Promise
   // New writes and reads reach the restarted server.
   expect((await charge(gateway, 'after')).answer).toMatchObject({ outcome: 'succeeded', replayed: false });
   const reader = await sdkClient(gateway);
-  const found = (await reader.callTool({ name: 'find_charge', arguments: { charge_id: 'after' } })) as { isError?: boolean; content: Array<{ text: string }> };
+  const found = (await reader.callTool({ name: 'find_charge', arguments: { charge_id: 'after' } })) as {
+    isError?: boolean;
+    content: Array<{ text: string }>;
+  };
   await reader.close();
   expect(found.isError).toBeFalsy();
   expect(found.content[0]!.text).toBe('found');
@@ -76,7 +89,9 @@ async function bothMeetTheNewServer(gateway: TestGateway, restart: () => Promise
 }
 
 describe('an upstream that restarts is met again', () => {
-  it('streamable HTTP with sessions: a 404 to the old session starts a new one; the charge in flight is booked once', { timeout: 120_000 }, async () => {
+  it('streamable HTTP with sessions: a 404 to the old session starts a new one; the charge in flight is booked once', {
+    timeout: 120_000,
+  }, async () => {
     const { dir, cleanup } = await scratch('sessions');
     stops.push(cleanup);
     const files = { ledger: join(dir, 'ledger.jsonl'), log: join(dir, 'server.jsonl') };
@@ -89,7 +104,9 @@ describe('an upstream that restarts is met again', () => {
     expect(jsonLines(files.log).filter((line) => line.event === 'session-not-found').length).toBeGreaterThan(0);
   });
 
-  it('stdio: the process killed mid-call is started again by the gateway; the charge in flight is booked once', { timeout: 120_000 }, async () => {
+  it('stdio: the process killed mid-call is started again by the gateway; the charge in flight is booked once', {
+    timeout: 120_000,
+  }, async () => {
     const { dir, cleanup } = await scratch('stdio-restart');
     stops.push(cleanup);
     const ledger = join(dir, 'ledger.jsonl');

@@ -18,10 +18,21 @@ beforeAll(async () => {
 afterAll(() => table.drop());
 
 const T0 = Date.UTC(2026, 11, 4, 12);
-const binding = (fingerprint = 'fp-a') => ({ tenant: 'tenant-a', tool: 'request_payment', idempotencyKey: `op-${randomUUID()}`, fingerprint });
-const round = (b: ReturnType<typeof binding>, previous: ApprovalRecord | undefined, now: number, mode: 'url' | 'form' = 'url', summary = 'Pay 12.50 EUR to payee-7') =>
-  newApproval(b, { mode, summary, now, previous })!;
-const entries = (record: ApprovalRecord) => record.log.map((e) => `${e.round} ${e.event} ${e.via} ${e.fingerprint}${e.by ? ` ${e.by}` : ''}`);
+const binding = (fingerprint = 'fp-a') => ({
+  tenant: 'tenant-a',
+  tool: 'request_payment',
+  idempotencyKey: `op-${randomUUID()}`,
+  fingerprint,
+});
+const round = (
+  b: ReturnType<typeof binding>,
+  previous: ApprovalRecord | undefined,
+  now: number,
+  mode: 'url' | 'form' = 'url',
+  summary = 'Pay 12.50 EUR to payee-7',
+) => newApproval(b, { mode, summary, now, previous })!;
+const entries = (record: ApprovalRecord) =>
+  record.log.map((e) => `${e.round} ${e.event} ${e.via} ${e.fingerprint}${e.by ? ` ${e.by}` : ''}`);
 
 describe('every round stays in the log', () => {
   it('a new round (other arguments, or after a decline) keeps every earlier request and decision', async () => {
@@ -31,7 +42,10 @@ describe('every round stays in the log', () => {
     expect(approved.applied).toBe(true);
     // The agent's next call has other arguments: a new round, and Alice's approval stays on record.
     const other = { ...a, fingerprint: 'fp-b' };
-    const second = await store.open(round(other, await store.current(a), T0 + 2000, 'url', 'Pay 99.00 EUR to payee-9'), await store.current(a));
+    const second = await store.open(
+      round(other, await store.current(a), T0 + 2000, 'url', 'Pay 99.00 EUR to payee-9'),
+      await store.current(a),
+    );
     expect(second).toMatchObject({ round: 2, status: 'pending', fingerprint: 'fp-b' });
     await store.decide(second, { status: 'declined', by: 'bob@tenant-a', at: T0 + 3000, via: 'url' });
     const third = await store.open(round(other, await store.current(a), T0 + 4000), await store.current(a));
@@ -86,7 +100,9 @@ describe('every round stays in the log', () => {
     // A round opens only with room for its request, its decision and a run's use of a yes (three entries).
     expect(rounds).toBe(Math.floor((REVIEW_LOG_MAX_ENTRIES - 3) / 2) + 1);
     expect(previous!.log).toHaveLength(2 * rounds);
-    expect(previous!.log.filter((e) => e.event === 'declined').map((e) => e.by)).toEqual(Array.from({ length: rounds }, (_, i) => `person-${i}@tenant-a`));
+    expect(previous!.log.filter((e) => e.event === 'declined').map((e) => e.by)).toEqual(
+      Array.from({ length: rounds }, (_, i) => `person-${i}@tenant-a`),
+    );
   });
 });
 
@@ -94,10 +110,16 @@ describe('a round is decided only the way it was asked', () => {
   it('a page round refuses a form decision, and a form round a page decision; nothing is written', async () => {
     const page = binding();
     const asked = await store.open(round(page, undefined, T0, 'url'), undefined);
-    expect(await store.decide(asked, { status: 'approved', by: 'mcp-client', at: T0 + 1, via: 'form' })).toMatchObject({ applied: false, reason: 'mode' });
+    expect(await store.decide(asked, { status: 'approved', by: 'mcp-client', at: T0 + 1, via: 'form' })).toMatchObject({
+      applied: false,
+      reason: 'mode',
+    });
     const form = binding();
     const inForm = await store.open(round(form, undefined, T0, 'form'), undefined);
-    expect(await store.decide(inForm, { status: 'approved', by: 'alice@tenant-a', at: T0 + 1, via: 'url' })).toMatchObject({ applied: false, reason: 'mode' });
+    expect(await store.decide(inForm, { status: 'approved', by: 'alice@tenant-a', at: T0 + 1, via: 'url' })).toMatchObject({
+      applied: false,
+      reason: 'mode',
+    });
     for (const b of [page, form]) expect((await store.current(b))!).toMatchObject({ status: 'pending', log: [{ event: 'requested' }] });
   });
 });

@@ -35,10 +35,14 @@ describe.each(ENGINE_PATHS)('with every DynamoDB request failing, on the $path p
       for (let i = 0; i < 60; i++) {
         const key = newKey();
         const before = proxy.received().length;
-        const answer = await engine.run({ tenant: 'tenant-brownout', tool: 'create_order', idempotencyKey: key, args: {} }, {}, async () => ({
-          result: { order_id: key },
-          writes: [orderWrite('tenant-brownout', key)],
-        }));
+        const answer = await engine.run(
+          { tenant: 'tenant-brownout', tool: 'create_order', idempotencyKey: key, args: {} },
+          {},
+          async () => ({
+            result: { order_id: key },
+            writes: [orderWrite('tenant-brownout', key)],
+          }),
+        );
         expect(answer).toMatchObject({ outcome: 'unknown', retryable: true });
         perCall.push(proxy.received().length - before);
       }

@@ -58,7 +58,14 @@ describe('answers', () => {
         new TransactWriteCommand({
           TransactItems: [
             { Put: { TableName: table.tableName, Item: key() } },
-            { Put: { TableName: table.tableName, Item: { ...held, owner: 'other' }, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+            {
+              Put: {
+                TableName: table.tableName,
+                Item: { ...held, owner: 'other' },
+                ConditionExpression: 'attribute_not_exists(pk)',
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
           ],
         }),
       )
@@ -73,7 +80,9 @@ describe('answers', () => {
     const item = { ...key(), owner: 'once' };
     proxy.inject({ operation: 'TransactWriteItems', fault: 'drop-response', times: 1 });
     await doc.send(
-      new TransactWriteCommand({ TransactItems: [{ Put: { TableName: table.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }] }),
+      new TransactWriteCommand({
+        TransactItems: [{ Put: { TableName: table.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }],
+      }),
     );
     const sent = proxy.received().filter((r) => r.operation === 'TransactWriteItems');
     expect(sent).toHaveLength(2);
@@ -149,8 +158,21 @@ describe('the endpoint the SDK resolves from the environment', () => {
 
   /** The host the client would send to: the request as built, stopped before it is signed and sent. */
   async function resolvedHost(env: Record<string, string>): Promise<string> {
-    for (const name of ['DYNAMODB_ENDPOINT', 'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_DYNAMODB', 'AWS_USE_FIPS_ENDPOINT', 'AWS_USE_DUALSTACK_ENDPOINT']) vi.stubEnv(name, undefined);
-    for (const [name, value] of Object.entries({ AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'AKIDENV', AWS_SECRET_ACCESS_KEY: 'secret', ...env })) vi.stubEnv(name, value);
+    for (const name of [
+      'DYNAMODB_ENDPOINT',
+      'AWS_ENDPOINT_URL',
+      'AWS_ENDPOINT_URL_DYNAMODB',
+      'AWS_USE_FIPS_ENDPOINT',
+      'AWS_USE_DUALSTACK_ENDPOINT',
+    ])
+      vi.stubEnv(name, undefined);
+    for (const [name, value] of Object.entries({
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'AKIDENV',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      ...env,
+    }))
+      vi.stubEnv(name, value);
     const client = createDynamoDbClient();
     let host = '';
     client.middlewareStack.add(

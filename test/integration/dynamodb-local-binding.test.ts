@@ -42,7 +42,11 @@ describe('the DynamoDB Local that npm start launches', () => {
   afterAll(() => dynamo?.stop());
 
   it('answers on 127.0.0.1, with any credentials', async () => {
-    const client = new DynamoDBClient({ endpoint: dynamo.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'made', secretAccessKey: 'up' } });
+    const client = new DynamoDBClient({
+      endpoint: dynamo.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'made', secretAccessKey: 'up' },
+    });
     await expect(client.send(new ListTablesCommand({}))).resolves.toHaveProperty('TableNames');
     client.destroy();
   });

@@ -62,9 +62,17 @@ const clientOf = (endpoint: string) =>
 async function writeInTransaction(endpoint: string, keys: string[]) {
   const client = clientOf(endpoint);
   await client
-    .send(new CreateTableCommand({ TableName: 'lifecycle', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }))
+    .send(
+      new CreateTableCommand({
+        TableName: 'lifecycle',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    )
     .catch(() => {});
-  for (const key of keys) await client.send(new TransactWriteItemsCommand({ TransactItems: [{ Put: { TableName: 'lifecycle', Item: { pk: { S: key } } } }] }));
+  for (const key of keys)
+    await client.send(new TransactWriteItemsCommand({ TransactItems: [{ Put: { TableName: 'lifecycle', Item: { pk: { S: key } } } }] }));
   client.destroy();
 }
 async function has(endpoint: string, key: string): Promise<boolean> {
@@ -151,17 +159,21 @@ describe('a stop is graceful, and a dead emulator is restarted on the same data'
     // A clean stop of Java first: the data is flushed, so nothing depends on the emulator's durability here.
     const first = emulator.pid!;
     kill(first, 'SIGTERM');
-    expect(await eventually(async () => emulator!.pid !== undefined && emulator!.pid !== first && (await emulator!.reachable()))).toBe(true);
+    expect(await eventually(async () => emulator!.pid !== undefined && emulator!.pid !== first && (await emulator!.reachable()))).toBe(
+      true,
+    );
     const second = emulator.pid!;
     kill(second, 'SIGKILL');
-    expect(await eventually(async () => emulator!.pid !== undefined && emulator!.pid !== second && (await emulator!.reachable()))).toBe(true);
+    expect(await eventually(async () => emulator!.pid !== undefined && emulator!.pid !== second && (await emulator!.reachable()))).toBe(
+      true,
+    );
     expect(await has(emulator.endpoint, 'before')).toBe(true);
     expect(lines.filter((l) => /restarting it on the same data \(attempt \d of \d\)/.test(l))).toHaveLength(2);
     expect(lines.some((l) => l.includes(`(pid ${second}) exited (killed by signal 9`))).toBe(true);
   }, 90_000);
 });
 
-describe('npm start\'s stack notices its store is gone', () => {
+describe("npm start's stack notices its store is gone", () => {
   let stack: LocalStack | undefined;
   afterAll(() => stack?.stop());
 
@@ -171,7 +183,12 @@ describe('npm start\'s stack notices its store is gone', () => {
     const logger = new Logger({ logLevel: 'SILENT' });
     logger.warn = (message: unknown, ..._rest: unknown[]) => void warnings.push(String(message));
     // Workers that poll often: without a limit, every failed run during the outage would warn.
-    stack = await startLocalStack({ persistDir: dir, services: { logger }, env: { RECONCILE_INTERVAL_MS: '100' }, workers: { relayPollMs: 100 } });
+    stack = await startLocalStack({
+      persistDir: dir,
+      services: { logger },
+      env: { RECONCILE_INTERVAL_MS: '100' },
+      workers: { relayPollMs: 100 },
+    });
     expect((await fetch(`${stack.url}/health`)).status).toBe(200);
     const lock = JSON.parse(readFileSync(join(dir, 'dynamodb', LOCK_FILE), 'utf8')) as { pid: number };
     const killedAt = Date.now();
@@ -191,7 +208,7 @@ describe('npm start\'s stack notices its store is gone', () => {
 });
 
 describe("DynamoDB Local's class-data archive", () => {
-  it('once made, a start loads the emulator\'s classes from it (Java maps the archive)', async () => {
+  it("once made, a start loads the emulator's classes from it (Java maps the archive)", async () => {
     // Made once per machine (the test run's global setup starts making it): this waits for it, or makes it.
     expect(await makeDynamoDbLocalArchive()).toBe(true);
     const emulator = await startDynamoDbLocal({ log: () => {} });

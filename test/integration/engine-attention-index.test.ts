@@ -30,14 +30,25 @@ async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Prom
   const seen: Array<[string, boolean]> = [];
   const look = async (step: string, record: IdempotencyRecord) => {
     const { Item } = await table.doc.send(
-      new GetCommand({ TableName: table.tableName, Key: Keys.idempotency(record.tenant, record.tool, record.idempotencyKey), ConsistentRead: true }),
+      new GetCommand({
+        TableName: table.tableName,
+        Key: Keys.idempotency(record.tenant, record.tool, record.idempotencyKey),
+        ConsistentRead: true,
+      }),
     );
     const { partitionKey, sortKey } = TableSchema.attentionIndex;
     seen.push([step, Item?.[partitionKey] !== undefined || Item?.[sortKey] !== undefined]);
   };
   const decide = async (record: IdempotencyRecord, decision: OperatorDecision, now: number) => {
     const current = (await store.get(record))!;
-    const entry: ReviewEntry = { by: 'test', at: now, action: decision.event, reason: 'checked by hand', from: current.status, to: 'UNKNOWN' };
+    const entry: ReviewEntry = {
+      by: 'test',
+      at: now,
+      action: decision.event,
+      reason: 'checked by hand',
+      from: current.status,
+      to: 'UNKNOWN',
+    };
     expect(await store.decide(current, await store.reviewLog(record), decision, entry, now)).toBe(true);
   };
 
@@ -47,7 +58,14 @@ async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Prom
   const owner = randomUUID();
   expect(await store.takeOver(first, first.ownerToken, owner, T0 + 120_000, T0 + 60_000)).toBe(true);
   await look('taken over', first);
-  expect(await store.markUnknown(first, owner, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 70_000, inFlightUntil: T0 + 70_000 }, T0 + 65_000)).toBe(true);
+  expect(
+    await store.markUnknown(
+      first,
+      owner,
+      { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 70_000, inFlightUntil: T0 + 70_000 },
+      T0 + 65_000,
+    ),
+  ).toBe(true);
   await look('unknown', first);
   expect(await store.deferReconcile((await store.get(first))!, T0 + 90_000, unknownError, T0 + 70_000)).toBe(true);
   await look('check deferred', first);
@@ -73,7 +91,8 @@ async function indexAttributesAlongTheWay(store: DynamoDbIdempotencyStore): Prom
 }
 
 describe('the DynamoDB store with the attention index on or off', () => {
-  const store = (attentionIndex?: boolean) => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex });
+  const store = (attentionIndex?: boolean) =>
+    new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex });
 
   it('on (the default): records carry the index key while they need a look, and lose it once settled', async () => {
     expect(await indexAttributesAlongTheWay(store())).toEqual([
@@ -108,14 +127,16 @@ describe('the DynamoDB store with the attention index on or off', () => {
       who: async () => 'test',
       logger,
     });
-    await expect(desk.list()).rejects.toThrow(/`ops list` reads the attention index, but the idempotency store was created with attentionIndex: false/);
+    await expect(desk.list()).rejects.toThrow(
+      /`ops list` reads the attention index, but the idempotency store was created with attentionIndex: false/,
+    );
     // With the index on, both work.
     expect(() => new Reconciler({ store: store(), tools: new Map(), logger })).not.toThrow();
   });
 
   it('refuses an attentionIndex that is not a boolean', () => {
-    expect(() => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: 'off' as unknown as boolean })).toThrow(
-      /attentionIndex must be true or false/,
-    );
+    expect(
+      () => new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName, attentionIndex: 'off' as unknown as boolean }),
+    ).toThrow(/attentionIndex must be true or false/);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
-import { IdempotencyEngine, type EngineOptions, type Executor } from '../../lambdas/engine/engine';
+import type { EngineOptions, Executor } from '../../lambdas/engine/engine';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { createTestTable } from '../support/dynamodb';
@@ -18,7 +18,6 @@ beforeAll(async () => {
 afterAll(() => table.drop());
 
 describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
-
   function engine(options: Partial<EngineOptions> = {}) {
     return engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: table.doc, tableName: table.tableName }), ...options });
   }
@@ -38,31 +37,34 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
 
   describe('duplicates of one call', () => {
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('50 concurrent identical calls execute once; every other answer replays that result or is in progress', async () => {
-      const release = deferred();
-      const tool = countingTool((n) => ({ order_id: `order-${n}` }), release.promise);
-      const e = engine();
-      const key = newKey();
-      const calls = Array.from({ length: 50 }, () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { sku: 'A-1', quantity: 2 } }, {}, tool.executor),
-      );
-      // Let every call reach the store while the first execution is still running.
-      setTimeout(() => release.resolve(), 300);
-      const answers = await Promise.all(calls);
+    it.skipIf(effect === 'local')(
+      '50 concurrent identical calls execute once; every other answer replays that result or is in progress',
+      async () => {
+        const release = deferred();
+        const tool = countingTool((n) => ({ order_id: `order-${n}` }), release.promise);
+        const e = engine();
+        const key = newKey();
+        const calls = Array.from({ length: 50 }, () =>
+          e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { sku: 'A-1', quantity: 2 } }, {}, tool.executor),
+        );
+        // Let every call reach the store while the first execution is still running.
+        setTimeout(() => release.resolve(), 300);
+        const answers = await Promise.all(calls);
 
-      expect(await tool.effects.count()).toBe(1);
-      const fresh = answers.filter((a) => a.outcome === 'succeeded' && !a.replayed);
-      expect(fresh).toHaveLength(1);
-      expect(fresh[0]!.result).toEqual({ order_id: 'order-1' });
-      for (const answer of answers) {
-        if (answer === fresh[0]) continue;
-        if (answer.outcome === 'in_progress') {
-          expect(answer).toMatchObject({ retryable: true, error: { code: 'OPERATION_IN_PROGRESS' } });
-        } else {
-          expect(answer).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: 'order-1' } });
+        expect(await tool.effects.count()).toBe(1);
+        const fresh = answers.filter((a) => a.outcome === 'succeeded' && !a.replayed);
+        expect(fresh).toHaveLength(1);
+        expect(fresh[0]!.result).toEqual({ order_id: 'order-1' });
+        for (const answer of answers) {
+          if (answer === fresh[0]) continue;
+          if (answer.outcome === 'in_progress') {
+            expect(answer).toMatchObject({ retryable: true, error: { code: 'OPERATION_IN_PROGRESS' } });
+          } else {
+            expect(answer).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: 'order-1' } });
+          }
         }
-      }
-    });
+      },
+    );
 
     it('replays arguments given in another key order, nested objects included', async () => {
       const tool = countingTool((n) => ({ n }));
@@ -88,9 +90,16 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const e = engine();
       const key = newKey();
       const policy = { nonBusinessFields: ['trace_id', 'request_id', 'requested_at', 'client_note'] };
-      const call = (args: Record<string, unknown>) => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, tool.executor);
+      const call = (args: Record<string, unknown>) =>
+        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, tool.executor);
       await call({ amount: 10, trace_id: 't-1', request_id: 'r-1', requested_at: '2030-01-01T00:00:00Z', client_note: 'first' });
-      const retried = await call({ amount: 10, trace_id: 't-2', request_id: 'r-2', requested_at: '2030-01-01T00:00:05Z', client_note: 'retry' });
+      const retried = await call({
+        amount: 10,
+        trace_id: 't-2',
+        request_id: 'r-2',
+        requested_at: '2030-01-01T00:00:05Z',
+        client_note: 'retry',
+      });
       const bare = await call({ amount: 10 });
       expect(retried).toMatchObject({ outcome: 'succeeded', replayed: true });
       expect(bare).toMatchObject({ outcome: 'succeeded', replayed: true });
@@ -263,10 +272,14 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const e = engine({ clock: clock.clock });
       const key = newKey();
       const args = { amount: 42, trace_id: 'trace-1234' };
-      await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args, traceId: 'trace-1234' }, { retentionSeconds: 3600, executionTimeoutMs: 5000 }, async () => {
-        clock.advance(250);
-        return { result: { order_id: 'o-1' } };
-      });
+      await e.run(
+        { tenant: TENANT, tool: TOOL, idempotencyKey: key, args, traceId: 'trace-1234' },
+        { retentionSeconds: 3600, executionTimeoutMs: 5000 },
+        async () => {
+          clock.advance(250);
+          return { result: { order_id: 'o-1' } };
+        },
+      );
       const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
       const t0 = Date.UTC(2030, 5, 1);
       expect(item).toMatchObject({
@@ -295,7 +308,11 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
         throw new TerminalToolError('CARD_DECLINED', 'the card was declined');
       });
       const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
-      expect(item).toMatchObject({ status: 'FAILED', error_type: 'terminal', error: { code: 'CARD_DECLINED', message: 'the card was declined' } });
+      expect(item).toMatchObject({
+        status: 'FAILED',
+        error_type: 'terminal',
+        error: { code: 'CARD_DECLINED', message: 'the card was declined' },
+      });
     });
   });
 

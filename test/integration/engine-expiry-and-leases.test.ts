@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
-import { IdempotencyEngine, type EngineOptions, type ExecutionContext, type IdempotencyPolicy } from '../../lambdas/engine/engine';
+import type { EngineOptions, ExecutionContext, IdempotencyPolicy } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
@@ -23,7 +23,6 @@ beforeAll(async () => {
 afterAll(() => table.drop());
 
 describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
-
   function setup(options: Partial<EngineOptions> = {}) {
     const clock = manualClock();
     const engine = engineFor(effect, { store, clock: clock.clock, ...options });
@@ -31,42 +30,51 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     const effects = effectLedger(effect, table);
     let runs = 0;
     const call = (policy: IdempotencyPolicy, args: Record<string, unknown> = { amount: 100 }) =>
-      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, async () => ({ result: { run: ++runs }, ...effects.act() }));
+      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args }, policy, async () => ({
+        result: { run: ++runs },
+        ...effects.act(),
+      }));
     return { clock, engine, key, call, effects, runs: () => effects.count() };
   }
 
   describe('retention and expiry (the claim condition does the work: DynamoDB Local never deletes)', () => {
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('policy execute: replays within retention, executes again after it, even with other arguments', async () => {
-      const { clock, call, runs } = setup();
-      const policy: IdempotencyPolicy = { retentionSeconds: 3600, onExpired: 'execute' };
-      expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
-      clock.advance(HOUR - 1000);
-      expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { run: 1 } });
-      clock.advance(1000);
-      expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
-      clock.advance(HOUR);
-      // Past retention the key is free again: other arguments are a new operation, not a conflict.
-      expect(await call(policy, { amount: 5 })).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 3 } });
-      expect(await runs()).toBe(3);
-    });
+    it.skipIf(effect === 'local')(
+      'policy execute: replays within retention, executes again after it, even with other arguments',
+      async () => {
+        const { clock, call, runs } = setup();
+        const policy: IdempotencyPolicy = { retentionSeconds: 3600, onExpired: 'execute' };
+        expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 1 } });
+        clock.advance(HOUR - 1000);
+        expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { run: 1 } });
+        clock.advance(1000);
+        expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+        clock.advance(HOUR);
+        // Past retention the key is free again: other arguments are a new operation, not a conflict.
+        expect(await call(policy, { amount: 5 })).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 3 } });
+        expect(await runs()).toBe(3);
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('policy review: after retention answers REVIEW_REQUIRED and runs nothing, until the review window ends', async () => {
-      const { clock, call, runs } = setup();
-      const policy: IdempotencyPolicy = { retentionSeconds: 3600, onExpired: 'review', reviewWindowSeconds: 7200 };
-      await call(policy);
-      clock.advance(HOUR - 1000);
-      expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: true });
-      clock.advance(1000);
-      expect(await call(policy)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
-      clock.advance(2 * HOUR - 1000);
-      expect(await call(policy)).toMatchObject({ error: { code: 'REVIEW_REQUIRED' } });
-      expect(await runs()).toBe(1);
-      clock.advance(1000);
-      expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
-      expect(await runs()).toBe(2);
-    });
+    it.skipIf(effect === 'local')(
+      'policy review: after retention answers REVIEW_REQUIRED and runs nothing, until the review window ends',
+      async () => {
+        const { clock, call, runs } = setup();
+        const policy: IdempotencyPolicy = { retentionSeconds: 3600, onExpired: 'review', reviewWindowSeconds: 7200 };
+        await call(policy);
+        clock.advance(HOUR - 1000);
+        expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: true });
+        clock.advance(1000);
+        expect(await call(policy)).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'REVIEW_REQUIRED' } });
+        clock.advance(2 * HOUR - 1000);
+        expect(await call(policy)).toMatchObject({ error: { code: 'REVIEW_REQUIRED' } });
+        expect(await runs()).toBe(1);
+        clock.advance(1000);
+        expect(await call(policy)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { run: 2 } });
+        expect(await runs()).toBe(2);
+      },
+    );
 
     it('a tool that moved from review to execute executes again after retention, though the old record is kept longer', async () => {
       const { clock, call, runs } = setup();
@@ -140,7 +148,11 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       const { clock, call, key, runs } = setup();
       const abandoned = await abandonedRecord(key, clock.clock(), { amount: 100 });
       clock.advance(11_000);
-      expect(await call({ reexecuteSafe: false })).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'OUTCOME_UNKNOWN' } });
+      expect(await call({ reexecuteSafe: false })).toMatchObject({
+        outcome: 'unknown',
+        retryable: true,
+        error: { code: 'OUTCOME_UNKNOWN' },
+      });
       expect(await call({ reexecuteSafe: false })).toMatchObject({ outcome: 'unknown' });
       expect(await runs()).toBe(0);
       const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
@@ -149,30 +161,33 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('tool safe to re-execute: concurrent callers take over once, with a new owner token, and execute once', async () => {
-      const { clock, engine, key } = setup();
-      const abandoned = await abandonedRecord(key, clock.clock(), { amount: 100 });
-      clock.advance(11_000);
-      let runs = 0;
-      const tokens: string[] = [];
-      const answers = await Promise.all(
-        Array.from({ length: 5 }, () =>
-          engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 100 } }, { reexecuteSafe: true }, async (ctx) => {
-            runs++;
-            tokens.push(ctx.idempotencyKey);
-            await new Promise((r) => setTimeout(r, 100));
-            return { result: { paid: true } };
-          }),
-        ),
-      );
-      expect(runs).toBe(1);
-      expect(tokens).toEqual([key]); // the downstream gets our key to dedup on
-      expect(answers.filter((a) => a.outcome === 'succeeded' && !a.replayed)).toHaveLength(1);
-      for (const a of answers) expect(['succeeded', 'in_progress']).toContain(a.outcome);
-      const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
-      expect(item).toMatchObject({ status: 'SUCCEEDED', result: { paid: true }, created_at: abandoned.createdAt });
-      expect(item!.owner_token).not.toBe(abandoned.ownerToken);
-    });
+    it.skipIf(effect === 'local')(
+      'tool safe to re-execute: concurrent callers take over once, with a new owner token, and execute once',
+      async () => {
+        const { clock, engine, key } = setup();
+        const abandoned = await abandonedRecord(key, clock.clock(), { amount: 100 });
+        clock.advance(11_000);
+        let runs = 0;
+        const tokens: string[] = [];
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 100 } }, { reexecuteSafe: true }, async (ctx) => {
+              runs++;
+              tokens.push(ctx.idempotencyKey);
+              await new Promise((r) => setTimeout(r, 100));
+              return { result: { paid: true } };
+            }),
+          ),
+        );
+        expect(runs).toBe(1);
+        expect(tokens).toEqual([key]); // the downstream gets our key to dedup on
+        expect(answers.filter((a) => a.outcome === 'succeeded' && !a.replayed)).toHaveLength(1);
+        for (const a of answers) expect(['succeeded', 'in_progress']).toContain(a.outcome);
+        const item = await storedItem(table.doc, table.tableName, TENANT, TOOL, key);
+        expect(item).toMatchObject({ status: 'SUCCEEDED', result: { paid: true }, created_at: abandoned.createdAt });
+        expect(item!.owner_token).not.toBe(abandoned.ownerToken);
+      },
+    );
   });
 
   describe('a late executor', () => {
@@ -195,41 +210,50 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     }
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('is fenced out after a takeover: its completion and its writes do not commit, and it answers with the takeover result', async () => {
-      const { engine, key, first, finish, policy } = await stalledFirstExecutor(true);
-      const second = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async () => ({
-        result: { by: 'B' },
-        writes: [orderWrite(TENANT, `B-${key}`)],
-      }));
-      expect(second).toMatchObject({ outcome: 'succeeded', replayed: false, result: { by: 'B' } });
-      const takeoverToken = (await storedItem(table.doc, table.tableName, TENANT, TOOL, key))!.owner_token;
+    it.skipIf(effect === 'local')(
+      'is fenced out after a takeover: its completion and its writes do not commit, and it answers with the takeover result',
+      async () => {
+        const { engine, key, first, finish, policy } = await stalledFirstExecutor(true);
+        const second = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async () => ({
+          result: { by: 'B' },
+          writes: [orderWrite(TENANT, `B-${key}`)],
+        }));
+        expect(second).toMatchObject({ outcome: 'succeeded', replayed: false, result: { by: 'B' } });
+        const takeoverToken = (await storedItem(table.doc, table.tableName, TENANT, TOOL, key))!.owner_token;
 
-      finish.resolve();
-      expect(await first).toMatchObject({ outcome: 'succeeded', replayed: true, result: { by: 'B' } });
-      expect(await orderItem(table.doc, table.tableName, TENANT, `A-${key}`)).toBeUndefined();
-      expect(await orderItem(table.doc, table.tableName, TENANT, `B-${key}`)).toBeDefined();
-      expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({
-        status: 'SUCCEEDED',
-        result: { by: 'B' },
-        owner_token: takeoverToken,
-      });
-    });
+        finish.resolve();
+        expect(await first).toMatchObject({ outcome: 'succeeded', replayed: true, result: { by: 'B' } });
+        expect(await orderItem(table.doc, table.tableName, TENANT, `A-${key}`)).toBeUndefined();
+        expect(await orderItem(table.doc, table.tableName, TENANT, `B-${key}`)).toBeDefined();
+        expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({
+          status: 'SUCCEEDED',
+          result: { by: 'B' },
+          owner_token: takeoverToken,
+        });
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('is fenced out once its stale lease was marked UNKNOWN: its writes do not commit and the record stays UNKNOWN', async () => {
-      const { engine, key, first, finish, policy } = await stalledFirstExecutor(false);
-      let runs = 0;
-      const second = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async () => {
-        runs++;
-        return { result: { by: 'B' } };
-      });
-      expect(second).toMatchObject({ outcome: 'unknown' });
-      expect(runs).toBe(0);
-      finish.resolve();
-      expect(await first).toMatchObject({ outcome: 'unknown' });
-      expect(await orderItem(table.doc, table.tableName, TENANT, `A-${key}`)).toBeUndefined();
-      expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'UNKNOWN', error_type: 'lease_expired' });
-    });
+    it.skipIf(effect === 'local')(
+      'is fenced out once its stale lease was marked UNKNOWN: its writes do not commit and the record stays UNKNOWN',
+      async () => {
+        const { engine, key, first, finish, policy } = await stalledFirstExecutor(false);
+        let runs = 0;
+        const second = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, policy, async () => {
+          runs++;
+          return { result: { by: 'B' } };
+        });
+        expect(second).toMatchObject({ outcome: 'unknown' });
+        expect(runs).toBe(0);
+        finish.resolve();
+        expect(await first).toMatchObject({ outcome: 'unknown' });
+        expect(await orderItem(table.doc, table.tableName, TENANT, `A-${key}`)).toBeUndefined();
+        expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({
+          status: 'UNKNOWN',
+          error_type: 'lease_expired',
+        });
+      },
+    );
   });
 
   describe('the execution budget', () => {
@@ -261,13 +285,20 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     it('refuses to start without time left: nothing runs and nothing is even claimed', async () => {
       const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
-      const engine = engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), completionMarginMs: 1000 });
+      const engine = engineFor(effect, {
+        store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }),
+        completionMarginMs: 1000,
+      });
       const key = newKey();
       let runs = 0;
-      const answer = await engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {}, remainingTimeMs: () => 900 }, {}, async () => {
-        runs++;
-        return { result: 1 };
-      });
+      const answer = await engine.run(
+        { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {}, remainingTimeMs: () => 900 },
+        {},
+        async () => {
+          runs++;
+          return { result: 1 };
+        },
+      );
       expect(answer).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'TRANSIENT_FAILURE' } });
       expect(runs).toBe(0);
       expect(requests.total()).toBe(0);
@@ -278,28 +309,36 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
 
   describe('waiting for a running first call', () => {
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('is bounded: a duplicate answers in_progress with retry_after_ms while the first call still runs, even on a frozen clock', async () => {
-      const clock = manualClock(); // never advanced: the wait must end by itself
-      const engine = engineFor(effect, { store, clock: clock.clock, inProgressWaitMs: 300 });
-      const key = newKey();
-      const finish = deferred();
-      let runs = 0;
-      const call = () =>
-        engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-          runs++;
-          await finish.promise;
-          return { result: 'done' };
+    it.skipIf(effect === 'local')(
+      'is bounded: a duplicate answers in_progress with retry_after_ms while the first call still runs, even on a frozen clock',
+      async () => {
+        const clock = manualClock(); // never advanced: the wait must end by itself
+        const engine = engineFor(effect, { store, clock: clock.clock, inProgressWaitMs: 300 });
+        const key = newKey();
+        const finish = deferred();
+        let runs = 0;
+        const call = () =>
+          engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
+            runs++;
+            await finish.promise;
+            return { result: 'done' };
+          });
+        const first = call();
+        await expect.poll(() => runs).toBe(1);
+        const duplicate = await call();
+        expect(duplicate).toMatchObject({
+          outcome: 'in_progress',
+          replayed: false,
+          retryable: true,
+          error: { code: 'OPERATION_IN_PROGRESS' },
         });
-      const first = call();
-      await expect.poll(() => runs).toBe(1);
-      const duplicate = await call();
-      expect(duplicate).toMatchObject({ outcome: 'in_progress', replayed: false, retryable: true, error: { code: 'OPERATION_IN_PROGRESS' } });
-      expect(duplicate.retry_after_ms).toBeGreaterThan(0);
-      finish.resolve();
-      expect(await first).toMatchObject({ outcome: 'succeeded' });
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 'done' });
-      expect(runs).toBe(1);
-    });
+        expect(duplicate.retry_after_ms).toBeGreaterThan(0);
+        finish.resolve();
+        expect(await first).toMatchObject({ outcome: 'succeeded' });
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 'done' });
+        expect(runs).toBe(1);
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
     it.skipIf(effect === 'local')('returns the result when the first call finishes within the wait', async () => {

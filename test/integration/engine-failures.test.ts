@@ -1,7 +1,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../lambdas/core/errors';
-import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
+import type { EngineOptions } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
@@ -28,7 +28,6 @@ afterAll(async () => {
 });
 
 describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
-
   function engine(options: Partial<EngineOptions> = {}) {
     return engineFor(effect, { store: new DynamoDbIdempotencyStore({ client: proxiedDoc, tableName: table.tableName }), ...options });
   }
@@ -46,8 +45,18 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
         });
       const first = await call();
       const replay = await call();
-      expect(first).toMatchObject({ outcome: 'failed', replayed: false, retryable: false, error: { code: 'CARD_DECLINED', message: 'the card was declined' } });
-      expect(replay).toMatchObject({ outcome: 'failed', replayed: true, retryable: false, error: { code: 'CARD_DECLINED', message: 'the card was declined' } });
+      expect(first).toMatchObject({
+        outcome: 'failed',
+        replayed: false,
+        retryable: false,
+        error: { code: 'CARD_DECLINED', message: 'the card was declined' },
+      });
+      expect(replay).toMatchObject({
+        outcome: 'failed',
+        replayed: true,
+        retryable: false,
+        error: { code: 'CARD_DECLINED', message: 'the card was declined' },
+      });
       expect(replay.first_executed_at).toBeDefined();
       // The declined call reached the downstream once; a local tool's failure committed no item, only its record.
       expect(await effects.count()).toBe(effect === 'local' ? 0 : 1);
@@ -104,33 +113,38 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('a cancelled transaction leaves neither the business item nor a SUCCEEDED record, and releases the key', async () => {
-      const e = engine();
-      const key = newKey();
-      const takenId = `taken-${key}`;
-      const newId = `new-${key}`;
-      // The order id is already used: the write's ConditionExpression fails, cancelling the whole transaction.
-      await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...orderKey(TENANT, takenId), order_id: takenId, owner: 'someone else' } }));
-      let runs = 0;
-      const call = () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-          runs++;
-          return {
-            result: { order_id: runs === 1 ? takenId : newId },
-            writes: [
-              { create: { key: orderKey(TENANT, `side-${key}`), item: { order_id: `side-${key}` } } },
-              orderWrite(TENANT, runs === 1 ? takenId : newId),
-            ],
-          };
-        });
-      expect(await call()).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'TRANSIENT_FAILURE' } });
-      expect(await stored(key)).toBeUndefined();
-      expect(await orderItem(table.doc, table.tableName, TENANT, takenId)).toMatchObject({ owner: 'someone else' });
-      expect(await orderItem(table.doc, table.tableName, TENANT, `side-${key}`)).toBeUndefined();
+    it.skipIf(effect === 'local')(
+      'a cancelled transaction leaves neither the business item nor a SUCCEEDED record, and releases the key',
+      async () => {
+        const e = engine();
+        const key = newKey();
+        const takenId = `taken-${key}`;
+        const newId = `new-${key}`;
+        // The order id is already used: the write's ConditionExpression fails, cancelling the whole transaction.
+        await table.doc.send(
+          new PutCommand({ TableName: table.tableName, Item: { ...orderKey(TENANT, takenId), order_id: takenId, owner: 'someone else' } }),
+        );
+        let runs = 0;
+        const call = () =>
+          e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
+            runs++;
+            return {
+              result: { order_id: runs === 1 ? takenId : newId },
+              writes: [
+                { create: { key: orderKey(TENANT, `side-${key}`), item: { order_id: `side-${key}` } } },
+                orderWrite(TENANT, runs === 1 ? takenId : newId),
+              ],
+            };
+          });
+        expect(await call()).toMatchObject({ outcome: 'failed', retryable: true, error: { code: 'TRANSIENT_FAILURE' } });
+        expect(await stored(key)).toBeUndefined();
+        expect(await orderItem(table.doc, table.tableName, TENANT, takenId)).toMatchObject({ owner: 'someone else' });
+        expect(await orderItem(table.doc, table.tableName, TENANT, `side-${key}`)).toBeUndefined();
 
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: newId } });
-      expect(runs).toBe(2);
-    });
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: newId } });
+        expect(runs).toBe(2);
+      },
+    );
 
     it('a result over maxResultBytes is refused with RESULT_TOO_LARGE: its writes do not commit, the outcome is left to verify', async () => {
       const e = engine();
@@ -187,83 +201,94 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(runs).toBe(1);
     });
 
-    it.skipIf(effect !== 'local')('a one-request commit the store never answers is unknown, with no second path tried; a later call commits once', async () => {
-      const e = engine();
-      const key = newKey();
-      const orderId = `order-${key}`;
-      const call = () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({
-          result: { order_id: orderId },
-          writes: [orderWrite(TENANT, orderId)],
-        }));
-      proxy.inject({ operation: 'TransactWriteItems', fault: 'fail', times: 100 });
-      expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true });
-      // The SDK's attempts of the one transaction, and no claim after them.
-      expect(proxy.received().map((r) => r.operation)).toEqual(['TransactWriteItems', 'TransactWriteItems', 'TransactWriteItems']);
-      expect(await stored(key)).toBeUndefined();
-      expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toBeUndefined();
-      proxy.clear();
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: orderId } });
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: orderId } });
-      expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toBeDefined();
-    });
+    it.skipIf(effect !== 'local')(
+      'a one-request commit the store never answers is unknown, with no second path tried; a later call commits once',
+      async () => {
+        const e = engine();
+        const key = newKey();
+        const orderId = `order-${key}`;
+        const call = () =>
+          e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({
+            result: { order_id: orderId },
+            writes: [orderWrite(TENANT, orderId)],
+          }));
+        proxy.inject({ operation: 'TransactWriteItems', fault: 'fail', times: 100 });
+        expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true });
+        // The SDK's attempts of the one transaction, and no claim after them.
+        expect(proxy.received().map((r) => r.operation)).toEqual(['TransactWriteItems', 'TransactWriteItems', 'TransactWriteItems']);
+        expect(await stored(key)).toBeUndefined();
+        expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toBeUndefined();
+        proxy.clear();
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: orderId } });
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: orderId } });
+        expect(await orderItem(table.doc, table.tableName, TENANT, orderId)).toBeDefined();
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('when the store stays down through completion, the record stays PROCESSING and then turns UNKNOWN; nothing runs again', async () => {
-      const clock = manualClock();
-      const e = engine({ clock: clock.clock, inProgressWaitMs: 50 });
-      const key = newKey();
-      let runs = 0;
-      const call = () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-          runs++;
-          return { result: 'done' };
-        });
-      proxy.inject({ operation: 'UpdateItem', fault: 'fail', times: 100 }); // both the completion and the UNKNOWN mark
-      expect(await call()).toMatchObject({ outcome: 'unknown' });
-      proxy.clear();
-      expect(await stored(key)).toMatchObject({ status: 'PROCESSING' });
-      expect(await call()).toMatchObject({ outcome: 'in_progress' });
-      clock.advance(11_000); // past the lease
-      expect(await call()).toMatchObject({ outcome: 'unknown' });
-      expect(await stored(key)).toMatchObject({ status: 'UNKNOWN', error_type: 'lease_expired' });
-      expect(runs).toBe(1);
-    });
+    it.skipIf(effect === 'local')(
+      'when the store stays down through completion, the record stays PROCESSING and then turns UNKNOWN; nothing runs again',
+      async () => {
+        const clock = manualClock();
+        const e = engine({ clock: clock.clock, inProgressWaitMs: 50 });
+        const key = newKey();
+        let runs = 0;
+        const call = () =>
+          e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
+            runs++;
+            return { result: 'done' };
+          });
+        proxy.inject({ operation: 'UpdateItem', fault: 'fail', times: 100 }); // both the completion and the UNKNOWN mark
+        expect(await call()).toMatchObject({ outcome: 'unknown' });
+        proxy.clear();
+        expect(await stored(key)).toMatchObject({ status: 'PROCESSING' });
+        expect(await call()).toMatchObject({ outcome: 'in_progress' });
+        clock.advance(11_000); // past the lease
+        expect(await call()).toMatchObject({ outcome: 'unknown' });
+        expect(await stored(key)).toMatchObject({ status: 'UNKNOWN', error_type: 'lease_expired' });
+        expect(runs).toBe(1);
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('a claim that fails runs nothing, answers unknown (the key may have run before) and leaves the key free', async () => {
-      const e = engine();
-      const key = newKey();
-      let runs = 0;
-      const call = () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-          runs++;
-          return { result: 'done' };
-        });
-      proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
-      const answer = await call();
-      expect(answer).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
-      expect(answer.retry_after_ms).toBeGreaterThan(0);
-      expect(answer.error?.message).not.toMatch(/nothing was executed/);
-      expect(runs).toBe(0);
-      proxy.clear();
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
-      expect(runs).toBe(1);
-    });
+    it.skipIf(effect === 'local')(
+      'a claim that fails runs nothing, answers unknown (the key may have run before) and leaves the key free',
+      async () => {
+        const e = engine();
+        const key = newKey();
+        let runs = 0;
+        const call = () =>
+          e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
+            runs++;
+            return { result: 'done' };
+          });
+        proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
+        const answer = await call();
+        expect(answer).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+        expect(answer.retry_after_ms).toBeGreaterThan(0);
+        expect(answer.error?.message).not.toMatch(/nothing was executed/);
+        expect(runs).toBe(0);
+        proxy.clear();
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+        expect(runs).toBe(1);
+      },
+    );
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('a retry of a call that succeeded, while the store refuses the claim, is not told that it failed', async () => {
-      const e = engine();
-      const key = newKey();
-      let runs = 0;
-      const call = () =>
-        e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: ++runs }));
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
-      proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
-      expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
-      proxy.clear();
-      expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 1 });
-      expect(runs).toBe(1);
-    });
+    it.skipIf(effect === 'local')(
+      'a retry of a call that succeeded, while the store refuses the claim, is not told that it failed',
+      async () => {
+        const e = engine();
+        const key = newKey();
+        let runs = 0;
+        const call = () => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: ++runs }));
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: false });
+        proxy.inject({ operation: 'PutItem', fault: 'fail', times: 100 });
+        expect(await call()).toMatchObject({ outcome: 'unknown', retryable: true, error: { code: 'STORE_UNAVAILABLE' } });
+        proxy.clear();
+        expect(await call()).toMatchObject({ outcome: 'succeeded', replayed: true, result: 1 });
+        expect(runs).toBe(1);
+      },
+    );
   });
 
   describe('answers lost on the way back (applied by DynamoDB, retried by the SDK)', () => {
@@ -280,33 +305,39 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
     });
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('a claim sent twice (its first answer lost) is never released with "nothing ran": a transient failure is UNKNOWN', async () => {
-      const e = engine();
-      const key = newKey();
-      let runs = 0;
-      proxy.inject({ operation: 'PutItem', fault: 'drop-response', times: 1 });
-      const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
-        runs++;
-        throw new TransientToolError('UPSTREAM_BUSY', 'try later');
-      });
-      expect(proxy.faulted()).toEqual([1]);
-      // An earlier attempt of the claim could still land after a release and recreate the record: the key is kept
-      // as UNKNOWN (the reconciler frees it) and the answer says so, as for any outcome the store cannot vouch for.
-      expect(answer).toMatchObject({ outcome: 'unknown', retryable: true });
-      expect(await stored(key)).toMatchObject({ status: 'UNKNOWN' });
-      expect(runs).toBe(1);
-    });
+    it.skipIf(effect === 'local')(
+      'a claim sent twice (its first answer lost) is never released with "nothing ran": a transient failure is UNKNOWN',
+      async () => {
+        const e = engine();
+        const key = newKey();
+        let runs = 0;
+        proxy.inject({ operation: 'PutItem', fault: 'drop-response', times: 1 });
+        const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => {
+          runs++;
+          throw new TransientToolError('UPSTREAM_BUSY', 'try later');
+        });
+        expect(proxy.faulted()).toEqual([1]);
+        // An earlier attempt of the claim could still land after a release and recreate the record: the key is kept
+        // as UNKNOWN (the reconciler frees it) and the answer says so, as for any outcome the store cannot vouch for.
+        expect(answer).toMatchObject({ outcome: 'unknown', retryable: true });
+        expect(await stored(key)).toMatchObject({ status: 'UNKNOWN' });
+        expect(runs).toBe(1);
+      },
+    );
 
     // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
-    it.skipIf(effect === 'local')('a lost completion answer: reported as this call\'s success, not as a replay, not as unknown', async () => {
-      const e = engine();
-      const key = newKey();
-      proxy.inject({ operation: 'UpdateItem', fault: 'drop-response', times: 1, bodyIncludes: 'SUCCEEDED' });
-      const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: 'done' }));
-      expect(proxy.faulted()).toEqual([1]);
-      expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false, result: 'done' });
-      expect(await stored(key)).toMatchObject({ status: 'SUCCEEDED' });
-    });
+    it.skipIf(effect === 'local')(
+      "a lost completion answer: reported as this call's success, not as a replay, not as unknown",
+      async () => {
+        const e = engine();
+        const key = newKey();
+        proxy.inject({ operation: 'UpdateItem', fault: 'drop-response', times: 1, bodyIncludes: 'SUCCEEDED' });
+        const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async () => ({ result: 'done' }));
+        expect(proxy.faulted()).toEqual([1]);
+        expect(answer).toMatchObject({ outcome: 'succeeded', replayed: false, result: 'done' });
+        expect(await stored(key)).toMatchObject({ status: 'SUCCEEDED' });
+      },
+    );
 
     it('a lost transaction answer: the business write commits once and the call succeeds', async () => {
       const e = engine();

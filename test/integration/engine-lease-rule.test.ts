@@ -31,7 +31,11 @@ describe("one lease rule (core/lease.ts) for the engine's records and the outbox
       await store.claim(takeOver, T0);
       const expire = processing();
       await store.claim(expire, T0);
-      expect({ now, takenOver: await store.takeOver(takeOver, takeOver.ownerToken, randomUUID(), now + 60_000, now), expired: await store.expireLease(expire, now, now) }).toEqual({
+      expect({
+        now,
+        takenOver: await store.takeOver(takeOver, takeOver.ownerToken, randomUUID(), now + 60_000, now),
+        expired: await store.expireLease(expire, now, now),
+      }).toEqual({
         now,
         takenOver: leaseHasPassed(LEASE, now),
         expired: leaseHasPassed(LEASE, now),

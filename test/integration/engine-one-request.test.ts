@@ -24,8 +24,9 @@ afterAll(async () => {
   await table.drop();
 });
 
-const localEngine = (options: Parameters<typeof engineFor>[1] = { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) }) =>
-  engineFor('local', options);
+const localEngine = (
+  options: Parameters<typeof engineFor>[1] = { store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }) },
+) => engineFor('local', options);
 
 /**
  * A local tool: its whole effect is one order item, committed with the record. It runs for every call, duplicates
@@ -54,7 +55,8 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const otherContainer = localEngine();
     const key = newKey();
     const tool = orderTool(key);
-    const call = (amount: number, engine = e) => engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, tool.executor);
+    const call = (amount: number, engine = e) =>
+      engine.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, {}, tool.executor);
 
     requests.reset();
     expect(await call(1)).toMatchObject({ outcome: 'succeeded', replayed: false, result: { order_id: tool.orderId } });
@@ -63,7 +65,11 @@ describe('the one-request path (a tool whose effect is local)', () => {
     expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: { run: 1 } });
 
     requests.reset();
-    expect(await call(1, otherContainer)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { order_id: tool.orderId, run: 1 } });
+    expect(await call(1, otherContainer)).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: { order_id: tool.orderId, run: 1 },
+    });
     expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
 
     requests.reset();
@@ -114,7 +120,13 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const key = newKey();
     const tool = orderTool(key);
     requests.reset();
-    expect(await localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 }, likelyReplay: true }, {}, tool.executor)).toMatchObject({
+    expect(
+      await localEngine().run(
+        { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 }, likelyReplay: true },
+        {},
+        tool.executor,
+      ),
+    ).toMatchObject({
       outcome: 'succeeded',
       replayed: false,
     });
@@ -128,7 +140,8 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const e = localEngine();
     const key = newKey();
     let run = 0;
-    const call = () => e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, {}, async () => ({ result: { run: ++run } }));
+    const call = () =>
+      e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, {}, async () => ({ result: { run: ++run } }));
     await call();
     await table.doc.send(new DeleteCommand({ TableName: table.tableName, Key: Keys.idempotency(TENANT, TOOL, key) }));
     requests.reset();
@@ -148,14 +161,19 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const fresh = answers.filter((a) => a.outcome === 'succeeded' && !a.replayed);
     expect(fresh).toHaveLength(1);
     for (const a of answers) expect(a).toMatchObject({ outcome: 'succeeded', result: fresh[0]!.result });
-    expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({ status: 'SUCCEEDED', result: fresh[0]!.result });
+    expect(await storedItem(table.doc, table.tableName, TENANT, TOOL, key)).toMatchObject({
+      status: 'SUCCEEDED',
+      result: fresh[0]!.result,
+    });
     // No read, no claim: each duplicate learnt the winner's record from its own cancelled transaction (a
     // transaction that met the winner's in flight tried again).
     expect(Object.keys(requests.byOperation)).toEqual(['TransactWriteItems']);
     expect(tool.paths.every((p) => p === 'one_request')).toBe(true);
     // Twenty runs, one effect: the table holds one committed run, the one every answer names.
     expect(await tool.effects.count()).toBe(1);
-    expect(await orderItem(table.doc, table.tableName, TENANT, tool.orderId)).toMatchObject({ run: (fresh[0]!.result as { run: number }).run });
+    expect(await orderItem(table.doc, table.tableName, TENANT, tool.orderId)).toMatchObject({
+      run: (fresh[0]!.result as { run: number }).run,
+    });
   });
 
   it('concurrent calls with other arguments: one commits, the others answer conflict', async () => {
@@ -180,19 +198,23 @@ describe('the one-request path (a tool whose effect is local)', () => {
     const tool = orderTool(key);
     await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 1 } }, {}, tool.executor);
     requests.reset();
-    expect(await localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 2 } }, {}, tool.executor)).toMatchObject({
+    expect(
+      await localEngine().run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount: 2 } }, {}, tool.executor),
+    ).toMatchObject({
       outcome: 'conflict',
     });
     expect(requests.total()).toBe(1);
     expect(await tool.effects.count()).toBe(1);
   });
 
-  it("a write refused by its own condition takes the claimed path: the tool runs again there and its answer settles", async () => {
+  it('a write refused by its own condition takes the claimed path: the tool runs again there and its answer settles', async () => {
     const e = localEngine();
     const key = newKey();
     const orderId = `order-${key}`;
     // An order left by an earlier use of the key whose record expired: the one-request put is refused.
-    await table.doc.send(new PutCommand({ TableName: table.tableName, Item: { ...orderKey(TENANT, orderId), order_id: orderId, left: 'before' } }));
+    await table.doc.send(
+      new PutCommand({ TableName: table.tableName, Item: { ...orderKey(TENANT, orderId), order_id: orderId, left: 'before' } }),
+    );
     const paths: ExecutionPath[] = [];
     const answer = await e.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: {} }, {}, async (ctx) => {
       paths.push(ctx.path);
@@ -207,12 +229,15 @@ describe('the one-request path (a tool whose effect is local)', () => {
 
   it('past retention the key is free on this path too: the next call commits again in one request', async () => {
     const clock = manualClock();
-    const engine = () => localEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), clock: clock.clock });
+    const engine = () =>
+      localEngine({ store: new DynamoDbIdempotencyStore({ client: doc, tableName: table.tableName }), clock: clock.clock });
     const [e, otherContainer] = [engine(), engine()];
     const key = newKey();
     let run = 0;
     const call = (amount: number, on = e) =>
-      on.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, { retentionSeconds: 60 }, async () => ({ result: { run: ++run } }));
+      on.run({ tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { amount } }, { retentionSeconds: 60 }, async () => ({
+        result: { run: ++run },
+      }));
     await call(1);
     clock.advance(60_000);
     requests.reset();

@@ -8,7 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { UncertainToolError } from 'idempotent-mcp/engine';
-import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler, type RunningReconciler, type ToolRuntime } from 'idempotent-mcp/mcp';
+import {
+  createToolRuntime,
+  defineWriteTool,
+  registerWriteTool,
+  startReconciler,
+  type RunningReconciler,
+  type ToolRuntime,
+} from 'idempotent-mcp/mcp';
 import type { LocalStack } from '../../local/stack';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
@@ -65,7 +72,12 @@ describe.concurrent('request_payment on the reference endpoint, the provider boo
       expect(early).toMatchObject({ outcome: 'unknown', retryable: true });
 
       // Settled, or charged twice (what happened before the window was kept).
-      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || (await paymentsOf(operationId)).length > 1 ? true : undefined), 'the record to settle', 40_000, 200);
+      await eventually(
+        async () => ((await record())?.status === 'SUCCEEDED' || (await paymentsOf(operationId)).length > 1 ? true : undefined),
+        'the record to settle',
+        40_000,
+        200,
+      );
       const payments = await paymentsOf(operationId);
       expect(payments).toHaveLength(1);
       expect(await record()).toMatchObject({ status: 'SUCCEEDED', reconcileAttempts: undefined });
@@ -108,13 +120,19 @@ describe.concurrent("a team's own server with startReconciler, its provider book
         response = await fetch(`${provider.url}/bookings`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'payment', payload: { amount_minor: args.amount_minor, currency: 'EUR', payee_id: args.supplier } }),
+          body: JSON.stringify({
+            tenant: ctx.tenant,
+            key: ctx.idempotencyKey,
+            kind: 'payment',
+            payload: { amount_minor: args.amount_minor, currency: 'EUR', payee_id: args.supplier },
+          }),
           signal,
         });
       } catch {
         throw new UncertainToolError('PROVIDER_TIMEOUT', 'the provider did not answer in time');
       }
-      if (response.status !== 201 && response.status !== 200) throw new UncertainToolError('PROVIDER_ERROR', `the provider answered ${response.status}`);
+      if (response.status !== 201 && response.status !== 200)
+        throw new UncertainToolError('PROVIDER_ERROR', `the provider answered ${response.status}`);
       return { result: { payment_id: ((await response.json()) as { booking_id: string }).booking_id } };
     },
     async reconcile({ record, signal }) {
@@ -136,8 +154,19 @@ describe.concurrent("a team's own server with startReconciler, its provider book
     await ensureTable(stack.services.doc, tableName);
     const store = new DynamoDbIdempotencyStore({ client: stack.services.doc, tableName });
     // The same downstream timeout for the engine and the reconciler: both derive the tool's window from it.
-    services = createToolRuntime({ store, secret: randomUUID() + randomUUID(), engine: { downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, unknownRetryAfterMs: 200 } });
-    reconciler = startReconciler({ tools: [paySupplier], store, intervalMs: 200, downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, metrics: false, logger: silent });
+    services = createToolRuntime({
+      store,
+      secret: randomUUID() + randomUUID(),
+      engine: { downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS, unknownRetryAfterMs: 200 },
+    });
+    reconciler = startReconciler({
+      tools: [paySupplier],
+      store,
+      intervalMs: 200,
+      downstreamTimeoutMs: DOWNSTREAM_TIMEOUT_MS,
+      metrics: false,
+      logger: silent,
+    });
     urls.v1 = await servers.v1(() => {
       const server = new V1McpServer({ name: 'suppliers-v1', version: '1.0.0' });
       registerWriteTool(server, paySupplier, registration());
@@ -167,29 +196,44 @@ describe.concurrent("a team's own server with startReconciler, its provider book
     return client;
   }
 
-  it.sequential.each(['v1', 'v2'] as const)('SDK %s: one payment, the record SUCCEEDED, the retry replays it', { timeout: 60_000 }, async (line) => {
-    const client = await connect(line);
-    const key = `key-${randomUUID()}`;
-    const args = { idempotency_key: key, supplier: `supplier-${line}`, amount_minor: 4200 };
-    const record = () => services.store.get({ tenant: TENANT, tool: 'pay_supplier', idempotencyKey: key });
-    try {
-      provider.arm({ mode: 'late-commit', times: 2, delayMs: LATE_MS });
-      expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
-      // The reconciler has asked (and heard "not found") before the provider booked; the retry must not run again.
-      await eventually(async () => (provider.lookups(key) > 0 ? true : undefined), 'the reconciler to ask the provider', 10_000, 20);
-      expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
-      await eventually(async () => ((await record())?.status === 'SUCCEEDED' || provider.bookings(key).length > 1 ? true : undefined), 'the record to settle', 30_000, 200);
-      const payments = provider.bookings(key);
-      expect(payments).toHaveLength(1);
-      expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payments[0]!.booking_id } });
-      // One payment booked, from the one request that reached the provider: no retry ran the tool again.
-      expect(provider.bookings(key)).toHaveLength(1);
-      expect(provider.calls(key)).toBe(1);
-    } finally {
-      await client.close();
-      provider.clear();
-    }
-  });
+  it.sequential.each(['v1', 'v2'] as const)(
+    'SDK %s: one payment, the record SUCCEEDED, the retry replays it',
+    { timeout: 60_000 },
+    async (line) => {
+      const client = await connect(line);
+      const key = `key-${randomUUID()}`;
+      const args = { idempotency_key: key, supplier: `supplier-${line}`, amount_minor: 4200 };
+      const record = () => services.store.get({ tenant: TENANT, tool: 'pay_supplier', idempotencyKey: key });
+      try {
+        provider.arm({ mode: 'late-commit', times: 2, delayMs: LATE_MS });
+        expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
+        // The reconciler has asked (and heard "not found") before the provider booked; the retry must not run again.
+        await eventually(async () => (provider.lookups(key) > 0 ? true : undefined), 'the reconciler to ask the provider', 10_000, 20);
+        expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({ outcome: 'unknown', retryable: true });
+        await eventually(
+          async () => ((await record())?.status === 'SUCCEEDED' || provider.bookings(key).length > 1 ? true : undefined),
+          'the record to settle',
+          30_000,
+          200,
+        );
+        const payments = provider.bookings(key);
+        expect(payments).toHaveLength(1);
+        expect(await callWrite(client, 'pay_supplier', args)).toMatchObject({
+          outcome: 'succeeded',
+          replayed: true,
+          result: { payment_id: payments[0]!.booking_id },
+        });
+        // One payment booked, from the one request that reached the provider: no retry ran the tool again.
+        expect(provider.bookings(key)).toHaveLength(1);
+        expect(provider.calls(key)).toBe(1);
+      } finally {
+        await client.close();
+        provider.clear();
+      }
+    },
+  );
 });
 
-const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} } as unknown as Parameters<typeof startReconciler>[0]['logger'];
+const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} } as unknown as Parameters<
+  typeof startReconciler
+>[0]['logger'];

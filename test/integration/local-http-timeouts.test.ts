@@ -71,7 +71,11 @@ describe('the local server and slow clients', () => {
       stack.downstream.arm({ mode: 'commit-then-timeout', delayMs: TIMEOUTS.requestMs + 500 });
       const started = Date.now();
       const booked = await callWrite(client, FixtureTool.write, { idempotency_key: key, note: 'slow' });
-      expect(booked).toMatchObject({ outcome: 'succeeded', replayed: false, result: { booking_id: stack.downstream.bookings(key)[0]!.booking_id } });
+      expect(booked).toMatchObject({
+        outcome: 'succeeded',
+        replayed: false,
+        result: { booking_id: stack.downstream.bookings(key)[0]!.booking_id },
+      });
       expect(Date.now() - started).toBeGreaterThan(TIMEOUTS.requestMs);
     } finally {
       await client.close();

@@ -30,8 +30,12 @@ const paymentsWithKey = async (key: string) => stack.downstream.bookings(key);
 type Answer = RawToolAnswer;
 
 /** One raw 2026-07-28 tools/call, as any client sends it. */
-const call = (name: string, args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}, capabilities: Record<string, unknown> = URL_ELICITATION) =>
-  rawToolCall(stack.mcpUrl, agentToken, name, args, round, capabilities);
+const call = (
+  name: string,
+  args: Record<string, unknown>,
+  round: { requestState?: string; inputResponses?: unknown } = {},
+  capabilities: Record<string, unknown> = URL_ELICITATION,
+) => rawToolCall(stack.mcpUrl, agentToken, name, args, round, capabilities);
 
 async function operationId(): Promise<string> {
   return (await call('issue_operation_id', { tool: PAY })).structuredContent!.operation_id as string;
@@ -44,7 +48,10 @@ describe('a 2026-07-28 client with URL elicitation', () => {
   it('gets the approval link; the payment runs only once the person approved on the page, whatever the client answers', async () => {
     const id = await operationId();
     const first = await call(PAY, paymentArgs(id));
-    expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } } });
+    expect(first).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { confirm: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
     const link = linkOf(first);
     expect(link).toMatch(new RegExp(`^${stack.url}/approvals/[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{22}$`));
     expect(first.inputRequests!.confirm.params.message).toContain('Pay 12.50 EUR to payee-7 (memo: "rent")');
@@ -190,7 +197,8 @@ describe('a 2026-07-28 client with URL elicitation', () => {
     expect(JSON.stringify(first.content)).toContain('Pay 12.50 EUR to payee-7 (memo: \\"rent\\")');
 
     // The client retries on its own before the person decided: the same link, never a run.
-    for (let i = 0; i < 3; i++) expect((await call(PAY, paymentArgs(id), {}, capabilities)).structuredContent).toMatchObject({ approval_url: link });
+    for (let i = 0; i < 3; i++)
+      expect((await call(PAY, paymentArgs(id), {}, capabilities)).structuredContent).toMatchObject({ approval_url: link });
     expect(stack.downstream.calls(id)).toBe(0);
 
     // The same page, the same sign-in: the person approves; the same key runs once, and replays after.
@@ -218,7 +226,7 @@ describe('a 2026-07-28 client with URL elicitation', () => {
 });
 
 describe('only a signed-in person of the tenant decides, once', () => {
-  it('another tenant\'s person cannot see or decide it; the agent\'s bearer token cannot decide it', async () => {
+  it("another tenant's person cannot see or decide it; the agent's bearer token cannot decide it", async () => {
     const id = await operationId();
     const link = linkOf(await call(PAY, paymentArgs(id)));
     const stranger = new PageVisitor();
@@ -257,12 +265,14 @@ describe('only a signed-in person of the tenant decides, once', () => {
     expect(replay.status).toBe(409);
     const record = await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: id });
     expect(record!.log.filter((entry) => entry.event !== 'requested')).toHaveLength(1);
-    const settled = await Promise.all([1, 2, 3].map(() => call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes })));
+    const settled = await Promise.all(
+      [1, 2, 3].map(() => call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes })),
+    );
     expect((await paymentsWithKey(id)).length).toBe(record!.status === 'approved' ? 1 : 0);
     expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
   });
 
-  it('the sign-in\'s code and verifier go only to the configured token endpoint, never to a host the request names', async () => {
+  it("the sign-in's code and verifier go only to the configured token endpoint, never to a host the request names", async () => {
     // A server that would receive the code exchange if the page posted it to the request's Host.
     const { createServer } = await import('node:http');
     const received: string[] = [];
@@ -292,7 +302,7 @@ describe('only a signed-in person of the tenant decides, once', () => {
     }
   });
 
-  it('an ID token issued for several audiences signs in only when its azp is the page\'s client', async () => {
+  it("an ID token issued for several audiences signs in only when its azp is the page's client", async () => {
     const auth = stack.config.auth;
     if (auth.mode !== 'dev') throw new Error('the local stack signs with the dev issuer');
     const signIn = stack.config.approvals.signIn!;
@@ -302,7 +312,11 @@ describe('only a signed-in person of the tenant decides, once', () => {
     const { createServer } = await import('node:http');
     const issuer = createServer(async (_req, res) => {
       const now = Math.floor(Date.now() / 1000);
-      const idToken = await new CompactSign(new TextEncoder().encode(JSON.stringify({ iss: auth.issuer, sub: 'alice', [auth.tenantClaim]: TENANT, exp: now + 300, iat: now, ...claims })))
+      const idToken = await new CompactSign(
+        new TextEncoder().encode(
+          JSON.stringify({ iss: auth.issuer, sub: 'alice', [auth.tenantClaim]: TENANT, exp: now + 300, iat: now, ...claims }),
+        ),
+      )
         .setProtectedHeader({ alg: 'ES256', kid: pair.kid, typ: 'JWT' })
         .sign(await importJWK(pair.privateJwk, 'ES256'));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id_token: idToken }));
@@ -325,7 +339,9 @@ describe('only a signed-in person of the tenant decides, once', () => {
         claims = given;
         const start = await app.request(`${stack.url}/approvals/${id}`);
         const state = new URL(start.headers.get('location')!, stack.url).searchParams.get('state')!;
-        const back = await app.request(`${stack.url}/approvals/callback?code=c&state=${state}`, { headers: { cookie: start.headers.get('set-cookie')!.split(';')[0]! } });
+        const back = await app.request(`${stack.url}/approvals/callback?code=c&state=${state}`, {
+          headers: { cookie: start.headers.get('set-cookie')!.split(';')[0]! },
+        });
         return back.status;
       };
       expect(await signInWith({ aud: [signIn.clientId, 'another-app'] })).toBe(401);
@@ -380,7 +396,10 @@ describe('what the person sees is what is paid', () => {
 
   it('a code that is not an ISO 4217 currency is refused', async () => {
     const refused = await call(PAY, paymentArgs(await operationId(), { currency: 'ZZZ' }));
-    expect(refused.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('ISO 4217') } });
+    expect(refused.structuredContent).toMatchObject({
+      outcome: 'rejected',
+      error: { code: 'INVALID_ARGUMENTS', message: expect.stringContaining('ISO 4217') },
+    });
   });
 });
 
@@ -388,7 +407,12 @@ describe('a 2025-11-25 client', () => {
   const legacy = async (args: Record<string, unknown>) => {
     const response = await fetch(stack.mcpUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${agentToken}`, 'Mcp-Protocol-Version': '2025-11-25' },
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        Authorization: `Bearer ${agentToken}`,
+        'Mcp-Protocol-Version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: PAY, arguments: args } }),
     });
     return (await response.json()) as { error?: unknown; result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
@@ -398,7 +422,10 @@ describe('a 2025-11-25 client', () => {
     const id = await operationId();
     const first = await legacy(paymentArgs(id));
     expect(first.error).toBeUndefined();
-    expect(first.result).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } } });
+    expect(first.result).toMatchObject({
+      isError: false,
+      structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' } },
+    });
     const link = first.result!.structuredContent.approval_url as string;
     expect(link).toContain('/approvals/');
     expect((await legacy(paymentArgs(id))).result!.structuredContent.approval_url).toBe(link);
@@ -415,13 +442,18 @@ describe('a 2025-11-25 client', () => {
     const link = (await legacy(paymentArgs(id))).result!.structuredContent.approval_url as string;
     const person = new PageVisitor();
     await person.decide(link, 'decline', await person.signIn(link, TENANT));
-    expect((await legacy(paymentArgs(id))).result).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } } });
+    expect((await legacy(paymentArgs(id))).result).toMatchObject({
+      isError: true,
+      structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } },
+    });
     expect(await paymentsWithKey(id)).toEqual([]);
     expect(await stack.services.store.get({ tenant: TENANT, tool: PAY, idempotencyKey: id })).toBeUndefined();
   });
 });
 
 async function issue(client: Awaited<ReturnType<typeof connectModernClient>>) {
-  const result = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })) as { structuredContent: { operation_id: string } };
+  const result = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })) as {
+    structuredContent: { operation_id: string };
+  };
   return result.structuredContent.operation_id;
 }

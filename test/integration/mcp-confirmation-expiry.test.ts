@@ -3,7 +3,13 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import {
+  closeDynamoDbClient,
+  createDynamoDbClient,
+  DynamoDbApprovalStore,
+  DynamoDbIdempotencyStore,
+  ensureTable,
+} from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
 import { parseApprovalId } from '../../lambdas/core/approval';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
@@ -86,9 +92,15 @@ afterAll(async () => {
 });
 
 /** A 2026-07-28 client whose person is asked through `onAsk` (every elicitation it shows them is kept in `asked`). */
-async function personAt(capabilities: Record<string, unknown>, onAsk: (params: Record<string, unknown>) => Promise<Record<string, unknown>>) {
+async function personAt(
+  capabilities: Record<string, unknown>,
+  onAsk: (params: Record<string, unknown>) => Promise<Record<string, unknown>>,
+) {
   const asked: Array<Record<string, unknown>> = [];
-  const client = new ModernClient({ name: 'confirm-expiry-test', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities });
+  const client = new ModernClient(
+    { name: 'confirm-expiry-test', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities },
+  );
   client.setRequestHandler('elicitation/create', async (request) => {
     const params = request.params as Record<string, unknown>;
     asked.push(params);
@@ -105,7 +117,9 @@ async function approveLink(link: string): Promise<void> {
   const binding = parseApprovalId(link.slice(link.lastIndexOf('/') + 1))!;
   const round = await approvals.current(binding);
   expect(round?.nonce).toBe(binding.nonce);
-  expect(await approvals.decide(round!, { status: 'approved', by: 'alice', at: Date.now() + aheadMs, via: 'url' })).toMatchObject({ applied: true });
+  expect(await approvals.decide(round!, { status: 'approved', by: 'alice', at: Date.now() + aheadMs, via: 'url' })).toMatchObject({
+    applied: true,
+  });
 }
 
 describe("a key whose settled record's retention ended under onExpired 'execute'", () => {
@@ -158,7 +172,10 @@ describe("a key whose settled record's retention ended under onExpired 'execute'
   });
 
   it("a 'required' tool asks the person in the form again before it runs again", async () => {
-    const { client, asked, call } = await personAt({ elicitation: { form: {} } }, async () => ({ action: 'accept', content: { confirm: true } }));
+    const { client, asked, call } = await personAt({ elicitation: { form: {} } }, async () => ({
+      action: 'accept',
+      content: { confirm: true },
+    }));
     try {
       const key = `key-${randomUUID()}`;
       const args = { idempotency_key: key, title: 'Hello' };

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callWrite, connectClient, connectModernClient, rawToolCall, URL_ELICITATION } from '../support/mcp';
 import { PageVisitor } from '../support/approval';
-import { FixtureTool, fixtureOrder, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import {
+  FixtureTool,
+  fixtureOrder,
+  fixturePaymentArgs as paymentArgs,
+  startFixtureStack,
+  type FixtureStack,
+} from '../support/fixture-tools';
 import { issueOperationId } from '../support/side-effects';
 
 /**
@@ -96,11 +102,19 @@ describe('a 2026-07-28 client is asked to confirm', () => {
     try {
       const operationId = await issueOperationId(client, PAY);
       const asked = await callWrite(client, PAY, paymentArgs(operationId));
-      expect(asked).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringContaining('/approvals/') });
+      expect(asked).toMatchObject({
+        outcome: 'in_progress',
+        retryable: true,
+        error: { code: 'APPROVAL_REQUIRED' },
+        approval_url: expect.stringContaining('/approvals/'),
+      });
       expect(asked.error!.message).toContain('call again with the same key');
       expect(await paymentsWithKey(operationId)).toEqual([]);
       // No form round was opened for a client that cannot show one: the round is the page's.
-      expect(await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: operationId })).toMatchObject({ mode: 'url', status: 'pending' });
+      expect(await stack.services.approvals.current({ tenant: TENANT, tool: PAY, idempotencyKey: operationId })).toMatchObject({
+        mode: 'url',
+        status: 'pending',
+      });
     } finally {
       await client.close();
     }
@@ -109,7 +123,7 @@ describe('a 2026-07-28 client is asked to confirm', () => {
 
 describe('the requestState cannot be forged or moved to other arguments', () => {
   const FORM_CLIENT = { elicitation: { form: {} } };
-  const yes = { [`confirm`]: { action: 'accept', content: { confirm: true } } };
+  const yes = { confirm: { action: 'accept', content: { confirm: true } } };
   let token: string;
   beforeAll(async () => {
     token = await stack.tokenFor(TENANT);
@@ -118,18 +132,24 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
   const call = (args: Record<string, unknown>, round: { requestState?: string; inputResponses?: unknown } = {}) =>
     rawToolCall(stack.mcpUrl, token, PAY, args, round, FORM_CLIENT);
   const operationId = async () =>
-    (await rawToolCall(stack.mcpUrl, token, 'issue_operation_id', { tool: PAY }, {}, FORM_CLIENT)).structuredContent!.operation_id as string;
+    (await rawToolCall(stack.mcpUrl, token, 'issue_operation_id', { tool: PAY }, {}, FORM_CLIENT)).structuredContent!
+      .operation_id as string;
 
   it('the first round asks: input_required with the summary form and a requestState', async () => {
     const first = await call(paymentArgs(await operationId()));
     expect(first).toMatchObject({
       resultType: 'input_required',
       requestState: expect.stringMatching(/^cf1\./),
-      inputRequests: { confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') } } },
+      inputRequests: {
+        confirm: { method: 'elicitation/create', params: { message: expect.stringContaining('Pay 12.50 EUR to payee-7 (memo: "rent")') } },
+      },
     });
     // The form shows amounts as the page does: grouped, by the currency's minor units.
     const large = await call(paymentArgs(await operationId(), { currency: 'JPY', amount_minor: 1_000_000_000 }));
-    expect(large.inputRequests!.confirm.params).toMatchObject({ mode: 'form', message: expect.stringContaining('Pay 1,000,000,000 JPY to payee-7') });
+    expect(large.inputRequests!.confirm.params).toMatchObject({
+      mode: 'form',
+      message: expect.stringContaining('Pay 1,000,000,000 JPY to payee-7'),
+    });
   });
 
   it('a forged requestState, or one minted for other arguments, is refused and nothing runs', async () => {
@@ -156,7 +176,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     const id = await operationId();
     const { requestState } = (await call(paymentArgs(id))) as { requestState: string };
     const no = { confirm: { action: 'decline' } };
-    expect((await call(paymentArgs(id), { requestState, inputResponses: no })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    expect((await call(paymentArgs(id), { requestState, inputResponses: no })).structuredContent).toMatchObject({
+      error: { code: 'CONFIRMATION_DECLINED' },
+    });
     const again = await call(paymentArgs(id), { requestState, inputResponses: yes });
     expect(again.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     expect(await paymentsWithKey(id)).toEqual([]);
@@ -185,7 +207,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     // The person approves on the page: then the form-only client's call runs, once.
     const person = new PageVisitor();
     expect((await person.decide(link, 'approve', await person.signIn(link, TENANT, 'alice'))).status).toBe(200);
-    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ outcome: 'succeeded' });
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({
+      outcome: 'succeeded',
+    });
     expect(await paymentsWithKey(id)).toHaveLength(1);
     expect(await stack.services.approvals.current(key)).toMatchObject({ status: 'approved', decidedBy: `alice@${TENANT}` });
   });
@@ -196,7 +220,9 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     const link = onPage.inputRequests!.confirm.params.url;
     const person = new PageVisitor();
     expect((await person.decide(link, 'decline', await person.signIn(link, TENANT, 'bob'))).status).toBe(200);
-    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({ error: { code: 'CONFIRMATION_DECLINED' } });
+    expect((await call(paymentArgs(id), { requestState: onPage.requestState, inputResponses: yes })).structuredContent).toMatchObject({
+      error: { code: 'CONFIRMATION_DECLINED' },
+    });
     const anew = await call(paymentArgs(id));
     expect(anew.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_DECLINED' } });
     expect(await paymentsWithKey(id)).toEqual([]);
@@ -210,7 +236,10 @@ describe('the requestState cannot be forged or moved to other arguments', () => 
     clockAheadMs = 16 * 60_000; // past the approval TTL (APPROVAL_TTL_SECONDS, 15 minutes by default)
     try {
       const late = await call(paymentArgs(id), { requestState, inputResponses: yes });
-      expect(late.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'CONFIRMATION_INVALID', message: expect.stringMatching(/too late/) } });
+      expect(late.structuredContent).toMatchObject({
+        outcome: 'rejected',
+        error: { code: 'CONFIRMATION_INVALID', message: expect.stringMatching(/too late/) },
+      });
       expect(await paymentsWithKey(id)).toEqual([]);
       expect(await call(paymentArgs(id))).toMatchObject({ resultType: 'input_required' });
     } finally {
@@ -225,7 +254,12 @@ describe('2025-era clients', () => {
     try {
       const operationId = await issueOperationId(client, PAY);
       const asked = await callWrite(client, PAY, paymentArgs(operationId));
-      expect(asked).toMatchObject({ outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringContaining('/approvals/') });
+      expect(asked).toMatchObject({
+        outcome: 'in_progress',
+        retryable: true,
+        error: { code: 'APPROVAL_REQUIRED' },
+        approval_url: expect.stringContaining('/approvals/'),
+      });
       expect(await paymentsWithKey(operationId)).toEqual([]);
       const link = asked.approval_url!;
       const person = new PageVisitor();
@@ -234,7 +268,9 @@ describe('2025-era clients', () => {
       expect(await paymentsWithKey(operationId)).toHaveLength(1);
       // Tools without confirmation are unaffected.
       const orderKey = `order-${operationId.slice(-12)}`;
-      expect(await callWrite(client, FixtureTool.order, { idempotency_key: orderKey, item: 'S', quantity: 1 })).toMatchObject({ outcome: 'succeeded' });
+      expect(await callWrite(client, FixtureTool.order, { idempotency_key: orderKey, item: 'S', quantity: 1 })).toMatchObject({
+        outcome: 'succeeded',
+      });
       expect(await fixtureOrder(stack, TENANT, orderKey)).toMatchObject({ item: 'S', quantity: 1 });
     } finally {
       await client.close();
@@ -248,10 +284,17 @@ describe('2025-era clients', () => {
     await client.close();
     const response = await fetch(stack.mcpUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, 'Mcp-Protocol-Version': '2025-06-18' },
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        Authorization: `Bearer ${token}`,
+        'Mcp-Protocol-Version': '2025-06-18',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: PAY, arguments: paymentArgs(operationId) } }),
     });
-    const { result } = (await response.json()) as { result: { isError: boolean; structuredContent: { outcome: string; approval_url: string; error: { code: string; message: string } } } };
+    const { result } = (await response.json()) as {
+      result: { isError: boolean; structuredContent: { outcome: string; approval_url: string; error: { code: string; message: string } } };
+    };
     expect(result).toMatchObject({ isError: false, structuredContent: { outcome: 'in_progress', error: { code: 'APPROVAL_REQUIRED' } } });
     expect(result.structuredContent.error.message).toContain(result.structuredContent.approval_url);
     expect(await paymentsWithKey(operationId)).toEqual([]);

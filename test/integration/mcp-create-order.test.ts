@@ -80,11 +80,15 @@ describe("the reference endpoint's tools as a 2026-07-28 client lists them", () 
     const modern = await connectModernClient(stack, TENANT);
     try {
       const { tools } = await modern.listTools();
-      const keyOf = (name: string) => tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
-      for (const name of ['create_order', 'send_email', 'create_ticket']) expect(keyOf(name).idempotency_key, name).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
+      const keyOf = (name: string) =>
+        tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
+      for (const name of ['create_order', 'send_email', 'create_ticket'])
+        expect(keyOf(name).idempotency_key, name).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
       expect(keyOf('request_payment').operation_id).toMatchObject({ type: 'string', 'x-mcp-header': 'Operation-Id' });
       // None carries a declaration the spec makes the client drop.
-      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_order', 'request_payment', 'send_email', 'create_ticket', 'get_order', 'get_operation_status']));
+      expect(tools.map((tool) => tool.name)).toEqual(
+        expect.arrayContaining(['create_order', 'request_payment', 'send_email', 'create_ticket', 'get_order', 'get_operation_status']),
+      );
     } finally {
       await modern.close();
     }

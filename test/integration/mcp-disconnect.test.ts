@@ -42,7 +42,9 @@ function startCall(key: string, era: 'modern' | 'legacy') {
       : { 'Mcp-Protocol-Version': '2025-11-25' }),
   };
   const answered = deferred<void>();
-  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false }, () => answered.resolve());
+  const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers, agent: false }, () =>
+    answered.resolve(),
+  );
   // Destroyed on purpose below; nothing else may end this request.
   const closed = new Promise<Error | undefined>((resolve) => req.on('error', resolve).on('close', () => resolve(undefined)));
   req.end(body);

@@ -29,7 +29,12 @@ const WRITE = FixtureTool.write;
 const ORDER = FixtureTool.order;
 const READ = 'fixture_get_booking';
 const note = (key: string, overrides: Record<string, unknown> = {}) => ({ idempotency_key: key, note: 'hello', ...overrides });
-const fixtureOrderArgs = (key: string, overrides: Record<string, unknown> = {}) => ({ idempotency_key: key, item: 'widget', quantity: 2, ...overrides });
+const fixtureOrderArgs = (key: string, overrides: Record<string, unknown> = {}) => ({
+  idempotency_key: key,
+  item: 'widget',
+  quantity: 2,
+  ...overrides,
+});
 
 beforeAll(async () => {
   // A short in-progress wait keeps the in_progress case quick; the outcome does not depend on it. No background
@@ -53,9 +58,7 @@ describe('tools/list', () => {
   it('publishes every write tool with a required key, its usage, truthful annotations and the result contract', async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
-    expect([...byName.keys()]).toEqual(
-      expect.arrayContaining([ORDER, WRITE, READ, 'get_operation_status', 'issue_operation_id']),
-    );
+    expect([...byName.keys()]).toEqual(expect.arrayContaining([ORDER, WRITE, READ, 'get_operation_status', 'issue_operation_id']));
 
     for (const [name, openWorld] of [
       [ORDER, false],
@@ -158,9 +161,14 @@ describe('the result contract, outcome by outcome', () => {
   it('rejected: a missing key is "required", and every sentence of the answer ends before the next begins', async () => {
     const { idempotency_key: _omitted, ...withoutKey } = note('unused-key');
     const answer = await client.callTool({ name: WRITE, arguments: withoutKey });
-    expect(answer.structuredContent).toMatchObject({ outcome: 'rejected', error: { code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotency_key is required.' } });
+    expect(answer.structuredContent).toMatchObject({
+      outcome: 'rejected',
+      error: { code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotency_key is required.' },
+    });
     const text = (answer.content as Array<{ text: string }>)[0]!.text;
-    expect(text).toBe('Rejected (INVALID_IDEMPOTENCY_KEY): idempotency_key is required. Fix the call; retrying it unchanged will not help.');
+    expect(text).toBe(
+      'Rejected (INVALID_IDEMPOTENCY_KEY): idempotency_key is required. Fix the call; retrying it unchanged will not help.',
+    );
     // Whatever the refusal, no sentence runs into the next ("... must be a string Fix the call").
     for (const args of [note('short'), note(newKey(), { note: 42 })]) {
       const refused = await client.callTool({ name: WRITE, arguments: args });
@@ -175,7 +183,11 @@ describe('the result contract, outcome by outcome', () => {
     const first = await callWrite(client, FixtureTool.payment, args);
     expect(first).toMatchObject({ outcome: 'failed', replayed: false, retryable: false, error: { code: 'DOWNSTREAM_REJECTED' } });
     const again = await callWrite(client, FixtureTool.payment, args);
-    expect(again).toMatchObject({ outcome: 'failed', replayed: true, error: { code: 'DOWNSTREAM_REJECTED', message: first.error!.message } });
+    expect(again).toMatchObject({
+      outcome: 'failed',
+      replayed: true,
+      error: { code: 'DOWNSTREAM_REJECTED', message: first.error!.message },
+    });
     expect(first.error!.message).toMatch(/refused/);
     expect(stack.downstream.calls(id)).toBe(1);
     expect(stack.downstream.bookings(id)).toEqual([]);
@@ -250,15 +262,24 @@ describe('50 concurrent identical calls of a write tool', () => {
     expect(fresh[0]!.result).toEqual({ booking_id: booking!.booking_id, key });
     const items = await tableItemsNaming(stack, key);
     expect(items).toHaveLength(1);
-    expect(await stack.services.store.get({ tenant: TENANT, tool: WRITE, idempotencyKey: key })).toMatchObject({ status: 'SUCCEEDED', result: fresh[0]!.result });
+    expect(await stack.services.store.get({ tenant: TENANT, tool: WRITE, idempotencyKey: key })).toMatchObject({
+      status: 'SUCCEEDED',
+      result: fresh[0]!.result,
+    });
     // Those told "in progress" get the same booking on their retry, and nothing more is sent.
-    expect(await callWrite<Booked>(client, WRITE, note(key))).toMatchObject({ outcome: 'succeeded', replayed: true, result: fresh[0]!.result });
+    expect(await callWrite<Booked>(client, WRITE, note(key))).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: fresh[0]!.result,
+    });
     expect(stack.downstream.calls(key)).toBe(1);
   });
 
   it('committed with the record (one request): one order item and one record in the table; every success carries that order', async () => {
     const key = newKey();
-    const answers = await Promise.all(Array.from({ length: 50 }, () => callWrite<{ order_id: string }>(client, ORDER, fixtureOrderArgs(key))));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => callWrite<{ order_id: string }>(client, ORDER, fixtureOrderArgs(key))),
+    );
     expect(answers.every((a) => a.outcome === 'succeeded' || a.outcome === 'in_progress')).toBe(true);
     const succeeded = answers.filter((a) => a.outcome === 'succeeded');
     expect(succeeded.filter((a) => !a.replayed)).toHaveLength(1);
@@ -346,7 +367,12 @@ describe('read tools', () => {
       expiresAt: Math.floor((now + 3_600_000) / 1000),
     };
     await stack.services.store.claim(record, now - 120_000);
-    await stack.services.store.settle(record, record.ownerToken, { status: 'SUCCEEDED', result: { booking_id: 'old', key } }, now - 119_000);
+    await stack.services.store.settle(
+      record,
+      record.ownerToken,
+      { status: 'SUCCEEDED', result: { booking_id: 'old', key } },
+      now - 119_000,
+    );
     const status = await callRead(client, 'get_operation_status', { tool: WRITE, idempotency_key: key });
     // A call with this key now runs again (fixture_write's policy is the default, 'execute'): nothing on record answers for it.
     expect(status.structured).toEqual({ tool: WRITE, idempotency_key: key, status: 'not_found' });
@@ -380,7 +406,9 @@ describe('read tools', () => {
   it('an unknown tool is a protocol error, not a result', async () => {
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
     // A misspelled name says which tool was meant; an unrelated one suggests nothing.
-    await expect(client.callTool({ name: 'fixture_writ', arguments: {} })).rejects.toThrow(/Unknown tool: fixture_writ\. Did you mean fixture_write\?/);
+    await expect(client.callTool({ name: 'fixture_writ', arguments: {} })).rejects.toThrow(
+      /Unknown tool: fixture_writ\. Did you mean fixture_write\?/,
+    );
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.not.toThrow(/Did you mean/);
   });
 });

@@ -6,13 +6,29 @@ import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import * as z from 'zod';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
-import { createToolRuntime, defineWriteTool, getOperationStatusTool, issueOperationIdTool, registerReadTool, registerWriteTool, stderrLogger, type ToolRuntime } from 'idempotent-mcp/mcp';
+import {
+  createToolRuntime,
+  defineWriteTool,
+  getOperationStatusTool,
+  issueOperationIdTool,
+  registerReadTool,
+  registerWriteTool,
+  stderrLogger,
+  type ToolRuntime,
+} from 'idempotent-mcp/mcp';
 import type { AppConfig } from '../../lambdas/config';
 import { hashForLog } from '../../lambdas/core/idempotency-key';
 import { createApp } from '../../lambdas/http/app';
 import { OwnServers } from '../support/own-server';
 import { callWrite, connectModernClient, keyHeaders, MODERN_PROTOCOL } from '../support/mcp';
-import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureDownstream, startFixtureStack, type FixtureDownstream, type FixtureStack } from '../support/fixture-tools';
+import {
+  FixtureTool,
+  fixturePaymentArgs as paymentArgs,
+  startFixtureDownstream,
+  startFixtureStack,
+  type FixtureDownstream,
+  type FixtureStack,
+} from '../support/fixture-tools';
 
 /**
  * MCP 2026-07-28 lets a tool mark arguments with `x-mcp-header` so that clients send them again as `Mcp-Param-*`
@@ -32,19 +48,33 @@ const newKey = () => `key-${randomUUID()}`;
 /** `=?base64?…?=`, the spec's wrapping of a header value that is not plain ASCII. */
 const base64Header = (value: string) => `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 
-type Answer = { status: number; error?: { code: number; message: string; data?: { mismatch?: { header: string; body: string } } }; result?: Record<string, any>; id?: unknown };
+type Answer = {
+  status: number;
+  error?: { code: number; message: string; data?: { mismatch?: { header: string; body: string } } };
+  result?: Record<string, any>;
+  id?: unknown;
+};
 
 /** Reads a JSON-RPC answer, in JSON or as the one message of an SSE stream (the SDK's 2025-era leg streams). */
 async function answerOf(response: Response): Promise<Answer> {
   const text = await response.text();
   const json = response.headers.get('content-type')?.startsWith('text/event-stream')
-    ? text.split('\n').find((line) => line.startsWith('data: '))!.slice('data: '.length)
+    ? text
+        .split('\n')
+        .find((line) => line.startsWith('data: '))!
+        .slice('data: '.length)
     : text;
   return { status: response.status, ...(JSON.parse(json) as Omit<Answer, 'status'>) };
 }
 
 /** One raw 2026-07-28 tools/call with exactly these extra headers. */
-async function modernCall(url: string, bearer: string, name: string, args: Record<string, unknown>, headers: Record<string, string>): Promise<Answer> {
+async function modernCall(
+  url: string,
+  bearer: string,
+  name: string,
+  args: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<Answer> {
   return answerOf(
     await fetch(url, {
       method: 'POST',
@@ -63,11 +93,23 @@ async function modernCall(url: string, bearer: string, name: string, args: Recor
 }
 
 /** One raw 2025-11-25 tools/call (stateless, no handshake: the header names the version), with these extra headers. */
-async function legacyCall(url: string, bearer: string, name: string, args: Record<string, unknown>, headers: Record<string, string>): Promise<Answer> {
+async function legacyCall(
+  url: string,
+  bearer: string,
+  name: string,
+  args: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<Answer> {
   return answerOf(
     await fetch(url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${bearer}`, 'Mcp-Protocol-Version': '2025-11-25', ...headers },
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        Authorization: `Bearer ${bearer}`,
+        'Mcp-Protocol-Version': '2025-11-25',
+        ...headers,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 12, method: 'tools/call', params: { name, arguments: args } }),
     }),
   );
@@ -77,7 +119,11 @@ async function legacyCall(url: string, bearer: string, name: string, args: Recor
 const headerMismatch = (header: string) => ({
   status: 400,
   id: 11,
-  error: { code: -32020, message: expect.stringMatching(/^Bad Request: the request headers and body disagree: /), data: { mismatch: { header, body: expect.any(String) } } },
+  error: {
+    code: -32020,
+    message: expect.stringMatching(/^Bad Request: the request headers and body disagree: /),
+    data: { mismatch: { header, body: expect.any(String) } },
+  },
 });
 
 /** A fetch that remembers the headers of every tools/call it sends, and the status of its answer. */
@@ -117,13 +163,17 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
     const client = await connectModernClient(stack, TENANT);
     try {
       const { tools } = await client.listTools();
-      const keyOf = (name: string) => tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
+      const keyOf = (name: string) =>
+        tools.find((tool) => tool.name === name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
       // A key tool, a local-effect one, an outbox one and an operation-id tool.
-      for (const name of [WRITE, FixtureTool.order, FixtureTool.notify]) expect(keyOf(name).idempotency_key, name).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
+      for (const name of [WRITE, FixtureTool.order, FixtureTool.notify])
+        expect(keyOf(name).idempotency_key, name).toMatchObject({ type: 'string', 'x-mcp-header': 'Idempotency-Key' });
       expect(keyOf(PAY).operation_id).toMatchObject({ type: 'string', 'x-mcp-header': 'Operation-Id' });
       expect(keyOf(PAY)).not.toHaveProperty('idempotency_key');
       // The client keeps every tool: none carries a declaration the spec makes it drop.
-      expect(tools.map((tool) => tool.name).sort()).toEqual([...Object.values(FixtureTool), 'get_operation_status', 'issue_operation_id'].sort());
+      expect(tools.map((tool) => tool.name).sort()).toEqual(
+        [...Object.values(FixtureTool), 'get_operation_status', 'issue_operation_id'].sort(),
+      );
     } finally {
       await client.close();
     }
@@ -151,7 +201,9 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
   it('a v2 client that has not listed the tools is refused once, lists them and calls again with the header: one booking', async () => {
     const recorder = recordingFetch();
     const client = new ModernClient({ name: 'unlisted', version: '1' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } } });
-    await client.connect(new ModernTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }));
+    await client.connect(
+      new ModernTransport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }),
+    );
     try {
       const key = newKey();
       expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
@@ -182,7 +234,15 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
       // The log says which header and why, with both values hashed as the key is everywhere else, never raw.
       const lines = info.mock.calls.filter(([message]) => message === 'mcp request refused');
       expect(lines.map(([, fields]) => fields)).toEqual([
-        expect.objectContaining({ reason: 'header mismatch', tool: WRITE, tenant: TENANT, header: 'Mcp-Param-Idempotency-Key', problem: 'mismatch', value_hash: hashForLog(key), header_value_hash: hashForLog(other) }),
+        expect.objectContaining({
+          reason: 'header mismatch',
+          tool: WRITE,
+          tenant: TENANT,
+          header: 'Mcp-Param-Idempotency-Key',
+          problem: 'mismatch',
+          value_hash: hashForLog(key),
+          header_value_hash: hashForLog(other),
+        }),
       ]);
       expect(JSON.stringify(info.mock.calls)).not.toContain(key);
       expect(JSON.stringify(info.mock.calls)).not.toContain(other);
@@ -190,7 +250,9 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
       info.mockRestore();
     }
     // Nothing was recorded: the same key, mirrored, runs now.
-    expect((await modernCall(stack.mcpUrl, token, WRITE, writeArgs(key), keyHeaders({ idempotency_key: key }))).result?.structuredContent).toMatchObject({
+    expect(
+      (await modernCall(stack.mcpUrl, token, WRITE, writeArgs(key), keyHeaders({ idempotency_key: key }))).result?.structuredContent,
+    ).toMatchObject({
       outcome: 'succeeded',
       replayed: false,
     });
@@ -208,7 +270,9 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
   it('an Mcp-Param-Operation-Id that disagrees with operation_id: 400 / -32020, nothing recorded, no booking', async () => {
     const client = await connectModernClient(stack, TENANT);
     try {
-      const issued = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })).structuredContent as { operation_id: string };
+      const issued = (await client.callTool({ name: 'issue_operation_id', arguments: { tool: PAY } })).structuredContent as {
+        operation_id: string;
+      };
       const id = issued.operation_id;
       expect(await modernCall(stack.mcpUrl, token, PAY, paymentArgs(id), { 'Mcp-Param-Operation-Id': `${id}x` })).toMatchObject(
         headerMismatch('Mcp-Param-Operation-Id'),
@@ -225,7 +289,9 @@ describe('the endpoint (local stack, fixture tools, DynamoDB Local, fixture down
   it('2025-era requests are not affected: a 1.x client sends no header and books; a stray header is not read', async () => {
     const recorder = recordingFetch();
     const client = new V1Client({ name: 'v1', version: '1' });
-    await client.connect(new V1Transport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }));
+    await client.connect(
+      new V1Transport(new URL(stack.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: recorder.fetch }),
+    );
     try {
       const key = newKey();
       expect(await callWrite(client, WRITE, writeArgs(key))).toMatchObject({ outcome: 'succeeded', replayed: false });
@@ -296,15 +362,28 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     const tableName = `key-header-${randomUUID()}`;
     await ensureTable(doc, tableName);
     store = new DynamoDbIdempotencyStore({ client: doc, tableName });
-    services = createToolRuntime({ store, secret: randomUUID() + randomUUID(), logger: stderrLogger({ level: 'DEBUG', write: (line) => logLines.push(line) }) });
+    services = createToolRuntime({
+      store,
+      secret: randomUUID() + randomUUID(),
+      logger: stderrLogger({ level: 'DEBUG', write: (line) => logLines.push(line) }),
+    });
     const config = {
       allowedOrigins: [],
       publicBaseUrl: undefined,
-      auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'],
+      auth: {
+        mode: 'dev',
+        issuer: 'https://issuer.example',
+        requiredScopes: [],
+        devAuthDir: '',
+        audience: '',
+        tenantClaim: 'tenant',
+      } satisfies AppConfig['auth'],
       confirmationOptOut: [],
     };
     // Bearer <tenant>, as the team server's toy auth reads it.
-    const auth = { verify: async (header: string | undefined) => ({ tenant: String(header).replace(/^Bearer /, ''), subject: 'agent', scopes: [] }) };
+    const auth = {
+      verify: async (header: string | undefined) => ({ tenant: String(header).replace(/^Bearer /, ''), subject: 'agent', scopes: [] }),
+    };
     const tenant = (authInfo: AuthInfo | undefined) => authInfo?.extra?.tenant;
     const sdkServer = () => {
       const server = new McpServer({ name: 'tags', version: '1' });
@@ -329,19 +408,79 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   const REFUSED = (header: string) => ({ status: 400, error: { code: -32020, header }, outcome: undefined });
   const RAN = { status: 200, error: undefined, outcome: 'succeeded' };
 
-  const CASES: Array<{ what: string; args: (key: string) => Record<string, unknown>; headers: (key: string) => Record<string, string>; expected: ReturnType<typeof shape> }> = [
-    { what: 'key and label mirrored as they are', args: (key) => ({ idempotency_key: key, label: 'us-west1' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'us-west1' }), expected: RAN },
-    { what: 'a key header that disagrees', args: (key) => ({ idempotency_key: key, label: 'a' }), headers: () => ({ 'Mcp-Param-Idempotency-Key': newKey(), 'Mcp-Param-Label': 'a' }), expected: REFUSED('Mcp-Param-Idempotency-Key') },
-    { what: 'no key header', args: (key) => ({ idempotency_key: key, label: 'a' }), headers: () => ({ 'Mcp-Param-Label': 'a' }), expected: REFUSED('Mcp-Param-Idempotency-Key') },
-    { what: 'the key Base64-wrapped', args: (key) => ({ idempotency_key: key, label: 'a' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': base64Header(key), 'Mcp-Param-Label': 'a' }), expected: RAN },
+  const CASES: Array<{
+    what: string;
+    args: (key: string) => Record<string, unknown>;
+    headers: (key: string) => Record<string, string>;
+    expected: ReturnType<typeof shape>;
+  }> = [
+    {
+      what: 'key and label mirrored as they are',
+      args: (key) => ({ idempotency_key: key, label: 'us-west1' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'us-west1' }),
+      expected: RAN,
+    },
+    {
+      what: 'a key header that disagrees',
+      args: (key) => ({ idempotency_key: key, label: 'a' }),
+      headers: () => ({ 'Mcp-Param-Idempotency-Key': newKey(), 'Mcp-Param-Label': 'a' }),
+      expected: REFUSED('Mcp-Param-Idempotency-Key'),
+    },
+    {
+      what: 'no key header',
+      args: (key) => ({ idempotency_key: key, label: 'a' }),
+      headers: () => ({ 'Mcp-Param-Label': 'a' }),
+      expected: REFUSED('Mcp-Param-Idempotency-Key'),
+    },
+    {
+      what: 'the key Base64-wrapped',
+      args: (key) => ({ idempotency_key: key, label: 'a' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': base64Header(key), 'Mcp-Param-Label': 'a' }),
+      expected: RAN,
+    },
     // The spec's own example: "Hello, 世界" travels as =?base64?SGVsbG8sIOS4lueVjA==?=.
-    { what: 'a non-ASCII label, Base64-wrapped', args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': '=?base64?SGVsbG8sIOS4lueVjA==?=' }), expected: RAN },
-    { what: 'a non-ASCII label, the Base64 of another value', args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': base64Header('Hello, world') }), expected: REFUSED('Mcp-Param-Label') },
-    { what: 'a non-ASCII label with no header', args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key }), expected: REFUSED('Mcp-Param-Label') },
-    { what: 'a sentinel that is not canonical Base64', args: (key) => ({ idempotency_key: key, label: 'a' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': '=?base64?YQ?=' }), expected: REFUSED('Mcp-Param-Label') },
-    { what: 'an integer sent as 42.0 (compared as a number)', args: (key) => ({ idempotency_key: key, label: 'a', count: 42 }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '42.0' }), expected: RAN },
-    { what: 'an integer header that disagrees', args: (key) => ({ idempotency_key: key, label: 'a', count: 42 }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '43' }), expected: REFUSED('Mcp-Param-Count') },
-    { what: 'a header whose argument is absent (not read)', args: (key) => ({ idempotency_key: key, label: 'a' }), headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '7' }), expected: RAN },
+    {
+      what: 'a non-ASCII label, Base64-wrapped',
+      args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': '=?base64?SGVsbG8sIOS4lueVjA==?=' }),
+      expected: RAN,
+    },
+    {
+      what: 'a non-ASCII label, the Base64 of another value',
+      args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': base64Header('Hello, world') }),
+      expected: REFUSED('Mcp-Param-Label'),
+    },
+    {
+      what: 'a non-ASCII label with no header',
+      args: (key) => ({ idempotency_key: key, label: 'Hello, 世界' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key }),
+      expected: REFUSED('Mcp-Param-Label'),
+    },
+    {
+      what: 'a sentinel that is not canonical Base64',
+      args: (key) => ({ idempotency_key: key, label: 'a' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': '=?base64?YQ?=' }),
+      expected: REFUSED('Mcp-Param-Label'),
+    },
+    {
+      what: 'an integer sent as 42.0 (compared as a number)',
+      args: (key) => ({ idempotency_key: key, label: 'a', count: 42 }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '42.0' }),
+      expected: RAN,
+    },
+    {
+      what: 'an integer header that disagrees',
+      args: (key) => ({ idempotency_key: key, label: 'a', count: 42 }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '43' }),
+      expected: REFUSED('Mcp-Param-Count'),
+    },
+    {
+      what: 'a header whose argument is absent (not read)',
+      args: (key) => ({ idempotency_key: key, label: 'a' }),
+      headers: (key) => ({ 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'a', 'Mcp-Param-Count': '7' }),
+      expected: RAN,
+    },
   ];
 
   describe.each(['ours', 'sdk'] as const)('%s', (server) => {
@@ -360,7 +499,9 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
       const issued = await modernCall(urls[server], tenant, 'issue_operation_id', { tool: 'tag_payment' }, {});
       const id = issued.result!.structuredContent.operation_id as string;
       const args = { operation_id: id, label: 'x' };
-      expect(shape(await modernCall(urls[server], tenant, 'tag_payment', args, { 'Mcp-Param-Operation-Id': `${id}x` }))).toEqual(REFUSED('Mcp-Param-Operation-Id'));
+      expect(shape(await modernCall(urls[server], tenant, 'tag_payment', args, { 'Mcp-Param-Operation-Id': `${id}x` }))).toEqual(
+        REFUSED('Mcp-Param-Operation-Id'),
+      );
       expect(shape(await modernCall(urls[server], tenant, 'tag_payment', args, {}))).toEqual(REFUSED('Mcp-Param-Operation-Id'));
       expect(await store.get({ tenant, tool: 'tag_payment', idempotencyKey: id })).toBeUndefined();
       expect(ran(tenant, id)).toBe(0);
@@ -372,18 +513,25 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
       const tenant = `t-${server}-client`;
       const recorder = recordingFetch();
       const client = new ModernClient({ name: 'mirror', version: '1' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } } });
-      await client.connect(new ModernTransport(new URL(urls[server]), { requestInit: { headers: { Authorization: `Bearer ${tenant}` } }, fetch: recorder.fetch }));
+      await client.connect(
+        new ModernTransport(new URL(urls[server]), {
+          requestInit: { headers: { Authorization: `Bearer ${tenant}` } },
+          fetch: recorder.fetch,
+        }),
+      );
       try {
         await client.listTools();
         const key = newKey();
-        expect(await callWrite(client, 'tag_note', { idempotency_key: key, label: 'Hello, 世界', count: 3 })).toMatchObject({ outcome: 'succeeded' });
+        expect(await callWrite(client, 'tag_note', { idempotency_key: key, label: 'Hello, 世界', count: 3 })).toMatchObject({
+          outcome: 'succeeded',
+        });
         const [sent] = recorder.calls;
-        expect([sent!.status, sent!.headers.get('mcp-param-idempotency-key'), sent!.headers.get('mcp-param-label'), sent!.headers.get('mcp-param-count')]).toEqual([
-          200,
-          key,
-          '=?base64?SGVsbG8sIOS4lueVjA==?=',
-          '3',
-        ]);
+        expect([
+          sent!.status,
+          sent!.headers.get('mcp-param-idempotency-key'),
+          sent!.headers.get('mcp-param-label'),
+          sent!.headers.get('mcp-param-count'),
+        ]).toEqual([200, key, '=?base64?SGVsbG8sIOS4lueVjA==?=', '3']);
         expect(ran(tenant, key)).toBe(1);
       } finally {
         await client.close();
@@ -406,19 +554,29 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     const tenant = 't-ours-preflight';
     const recorder = recordingFetch();
     const client = new ModernClient({ name: 'mirror', version: '1' }, { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } } });
-    await client.connect(new ModernTransport(new URL(urls.ours), { requestInit: { headers: { Authorization: `Bearer ${tenant}` } }, fetch: recorder.fetch }));
+    await client.connect(
+      new ModernTransport(new URL(urls.ours), { requestInit: { headers: { Authorization: `Bearer ${tenant}` } }, fetch: recorder.fetch }),
+    );
     try {
       await client.listTools();
-      expect(await callWrite(client, 'tag_note', { idempotency_key: newKey(), label: 'a', count: 3 })).toMatchObject({ outcome: 'succeeded' });
+      expect(await callWrite(client, 'tag_note', { idempotency_key: newKey(), label: 'a', count: 3 })).toMatchObject({
+        outcome: 'succeeded',
+      });
     } finally {
       await client.close();
     }
     // What a browser would ask before sending that request from another origin (header names lower-cased, as it does).
     const sent = [...recorder.calls[0]!.headers.keys()];
-    expect(sent).toEqual(expect.arrayContaining(['mcp-method', 'mcp-name', 'mcp-param-idempotency-key', 'mcp-param-label', 'mcp-param-count']));
+    expect(sent).toEqual(
+      expect.arrayContaining(['mcp-method', 'mcp-name', 'mcp-param-idempotency-key', 'mcp-param-label', 'mcp-param-count']),
+    );
     const preflight = await fetch(urls.ours, {
       method: 'OPTIONS',
-      headers: { Origin: 'http://localhost:6274', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': sent.sort().join(',') },
+      headers: {
+        Origin: 'http://localhost:6274',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': sent.sort().join(','),
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
@@ -430,17 +588,36 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     const key = newKey();
     const other = newKey();
     const [ours, sdk] = await Promise.all(
-      (['ours', 'sdk'] as const).map((server) => modernCall(urls[server], 'same', 'tag_note', { idempotency_key: key, label: 'a' }, { 'Mcp-Param-Idempotency-Key': other })),
+      (['ours', 'sdk'] as const).map((server) =>
+        modernCall(urls[server], 'same', 'tag_note', { idempotency_key: key, label: 'a' }, { 'Mcp-Param-Idempotency-Key': other }),
+      ),
     );
-    const wire = (answer: Answer) => ({ status: answer.status, id: answer.id, code: answer.error?.code, header: answer.error?.data?.mismatch?.header, prefix: answer.error?.message.split(': ')[0] });
+    const wire = (answer: Answer) => ({
+      status: answer.status,
+      id: answer.id,
+      code: answer.error?.code,
+      header: answer.error?.data?.mismatch?.header,
+      prefix: answer.error?.message.split(': ')[0],
+    });
     expect(wire(ours!)).toEqual(wire(sdk!));
     expect(wire(ours!)).toEqual({ status: 400, id: 11, code: -32020, header: 'Mcp-Param-Idempotency-Key', prefix: 'Bad Request' });
-    expect(ours!.error!.message).toBe('Bad Request: the request headers and body disagree: the Mcp-Param-Idempotency-Key header does not match idempotency_key in the body');
+    expect(ours!.error!.message).toBe(
+      'Bad Request: the request headers and body disagree: the Mcp-Param-Idempotency-Key header does not match idempotency_key in the body',
+    );
     expect(JSON.stringify(ours)).not.toContain(key);
     expect(JSON.stringify(ours)).not.toContain(other);
     // The log line of ours: the header, the tool, both values hashed.
-    const refused = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.message === 'mcp request refused' && line.value_hash === hashForLog(key));
-    expect(refused).toEqual([expect.objectContaining({ header: 'Mcp-Param-Idempotency-Key', tool: 'tag_note', problem: 'mismatch', header_value_hash: hashForLog(other) })]);
+    const refused = logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.message === 'mcp request refused' && line.value_hash === hashForLog(key));
+    expect(refused).toEqual([
+      expect.objectContaining({
+        header: 'Mcp-Param-Idempotency-Key',
+        tool: 'tag_note',
+        problem: 'mismatch',
+        header_value_hash: hashForLog(other),
+      }),
+    ]);
     expect(logLines.join('\n')).not.toContain(key);
   });
 
@@ -448,7 +625,13 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
     const tenant = 't-ours-latin1';
     const key = newKey();
     // Node sends and reads header bytes as Latin-1: "ü" arrives as "ü", outside the visible ASCII a value may hold.
-    const answer = await modernCall(urls.ours, tenant, 'tag_note', { idempotency_key: key, label: 'grün' }, { 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'grün' });
+    const answer = await modernCall(
+      urls.ours,
+      tenant,
+      'tag_note',
+      { idempotency_key: key, label: 'grün' },
+      { 'Mcp-Param-Idempotency-Key': key, 'Mcp-Param-Label': 'grün' },
+    );
     expect(shape(answer)).toEqual(REFUSED('Mcp-Param-Label'));
     expect(ran(tenant, key)).toBe(0);
     expect(await store.get({ tenant, tool: 'tag_note', idempotencyKey: key })).toBeUndefined();

@@ -12,7 +12,14 @@ import { createServices } from '../../lambdas/runtime/services';
 import { createTestTable } from '../support/dynamodb';
 import { newKey } from '../support/engine';
 import * as clientsModule from '../support/fixture-clients-module';
-import { FIXTURE_LIMIT_MINOR, fixturePaymentArgs, FixtureTool, fixtureTools, startFixtureDownstream, type FixtureDownstream } from '../support/fixture-tools';
+import {
+  FIXTURE_LIMIT_MINOR,
+  fixturePaymentArgs,
+  FixtureTool,
+  fixtureTools,
+  startFixtureDownstream,
+  type FixtureDownstream,
+} from '../support/fixture-tools';
 import { orderArgs } from '../support/mcp';
 import { startSecretsManager, type SecretsManagerStandIn } from '../support/secrets-manager';
 
@@ -31,7 +38,10 @@ let table: Awaited<ReturnType<typeof createTestTable>>;
 let jwksServer: Server;
 let keyDir: string;
 let issuer: DevIssuer;
-let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
+let handler: (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<{ statusCode: number; headers?: Record<string, unknown>; body: string; isBase64Encoded: boolean }>;
 /** The same parts (the toolkit's Function URL handler) serving the fixture tools, over the fixture downstream that counts their effects. */
 let fixtureHandler: typeof handler;
 let downstream: FixtureDownstream;
@@ -110,7 +120,10 @@ afterAll(async () => {
 
 function lambdaContext(remainingMs = 25_000) {
   const getRemainingTimeInMillis = vi.fn(() => remainingMs);
-  return { context: { functionName: 'mcp-test', awsRequestId: randomUUID(), getRemainingTimeInMillis } as unknown as Context, getRemainingTimeInMillis };
+  return {
+    context: { functionName: 'mcp-test', awsRequestId: randomUUID(), getRemainingTimeInMillis } as unknown as Context,
+    getRemainingTimeInMillis,
+  };
 }
 
 function functionUrlEvent(options: {
@@ -172,7 +185,8 @@ async function invoke(
   return { status: response.statusCode, text, json: () => JSON.parse(text), header, getRemainingTimeInMillis };
 }
 
-const operationIdOf = (issued: { structuredContent: Record<string, unknown> }) => (issued.structuredContent as { operation_id: string }).operation_id;
+const operationIdOf = (issued: { structuredContent: Record<string, unknown> }) =>
+  (issued.structuredContent as { operation_id: string }).operation_id;
 
 async function callTool(target: typeof handler, name: string, args: Record<string, unknown>, tenant = 'tenant-lambda') {
   const response = await invoke(target, { body: rpc('tools/call', { name, arguments: args }), tenant });
@@ -193,7 +207,10 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect(init.status).toBe(200);
     expect(init.json().result.serverInfo.name).toBe('idempotent-mcp');
     // What a client learns at initialize: it may call tools, and how to retry them (the server's instructions).
-    expect(init.json().result).toMatchObject({ capabilities: { tools: { listChanged: false } }, instructions: expect.stringMatching(/idempotency_key/) });
+    expect(init.json().result).toMatchObject({
+      capabilities: { tools: { listChanged: false } },
+      instructions: expect.stringMatching(/idempotency_key/),
+    });
     expect(init.header('mcp-session-id')).toBeUndefined();
     const list = await invoke(handler, { body: rpc('tools/list') });
     expect(list.json().result.tools.map((t: { name: string }) => t.name)).toContain('create_order');
@@ -231,11 +248,24 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     // One request reached the downstream, under the claim's tenant; the one record, under that tenant, holds its booking.
     const booked = first.structuredContent.result as { booking_id: string };
     expect(downstream.calls(key)).toBe(1);
-    expect(downstream.bookings(key)).toEqual([expect.objectContaining({ tenant: 'tenant-claim-1', booking_id: booked.booking_id, payload: { note: 'claimed' } })]);
-    expect(await store.get({ tenant: 'tenant-claim-1', tool: WRITE, idempotencyKey: key })).toMatchObject({ status: 'SUCCEEDED', result: booked });
+    expect(downstream.bookings(key)).toEqual([
+      expect.objectContaining({ tenant: 'tenant-claim-1', booking_id: booked.booking_id, payload: { note: 'claimed' } }),
+    ]);
+    expect(await store.get({ tenant: 'tenant-claim-1', tool: WRITE, idempotencyKey: key })).toMatchObject({
+      status: 'SUCCEEDED',
+      result: booked,
+    });
     // The same key under another tenant's token is that tenant's own operation.
-    expect((await callTool(fixtureHandler, WRITE, args, 'tenant-claim-2')).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
-    expect(downstream.bookings(key).map((b) => b.tenant).sort()).toEqual(['tenant-claim-1', 'tenant-claim-2']);
+    expect((await callTool(fixtureHandler, WRITE, args, 'tenant-claim-2')).structuredContent).toMatchObject({
+      outcome: 'succeeded',
+      replayed: false,
+    });
+    expect(
+      downstream
+        .bookings(key)
+        .map((b) => b.tenant)
+        .sort(),
+    ).toEqual(['tenant-claim-1', 'tenant-claim-2']);
   });
 
   it('failed, unknown and in_progress through the handler', async () => {
@@ -267,7 +297,9 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     const handlerServices = createServices(loadConfig(process.env));
     const fresh = createLambdaHandler(handlerServices, { tools: fixture.tools }) as unknown as typeof handler;
     const before = secrets.requests.length;
-    expect(await callTool(fresh, WRITE, { idempotency_key: newKey(), note: 'n' })).toMatchObject({ structuredContent: { outcome: 'succeeded' } });
+    expect(await callTool(fresh, WRITE, { idempotency_key: newKey(), note: 'n' })).toMatchObject({
+      structuredContent: { outcome: 'succeeded' },
+    });
     expect(secrets.requests.length).toBe(before);
 
     const id = operationIdOf(await callTool(fresh, 'issue_operation_id', { tool: PAY }));
@@ -293,7 +325,10 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
         structuredContent: { outcome: 'failed', retryable: true, replayed: false, error: { code: 'TRANSIENT_FAILURE' } },
       });
       expect(downstream.calls(id)).toBe(0);
-      const issue = (await callTool(fresh, 'issue_operation_id', { tool: PAY })) as unknown as { isError: boolean; content: Array<{ text: string }> };
+      const issue = (await callTool(fresh, 'issue_operation_id', { tool: PAY })) as unknown as {
+        isError: boolean;
+        content: Array<{ text: string }>;
+      };
       expect(issue.isError).toBe(true);
       expect(issue.content[0]!.text).toMatch(/^TRANSIENT_FAILURE: /);
     } finally {
@@ -308,7 +343,12 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
   it("gives request_payment the reference endpoint's payments client, configured from the environment", async () => {
     const issued = await callTool(handler, 'issue_operation_id', { tool: 'request_payment' });
     const operationId = (issued.structuredContent as { operation_id: string }).operation_id;
-    const paid = await callTool(handler, 'request_payment', { operation_id: operationId, amount_minor: 700, currency: 'EUR', payee_id: 'payee-1' });
+    const paid = await callTool(handler, 'request_payment', {
+      operation_id: operationId,
+      amount_minor: 700,
+      currency: 'EUR',
+      payee_id: 'payee-1',
+    });
     // The client exists and reads PAYMENTS_URL, which is unset: nothing was sent, and the key is free for a retry.
     expect(paid).toMatchObject({ isError: true, structuredContent: { retryable: true, error: { code: 'DOWNSTREAM_NOT_CONFIGURED' } } });
   });
@@ -319,7 +359,10 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     vi.stubEnv('FIXTURE_DOWNSTREAM_URL', downstream.url);
     const call = async (module: Parameters<typeof mcpLambdaHandler>[0]) => {
       const key = newKey();
-      const answer = await callTool(mcpLambdaHandler(module) as unknown as typeof handler, clientsModule.CLIENT_WRITE, { idempotency_key: key, note: 'n' });
+      const answer = await callTool(mcpLambdaHandler(module) as unknown as typeof handler, clientsModule.CLIENT_WRITE, {
+        idempotency_key: key,
+        note: 'n',
+      });
       return { key, answer, record: await store.get({ tenant: 'tenant-lambda', tool: clientsModule.CLIENT_WRITE, idempotencyKey: key }) };
     };
     // With the module's clients: the tool books through the client, once; the record holds that booking.
@@ -347,7 +390,10 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
 
   it('accepts a base64-encoded body, as Function URLs may deliver it', async () => {
     const key = newKey();
-    const response = await invoke(fixtureHandler, { body: rpc('tools/call', { name: WRITE, arguments: { idempotency_key: key, note: 'encoded' } }), base64: true });
+    const response = await invoke(fixtureHandler, {
+      body: rpc('tools/call', { name: WRITE, arguments: { idempotency_key: key, note: 'encoded' } }),
+      base64: true,
+    });
     expect(response.json().result.structuredContent.outcome).toBe('succeeded');
     expect(downstream.bookings(key)).toEqual([expect.objectContaining({ payload: { note: 'encoded' } })]);
   });

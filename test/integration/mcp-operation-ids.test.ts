@@ -42,7 +42,8 @@ async function issue(client: Client, tool: string): Promise<string> {
   return (answer.structured as { operation_id: string }).operation_id;
 }
 
-const callPayment = (client: Client, operationId: unknown) => callWrite(client, PAY, { ...fixturePaymentArgs(''), operation_id: operationId });
+const callPayment = (client: Client, operationId: unknown) =>
+  callWrite(client, PAY, { ...fixturePaymentArgs(''), operation_id: operationId });
 
 describe('operation ids', () => {
   it('an issued id runs the tool once and replays after; it fits the key rules', async () => {
@@ -61,13 +62,7 @@ describe('operation ids', () => {
   it('a forged, tampered, missing or client-chosen id is rejected with UNKNOWN_OPERATION_ID and runs nothing', async () => {
     const genuine = await issue(alice, PAY);
     const flip = (id: string, at: number) => `${id.slice(0, at)}${id[at] === 'A' ? 'B' : 'A'}${id.slice(at + 1)}`;
-    const forged = [
-      flip(genuine, genuine.length - 10),
-      `op_zzzzzz.${'A'.repeat(22)}.${'B'.repeat(43)}`,
-      newKey(),
-      undefined,
-      12345,
-    ];
+    const forged = [flip(genuine, genuine.length - 10), `op_zzzzzz.${'A'.repeat(22)}.${'B'.repeat(43)}`, newKey(), undefined, 12345];
     for (const id of forged) {
       const answer = await callPayment(alice, id);
       expect(answer).toMatchObject({ outcome: 'rejected', retryable: false, error: { code: 'UNKNOWN_OPERATION_ID' } });

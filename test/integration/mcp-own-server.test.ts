@@ -85,7 +85,8 @@ const plain = (authInfo: AuthInfo | undefined) => authInfo?.extra?.tenant;
 function registerAll(server: Parameters<typeof registerWriteTool>[0]) {
   registerWriteTool(server, bookRoom, { services, tenant: stringified });
   registerWriteTool(server, payInvoice, { services, tenant: plain });
-  for (const tool of [getOperationStatusTool, issueOperationIdTool]) registerReadTool(server, tool, { services, tenant: plain, tools: writeTools });
+  for (const tool of [getOperationStatusTool, issueOperationIdTool])
+    registerReadTool(server, tool, { services, tenant: plain, tools: writeTools });
 }
 const INSTRUCTIONS = () => serverInstructions([...writeTools, getOperationStatusTool, issueOperationIdTool]);
 
@@ -109,7 +110,11 @@ interface AnyClient {
   close(): Promise<void>;
 }
 
-async function connect(kind: 'v1' | '2025-11-25' | '2026-07-28', url: string, tenant?: string): Promise<{ client: AnyClient; instructions?: string }> {
+async function connect(
+  kind: 'v1' | '2025-11-25' | '2026-07-28',
+  url: string,
+  tenant?: string,
+): Promise<{ client: AnyClient; instructions?: string }> {
   const requestInit = { headers: tenant ? { Authorization: `Bearer ${tenant}` } : {} } as RequestInit;
   if (kind === 'v1') {
     const client = new V1Client({ name: 'own-server-test', version: '1' });
@@ -125,7 +130,8 @@ async function connect(kind: 'v1' | '2025-11-25' | '2026-07-28', url: string, te
 }
 
 type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: Array<{ type: string; text?: string }> };
-const call = async (client: AnyClient, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as Answer;
+const call = async (client: AnyClient, name: string, args: Record<string, unknown>) =>
+  (await client.callTool({ name, arguments: args })) as Answer;
 const newKey = () => `key-${randomUUID()}`;
 
 let urls: Record<'v1' | 'v2', string>;
@@ -165,7 +171,10 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
         required: expect.arrayContaining(['idempotency_key', 'room']),
         properties: { idempotency_key: { type: 'string' }, room: { type: 'string' }, memo: { type: 'string' } },
       });
-      expect(tools.find((tool) => tool.name === 'pay_invoice')!.inputSchema).toMatchObject({ additionalProperties: false, required: expect.arrayContaining(['operation_id']) });
+      expect(tools.find((tool) => tool.name === 'pay_invoice')!.inputSchema).toMatchObject({
+        additionalProperties: false,
+        required: expect.arrayContaining(['operation_id']),
+      });
       expect(instructions).toMatch(/get_operation_status/);
       expect(instructions).toMatch(/pay_invoice take an operation_id from issue_operation_id/);
     } finally {
@@ -178,7 +187,10 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
     try {
       const key = newKey();
       const answer = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3' });
-      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'UNAUTHORIZED' } } });
+      expect(answer).toMatchObject({
+        isError: true,
+        structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'UNAUTHORIZED' } },
+      });
       expect(answer.content[0]!.text).toMatch(/no verified tenant/);
       const status = await call(client, 'get_operation_status', { tool: 'book_room', idempotency_key: key });
       expect(status.isError).toBe(true);
@@ -196,7 +208,10 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
     try {
       const key = newKey();
       const answer = await call(client, 'book_room', { idempotency_key: key, room: 42 });
-      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/room/) } } });
+      expect(answer).toMatchObject({
+        isError: true,
+        structuredContent: { outcome: 'rejected', error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/room/) } },
+      });
       expect(JSON.stringify(answer)).not.toMatch(/Input validation error/);
       expect(runsOf(key)).toBe(0);
       expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
@@ -210,7 +225,14 @@ describe.each(LINES)('registerWriteTool on a $line McpServer, called by a $clien
     try {
       const key = newKey();
       const misspelled = await call(client, 'book_room', { idempotency_key: key, room: 'berlin-3', mem: 'projector please' });
-      expect(misspelled).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', retryable: false, error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/mem\b/) } } });
+      expect(misspelled).toMatchObject({
+        isError: true,
+        structuredContent: {
+          outcome: 'rejected',
+          retryable: false,
+          error: { code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/mem\b/) },
+        },
+      });
       expect(runsOf(key)).toBe(0);
       expect(await store.get({ tenant: 'acme', tool: 'book_room', idempotencyKey: key })).toBeUndefined();
 
@@ -236,7 +258,10 @@ describe('registerWriteTool on a 1.x McpServer with a tool that needs confirmati
       const issued = await call(client, 'issue_operation_id', { tool: 'pay_invoice' });
       const id = (issued.structuredContent as { operation_id: string }).operation_id;
       const answer = await call(client, 'pay_invoice', { operation_id: id, invoice_id: 'inv-1' });
-      expect(answer).toMatchObject({ isError: true, structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } } });
+      expect(answer).toMatchObject({
+        isError: true,
+        structuredContent: { outcome: 'rejected', error: { code: 'CONFIRMATION_UNAVAILABLE' } },
+      });
       expect(runsOf(id)).toBe(0);
     } finally {
       await client.close();
@@ -275,7 +300,12 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
       // A plain result the client shows (no JSON-RPC error a client may hide): the link, and what to do with it.
       expect(answer).toMatchObject({
         isError: false,
-        structuredContent: { outcome: 'in_progress', retryable: true, error: { code: 'APPROVAL_REQUIRED' }, approval_url: expect.stringMatching(/^https:\/\/pay\.example\.com\/approvals\//) },
+        structuredContent: {
+          outcome: 'in_progress',
+          retryable: true,
+          error: { code: 'APPROVAL_REQUIRED' },
+          approval_url: expect.stringMatching(/^https:\/\/pay\.example\.com\/approvals\//),
+        },
       });
       const link = (answer.structuredContent as { approval_url: string }).approval_url;
       expect(JSON.stringify(answer.content)).toContain(`call again with the same key: ${link}`);
@@ -286,8 +316,13 @@ describe('registerWriteTool on a 1.x McpServer with a tool a person approves (th
       expect(pending).toMatchObject({ status: 'pending', mode: 'url' });
 
       // The person approves (on the team's page, which decides through the store): the same key runs, once.
-      expect(await approvals.decide(pending, { status: 'approved', by: 'alice', at: Date.now(), via: 'url' })).toMatchObject({ applied: true });
-      expect(await call(client, 'send_payout', args)).toMatchObject({ isError: false, structuredContent: { outcome: 'succeeded', replayed: false } });
+      expect(await approvals.decide(pending, { status: 'approved', by: 'alice', at: Date.now(), via: 'url' })).toMatchObject({
+        applied: true,
+      });
+      expect(await call(client, 'send_payout', args)).toMatchObject({
+        isError: false,
+        structuredContent: { outcome: 'succeeded', replayed: false },
+      });
       expect(await call(client, 'send_payout', args)).toMatchObject({ structuredContent: { outcome: 'succeeded', replayed: true } });
       expect(runsOf(key)).toBe(1);
     } finally {
@@ -302,7 +337,9 @@ describe('registering', () => {
     expect(() => registerWriteTool(notAServer, bookRoom, { services, tenant: plain })).toThrow(
       /^registerWriteTool needs an McpServer of @modelcontextprotocol\/server 2\.x or @modelcontextprotocol\/sdk 1\.23 or later/,
     );
-    expect(() => registerReadTool(new McpServer({ name: 'x', version: '1' }), bookRoom, { services, tenant: plain })).toThrow(/use registerWriteTool/);
+    expect(() => registerReadTool(new McpServer({ name: 'x', version: '1' }), bookRoom, { services, tenant: plain })).toThrow(
+      /use registerWriteTool/,
+    );
   });
 });
 
@@ -310,11 +347,20 @@ describe("the endpoint's server (createApp) around a team's tools", () => {
   const config = {
     allowedOrigins: [],
     publicBaseUrl: undefined,
-    auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'],
+    auth: {
+      mode: 'dev',
+      issuer: 'https://issuer.example',
+      requiredScopes: [],
+      devAuthDir: '',
+      audience: '',
+      tenantClaim: 'tenant',
+    } satisfies AppConfig['auth'],
     confirmationOptOut: [],
   };
   const serveTools = (tools: readonly ToolDefinition[]) =>
-    servers.listen(createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch);
+    servers.listen(
+      createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch,
+    );
   const getRoom = defineReadTool({
     name: 'get_room',
     title: 'Get a room',
@@ -328,7 +374,10 @@ describe("the endpoint's server (createApp) around a team's tools", () => {
   it('adds get_operation_status for its write tools, issue_operation_id only with a tool that takes an operation id, and says only that', async () => {
     for (const [tools, expected] of [
       [[bookRoom], ['book_room', 'get_operation_status']],
-      [[bookRoom, payInvoice], ['book_room', 'get_operation_status', 'issue_operation_id', 'pay_invoice']],
+      [
+        [bookRoom, payInvoice],
+        ['book_room', 'get_operation_status', 'issue_operation_id', 'pay_invoice'],
+      ],
       [[getRoom], ['get_room']],
     ] as const) {
       const { client, instructions } = await connect('2025-11-25', await serveTools(tools), 'acme');
@@ -346,9 +395,12 @@ describe("the endpoint's server (createApp) around a team's tools", () => {
 
   it("refuses a tools list with a tool named like the toolkit's own, at start", () => {
     const mine = { ...getRoom, name: 'get_operation_status' };
-    expect(() => createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'a', scopes: [] }) }, config }, { tools: [bookRoom, mine] })).toThrow(
-      /get_operation_status is the toolkit's own tool/,
-    );
+    expect(() =>
+      createApp(
+        { ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'a', scopes: [] }) }, config },
+        { tools: [bookRoom, mine] },
+      ),
+    ).toThrow(/get_operation_status is the toolkit's own tool/);
   });
 });
 
@@ -365,13 +417,23 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     async execute(args, ctx) {
       const noteId = `note_${randomUUID()}`;
       const item = { room: args.room, idempotency_key: ctx.idempotencyKey };
-      return { result: { note_id: noteId, room: args.room }, writes: [{ create: { key: { pk: `NOTE#${ctx.tenant}#${noteId}`, sk: 'NOTE' }, item } }] };
+      return {
+        result: { note_id: noteId, room: args.room },
+        writes: [{ create: { key: { pk: `NOTE#${ctx.tenant}#${noteId}`, sk: 'NOTE' }, item } }],
+      };
     },
   });
   const config = {
     allowedOrigins: [],
     publicBaseUrl: undefined,
-    auth: { mode: 'dev', issuer: 'https://issuer.example', requiredScopes: [], devAuthDir: '', audience: '', tenantClaim: 'tenant' } satisfies AppConfig['auth'],
+    auth: {
+      mode: 'dev',
+      issuer: 'https://issuer.example',
+      requiredScopes: [],
+      devAuthDir: '',
+      audience: '',
+      tenantClaim: 'tenant',
+    } satisfies AppConfig['auth'],
     confirmationOptOut: [],
   };
   let counted: ReturnType<typeof createDynamoDbClient>;
@@ -387,15 +449,25 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
   /** The notes committed in the table under this key (the tool's whole effect; this describe's table only). */
   const notesOf = async (key: string) => {
     const { Items = [] } = await counted.send(
-      new ScanCommand({ TableName: tableName, ConsistentRead: true, FilterExpression: 'sk = :note AND idempotency_key = :key', ExpressionAttributeValues: { ':note': 'NOTE', ':key': key } }),
+      new ScanCommand({
+        TableName: tableName,
+        ConsistentRead: true,
+        FilterExpression: 'sk = :note AND idempotency_key = :key',
+        ExpressionAttributeValues: { ':note': 'NOTE', ':key': key },
+      }),
     );
     return Items.map((item) => ({ tenant: String(item.pk).split('#')[1], room: item.room as string }));
   };
 
   /** One Lambda container: its own engine (and memory of answered keys) on the shared table. */
-  const container = () => createToolRuntime({ store: new DynamoDbIdempotencyStore({ client: counted, tableName }), secret: 's'.repeat(40) });
+  const container = () =>
+    createToolRuntime({ store: new DynamoDbIdempotencyStore({ client: counted, tableName }), secret: 's'.repeat(40) });
   const serverPaths: Record<string, (services: ToolRuntime) => Promise<string>> = {
-    createApp: (s) => servers.listen(createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] }).fetch),
+    createApp: (s) =>
+      servers.listen(
+        createApp({ ...s, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools: [noteRoom] })
+          .fetch,
+      ),
     'registerWriteTool, SDK v2': (s) =>
       servers.v2(() => {
         const server = new McpServer({ name: 'notes-v2', version: '1.0.0' });
@@ -417,33 +489,48 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     ['registerWriteTool, SDK 1.x', 'v1'],
   ] as const;
 
-  it.each(cases)('%s, %s: on another container a hinted replay is one GetItem, a hinted conflict too; unhinted, the refused transaction', async (path, era) => {
-    const serve = serverPaths[path]!;
-    const [first, other, third] = [await serve(container()), await serve(container()), await serve(container())];
-    const clientOn = async (url: string) => (await connect(era, url, 'acme')).client;
-    const key = newKey();
-    const hinted = async (url: string, room: string) =>
-      (await (await clientOn(url)).callTool({ name: 'note_room', arguments: { room, idempotency_key: key }, _meta: { [LIKELY_REPLAY_META_KEY]: true } } as never)) as Answer;
+  it.each(cases)(
+    '%s, %s: on another container a hinted replay is one GetItem, a hinted conflict too; unhinted, the refused transaction',
+    async (path, era) => {
+      const serve = serverPaths[path]!;
+      const [first, other, third] = [await serve(container()), await serve(container()), await serve(container())];
+      const clientOn = async (url: string) => (await connect(era, url, 'acme')).client;
+      const key = newKey();
+      const hinted = async (url: string, room: string) =>
+        (await (
+          await clientOn(url)
+        ).callTool({
+          name: 'note_room',
+          arguments: { room, idempotency_key: key },
+          _meta: { [LIKELY_REPLAY_META_KEY]: true },
+        } as never)) as Answer;
 
-    const firstAnswer = await call(await clientOn(first), 'note_room', { room: 'blue', idempotency_key: key });
-    expect(firstAnswer.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
+      const firstAnswer = await call(await clientOn(first), 'note_room', { room: 'blue', idempotency_key: key });
+      expect(firstAnswer.structuredContent).toMatchObject({ outcome: 'succeeded', replayed: false });
 
-    requests.reset();
-    expect((await hinted(other, 'blue')).structuredContent).toMatchObject({ outcome: 'succeeded', replayed: true, result: firstAnswer.structuredContent!.result });
-    expect(requests.byOperation).toEqual({ GetItem: 1 });
+      requests.reset();
+      expect((await hinted(other, 'blue')).structuredContent).toMatchObject({
+        outcome: 'succeeded',
+        replayed: true,
+        result: firstAnswer.structuredContent!.result,
+      });
+      expect(requests.byOperation).toEqual({ GetItem: 1 });
 
-    requests.reset();
-    expect((await hinted(third, 'red')).structuredContent).toMatchObject({ outcome: 'conflict' });
-    expect(requests.byOperation).toEqual({ GetItem: 1 });
-    expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
+      requests.reset();
+      expect((await hinted(third, 'red')).structuredContent).toMatchObject({ outcome: 'conflict' });
+      expect(requests.byOperation).toEqual({ GetItem: 1 });
+      expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
 
-    // The same replay without the hint, on a container that never answered the key: the refused transaction (the
-    // one-request path ran the tool for it, and its writes were refused with the record).
-    requests.reset();
-    expect((await call(await clientOn(await serve(container())), 'note_room', { room: 'blue', idempotency_key: key })).structuredContent).toMatchObject({
-      replayed: true,
-    });
-    expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
-    expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
-  });
+      // The same replay without the hint, on a container that never answered the key: the refused transaction (the
+      // one-request path ran the tool for it, and its writes were refused with the record).
+      requests.reset();
+      expect(
+        (await call(await clientOn(await serve(container())), 'note_room', { room: 'blue', idempotency_key: key })).structuredContent,
+      ).toMatchObject({
+        replayed: true,
+      });
+      expect(requests.byOperation).toEqual({ TransactWriteItems: 1 });
+      expect(await notesOf(key)).toEqual([{ tenant: 'acme', room: 'blue' }]);
+    },
+  );
 });

@@ -44,7 +44,9 @@ type Order = { order_id: string };
 
 async function listAndOrderTwice(client: Parameters<typeof callWrite>[0] & { listTools(): Promise<{ tools: Array<{ name: string }> }> }) {
   const { tools } = await client.listTools();
-  expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['create_order', 'request_payment', 'get_operation_status', FixtureTool.write, FixtureTool.payment]));
+  expect(tools.map((tool) => tool.name)).toEqual(
+    expect.arrayContaining(['create_order', 'request_payment', 'get_operation_status', FixtureTool.write, FixtureTool.payment]),
+  );
   const key = newKey();
   const first = await callWrite<Order>(client, 'create_order', orderArgs(key));
   expect(first).toMatchObject({ outcome: 'succeeded', replayed: false });
@@ -69,7 +71,12 @@ async function writeTwice(client: Parameters<typeof callWrite>[0]) {
 const rawPost = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(stack.mcpUrl, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, ...headers },
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${token}`,
+      ...headers,
+    },
     body: JSON.stringify(body),
   });
 
@@ -116,14 +123,19 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
 
   it('tools/list carries resultType and a cache hint; an invalid cursor is -32602', async () => {
     const headers = { 'Mcp-Method': 'tools/list', 'Mcp-Protocol-Version': MODERN_PROTOCOL };
-    const listed = (await (await rawPost({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: modernMeta } }, headers)).json()) as {
+    const listed = (await (
+      await rawPost({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: modernMeta } }, headers)
+    ).json()) as {
       result: Record<string, unknown>;
     };
     expect(listed.result).toMatchObject({ resultType: 'complete', cacheScope: 'private', tools: expect.any(Array) });
     expect(listed.result.ttlMs).toBeGreaterThan(0);
     expect(listed.result).not.toHaveProperty('nextCursor');
 
-    const paged = await rawPost({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'not-ours', _meta: modernMeta } }, headers);
+    const paged = await rawPost(
+      { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'not-ours', _meta: modernMeta } },
+      headers,
+    );
     expect(((await paged.json()) as { error: { code: number } }).error.code).toBe(-32602);
   });
 
@@ -134,7 +146,9 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
       { 'Mcp-Method': 'tools/call', 'Mcp-Name': FixtureTool.write, 'Mcp-Protocol-Version': MODERN_PROTOCOL, ...keyHeaders(args) },
     );
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(((await response.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    expect(((await response.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe(
+      'succeeded',
+    );
     expect(stack.downstream.bookings(args.idempotency_key)).toHaveLength(1);
     expect(stderrLines.filter((line) => line.includes('responseMode'))).toEqual([]);
   });
@@ -142,7 +156,11 @@ describe('a 2026-07-28 client (SDK v2, pinned)', () => {
   it('a browser client may send the 2026-07-28 headers (CORS preflight allows Mcp-Method and Mcp-Name)', async () => {
     const response = await fetch(stack.mcpUrl, {
       method: 'OPTIONS',
-      headers: { Origin: 'http://localhost:6274', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'mcp-method,mcp-name' },
+      headers: {
+        Origin: 'http://localhost:6274',
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'mcp-method,mcp-name',
+      },
     });
     const allowed = (response.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/\s*,\s*/);
     expect(allowed).toEqual(expect.arrayContaining(['mcp-method', 'mcp-name']));
@@ -172,7 +190,10 @@ describe('2025-era clients', () => {
     const client = await connectClient(stack, TENANT);
     try {
       const operationId = await issueOperationId(client, FixtureTool.payment);
-      expect(await callWrite(client, FixtureTool.payment, fixturePaymentArgs(operationId))).toMatchObject({ outcome: 'succeeded', replayed: false });
+      expect(await callWrite(client, FixtureTool.payment, fixturePaymentArgs(operationId))).toMatchObject({
+        outcome: 'succeeded',
+        replayed: false,
+      });
       expect(stack.downstream.bookings(operationId)).toEqual([expect.objectContaining({ tenant: TENANT, kind: 'payment' })]);
     } finally {
       await client.close();
@@ -181,9 +202,12 @@ describe('2025-era clients', () => {
 
   it('2025-06-18 requests get plain JSON answers without the 2026-07-28 fields', async () => {
     const headers = { 'Mcp-Protocol-Version': '2025-06-18' };
-    const init = await rawPost(
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } } },
-    );
+    const init = await rawPost({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+    });
     expect(init.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await init.json()) as { result: { protocolVersion: string } }).result.protocolVersion).toBe('2025-06-18');
 

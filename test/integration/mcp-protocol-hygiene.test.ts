@@ -27,8 +27,7 @@ function post(body: string, headers: Record<string, string> = {}) {
 const rpc = (id: number, method: string, params?: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
 const writeArgs = (key: string) => ({ idempotency_key: key, note: 'hygiene' });
 /** One fixture_write call, which books at the fixture downstream under `key`. */
-const writeCall = (id: number, key = newKey()) =>
-  rpc(id, 'tools/call', { name: FixtureTool.write, arguments: writeArgs(key) });
+const writeCall = (id: number, key = newKey()) => rpc(id, 'tools/call', { name: FixtureTool.write, arguments: writeArgs(key) });
 /** Whether anything under the key reached the downstream. */
 const ranUnder = (key: string) => stack.downstream.calls(key);
 
@@ -66,7 +65,13 @@ describe('protocol hygiene', () => {
       new Promise<{ status: number; text: string }>((resolve, reject) => {
         const url = new URL(stack.url);
         const req = request(
-          { host: url.hostname, port: url.port, path, method, headers: { Host: host, Origin: `http://${host}`, ...(body ? { ...MCP_HEADERS, Authorization: `Bearer ${token}` } : {}) } },
+          {
+            host: url.hostname,
+            port: url.port,
+            path,
+            method,
+            headers: { Host: host, Origin: `http://${host}`, ...(body ? { ...MCP_HEADERS, Authorization: `Bearer ${token}` } : {}) },
+          },
           (res) => {
             let text = '';
             res.on('data', (chunk) => (text += chunk));
@@ -78,7 +83,12 @@ describe('protocol hygiene', () => {
       });
     const port = new URL(stack.url).port;
     for (const path of ['/sandbox/ledger', '/mcp', '/health', '/approvals/x', '/dev-issuer/authorize']) {
-      const refused = await asHost(`rebound.attacker.example:${port}`, path, path === '/mcp' ? 'POST' : 'GET', path === '/mcp' ? writeCall(5) : undefined);
+      const refused = await asHost(
+        `rebound.attacker.example:${port}`,
+        path,
+        path === '/mcp' ? 'POST' : 'GET',
+        path === '/mcp' ? writeCall(5) : undefined,
+      );
       expect(refused.status, path).toBe(403);
       expect(refused.text).toContain('Invalid Host');
       expect(refused.text).not.toContain('payments');
@@ -96,20 +106,26 @@ describe('protocol hygiene', () => {
     for (const answer of [served, refused]) {
       expect(answer.headers.get('access-control-allow-origin')).toBe(origin);
       // A browser client reads these only when they are exposed: the login pointer (401) and the back-off (503).
-      expect(answer.headers.get('access-control-expose-headers')?.split(',')).toEqual(expect.arrayContaining(['WWW-Authenticate', 'Retry-After']));
+      expect(answer.headers.get('access-control-expose-headers')?.split(',')).toEqual(
+        expect.arrayContaining(['WWW-Authenticate', 'Retry-After']),
+      );
     }
     expect(refused.headers.get('www-authenticate')).toContain('resource_metadata=');
     // Without an Origin there is no CORS grant, and the answer still varies on Origin (a cache must not reuse it for one).
     expect(unnamed.headers.get('access-control-allow-origin')).toBeNull();
     for (const answer of [served, refused, unnamed]) expect(answer.headers.get('vary')?.toLowerCase()).toContain('origin');
-    expect(((await served.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    expect(((await served.json()) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe(
+      'succeeded',
+    );
   });
 
   it('a mounted route whose answer has headers that cannot change still gets the CORS headers', async () => {
     const { Hono } = await import('hono');
     // A Response from fetch: its headers are immutable (a route that passes another server's answer on).
     const fetched = new Hono().get('/', () => fetch(`${stack.url}/health`));
-    const answer = await createApp(stack.services, { tools: [], mounts: { '/fetched': fetched } }).request('http://localhost/fetched', { headers: { Origin: 'http://localhost:6274' } });
+    const answer = await createApp(stack.services, { tools: [], mounts: { '/fetched': fetched } }).request('http://localhost/fetched', {
+      headers: { Origin: 'http://localhost:6274' },
+    });
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ status: 'ok' });
     expect(answer.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
@@ -122,7 +138,13 @@ describe('protocol hygiene', () => {
     const chunked = (chunks: string[]) =>
       new Promise<{ status: number; text: string }>((resolve, reject) => {
         const req = request(
-          { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...MCP_HEADERS, Authorization: `Bearer ${token}`, 'Transfer-Encoding': 'chunked' } },
+          {
+            host: url.hostname,
+            port: url.port,
+            path: url.pathname,
+            method: 'POST',
+            headers: { ...MCP_HEADERS, Authorization: `Bearer ${token}`, 'Transfer-Encoding': 'chunked' },
+          },
           (res) => {
             let text = '';
             res.on('data', (chunk) => (text += chunk));
@@ -137,7 +159,9 @@ describe('protocol hygiene', () => {
     const call = writeCall(23);
     const served = await chunked([call.slice(0, 10), call.slice(10)]);
     expect(served.status).toBe(200);
-    expect((JSON.parse(served.text) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe('succeeded');
+    expect((JSON.parse(served.text) as { result: { structuredContent: { outcome: string } } }).result.structuredContent.outcome).toBe(
+      'succeeded',
+    );
     const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { padding: 'x'.repeat(1024 * 1024) } });
     const refused = await chunked(Array.from({ length: Math.ceil(huge.length / 65536) }, (_, i) => huge.slice(i * 65536, (i + 1) * 65536)));
     expect(refused.status).toBe(413);
@@ -178,6 +202,7 @@ describe('protocol hygiene', () => {
       rpc(8, 'tools/call', { name: FixtureTool.order, arguments: 'not an object' }),
       rpc(9, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: 42, quantity: 'many' } }),
       rpc(10, 'tools/call', {}),
+      // biome-ignore lint/correctness/noPrecisionLoss: a quantity that overflows to Infinity is part of the nonsense.
       rpc(11, 'tools/call', { name: FixtureTool.order, arguments: { idempotency_key: newKey(), item: { $ne: 1 }, quantity: 1e309 } }),
     ];
     for (const body of cases) {
@@ -189,7 +214,10 @@ describe('protocol hygiene', () => {
     // A malformed call is the client's mistake: invalid params (-32602, do not retry), not an internal error.
     for (const params of [{}, { name: 5 }, { name: FixtureTool.write, arguments: 'not an object' }]) {
       const response = await post(rpc(12, 'tools/call', params));
-      expect(await response.json()).toMatchObject({ id: 12, error: { code: -32602, message: expect.stringContaining('Invalid tools/call request') } });
+      expect(await response.json()).toMatchObject({
+        id: 12,
+        error: { code: -32602, message: expect.stringContaining('Invalid tools/call request') },
+      });
     }
     await expectStillServing();
   });
@@ -247,7 +275,11 @@ describe('protocol hygiene', () => {
     for (const id of [deep, deepObject, '[1]', '{"a":1}']) {
       const response = await post(`[${call.replace('"id":1', `"id":${id}`)}, {"jsonrpc":"2.0","id":2,"method":"ping"}]`);
       expect(response.status, id.slice(0, 12)).toBe(400);
-      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('string, a number or null') } });
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringContaining('string, a number or null') },
+      });
     }
     expect(ranUnder(key)).toBe(0);
     await expectStillServing();
@@ -277,7 +309,9 @@ describe('protocol hygiene', () => {
       const response = await post(call);
       const text = await response.text();
       expect(text.length).toBeLessThan(4096);
-      const { result } = JSON.parse(text) as { result: { structuredContent: { outcome: string; idempotency_key: string }; content: { text: string }[] } };
+      const { result } = JSON.parse(text) as {
+        result: { structuredContent: { outcome: string; idempotency_key: string }; content: { text: string }[] };
+      };
       const echo = `${'k'.repeat(16)}… (1000000 characters)`;
       expect(result.structuredContent).toMatchObject({ outcome: 'rejected', idempotency_key: echo });
       expect(JSON.parse(result.content[1]!.text)).toMatchObject({ idempotency_key: echo });
@@ -312,7 +346,11 @@ describe('authentication', () => {
   it('a browser client may read the headers that tell it what to do next (WWW-Authenticate, Retry-After)', async () => {
     // Neither is CORS-safelisted: unexposed, a browser client sees a 401 or 503 without knowing where to log in or
     // how long to wait.
-    const response = await fetch(stack.mcpUrl, { method: 'POST', headers: { ...MCP_HEADERS, Origin: 'http://localhost:6274' }, body: writeCall(1) });
+    const response = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, Origin: 'http://localhost:6274' },
+      body: writeCall(1),
+    });
     expect(response.status).toBe(401);
     const exposed = (response.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
     expect(exposed).toEqual(expect.arrayContaining(['www-authenticate', 'retry-after']));
@@ -379,7 +417,12 @@ describe('authentication', () => {
   it('a token of the right issuer and key, but for another audience: 401 invalid_token, and nothing runs', async () => {
     const auth = stack.config.auth as Extract<typeof stack.config.auth, { mode: 'dev' }>;
     const { loadDevIssuer } = await import('../../lambdas/auth/dev-issuer');
-    const otherApi = await loadDevIssuer({ dir: auth.devAuthDir, issuer: auth.issuer, audience: 'another-api', tenantClaim: auth.tenantClaim });
+    const otherApi = await loadDevIssuer({
+      dir: auth.devAuthDir,
+      issuer: auth.issuer,
+      audience: 'another-api',
+      tenantClaim: auth.tenantClaim,
+    });
     const key = newKey();
     const response = await post(writeCall(1, key), { Authorization: `Bearer ${await otherApi.sign({ tenant: 'tenant-hygiene' })}` });
     expect(response.status).toBe(401);

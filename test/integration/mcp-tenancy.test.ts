@@ -63,8 +63,18 @@ describe('tenant isolation', () => {
     const otherArgsFromB = await callWrite(bob, WRITE, note(otherKey, { note: 'other words' }));
     expect(otherArgsFromB).toMatchObject({ outcome: 'succeeded', replayed: false });
 
-    expect(stack.downstream.bookings(key).map((b) => b.tenant).sort()).toEqual([TENANT_A, TENANT_B]);
-    expect(stack.downstream.bookings(otherKey).map((b) => [b.tenant, b.payload.note]).sort()).toEqual([
+    expect(
+      stack.downstream
+        .bookings(key)
+        .map((b) => b.tenant)
+        .sort(),
+    ).toEqual([TENANT_A, TENANT_B]);
+    expect(
+      stack.downstream
+        .bookings(otherKey)
+        .map((b) => [b.tenant, b.payload.note])
+        .sort(),
+    ).toEqual([
       [TENANT_A, 'hello'],
       [TENANT_B, 'other words'],
     ]);
@@ -82,7 +92,10 @@ describe('tenant isolation', () => {
     expect(status.structured).not.toHaveProperty('result');
 
     // A still sees both.
-    expect(await callRead(alice, READ, { key })).toMatchObject({ isError: false, structured: { booking_id: fromA.result!.booking_id, tenant: TENANT_A } });
+    expect(await callRead(alice, READ, { key })).toMatchObject({
+      isError: false,
+      structured: { booking_id: fromA.result!.booking_id, tenant: TENANT_A },
+    });
     expect((await callRead(alice, 'get_operation_status', { tool: WRITE, idempotency_key: key })).structured).toMatchObject({
       status: 'succeeded',
     });

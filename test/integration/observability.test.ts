@@ -86,7 +86,12 @@ describe('observability of the engine', () => {
     countForTool(MetricName.Executions, 'tool_a');
     countForTool(MetricName.Replays, 'tool_b');
     countForTool(MetricName.Executions, 'tool_a', 2);
-    const lines = output.join('').split('\n').filter((line) => line.includes('"_aws"')).slice(-3).map((line) => JSON.parse(line));
+    const lines = output
+      .join('')
+      .split('\n')
+      .filter((line) => line.includes('"_aws"'))
+      .slice(-3)
+      .map((line) => JSON.parse(line));
     expect(emittedMetrics().slice(before)).toEqual([
       { name: 'Executions', value: 1, tool: 'tool_a' },
       { name: 'Replays', value: 1, tool: 'tool_b' },

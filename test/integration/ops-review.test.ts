@@ -85,12 +85,16 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   async function opsInProcess(args: string[]): Promise<OpsRun> {
     let stdout = '';
     let stderr = '';
-    const code = await runOps(args, { out: (t) => (stdout += `${t}\n`), err: (t) => (stderr += `${t}\n`) }, {
-      logger,
-      tools: stack.tools,
-      target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
-      clock,
-    });
+    const code = await runOps(
+      args,
+      { out: (t) => (stdout += `${t}\n`), err: (t) => (stderr += `${t}\n`) },
+      {
+        logger,
+        tools: stack.tools,
+        target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
+        clock,
+      },
+    );
     return { code, stdout, stderr };
   }
 
@@ -145,7 +149,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
-  it('parks an unreachable payment as NEEDS_REVIEW; settle --found makes the next call replay the provider\'s payment', async () => {
+  it("parks an unreachable payment as NEEDS_REVIEW; settle --found makes the next call replay the provider's payment", async () => {
     const operationId = await parkedPayment('payee-found', 'commit-then-timeout');
     const parked = (await record(operationId))!;
     expect(parked).toMatchObject({ status: 'NEEDS_REVIEW', reconcileAttempts: 2, error: { code: 'REVIEW_REQUIRED' } });
@@ -159,10 +163,21 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     ]);
     expect(listed.code).toBe(0);
     const entries = JSON.parse(listed.stdout) as AttentionEntry[];
-    expect(entries).toContainEqual(expect.objectContaining({ kind: 'record', status: 'needs_review', tenant: TENANT, tool: PAY, idempotency_key: operationId, attempts: 2 }));
+    expect(entries).toContainEqual(
+      expect.objectContaining({
+        kind: 'record',
+        status: 'needs_review',
+        tenant: TENANT,
+        tool: PAY,
+        idempotency_key: operationId,
+        attempts: 2,
+      }),
+    );
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ status: 'NEEDS_REVIEW', attempts: 2, idempotency_key: operationId, review: [] });
-    expect((JSON.parse(onlyUnknown.stdout) as AttentionEntry[]).some((e) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
+    expect((JSON.parse(onlyUnknown.stdout) as AttentionEntry[]).some((e) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(
+      false,
+    );
     expect(human.stdout).toMatch(new RegExp(`needs_review .*${operationId}`));
 
     // The provider has the payment (the call committed there); the person looks it up and settles with it, as the
@@ -210,7 +225,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       JSON.stringify(payment),
     );
     expect(settled.code, settled.stderr).toBe(0);
-    expect(JSON.parse(settled.stdout)).toMatchObject({ applied: true, before: { status: 'NEEDS_REVIEW' }, after: { status: 'SUCCEEDED', result: payment } });
+    expect(JSON.parse(settled.stdout)).toMatchObject({
+      applied: true,
+      before: { status: 'NEEDS_REVIEW' },
+      after: { status: 'SUCCEEDED', result: payment },
+    });
     expect(settled.stderr).toContain('review decision applied');
     expect(settled.stderr).toMatch(/"ReviewDecisions"/);
     expect(settled.stderr).not.toContain(operationId);
@@ -238,7 +257,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const again = await opsInProcess(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'changed my mind']);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/is SUCCEEDED/);
-    expect(JSON.parse((await opsInProcess(['list', '--json'])).stdout).some((e: AttentionEntry) => e.kind === 'record' && e.idempotency_key === operationId)).toBe(false);
+    expect(
+      JSON.parse((await opsInProcess(['list', '--json'])).stdout).some(
+        (e: AttentionEntry) => e.kind === 'record' && e.idempotency_key === operationId,
+      ),
+    ).toBe(false);
   }, 180_000);
 
   it('settle --absent releases the key of a payment that never happened: the retry pays exactly once', async () => {
@@ -248,10 +271,14 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await paymentsFor(operationId)).toHaveLength(0);
 
     // Without the endpoint's tools module, what an absence means for the tool is not known: refused, nothing written.
-    const blind = await runOps(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'no such payment'], { out: () => {}, err: (t) => (blindErr += t) }, {
-      logger,
-      target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
-    });
+    const blind = await runOps(
+      ['settle', TENANT, PAY, operationId, '--absent', '--reason', 'no such payment'],
+      { out: () => {}, err: (t) => (blindErr += t) },
+      {
+        logger,
+        target: (options) => resolveTarget({ ...options, localDir: join(workDir, '.local') }),
+      },
+    );
     expect(blind).toBe(ExitCode.badInput);
     expect(blindErr).toMatch(/--tools <module>/);
     expect(await record(operationId)).toMatchObject({ status: 'NEEDS_REVIEW' });
@@ -271,7 +298,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(await paymentsFor(operationId)).toHaveLength(1);
   }, 120_000);
 
-  it('show prints a payment\'s approval: bound to what, until when, and who of which tenant approved or declined it, when', async () => {
+  it("show prints a payment's approval: bound to what, until when, and who of which tenant approved or declined it, when", async () => {
     // A 2026-07-28 client with URL elicitation: the person decides on the approval page (signed in at the dev
     // issuer); the client then retries the call with its requestState, as the SDK does.
     const decideOnPage = (name: string, decision: 'approve' | 'decline') =>
@@ -333,7 +360,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(declined).toMatchObject({
         status: 'ABSENT',
         review: [],
-        approval: { status: 'declined', decided_by: `bob@${TENANT}`, log: [{ event: 'requested' }, { event: 'declined', by: `bob@${TENANT}`, tenant: TENANT }] },
+        approval: {
+          status: 'declined',
+          decided_by: `bob@${TENANT}`,
+          log: [{ event: 'requested' }, { event: 'declined', by: `bob@${TENANT}`, tenant: TENANT }],
+        },
       });
       expect(await paymentsFor(declinedKey)).toEqual([]);
 
@@ -342,7 +373,9 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
       expect(text).toContain(`  approval      approved by alice@${TENANT}, signed in on the approval page`);
       expect(text).toContain(`    bound to    ${PAY}, fingerprint ${approved.fingerprint}`);
       expect(text).toContain(`    expires     ${approved.approval!.expires_at}`);
-      expect(text).toContain(`      ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT}), signed in on the approval page`);
+      expect(text).toContain(
+        `      ${approved.approval!.decided_at}  approved  by alice@${TENANT} (tenant ${TENANT}), signed in on the approval page`,
+      );
       expect((await opsInProcess(['show', TENANT, PAY, declinedKey])).stdout).toMatch(
         new RegExp(`status +ABSENT[^]*approval +declined[^]*  declined  by bob@${TENANT} \\(tenant ${TENANT}\\)`),
       );
@@ -378,7 +411,7 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     }
   }, 120_000);
 
-  it('show says who decided and how from the decision\'s own log entry, never from how the round was asked', async () => {
+  it("show says who decided and how from the decision's own log entry, never from how the round was asked", async () => {
     // What the form fallback once wrote for a round asked on the page: a page round, decided by the MCP client's answer.
     const key = `op-legacy-${Date.now()}`;
     const at = clock();
@@ -400,7 +433,10 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
           expiresAt: at + 900_000,
           decidedAt: at + 1000,
           decidedBy: 'mcp-client',
-          log: [{ at, event: 'requested' }, { at: at + 1000, event: 'approved', by: 'mcp-client' }],
+          log: [
+            { at, event: 'requested' },
+            { at: at + 1000, event: 'approved', by: 'mcp-client' },
+          ],
         },
       }),
     );
@@ -408,17 +444,26 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     expect(text).toContain("  approval      approved by mcp-client, the MCP client's answer in a form, not a signed-in person's");
     expect(text).not.toContain('the person, on the approval page');
     expect(JSON.parse((await opsInProcess(['show', TENANT, PAY, key, '--json'])).stdout)).toMatchObject({
-      approval: { decided_by: 'mcp-client', decided_via: 'form', log: [{ event: 'requested' }, { event: 'approved', by: 'mcp-client', via: 'form' }] },
+      approval: {
+        decided_by: 'mcp-client',
+        decided_via: 'form',
+        log: [{ event: 'requested' }, { event: 'approved', by: 'mcp-client', via: 'form' }],
+      },
     });
   });
 
-  it('show says so when a payment ran without anyone\'s approval (the opt-out for 2025-era clients), and not when one approved it', async () => {
+  it("show says so when a payment ran without anyone's approval (the opt-out for 2025-era clients), and not when one approved it", async () => {
     // This stack opts fixture_payment out (CONFIRMATION_OPT_OUT_TOOLS): the 2025-era client pays on its own word.
     const key = await issueOperationId(client, PAY);
     expect(await callWrite(client, PAY, paymentArgs(key, 'payee-unapproved'))).toMatchObject({ outcome: 'succeeded' });
     const text = (await opsInProcess(['show', TENANT, PAY, key])).stdout;
-    expect(text).toContain("  approval      NONE: this call ran without anyone's approval (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)");
-    expect(JSON.parse((await opsInProcess(['show', TENANT, PAY, key, '--json'])).stdout)).toMatchObject({ status: 'SUCCEEDED', ran_without: 'approval' });
+    expect(text).toContain(
+      "  approval      NONE: this call ran without anyone's approval (the tool is opted out for 2025-era clients: CONFIRMATION_OPT_OUT_TOOLS)",
+    );
+    expect(JSON.parse((await opsInProcess(['show', TENANT, PAY, key, '--json'])).stdout)).toMatchObject({
+      status: 'SUCCEEDED',
+      ran_without: 'approval',
+    });
     // A tool that needs no approval never says so.
     const order = `order-${Date.now()}`;
     await callWrite(client, ORDER, { idempotency_key: order, item: 'SKU-1', quantity: 1 });
@@ -448,7 +493,9 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const unknown = (await record(operationId))!;
     const shown = JSON.parse((await opsInProcess(['show', TENANT, PAY, operationId, '--json'])).stdout) as RecordView;
     expect(shown.decidable_at).toBe(new Date(unknown.inFlightUntil!).toISOString());
-    expect((await opsInProcess(['show', TENANT, PAY, operationId])).stdout).toMatch(/decidable at\s+\S+ \(a request may still land until then\)/);
+    expect((await opsInProcess(['show', TENANT, PAY, operationId])).stdout).toMatch(
+      /decidable at\s+\S+ \(a request may still land until then\)/,
+    );
     const early = await opsInProcess(['settle', TENANT, PAY, operationId, '--absent', '--reason', 'the provider shows nothing']);
     expect(early.code).toBe(2);
     expect(early.stderr).toMatch(/may still land until/);
@@ -523,7 +570,9 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     stack.downstream.arm({ mode: 'commit-then-timeout', times: fresh.length });
     await Promise.all(fresh.map(async ({ args }) => expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'unknown' })));
     await decidable(...fresh.map(({ operationId }) => operationId));
-    const prepared = await Promise.all(fresh.map(({ operationId }) => desk.prepare(identity(PAY, operationId), { kind: 'absent' }, 'race')));
+    const prepared = await Promise.all(
+      fresh.map(({ operationId }) => desk.prepare(identity(PAY, operationId), { kind: 'absent' }, 'race')),
+    );
     const [reconciled, ...decisions] = await Promise.all([stack.workers.reconciler.runOnce(), ...prepared.map((p) => desk.apply(p))]);
     for (const [i, { operationId }] of fresh.entries()) {
       const decision = decisions[i]!;
@@ -547,7 +596,11 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     try {
       const agent = await connectClient(halted, TENANT);
       const key = `email-${Date.now()}`;
-      const { result } = await callWrite<{ event_id: string }>(agent, NOTIFY, { idempotency_key: key, to: 'ops@example.com', text: 'Late: queued' });
+      const { result } = await callWrite<{ event_id: string }>(agent, NOTIFY, {
+        idempotency_key: key,
+        to: 'ops@example.com',
+        text: 'Late: queued',
+      });
       await agent.close();
       const pendingAt = async (at: number) => {
         const desk = new ReviewDesk({
@@ -573,10 +626,17 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
   it('redrive moves a dead-letter event back to the outbox queue: delivered exactly once', async () => {
     stack.downstream.arm({ mode: 'unavailable', times: 50 });
     const key = `ticket-${Date.now()}`;
-    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, { idempotency_key: key, to: 'oncall@example.com', text: 'Disk full' });
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, {
+      idempotency_key: key,
+      to: 'oncall@example.com',
+      text: 'Disk full',
+    });
     const eventId = result!.event_id;
     expect(await settledDelivery(client, NOTIFY, key)).toMatchObject({ status: 'failed' });
-    await eventually(async () => ((await peekQueue(stack, stack.queue.deadLetterQueueUrl)).includes(eventId) ? true : undefined), 'the message in the dead-letter queue');
+    await eventually(
+      async () => ((await peekQueue(stack, stack.queue.deadLetterQueueUrl)).includes(eventId) ? true : undefined),
+      'the message in the dead-letter queue',
+    );
 
     const failed = JSON.parse((await opsInProcess(['list', '--json', '--status', 'failed'])).stdout) as AttentionEntry[];
     expect(failed).toContainEqual(expect.objectContaining({ kind: 'outbox_event', status: 'failed', event_id: eventId, tool: NOTIFY }));
@@ -585,14 +645,20 @@ describe('the review workflow (npm run ops) on a running local stack', () => {
     const redriven = await opsInProcess(['redrive', '--json']);
     expect(redriven.code, redriven.stderr).toBe(0);
     expect(JSON.parse(redriven.stdout)).toMatchObject({ moved: [{ event_id: eventId, tenant: TENANT, tool: NOTIFY }], skipped: 0 });
-    await eventually(async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    await eventually(
+      async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined),
+      'the redriven delivery',
+    );
     expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     expect(JSON.parse((await opsInProcess(['redrive', '--json'])).stdout)).toMatchObject({ moved: [] });
 
     // A second copy of the same message (a redrive run twice) is a duplicate to the consumer: still one notification.
     const body = JSON.stringify({ ...(await stack.services.outbox.getEvent(eventId))!.message });
     await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: body }));
-    await eventually(async () => ((await peekQueue(stack, stack.queue.queueUrl)).length === 0 ? true : undefined), 'the copy to be consumed');
+    await eventually(
+      async () => ((await peekQueue(stack, stack.queue.queueUrl)).length === 0 ? true : undefined),
+      'the copy to be consumed',
+    );
     expect(stack.downstream.bookings(eventId)).toHaveLength(1);
     const listed = JSON.parse((await opsInProcess(['list', '--json'])).stdout) as AttentionEntry[];
     expect(listed.some((e) => e.kind === 'outbox_event' && e.event_id === eventId)).toBe(false);

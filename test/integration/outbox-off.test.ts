@@ -14,7 +14,11 @@ let stack: LocalStack;
 let client: Client;
 
 beforeAll(async () => {
-  stack = await startTestStack({ tools, env: { OUTBOX: 'off' }, workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
+  stack = await startTestStack({
+    tools,
+    env: { OUTBOX: 'off' },
+    workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false },
+  });
   client = await connectClient(stack, 'tenant-rooms');
 });
 afterAll(async () => {
@@ -26,7 +30,9 @@ it('answers a tool that queues an effect with failed / OUTBOX_DISABLED, naming t
   const args = { idempotency_key: newKey(), reservation_id: 'res_1', text: 'berlin-3 is booked at 10:00' };
   const first = await callWrite(client, 'rooms.announce', args);
   expect(first).toMatchObject({ outcome: 'failed', retryable: false, error: { code: 'OUTBOX_DISABLED' } });
-  expect(first.error!.message).toMatch(/no outbox, so rooms\.announce cannot queue a 'room\.announce' event: deploy it with a deliveries module/);
+  expect(first.error!.message).toMatch(
+    /no outbox, so rooms\.announce cannot queue a 'room\.announce' event: deploy it with a deliveries module/,
+  );
   const again = await callWrite(client, 'rooms.announce', args);
   expect(again).toMatchObject({ outcome: 'failed', error: { code: 'OUTBOX_DISABLED' } });
   // Nothing was committed for the relay to send.
@@ -34,6 +40,11 @@ it('answers a tool that queues an effect with failed / OUTBOX_DISABLED, naming t
 });
 
 it('runs the tools that queue nothing as usual', async () => {
-  const reserved = await callWrite(client, 'rooms.reserve', { idempotency_key: newKey(), room: 'berlin-3', starts_at: '2026-12-04T10:00:00Z', minutes: 30 });
+  const reserved = await callWrite(client, 'rooms.reserve', {
+    idempotency_key: newKey(),
+    room: 'berlin-3',
+    starts_at: '2026-12-04T10:00:00Z',
+    minutes: 30,
+  });
   expect(reserved.outcome).toBe('succeeded');
 });

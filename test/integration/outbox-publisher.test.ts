@@ -35,7 +35,12 @@ function sqsEvent(messages: Message[]): SQSEvent {
       messageId: m.MessageId!,
       receiptHandle: m.ReceiptHandle!,
       body: m.Body!,
-      attributes: { ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1', SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+      attributes: {
+        ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
+        SentTimestamp: '0',
+        SenderId: 'test',
+        ApproximateFirstReceiveTimestamp: '0',
+      },
       messageAttributes: {},
       md5OfBody: '',
       eventSource: 'aws:sqs',
@@ -95,6 +100,8 @@ describe('what the queue accepts: every committed event gets onto it', () => {
     expect(await publisher.publish(sent)).toEqual({ failed: [] });
     const ids = new Set(sent.map((m) => m.event_id));
     const received = (await drain(stack)).map((m) => parseOutboxMessage(m.Body!)).filter((m) => ids.has(m.event_id));
-    expect(received.sort((a, b) => a.event_id.localeCompare(b.event_id))).toEqual(sent.sort((a, b) => a.event_id.localeCompare(b.event_id)));
+    expect(received.sort((a, b) => a.event_id.localeCompare(b.event_id))).toEqual(
+      sent.sort((a, b) => a.event_id.localeCompare(b.event_id)),
+    );
   });
 });

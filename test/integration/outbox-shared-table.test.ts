@@ -56,12 +56,29 @@ describe('two endpoints with deliveries on one table', () => {
       eventIds.a.push(onA.result!.event_id);
       eventIds.b.push(onB.result!.event_id);
     }
-    for (const [stack, ids] of [[a, eventIds.a], [b, eventIds.b]] as const) {
-      for (const id of ids) await eventually(async () => ((await stack.services.outbox.getEvent(id))?.status === 'DELIVERED' ? true : undefined), `${id} delivered`);
+    for (const [stack, ids] of [
+      [a, eventIds.a],
+      [b, eventIds.b],
+    ] as const) {
+      for (const id of ids)
+        await eventually(
+          async () => ((await stack.services.outbox.getEvent(id))?.status === 'DELIVERED' ? true : undefined),
+          `${id} delivered`,
+        );
     }
     // Each endpoint's downstream booked its own events once each, and none of the other's.
-    expect(a.downstream.bookings().map((booking) => booking.key).sort()).toEqual([...eventIds.a].sort());
-    expect(b.downstream.bookings().map((booking) => booking.key).sort()).toEqual([...eventIds.b].sort());
+    expect(
+      a.downstream
+        .bookings()
+        .map((booking) => booking.key)
+        .sort(),
+    ).toEqual([...eventIds.a].sort());
+    expect(
+      b.downstream
+        .bookings()
+        .map((booking) => booking.key)
+        .sort(),
+    ).toEqual([...eventIds.b].sort());
     // No relay put the other's event on its queue: nothing was misrouted, so nothing went to a dead-letter queue.
     for (const stack of [a, b]) expect(await peekQueue(stack, stack.queue.deadLetterQueueUrl)).toEqual([]);
     // Each store sees its own events only.
@@ -76,8 +93,14 @@ describe('two endpoints with deliveries on one table', () => {
     ]);
     const idA = onA.result!.event_id;
     const idB = onB.result!.event_id;
-    const eventA = await eventually(async () => a.services.outbox.getEvent(idA).then((e) => (e?.status === 'DELIVERED' ? e : undefined)), 'A delivered');
-    const eventB = await eventually(async () => b.services.outbox.getEvent(idB).then((e) => (e?.status === 'DELIVERED' ? e : undefined)), 'B delivered');
+    const eventA = await eventually(
+      async () => a.services.outbox.getEvent(idA).then((e) => (e?.status === 'DELIVERED' ? e : undefined)),
+      'A delivered',
+    );
+    const eventB = await eventually(
+      async () => b.services.outbox.getEvent(idB).then((e) => (e?.status === 'DELIVERED' ? e : undefined)),
+      'B delivered',
+    );
     const itemOf = async (key: { pk: string; sk: string }) =>
       (await a.services.doc.send(new GetCommand({ TableName: tableName, Key: key, ConsistentRead: true }))).Item;
     const itemB = (await itemOf(outboxEventKeyOf(idB)))!;
@@ -85,10 +108,19 @@ describe('two endpoints with deliveries on one table', () => {
 
     // The stream relay of each (deployed: its event source's filter drops the other's INSERTs first) sends only its own.
     const streamEvent = (item: Record<string, unknown>) =>
-      ({ Records: [{ eventName: 'INSERT', dynamodb: { SequenceNumber: '1', NewImage: marshall({ ...item, status: 'PENDING' }, { removeUndefinedValues: true }) } }] }) as never;
+      ({
+        Records: [
+          {
+            eventName: 'INSERT',
+            dynamodb: { SequenceNumber: '1', NewImage: marshall({ ...item, status: 'PENDING' }, { removeUndefinedValues: true }) },
+          },
+        ],
+      }) as never;
     const streamRelayOf = (stack: FixtureStack, sent: string[]) => {
       const recorder: EventPublisher = { publish: async (messages) => (sent.push(...messages.map((m) => m.event_id)), { failed: [] }) };
-      return createRelayHandler(createRelay({ config: stack.config, outbox: stack.services.outbox, logger, clock: Date.now }, { wrapPublisher: () => recorder }));
+      return createRelayHandler(
+        createRelay({ config: stack.config, outbox: stack.services.outbox, logger, clock: Date.now }, { wrapPublisher: () => recorder }),
+      );
     };
     const sentByA: string[] = [];
     const sentByB: string[] = [];

@@ -25,7 +25,6 @@ const TENANT = 'tenant-outbox';
 const NOTIFY = FixtureTool.notify;
 const notifyArgs = (key: string) => ({ idempotency_key: key, to: 'grace@example.com', text: 'Hi Grace.' });
 
-
 describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   let stack: FixtureStack;
   let client: Client;
@@ -61,7 +60,9 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       stack.services.newEventId = newEventId;
     }
     expect(await storedItem(stack.services.doc, stack.config.tableName, TENANT, NOTIFY, key)).toBeUndefined();
-    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
+    const { Item } = await stack.services.doc.send(
+      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
+    );
     expect(Item).toEqual(foreign);
     expect(await operationStatus(client, NOTIFY, key)).toMatchObject({ status: 'not_found' });
     // The key was released: the same call executes now, with a fresh event.
@@ -138,12 +139,20 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     const stored = async () => (await stack.services.outbox.getEvent(eventId))!;
     now();
     const refusing = createWorkers(
-      { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } } },
+      {
+        ...stack.services,
+        config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } },
+      },
       { tools: [], clock: time.clock },
     );
     try {
       await refusing.relay.sweep();
-      expect(await stored()).toMatchObject({ status: 'PENDING', sendCount: 0, refusedCount: 1, attentionAt: time.clock() + refusing.relay.nextLookAfter(1) });
+      expect(await stored()).toMatchObject({
+        status: 'PENDING',
+        sendCount: 0,
+        refusedCount: 1,
+        attentionAt: time.clock() + refusing.relay.nextLookAfter(1),
+      });
       // Not due yet: the next sweep leaves it alone instead of asking the queue again.
       await refusing.relay.sweep();
       expect((await stored()).refusedCount).toBe(1);
@@ -189,14 +198,22 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
 
   it('a takeover whose lookup fails, throws, answers nonsense or answers too late delivers nothing: the event stays pending, the claim deferred', async () => {
     const lookups: Array<[string, (ctx: { signal: AbortSignal }) => Promise<ReconcileFinding>]> = [
-      ['throws', async () => { throw new Error('connection reset'); }],
+      [
+        'throws',
+        async () => {
+          throw new Error('connection reset');
+        },
+      ],
       ['cannot answer', async () => ({ kind: 'unreachable', reason: 'HTTP 503' })],
       ['answers nonsense', async () => ({ kind: 'maybe' }) as unknown as ReconcileFinding],
       // Ignores its signal and says "absent" after the consumer's budget ran out: it was not asked in time.
-      ['answers after its time ran out', async ({ signal }) => {
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-        return { kind: 'absent' };
-      }],
+      [
+        'answers after its time ran out',
+        async ({ signal }) => {
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          return { kind: 'absent' };
+        },
+      ],
     ];
     for (const [what, verify] of lookups) {
       const key = newKey();
@@ -209,7 +226,9 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       const delivered: string[] = [];
       const consumer = new OutboxConsumer({
         outbox: stack.services.outbox,
-        handlers: { [message.type]: { deliver: async () => (delivered.push(what), { message_id: 'msg-guess' }), verify: (_m, ctx) => verify(ctx) } },
+        handlers: {
+          [message.type]: { deliver: async () => (delivered.push(what), { message_id: 'msg-guess' }), verify: (_m, ctx) => verify(ctx) },
+        },
         logger,
         clock: time.clock,
         downstreamTimeoutMs: 50,
@@ -232,7 +251,13 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       deliver: async () => (effects.push('deliver'), { message_id: 'msg-1' }),
       verify: async () => (effects.push('verify'), { kind: 'absent' as const }),
     };
-    const consumer = new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [message.type]: handler }, logger, clock: time.clock, downstreamTimeoutMs: 2000 });
+    const consumer = new OutboxConsumer({
+      outbox: stack.services.outbox,
+      handlers: { [message.type]: handler },
+      logger,
+      clock: time.clock,
+      downstreamTimeoutMs: 2000,
+    });
     const windowMs = consumer.inFlightWindowOf(handler);
     // A consumer claimed the event, sent the notification and crashed: its request may land until its lease's end plus the window.
     const leaseEnd = time.clock() + consumer.leaseMs;
@@ -243,7 +268,11 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(early).toMatchObject({ kind: 'retry' });
     expect(effects).toEqual(['verify']);
     // Deferred to the window's end, and the message comes back no earlier.
-    expect(await stack.services.outbox.getMarker(message.event_id)).toMatchObject({ state: 'CLAIMED', leaseUntil: leaseEnd + windowMs, lastSendBy: leaseEnd });
+    expect(await stack.services.outbox.getMarker(message.event_id)).toMatchObject({
+      state: 'CLAIMED',
+      leaseUntil: leaseEnd + windowMs,
+      lastSendBy: leaseEnd,
+    });
     expect(early.kind === 'retry' && early.delayMs).toBe(windowMs);
     expect(await stack.services.outbox.getEvent(message.event_id)).toMatchObject({ status: 'PENDING' });
 
@@ -258,8 +287,15 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   it('an inFlightWindowMs that is not a whole number of milliseconds is refused when the consumer is built', () => {
     const deliver = async () => ({});
     for (const window of [-1, 1.5, Number.NaN, '100' as unknown as number]) {
-      expect(() => new OutboxConsumer({ outbox: stack.services.outbox, handlers: { [FIXTURE_NOTIFY_EVENT]: { deliver, inFlightWindowMs: window } }, logger, downstreamTimeoutMs: 2000 }))
-        .toThrow(/the delivery handler of 'fixture.notify': inFlightWindowMs must be a whole number of milliseconds/);
+      expect(
+        () =>
+          new OutboxConsumer({
+            outbox: stack.services.outbox,
+            handlers: { [FIXTURE_NOTIFY_EVENT]: { deliver, inFlightWindowMs: window } },
+            logger,
+            downstreamTimeoutMs: 2000,
+          }),
+      ).toThrow(/the delivery handler of 'fixture.notify': inFlightWindowMs must be a whole number of milliseconds/);
     }
   });
 
@@ -276,7 +312,12 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       time.advance(relay.nextLookAfter(send) + 1);
     }
     expect((await relay.sweep()).abandoned).toBeGreaterThanOrEqual(1);
-    expect(await delivery()).toMatchObject({ event_id: result!.event_id, status: 'failed', sends: 8, error: { code: 'OUTBOX_UNDELIVERED' } });
+    expect(await delivery()).toMatchObject({
+      event_id: result!.event_id,
+      status: 'failed',
+      sends: 8,
+      error: { code: 'OUTBOX_UNDELIVERED' },
+    });
   });
 
   it('a delivery whose outcome is unknown when its budget is spent stays pending: the sweep sends it again and the next consumer finds the effect', async () => {
@@ -305,12 +346,19 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     // The message went to the dead-letter queue; the sweep sends the event again, and its consumer verifies first.
     time.advance(OutboxDefaults.redeliverAfterMs + 30_000 + 1);
     expect((await stack.workers.relay.sweep()).sent).toBeGreaterThanOrEqual(1);
-    const resent = (await stack.workers.sqs.send(new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 })))
-      .Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
+    const resent =
+      (
+        await stack.workers.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: stack.queue.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+        )
+      ).Messages?.filter((m) => m.Body?.includes(eventId)) ?? [];
     expect(resent).toHaveLength(1);
     expect((await handler(sqsEvent([resent[0]!.Body!]))).batchItemFailures).toEqual([]);
     expect(bookings()).toHaveLength(1);
-    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({ status: 'delivered', result: { booking_id: (bookings())[0]!.booking_id } });
+    expect((await operationStatus(client, NOTIFY, key)).delivery).toMatchObject({
+      status: 'delivered',
+      result: { booking_id: bookings()[0]!.booking_id },
+    });
   });
 
   it('retries a refused delivery with backoff doubling up to 12 h, at least its Retry-After, until the budget is spent; then FAILED and dead-lettered', async () => {
@@ -343,7 +391,9 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
       }
       delays.push(outcome.delayMs);
       // The sweep leaves the event to this retry (a grace after it is due), and re-sends it only if it is lost.
-      expect((await stack.services.outbox.getEvent(message.event_id))!.attentionAt).toBe(clock.clock() + outcome.delayMs + OutboxDefaults.redeliverAfterMs);
+      expect((await stack.services.outbox.getEvent(message.event_id))!.attentionAt).toBe(
+        clock.clock() + outcome.delayMs + OutboxDefaults.redeliverAfterMs,
+      );
       expect((await stack.services.outbox.getEvent(message.event_id))!.status).toBe('PENDING');
       clock.advance(outcome.delayMs);
     }
@@ -388,7 +438,9 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
   it('the DynamoDB Streams relay sends outbox INSERTs only, and reports what the queue refused', async () => {
     const key = newKey();
     const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
-    const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true }));
+    const { Item } = await stack.services.doc.send(
+      new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(result!.event_id), ConsistentRead: true }),
+    );
     const image = marshall(Item!, { removeUndefinedValues: true }) as never;
     const record = (eventName: 'INSERT' | 'MODIFY', sequence: string, newImage = image) => ({
       eventName,
@@ -404,7 +456,10 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
 
     // A queue that refuses: the record is reported, so the stream retries from it.
     const broken = createWorkers(
-      { ...stack.services, config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } } },
+      {
+        ...stack.services,
+        config: { ...stack.config, sideEffects: { ...stack.config.sideEffects, outboxQueueUrl: `${stack.queue.queueUrl}-missing` } },
+      },
       { tools: [] },
     );
     expect(await createRelayHandler(broken)(stream)).toEqual({ batchItemFailures: [{ itemIdentifier: '3' }] });
@@ -417,7 +472,10 @@ describe('running workers: a downstream down for a while, and one down for longe
   let client: Client;
 
   beforeAll(async () => {
-    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '2000' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    stack = await startFixtureStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '2000' },
+      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
+    });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -447,7 +505,10 @@ describe('running workers: a mailbox that sends an email after the consumer gave
   beforeAll(async () => {
     // Lease 2 x 500 + 1000 ms; the downstream client gives up after 500 ms. The late request's in-flight window (the
     // lease plus the timeout) is waited out in real time before the consumer may trust an "absent": short settings.
-    stack = await startFixtureStack({ env: { DOWNSTREAM_TIMEOUT_MS: '500' }, workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } } });
+    stack = await startFixtureStack({
+      env: { DOWNSTREAM_TIMEOUT_MS: '500' },
+      workers: { reconcilerTimer: false, consumer: { retryBaseMs: 0 } },
+    });
     client = await connectClient(stack, TENANT);
   });
   afterAll(async () => {
@@ -513,7 +574,10 @@ describe('running workers: the dead-letter queue once the delivery budget is spe
     // An operator fixes the downstream and redrives the message: delivered, exactly once.
     stack.downstream.clear();
     await stack.workers.sqs.send(new SendMessageCommand({ QueueUrl: stack.queue.queueUrl, MessageBody: inDlq.Body! }));
-    await eventually(async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined), 'the redriven delivery');
+    await eventually(
+      async () => ((await operationStatus(client, NOTIFY, key)).delivery?.status === 'delivered' ? true : undefined),
+      'the redriven delivery',
+    );
     expect(stack.downstream.bookings(eventId)).toHaveLength(1);
   });
 });
@@ -586,7 +650,10 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     stack.downstream.arm({ mode: 'commit-then-timeout', delayMs: 60_000 });
     const emailKey = newKey();
     const email = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(emailKey));
-    await eventually(async () => (stack.downstream.bookings(email.result!.event_id).length === 1 ? true : undefined), 'the notification to be booked');
+    await eventually(
+      async () => (stack.downstream.bookings(email.result!.event_id).length === 1 ? true : undefined),
+      'the notification to be booked',
+    );
     await kill(consumer);
     // Died holding its claim: the effect exists, nothing recorded it.
     expect(await stack.services.outbox.getMarker(email.result!.event_id)).toMatchObject({ state: 'CLAIMED' });
@@ -603,7 +670,9 @@ describe('a consumer killed with SIGKILL mid-effect', () => {
     const newEventId = stack.services.newEventId;
     stack.services.newEventId = () => eventId;
     const working = stack.downstream.hold(eventId); // never released: the request never commits
-    const ticket = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(ticketKey)).finally(() => (stack.services.newEventId = newEventId));
+    const ticket = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(ticketKey)).finally(
+      () => (stack.services.newEventId = newEventId),
+    );
     await working.entered; // the request reached the downstream
     await kill(consumer);
     expect(await stack.services.outbox.getMarker(ticket.result!.event_id)).toMatchObject({ state: 'CLAIMED' });

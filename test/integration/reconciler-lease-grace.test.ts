@@ -74,7 +74,14 @@ describe('the reconciler waits for the lease and its grace before it checks an U
     const record = processingRecord({ leaseExpiresAt: LEASE });
     expect(await store().claim(record, T0)).toMatchObject({ claimed: true });
     const at = T0 + 2_000;
-    expect(await store().markUnknown(record, record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: at, inFlightUntil: at }, at)).toBe(true);
+    expect(
+      await store().markUnknown(
+        record,
+        record.ownerToken,
+        { error: unknownError, errorType: 'uncertain', nextCheckAt: at, inFlightUntil: at },
+        at,
+      ),
+    ).toBe(true);
     const asked = new Map<string, number>();
     expect(await reconcilerAt({ now: at }, asked).runOnce()).toMatchObject({ released: 1 });
     expect(asked.get(record.idempotencyKey)).toBe(1);

@@ -194,7 +194,9 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     const args = { amount_minor: 900, currency: 'EUR', payee_id: 'payee-10' };
     const operationId = await issueOperationId(client, PAY);
     // The dead executor's request reached the provider; its lease has passed (in real time: the engine's clock).
-    const payment = { payment_id: (await stack.downstream.send({ tenant: TENANT, key: operationId, kind: 'payment', payload: args })).booking_id };
+    const payment = {
+      payment_id: (await stack.downstream.send({ tenant: TENANT, key: operationId, kind: 'payment', payload: args })).booking_id,
+    };
     await abandonedExecution(PAY, operationId, args, Date.now() - 1000);
     const payments = async () => stack.downstream.bookings(operationId);
 
@@ -223,8 +225,12 @@ describe('the reconciler, one run at a time on an injected clock', () => {
     const absentKey = newKey();
     const unverifiableKey = newKey();
     findings.set(absentKey, { kind: 'absent' });
-    expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: absentKey, label: 'a' })).toMatchObject({ outcome: 'unknown' });
-    expect(await callWrite(client, 'probe_unverifiable', { idempotency_key: unverifiableKey, label: 'b' })).toMatchObject({ outcome: 'unknown' });
+    expect(await callWrite(client, 'probe_fail_on_absent', { idempotency_key: absentKey, label: 'a' })).toMatchObject({
+      outcome: 'unknown',
+    });
+    expect(await callWrite(client, 'probe_unverifiable', { idempotency_key: unverifiableKey, label: 'b' })).toMatchObject({
+      outcome: 'unknown',
+    });
 
     // The engine marks UNKNOWN records due at the real time of the call: the reconciler's clock must have reached it.
     // Once their in-flight window has passed (before it, neither decides anything: lambdas/engine/in-flight-window.test.ts).
@@ -291,7 +297,11 @@ describe('the reconciler on its local timer', () => {
     }, 'the reconciler to settle the payment');
     const [payment] = stack.downstream.bookings(operationId);
     expect(settled.result).toMatchObject({ payment_id: payment!.booking_id });
-    expect(await callWrite(client, PAY, args)).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payment!.booking_id } });
+    expect(await callWrite(client, PAY, args)).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: { payment_id: payment!.booking_id },
+    });
     expect(stack.downstream.bookings(operationId)).toHaveLength(1);
     expect(stack.downstream.calls(operationId)).toBe(1);
   });

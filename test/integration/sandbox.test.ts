@@ -82,7 +82,9 @@ describe('the downstreams', () => {
     const externalId = `evt_${newKey()}`;
     const body = { title: 'T', description: 'D', priority: 'low', external_id: externalId, metadata: { tenant: 'tenant-y' } };
     for (let i = 0; i < 2; i++) expect((await fetch(`${stack.url}/sandbox/tickets/v1/tickets`, json(body))).status).toBe(201);
-    const search = (await (await fetch(`${stack.url}/sandbox/tickets/v1/tickets?external_id=${externalId}`)).json()) as { tickets: unknown[] };
+    const search = (await (await fetch(`${stack.url}/sandbox/tickets/v1/tickets?external_id=${externalId}`)).json()) as {
+      tickets: unknown[];
+    };
     expect(search.tickets).toHaveLength(2);
     expect((await sandboxLedger(stack)).tickets.filter((t) => t.event_id === externalId)).toEqual([
       expect.objectContaining({ tenant: 'tenant-y' }),
@@ -96,7 +98,10 @@ describe('the downstreams', () => {
     await armFault(stack, { target: 'payments', mode: 'late-commit', times: 2, delay_ms: 400 });
     const lookup = () => fetch(`${stack.url}${payments}?idempotency_key=${key}`);
     // The caller gives up long before the provider books.
-    const hungUp = await fetch(`${stack.url}${payments}`, { ...json(body, { 'idempotency-key': key }), signal: AbortSignal.timeout(50) }).catch((err: Error) => err);
+    const hungUp = await fetch(`${stack.url}${payments}`, {
+      ...json(body, { 'idempotency-key': key }),
+      signal: AbortSignal.timeout(50),
+    }).catch((err: Error) => err);
     expect(hungUp).toBeInstanceOf(Error);
     expect((await lookup()).status).toBe(404); // not booked yet, and the lookup did not use the fault
     expect(await armedFaults(stack)).toEqual([expect.objectContaining({ mode: 'late-commit', remaining: 1 })]);
@@ -112,9 +117,19 @@ describe('the downstreams', () => {
 
     const reference = `evt_${newKey()}`;
     await armFault(stack, { target: 'mailbox', mode: 'late-commit', delay_ms: 300 });
-    const mail = { from: 'shop@example.com', to: 'ada@example.com', subject: 'S', body: 'B', reference, metadata: { tenant: 'tenant-late' } };
+    const mail = {
+      from: 'shop@example.com',
+      to: 'ada@example.com',
+      subject: 'S',
+      body: 'B',
+      reference,
+      metadata: { tenant: 'tenant-late' },
+    };
     await fetch(`${stack.url}/sandbox/mailbox/v1/messages`, { ...json(mail), signal: AbortSignal.timeout(50) }).catch(() => undefined);
-    await eventually(async () => ((await sandboxLedger(stack)).emails.some((e) => e.event_id === reference) ? true : undefined), 'the late email to be sent');
+    await eventually(
+      async () => ((await sandboxLedger(stack)).emails.some((e) => e.event_id === reference) ? true : undefined),
+      'the late email to be sent',
+    );
   });
 
   it('faults apply to the next calls only, look-ups included, and live in DynamoDB (any process sees them)', async () => {
@@ -128,7 +143,10 @@ describe('the downstreams', () => {
     expect((await lookup()).status).toBe(404);
     // The armed faults are items in the sandbox table, not this server's memory.
     await armFault(stack, { target: 'tickets', mode: 'unavailable' });
-    expect(await openSandboxStore(stack.services, stack.referenceConfig)!.takeFault('tickets')).toMatchObject({ mode: 'unavailable', remaining: 0 });
+    expect(await openSandboxStore(stack.services, stack.referenceConfig)!.takeFault('tickets')).toMatchObject({
+      mode: 'unavailable',
+      remaining: 0,
+    });
     expect(await openSandboxStore(stack.services, stack.referenceConfig)!.takeFault('tickets')).toBeUndefined();
   });
 });

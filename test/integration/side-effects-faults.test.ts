@@ -44,7 +44,13 @@ afterAll(async () => {
 });
 
 type Payment = { payment_id: string; status: string; amount_minor: number; currency: string };
-const paymentArgs = (operationId: string) => ({ operation_id: operationId, amount_minor: 1999, currency: 'EUR', payee_id: 'payee-42', memo: 'invoice 7' });
+const paymentArgs = (operationId: string) => ({
+  operation_id: operationId,
+  amount_minor: 1999,
+  currency: 'EUR',
+  payee_id: 'payee-42',
+  memo: 'invoice 7',
+});
 
 /** Calls again with the same id, as an agent following the contract does, until the payment is settled. */
 async function payUntilSettled(operationId: string) {
@@ -89,7 +95,11 @@ describe.concurrent('request_payment (the provider deduplicates on our key)', ()
     });
 
     const retry = await callWrite<Payment>(client, 'request_payment', paymentArgs(operationId));
-    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: true, result: { payment_id: payment!.payment_id, amount_minor: 1999, currency: 'EUR' } });
+    expect(retry).toMatchObject({
+      outcome: 'succeeded',
+      replayed: true,
+      result: { payment_id: payment!.payment_id, amount_minor: 1999, currency: 'EUR' },
+    });
     expect(retry.first_executed_at).toBeDefined();
     expect(await paymentsWithKey(operationId)).toHaveLength(1);
   });
@@ -151,27 +161,35 @@ const downstreamModes = ['commit-then-timeout', 'fail-before-commit', 'unavailab
 describe.concurrent('send_email and create_ticket (no idempotency downstream: the outbox delivers once)', () => {
   // The two downstreams have separate faults, so their cases run side by side; modes of one target run in turn.
   // A delivery that may have happened is verified only after its request's in-flight window (4 s here), twice per tool.
-  it.concurrent.each(outboxTools)('$tool: every fault mode ends with one effect and a delivered event', async ({ tool, target, args, effects }) => {
-    for (const mode of downstreamModes) {
-      const key = newKey();
-      await armFault(stack, { target, mode, ...(mode === 'slow' ? { delay_ms: 300 } : {}) });
-      const answer = await callWrite<{ status: string; event_id: string }>(client, tool, args(key));
-      // The call itself only commits the record and the event: the fault hits the delivery.
-      expect(answer, mode).toMatchObject({ outcome: 'succeeded', result: { status: 'queued' } });
-      const eventId = answer.result!.event_id;
+  it.concurrent.each(outboxTools)(
+    '$tool: every fault mode ends with one effect and a delivered event',
+    async ({ tool, target, args, effects }) => {
+      for (const mode of downstreamModes) {
+        const key = newKey();
+        await armFault(stack, { target, mode, ...(mode === 'slow' ? { delay_ms: 300 } : {}) });
+        const answer = await callWrite<{ status: string; event_id: string }>(client, tool, args(key));
+        // The call itself only commits the record and the event: the fault hits the delivery.
+        expect(answer, mode).toMatchObject({ outcome: 'succeeded', result: { status: 'queued' } });
+        const eventId = answer.result!.event_id;
 
-      const delivery = await settledDelivery(client, tool, key);
-      expect(delivery, mode).toMatchObject({ event_id: eventId, status: 'delivered' });
-      const made = await effects(eventId);
-      expect(made, mode).toHaveLength(1);
-      expect(made[0], mode).toMatchObject({ tenant: TENANT });
-      // The delivery's result is the downstream's own id of that one effect.
-      expect(Object.values(delivery.result ?? {}), mode).toContain(
-        'message_id' in made[0]! ? made[0].message_id : (made[0] as { ticket_id: string }).ticket_id,
-      );
-      expect(await callWrite(client, tool, args(key)), mode).toMatchObject({ outcome: 'succeeded', replayed: true, result: { event_id: eventId } });
-    }
-  }, 90_000);
+        const delivery = await settledDelivery(client, tool, key);
+        expect(delivery, mode).toMatchObject({ event_id: eventId, status: 'delivered' });
+        const made = await effects(eventId);
+        expect(made, mode).toHaveLength(1);
+        expect(made[0], mode).toMatchObject({ tenant: TENANT });
+        // The delivery's result is the downstream's own id of that one effect.
+        expect(Object.values(delivery.result ?? {}), mode).toContain(
+          'message_id' in made[0]! ? made[0].message_id : (made[0] as { ticket_id: string }).ticket_id,
+        );
+        expect(await callWrite(client, tool, args(key)), mode).toMatchObject({
+          outcome: 'succeeded',
+          replayed: true,
+          result: { event_id: eventId },
+        });
+      }
+    },
+    90_000,
+  );
 
   it.sequential('duplicate-delivery on the queue: the event arrives twice, one email is sent', async () => {
     const key = newKey();
@@ -180,7 +198,10 @@ describe.concurrent('send_email and create_ticket (no idempotency downstream: th
     const delivery = await settledDelivery(client, 'send_email', key);
     expect(delivery.status).toBe('delivered');
     // The relay consumed the fault on this event (nothing else was published meanwhile): it went out twice.
-    await eventually(async () => ((await armedFaults(stack)).some((f) => f.target === 'queue') ? undefined : true), 'the queue fault to be used');
+    await eventually(
+      async () => ((await armedFaults(stack)).some((f) => f.target === 'queue') ? undefined : true),
+      'the queue fault to be used',
+    );
     expect(await outboxTools[0]!.effects(answer.result!.event_id)).toHaveLength(1);
   });
 

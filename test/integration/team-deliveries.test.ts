@@ -55,7 +55,6 @@ afterAll(async () => {
   await new Promise((resolve) => chat?.close(resolve));
 });
 
-
 it("delivers a team's event type with the team's handler, once, however often the queue hands it over", async () => {
   const { outcome, result } = await callWrite<{ event_id: string }>(client, 'rooms.announce', {
     idempotency_key: newKey(),

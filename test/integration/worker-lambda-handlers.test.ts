@@ -38,8 +38,12 @@ const context = { getRemainingTimeInMillis: () => 60_000 } as Context;
 
 /** The outbox event a tool call committed, as the table's stream hands it to the relay. */
 async function streamInsert(eventId: string, sequence: string): Promise<DynamoDBStreamEvent> {
-  const { Item } = await stack.services.doc.send(new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }));
-  return { Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: sequence } }] } as unknown as DynamoDBStreamEvent;
+  const { Item } = await stack.services.doc.send(
+    new GetCommand({ TableName: stack.config.tableName, Key: Keys.outboxEvent(eventId), ConsistentRead: true }),
+  );
+  return {
+    Records: [{ eventName: 'INSERT', dynamodb: { NewImage: marshall(Item!, { removeUndefinedValues: true }), SequenceNumber: sequence } }],
+  } as unknown as DynamoDBStreamEvent;
 }
 
 /** The queue's message of this event, as the SQS event source hands it to the consumer. */
@@ -113,7 +117,11 @@ afterAll(async () => {
 describe('the worker Lambda handlers', () => {
   it('relay (stream INSERT) -> queue -> consumer (SQS batch) delivers the email once; the reconciler runs', async () => {
     const key = newKey();
-    const { result } = await callWrite<{ event_id: string }>(client, FixtureTool.notify, { idempotency_key: key, to: 'kay@example.com', text: 'Hello.' });
+    const { result } = await callWrite<{ event_id: string }>(client, FixtureTool.notify, {
+      idempotency_key: key,
+      to: 'kay@example.com',
+      text: 'Hello.',
+    });
     const eventId = result!.event_id;
     expect(await relay(await streamInsert(eventId, '100'), context)).toEqual({ batchItemFailures: [] });
 
@@ -153,7 +161,10 @@ describe('the worker Lambda handlers', () => {
 
     expect(await referenceReconciler({}, context)).toMatchObject({ found: 1 });
     const [payment] = (await sandboxLedger(stack)).payments.filter((p) => p.idempotency_key === operationId);
-    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({ status: 'succeeded', result: { payment_id: payment!.payment_id } });
+    expect(await operationStatus(client, 'request_payment', operationId)).toMatchObject({
+      status: 'succeeded',
+      result: { payment_id: payment!.payment_id },
+    });
   });
 
   it("a team's tools module hands its reconcile hooks its own clients through `withClients`; anything else is refused", async () => {
@@ -168,7 +179,9 @@ describe('the worker Lambda handlers', () => {
     /** A call whose answer is lost after the downstream booked it: `unknown`, one booking under the key. */
     const lostAnswer = async (key: string) => {
       stack.downstream.arm({ mode: 'commit-then-timeout' });
-      expect(await callWrite(client, module.CLIENT_WRITE, { idempotency_key: key, note: 'answer lost' })).toMatchObject({ outcome: 'unknown' });
+      expect(await callWrite(client, module.CLIENT_WRITE, { idempotency_key: key, note: 'answer lost' })).toMatchObject({
+        outcome: 'unknown',
+      });
       expect(stack.downstream.bookings(key)).toHaveLength(1);
       expect(await record(key)).toMatchObject({ status: 'UNKNOWN' });
     };
@@ -192,7 +205,9 @@ describe('the worker Lambda handlers', () => {
     expect(await record(unserved)).toMatchObject({ status: 'UNKNOWN' });
 
     // A `withClients` that is not a function fails the cold start, saying why.
-    expect(() => reconcilerLambdaHandler({ tools: module.tools, withClients: 'bookings' })).toThrow(/exports `withClients`, but not as a function/);
+    expect(() => reconcilerLambdaHandler({ tools: module.tools, withClients: 'bookings' })).toThrow(
+      /exports `withClients`, but not as a function/,
+    );
   });
 
   it('the sandbox function serves the same routes through a Function URL event, from its own table only', async () => {

@@ -12,7 +12,10 @@ const run = promisify(execFile);
 
 async function dev(...args: string[]) {
   try {
-    const { stdout, stderr } = await run(join(PACKAGE_ROOT, 'node_modules', '.bin', 'tsx'), ['bin/idempotent-mcp.ts', 'dev', ...args], { cwd: PACKAGE_ROOT, timeout: 60_000 });
+    const { stdout, stderr } = await run(join(PACKAGE_ROOT, 'node_modules', '.bin', 'tsx'), ['bin/idempotent-mcp.ts', 'dev', ...args], {
+      cwd: PACKAGE_ROOT,
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const failed = err as { code: number; stdout: string; stderr: string };

@@ -26,13 +26,17 @@ interface Started {
 type How = 'tsx' | 'built';
 const startCommand = async (how: How): Promise<[string, string[]]> =>
   how === 'tsx'
-    ? [join(PROJECT_ROOT, 'node_modules/.bin/tsx'), ['--tsconfig', join(PROJECT_ROOT, 'tsconfig.json'), join(PROJECT_ROOT, 'scripts/start.ts')]]
+    ? [
+        join(PROJECT_ROOT, 'node_modules/.bin/tsx'),
+        ['--tsconfig', join(PROJECT_ROOT, 'tsconfig.json'), join(PROJECT_ROOT, 'scripts/start.ts')],
+      ]
     : [process.execPath, [(await childBundle('npm-start', { start: 'scripts/start.ts' })).start]];
 
 async function npmStart(cwd: string, userEnv: NodeJS.ProcessEnv = {}, how: How = 'built'): Promise<Started> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0' };
   // As in a user's shell: no test-run settings, no emulator of the test run (unless the user names one).
-  for (const name of ['DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED', 'POWERTOOLS_LOG_LEVEL']) delete env[name];
+  for (const name of ['DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED', 'POWERTOOLS_LOG_LEVEL'])
+    delete env[name];
   Object.assign(env, userEnv);
   const [command, args] = await startCommand(how);
   const child = spawn(command, args, {
@@ -102,7 +106,7 @@ describe('npm start', () => {
     }
   }, 120_000);
 
-  it('says where a payment is approved, and says loudly when the opt-out lets payments run without anyone\'s approval', async () => {
+  it("says where a payment is approved, and says loudly when the opt-out lets payments run without anyone's approval", async () => {
     const own = await mkdtemp(join(tmpdir(), 'npm-start-opt-out-'));
     const start = async (env: NodeJS.ProcessEnv) => {
       const started = await npmStart(own, { DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!, ...env });
@@ -112,7 +116,9 @@ describe('npm start', () => {
     };
     try {
       const approved = await start({ CONFIRMATION_OPT_OUT_TOOLS: '' });
-      expect(approved).toMatch(/Approval +request_payment: a signed-in person approves each call at http:\/\/127\.0\.0\.1:\d+\/approvals\//);
+      expect(approved).toMatch(
+        /Approval +request_payment: a signed-in person approves each call at http:\/\/127\.0\.0\.1:\d+\/approvals\//,
+      );
       expect(approved).not.toMatch(/WITHOUT/);
       const optedOut = await start({ CONFIRMATION_OPT_OUT_TOOLS: 'request_payment' });
       expect(optedOut).toMatch(/WARNING +request_payment runs WITHOUT anyone's approval for 2025-era clients/);

@@ -18,5 +18,7 @@ it('matches the committed API report of every public subpath, and each surface n
   expect(outcomes.filter((o) => o.changed).map((o) => `${o.reportFile} is out of date: run npm run api`)).toEqual([]);
   expect(outcomes.flatMap((o) => o.problems.map((p) => `${o.subpath}: ${p}`))).toEqual([]);
   // Named exports only: a re-export of a whole module would make each of its future names public unseen.
-  expect(outcomes.filter((o) => /^export \* from/m.test(readFileSync(join(PROJECT_ROOT, o.reportFile), 'utf8'))).map((o) => o.subpath)).toEqual([]);
+  expect(
+    outcomes.filter((o) => /^export \* from/m.test(readFileSync(join(PROJECT_ROOT, o.reportFile), 'utf8'))).map((o) => o.subpath),
+  ).toEqual([]);
 }, 900_000);

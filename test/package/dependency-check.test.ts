@@ -23,7 +23,10 @@ describe('the dependency check of npm test', () => {
     mkdirSync(dirname(join(dir, copy)), { recursive: true });
     copyFileSync(join(root, source), join(dir, copy));
     copyFileSync(join(root, 'knip.jsonc'), join(dir, 'knip.jsonc'));
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', private: true, dependencies: declared }));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', private: true, dependencies: declared }),
+    );
     try {
       const { stdout } = await promisify(execFile)(knip, ['--dependencies', '--no-progress', '--no-config-hints'], { cwd: dir });
       return { code: 0, output: stdout };

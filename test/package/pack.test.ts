@@ -3,9 +3,23 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, publicSubpaths } from '../../scripts/declarations';
-import { EXAMPLES, exampleProject, exampleRun, installOf, MAX_BUFFER, npmEnv, packedPackage, run, setupBlock, TYPE_CHECK, typeCheckOf } from './support';
+import {
+  EXAMPLES,
+  exampleProject,
+  exampleRun,
+  installOf,
+  MAX_BUFFER,
+  npmEnv,
+  packedPackage,
+  run,
+  setupBlock,
+  TYPE_CHECK,
+  typeCheckOf,
+} from './support';
 
-const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+const examples = readdirSync(EXAMPLES, { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name);
 
 /**
  * The example whose project also imports every public subpath (everySubpath below): its install has the peers the
@@ -21,7 +35,10 @@ const EVERY_SUBPATH_FILE = 'every-subpath.ts';
  * declaration file a team can reach, not only those the examples import.
  */
 function everySubpath(project: string): { subpaths: string[]; source: string } {
-  const installed = JSON.parse(readFileSync(join(project, 'node_modules/idempotent-mcp/package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
+  const installed = JSON.parse(readFileSync(join(project, 'node_modules/idempotent-mcp/package.json'), 'utf8')) as {
+    name: string;
+    exports: Record<string, unknown>;
+  };
   const keys = Object.keys(installed.exports).filter((key) => key !== './package.json');
   const subpaths = keys.map((key) => `${installed.name}${key.slice(1)}`);
   const source = keys.map((key, i) => `export type * as ${key.slice(2).replace(/\W/g, '_')} from '${subpaths[i]}';\n`).join('');
@@ -57,19 +74,25 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
   it('is the file docs/toolkit.md installs', () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version;
     expect(tarball).toBe(`idempotent-mcp-${version}.tgz`);
-    for (const example of ['own-mcp-server', 'approval-page', 'cdk-app']) expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
+    for (const example of ['own-mcp-server', 'approval-page', 'cdk-app'])
+      expect(setupBlock(example)).toContain(`npm install ../idempotent-mcp/${tarball}`);
   });
 
   // The slow steps (publishing dry, each example's install, type check and test) run at once: npm waits on its cache
   // and the registry while tsc and the examples' tests use the CPU.
   it.concurrent('can be published: npm publish --dry-run is clean', async ({ expect }) => {
-    const { stderr } = await run('npm', ['publish', '--dry-run', '--ignore-scripts', '--tag', 'next'], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
+    const { stderr } = await run('npm', ['publish', '--dry-run', '--ignore-scripts', '--tag', 'next'], {
+      cwd: PROJECT_ROOT,
+      env: npmEnv,
+      maxBuffer: MAX_BUFFER,
+    });
     // npm warns when it has to correct the manifest (a bin path, a repository field) or drops a file it was told to ship.
     expect(stderr.split('\n').filter((line) => /npm warn/i.test(line) && !/dry-run|Unknown (user|env) config/i.test(line))).toEqual([]);
   }, 300_000);
 
   it('finds every example a project of its own, with a test script', () => {
-    for (const example of examples) expect(JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts?.test, example).toBeTruthy();
+    for (const example of examples)
+      expect(JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts?.test, example).toBeTruthy();
   });
 
   it('ships the build, README, LICENSE and the docs the bins name only: no sources, tests or local state', () => {
@@ -77,11 +100,17 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     expect(files).toContain('dist/types/exports/engine.d.ts');
     expect(files).toContain('LICENSE');
     // The docs `idempotent-mcp gateway --help` names (test/gateway/local-tenants.test.ts), as package.json `files` lists them.
-    const docs = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { files: string[] }).files.filter((f) => f.startsWith('docs/'));
+    const docs = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { files: string[] }).files.filter((f) =>
+      f.startsWith('docs/'),
+    );
     expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE', ...docs].includes(f))).toEqual([]);
   });
 
-  const tsconfigOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown>; include?: string[] };
+  const tsconfigOf = (example: string) =>
+    JSON.parse(readFileSync(join(EXAMPLES, example, 'tsconfig.json'), 'utf8')) as {
+      compilerOptions: Record<string, unknown>;
+      include?: string[];
+    };
 
   /** Each example's project for its type check, in this file's folder. */
   const projects = new Map<string, Promise<string>>();
@@ -99,7 +128,12 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
    * of EVERY_SUBPATH_IN also holds the file that imports every public subpath.
    */
   const typeCheckGroup = (example: string) =>
-    examples.filter((other) => typeCheckOf(other) === TYPE_CHECK && installOf(setupBlock(other)) === installOf(setupBlock(example)) && JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)));
+    examples.filter(
+      (other) =>
+        typeCheckOf(other) === TYPE_CHECK &&
+        installOf(setupBlock(other)) === installOf(setupBlock(example)) &&
+        JSON.stringify(tsconfigOf(other)) === JSON.stringify(tsconfigOf(example)),
+    );
   const typeChecks = new Map<string, Promise<void>>();
   function typeChecked(example: string): Promise<void> {
     const group = typeCheckGroup(example);
@@ -107,7 +141,9 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
     const checked =
       typeChecks.get(key) ??
       Promise.all(group.map(projectOf)).then(async ([first, ...others]) => {
-        const include = [first!, ...others].flatMap((project, i) => (tsconfigOf(group[i]!).include ?? ['**/*']).map((pattern) => join(relative(first!, project), pattern)));
+        const include = [first!, ...others].flatMap((project, i) =>
+          (tsconfigOf(group[i]!).include ?? ['**/*']).map((pattern) => join(relative(first!, project), pattern)),
+        );
         const what = [`examples/${group.join(', examples/')}`];
         if (group.includes(EVERY_SUBPATH_IN)) {
           writeFileSync(join(first!, EVERY_SUBPATH_FILE), everySubpath(first!).source);
@@ -120,28 +156,44 @@ describe('the packed package, installed as docs/toolkit.md says', () => {
         // the suite, which keeps both cores busy, one thread does the same check on less CPU.
         const { version } = JSON.parse(readFileSync(join(first!, 'node_modules/typescript/package.json'), 'utf8')) as { version: string };
         const threads = Number(version.split('.')[0]) >= 7 ? ['--singleThreaded'] : [];
-        await run('tsc', ['--noEmit', '-p', tsconfig, ...threads], { cwd: first!, env: { ...npmEnv, PATH: `${join(first!, 'node_modules/.bin')}:${process.env.PATH}` }, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
-          (err: { stdout?: string; stderr?: string; message: string }) => {
-            throw new Error(`tsc --noEmit failed for ${what.join(' and ')}, one program with each example's tsconfig.json:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`);
-          },
-        );
+        await run('tsc', ['--noEmit', '-p', tsconfig, ...threads], {
+          cwd: first!,
+          env: { ...npmEnv, PATH: `${join(first!, 'node_modules/.bin')}:${process.env.PATH}` },
+          timeout: 480_000,
+          maxBuffer: MAX_BUFFER,
+        }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+          throw new Error(
+            `tsc --noEmit failed for ${what.join(' and ')}, one program with each example's tsconfig.json:\n${err.stdout ?? ''}\n${err.stderr ?? err.message}`,
+          );
+        });
       });
     typeChecks.set(key, checked);
     return checked;
   }
 
-  it.for(examples)('runs examples/%s, set up as docs/toolkit.md says', { concurrent: true, timeout: 900_000 }, async (example, { expect }) => {
-    const project = await projectOf(example);
-    expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
-    const [, result] = await Promise.all([typeCheckOf(example) === TYPE_CHECK ? typeChecked(example) : undefined, exampleRun(example)]);
-    expect(result.stdout).toMatch(/passed/);
-  });
+  it.for(examples)(
+    'runs examples/%s, set up as docs/toolkit.md says',
+    { concurrent: true, timeout: 900_000 },
+    async (example, { expect }) => {
+      const project = await projectOf(example);
+      expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
+      const [, result] = await Promise.all([typeCheckOf(example) === TYPE_CHECK ? typeChecked(example) : undefined, exampleRun(example)]);
+      expect(result.stdout).toMatch(/passed/);
+    },
+  );
 
-  it("type-checks every public subpath of the installed package in a team's strict project (skipLibCheck: false)", { concurrent: true, timeout: 900_000 }, async ({ expect }) => {
+  it("type-checks every public subpath of the installed package in a team's strict project (skipLibCheck: false)", {
+    concurrent: true,
+    timeout: 900_000,
+  }, async ({ expect }) => {
     const project = await projectOf(EVERY_SUBPATH_IN);
     expect(JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8')).compilerOptions.skipLibCheck).toBe(false);
     // What the package exports is what the sources declare public, every one of it.
-    expect(everySubpath(project).subpaths.sort()).toEqual(publicSubpaths().map((s) => s.name).sort());
+    expect(everySubpath(project).subpaths.sort()).toEqual(
+      publicSubpaths()
+        .map((s) => s.name)
+        .sort(),
+    );
     await typeChecked(EVERY_SUBPATH_IN);
   });
 });

@@ -51,7 +51,11 @@ export interface PackedPackage {
  */
 export async function packedPackage(): Promise<PackedPackage> {
   const dir = await oncePerRun('packed-package', async (out) => {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', out], { cwd: PROJECT_ROOT, env: npmEnv, maxBuffer: MAX_BUFFER });
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', out], {
+      cwd: PROJECT_ROOT,
+      env: npmEnv,
+      maxBuffer: MAX_BUFFER,
+    });
     writeFileSync(join(out, 'pack.json'), stdout.slice(stdout.indexOf('[')));
   });
   const [packed] = JSON.parse(readFileSync(join(dir, 'pack.json'), 'utf8')) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -91,15 +95,20 @@ const PROJECT_FOLDER = 'project-folder.txt';
  */
 async function installed(example: string): Promise<string> {
   const block = setupBlock(example);
-  const dir = await oncePerRun(`example-install-${createHash('sha256').update(installOf(block)).digest('hex').slice(0, 12)}`, async (out) => {
-    const packed = await packedPackage();
-    mkdirSync(join(out, 'idempotent-mcp'));
-    copyFileSync(packed.tarball, join(out, 'idempotent-mcp', packed.filename));
-    await run('sh', ['-euc', block], { cwd: out, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch((err: { stderr?: string; message: string }) => {
-      throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
-    });
-    writeFileSync(join(out, PROJECT_FOLDER), projectFolderOf(block));
-  });
+  const dir = await oncePerRun(
+    `example-install-${createHash('sha256').update(installOf(block)).digest('hex').slice(0, 12)}`,
+    async (out) => {
+      const packed = await packedPackage();
+      mkdirSync(join(out, 'idempotent-mcp'));
+      copyFileSync(packed.tarball, join(out, 'idempotent-mcp', packed.filename));
+      await run('sh', ['-euc', block], { cwd: out, env: npmEnv, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
+        (err: { stderr?: string; message: string }) => {
+          throw new Error(`docs/toolkit.md's set-up block for examples/${example} failed:\n${block}\n${err.stderr ?? err.message}`);
+        },
+      );
+      writeFileSync(join(out, PROJECT_FOLDER), projectFolderOf(block));
+    },
+  );
   return join(dir, readFileSync(join(dir, PROJECT_FOLDER), 'utf8'));
 }
 
@@ -112,16 +121,20 @@ export async function exampleProject(example: string, dir: string): Promise<stri
   const install = await installed(example);
   const project = join(dir, projectFolderOf(setupBlock(example)));
   mkdirSync(join(project, 'node_modules'), { recursive: true });
-  for (const name of readdirSync(install)) if (name !== 'node_modules') cpSync(join(install, name), join(project, name), { recursive: true });
-  for (const name of readdirSync(join(install, 'node_modules'))) symlinkSync(join(install, 'node_modules', name), join(project, 'node_modules', name));
+  for (const name of readdirSync(install))
+    if (name !== 'node_modules') cpSync(join(install, name), join(project, name), { recursive: true });
+  for (const name of readdirSync(join(install, 'node_modules')))
+    symlinkSync(join(install, 'node_modules', name), join(project, 'node_modules', name));
   const source = join(EXAMPLES, example);
-  for (const name of readdirSync(source)) if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
+  for (const name of readdirSync(source))
+    if (name !== 'package.json' && name !== 'node_modules') cpSync(join(source, name), join(project, name), { recursive: true });
   return project;
 }
 
 /** Every example's `typecheck` script, as docs/toolkit.md's set-up writes it (`npm run typecheck`). */
 export const TYPE_CHECK = 'tsc --noEmit -p .';
-const scriptsOf = (example: string) => JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts as Record<string, string>;
+const scriptsOf = (example: string) =>
+  JSON.parse(readFileSync(join(EXAMPLES, example, 'package.json'), 'utf8')).scripts as Record<string, string>;
 const scriptOf = (example: string) => scriptsOf(example).test!;
 export const typeCheckOf = (example: string) => scriptsOf(example).typecheck;
 
@@ -143,9 +156,11 @@ export async function exampleRun(example: string): Promise<{ stdout: string; clo
       CDK_OUTDIR: join(out, 'cdk.out'),
       PATH: `${join(project, 'node_modules/.bin')}:${process.env.PATH}`,
     });
-    const { stdout } = await run('sh', ['-euc', test], { cwd: project, env, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`examples/${example} failed (${err.message.split('\n')[0]}):\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
-    });
+    const { stdout } = await run('sh', ['-euc', test], { cwd: project, env, timeout: 480_000, maxBuffer: MAX_BUFFER }).catch(
+      (err: { stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`examples/${example} failed (${err.message.split('\n')[0]}):\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+      },
+    );
     writeFileSync(join(out, 'stdout.txt'), stdout);
   });
   return { stdout: readFileSync(join(dir, 'stdout.txt'), 'utf8'), cloudAssembly: join(dir, 'cdk.out') };

@@ -39,16 +39,27 @@ describe('idempotent-mcp dev from the packed package, in the team project docs/t
 
   /** A command typed in the project's folder, as the docs print it. */
   const shell = (command: string) =>
-    run('sh', ['-c', command], { cwd: project, env, timeout: 120_000, maxBuffer: MAX_BUFFER }).catch((error: { code?: number; stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`${command} failed (${error.code ?? error.message}):\n${error.stdout ?? ''}\n${error.stderr ?? ''}`);
-    });
+    run('sh', ['-c', command], { cwd: project, env, timeout: 120_000, maxBuffer: MAX_BUFFER }).catch(
+      (error: { code?: number; stdout?: string; stderr?: string; message: string }) => {
+        throw new Error(`${command} failed (${error.code ?? error.message}):\n${error.stdout ?? ''}\n${error.stderr ?? ''}`);
+      },
+    );
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'idempotent-mcp-dev-'));
     project = await exampleProject(EXAMPLE, work);
     env = offlineEnv({ PATH: `${join(project, 'node_modules/.bin')}:${process.env.PATH}`, npm_config_update_notifier: 'false' });
     // A person's shell: none of the test run's settings, no emulator of the run (dev starts its own).
-    for (const name of [SDK_NODE_NOTICE_SWITCH, 'POWERTOOLS_LOG_LEVEL', 'POWERTOOLS_METRICS_DISABLED', 'DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'VITEST', 'NODE_ENV']) delete env[name];
+    for (const name of [
+      SDK_NODE_NOTICE_SWITCH,
+      'POWERTOOLS_LOG_LEVEL',
+      'POWERTOOLS_METRICS_DISABLED',
+      'DYNAMODB_ENDPOINT',
+      'SQS_ENDPOINT',
+      'VITEST',
+      'NODE_ENV',
+    ])
+      delete env[name];
     // Its own process group: npm, the shell, the command and what it starts stop together.
     dev = spawn('npm', ['run', 'dev', '--', '--port', '0'], { cwd: project, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     dev.stdout!.on('data', (chunk) => (out += chunk));
@@ -77,9 +88,13 @@ describe('idempotent-mcp dev from the packed package, in the team project docs/t
     expect(noticesIn(out + err)).toBe(0);
   });
 
-  it('replays a retried write: the same idempotency_key twice, one reservation; the review command finds its record', { timeout: 180_000 }, async () => {
+  it('replays a retried write: the same idempotency_key twice, one reservation; the review command finds its record', {
+    timeout: 180_000,
+  }, async () => {
     const client = new Client({ name: 'team-dev-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+    );
     const args = { idempotency_key: `reserve-${randomUUID()}`, room: 'berlin-3', starts_at: '2027-01-04T09:00:00Z', minutes: 30 };
     let reservation = '';
     try {
@@ -97,7 +112,13 @@ describe('idempotent-mcp dev from the packed package, in the team project docs/t
     expect(review, out).toBeDefined();
     const listed = await shell(review!);
     const shown = await shell(`npx idempotent-mcp ops show demo rooms.reserve ${args.idempotency_key} --tools tools.ts --json`);
-    expect(JSON.parse(shown.stdout)).toMatchObject({ tenant: 'demo', tool: 'rooms.reserve', idempotency_key: args.idempotency_key, status: 'SUCCEEDED', result: { reservation_id: reservation } });
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      tenant: 'demo',
+      tool: 'rooms.reserve',
+      idempotency_key: args.idempotency_key,
+      status: 'SUCCEEDED',
+      result: { reservation_id: reservation },
+    });
     expect(noticesIn(listed.stderr + shown.stderr)).toBe(0);
   });
 
@@ -107,14 +128,23 @@ describe('idempotent-mcp dev from the packed package, in the team project docs/t
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<h1>Approvals</h1>');
     const signIn = new URL(`${base}/dev-issuer/authorize`);
-    for (const [name, value] of Object.entries({ response_type: 'code', code_challenge_method: 'S256', code_challenge: 'a'.repeat(43), client_id: 'approval-page', redirect_uri: `${base}/approvals/`, state: 's' }))
+    for (const [name, value] of Object.entries({
+      response_type: 'code',
+      code_challenge_method: 'S256',
+      code_challenge: 'a'.repeat(43),
+      client_id: 'approval-page',
+      redirect_uri: `${base}/approvals/`,
+      state: 's',
+    }))
       signIn.searchParams.set(name, value);
     const form = await fetch(signIn);
     expect(form.status).toBe(200);
     expect(await form.text()).toContain('<h1>Sign in</h1>');
   });
 
-  it('ops and gateway say their new names in --help; the old bins still work, each saying once that it is deprecated', { timeout: 180_000 }, async () => {
+  it('ops and gateway say their new names in --help; the old bins still work, each saying once that it is deprecated', {
+    timeout: 180_000,
+  }, async () => {
     expect((await shell('npx idempotent-mcp ops --help')).stdout).toMatch(/^Usage: idempotent-mcp ops /);
     expect((await shell('npx idempotent-mcp gateway --help')).stdout).toMatch(/^Usage: idempotent-mcp gateway /);
     const ops = await shell('npx idempotent-mcp-ops list --tools tools.ts');
@@ -123,8 +153,9 @@ describe('idempotent-mcp dev from the packed package, in the team project docs/t
     // docs/gateway.md's second tenant for the installed package, then the same through the old bin.
     const gatewayDoc = readFileSync(join(PROJECT_ROOT, 'docs/gateway.md'), 'utf8');
     const tokenCommand = /^npx idempotent-mcp gateway --token .*$/m.exec(gatewayDoc)?.[0];
-    expect(tokenCommand, 'docs/gateway.md prints how to get a second tenant\'s token').toBeDefined();
-    const tenantOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.trim().split('.')[1]!, 'base64url').toString('utf8')) as { tenant?: string }).tenant;
+    expect(tokenCommand, "docs/gateway.md prints how to get a second tenant's token").toBeDefined();
+    const tenantOf = (jwt: string) =>
+      (JSON.parse(Buffer.from(jwt.trim().split('.')[1]!, 'base64url').toString('utf8')) as { tenant?: string }).tenant;
     const second = await shell(tokenCommand!);
     expect(tenantOf(second.stdout)).toBe(/--token (\S+)/.exec(tokenCommand!)![1]);
     const aliased = await shell(tokenCommand!.replace('idempotent-mcp gateway', 'idempotent-mcp-gateway'));

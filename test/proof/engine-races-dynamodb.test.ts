@@ -3,7 +3,17 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
-import { checkRun, describeStats, EXPLORED, newStats, runParameters, runScenario, scenarioArbitrary, START, worldClock } from './support/races';
+import {
+  checkRun,
+  describeStats,
+  EXPLORED,
+  newStats,
+  runParameters,
+  runScenario,
+  scenarioArbitrary,
+  START,
+  worldClock,
+} from './support/races';
 
 /**
  * The race exploration of engine-races.test.ts, smaller, on DynamoDB Local: the real DynamoDB store and the real
@@ -40,7 +50,8 @@ describe('races on the real engine (DynamoDB Local)', () => {
         clock: worldClock(START + run * 10_000_000, false),
         newKey: () => `key-race-${run}-new-${++keys}`,
         peek: (identity) => store.get(identity),
-        peekItem: async (key) => (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item,
+        peekItem: async (key) =>
+          (await table.doc.send(new GetCommand({ TableName: table.tableName, Key: key, ConsistentRead: true }))).Item,
         index: true,
         stuckAfterMs: 30_000,
       });

@@ -43,7 +43,8 @@ describe('races on the real engine (in-memory store)', () => {
     const details = await fc.check(raceProperty(REAL, EXPLORED, stats), parameters);
     if (details.failed) {
       // A new failure is kept before it is reported (a replay, FC_PATH, is one kept already).
-      if (parameters.path === undefined && details.counterexamplePath) keepRegression(details.seed, details.counterexamplePath, String(details.errorInstance));
+      if (parameters.path === undefined && details.counterexamplePath)
+        keepRegression(details.seed, details.counterexamplePath, String(details.errorInstance));
       throw new Error(await fc.asyncDefaultReportMessage(details));
     }
     console.info(`engine races: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
@@ -51,7 +52,13 @@ describe('races on the real engine (in-memory store)', () => {
     // The exploration reached the cases that matter, not only quiet runs.
     expect(stats.withCrash).toBeGreaterThan(stats.runs / 10);
     expect(stats.withEffect).toBeGreaterThan(stats.runs / 4);
-    for (const reached of [stats.withOneRequestCommit, stats.withKeys, stats.withExpiry, stats.withOperatorDecision, stats.withRememberedKey]) {
+    for (const reached of [
+      stats.withOneRequestCommit,
+      stats.withKeys,
+      stats.withExpiry,
+      stats.withOperatorDecision,
+      stats.withRememberedKey,
+    ]) {
       expect(reached).toBeGreaterThan(stats.runs / 50);
     }
   });

@@ -84,7 +84,8 @@ const PLANTED: Planted[] = [
     // The claim writes the record without its deadline, and a missing deadline reads as 0: long passed.
     variant: {
       name: 'an in-progress record without a deadline taken as orphaned',
-      wrapStore: (store) => replacing(store, { claim: (record, now, options) => store.claim({ ...record, leaseExpiresAt: 0 }, now, options) }),
+      wrapStore: (store) =>
+        replacing(store, { claim: (record, now, options) => store.claim({ ...record, leaseExpiresAt: 0 }, now, options) }),
     },
     scenarios: { ...base, downstream: 'plain' },
   },
@@ -167,12 +168,16 @@ const PLANTED: Planted[] = [
     variant: {
       name: "an answer from another key's record",
       wrapStore: (store) => {
-        const alias = <I extends { idempotencyKey: string }>(identity: I): I => ({ ...identity, idempotencyKey: identity.idempotencyKey.slice(0, 'key-race-1'.length) });
+        const alias = <I extends { idempotencyKey: string }>(identity: I): I => ({
+          ...identity,
+          idempotencyKey: identity.idempotencyKey.slice(0, 'key-race-1'.length),
+        });
         return new Proxy(store, {
           get: (target, name: string) => {
             const method = (target as unknown as Record<string, unknown>)[name];
             if (typeof method !== 'function') return method;
-            return (first: { idempotencyKey: string }, ...rest: unknown[]) => (method as (...args: unknown[]) => unknown).call(target, alias(first), ...rest);
+            return (first: { idempotencyKey: string }, ...rest: unknown[]) =>
+              (method as (...args: unknown[]) => unknown).call(target, alias(first), ...rest);
           },
         });
       },
@@ -198,7 +203,11 @@ describe('planted bugs are caught by the race exploration', () => {
     it(`finds a counterexample for: ${variant.name}; none on the real code`, { timeout: 120_000 }, async () => {
       const stats = newStats();
       const started = performance.now();
-      const found = await fc.check(raceProperty(variant, scenarios, stats), { numRuns: SEARCH_RUNS, endOnFailure: true, seed: SEARCH_SEED });
+      const found = await fc.check(raceProperty(variant, scenarios, stats), {
+        numRuns: SEARCH_RUNS,
+        endOnFailure: true,
+        seed: SEARCH_SEED,
+      });
       expect(found.failed, `no counterexample in ${SEARCH_RUNS} runs`).toBe(true);
       const broken = String((found.errorInstance as Error | undefined)?.message ?? found.errorInstance).split('\nactors:')[0];
       console.info(
@@ -206,8 +215,16 @@ describe('planted bugs are caught by the race exploration', () => {
           `(seed ${found.seed}, path "${found.counterexamplePath}")\n${broken}`,
       );
       // The printed seed and path replay the same counterexample.
-      const replay = await fc.check(raceProperty(variant, scenarios), { seed: found.seed, path: found.counterexamplePath ?? undefined, numRuns: 1, endOnFailure: true });
-      expect(String((replay.errorInstance as Error | undefined)?.message).split('\nactors:')[0], 'the replay of the printed seed and path').toBe(broken);
+      const replay = await fc.check(raceProperty(variant, scenarios), {
+        seed: found.seed,
+        path: found.counterexamplePath ?? undefined,
+        numRuns: 1,
+        endOnFailure: true,
+      });
+      expect(
+        String((replay.errorInstance as Error | undefined)?.message).split('\nactors:')[0],
+        'the replay of the printed seed and path',
+      ).toBe(broken);
       await fc.assert(raceProperty(REAL, scenarios), { numRuns: REAL_RUNS });
     });
   }

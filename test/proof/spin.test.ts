@@ -1,6 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CLEAN, compileFor, compileStats, FINDINGS, KINDS, LIVENESS, PLANTED, PLANTED_LIVELOCK, runSpin, type SpinRun } from '../../proof/spin';
+import {
+  CLEAN,
+  compileFor,
+  compileStats,
+  FINDINGS,
+  KINDS,
+  LIVENESS,
+  PLANTED,
+  PLANTED_LIVELOCK,
+  runSpin,
+  type SpinRun,
+} from '../../proof/spin';
 
 /**
  * The model checks on main pass, exhaustively (a search cut short by a bound fails), and every planted bug fails

@@ -42,15 +42,21 @@ export async function startDynamoDbFaultProxy(target: string): Promise<DynamoDbF
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     const text = body.toString('utf8');
-    const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+    const operation =
+      String(req.headers['x-amz-target'] ?? '')
+        .split('.')
+        .pop() ?? '';
     seen.push({ operation, body: text });
-    const rule = rules.find(
-      (r) => r.used < r.times && r.operation === operation && (!r.bodyIncludes || text.includes(r.bodyIncludes)),
-    );
+    const rule = rules.find((r) => r.used < r.times && r.operation === operation && (!r.bodyIncludes || text.includes(r.bodyIncludes)));
     if (rule) rule.used++;
     if (rule?.fault === 'throttle') {
       res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
-      res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', message: 'injected throttling' }));
+      res.end(
+        JSON.stringify({
+          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          message: 'injected throttling',
+        }),
+      );
       return;
     }
     if (rule?.fault === 'fail') {

@@ -14,7 +14,21 @@ const socketFds = () =>
   new Set(
     readdirSync('/proc/self/fd')
       .map(Number)
-      .filter((fd) => fd > 2 && /^socket:|^pipe:/.test(String((() => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return ''; } })()))),
+      .filter(
+        (fd) =>
+          fd > 2 &&
+          /^socket:|^pipe:/.test(
+            String(
+              (() => {
+                try {
+                  return readlinkSync(`/proc/self/fd/${fd}`);
+                } catch {
+                  return '';
+                }
+              })(),
+            ),
+          ),
+      ),
   );
 const before = socketFds();
 const emulator = await startDynamoDbLocal({ dbPath, log: () => {} });
@@ -27,9 +41,20 @@ if (flag === '--leak') {
   child.unref();
   holder = child.pid;
 }
-const client = new DynamoDBClient({ endpoint: emulator.endpoint, region: 'local', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
+const client = new DynamoDBClient({
+  endpoint: emulator.endpoint,
+  region: 'local',
+  credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+});
 await client
-  .send(new CreateTableCommand({ TableName: 'burst', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }))
+  .send(
+    new CreateTableCommand({
+      TableName: 'burst',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  )
   .catch(() => {});
 process.stdout.write(`${JSON.stringify({ pid: emulator.pid, endpoint: emulator.endpoint, holder })}\n`);
 // The burst: 16 writers, forever (until SIGKILL).

@@ -101,7 +101,13 @@ export function effectLedger(effect: ToolEffect, table: { doc: DynamoDBDocumentC
     async count(): Promise<number> {
       if (effect === 'external') return downstreamCalls;
       const { Count } = await table.doc.send(
-        new QueryCommand({ TableName: table.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true, Select: 'COUNT' }),
+        new QueryCommand({
+          TableName: table.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ConsistentRead: true,
+          Select: 'COUNT',
+        }),
       );
       return Count ?? 0;
     },

@@ -28,9 +28,14 @@ export const clientWriteTool = defineWriteTool({
   result: z.object({ booking_id: z.string(), key: z.string() }),
   annotations: { destructiveHint: false, openWorldHint: true },
   async execute(args, ctx: WriteToolContext<BookingServices>) {
-    return { result: booked(await ctx.services.bookings.book({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'client-write', payload: args }, ctx.signal)) };
+    return {
+      result: booked(
+        await ctx.services.bookings.book({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'client-write', payload: args }, ctx.signal),
+      ),
+    };
   },
-  reconcile: async ({ record, signal }, services) => found(await services.bookings.find(record.tenant, record.idempotencyKey, signal), booked),
+  reconcile: async ({ record, signal }, services) =>
+    found(await services.bookings.find(record.tenant, record.idempotencyKey, signal), booked),
 });
 
 export const tools = [clientWriteTool];

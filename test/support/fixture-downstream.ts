@@ -118,7 +118,8 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       const key = url.searchParams.get('key') ?? '';
       asked.push({ tenant, key });
       const fault = takeFault(false);
-      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
+      if (fault?.mode === 'unavailable')
+        return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
       if (fault?.mode === 'fail-before-commit') return send(res, 500, { error: 'failed (injected fault)' });
       const booking = find(tenant, key);
       if (fault?.mode === 'commit-then-timeout') await hold(fault.delayMs ?? options.holdMs, req);
@@ -136,7 +137,8 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
         await gate.released.promise;
       }
       const fault = takeFault(true);
-      if (fault?.mode === 'unavailable') return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
+      if (fault?.mode === 'unavailable')
+        return send(res, 503, { error: 'unavailable (injected fault)' }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
       if (fault?.mode === 'fail-before-commit') return send(res, 500, { error: 'failed (injected fault)' });
       if (typeof payload.amount_minor === 'number' && payload.amount_minor > FIXTURE_LIMIT_MINOR)
         return send(res, 422, { error: `amounts above ${FIXTURE_LIMIT_MINOR} minor units are refused` });
@@ -164,7 +166,8 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
 
   const server = createServer((req, res) => void handle(req, res).catch((err) => send(res, 500, { error: String(err) })));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const count = (list: Array<{ key: string }>, key?: string) => (key === undefined ? list.length : list.filter((c) => c.key === key).length);
+  const count = (list: Array<{ key: string }>, key?: string) =>
+    key === undefined ? list.length : list.filter((c) => c.key === key).length;
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
@@ -177,7 +180,11 @@ export async function startFixtureDownstream(options: { holdMs: number }): Promi
       return { entered: gate.entered.promise, release: () => gate.released.resolve() };
     },
     async send(booking) {
-      const response = await fetch(`${url}/bookings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(booking) });
+      const response = await fetch(`${url}/bookings`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(booking),
+      });
       if (response.status !== 201) throw new Error(`the fixture downstream answered ${response.status}: ${await response.text()}`);
       return (await response.json()) as Booking;
     },
@@ -212,7 +219,8 @@ export function fixtureDownstreamClient(baseUrl: string, timeoutMs: number) {
         body: (await response.json()) as Record<string, unknown>,
       };
     } catch (err) {
-      if (bounded.signal.aborted) throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
+      if (bounded.signal.aborted)
+        throw new UncertainToolError('DOWNSTREAM_TIMEOUT', 'the fixture downstream did not answer in time', { cause: err });
       throw new UncertainToolError('DOWNSTREAM_CONNECTION_LOST', 'the connection to the fixture downstream was lost', { cause: err });
     } finally {
       bounded.settled();
@@ -222,8 +230,14 @@ export function fixtureDownstreamClient(baseUrl: string, timeoutMs: number) {
     async book(booking: Omit<Booking, 'booking_id'>, signal: AbortSignal): Promise<Booking> {
       const { status, retryAfterMs, body } = await request({ method: 'POST', path: '/bookings', body: booking }, signal);
       if (status === 201) return body as unknown as Booking;
-      if (status === 503) throw new TransientToolError(ErrorCode.TRANSIENT_FAILURE, 'the fixture downstream is unavailable; nothing was done', retryAfterMs ?? 1000);
-      if (status >= 500) throw new UncertainToolError('DOWNSTREAM_ERROR', `the fixture downstream failed (HTTP ${status}); the outcome is unknown`);
+      if (status === 503)
+        throw new TransientToolError(
+          ErrorCode.TRANSIENT_FAILURE,
+          'the fixture downstream is unavailable; nothing was done',
+          retryAfterMs ?? 1000,
+        );
+      if (status >= 500)
+        throw new UncertainToolError('DOWNSTREAM_ERROR', `the fixture downstream failed (HTTP ${status}); the outcome is unknown`);
       throw new TerminalToolError('DOWNSTREAM_REJECTED', `the fixture downstream refused the request: ${String(body.error)}`);
     },
     async find(tenant: string, key: string, signal: AbortSignal): Promise<ReconcileFinding> {

@@ -14,7 +14,15 @@ import { orderItem, orderWrite } from './engine';
 import { bookingClients } from './fixture-clients-module';
 import { fixtureDownstreamClient, found, startFixtureDownstream, type Booking, type FixtureDownstream } from './fixture-downstream';
 
-export { FIXTURE_LIMIT_MINOR, fixtureDownstreamClient, startFixtureDownstream, type Booking, type FixtureDownstream, type FixtureFault, type FixtureFaultMode } from './fixture-downstream';
+export {
+  FIXTURE_LIMIT_MINOR,
+  fixtureDownstreamClient,
+  startFixtureDownstream,
+  type Booking,
+  type FixtureDownstream,
+  type FixtureFault,
+  type FixtureFaultMode,
+} from './fixture-downstream';
 
 /**
  * The toolkit's MCP-level tests run on tools of their own, never on the reference endpoint's demo tools: write tools
@@ -69,7 +77,9 @@ export function fixtureTools(downstream: Pick<FixtureDownstream, 'url'>, timeout
     summarize: ({ amount_minor, currency, payee_id, memo }) =>
       `Pay ${formatMinorUnits(amount_minor, currency)} to ${payee_id}${memo ? ` (memo: ${quotedText(memo)})` : ''}`,
     async execute(args, ctx) {
-      return { result: paymentView(await client.book({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'payment', payload: args }, ctx.signal)) };
+      return {
+        result: paymentView(await client.book({ tenant: ctx.tenant, key: ctx.idempotencyKey, kind: 'payment', payload: args }, ctx.signal)),
+      };
     },
     reconcile: async ({ record, signal }) => found(await client.find(record.tenant, record.idempotencyKey, signal), paymentView),
   });
@@ -165,7 +175,8 @@ export async function startFixtureStack(options: LocalStackOptions = {}): Promis
     const deliveries = { ...fixture.deliveries, ...options.workers?.deliveries };
     // Its services hold the clients of test/support/fixture-clients-module.ts's tools, for this downstream (as that
     // module's `withClients` adds them in a deployed function), so a test may serve those tools too.
-    const withClients = <B extends object>(services: B) => (options.withClients ?? ((given: B) => given))({ ...services, ...bookingClients(downstream.url, timeoutMs) });
+    const withClients = <B extends object>(services: B) =>
+      (options.withClients ?? ((given: B) => given))({ ...services, ...bookingClients(downstream.url, timeoutMs) });
     const stack = await startLocalStack({ ...options, env, tools, withClients, workers: { ...options.workers, deliveries } });
     return {
       ...stack,

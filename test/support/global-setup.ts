@@ -35,7 +35,9 @@ async function installNode22(): Promise<void> {
   const script = join(import.meta.dirname, '..', '..', 'conformance', 'install.sh');
   await promisify(execFile)('bash', [script], { maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
     const reason = (err.stderr || err.message).trim().split('\n').slice(-3).join(' ');
-    throw new Error(`Node 22 (the npm registry's node@22, which test/artifact/ runs the Lambda functions under) could not be installed into conformance/.tools by conformance/install.sh: ${reason}`);
+    throw new Error(
+      `Node 22 (the npm registry's node@22, which test/artifact/ runs the Lambda functions under) could not be installed into conformance/.tools by conformance/install.sh: ${reason}`,
+    );
   });
 }
 

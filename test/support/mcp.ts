@@ -105,7 +105,10 @@ export async function connectModernClient(
   stack: LocalStack,
   tenant: string,
   options: {
-    onConfirm?: (message: string, params: Record<string, unknown>) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> };
+    onConfirm?: (
+      message: string,
+      params: Record<string, unknown>,
+    ) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string | number | boolean | string[]> };
     /** Answers URL-mode elicitations (declare `capabilities: { elicitation: { url: {} } }`). */
     onElicit?: (params: Record<string, unknown>) => Promise<{ action: 'accept' | 'decline' | 'cancel' }>;
     capabilities?: Record<string, unknown>;
@@ -115,7 +118,10 @@ export async function connectModernClient(
   const token = await stack.tokenFor(tenant);
   const client = new ModernClient(
     { name: 'integration-test-2026', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN_PROTOCOL } }, capabilities: options.capabilities ?? (options.onConfirm ? { elicitation: { form: {} } } : {}) },
+    {
+      versionNegotiation: { mode: { pin: MODERN_PROTOCOL } },
+      capabilities: options.capabilities ?? (options.onConfirm ? { elicitation: { form: {} } } : {}),
+    },
   );
   if (options.onElicit) {
     const onElicit = options.onElicit;
@@ -150,9 +156,17 @@ export async function callWrite<R = Record<string, unknown>>(
 }
 
 export async function callRead(client: AnyMcpClient, name: string, args: Record<string, unknown>) {
-  const answer = (await client.callTool({ name, arguments: args })) as { content?: unknown; isError?: boolean; structuredContent?: unknown };
+  const answer = (await client.callTool({ name, arguments: args })) as {
+    content?: unknown;
+    isError?: boolean;
+    structuredContent?: unknown;
+  };
   const content = answer.content as Array<{ type: string; text: string }>;
-  return { isError: Boolean(answer.isError), structured: answer.structuredContent as Record<string, unknown> | undefined, text: content[0]?.text ?? '' };
+  return {
+    isError: Boolean(answer.isError),
+    structured: answer.structuredContent as Record<string, unknown> | undefined,
+    text: content[0]?.text ?? '',
+  };
 }
 
 export const orderArgs = (key: string, overrides: Record<string, unknown> = {}) => ({

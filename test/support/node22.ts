@@ -8,6 +8,9 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  */
 export function node22(): string {
   const binary = join(PROJECT_ROOT, 'conformance/.tools/node_modules/.bin/node');
-  if (!existsSync(binary)) throw new Error('Node 22 is not installed: the suite\'s global set-up installs it (test/support/global-setup.ts); run this file through vitest\'s root config, or `bash conformance/install.sh`');
+  if (!existsSync(binary))
+    throw new Error(
+      "Node 22 is not installed: the suite's global set-up installs it (test/support/global-setup.ts); run this file through vitest's root config, or `bash conformance/install.sh`",
+    );
   return binary;
 }

@@ -15,17 +15,21 @@ const DONE = '.done';
  */
 export async function oncePerRun(name: string, build: (dir: string) => Promise<void>): Promise<string> {
   const shared = join(inject('runScratch'), name);
-  await underLock(`${shared}.lock`, () => existsSync(join(shared, DONE)), async () => {
-    const building = `${shared}.${process.pid}`;
-    try {
-      rmSync(building, { recursive: true, force: true });
-      mkdirSync(building, { recursive: true });
-      await build(building);
-      writeFileSync(join(building, DONE), '');
-      renameSync(building, shared);
-    } finally {
-      rmSync(building, { recursive: true, force: true });
-    }
-  });
+  await underLock(
+    `${shared}.lock`,
+    () => existsSync(join(shared, DONE)),
+    async () => {
+      const building = `${shared}.${process.pid}`;
+      try {
+        rmSync(building, { recursive: true, force: true });
+        mkdirSync(building, { recursive: true });
+        await build(building);
+        writeFileSync(join(building, DONE), '');
+        renameSync(building, shared);
+      } finally {
+        rmSync(building, { recursive: true, force: true });
+      }
+    },
+  );
   return shared;
 }

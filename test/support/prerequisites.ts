@@ -8,12 +8,19 @@ import { delimiter, join } from 'node:path';
 export function requireSystemTools(...tools: string[]): void {
   const missing = tools.filter((tool) => !executable(tool));
   if (missing.length > 0) {
-    throw new Error(`${missing.join(' and ')} not found: run \`bash scripts/prereqs.sh\` (it installs what the tests need, Debian as root, or names the packages).`);
+    throw new Error(
+      `${missing.join(' and ')} not found: run \`bash scripts/prereqs.sh\` (it installs what the tests need, Debian as root, or names the packages).`,
+    );
   }
 }
 
 function executable(tool: string): boolean {
-  const candidates = tool.includes('/') ? [tool] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, tool));
+  const candidates = tool.includes('/')
+    ? [tool]
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, tool));
   return candidates.some((path) => {
     try {
       accessSync(path, constants.X_OK);

@@ -40,7 +40,17 @@ export async function startSecretsManager(secrets: Record<string, string>): Prom
         return answer(400, error('InvalidRequestException', 'not a GetSecretValue request'));
       const value = secrets[secretId];
       if (value === undefined) return answer(400, error('ResourceNotFoundException', "Secrets Manager can't find the specified secret."));
-      answer(200, JSON.stringify({ ARN: secretId, Name: 'operation-ids', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'], CreatedDate: 1.7e9 }));
+      answer(
+        200,
+        JSON.stringify({
+          ARN: secretId,
+          Name: 'operation-ids',
+          SecretString: value,
+          VersionId: 'v1',
+          VersionStages: ['AWSCURRENT'],
+          CreatedDate: 1.7e9,
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

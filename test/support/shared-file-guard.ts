@@ -22,15 +22,20 @@ const webGlobals = WEB_GLOBALS.map((name) => [name, Object.getOwnPropertyDescrip
 afterAll(() => {
   // Registered before the file's own hooks, so it runs after them (vitest's `sequence.hooks: 'stack'`).
   const fakeTimers = vi.isFakeTimers();
-  const changed = [...new Set([...Object.keys(found), ...Object.keys(process.env)])].filter((name) => process.env[name] !== found[name]).sort();
+  const changed = [...new Set([...Object.keys(found), ...Object.keys(process.env)])]
+    .filter((name) => process.env[name] !== found[name])
+    .sort();
   vi.useRealTimers();
   vi.unstubAllEnvs();
   for (const [name, descriptor] of webGlobals) Object.defineProperty(globalThis, name, descriptor);
   for (const name of Object.keys(process.env)) if (!(name in found)) delete process.env[name];
   Object.assign(process.env, found);
   const left = [
-    ...(changed.length > 0 ? [`environment variables changed (${changed.join(', ')}): undo them in an afterAll/afterEach (vi.unstubAllEnvs() after vi.stubEnv)`] : []),
+    ...(changed.length > 0
+      ? [`environment variables changed (${changed.join(', ')}): undo them in an afterAll/afterEach (vi.unstubAllEnvs() after vi.stubEnv)`]
+      : []),
     ...(fakeTimers ? ['fake timers on: vi.useRealTimers() in an afterAll/afterEach'] : []),
   ];
-  if (left.length > 0) throw new Error(`this file shares its process with others (vitest.config.ts, project "shared") and left ${left.join('; and ')}`);
+  if (left.length > 0)
+    throw new Error(`this file shares its process with others (vitest.config.ts, project "shared") and left ${left.join('; and ')}`);
 });

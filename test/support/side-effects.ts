@@ -33,7 +33,9 @@ export async function clearFaults(stack: LocalStack): Promise<void> {
 }
 
 export async function armedFaults(stack: LocalStack): Promise<Array<{ target: string; mode: string; remaining: number }>> {
-  return ((await (await fetch(`${stack.url}/sandbox/faults`)).json()) as { faults: Array<{ target: string; mode: string; remaining: number }> }).faults;
+  return (
+    (await (await fetch(`${stack.url}/sandbox/faults`)).json()) as { faults: Array<{ target: string; mode: string; remaining: number }> }
+  ).faults;
 }
 
 /**
@@ -59,7 +61,13 @@ export interface OperationStatus {
   status: string;
   result?: Record<string, unknown>;
   error?: { code: string; message: string };
-  delivery?: { event_id: string; status: 'pending' | 'delivered' | 'failed'; result?: Record<string, unknown>; error?: { code: string; message: string }; sends: number };
+  delivery?: {
+    event_id: string;
+    status: 'pending' | 'delivered' | 'failed';
+    result?: Record<string, unknown>;
+    error?: { code: string; message: string };
+    sends: number;
+  };
 }
 
 export async function operationStatus(client: Client, tool: string, key: string): Promise<OperationStatus> {
@@ -111,7 +119,12 @@ export function sqsEvent(bodies: string[], receiveCount = 1): SQSEvent {
       messageId: `m-${index}-${Math.random()}`,
       receiptHandle: `fake-${index}`,
       body,
-      attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+      attributes: {
+        ApproximateReceiveCount: String(receiveCount),
+        SentTimestamp: '0',
+        SenderId: 'test',
+        ApproximateFirstReceiveTimestamp: '0',
+      },
       messageAttributes: {},
       md5OfBody: '',
       eventSource: 'aws:sqs',

@@ -31,7 +31,10 @@ export function verifySigV4(
   expected: { region: string; service: string },
 ): { valid: boolean; reason?: string; signedHeaders: string[] } {
   const authorization = String(request.headers.authorization ?? '');
-  const match = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(authorization);
+  const match =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
+      authorization,
+    );
   if (!match) return { valid: false, reason: 'no SigV4 authorization header', signedHeaders: [] };
   const [, accessKeyId, date, region, service, signedHeaderList, signature] = match as unknown as string[];
   const signedHeaders = signedHeaderList!.split(';');
@@ -58,11 +61,7 @@ export function verifySigV4(
     })
     .join('');
   const [path, query = ''] = request.path.split('?');
-  const canonicalQuery = query
-    .split('&')
-    .filter(Boolean)
-    .sort()
-    .join('&');
+  const canonicalQuery = query.split('&').filter(Boolean).sort().join('&');
   const canonicalRequest = [request.method, path, canonicalQuery, canonicalHeaders, signedHeaderList, payloadHash].join('\n');
   const scope = `${date}/${region}/${service}/aws4_request`;
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
@@ -90,7 +89,13 @@ export async function startSigV4VerifyingProxy(
       return;
     }
     const upstream = httpRequest(
-      { host: targetUrl.hostname, port: targetUrl.port, method: req.method, path: req.url, headers: { ...req.headers, host: targetUrl.host } },
+      {
+        host: targetUrl.hostname,
+        port: targetUrl.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: targetUrl.host },
+      },
       async (upstreamRes) => {
         const answer: Buffer[] = [];
         for await (const chunk of upstreamRes) answer.push(chunk as Buffer);

@@ -9,7 +9,9 @@ import { syncBuiltinESMExports } from 'node:module';
 for (const name of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'] as const) {
   Object.assign(childProcess, {
     [name]: () => {
-      throw new Error(`child_process.${name}: the unit tier (npm run test:unit) starts no child process; a test that needs one belongs under test/, beside the integration tests`);
+      throw new Error(
+        `child_process.${name}: the unit tier (npm run test:unit) starts no child process; a test that needs one belongs under test/, beside the integration tests`,
+      );
     },
   });
 }

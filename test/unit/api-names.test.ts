@@ -18,10 +18,17 @@ interface Declaration {
 /** Each `export ...` declaration of a report, up to the blank line API Extractor puts after it. */
 function declarationsOf(subpath: string, report: string): Declaration[] {
   const code = report.slice(report.indexOf('```ts'), report.lastIndexOf('```'));
-  return [...code.matchAll(/^export (?:declare )?(?:abstract )?(?:class|interface|type|function|const|enum|namespace) (\w+)[\s\S]*?(?=\n\n|\n*$)/gm)].map((match) => ({
+  return [
+    ...code.matchAll(
+      /^export (?:declare )?(?:abstract )?(?:class|interface|type|function|const|enum|namespace) (\w+)[\s\S]*?(?=\n\n|\n*$)/gm,
+    ),
+  ].map((match) => ({
     subpath,
     name: match[1]!,
-    text: match[0].replace(/^\s*\/\/.*$/gm, '').replace(/\s+/g, ' ').trim(),
+    text: match[0]
+      .replace(/^\s*\/\/.*$/gm, '')
+      .replace(/\s+/g, ' ')
+      .trim(),
   }));
 }
 
@@ -66,13 +73,20 @@ it('no public type is another public name again', () => {
 
 it('finds a name of two things and an alias when there is one', () => {
   const report = (body: string) => `## API Report\n\n\`\`\`ts\n\n${body}\n\n\`\`\`\n`;
-  const cdk = declarationsOf('cdk', report('// @public\nexport class OutboxQueue extends Construct {\n    constructor(scope: Construct);\n}'));
+  const cdk = declarationsOf(
+    'cdk',
+    report('// @public\nexport class OutboxQueue extends Construct {\n    constructor(scope: Construct);\n}'),
+  );
   const lambda = declarationsOf(
     'lambda',
-    report('// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}\n\n// @public\nexport type Options<S> = RegisterToolOptions<S>;\n\n// @public\nexport interface RegisterToolOptions<S> {\n    tenant: S;\n}'),
+    report(
+      '// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}\n\n// @public\nexport type Options<S> = RegisterToolOptions<S>;\n\n// @public\nexport interface RegisterToolOptions<S> {\n    tenant: S;\n}',
+    ),
   );
   expect(lambda.map((d) => d.name)).toEqual(['OutboxQueue', 'Options', 'RegisterToolOptions']);
   expect(namesOfTwoThings([...cdk, ...lambda])).toEqual(['OutboxQueue (cdk, lambda)']);
-  expect(namesOfTwoThings([...lambda, ...declarationsOf('mcp', report('// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}'))])).toEqual([]);
+  expect(
+    namesOfTwoThings([...lambda, ...declarationsOf('mcp', report('// @public\nexport interface OutboxQueue {\n    sqs: SQSClient;\n}'))]),
+  ).toEqual([]);
   expect(aliases(lambda)).toEqual(['lambda: Options = RegisterToolOptions']);
 });

@@ -39,11 +39,11 @@ describe('.ci/run', () => {
   const { scripts } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
 
-  it('runs only the README\'s commands and npm run scripts: no set-up step of its own', () => {
+  it("runs only the README's commands and npm run scripts: no set-up step of its own", () => {
     expect(foreignSteps(text, scripts)).toEqual([]);
   });
 
-  it('runs the README\'s install and test commands, install first', () => {
+  it("runs the README's install and test commands, install first", () => {
     const lines = commands(text);
     const install = lines.findIndex((line) => /^npm ci\b/.test(line));
     expect(install).toBeGreaterThanOrEqual(0);

@@ -17,7 +17,11 @@ const TOOLKIT = ['exports', 'lambdas', 'lib', 'client', 'ops'];
 /** The modules under a folder, without the tests beside them (as test/unit/layers.test.ts walks them). */
 const modulesUnder = (folder: string): string[] =>
   readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? modulesUnder(join(folder, entry.name)) : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [join(folder, entry.name)] : [],
+    entry.isDirectory()
+      ? modulesUnder(join(folder, entry.name))
+      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
+        ? [join(folder, entry.name)]
+        : [],
   );
 
 /** What counts as DynamoDB item code when imported. */
@@ -36,10 +40,11 @@ const ALLOWED: Readonly<Record<string, string>> = {
   'lambdas/store/': 'the DynamoDB adapter itself: records, review logs, approvals, the attention index, the table schema and client',
   'lambdas/outbox/outbox-store.ts':
     "the outbox's DynamoDB adapter: events and delivery claims live in the records' table and commit in the record's transaction",
-  'exports/dynamodb.ts': "the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team's own item writes",
+  'exports/dynamodb.ts':
+    "the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team's own item writes",
   'lambdas/runtime/services.ts': "composition root: builds the document client the stores and the tools' own writes share (its type only)",
   'lambdas/runtime/worker-services.ts': 'composition root of the workers: the same document client (its type only)',
-  'ops/target.ts': "composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)",
+  'ops/target.ts': 'composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)',
 };
 
 const allowed = (file: string) => Object.keys(ALLOWED).some((place) => (place.endsWith('/') ? file.startsWith(place) : file === place));
@@ -71,7 +76,10 @@ it('no toolkit module outside the DynamoDB adapter reads or builds a DynamoDB it
 
 it('each allowed place exists (a place moved or gone is taken off the list)', () => {
   for (const place of Object.keys(ALLOWED)) {
-    expect(Object.keys(graph).some((file) => (place.endsWith('/') ? file.startsWith(place) : file === place)), place).toBe(true);
+    expect(
+      Object.keys(graph).some((file) => (place.endsWith('/') ? file.startsWith(place) : file === place)),
+      place,
+    ).toBe(true);
   }
 });
 
@@ -85,5 +93,8 @@ it('sees the SDK packages in the graph, and finds item code where it does not be
       'lambdas/store/dynamodb-idempotency-store.ts': ['node_modules/@aws-sdk/lib-dynamodb/dist-types/index.d.ts'],
       'lambdas/runtime/services.ts': ['node_modules/@aws-sdk/lib-dynamodb/dist-types/index.d.ts'],
     }),
-  ).toEqual(['lambdas/reconciler/reconciler.ts -> lambdas/store/record-item.ts', 'ops/review.ts -> node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts']);
+  ).toEqual([
+    'lambdas/reconciler/reconciler.ts -> lambdas/store/record-item.ts',
+    'ops/review.ts -> node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts',
+  ]);
 });

@@ -37,7 +37,11 @@ const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
  */
 const modulesUnder = (folder: string): string[] =>
   readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? modulesUnder(join(folder, entry.name)) : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [join(folder, entry.name)] : [],
+    entry.isDirectory()
+      ? modulesUnder(join(folder, entry.name))
+      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
+        ? [join(folder, entry.name)]
+        : [],
   );
 
 let graph: Record<string, string[]>;
@@ -87,7 +91,9 @@ it('the client and its entry files import only the client and the pure core', ()
   expect(clientFiles).toEqual(expect.arrayContaining(['client/idempotent-client.ts', 'exports/client.ts', 'exports/client-testing.ts']));
   const outside = Object.entries(graph)
     .filter(([from]) => isClientCode(from))
-    .flatMap(([from, targets]) => targets.filter((to) => !CLIENT_MAY_IMPORT.some((unit) => within(to, unit))).map((to) => `${from} -> ${to}`));
+    .flatMap(([from, targets]) =>
+      targets.filter((to) => !CLIENT_MAY_IMPORT.some((unit) => within(to, unit))).map((to) => `${from} -> ${to}`),
+    );
   expect(outside).toEqual([]);
 });
 

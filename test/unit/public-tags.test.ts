@@ -11,16 +11,32 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
 const modulesUnder = (folder: string): string[] =>
   readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? modulesUnder(join(folder, entry.name)) : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [join(folder, entry.name)] : [],
+    entry.isDirectory()
+      ? modulesUnder(join(folder, entry.name))
+      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
+        ? [join(folder, entry.name)]
+        : [],
   );
 
 /** A doc comment carrying `@public`, then the exported declaration it belongs to. */
-const TAGGED = /\/\*\*(?:(?!\*\/)[\s\S])*@public(?:(?!\*\/)[\s\S])*\*\/\s*export\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:class|interface|type|function|const|let|enum|namespace)\s+([A-Za-z_$][\w$]*)/g;
+const TAGGED =
+  /\/\*\*(?:(?!\*\/)[\s\S])*@public(?:(?!\*\/)[\s\S])*\*\/\s*export\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:class|interface|type|function|const|let|enum|namespace)\s+([A-Za-z_$][\w$]*)/g;
 
 const taggedPublic = (source: string): string[] => [...source.matchAll(TAGGED)].map((match) => match[1]!);
 
 it('reads the tag as API Extractor does: on the declaration its doc comment precedes', () => {
-  const source = ['/** Kept. @public */', 'export interface Kept {}', '/** Not tagged. */', 'export function other() {}', '/**', ' * Many lines.', ' *', ' * @public', ' */', 'export const many = 1;'].join('\n');
+  const source = [
+    '/** Kept. @public */',
+    'export interface Kept {}',
+    '/** Not tagged. */',
+    'export function other() {}',
+    '/**',
+    ' * Many lines.',
+    ' *',
+    ' * @public',
+    ' */',
+    'export const many = 1;',
+  ].join('\n');
   expect(taggedPublic(source)).toEqual(['Kept', 'many']);
 });
 
@@ -30,7 +46,9 @@ it('every declaration tagged @public is exported by a public subpath (in an API 
     .map((file) => readFileSync(join(PROJECT_ROOT, 'api', file), 'utf8'))
     .join('\n');
   const reported = new Set(reports.match(/[A-Za-z_$][\w$]*/g));
-  const tagged = TOOLKIT.flatMap(modulesUnder).flatMap((file) => taggedPublic(readFileSync(join(PROJECT_ROOT, file), 'utf8')).map((name) => ({ file, name })));
+  const tagged = TOOLKIT.flatMap(modulesUnder).flatMap((file) =>
+    taggedPublic(readFileSync(join(PROJECT_ROOT, file), 'utf8')).map((name) => ({ file, name })),
+  );
   expect(tagged.length).toBeGreaterThan(300);
   expect(tagged.filter(({ name }) => !reported.has(name)).map(({ file, name }) => `${file}: ${name}`)).toEqual([]);
 });

@@ -20,7 +20,8 @@ const filesUnder = (path: string): string[] =>
 const isTest = (file: string) => file.endsWith('.test.ts');
 
 /** Static and dynamic import specifiers of a module, and re-exports. */
-const specifiersOf = (source: string) => [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+const specifiersOf = (source: string) =>
+  [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
 
 const within = (file: string, folder: string) => !relative(join(PROJECT_ROOT, folder), file).startsWith('..');
 
@@ -54,14 +55,17 @@ it('finds a relative import into the toolkit, static or dynamic', () => {
     '../lambdas/core/keys',
   ]);
   // A toolkit handler is the toolkit's inside: it may, and does, import it relatively, and the scan says so.
-  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/functions/consumer-endpoint.ts')])).toContain('lambdas/functions/consumer-endpoint.ts imports ../config');
+  expect(toolkitInternalsImported([join(PROJECT_ROOT, 'lambdas/functions/consumer-endpoint.ts')])).toContain(
+    'lambdas/functions/consumer-endpoint.ts imports ../config',
+  );
 });
 
 /** The public subpaths' sources, as tsconfig.json maps them (`idempotent-mcp/mcp` -> exports/mcp.ts, ...). */
 const SUBPATHS: Record<string, string> = Object.fromEntries(
-  Object.entries((JSON.parse(readFileSync(join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } }).compilerOptions.paths).map(
-    ([name, [target]]) => [name, resolve(PROJECT_ROOT, target!)],
-  ),
+  Object.entries(
+    (JSON.parse(readFileSync(join(PROJECT_ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: { paths: Record<string, string[]> } })
+      .compilerOptions.paths,
+  ).map(([name, [target]]) => [name, resolve(PROJECT_ROOT, target!)]),
 );
 
 const CANDIDATES = ['', '.ts', '/index.ts'];
@@ -75,7 +79,9 @@ function reachableFrom(entry: string): Set<string> {
     for (const specifier of specifiersOf(readFileSync(file, 'utf8'))) {
       const base = specifier.startsWith('.') ? resolve(dirname(file), specifier) : SUBPATHS[specifier];
       if (!base) continue; // a package outside the project
-      const target = CANDIDATES.map((suffix) => base + suffix).find((path) => path.endsWith('.ts') && statSync(path, { throwIfNoEntry: false })?.isFile());
+      const target = CANDIDATES.map((suffix) => base + suffix).find(
+        (path) => path.endsWith('.ts') && statSync(path, { throwIfNoEntry: false })?.isFile(),
+      );
       if (!target) throw new Error(`${relative(PROJECT_ROOT, file)}: cannot resolve ${specifier}`);
       visit(target);
     }
@@ -86,15 +92,31 @@ function reachableFrom(entry: string): Set<string> {
 
 const reachedUnder = (entries: string[], folders: string[]) =>
   entries.flatMap((entry) =>
-    [...reachableFrom(entry)].filter((file) => folders.some((folder) => within(file, folder))).map((file) => `${entry} reaches ${relative(PROJECT_ROOT, file)}`),
+    [...reachableFrom(entry)]
+      .filter((file) => folders.some((folder) => within(file, folder)))
+      .map((file) => `${entry} reaches ${relative(PROJECT_ROOT, file)}`),
   );
 
 /** The Lambda functions' entries every team's endpoint runs (its tools and deliveries modules are bundled with them). */
-const TEAM_FUNCTIONS = ['lambdas/functions/endpoint.ts', 'lambdas/functions/relay.ts', 'lambdas/functions/consumer-endpoint.ts', 'lambdas/functions/reconciler-endpoint.ts'];
+const TEAM_FUNCTIONS = [
+  'lambdas/functions/endpoint.ts',
+  'lambdas/functions/relay.ts',
+  'lambdas/functions/consumer-endpoint.ts',
+  'lambdas/functions/reconciler-endpoint.ts',
+];
 
 it('the public subpaths, the Lambda functions every team runs and every toolkit module reach no reference code', () => {
   const publicEntries = [...new Set(Object.values(SUBPATHS))].map((file) => relative(PROJECT_ROOT, file));
-  expect(publicEntries).toEqual(expect.arrayContaining(['exports/engine.ts', 'exports/dynamodb.ts', 'exports/mcp.ts', 'exports/lambda.ts', 'exports/cdk.ts', 'exports/client.ts']));
+  expect(publicEntries).toEqual(
+    expect.arrayContaining([
+      'exports/engine.ts',
+      'exports/dynamodb.ts',
+      'exports/mcp.ts',
+      'exports/lambda.ts',
+      'exports/cdk.ts',
+      'exports/client.ts',
+    ]),
+  );
   const toolkitModules = TOOLKIT.flatMap((folder) => filesUnder(join(PROJECT_ROOT, folder)))
     .filter((file) => !isTest(file))
     .map((file) => relative(PROJECT_ROOT, file));

@@ -8,7 +8,8 @@ type Binding = { tenant: string; tool: string; idempotencyKey: string; fingerpri
 /** A new operation: records of different tests never share a key. */
 const binding = (): Binding => ({ tenant: 'tenant-a', tool: 'request_payment', idempotencyKey: `k-${randomUUID()}`, fingerprint: 'fp-1' });
 /** The next round for `b` as the confirmation gate makes it (`previous`: the approval as read). */
-const ask = (b: Binding, previous?: ApprovalRecord, now = T0) => newApproval(b, { mode: 'url', summary: 'Pay 12.50 EUR to payee-7', now, previous })!;
+const ask = (b: Binding, previous?: ApprovalRecord, now = T0) =>
+  newApproval(b, { mode: 'url', summary: 'Pay 12.50 EUR to payee-7', now, previous })!;
 const approve = (by: string, at: number, via: 'url' | 'form' = 'url'): ApprovalDecision => ({ status: 'approved', by, at, via });
 const events = (record: ApprovalRecord | undefined) => record?.log.map((entry) => `${entry.round} ${entry.event}`);
 const approved = async (store: ApprovalStore, b: Binding, by: string) => {
@@ -54,20 +55,33 @@ export function describeApprovalStoreConformance(
     it('takes one decision, once, the way the round was asked, before its expiry; the first stands', async () => {
       const store = await open();
       const record = await store.open(ask(binding()), undefined);
-      expect(await store.decide({ ...record, nonce: 'x'.repeat(22) }, approve('mallory', T0 + 1))).toEqual({ applied: false, reason: 'unknown' });
+      expect(await store.decide({ ...record, nonce: 'x'.repeat(22) }, approve('mallory', T0 + 1))).toEqual({
+        applied: false,
+        reason: 'unknown',
+      });
       expect(await store.decide(record, approve('mcp-client', T0 + 1, 'form'))).toMatchObject({ applied: false, reason: 'mode' });
-      const decisions = await Promise.all(['alice', 'bob', 'carol'].map((by, i) => store.decide(record, { ...approve(by, T0 + 2), status: i === 1 ? 'declined' : 'approved' })));
+      const decisions = await Promise.all(
+        ['alice', 'bob', 'carol'].map((by, i) =>
+          store.decide(record, { ...approve(by, T0 + 2), status: i === 1 ? 'declined' : 'approved' }),
+        ),
+      );
       expect(decisions.filter((d) => d.applied)).toHaveLength(1);
       for (const other of decisions.filter((d) => !d.applied)) expect(other).toMatchObject({ reason: 'decided' });
       const stored = (await store.current(record))!;
       expect(stored.decidedAt).toBe(T0 + 2);
-      expect(stored.log.map((entry) => `${entry.round} ${entry.event} ${entry.via}`)).toEqual(['1 requested url', `1 ${stored.status} url`]);
+      expect(stored.log.map((entry) => `${entry.round} ${entry.event} ${entry.via}`)).toEqual([
+        '1 requested url',
+        `1 ${stored.status} url`,
+      ]);
     });
 
     it('takes a decision up to the last instant before the expiry', async () => {
       const store = await open();
       const record = await store.open(ask(binding()), undefined);
-      expect(await store.decide(record, approve('alice', record.expiresAt - 1))).toMatchObject({ applied: true, record: { status: 'approved', decidedBy: 'alice' } });
+      expect(await store.decide(record, approve('alice', record.expiresAt - 1))).toMatchObject({
+        applied: true,
+        record: { status: 'approved', decidedBy: 'alice' },
+      });
     });
 
     it('refuses a decision at the expiry, and one for a round replaced by a newer one, which keeps the old entries', async () => {
@@ -140,7 +154,10 @@ export function describeApprovalStoreConformance(
       expect(theirRound).toMatchObject({ tenant: 'tenant-b', status: 'pending' });
       expect(theirRound.nonce).not.toBe(myRound.nonce);
       // My round's nonce names nothing of theirs.
-      expect(await store.decide({ ...theirRound, nonce: myRound.nonce }, approve('mallory', T0 + 1))).toEqual({ applied: false, reason: 'unknown' });
+      expect(await store.decide({ ...theirRound, nonce: myRound.nonce }, approve('mallory', T0 + 1))).toEqual({
+        applied: false,
+        reason: 'unknown',
+      });
       const { record: yes } = (await store.decide(myRound, approve('alice', T0 + 1))) as { record: ApprovalRecord };
       expect(await store.current(theirs)).toMatchObject({ nonce: theirRound.nonce, status: 'pending' });
       const { record: theirYes } = (await store.decide(theirRound, approve('bob', T0 + 2))) as { record: ApprovalRecord };

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { OwnershipLostError, TransactionRejectedError } from '../../core/errors';
-import { allows, keyIsFree, retentionFromNow, type IdempotencyRecord, type OperatorEvent, type RecordState, type TransitionEvent } from '../../core/state-machine';
+import {
+  allows,
+  keyIsFree,
+  retentionFromNow,
+  type IdempotencyRecord,
+  type OperatorEvent,
+  type RecordState,
+  type TransitionEvent,
+} from '../../core/state-machine';
 import type { AttentionStatus, ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, ReviewStore } from '../persistence';
 
 /** @public */
@@ -57,7 +65,8 @@ const rivalOf = (r: IdempotencyRecord) => processing(identity(r));
 const orderWrite = (id: string): ExtraWrite => ({ create: { key: { pk: `CONFORMANCE#${id}`, sk: 'ITEM' }, item: { id } } });
 const unknownError = { code: 'OUTCOME_UNKNOWN', message: 'timed out' };
 /** The record as the one-request path commits it: settled at once, with the same times as a claim. */
-const settledAtOnce = (overrides: Partial<IdempotencyRecord> = {}) => processing({ status: 'SUCCEEDED', result: { order: 'o-1' }, ...overrides });
+const settledAtOnce = (overrides: Partial<IdempotencyRecord> = {}) =>
+  processing({ status: 'SUCCEEDED', result: { order: 'o-1' }, ...overrides });
 
 /** What one store write needs to be attempted on a record in any state, and whether the store applied it. */
 type WriteAttempt = (store: IdempotencyStore, record: IdempotencyRecord, now: number) => Promise<boolean>;
@@ -80,7 +89,13 @@ const WRITES: Record<Exclude<TransitionEvent, 'claim' | 'expire' | OperatorEvent
   complete: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'SUCCEEDED', result: 1 }, now)),
   fail: (store, r, now) => refusedAsOwnershipLost(store.settle(identity(r), r.ownerToken, { status: 'FAILED', error: unknownError }, now)),
   release: (store, r) => store.release(identity(r), r.ownerToken),
-  uncertain: (store, r, now) => store.markUnknown(identity(r), r.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: now, inFlightUntil: now }, now),
+  uncertain: (store, r, now) =>
+    store.markUnknown(
+      identity(r),
+      r.ownerToken,
+      { error: unknownError, errorType: 'uncertain', nextCheckAt: now, inFlightUntil: now },
+      now,
+    ),
   lease_expired: (store, r, now) => store.expireLease(r, now, now),
   take_over: (store, r, now) => store.takeOver(identity(r), r.ownerToken, randomUUID(), now + 60_000, now),
   reconciled_found: (store, r, now) => store.reconcile(r, { event: 'reconciled_found', result: 1 }, now),
@@ -90,9 +105,15 @@ const WRITES: Record<Exclude<TransitionEvent, 'claim' | 'expire' | OperatorEvent
   reconcile_deferred: (store, r, now) => store.deferReconcile(r, now + 60_000, unknownError, now),
 };
 
-const OPERATOR_EVENTS: readonly OperatorEvent[] = ['operator_settled_found', 'operator_settled_absent', 'operator_settled_absent_fail', 'operator_recheck'];
+const OPERATOR_EVENTS: readonly OperatorEvent[] = [
+  'operator_settled_found',
+  'operator_settled_absent',
+  'operator_settled_absent_fail',
+  'operator_recheck',
+];
 const isReviewStore = (store: IdempotencyStore): store is IdempotencyStore & ReviewStore => 'decide' in store && 'reviewLog' in store;
-const isQueryStore = (store: IdempotencyStore): store is IdempotencyStore & RecordQueries => 'findAttention' in store && 'attentionPages' in store && 'countAttention' in store;
+const isQueryStore = (store: IdempotencyStore): store is IdempotencyStore & RecordQueries =>
+  'findAttention' in store && 'attentionPages' in store && 'countAttention' in store;
 /** No record's expiry: an UNKNOWN or NEEDS_REVIEW record never frees its key by time (`expiresAt` reads as infinite). */
 const NEVER = Number.POSITIVE_INFINITY;
 /**
@@ -124,7 +145,14 @@ export function describeStoreConformance(name: string, options: StoreConformance
     const store = await open();
     const record = processing();
     await store.claim(record, T0);
-    expect(await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000, inFlightUntil: T0 + 5000 }, T0 + 1000)).toBe(true);
+    expect(
+      await store.markUnknown(
+        identity(record),
+        record.ownerToken,
+        { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 5000, inFlightUntil: T0 + 5000 },
+        T0 + 1000,
+      ),
+    ).toBe(true);
     return { store, record: (await store.get(identity(record)))! };
   };
 
@@ -134,12 +162,23 @@ export function describeStoreConformance(name: string, options: StoreConformance
     if (state === 'ABSENT') return record;
     await store.claim(record, T0);
     if (state === 'SUCCEEDED' || state === 'FAILED') {
-      await store.settle(identity(record), record.ownerToken, state === 'SUCCEEDED' ? { status: state, result: 0 } : { status: state, error: unknownError }, T0 + 1);
+      await store.settle(
+        identity(record),
+        record.ownerToken,
+        state === 'SUCCEEDED' ? { status: state, result: 0 } : { status: state, error: unknownError },
+        T0 + 1,
+      );
     }
     if (state === 'UNKNOWN' || state === 'NEEDS_REVIEW') {
-      await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 }, T0 + 1);
+      await store.markUnknown(
+        identity(record),
+        record.ownerToken,
+        { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 },
+        T0 + 1,
+      );
     }
-    if (state === 'NEEDS_REVIEW') await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 2);
+    if (state === 'NEEDS_REVIEW')
+      await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 2);
     const stored = await store.get(identity(record));
     expect(stored?.status).toBe(state);
     return stored!;
@@ -154,11 +193,15 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.get(identity(record))).toEqual(record);
       });
 
-      it('keeps tenants, tools and keys apart, tool names of MCP\'s charset included', async () => {
+      it("keeps tenants, tools and keys apart, tool names of MCP's charset included", async () => {
         const store = await open();
         const first = processing({ tool: 'createOrder' });
         await store.claim(first, T0);
-        for (const other of [{ ...first, tenant: 'tenant-b' }, { ...first, tool: 'orders.create' }, { ...first, tool: 'create-order_v2' }]) {
+        for (const other of [
+          { ...first, tenant: 'tenant-b' },
+          { ...first, tool: 'orders.create' },
+          { ...first, tool: 'create-order_v2' },
+        ]) {
           expect(await store.claim({ ...other, ownerToken: randomUUID() }, T0)).toEqual({ claimed: true });
         }
         expect((await store.get(identity(first)))?.ownerToken).toBe(first.ownerToken);
@@ -169,7 +212,10 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const record = processing();
         await store.claim(record, T0);
         const rival = await store.claim({ ...record, ownerToken: randomUUID(), fingerprint: 'fp-2' }, T0 + 1);
-        expect(rival).toMatchObject({ claimed: false, existing: { ownerToken: record.ownerToken, fingerprint: 'fp-1', status: 'PROCESSING' } });
+        expect(rival).toMatchObject({
+          claimed: false,
+          existing: { ownerToken: record.ownerToken, fingerprint: 'fp-1', status: 'PROCESSING' },
+        });
         expect(await store.claim(record, T0 + 2)).toMatchObject({ claimed: true });
       });
 
@@ -187,7 +233,9 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const second = processing();
         await store.claim(second, T0);
         await store.settle(identity(second), second.ownerToken, { status: 'FAILED', error: { code: 'X', message: 'no' } }, T0 + 10);
-        expect(await store.claim({ ...second, ownerToken: randomUUID() }, second.retainUntil, { onExpired: 'execute' })).toEqual({ claimed: true });
+        expect(await store.claim({ ...second, ownerToken: randomUUID() }, second.retainUntil, { onExpired: 'execute' })).toEqual({
+          claimed: true,
+        });
       });
 
       it("frees exactly the keys the core's rule (keyIsFree) frees, at each boundary and under each policy", async () => {
@@ -203,13 +251,24 @@ export function describeStoreConformance(name: string, options: StoreConformance
               const settledKey = async () => {
                 const record = processing({ retainUntil, expiresAt });
                 await store.claim(record, T0);
-                await store.settle(identity(record), record.ownerToken, status === 'SUCCEEDED' ? { status, result: 1 } : { status, error: unknownError }, T0 + 1);
+                await store.settle(
+                  identity(record),
+                  record.ownerToken,
+                  status === 'SUCCEEDED' ? { status, result: 1 } : { status, error: unknownError },
+                  T0 + 1,
+                );
                 return (await store.get(identity(record)))!;
               };
               const free = keyIsFree(await settledKey(), now, onExpired);
               const { claimed } = await store.claim(rivalOf(await settledKey()), now, { onExpired });
               const { committed } = await store.commitOnce(settledAtOnce(identity(await settledKey())), now, { onExpired });
-              expect({ status, onExpired, at: now - T0, claimed, committed }).toEqual({ status, onExpired, at: now - T0, claimed: free, committed: free });
+              expect({ status, onExpired, at: now - T0, claimed, committed }).toEqual({
+                status,
+                onExpired,
+                at: now - T0,
+                claimed: free,
+                committed: free,
+              });
             }
           }
         }
@@ -233,7 +292,12 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.get(identity(ok))).toMatchObject({ status: 'SUCCEEDED', result: { order: 'o-1' }, updatedAt: T0 + 5 });
         const bad = processing();
         await store.claim(bad, T0);
-        await store.settle(identity(bad), bad.ownerToken, { status: 'FAILED', error: { code: 'DECLINED', message: 'no' }, errorType: 'terminal' }, T0 + 5);
+        await store.settle(
+          identity(bad),
+          bad.ownerToken,
+          { status: 'FAILED', error: { code: 'DECLINED', message: 'no' }, errorType: 'terminal' },
+          T0 + 5,
+        );
         expect(await store.get(identity(bad))).toMatchObject({ status: 'FAILED', error: { code: 'DECLINED' }, errorType: 'terminal' });
       });
 
@@ -241,9 +305,13 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const store = await open();
         const record = processing();
         await store.claim(record, T0);
-        await expect(store.settle(identity(record), randomUUID(), { status: 'SUCCEEDED', result: 1 }, T0 + 1)).rejects.toBeInstanceOf(OwnershipLostError);
+        await expect(store.settle(identity(record), randomUUID(), { status: 'SUCCEEDED', result: 1 }, T0 + 1)).rejects.toBeInstanceOf(
+          OwnershipLostError,
+        );
         await store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 1);
-        await expect(store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 2)).rejects.toBeInstanceOf(OwnershipLostError);
+        await expect(store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 2)).rejects.toBeInstanceOf(
+          OwnershipLostError,
+        );
         expect((await store.get(identity(record)))?.result).toBe(1);
       });
 
@@ -257,7 +325,10 @@ export function describeStoreConformance(name: string, options: StoreConformance
         await store.claim(second, T0);
         const fresh = `item-${randomUUID()}`;
         await expect(
-          store.settle(identity(second), second.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 1, [orderWrite(fresh), orderWrite(shared)]),
+          store.settle(identity(second), second.ownerToken, { status: 'SUCCEEDED', result: 2 }, T0 + 1, [
+            orderWrite(fresh),
+            orderWrite(shared),
+          ]),
         ).rejects.toBeInstanceOf(TransactionRejectedError);
         expect((await store.get(identity(second)))?.status).toBe('PROCESSING');
         // The refused settlement created nothing: its fresh item is still free for a later one.
@@ -286,7 +357,13 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt: T0 + 5000, inFlightUntil: T0 + 9000 };
         expect(await store.markUnknown(identity(record), randomUUID(), details, T0 + 1)).toBe(false);
         expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 1)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', nextCheckAt: T0 + 5000, inFlightUntil: T0 + 9000, error: unknownError, errorType: 'uncertain' });
+        expect(await store.get(identity(record))).toMatchObject({
+          status: 'UNKNOWN',
+          nextCheckAt: T0 + 5000,
+          inFlightUntil: T0 + 9000,
+          error: unknownError,
+          errorType: 'uncertain',
+        });
         expect(await store.markUnknown(identity(record), record.ownerToken, details, T0 + 2)).toBe(false);
       });
 
@@ -298,7 +375,9 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.takeOver(identity(record), record.ownerToken, next, T0 + 120_000, record.leaseExpiresAt - 1)).toBe(false);
         expect(await store.takeOver(identity(record), record.ownerToken, next, T0 + 120_000, record.leaseExpiresAt)).toBe(true);
         expect(await store.get(identity(record))).toMatchObject({ status: 'PROCESSING', ownerToken: next, leaseExpiresAt: T0 + 120_000 });
-        await expect(store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 61_000)).rejects.toBeInstanceOf(OwnershipLostError);
+        await expect(
+          store.settle(identity(record), record.ownerToken, { status: 'SUCCEEDED', result: 1 }, T0 + 61_000),
+        ).rejects.toBeInstanceOf(OwnershipLostError);
         expect(await store.takeOver(identity(record), record.ownerToken, randomUUID(), T0 + 200_000, T0 + 130_000)).toBe(false);
       });
 
@@ -312,7 +391,12 @@ export function describeStoreConformance(name: string, options: StoreConformance
         expect(await store.expireLease(record, T0 + 200_000, T0 + 205_000)).toBe(false);
         const current = (await store.get(identity(record)))!;
         expect(await store.expireLease(current, T0 + 120_000, T0 + 125_000)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', errorType: 'lease_expired', nextCheckAt: T0 + 120_000, inFlightUntil: T0 + 125_000 });
+        expect(await store.get(identity(record))).toMatchObject({
+          status: 'UNKNOWN',
+          errorType: 'lease_expired',
+          nextCheckAt: T0 + 120_000,
+          inFlightUntil: T0 + 125_000,
+        });
         expect(await store.expireLease(current, T0 + 120_001, T0 + 125_000)).toBe(false);
       });
     });
@@ -379,16 +463,19 @@ export function describeStoreConformance(name: string, options: StoreConformance
     describe('the transition table (lambdas/core/state-machine.ts) decides every write', () => {
       /** Late enough that every lease has passed and no settled record is free yet under the default policy. */
       const late = T0 + 30 * 60_000;
-      it.each(Object.entries(WRITES))('%s: applied exactly from the states the table allows it from; refused (nothing written) from the others', async (event, attempt) => {
-        const store = await open();
-        for (const state of STATES) {
-          const record = await recordIn(store, state);
-          const before = await store.get(identity(record));
-          const applied = await attempt(store, record, late);
-          expect({ state, applied }).toEqual({ state, applied: allows(state, event as TransitionEvent) });
-          if (!applied) expect(await store.get(identity(record)), `${event} from ${state}`).toEqual(before);
-        }
-      });
+      it.each(Object.entries(WRITES))(
+        '%s: applied exactly from the states the table allows it from; refused (nothing written) from the others',
+        async (event, attempt) => {
+          const store = await open();
+          for (const state of STATES) {
+            const record = await recordIn(store, state);
+            const before = await store.get(identity(record));
+            const applied = await attempt(store, record, late);
+            expect({ state, applied }).toEqual({ state, applied: allows(state, event as TransitionEvent) });
+            if (!applied) expect(await store.get(identity(record)), `${event} from ${state}`).toEqual(before);
+          }
+        },
+      );
 
       it('claim and commitOnce: applied on an absent key only (a settled key once it expired: see above)', async () => {
         const store = await open();
@@ -399,24 +486,34 @@ export function describeStoreConformance(name: string, options: StoreConformance
         }
       });
 
-      it.skipIf(!options.reviewStore).each(OPERATOR_EVENTS)("%s (review stores): applied exactly from the table's states, refused from the others", async (event) => {
-        const store = await open();
-        if (!isReviewStore(store)) throw new Error('reviewStore: true, but the store has no decide/reviewLog');
-        for (const state of STATES.filter((s) => s !== 'ABSENT')) {
-          const record = await recordIn(store, state);
-          const entry = { by: 'conformance', at: late, action: event, reason: 'checked by hand', from: record.status, to: 'ABSENT' as const };
-          let applied: boolean;
-          try {
-            applied = await store.decide(record, await store.reviewLog(identity(record)), operatorDecision(event), entry, late);
-          } catch (err) {
-            // The table refuses before anything is sent.
-            if ((err as Error).name !== 'IllegalTransitionError') throw err;
-            applied = false;
+      it.skipIf(!options.reviewStore).each(OPERATOR_EVENTS)(
+        "%s (review stores): applied exactly from the table's states, refused from the others",
+        async (event) => {
+          const store = await open();
+          if (!isReviewStore(store)) throw new Error('reviewStore: true, but the store has no decide/reviewLog');
+          for (const state of STATES.filter((s) => s !== 'ABSENT')) {
+            const record = await recordIn(store, state);
+            const entry = {
+              by: 'conformance',
+              at: late,
+              action: event,
+              reason: 'checked by hand',
+              from: record.status,
+              to: 'ABSENT' as const,
+            };
+            let applied: boolean;
+            try {
+              applied = await store.decide(record, await store.reviewLog(identity(record)), operatorDecision(event), entry, late);
+            } catch (err) {
+              // The table refuses before anything is sent.
+              if ((err as Error).name !== 'IllegalTransitionError') throw err;
+              applied = false;
+            }
+            expect({ state, applied }).toEqual({ state, applied: allows(state, event) });
+            if (!applied) expect(await store.get(identity(record))).toEqual(record);
           }
-          expect({ state, applied }).toEqual({ state, applied: allows(state, event) });
-          if (!applied) expect(await store.get(identity(record))).toEqual(record);
-        }
-      });
+        },
+      );
     });
 
     describe('reconciliation', () => {
@@ -444,7 +541,11 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const { store, record } = await unknownRecord();
         const error = { code: 'RECONCILE_EXHAUSTED', message: 'gave up' };
         expect(await store.reconcile(record, { event: 'reconcile_exhausted', error }, T0 + 10_000)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'NEEDS_REVIEW', reconcileAttempts: 1, errorType: 'reconcile_exhausted' });
+        expect(await store.get(identity(record))).toMatchObject({
+          status: 'NEEDS_REVIEW',
+          reconcileAttempts: 1,
+          errorType: 'reconcile_exhausted',
+        });
         expect(await store.claim(rivalOf(record), T0 + 1000 * 24 * HOUR, { onExpired: 'execute' })).toMatchObject({
           claimed: false,
         });
@@ -454,7 +555,12 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const { store, record } = await unknownRecord();
         const reason = { code: 'DOWNSTREAM_UNAVAILABLE', message: 'try later' };
         expect(await store.deferReconcile(record, T0 + 60_000, reason, T0 + 10_000)).toBe(true);
-        expect(await store.get(identity(record))).toMatchObject({ status: 'UNKNOWN', reconcileAttempts: 1, nextCheckAt: T0 + 60_000, error: reason });
+        expect(await store.get(identity(record))).toMatchObject({
+          status: 'UNKNOWN',
+          reconcileAttempts: 1,
+          nextCheckAt: T0 + 60_000,
+          error: reason,
+        });
         expect(await store.deferReconcile(record, T0 + 90_000, reason, T0 + 10_001)).toBe(false);
         expect(await store.reconcile(record, { event: 'reconciled_found', result: 1 }, T0 + 10_002)).toBe(false);
         const current = (await store.get(identity(record)))!;
@@ -503,7 +609,12 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const store = await open();
         const uncertain = processing();
         await store.claim(uncertain, T0);
-        await store.markUnknown(identity(uncertain), uncertain.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 }, T0 + 1);
+        await store.markUnknown(
+          identity(uncertain),
+          uncertain.ownerToken,
+          { error: unknownError, errorType: 'uncertain', nextCheckAt: T0 + 1, inFlightUntil: T0 + 1 },
+          T0 + 1,
+        );
         expect(await expiryOf(store, uncertain), 'markUnknown').toEqual({ retainUntil: uncertain.retainUntil, expiresAt: NEVER });
         const vanished = processing();
         await store.claim(vanished, T0);
@@ -515,17 +626,22 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const { store, record } = await unknownRecord();
         expect(await store.deferReconcile(record, T0 + 60_000, unknownError, T0 + 10_000)).toBe(true);
         expect(await expiryOf(store, record), 'deferReconcile').toEqual({ retainUntil: record.retainUntil, expiresAt: NEVER });
-        expect(await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 70_000)).toBe(true);
+        expect(
+          await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, T0 + 70_000),
+        ).toBe(true);
         expect(await expiryOf(store, record), 'reconcile_exhausted').toEqual({ retainUntil: record.retainUntil, expiresAt: NEVER });
       });
 
-      it.each(['reconciled_found', 'reconciled_absent_fail'] as const)('reconcile %s: a full retention from now, and the expiry with it (retentionFromNow)', async (event) => {
-        const { store, record } = await unknownRecord();
-        const now = T0 + 2 * HOUR + 500;
-        const outcome = event === 'reconciled_found' ? { event, result: 1 } : { event, error: unknownError };
-        expect(await store.reconcile(record, outcome, now)).toBe(true);
-        expect(await expiryOf(store, record)).toEqual(retentionFromNow(record, now));
-      });
+      it.each(['reconciled_found', 'reconciled_absent_fail'] as const)(
+        'reconcile %s: a full retention from now, and the expiry with it (retentionFromNow)',
+        async (event) => {
+          const { store, record } = await unknownRecord();
+          const now = T0 + 2 * HOUR + 500;
+          const outcome = event === 'reconciled_found' ? { event, result: 1 } : { event, error: unknownError };
+          expect(await store.reconcile(record, outcome, now)).toBe(true);
+          expect(await expiryOf(store, record)).toEqual(retentionFromNow(record, now));
+        },
+      );
 
       it.skipIf(!options.reviewStore).each(OPERATOR_EVENTS.filter((e) => e !== 'operator_settled_absent'))(
         'decide %s (review stores): settled, a full retention from now with its expiry; rechecked, none',
@@ -534,9 +650,18 @@ export function describeStoreConformance(name: string, options: StoreConformance
           if (!isReviewStore(store)) throw new Error('reviewStore: true, but the store has no decide/reviewLog');
           const record = await recordIn(store, 'NEEDS_REVIEW');
           const now = T0 + 3 * HOUR + 250;
-          const entry = { by: 'conformance', at: now, action: event, reason: 'checked by hand', from: record.status, to: 'ABSENT' as const };
+          const entry = {
+            by: 'conformance',
+            at: now,
+            action: event,
+            reason: 'checked by hand',
+            from: record.status,
+            to: 'ABSENT' as const,
+          };
           expect(await store.decide(record, await store.reviewLog(identity(record)), operatorDecision(event), entry, now)).toBe(true);
-          expect(await expiryOf(store, record)).toEqual(event === 'operator_recheck' ? { retainUntil: record.retainUntil, expiresAt: NEVER } : retentionFromNow(record, now));
+          expect(await expiryOf(store, record)).toEqual(
+            event === 'operator_recheck' ? { retainUntil: record.retainUntil, expiresAt: NEVER } : retentionFromNow(record, now),
+          );
         },
       );
     });
@@ -550,7 +675,14 @@ export function describeStoreConformance(name: string, options: StoreConformance
       };
       /** A record of `tool` claimed at `base`, its lease ending at `leaseEnd`. */
       const claimedAt = async (store: IdempotencyStore, base: number, tool: string, leaseEnd = base + 60_000) => {
-        const record = processing({ tool, createdAt: base, updatedAt: base, leaseExpiresAt: leaseEnd, retainUntil: base + HOUR, expiresAt: Math.floor((T0 + HOUR) / 1000) });
+        const record = processing({
+          tool,
+          createdAt: base,
+          updatedAt: base,
+          leaseExpiresAt: leaseEnd,
+          retainUntil: base + HOUR,
+          expiresAt: Math.floor((T0 + HOUR) / 1000),
+        });
         expect((await store.claim(record, base)).claimed).toBe(true);
         return record;
       };
@@ -599,7 +731,9 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const unknown = (await store.get(identity(record)))!;
         expect(await store.deferReconcile(unknown, base + 9000, unknownError, base + 8000)).toBe(true);
         expect(await due(store, 'UNKNOWN', base + 8999)).toEqual([]);
-        expect(await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 9500)).toBe(true);
+        expect(
+          await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 9500),
+        ).toBe(true);
         expect(await due(store, 'UNKNOWN', base + 10_000)).toEqual([]);
         expect(await due(store, 'NEEDS_REVIEW', base + 9499)).toEqual([]);
         expect(await due(store, 'NEEDS_REVIEW', base + 9500)).toEqual([await store.get(identity(record))]);
@@ -635,7 +769,12 @@ export function describeStoreConformance(name: string, options: StoreConformance
         const before = await counts();
         const record = await claimedAt(store, base, newTool());
         expect(await counts()).toEqual({ ...before, PROCESSING: before.PROCESSING + 1 });
-        await store.markUnknown(identity(record), record.ownerToken, { error: unknownError, errorType: 'uncertain', nextCheckAt: base, inFlightUntil: base }, base + 1);
+        await store.markUnknown(
+          identity(record),
+          record.ownerToken,
+          { error: unknownError, errorType: 'uncertain', nextCheckAt: base, inFlightUntil: base },
+          base + 1,
+        );
         expect(await counts()).toEqual({ ...before, UNKNOWN: before.UNKNOWN + 1 });
         await store.reconcile((await store.get(identity(record)))!, { event: 'reconcile_exhausted', error: unknownError }, base + 2);
         expect(await counts()).toEqual({ ...before, NEEDS_REVIEW: before.NEEDS_REVIEW + 1 });
@@ -649,7 +788,14 @@ export function describeStoreConformance(name: string, options: StoreConformance
         return { store, other };
       };
       const unknownIn = async (store: IdempotencyStore, base: number, tool: string, nextCheckAt: number, key?: string) => {
-        const record = processing({ tool, createdAt: base, updatedAt: base, leaseExpiresAt: base + 60_000, retainUntil: base + HOUR, ...(key ? { idempotencyKey: key } : {}) });
+        const record = processing({
+          tool,
+          createdAt: base,
+          updatedAt: base,
+          leaseExpiresAt: base + 60_000,
+          retainUntil: base + HOUR,
+          ...(key ? { idempotencyKey: key } : {}),
+        });
         expect((await store.claim(record, base)).claimed).toBe(true);
         const details = { error: unknownError, errorType: 'uncertain' as const, nextCheckAt, inFlightUntil: nextCheckAt };
         expect(await store.markUnknown(identity(record), record.ownerToken, details, base + 1)).toBe(true);
@@ -675,11 +821,17 @@ export function describeStoreConformance(name: string, options: StoreConformance
         if (!isQueryStore(store) || !isQueryStore(other)) throw new Error('neighbour: both stores must answer the queries (queries: true)');
         const base = nextQueryBase();
         const tool = `conformance.n${randomUUID().slice(0, 8)}`;
-        const counts = async (s: RecordQueries) => ({ UNKNOWN: await s.countAttention('UNKNOWN'), NEEDS_REVIEW: await s.countAttention('NEEDS_REVIEW') });
+        const counts = async (s: RecordQueries) => ({
+          UNKNOWN: await s.countAttention('UNKNOWN'),
+          NEEDS_REVIEW: await s.countAttention('NEEDS_REVIEW'),
+        });
         const [mineBefore, theirsBefore] = [await counts(store), await counts(other)];
         // Theirs are due before ours: a query bounded to two must still find ours, not read theirs and skip them.
         const theirs = [await unknownIn(other, base, tool, base + 1), await unknownIn(other, base, tool, base + 2)];
-        const mine = [await unknownIn(store, base, tool, base + 3), await unknownIn(store, base, tool, base + 4, theirs[0]!.idempotencyKey)];
+        const mine = [
+          await unknownIn(store, base, tool, base + 3),
+          await unknownIn(store, base, tool, base + 4, theirs[0]!.idempotencyKey),
+        ];
         const keysOf = (records: IdempotencyRecord[]) => records.filter((r) => r.tool === tool).map((r) => r.idempotencyKey);
         expect(keysOf(await store.findAttention('UNKNOWN', { dueBy: base + 10, limit: 2 }))).toEqual(keysOf(mine));
         expect(keysOf(await other.findAttention('UNKNOWN', { dueBy: base + 10, limit: 2 }))).toEqual(keysOf(theirs));

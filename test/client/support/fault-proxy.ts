@@ -8,7 +8,10 @@ import type { AddressInfo, Socket } from 'node:net';
  * - `reset-after`: the request is forwarded and fully answered, then the client's connection is destroyed (a lost answer).
  * - `status`: answered here with this status (and Retry-After), nothing forwarded.
  */
-export type ProxyFault = { mode: 'reset-before' } | { mode: 'reset-after' } | { mode: 'status'; status: number; retryAfterSeconds?: number };
+export type ProxyFault =
+  | { mode: 'reset-before' }
+  | { mode: 'reset-after' }
+  | { mode: 'status'; status: number; retryAfterSeconds?: number };
 
 export interface FaultProxy {
   url: string;

@@ -6,10 +6,24 @@ import { ErrorCode, StoreUnavailableError, TerminalToolError, TransientToolError
 import { leaseHasPassed } from '../../../lambdas/core/lease';
 import type { WriteToolResult } from '../../../lambdas/core/result-contract';
 import type { ItemKey } from '../../../lambdas/core/keys';
-import { isSettled, keyIsFree, transition, type IdempotencyRecord, type RecordState, type TransitionEvent } from '../../../lambdas/core/state-machine';
+import {
+  isSettled,
+  keyIsFree,
+  transition,
+  type IdempotencyRecord,
+  type RecordState,
+  type TransitionEvent,
+} from '../../../lambdas/core/state-machine';
 import { IdempotencyEngine, toolInFlightWindowMs, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
-import type { ExtraWrite, IdempotencyStore, OperatorDecision, RecordIdentity, RecordQueries, ReviewStore } from '../../../lambdas/engine/persistence';
+import type {
+  ExtraWrite,
+  IdempotencyStore,
+  OperatorDecision,
+  RecordIdentity,
+  RecordQueries,
+  ReviewStore,
+} from '../../../lambdas/engine/persistence';
 import { Reconciler, type ToolReconciler } from '../../../lambdas/reconciler/reconciler';
 
 /**
@@ -147,7 +161,10 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
   if (options.hangs && !options.faults) faults.push('hang_before', 'hang_after');
   const caller = fc.record({
     intent: fc.constantFrom<'A' | 'B'>('A', 'A', 'B'),
-    downstream: fc.oneof({ weight: 3, arbitrary: fc.constant<DownstreamFault>('none') }, { weight: 2, arbitrary: fc.constantFrom(...faults) }),
+    downstream: fc.oneof(
+      { weight: 3, arbitrary: fc.constant<DownstreamFault>('none') },
+      { weight: 2, arbitrary: fc.constantFrom(...faults) },
+    ),
     fault: fc.option(
       fc.record({
         at: fc.nat({ max: 6 }),
@@ -187,7 +204,8 @@ export function scenarioArbitrary(options: ScenarioOptions): fc.Arbitrary<Scenar
       callers: s.callers.map((c) => ({
         ...c,
         key: c.key % s.keys,
-        downstream: s.effect === 'local' && (c.downstream === 'commit_then_timeout' || c.downstream === 'hang_after') ? 'none' : c.downstream,
+        downstream:
+          s.effect === 'local' && (c.downstream === 'commit_then_timeout' || c.downstream === 'hang_after') ? 'none' : c.downstream,
       })),
       // The engine's promise: re-running a stale execution is only declared safe for a downstream that dedups.
       reexecuteSafe: options.reexecuteSafe ?? (s.downstream === 'dedup' && s.reexecuteSafe),
@@ -321,7 +339,8 @@ export class Actor {
     if (fault?.mode === 'store_error_before' && storeCall) throw new StoreUnavailableError('injected: the store did not answer');
     const result = await this.world.locked(apply);
     if (fault?.mode === 'crash_after') return this.crash<T>();
-    if (fault?.mode === 'store_error_after' && storeCall) throw new StoreUnavailableError('injected: the write was applied, its answer lost');
+    if (fault?.mode === 'store_error_after' && storeCall)
+      throw new StoreUnavailableError('injected: the write was applied, its answer lost');
     return result;
   }
 
@@ -346,11 +365,18 @@ export class ActorStore implements IdempotencyStore, ReviewStore, RecordQueries 
   attentionPages: RecordQueries['attentionPages'] = (status, query) => this.queries.attentionPages(status, query);
   countAttention: RecordQueries['countAttention'] = (status) => this.queries.countAttention(status);
 
-  private call<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>, writes?: ExtraWrite[]): Promise<T> {
+  private call<T>(
+    method: string,
+    identity: RecordIdentity,
+    event: TransitionEvent | undefined,
+    apply: () => Promise<T>,
+    writes?: ExtraWrite[],
+  ): Promise<T> {
     return this.actor.step(method, () => this.world.observe(method, identity, event, apply, writes), true);
   }
 
-  claim: IdempotencyStore['claim'] = (record, now, options) => this.call('claim', record, 'claim', () => this.inner.claim(record, now, options));
+  claim: IdempotencyStore['claim'] = (record, now, options) =>
+    this.call('claim', record, 'claim', () => this.inner.claim(record, now, options));
   commitOnce: IdempotencyStore['commitOnce'] = (record, now, options, writes) =>
     this.call('commitOnce', record, undefined, () => this.inner.commitOnce(record, now, options, writes), writes);
   get: IdempotencyStore['get'] = (identity) => this.call('get', identity, undefined, () => this.inner.get(identity));
@@ -365,7 +391,8 @@ export class ActorStore implements IdempotencyStore, ReviewStore, RecordQueries 
   reviewLog: ReviewStore['reviewLog'] = (identity) => this.call('reviewLog', identity, undefined, () => this.inner.reviewLog(identity));
   decide: ReviewStore['decide'] = (record, log, decision, entry, now) =>
     this.call('decide', record, decision.event, () => this.inner.decide(record, log, decision, entry, now));
-  release: IdempotencyStore['release'] = (identity, ownerToken) => this.call('release', identity, 'release', () => this.inner.release(identity, ownerToken));
+  release: IdempotencyStore['release'] = (identity, ownerToken) =>
+    this.call('release', identity, 'release', () => this.inner.release(identity, ownerToken));
   markUnknown: IdempotencyStore['markUnknown'] = (identity, ownerToken, details, now) =>
     this.call('markUnknown', identity, 'uncertain', () => this.inner.markUnknown(identity, ownerToken, details, now));
   expireLease: IdempotencyStore['expireLease'] = (record, now, inFlightUntil) =>
@@ -386,7 +413,10 @@ export class ActorStore implements IdempotencyStore, ReviewStore, RecordQueries 
 export interface Variant {
   name: string;
   /** The store every actor writes through (a planted bug wraps the real one). `liveArgs` are the caller's own. */
-  wrapStore?: (store: IdempotencyStore & ReviewStore, context: { liveArgs?: Record<string, unknown>; clock: Clock }) => IdempotencyStore & ReviewStore;
+  wrapStore?: (
+    store: IdempotencyStore & ReviewStore,
+    context: { liveArgs?: Record<string, unknown>; clock: Clock },
+  ) => IdempotencyStore & ReviewStore;
   /** One reconciler pass over the run's key. */
   reconcilePass?: (pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number) => Promise<void>;
   /** The client's retry of an `unknown` answer: the same key (the contract) or a new one (a planted bug). */
@@ -415,7 +445,8 @@ export class ReconcilerPass extends Reconciler {
 /** What `Reconciler.runOnce` does to one record: settle a due UNKNOWN (its rule), or mark a PROCESSING whose lease (+ grace) passed. */
 export async function realReconcilePass(pass: ReconcilerPass, record: IdempotencyRecord | undefined, now: number) {
   if (record?.status === 'UNKNOWN' && pass.isDue(record, now)) await pass.settle(record, now);
-  else if (record?.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt + TIMES.leaseGraceMs, now)) await pass.expire(record, now);
+  else if (record?.status === 'PROCESSING' && leaseHasPassed(record.leaseExpiresAt + TIMES.leaseGraceMs, now))
+    await pass.expire(record, now);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -531,7 +562,8 @@ export class World {
       }
       if (finished) break;
       // Nothing pending yet the target runs: real I/O (DynamoDB's index queries), or a stuck actor.
-      if (Date.now() - started > (this.options.stuckAfterMs ?? 2_000)) throw new InvariantViolation(`${what} never finished, with nothing left to schedule`);
+      if (Date.now() - started > (this.options.stuckAfterMs ?? 2_000))
+        throw new InvariantViolation(`${what} never finished, with nothing left to schedule`);
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     if (failure) throw failure;
@@ -541,7 +573,13 @@ export class World {
    * Applies one store call and records the transition it made; checks it against the code's table right away. The
    * items of a local tool's writes that exist afterwards are its effects (they commit with the record or not at all).
    */
-  async observe<T>(method: string, identity: RecordIdentity, event: TransitionEvent | undefined, apply: () => Promise<T>, writes?: ExtraWrite[]): Promise<T> {
+  async observe<T>(
+    method: string,
+    identity: RecordIdentity,
+    event: TransitionEvent | undefined,
+    apply: () => Promise<T>,
+    writes?: ExtraWrite[],
+  ): Promise<T> {
     const watched = identity.tenant === TENANT && identity.tool === TOOL && this.keys.includes(identity.idempotencyKey);
     const before = watched ? await this.options.peek(identity) : undefined;
     try {
@@ -555,7 +593,13 @@ export class World {
     }
   }
 
-  private check(method: string, event: TransitionEvent | undefined, key: string, before: IdempotencyRecord | undefined, after: IdempotencyRecord | undefined) {
+  private check(
+    method: string,
+    event: TransitionEvent | undefined,
+    key: string,
+    before: IdempotencyRecord | undefined,
+    after: IdempotencyRecord | undefined,
+  ) {
     const from: RecordState = before?.status ?? 'ABSENT';
     const to: RecordState = after?.status ?? 'ABSENT';
     const changed = stable(before) !== stable(after);
@@ -576,7 +620,8 @@ export class World {
     const legal = event
       ? allowed(from, event) || (event === 'claim' && isExpiredThenClaimed(from, to))
       : method === 'commitOnce' && settledAtOnce(from);
-    if (!legal) this.violation(`store.${method} moved the record ${from} -> ${to}${event ? ` as '${event}'` : ''}: not in the transition table`);
+    if (!legal)
+      this.violation(`store.${method} moved the record ${from} -> ${to}${event ? ` as '${event}'` : ''}: not in the transition table`);
     // `expire` has a guard the table does not show: the record's retention passed (under the tool's policy).
     if (before && isSettled(before.status) && (method === 'claim' || method === 'commitOnce')) {
       if (!keyIsFree(before, this.options.clock.clock(), this.options.scenario.retention?.onExpired ?? 'execute')) {
@@ -592,7 +637,14 @@ export class World {
   }
 
   /** A caller: its own engine (a Lambda instance), its own store view and downstream view, faults as planned. */
-  startCaller(name: string, plan: CallerPlan, key: string, phase: Answer['phase'], fault: Fault | undefined, instance?: Instance): Promise<void> {
+  startCaller(
+    name: string,
+    plan: CallerPlan,
+    key: string,
+    phase: Answer['phase'],
+    fault: Fault | undefined,
+    instance?: Instance,
+  ): Promise<void> {
     const actor = new Actor(name, this, fault);
     this.actors.push(actor);
     const startedAt = this.options.clock.clock();
@@ -607,25 +659,25 @@ export class World {
     const engine =
       instance?.engine ??
       new IdempotencyEngine({
-      store: new Proxy(store, {
-        get: (_, method: string) => {
-          const value = (current.store as unknown as Record<string, unknown>)[method];
-          return typeof value === 'function' ? value.bind(current.store) : value;
-        },
-      }),
-      clock: this.options.clock.clock,
-      inProgressWaitMs: TIMES.inProgressWaitMs,
-      completionMarginMs: TIMES.completionMarginMs,
-      downstreamTimeoutMs: TIMES.downstreamTimeoutMs,
-      sleep: (ms) =>
-        current.actor.step(
-          `sleep ${ms}`,
-          async () => {
-            this.options.clock.advance(ms);
+        store: new Proxy(store, {
+          get: (_, method: string) => {
+            const value = (current.store as unknown as Record<string, unknown>)[method];
+            return typeof value === 'function' ? value.bind(current.store) : value;
           },
-          false,
-        ),
-    });
+        }),
+        clock: this.options.clock.clock,
+        inProgressWaitMs: TIMES.inProgressWaitMs,
+        completionMarginMs: TIMES.completionMarginMs,
+        downstreamTimeoutMs: TIMES.downstreamTimeoutMs,
+        sleep: (ms) =>
+          current.actor.step(
+            `sleep ${ms}`,
+            async () => {
+              this.options.clock.advance(ms);
+            },
+            false,
+          ),
+      });
     const policy = this.policy();
     const local = this.options.scenario.effect === 'local';
     /** A local tool: computes its result and the item it writes; nothing outside. The item commits with the record. */
@@ -654,7 +706,8 @@ export class World {
       // the assumption the promise for a downstream without dedup rests on (docs/correctness.md).
       const effect = await actor.step(
         'downstream lands',
-        async () => (ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline ? undefined : this.downstream.act(ctx.idempotencyKey, operation)),
+        async () =>
+          ctx.signal.aborted || this.options.clock.clock() >= ctx.deadline ? undefined : this.downstream.act(ctx.idempotencyKey, operation),
         false,
       );
       if (!effect) throw new UncertainToolError('ABORTED', 'the call was aborted at its deadline');
@@ -666,7 +719,9 @@ export class World {
     const identity = { tenant: TENANT, tool: TOOL, idempotencyKey: key };
     return new Promise<void>((resolve) => {
       engine
-        .run({ ...identity, args: { ...args }, effect: local ? 'local' : 'external' }, policy, (ctx) => (local ? executeLocally(ctx) : execute(ctx)))
+        .run({ ...identity, args: { ...args }, effect: local ? 'local' : 'external' }, policy, (ctx) =>
+          local ? executeLocally(ctx) : execute(ctx),
+        )
         .then(
           async (answer) => {
             await this.options.variant.afterRun?.(answer, store, identity);
@@ -768,10 +823,20 @@ export class World {
         const decision: OperatorDecision = effect
           ? { event: 'operator_settled_found', result: { effect: effect.id, intent: effect.intent } }
           : this.options.scenario.onAbsent === 'fail'
-            ? { event: 'operator_settled_absent_fail', error: { code: ErrorCode.NOT_EXECUTED, message: 'a person confirmed it did not happen' } }
+            ? {
+                event: 'operator_settled_absent_fail',
+                error: { code: ErrorCode.NOT_EXECUTED, message: 'a person confirmed it did not happen' },
+              }
             : { event: 'operator_settled_absent' };
         const now = this.options.clock.clock();
-        const entry = { by: name, at: now, action: decision.event, reason: 'checked by hand', from: record.status, to: transition(record.status, decision.event) };
+        const entry = {
+          by: name,
+          at: now,
+          action: decision.event,
+          reason: 'checked by hand',
+          from: record.status,
+          to: transition(record.status, decision.event),
+        };
         await store.decide(record, log, decision, entry, now);
       }
     }
@@ -822,7 +887,15 @@ export async function runScenario(options: WorldOptions): Promise<World> {
     if (answer && !answer.answer.retryable) continue;
     const newKey = options.variant.retryUnknownWithNewKey && answer?.answer.outcome === 'unknown';
     // The retry meets no fault of its own: it shows what the key now answers.
-    retries.push(world.startCaller(`${name}.retry`, { ...plan, downstream: 'none', retriesAtOnce: false }, newKey ? options.newKey() : world.keys[plan.key]!, 'retry', undefined));
+    retries.push(
+      world.startCaller(
+        `${name}.retry`,
+        { ...plan, downstream: 'none', retriesAtOnce: false },
+        newKey ? options.newKey() : world.keys[plan.key]!,
+        'retry',
+        undefined,
+      ),
+    );
   }
   await world.runUntil(Promise.all(retries), 'a retry');
   await settleWorld(world);
@@ -831,7 +904,13 @@ export async function runScenario(options: WorldOptions): Promise<World> {
     await world.locked(async () => options.clock.advance(scenario.retention!.seconds * 1000));
     const calls = world.keys.map((key, slot) => {
       const plan = scenario.callers.find((c) => c.key === slot) ?? { ...scenario.callers[0]!, key: slot };
-      return world.startCaller(`after-expiry#${slot}`, { ...plan, downstream: 'none', retriesAtOnce: false }, key, 'after_expiry', undefined);
+      return world.startCaller(
+        `after-expiry#${slot}`,
+        { ...plan, downstream: 'none', retriesAtOnce: false },
+        key,
+        'after_expiry',
+        undefined,
+      );
     });
     await world.runUntil(Promise.all(calls), 'a call after expiry');
     await settleWorld(world);
@@ -843,7 +922,9 @@ export async function runScenario(options: WorldOptions): Promise<World> {
 async function settleWorld(world: World) {
   const { clock } = world.options;
   for (let pass = 0; pass < TIMES.maxAttempts + 3; pass++) {
-    await world.locked(async () => clock.advance(TIMES.executionTimeoutMs + TIMES.completionMarginMs + TIMES.leaseGraceMs + 2 ** pass * TIMES.backoffBaseMs));
+    await world.locked(async () =>
+      clock.advance(TIMES.executionTimeoutMs + TIMES.completionMarginMs + TIMES.leaseGraceMs + 2 ** pass * TIMES.backoffBaseMs),
+    );
     await world.runUntil(world.reconcileOnce(`settle#${pass}`), 'a reconciler pass');
   }
 }
@@ -862,7 +943,8 @@ export async function invariantViolations(world: World): Promise<string[]> {
   //    sent with) and epoch.
   const counts = new Map<string, Effect[]>();
   for (const e of ledger) {
-    for (const group of [`key ${e.key}, epoch ${e.epoch}`, `operation ${e.intent}, epoch ${e.epoch}`]) counts.set(group, [...(counts.get(group) ?? []), e]);
+    for (const group of [`key ${e.key}, epoch ${e.epoch}`, `operation ${e.intent}, epoch ${e.epoch}`])
+      counts.set(group, [...(counts.get(group) ?? []), e]);
   }
   for (const [group, effects] of counts) {
     if (effects.length > 1) broken.push(`${effects.length} effects for one ${group}: ${effects.map((e) => e.id).join(', ')}`);
@@ -887,7 +969,8 @@ export async function invariantViolations(world: World): Promise<string[]> {
       }
     }
     for (const [epoch, callers] of executions) {
-      if (callers.length > 1) broken.push(`${callers.length} answers say they executed (not replayed) in epoch ${epoch}: ${callers.join(', ')}`);
+      if (callers.length > 1)
+        broken.push(`${callers.length} answers say they executed (not replayed) in epoch ${epoch}: ${callers.join(', ')}`);
     }
 
     // 5. Progress: after every lease passed and the reconciler ran, nothing is in progress or unknown; the record
@@ -909,7 +992,9 @@ export async function invariantViolations(world: World): Promise<string[]> {
   for (const a of world.answers) {
     const { outcome, retryable, error } = a.answer;
     if (outcome === 'failed' && error?.code !== 'REVIEW_REQUIRED' && a.effectsAtAnswer.length > 0) {
-      broken.push(`${a.caller} was told ${retryable ? 'to retry, nothing ran' : `it failed (${error?.code})`} while ${a.effectsAtAnswer[0]!.id} exists`);
+      broken.push(
+        `${a.caller} was told ${retryable ? 'to retry, nothing ran' : `it failed (${error?.code})`} while ${a.effectsAtAnswer[0]!.id} exists`,
+      );
     }
     if (outcome === 'conflict' && a.effectsAtAnswer.some((e) => e.intent === a.intent)) {
       broken.push(`${a.caller} was refused as a conflict although its own arguments took effect`);
@@ -921,7 +1006,10 @@ export async function invariantViolations(world: World): Promise<string[]> {
 /** What a failing run prints besides fast-check's seed and path: each actor's awaits, in order. */
 export function describeRun(world: World): string {
   const lines = world.actors.map((a) => `  ${a.name}${a.dead ? ' (crashed)' : ''}: ${a.trace.join(' > ')}`);
-  const answers = world.answers.map((a) => `  ${a.caller} [${a.phase}] -> ${a.answer.outcome}${a.answer.replayed ? ' (replayed)' : ''} ${JSON.stringify(a.answer.result ?? a.answer.error?.code ?? '')}`);
+  const answers = world.answers.map(
+    (a) =>
+      `  ${a.caller} [${a.phase}] -> ${a.answer.outcome}${a.answer.replayed ? ' (replayed)' : ''} ${JSON.stringify(a.answer.result ?? a.answer.error?.code ?? '')}`,
+  );
   const ledger = world.downstream.ledger.map((e) => `  ${e.id} key=${e.key} epoch=${e.epoch} operation=${e.intent}`);
   return ['actors:', ...lines, 'answers:', ...answers, 'ledger:', ...ledger].join('\n');
 }
