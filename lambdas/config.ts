@@ -1,5 +1,6 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
 import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/approval';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from './core/in-flight';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -161,7 +162,6 @@ export const DEFAULT_TENANT_CLAIM = 'tenant';
 const DEFAULT_DEV_AUTH_DIR = '.local/auth';
 /** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
 export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
-export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
 /** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
 const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;

@@ -1,14 +1,14 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
-import { absenceIsConclusive, decidableAt, inFlightUntil } from '../core/in-flight';
+import { absenceIsConclusive, DEFAULT_DOWNSTREAM_TIMEOUT_MS, decidableAt, inFlightUntil } from '../core/in-flight';
 import { leaseHasPassed } from '../core/lease';
 import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
+import { toolInFlightWindowMs } from '../core/tool-policy';
 import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
-import { toolInFlightWindowMs } from '../engine/engine';
 import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
