@@ -53,16 +53,14 @@ export {
   type OperatorEvent,
   type StoredError,
 } from '../lambdas/core/state-machine';
+export { DEFAULT_POLICY, type IdempotencyPolicy, type ToolEffect } from '../lambdas/core/tool-policy';
 export {
-  DEFAULT_POLICY,
   IdempotencyEngine,
   type EngineOptions,
   type Execution,
   type ExecutionContext,
   type ExecutionPath,
   type Executor,
-  type IdempotencyPolicy,
-  type ToolEffect,
   type WriteRequest,
   type NeedsConfirmation,
   type EngineAnswer,

@@ -1,5 +1,6 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
 import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/approval';
+import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from './core/in-flight';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -49,7 +50,10 @@ export interface SideEffectsConfig {
   outboxEnabled?: boolean;
   /** Bound of every downstream call a delivery or a reconcile check makes, under the engine's own deadline. */
   downstreamTimeoutMs: number;
-  /** How often the local reconciler runs (deployed: the EventBridge schedule). */
+  /**
+   * The reconciler's period, and the first wait before a downstream that did not answer is asked again. Deployed,
+   * the EventBridge schedule's (one minute by default); unset, a local process polls every 5 s.
+   */
   reconcileIntervalMs: number;
   /** Checks of an unreachable downstream before the record is parked as NEEDS_REVIEW for a person. */
   reconcileMaxAttempts: number;
@@ -161,9 +165,18 @@ export const DEFAULT_TENANT_CLAIM = 'tenant';
 const DEFAULT_DEV_AUTH_DIR = '.local/auth';
 /** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
 export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
-export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
-/** Local runs: the reconciler's timer. Deployed, the Reconciler construct sets its schedule's period. */
-const DEFAULT_RECONCILE_INTERVAL_MS = 5000;
+/**
+ * The reconciler's period where it stands on a schedule: deployed, its EventBridge rule's rate (`ReconcilerFunction`'s
+ * `period`, which the constructs also write as RECONCILE_INTERVAL_MS); in a server of your own, `startReconciler`'s
+ * timer. A minute: EventBridge's shortest rate.
+ */
+export const DEFAULT_RECONCILE_PERIOD_MS = 60_000;
+/**
+ * RECONCILE_INTERVAL_MS when it is unset, which happens only in a local process (`npm start`, the gateway command):
+ * a poll short enough that a developer sees an UNKNOWN settle in seconds. Deployed, the constructs always set the
+ * variable to the schedule's period (`DEFAULT_RECONCILE_PERIOD_MS`), so this default is never the deployed one.
+ */
+const LOCAL_RECONCILE_POLL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
@@ -336,7 +349,7 @@ export const EnvVars = {
   /** `off` on an endpoint without an outbox (no deliveries): queueing an effect is refused. */
   outbox: oneOf('OUTBOX', ['on', 'off'] as const, 'on'),
   downstreamTimeoutMs: positiveInt('DOWNSTREAM_TIMEOUT_MS', DEFAULT_DOWNSTREAM_TIMEOUT_MS, 60_000),
-  reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', DEFAULT_RECONCILE_INTERVAL_MS, 3_600_000),
+  reconcileIntervalMs: positiveInt('RECONCILE_INTERVAL_MS', LOCAL_RECONCILE_POLL_MS, 3_600_000),
   /** Checks of an unreachable downstream before a record is parked as NEEDS_REVIEW for a person. */
   reconcileMaxAttempts: positiveInt('RECONCILE_MAX_ATTEMPTS', DEFAULT_RECONCILE_MAX_ATTEMPTS, 100),
   outboxDeadLetterQueueUrl: httpUrl('OUTBOX_DEAD_LETTER_QUEUE_URL'),

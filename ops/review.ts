@@ -32,7 +32,7 @@ import { OutboxDefaults } from '../lambdas/core/outbox-budget';
 import type { OutboxStore, StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
 import { leaseHasPassed } from '../lambdas/core/lease';
 import { absenceIsConclusive, decidableAt } from '../lambdas/core/in-flight';
-import { toolInFlightWindowMs } from '../lambdas/engine/engine';
+import { toolInFlightWindowMs } from '../lambdas/core/tool-policy';
 
 /** Bad input: unknown key, malformed result, a wrong state for the action, a missing reason. Nothing was written. */
 export class ReviewInputError extends Error {

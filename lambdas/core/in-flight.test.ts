@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   absenceIsConclusive,
+  DEFAULT_DOWNSTREAM_TIMEOUT_MS,
   decidableAt,
   defaultInFlightWindowMs,
   inFlightUntil,
   inFlightWindowMs,
   unknownRetryAfterMs,
 } from './in-flight';
-import { toolInFlightWindowMs } from '../engine/engine';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from '../config';
+import { toolInFlightWindowMs } from './tool-policy';
 
 describe('the in-flight window', () => {
   it('defaults to the sum of the two timeouts that end a request; a tool setting wins, 0 included', () => {

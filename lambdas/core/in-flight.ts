@@ -7,6 +7,12 @@
  * is neither released, nor failed, nor re-executed), and the lookup is asked again when the window has passed.
  */
 
+/**
+ * The bound of one downstream call when DOWNSTREAM_TIMEOUT_MS is not set (lambdas/config.ts reads the variable with
+ * this default): an HTTP client gives up on an answer after it, so it is half of the default window.
+ */
+export const DEFAULT_DOWNSTREAM_TIMEOUT_MS = 3000;
+
 /** The timeouts that end a downstream request on our side: the first to pass aborts it. */
 export interface RequestTimeouts {
   /** The tool's execution budget (`idempotency.executionTimeoutMs`): its deadline aborts every request it sent. */

@@ -9,7 +9,7 @@ import { devIssuerFor } from '../auth/dev-issuer';
 import { ConfigError, DEV_SIGN_IN_MOUNT, EnvVars, loadConfig, read, type Env } from '../config';
 import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
-import { startReconciler } from '../reconciler/start';
+import { startReconcilerFromConfig } from '../reconciler/start';
 import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
@@ -269,13 +269,10 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
           if ('closeAllConnections' in server) server.closeAllConnections();
         }),
     );
-    const reconciler = startReconciler({
+    const reconciler = startReconcilerFromConfig(config.sideEffects, {
       tools: gateway.tools,
       store: services.store,
       logger: services.logger,
-      intervalMs: config.sideEffects.reconcileIntervalMs,
-      maxAttempts: config.sideEffects.reconcileMaxAttempts,
-      downstreamTimeoutMs: config.sideEffects.downstreamTimeoutMs,
       metrics: false,
     });
     stops.push(() => reconciler.stop());

@@ -4,7 +4,8 @@ import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/erro
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
-import type { Execution, ExecutionContext, IdempotencyPolicy, ToolEffect } from '../engine/engine';
+import type { IdempotencyPolicy, ToolEffect } from '../core/tool-policy';
+import type { Execution, ExecutionContext } from '../engine/engine';
 import { type ConfirmationAsk, secretUnavailable } from '../engine/confirmation-gate';
 import { SecretUnavailableError } from '../core/errors';
 import type { Confirmation } from '../core/confirmation-choice';

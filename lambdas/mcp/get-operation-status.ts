@@ -3,7 +3,7 @@ import { ErrorCode } from '../core/errors';
 import { KEY_MAX_LENGTH, KEY_MIN_LENGTH, TOOL_NAME_PATTERN } from '../core/idempotency-key';
 import { leaseHasPassed } from '../core/lease';
 import { isSettled, keyIsFree } from '../core/state-machine';
-import { DEFAULT_POLICY } from '../engine/engine';
+import { DEFAULT_POLICY } from '../core/tool-policy';
 import { toDeliveryView } from '../outbox/outbox-event';
 import type { OutboxStore } from '../outbox/outbox-store';
 import { defineReadTool, ReadToolError, type ReadToolContext } from './define-read-tool';

@@ -2,7 +2,8 @@ import type { CallToolResult, InputRequiredResult, ToolAnnotations } from '@mode
 import type { z } from 'zod';
 import type { Caller } from '../auth/verifier';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
-import type { IdempotencyEngine, IdempotencyPolicy, ToolEffect } from '../engine/engine';
+import type { IdempotencyPolicy, ToolEffect } from '../core/tool-policy';
+import type { IdempotencyEngine } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';

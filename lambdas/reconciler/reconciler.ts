@@ -1,14 +1,14 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, DEFAULT_RECONCILE_MAX_ATTEMPTS } from '../config';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS, DEFAULT_RECONCILE_PERIOD_MS, type SideEffectsConfig } from '../config';
 import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
-import { absenceIsConclusive, decidableAt, inFlightUntil } from '../core/in-flight';
+import { absenceIsConclusive, DEFAULT_DOWNSTREAM_TIMEOUT_MS, decidableAt, inFlightUntil } from '../core/in-flight';
 import { leaseHasPassed } from '../core/lease';
 import { hashForLog } from '../core/idempotency-key';
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import type { IdempotencyRecord } from '../core/state-machine';
+import { toolInFlightWindowMs } from '../core/tool-policy';
 import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
-import { toolInFlightWindowMs } from '../engine/engine';
 import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
 import type { OutboxRelay, SweepReport } from '../outbox/relay';
@@ -38,7 +38,7 @@ export interface ReconcilerSettings {
   relay?: OutboxRelay;
   /** A PROCESSING record is stale this long after its lease passed (the executor's completion may be in flight), and one a follower marked UNKNOWN is not checked sooner. */
   leaseGraceMs?: number;
-  /** First wait after an unreachable downstream, doubling per attempt (about one reconciler period). */
+  /** First wait after an unreachable downstream, doubling per attempt (one reconciler period, `reconcilerTiming`). */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   /** Checks before a record goes to NEEDS_REVIEW. */
@@ -49,7 +49,7 @@ export interface ReconcilerSettings {
   outboxGraceMs?: number;
   /** Records handled per run. */
   batchSize?: number;
-  /** DOWNSTREAM_TIMEOUT_MS: the in-flight window of a record whose tool is not in `tools`. Default 3000 ms. */
+  /** DOWNSTREAM_TIMEOUT_MS: the in-flight window of a record whose tool is not in `tools`, and the default `checkTimeoutMs`. Default 3000 ms. */
   downstreamTimeoutMs?: number;
 }
 
@@ -83,16 +83,38 @@ export function logRun(logger: Pick<ToolkitLogger, 'info' | 'debug'>, report: Re
   return report;
 }
 
-export const ReconcilerDefaults = {
+/** The defaults of the settings no configuration names (the ones it names: `reconcilerTiming`). */
+const ReconcilerDefaults = {
   leaseGraceMs: 5_000,
-  backoffBaseMs: 5_000,
   backoffMaxMs: 60 * 60_000,
-  maxAttempts: DEFAULT_RECONCILE_MAX_ATTEMPTS,
-  checkTimeoutMs: 5_000,
   outboxGraceMs: 30_000,
   batchSize: 50,
-  downstreamTimeoutMs: DEFAULT_DOWNSTREAM_TIMEOUT_MS,
 } as const;
+
+/**
+ * What configures a reconciler: the endpoint's environment (`SideEffectsConfig`: RECONCILE_INTERVAL_MS,
+ * RECONCILE_MAX_ATTEMPTS, DOWNSTREAM_TIMEOUT_MS) or `startReconciler`'s options; what is unset takes its one default.
+ */
+export type ReconcilerConfig = Partial<Pick<SideEffectsConfig, 'reconcileIntervalMs' | 'reconcileMaxAttempts' | 'downstreamTimeoutMs'>>;
+
+/**
+ * The settings a configuration gives, each with its one default: the period (a scheduled reconciler's,
+ * `DEFAULT_RECONCILE_PERIOD_MS`) is also the first wait of the backoff, and a check of a downstream is one downstream
+ * call, bounded by DOWNSTREAM_TIMEOUT_MS like every other.
+ */
+export function reconcilerTiming(
+  config: ReconcilerConfig,
+): { periodMs: number } & Required<Pick<ReconcilerSettings, 'backoffBaseMs' | 'maxAttempts' | 'checkTimeoutMs' | 'downstreamTimeoutMs'>> {
+  const periodMs = config.reconcileIntervalMs ?? DEFAULT_RECONCILE_PERIOD_MS;
+  const downstreamTimeoutMs = config.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
+  return {
+    periodMs,
+    backoffBaseMs: periodMs,
+    maxAttempts: config.reconcileMaxAttempts ?? DEFAULT_RECONCILE_MAX_ATTEMPTS,
+    checkTimeoutMs: downstreamTimeoutMs,
+    downstreamTimeoutMs,
+  };
+}
 
 const CONCURRENCY = 8;
 /** UNKNOWN records read per run to find the oldest (they are few: each one is an incident being settled). */
@@ -118,7 +140,8 @@ export class Reconciler {
 
   constructor(options: ReconcilerSettings) {
     options.store.assertQueryable('The reconciler');
-    this.options = { clock: systemClock, metrics: lambdaMetrics, ...ReconcilerDefaults, ...options };
+    const { periodMs: _period, ...timing } = reconcilerTiming({ downstreamTimeoutMs: options.downstreamTimeoutMs });
+    this.options = { clock: systemClock, metrics: lambdaMetrics, ...ReconcilerDefaults, ...timing, ...options };
   }
 
   nextCheckAfter(attempts: number): number {

@@ -3,12 +3,9 @@ import type { ReconcileServices, ToolRuntime } from '../mcp/tool-types';
 import type { ToolsModule } from '../mcp/tools-module';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../observability/metrics';
-import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
-import { logRun, Reconciler, ReconcilerDefaults, type ReconcileReport } from './reconciler';
-import { toolReconcilers } from './tool-hooks';
-
-/** How often a started reconciler runs, unless told otherwise (the deployed endpoint's schedule is the same). */
-const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
+import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
+import { reconcilerFromConfig } from './from-config';
+import { logRun, type ReconcileReport, type ReconcilerConfig } from './reconciler';
 
 /**
  * What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports.
@@ -16,11 +13,15 @@ const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
  * @public
  */
 export interface ReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
-  /** The store your tool runtime writes to: the reconciler finds lost outcomes through its attention index and settles them there. */
-  store: DynamoDbIdempotencyStore;
+  /**
+   * The store your tool runtime writes to, with its queries (`RecordQueries`): the reconciler finds lost outcomes
+   * through them and settles them there. `DynamoDbIdempotencyStore` (its attention index), or
+   * `InMemoryIdempotencyStore` in a test.
+   */
+  store: IdempotencyStore & RecordQueries;
   /**
    * Time between runs (`startReconciler`), and the first wait before a downstream that did not answer is asked
-   * again (doubling per attempt). Default one minute.
+   * again (doubling per attempt). Default one minute, the deployed schedule's period.
    */
   intervalMs?: number;
   /** Where it logs. Default JSON lines on standard error (`stderrLogger`); never standard output. */
@@ -33,11 +34,11 @@ export interface ReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends 
    * `MetricsPublisher` of your own, or `false` for none.
    */
   metrics?: false | EmfMetricsOptions | MetricsPublisher;
-  /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW for a person. */
+  /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW for a person. Default 8. */
   maxAttempts?: number;
-  /** Budget of one reconcile hook call (its `signal` aborts after it). */
+  /** Budget of one reconcile hook call (its `signal` aborts after it). Default `downstreamTimeoutMs`. */
   checkTimeoutMs?: number;
-  /** Records handled per run. */
+  /** Records handled per run. Default 50. */
   batchSize?: number;
   /**
    * The bound of your downstream calls: with each tool's execution timeout it gives the tool's in-flight window
@@ -68,17 +69,32 @@ function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string 
   return emfMetrics({ serviceName, logger, ...metrics });
 }
 
+/** Whether `store` has the queries the reconciler reads (`RecordQueries`) besides the record writes it settles with. */
+function hasQueries(store: unknown): store is IdempotencyStore & RecordQueries {
+  const s = store as Partial<Record<keyof (IdempotencyStore & RecordQueries), unknown>> | undefined;
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.findAttention === 'function' &&
+    typeof s.countAttention === 'function' &&
+    typeof s.assertQueryable === 'function' &&
+    typeof s.reconcile === 'function'
+  );
+}
+
 /**
  * One pass of the reconciler over the store, built once: the tools module's `withClients` adds its clients to the
  * reconciler's services (the store, the clock, the logger), and each write tool's `reconcile(request, services)` asks
- * its downstream what became of an operation whose outcome was lost.
+ * its downstream what became of an operation whose outcome was lost. `config` is the options' timing, or a
+ * configuration's (the gateway command's environment).
  */
 function reconcilerPass<S extends ToolRuntime>(
-  options: ReconcilerOptions<S>,
-): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger } {
-  if (!(options?.store instanceof DynamoDbIdempotencyStore)) {
+  config: ReconcilerConfig,
+  options: ReconcilerRunOptions<S>,
+): { pass: () => Promise<ReconcileReport>; logger: ToolkitLogger; periodMs: number } {
+  if (!hasQueries(options?.store)) {
     throw new TypeError(
-      'the reconciler needs `store`: the DynamoDbIdempotencyStore your tool runtime writes to (it finds lost outcomes through its attention index)',
+      'the reconciler needs `store`: the store your tool runtime writes to, with its queries (RecordQueries: DynamoDbIdempotencyStore, or InMemoryIdempotencyStore in a test)',
     );
   }
   if (!Array.isArray(options.tools)) throw new TypeError('the reconciler needs `tools`: the array of your tools module');
@@ -93,17 +109,14 @@ function reconcilerPass<S extends ToolRuntime>(
   // What a hook gets: the tool's services without what only a request uses (ReconcileServices), i.e. this base and
   // the module's clients; the compiler cannot see that Omit<S, ...> is exactly that.
   const services = (options.withClients ? options.withClients(base) : base) as unknown as ReconcileServices<S>;
-  const reconciler = new Reconciler({
+  const { reconciler, periodMs } = reconcilerFromConfig(config, {
     store,
-    tools: toolReconcilers(options.tools, services, options.downstreamTimeoutMs),
-    downstreamTimeoutMs: options.downstreamTimeoutMs ?? ReconcilerDefaults.downstreamTimeoutMs,
+    tools: options.tools,
+    services,
     logger,
     metrics,
     clock,
-    backoffBaseMs: options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
-    maxAttempts: options.maxAttempts ?? ReconcilerDefaults.maxAttempts,
-    checkTimeoutMs: options.checkTimeoutMs ?? ReconcilerDefaults.checkTimeoutMs,
-    batchSize: options.batchSize ?? ReconcilerDefaults.batchSize,
+    settings: { checkTimeoutMs: options.checkTimeoutMs, batchSize: options.batchSize },
   });
   const pass = async () => {
     try {
@@ -112,8 +125,20 @@ function reconcilerPass<S extends ToolRuntime>(
       metrics.flush();
     }
   };
-  return { pass, logger };
+  return { pass, logger, periodMs };
 }
+
+/** The options' timing as a configuration: `reconcilerFromConfig` gives what is unset its one default. */
+function configOf(options: ReconcilerOptions<ToolRuntime>): ReconcilerConfig {
+  return {
+    reconcileIntervalMs: options?.intervalMs,
+    reconcileMaxAttempts: options?.maxAttempts,
+    downstreamTimeoutMs: options?.downstreamTimeoutMs,
+  };
+}
+
+/** A reconciler's options without its timing, which a configuration gives (`startReconcilerFromConfig`). */
+type ReconcilerRunOptions<S extends ToolRuntime> = Omit<ReconcilerOptions<S>, 'intervalMs' | 'maxAttempts' | 'downstreamTimeoutMs'>;
 
 /**
  * One reconciler run, for your own scheduler (a cron job, a queue worker): settles the UNKNOWN records of your
@@ -122,7 +147,7 @@ function reconcilerPass<S extends ToolRuntime>(
  * @public
  */
 export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<S>): Promise<ReconcileReport> {
-  return reconcilerPass(options).pass();
+  return reconcilerPass(configOf(options as ReconcilerOptions<ToolRuntime>), options).pass();
 }
 
 /**
@@ -133,8 +158,18 @@ export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<
  * @public
  */
 export function startReconciler<S extends ToolRuntime>(options: ReconcilerOptions<S>): RunningReconciler {
-  const { pass, logger } = reconcilerPass(options);
-  const intervalMs = options.intervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
+  return startReconcilerFromConfig(configOf(options as ReconcilerOptions<ToolRuntime>), options);
+}
+
+/**
+ * `startReconciler` with its timing from a configuration (the gateway command's environment: RECONCILE_INTERVAL_MS,
+ * RECONCILE_MAX_ATTEMPTS, DOWNSTREAM_TIMEOUT_MS), through the same builder as the Lambda workers.
+ */
+export function startReconcilerFromConfig<S extends ToolRuntime>(
+  config: ReconcilerConfig,
+  options: ReconcilerRunOptions<S>,
+): RunningReconciler {
+  const { pass, logger, periodMs: intervalMs } = reconcilerPass(config, options);
   if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw new TypeError('intervalMs must be a positive number of milliseconds');
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,4 @@
-import { toolInFlightWindowMs } from '../engine/engine';
+import { toolInFlightWindowMs } from '../core/tool-policy';
 import { isWriteTool, type ReconcileServices, type ToolDefinition, type ToolRuntime } from '../mcp/tool-types';
 import type { ToolReconciler } from './reconciler';
 

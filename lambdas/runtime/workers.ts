@@ -6,8 +6,8 @@ import { OutboxConsumer, type ConsumerOptions, type DeliveryHandler } from '../o
 import type { OutboxMessage } from '../outbox/outbox-event';
 import { SqsEventPublisher, type EventPublisher } from '../outbox/publisher';
 import { OutboxRelay, type RelayOptions } from '../outbox/relay';
-import { Reconciler, type ReconcileReport } from '../reconciler/reconciler';
-import { toolReconcilers } from '../reconciler/tool-hooks';
+import { reconcilerFromConfig } from '../reconciler/from-config';
+import type { Reconciler, ReconcileReport } from '../reconciler/reconciler';
 import { awsClientConfig } from '../store/clients';
 import type { WorkerServices } from './worker-services';
 
@@ -123,19 +123,15 @@ function consumerOf(services: ConsumerServices, overrides: ConsumerOverrides): O
 }
 
 function reconcilerOf(services: ReconcilerServices, relay: OutboxRelay, overrides: ReconcilerOverrides): Reconciler {
-  const { sideEffects } = services.config;
-  return new Reconciler({
+  return reconcilerFromConfig(services.config.sideEffects, {
     store: services.store,
-    tools: toolReconcilers(overrides.tools ?? [], services, sideEffects.downstreamTimeoutMs),
-    downstreamTimeoutMs: sideEffects.downstreamTimeoutMs,
+    tools: overrides.tools ?? [],
+    services,
     logger: services.logger,
     clock: overrides.clock ?? services.clock,
     relay,
-    backoffBaseMs: sideEffects.reconcileIntervalMs,
-    checkTimeoutMs: sideEffects.downstreamTimeoutMs,
-    maxAttempts: sideEffects.reconcileMaxAttempts,
-    ...overrides.reconciler,
-  });
+    settings: overrides.reconciler,
+  }).reconciler;
 }
 
 /** The relay alone (the DynamoDB Streams function): the outbox and the queue, nothing else. */

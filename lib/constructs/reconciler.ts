@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
-import { DEFAULT_RECONCILE_MAX_ATTEMPTS, environmentOf } from '../../lambdas/config';
+import { DEFAULT_RECONCILE_MAX_ATTEMPTS, DEFAULT_RECONCILE_PERIOD_MS, environmentOf } from '../../lambdas/config';
 import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
@@ -46,7 +46,7 @@ export interface ReconcilerFunctionProps extends CommonFunctionProps {
  *
  * @public
  */
-export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(1);
+export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(DEFAULT_RECONCILE_PERIOD_MS / 60_000);
 
 /**
  * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping

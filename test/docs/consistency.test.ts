@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CLOCK_TOLERANCE_SECONDS } from '../../lambdas/auth/verifier';
 import { ErrorCode } from '../../lambdas/core/errors';
 import { REVIEW_LOG_MAX_BYTES, REVIEW_LOG_MAX_ENTRIES } from '../../lambdas/core/state-machine';
-import { DEFAULT_POLICY } from '../../lambdas/engine/engine';
+import { DEFAULT_POLICY } from '../../lambdas/core/tool-policy';
 import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
 import { requestPaymentTool } from '../../reference/tools/request-payment';
 

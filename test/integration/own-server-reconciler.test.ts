@@ -193,9 +193,9 @@ it('reconcileOnce: one pass for a scheduler of your own, logging and counting wh
   expect(emf.length).toBeGreaterThan(0);
   expect(emf.every((doc) => doc._aws.CloudWatchMetrics[0]!.Namespace === 'Billing' && doc.service === 'billing')).toBe(true);
 
-  // A store without the attention index's reader is refused in one sentence, before anything runs.
+  // A store without the queries the reconciler reads is refused in one sentence, before anything runs.
   expect(() => startReconciler({ tools, withClients, store: {} as DynamoDbIdempotencyStore })).toThrow(
-    /needs `store`: the DynamoDbIdempotencyStore/,
+    /needs `store`: the store your tool runtime writes to, with its queries/,
   );
   await own.drop();
 });

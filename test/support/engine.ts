@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lambdas/core/clock';
-import {
-  IdempotencyEngine,
-  type EngineOptions,
-  type Executor,
-  type IdempotencyPolicy,
-  type ToolEffect,
-  type WriteRequest,
-} from '../../lambdas/engine/engine';
+import type { IdempotencyPolicy, ToolEffect } from '../../lambdas/core/tool-policy';
+import { IdempotencyEngine, type EngineOptions, type Executor, type WriteRequest } from '../../lambdas/engine/engine';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Keys } from '../../lambdas/store/table-schema';

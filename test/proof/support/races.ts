@@ -14,7 +14,8 @@ import {
   type RecordState,
   type TransitionEvent,
 } from '../../../lambdas/core/state-machine';
-import { IdempotencyEngine, toolInFlightWindowMs, type ExecutionContext, type IdempotencyPolicy } from '../../../lambdas/engine/engine';
+import { type IdempotencyPolicy, toolInFlightWindowMs } from '../../../lambdas/core/tool-policy';
+import { IdempotencyEngine, type ExecutionContext } from '../../../lambdas/engine/engine';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
 import type {
   ExtraWrite,
