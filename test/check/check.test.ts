@@ -6,10 +6,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCheck } from '../../lambdas/check/command';
 import type { CheckReport, Row } from '../../lambdas/check/scenarios';
-import type { LocalStack } from '../../local/stack';
+import { renderScorecard } from '../../lambdas/check/scorecard';
+import { tools as referenceTools } from '../../reference/tools';
 import { REGISTRY_SERVERS, startEverything } from '../gateway/registry-servers';
 import { BIN, ROOT, scratch, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from '../gateway/support';
-import { ledger, startTestStack } from '../support/mcp';
+import { fixtureBookingReadTool, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { ledger } from '../support/mcp';
 
 /**
  * `idempotent-mcp check` against servers nobody here wrote (the registry's filesystem and memory servers, started by
@@ -305,9 +307,14 @@ describe('check against the same servers behind our gateway', () => {
 });
 
 describe('check against our own endpoint', () => {
-  let stack: LocalStack;
+  // The reference endpoint's tools, and the fixture tools whose downstream can be made to time out. No reconciler
+  // timer: an unknown call stays unknown while the check retries it.
+  let stack: FixtureStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startFixtureStack({
+      tools: [...referenceTools, fixtureBookingReadTool(() => stack.downstream.url)],
+      workers: { reconcilerTimer: false },
+    });
   });
   afterAll(async () => stack?.stop());
 
@@ -345,6 +352,50 @@ describe('check against our own endpoint', () => {
     expect(rowOf(run.report, 'create_order', 'other-arguments').answers).toEqual(['ok', 'conflict']);
     const orders = (await ledger(stack)).orders.filter((o) => o.tenant === 'tenant-check');
     for (const row of run.report!.rows.filter((r) => r.key)) expect(orders.filter((o) => o.idempotency_key === row.key)).toHaveLength(1);
+  });
+  it('a write whose downstream timed out answers a truthful unknown: read as such, not run again, one effect', {
+    timeout: 60_000,
+  }, async () => {
+    const config = join(dir, 'fixture-write.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        tools: {
+          [FixtureTool.write]: {
+            arguments: { idempotency_key: '{{$key}}', note: 'check {{$key}}' },
+            count: {
+              tool: 'fixture_get_booking',
+              arguments: { key: '{{$key}}' },
+              found: { structured: { field: 'key', equals: '{{$key}}' } },
+            },
+          },
+        },
+      }),
+    );
+    // The downstream books the first call, then answers after the tool's downstream timeout: the outcome is unknown.
+    stack.downstream.arm({ mode: 'commit-then-timeout' });
+    const credentials = await bearer('fixture', await stack.tokenFor('tenant-check-unknown'));
+    const run = await check([
+      '--url',
+      stack.mcpUrl,
+      '--credentials',
+      credentials,
+      '--config',
+      config,
+      '--scenarios',
+      'twice',
+      '--timeout',
+      '8000',
+      '--json',
+    ]);
+    expect(run.status).toBe(0);
+    const row = rowOf(run.report, FixtureTool.write, 'twice');
+    expect(row).toMatchObject({ answers: ['unknown', 'unknown'], effects: 1, verdict: 'SAFE' });
+    expect(row.note).toBe('a truthful unknown: the outcome was not known, and the call was not run again');
+    expect(renderScorecard(run.report!)).toMatch(/unknown → unknown\s+SAFE \(a truthful unknown: /);
+    // Where the effect lands: one booking, one request; the retry was answered from the record.
+    expect(stack.downstream.bookings(row.key)).toHaveLength(1);
+    expect(stack.downstream.calls(row.key)).toBe(1);
   });
 });
 
