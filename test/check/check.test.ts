@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCheck } from '../../lambdas/check/command';
-import type { CheckReport, Row } from '../../lambdas/check/scenarios';
+import { BudgetSpent, runScenario, type CheckContext, type CheckReport, type Row } from '../../lambdas/check/scenarios';
+import type { UpstreamCaller } from '../../lambdas/gateway/upstream';
 import { renderScorecard } from '../../lambdas/check/scorecard';
 import { tools as referenceTools } from '../../reference/tools';
 import { REGISTRY_SERVERS, startEverything } from '../gateway/registry-servers';
@@ -503,5 +504,33 @@ describe('the bin', () => {
     expect(wrong.code).toBe(2);
     expect(wrong.stderr.split('\n')[0]).toBe('idempotent-mcp check: --max-calls must be a whole number from 1 to 10000 (got many)');
     expect(wrong.stderr).not.toMatch(/^\s+at /m);
+  });
+});
+
+describe('the bound on calls', () => {
+  it('a concurrent burst that would pass --max-calls is not started at all: no call of it half-sent', async () => {
+    // The server's side of the port, recording each call as it leaves: which calls left is known when runScenario returns.
+    const sent: string[] = [];
+    const caller = {
+      callTool: async (_credential: unknown, tool: string) => {
+        sent.push(tool);
+        return { content: [] };
+      },
+    } as unknown as UpstreamCaller;
+    let calls = 0;
+    const ctx: CheckContext = {
+      caller,
+      credential: { none: true },
+      faults: new Map(),
+      timeoutMs: 1_000,
+      concurrency: 5,
+      // As `--max-calls 3` does in the command.
+      spend: () => {
+        if (++calls > 3) throw new BudgetSpent('--max-calls 3 reached');
+      },
+      progress: () => {},
+    };
+    await expect(runScenario(ctx, { tool: 'write', arguments: {}, prepare: [] }, 'concurrent')).rejects.toThrow(BudgetSpent);
+    expect(sent).toEqual([]);
   });
 });
