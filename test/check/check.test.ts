@@ -440,6 +440,10 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     expect(run.status).toBe(0);
     expect(run.report!.rows.map((row) => row.verdict)).toEqual(['UNKNOWN-not-counted', 'NOT-RUN', 'NOT-RUN']);
     expect(run.report!.stopped).toContain('--max-calls 4');
+    // A person reading the scorecard is not told "no duplicate" when nothing was counted.
+    const card = renderScorecard(run.report!);
+    expect(card).toContain('Nothing was counted, so this run cannot tell whether a retry duplicates');
+    expect(card).not.toContain('No duplicate');
     // twice sent 2; the burst of 5 would pass the bound, so none of it was sent.
     expect(relay.calls.length - before).toBe(2);
   });
