@@ -472,6 +472,34 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     for (const row of [lost!, slow!]) expect(relay.calls.filter((call) => call.arguments.message === `check ${row.key}`)).toHaveLength(2);
   });
 
+  it('a config mistake is one sentence naming the tool, exit 2, and nothing is called', async () => {
+    const before = relay.calls.length;
+    const mistakes = {
+      'empty-found': [
+        { echo: { arguments: { message: '{{$key}}' }, count: { tool: 'get-sum', arguments: { a: 1, b: 2 }, found: {} } } },
+        "tool echo: count.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)",
+      ],
+      'write-as-lookup': [
+        {
+          echo: {
+            arguments: { message: '{{$key}}' },
+            count: { tool: 'toggle-simulated-logging', arguments: {}, found: { textIncludes: 'x' } },
+          },
+          'toggle-simulated-logging': { arguments: {} },
+        },
+        'tool echo: count.tool toggle-simulated-logging is a write this config checks; the lookup must be a read tool',
+      ],
+    } as const;
+    for (const [name, [tools, sentence]] of Object.entries(mistakes)) {
+      const config = join(dir, `${name}.json`);
+      await writeFile(config, JSON.stringify({ tools }));
+      const run = await check(['--url', relay.url, '--config', config]);
+      expect(run.status).toBe(2);
+      expect(run.err).toBe(`idempotent-mcp check: ${config}: ${sentence}`);
+    }
+    expect(relay.calls.length - before).toBe(0);
+  });
+
   it('refuses a server not on this machine without --i-own-this-server, and a mistake is one sentence, exit 2', async () => {
     const far = await check(['--url', 'https://mcp.example.com/mcp']);
     expect(far.status).toBe(2);
