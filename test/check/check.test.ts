@@ -144,8 +144,9 @@ describe('check against registry servers called directly', () => {
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'DUPLICATE',
       'edit_file lost-answer': 'DUPLICATE',
-      // Concurrent edits each read the file before any wrote it: the last write wins (a lost update, not two effects).
-      'edit_file concurrent': 'SAFE',
+      // Concurrent edits race: those that read the file before any wrote it lose all but one update (SAFE); on a busy
+      // machine one may read after another wrote, and the entry is there twice. Which one is the scheduler's choice.
+      'edit_file concurrent': expect.stringMatching(/^(SAFE|DUPLICATE)$/),
       'edit_file other-arguments': 'DUPLICATE',
       'edit_file slow-answer': 'DUPLICATE',
       'edit_file restart': 'DUPLICATE',
@@ -160,7 +161,7 @@ describe('check against registry servers called directly', () => {
     expect(rowOf(run.report, 'edit_file', 'lost-answer')).toMatchObject({ effects: 2, answers: ['lost', 'ok'] });
     // The first answer came after the client's timeout: the client heard nothing and sent the call again.
     expect(rowOf(run.report, 'edit_file', 'slow-answer')).toMatchObject({ effects: 2, answers: ['silence', 'ok'] });
-    expect(run.report!.duplicates).toBe(5);
+    expect(run.report!.duplicates).toBeGreaterThanOrEqual(5);
 
     const card = await check([
       '--command',
@@ -508,7 +509,10 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     );
     const gone = await check(['--url', 'http://127.0.0.1:1/mcp']);
     expect(gone.status).toBe(2);
-    expect(gone.err).toMatch(/^idempotent-mcp check: http:\/\/127\.0\.0\.1:1\/mcp did not list its tools: [^\n]+$/);
+    expect(gone.err).toBe('idempotent-mcp check: http://127.0.0.1:1/mcp did not list its tools: connect ECONNREFUSED 127.0.0.1:1');
+    const missing = await check(['--command', 'no-such-mcp-server']);
+    expect(missing.status).toBe(2);
+    expect(missing.err).toBe('idempotent-mcp check: no-such-mcp-server did not list its tools: spawn no-such-mcp-server ENOENT');
   });
 });
 
