@@ -149,6 +149,16 @@ function dryRun(plans: readonly ToolPlan[], options: CheckOptions, io: Io): void
   io.out(`\nAt most ${options.maxCalls} calls, ${options.timeoutMs} ms each. Nothing was called.`);
 }
 
+/**
+ * Why a server could not be reached, in the check's words: the underlying failure (spawn ENOENT, a refused
+ * connection), without the gateway's "upstream" wording or an error's class.
+ */
+function unreachable(err: unknown): string {
+  const failure = (err instanceof UpstreamError && err.cause instanceof Error ? err.cause : err) as Error & { cause?: { code?: unknown } };
+  const code = typeof failure?.cause?.code === 'string' ? ` (${failure.cause.code})` : '';
+  return `${String(failure?.message ?? failure).split('\n')[0]}${code}`;
+}
+
 /** `idempotent-mcp check`: returns the exit status. */
 export async function runCheck(argv: readonly string[], io: Io): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -190,7 +200,8 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
     try {
       tools = await caller.listTools(credential);
     } catch (err) {
-      io.err(`idempotent-mcp check: ${server} did not list its tools: ${(err as Error).message.split('\n')[0]}`);
+      // Through the relay, the client sees only a broken connection: the relay knows why.
+      io.err(`idempotent-mcp check: ${server} did not list its tools: ${unreachable(relay?.forwardError ?? err)}`);
       return 2;
     }
     let plans: ToolPlan[];
@@ -244,7 +255,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
             report.stopped = err.message;
             report.rows.push({ tool: plan.tool, scenario, answers: [], verdict: 'NOT-RUN', note: err.message });
           } else if (err instanceof UpstreamError) {
-            io.err(`idempotent-mcp check: ${server} could not be reached: ${err.message.split('\n')[0]}`);
+            io.err(`idempotent-mcp check: ${server} could not be reached: ${unreachable(err)}`);
             return 2;
           } else throw err;
         } finally {

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { Tool } from '@modelcontextprotocol/client';
-import { lookupSchema, type LookupPolicy } from '../gateway/policy';
+import { emptyLookupRule, lookupSchema, type LookupPolicy } from '../gateway/policy';
 
 /**
  * `idempotent-mcp check --config <file>`: the write tools to check, how to build a fresh call's arguments, and how
@@ -49,6 +49,16 @@ export function planFromConfig(input: unknown, origin: string, tools: readonly T
   for (const [tool, entry] of Object.entries(parsed.data.tools)) {
     for (const name of [tool, ...(entry.prepare ?? []).map((call) => call.tool), ...(entry.count ? [entry.count.tool] : [])])
       if (!names.has(name)) throw new CheckUsageError(`${origin}: tool ${tool}: the server lists no tool ${name} (it lists ${listed})`);
+    // The gateway policy's rules for its lookup, as the check reads the same lookup.
+    if (entry.count && emptyLookupRule(entry.count.found))
+      throw new CheckUsageError(
+        `${origin}: tool ${tool}: count.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`,
+      );
+    // The lookup runs after every scenario: a write there would make effects of its own.
+    if (entry.count && entry.count.tool in parsed.data.tools)
+      throw new CheckUsageError(
+        `${origin}: tool ${tool}: count.tool ${entry.count.tool} is a write this config checks; the lookup must be a read tool`,
+      );
     plans.push({
       tool,
       arguments: entry.arguments,

@@ -7,6 +7,8 @@ import type { FaultPlan } from './faults';
 export interface FaultRelay {
   /** The server's URL through the relay (same path). */
   url: string;
+  /** Why the last request could not be forwarded (the client only sees its connection broken). */
+  readonly forwardError: Error | undefined;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,7 @@ function calledTool(body: Buffer): string | undefined {
 export async function startFaultRelay(upstream: string, plan: FaultPlan): Promise<FaultRelay> {
   const target = new URL(upstream);
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  let forwardError: Error | undefined;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -67,7 +70,10 @@ export async function startFaultRelay(upstream: string, plan: FaultPlan): Promis
           });
         },
       );
-      forward.on('error', () => res.destroy());
+      forward.on('error', (err) => {
+        forwardError = err;
+        res.destroy();
+      });
       forward.end(body);
     });
   });
@@ -81,6 +87,9 @@ export async function startFaultRelay(upstream: string, plan: FaultPlan): Promis
   url.port = String((server.address() as AddressInfo).port);
   return {
     url: url.href,
+    get forwardError() {
+      return forwardError;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -138,6 +138,17 @@ function tally(answers: readonly string[]): string[] {
   return [...counts].map(([answer, n]) => (n === 1 ? answer : `${answer}×${n}`));
 }
 
+/**
+ * An `unknown` answer is truthful when the effects bear it out: the server said it does not know the outcome and did
+ * not run the call again (at most one effect), instead of guessing "ok" or running it twice.
+ */
+function unknownNote(answers: readonly string[], verdict: Verdict): { note?: string } {
+  if (!answers.some((answer) => answer.startsWith('unknown'))) return {};
+  if (verdict === 'SAFE') return { note: 'a truthful unknown: the outcome was not known, and the call was not run again' };
+  if (verdict === 'DUPLICATE') return { note: 'answered unknown, yet ran the call again' };
+  return {};
+}
+
 /** Runs one scenario for one tool with a fresh key: the calls, then the count. */
 export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: Scenario): Promise<Row> {
   const row = (fields: Omit<Row, 'tool' | 'scenario'>): Row => ({ tool: plan.tool, scenario, ...fields });
@@ -208,11 +219,12 @@ export async function runScenario(ctx: CheckContext, plan: ToolPlan, scenario: S
     }
   }
   const effects = await countEffects(ctx, plan, args, key, first);
+  const verdict = verdictOf(effects);
   return row({
     key,
     ...(effects === undefined ? {} : { effects }),
     answers,
-    verdict: verdictOf(effects),
-    ...(plan.count ? {} : { note: 'no lookup in a config: effects not counted' }),
+    verdict,
+    ...(plan.count ? unknownNote(answers, verdict) : { note: 'no lookup in a config: effects not counted' }),
   });
 }

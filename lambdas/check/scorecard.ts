@@ -14,6 +14,7 @@ export function renderScorecard(report: CheckReport): string {
   const line = (cell: readonly string[]) =>
     cell.map((text, column) => (column === cell.length - 1 ? text : text.padEnd(widths[column]!))).join('  ');
   const uncounted = report.rows.filter((row) => row.verdict === 'UNKNOWN-not-counted').length;
+  const counted = report.rows.filter((row) => row.effects !== undefined).length;
   return [
     `Retry-safety check of ${report.server}`,
     '',
@@ -22,7 +23,9 @@ export function renderScorecard(report: CheckReport): string {
     '',
     report.duplicates > 0
       ? `${report.duplicates} scenario(s) made duplicate effects: a retry there commits twice. Put the gateway (docs/gateway.md) or the toolkit in front, then check again (docs/check.md).`
-      : `No duplicate effects counted${uncounted > 0 ? ` (${uncounted} scenario(s) not counted: give a lookup in --config)` : ''}.`,
+      : counted === 0
+        ? 'Nothing was counted, so this run cannot tell whether a retry duplicates: give each write tool a lookup ("count") in --config (docs/check.md).'
+        : `No duplicate effects counted${uncounted > 0 ? ` (${uncounted} scenario(s) not counted: give a lookup in --config)` : ''}.`,
     ...(report.stopped ? [`Stopped early: ${report.stopped}.`] : []),
   ].join('\n');
 }

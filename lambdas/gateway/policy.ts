@@ -214,7 +214,8 @@ function templatesOf(policy: CheckedWrite): Array<[string, unknown]> {
   return list;
 }
 
-function emptyRule(rule: LookupRule): boolean {
+/** A found/absent rule with no condition: it would match any answer (the gateway's policy and the check refuse it). */
+export function emptyLookupRule(rule: LookupRule): boolean {
   return rule.textEquals === undefined && rule.textIncludes === undefined && rule.structured === undefined && rule.isError === undefined;
 }
 
@@ -257,7 +258,7 @@ export function checkGatewayPolicy(input: unknown): { policy: GatewayPolicy; mis
           );
       }
     const lookup = entry.reconcile;
-    if (lookup?.found && emptyRule(lookup.found))
+    if (lookup?.found && emptyLookupRule(lookup.found))
       mistakes.push(
         `tool ${tool}: field reconcile.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)`,
       );

@@ -5,11 +5,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCheck } from '../../lambdas/check/command';
-import type { CheckReport, Row } from '../../lambdas/check/scenarios';
-import type { LocalStack } from '../../local/stack';
+import { BudgetSpent, runScenario, type CheckContext, type CheckReport, type Row } from '../../lambdas/check/scenarios';
+import type { UpstreamCaller } from '../../lambdas/gateway/upstream';
+import { renderScorecard } from '../../lambdas/check/scorecard';
+import { tools as referenceTools } from '../../reference/tools';
 import { REGISTRY_SERVERS, startEverything } from '../gateway/registry-servers';
 import { BIN, ROOT, scratch, startHttpRelay, startTestGateway, type HttpRelay, type TestGateway } from '../gateway/support';
-import { ledger, startTestStack } from '../support/mcp';
+import { fixtureBookingReadTool, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
+import { ledger } from '../support/mcp';
 
 /**
  * `idempotent-mcp check` against servers nobody here wrote (the registry's filesystem and memory servers, started by
@@ -141,8 +144,9 @@ describe('check against registry servers called directly', () => {
     expect(verdicts(run.report)).toEqual({
       'edit_file twice': 'DUPLICATE',
       'edit_file lost-answer': 'DUPLICATE',
-      // Concurrent edits each read the file before any wrote it: the last write wins (a lost update, not two effects).
-      'edit_file concurrent': 'SAFE',
+      // Concurrent edits race: those that read the file before any wrote it lose all but one update (SAFE); on a busy
+      // machine one may read after another wrote, and the entry is there twice. Which one is the scheduler's choice.
+      'edit_file concurrent': expect.stringMatching(/^(SAFE|DUPLICATE)$/),
       'edit_file other-arguments': 'DUPLICATE',
       'edit_file slow-answer': 'DUPLICATE',
       'edit_file restart': 'DUPLICATE',
@@ -157,7 +161,7 @@ describe('check against registry servers called directly', () => {
     expect(rowOf(run.report, 'edit_file', 'lost-answer')).toMatchObject({ effects: 2, answers: ['lost', 'ok'] });
     // The first answer came after the client's timeout: the client heard nothing and sent the call again.
     expect(rowOf(run.report, 'edit_file', 'slow-answer')).toMatchObject({ effects: 2, answers: ['silence', 'ok'] });
-    expect(run.report!.duplicates).toBe(5);
+    expect(run.report!.duplicates).toBeGreaterThanOrEqual(5);
 
     const card = await check([
       '--command',
@@ -305,9 +309,14 @@ describe('check against the same servers behind our gateway', () => {
 });
 
 describe('check against our own endpoint', () => {
-  let stack: LocalStack;
+  // The reference endpoint's tools, and the fixture tools whose downstream can be made to time out. No reconciler
+  // timer: an unknown call stays unknown while the check retries it.
+  let stack: FixtureStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startFixtureStack({
+      tools: [...referenceTools, fixtureBookingReadTool(() => stack.downstream.url)],
+      workers: { reconcilerTimer: false },
+    });
   });
   afterAll(async () => stack?.stop());
 
@@ -345,6 +354,50 @@ describe('check against our own endpoint', () => {
     expect(rowOf(run.report, 'create_order', 'other-arguments').answers).toEqual(['ok', 'conflict']);
     const orders = (await ledger(stack)).orders.filter((o) => o.tenant === 'tenant-check');
     for (const row of run.report!.rows.filter((r) => r.key)) expect(orders.filter((o) => o.idempotency_key === row.key)).toHaveLength(1);
+  });
+  it('a write whose downstream timed out answers a truthful unknown: read as such, not run again, one effect', {
+    timeout: 60_000,
+  }, async () => {
+    const config = join(dir, 'fixture-write.json');
+    await writeFile(
+      config,
+      JSON.stringify({
+        tools: {
+          [FixtureTool.write]: {
+            arguments: { idempotency_key: '{{$key}}', note: 'check {{$key}}' },
+            count: {
+              tool: 'fixture_get_booking',
+              arguments: { key: '{{$key}}' },
+              found: { structured: { field: 'key', equals: '{{$key}}' } },
+            },
+          },
+        },
+      }),
+    );
+    // The downstream books the first call, then answers after the tool's downstream timeout: the outcome is unknown.
+    stack.downstream.arm({ mode: 'commit-then-timeout' });
+    const credentials = await bearer('fixture', await stack.tokenFor('tenant-check-unknown'));
+    const run = await check([
+      '--url',
+      stack.mcpUrl,
+      '--credentials',
+      credentials,
+      '--config',
+      config,
+      '--scenarios',
+      'twice',
+      '--timeout',
+      '8000',
+      '--json',
+    ]);
+    expect(run.status).toBe(0);
+    const row = rowOf(run.report, FixtureTool.write, 'twice');
+    expect(row).toMatchObject({ answers: ['unknown', 'unknown'], effects: 1, verdict: 'SAFE' });
+    expect(row.note).toBe('a truthful unknown: the outcome was not known, and the call was not run again');
+    expect(renderScorecard(run.report!)).toMatch(/unknown → unknown\s+SAFE \(a truthful unknown: /);
+    // Where the effect lands: one booking, one request; the retry was answered from the record.
+    expect(stack.downstream.bookings(row.key)).toHaveLength(1);
+    expect(stack.downstream.calls(row.key)).toBe(1);
   });
 });
 
@@ -388,6 +441,10 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     expect(run.status).toBe(0);
     expect(run.report!.rows.map((row) => row.verdict)).toEqual(['UNKNOWN-not-counted', 'NOT-RUN', 'NOT-RUN']);
     expect(run.report!.stopped).toContain('--max-calls 4');
+    // A person reading the scorecard is not told "no duplicate" when nothing was counted.
+    const card = renderScorecard(run.report!);
+    expect(card).toContain('Nothing was counted, so this run cannot tell whether a retry duplicates');
+    expect(card).not.toContain('No duplicate');
     // twice sent 2; the burst of 5 would pass the bound, so none of it was sent.
     expect(relay.calls.length - before).toBe(2);
   });
@@ -416,6 +473,34 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     for (const row of [lost!, slow!]) expect(relay.calls.filter((call) => call.arguments.message === `check ${row.key}`)).toHaveLength(2);
   });
 
+  it('a config mistake is one sentence naming the tool, exit 2, and nothing is called', async () => {
+    const before = relay.calls.length;
+    const mistakes = {
+      'empty-found': [
+        { echo: { arguments: { message: '{{$key}}' }, count: { tool: 'get-sum', arguments: { a: 1, b: 2 }, found: {} } } },
+        "tool echo: count.found is empty: say what in the lookup's answer shows the effect (textEquals, textIncludes, structured)",
+      ],
+      'write-as-lookup': [
+        {
+          echo: {
+            arguments: { message: '{{$key}}' },
+            count: { tool: 'toggle-simulated-logging', arguments: {}, found: { textIncludes: 'x' } },
+          },
+          'toggle-simulated-logging': { arguments: {} },
+        },
+        'tool echo: count.tool toggle-simulated-logging is a write this config checks; the lookup must be a read tool',
+      ],
+    } as const;
+    for (const [name, [tools, sentence]] of Object.entries(mistakes)) {
+      const config = join(dir, `${name}.json`);
+      await writeFile(config, JSON.stringify({ tools }));
+      const run = await check(['--url', relay.url, '--config', config]);
+      expect(run.status).toBe(2);
+      expect(run.err).toBe(`idempotent-mcp check: ${config}: ${sentence}`);
+    }
+    expect(relay.calls.length - before).toBe(0);
+  });
+
   it('refuses a server not on this machine without --i-own-this-server, and a mistake is one sentence, exit 2', async () => {
     const far = await check(['--url', 'https://mcp.example.com/mcp']);
     expect(far.status).toBe(2);
@@ -424,7 +509,10 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     );
     const gone = await check(['--url', 'http://127.0.0.1:1/mcp']);
     expect(gone.status).toBe(2);
-    expect(gone.err).toMatch(/^idempotent-mcp check: http:\/\/127\.0\.0\.1:1\/mcp did not list its tools: [^\n]+$/);
+    expect(gone.err).toBe('idempotent-mcp check: http://127.0.0.1:1/mcp did not list its tools: connect ECONNREFUSED 127.0.0.1:1');
+    const missing = await check(['--command', 'no-such-mcp-server']);
+    expect(missing.status).toBe(2);
+    expect(missing.err).toBe('idempotent-mcp check: no-such-mcp-server did not list its tools: spawn no-such-mcp-server ENOENT');
   });
 });
 
@@ -452,5 +540,33 @@ describe('the bin', () => {
     expect(wrong.code).toBe(2);
     expect(wrong.stderr.split('\n')[0]).toBe('idempotent-mcp check: --max-calls must be a whole number from 1 to 10000 (got many)');
     expect(wrong.stderr).not.toMatch(/^\s+at /m);
+  });
+});
+
+describe('the bound on calls', () => {
+  it('a concurrent burst that would pass --max-calls is not started at all: no call of it half-sent', async () => {
+    // The server's side of the port, recording each call as it leaves: which calls left is known when runScenario returns.
+    const sent: string[] = [];
+    const caller = {
+      callTool: async (_credential: unknown, tool: string) => {
+        sent.push(tool);
+        return { content: [] };
+      },
+    } as unknown as UpstreamCaller;
+    let calls = 0;
+    const ctx: CheckContext = {
+      caller,
+      credential: { none: true },
+      faults: new Map(),
+      timeoutMs: 1_000,
+      concurrency: 5,
+      // As `--max-calls 3` does in the command.
+      spend: () => {
+        if (++calls > 3) throw new BudgetSpent('--max-calls 3 reached');
+      },
+      progress: () => {},
+    };
+    await expect(runScenario(ctx, { tool: 'write', arguments: {}, prepare: [] }, 'concurrent')).rejects.toThrow(BudgetSpent);
+    expect(sent).toEqual([]);
   });
 });
