@@ -25,6 +25,8 @@ slower than the client's timeout, a retry after the server restarted (stdio). Th
   --concurrency <n>      duplicates sent at once in "concurrent" (default 5)
   --max-calls <n>        calls at most, lookups included (default 200)
   --timeout <ms>         the client's timeout per call (default 5000)
+  --max-time <s>         no call is started after this many seconds (default 600): the run ends within it and
+                         one call's timeout
   --dry-run              list what would be called, call nothing
   --json                 the scorecard as JSON on stdout (progress stays on stderr)
   --i-own-this-server    allow a URL that is not loopback
@@ -44,6 +46,7 @@ interface CheckOptions {
   concurrency: number;
   maxCalls: number;
   timeoutMs: number;
+  maxTimeMs: number;
   dryRun: boolean;
   json: boolean;
 }
@@ -73,6 +76,7 @@ function parseCheckCommand(argv: readonly string[]): CheckOptions {
         scenarios: { type: 'string' },
         concurrency: { type: 'string' },
         'max-calls': { type: 'string' },
+        'max-time': { type: 'string' },
         timeout: { type: 'string' },
         'dry-run': { type: 'boolean' },
         json: { type: 'boolean' },
@@ -114,6 +118,7 @@ function parseCheckCommand(argv: readonly string[]): CheckOptions {
     concurrency: positiveInt(values.concurrency, '--concurrency', 5, 50),
     maxCalls: positiveInt(values['max-calls'], '--max-calls', 200, 10_000),
     timeoutMs: positiveInt(values.timeout, '--timeout', 5_000, 600_000),
+    maxTimeMs: positiveInt(values['max-time'], '--max-time', 600, 86_400) * 1000,
     dryRun: values['dry-run'] ?? false,
     json: values.json ?? false,
   };
@@ -146,7 +151,9 @@ function dryRun(plans: readonly ToolPlan[], options: CheckOptions, io: Io): void
         : '    effects not counted: no lookup (give --config with "count")',
     );
   }
-  io.out(`\nAt most ${options.maxCalls} calls, ${options.timeoutMs} ms each. Nothing was called.`);
+  io.out(
+    `\nAt most ${options.maxCalls} calls, ${options.timeoutMs} ms each, none started after ${options.maxTimeMs / 1000} s. Nothing was called.`,
+  );
 }
 
 /**
@@ -221,6 +228,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
       return 0;
     }
     let calls = 0;
+    const startedAt = Date.now();
     const ctx: CheckContext = {
       caller,
       credential,
@@ -238,6 +246,7 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
         : {}),
       spend: () => {
         if (++calls > options.maxCalls) throw new BudgetSpent(`--max-calls ${options.maxCalls} reached`);
+        if (Date.now() - startedAt >= options.maxTimeMs) throw new BudgetSpent(`--max-time ${options.maxTimeMs / 1000} s reached`);
       },
       progress: (line) => io.err(`check: ${line}`),
     };

@@ -423,6 +423,31 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
     expect(relay.calls).toEqual([]);
   });
 
+  it('--max-time bounds the run: no call is started after it, the rest of the run is NOT-RUN', { timeout: 60_000 }, async () => {
+    const config = join(dir, 'echo-timed.json');
+    await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
+    const before = relay.calls.length;
+    // slow-answer's first call outlives its 1.5 s timeout, so its retry would start after the 1 s bound.
+    const run = await check([
+      '--url',
+      relay.url,
+      '--config',
+      config,
+      '--scenarios',
+      'slow-answer,twice',
+      '--timeout',
+      '1500',
+      '--max-time',
+      '1',
+      '--json',
+    ]);
+    expect(run.status).toBe(0);
+    expect(run.report!.stopped).toBe('--max-time 1 s reached');
+    expect(run.report!.rows.map((row) => row.verdict)).toEqual(['NOT-RUN', 'NOT-RUN']);
+    // Only slow-answer's first call was sent.
+    expect(relay.calls.length - before).toBe(1);
+  });
+
   it('with no lookup every row is UNKNOWN-not-counted, and --max-calls bounds the calls', { timeout: 60_000 }, async () => {
     const config = join(dir, 'echo.json');
     await writeFile(config, JSON.stringify({ tools: { echo: { arguments: { message: 'check {{$key}}' } } } }));
