@@ -31,7 +31,8 @@ slower than the client's timeout, a retry after the server restarted (stdio). Th
   --json                 the scorecard as JSON on stdout (progress stays on stderr)
   --i-own-this-server    allow a URL that is not loopback
 
-Exit status: 0 no duplicate found, 1 duplicates found, 2 usage or connection error. docs/check.md says more.`;
+Exit status: 0 no duplicate found, 1 duplicates found, 2 usage or connection error, 3 nothing could be counted (no
+lookups, or the run stopped first). docs/check.md says more.`;
 
 interface Io {
   out: (text: string) => void;
@@ -273,7 +274,9 @@ export async function runCheck(argv: readonly string[], io: Io): Promise<number>
       }
     report.duplicates = report.rows.filter((row) => row.verdict === 'DUPLICATE').length;
     io.out(options.json ? JSON.stringify(report, null, 2) : renderScorecard(report));
-    return report.duplicates > 0 ? 1 : 0;
+    // Fail closed: a run that counted nothing (no lookups, or stopped first) is not "no duplicate".
+    const counted = report.rows.some((row) => row.verdict === 'SAFE' || row.verdict === 'DUPLICATE');
+    return report.duplicates > 0 ? 1 : counted ? 0 : 3;
   } catch (err) {
     // One sentence, never a stack trace.
     io.err(`idempotent-mcp check stopped: ${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).split('\n')[0]}`);

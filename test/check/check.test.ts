@@ -31,7 +31,7 @@ async function check(argv: string[]): Promise<{ status: number; report?: CheckRe
     status,
     out: text,
     err: err.join('\n'),
-    ...(argv.includes('--json') && status < 2 ? { report: JSON.parse(text) as CheckReport } : {}),
+    ...(argv.includes('--json') && status !== 2 ? { report: JSON.parse(text) as CheckReport } : {}),
   };
 }
 
@@ -441,7 +441,7 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
       '1',
       '--json',
     ]);
-    expect(run.status).toBe(0);
+    expect(run.status).toBe(3); // nothing counted: not "no duplicate"
     expect(run.report!.stopped).toBe('--max-time 1 s reached');
     expect(run.report!.rows.map((row) => row.verdict)).toEqual(['NOT-RUN', 'NOT-RUN']);
     // Only slow-answer's first call was sent.
@@ -463,7 +463,7 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
       '4',
       '--json',
     ]);
-    expect(run.status).toBe(0);
+    expect(run.status).toBe(3); // nothing counted: not "no duplicate"
     expect(run.report!.rows.map((row) => row.verdict)).toEqual(['UNKNOWN-not-counted', 'NOT-RUN', 'NOT-RUN']);
     expect(run.report!.stopped).toContain('--max-calls 4');
     // A person reading the scorecard is not told "no duplicate" when nothing was counted.
@@ -490,7 +490,7 @@ describe('check over HTTP: bounds and refusals (server-everything)', () => {
       '5000',
       '--json',
     ]);
-    expect(run.status).toBe(0);
+    expect(run.status).toBe(3); // nothing counted: not "no duplicate"
     const [lost, slow] = run.report!.rows;
     expect(lost).toMatchObject({ answers: ['lost', 'ok'], verdict: 'UNKNOWN-not-counted' });
     expect(slow).toMatchObject({ answers: ['silence', 'ok'], verdict: 'UNKNOWN-not-counted' });
