@@ -1,16 +1,15 @@
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../local/stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
-import { requireSystemTools } from '../support/prerequisites';
 import { sandboxLedger } from '../support/side-effects';
+import { launchChromium } from '../support/chromium';
 
 /**
  * The approval page in a real browser: Debian's Chromium (scripts/prereqs.sh installs it before `npm test`) driven by
  * playwright-core, against the local stack. The sandbox payments ledger judges what was paid. With
  * APPROVAL_SCREENSHOTS=1 the test writes the page's screenshots to docs/images/ (docs/confirmation.md shows them).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.APPROVAL_SCREENSHOTS === '1';
 const TENANT = 'tenant-browser';
 
@@ -19,25 +18,9 @@ let browser: Browser;
 let agentToken: string;
 
 beforeAll(async () => {
-  requireSystemTools(CHROMIUM);
   // The stack and the browser start side by side: each mostly waits (for DynamoDB Local, for Chromium's processes).
   const starting = startTestStack({ env: { CONFIRMATION_OPT_OUT_TOOLS: '' } }).then((started) => (stack = started));
-  // playwright-core starts Chromium on a fresh temporary profile of its own, removed when the browser closes.
-  const launching = chromium
-    .launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
-    .then((launched) => (browser = launched));
+  const launching = launchChromium().then((launched) => (browser = launched));
   // Both settled before a failure is thrown: afterAll then closes whichever did start.
   const failed = (await Promise.allSettled([starting, launching])).find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;

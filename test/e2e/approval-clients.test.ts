@@ -9,13 +9,13 @@ import { Client as SdkClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as SdkTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keys } from '../../lambdas/core/keys';
 import { MODERN_PROTOCOL } from '../support/mcp';
 import { FixtureTool, fixturePaymentArgs as paymentArgs, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
-import { requireSystemTools } from '../support/prerequisites';
 import { node22 } from '../support/node22';
+import { launchChromium } from '../support/chromium';
 
 /**
  * The person's approval from clients nobody here wrote (docs/confirmation.md, "What each client gets"): the MCP SDK's
@@ -25,7 +25,6 @@ import { node22 } from '../support/node22';
  * (APPROVAL_REQUIRED) to show. The person signs in and decides on the page in Chromium. The fixture downstream counts
  * every request it gets: a second run would show there even where a provider answered it from its own dedup.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TENANT = 'tenant-clients';
 const PAY = FixtureTool.payment;
 
@@ -36,25 +35,11 @@ let token: string;
 let clockAheadMs = 0;
 
 beforeAll(async () => {
-  requireSystemTools(CHROMIUM);
   const starting = startFixtureStack({
     env: { CONFIRMATION_OPT_OUT_TOOLS: '' },
     services: { clock: () => Date.now() + clockAheadMs },
   }).then((started) => (stack = started));
-  const launching = chromium
-    .launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
-    .then((launched) => (browser = launched));
+  const launching = launchChromium().then((launched) => (browser = launched));
   const failed = (await Promise.allSettled([starting, launching])).find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
   token = await stack.tokenFor(TENANT);
