@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { IdempotentMcpGateway } from '../../lib/gateway';
 import { templateApp } from '../cdk/support';
-import { MODERN_PROTOCOL, rawToolCall, type RawToolAnswer } from '../support/mcp';
+import { rawToolCall, rawToolsList, type RawToolAnswer } from '../support/mcp';
 import { BillingUpstream } from './billing-upstream';
 import { LocalDeployment } from './local-deploy';
 import { node22 } from '../support/node22';
-import { artifactChecks, cfnLint } from './support';
+import { artifactChecks, cfnLint, tenantToken } from './support';
 
 const STACK = 'ArtifactGateway';
 const HOUR = 3600_000;
@@ -76,16 +76,7 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
     deployment.account.addSecret(secretArn, CREDENTIALS);
     mcpUrl = String(d.resolve(d.template.Outputs!.McpUrl!.Value));
     // A tenant: an app client made in the stack's pool (client credentials, the tools scope).
-    const [, server] = d.ofType('AWS::Cognito::UserPoolResourceServer')[0]!;
-    const scope = `${server.Properties!.Identifier}/tools`;
-    deployment.cognito.clients.set('billing-tenant', {
-      clientId: 'billing-tenant',
-      secret: 'tenant-secret',
-      scopes: [scope],
-      callbackUrls: [],
-      flows: ['client_credentials'],
-    });
-    token = await deployment.cognito.clientCredentials('billing-tenant', 'tenant-secret', scope);
+    token = await tenantToken(deployment, 'billing-tenant', 'tenant-secret');
   }, 480_000);
 
   afterAll(async () => {
@@ -98,27 +89,7 @@ describe('the gateway (IdempotentMcpGateway), deployed from cdk.out into a local
   const structured = (answer: RawToolAnswer) => answer.structuredContent as Record<string, any>;
   const fn = (kind: 'Mcp' | 'Reconciler') => [...deployment.functions.keys()].find((id) => id.includes(kind) && !id.includes('Approval'))!;
   const callsOf = (functionId: string, from = 0) => deployment.account.calls.slice(from).filter((c) => c.functionId === functionId);
-  const listTools = async () => {
-    const response = await fetch(mcpUrl, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': MODERN_PROTOCOL,
-        'mcp-method': 'tools/list',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/list',
-        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
-      }),
-    });
-    expect(response.status).toBe(200);
-    return ((await response.json()) as { result: { tools: Array<{ name: string; inputSchema: { properties: Record<string, unknown> } }> } })
-      .result.tools;
-  };
+  const listTools = () => rawToolsList(mcpUrl, token);
   const charge = (note: string, key = `charge-${randomUUID()}`, extra: Record<string, unknown> = {}) =>
     call('charge', { customer: 'cus_1', amount_cents: 1250, note, idempotency_key: key, ...extra });
   const booked = (note: string) => upstream.charges.filter((c) => c.note === note);

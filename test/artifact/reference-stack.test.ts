@@ -14,7 +14,7 @@ import { createSandboxDownstreams } from '../../reference/sandbox/downstreams';
 import { SandboxStore } from '../../reference/sandbox/sandbox-store';
 import { LocalPerson } from '../../scripts/local-approver';
 import { templateApp } from '../cdk/support';
-import { MODERN_PROTOCOL, orderArgs, rawToolCall, type RawToolAnswer } from '../support/mcp';
+import { orderArgs, rawToolCall, rawToolsList, type RawToolAnswer } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { LocalDeployment } from './local-deploy';
 import { node22 } from '../support/node22';
@@ -86,24 +86,7 @@ describe('the reference stack, deployed from cdk.out into a local account', () =
   const structured = (answer: RawToolAnswer) => answer.structuredContent as Record<string, any>;
 
   it('answers tools/list through the Function URL with every tool, to a Cognito client-credentials token', async () => {
-    const response = await fetch(mcpUrl, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': MODERN_PROTOCOL,
-        'mcp-method': 'tools/list',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/list',
-        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
-      }),
-    });
-    expect(response.status).toBe(200);
-    const tools = ((await response.json()) as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name).sort();
+    const tools = (await rawToolsList(mcpUrl, token)).map((tool) => tool.name).sort();
     expect(tools).toEqual([
       'create_order',
       'create_ticket',

@@ -232,3 +232,14 @@ export function artifactChecks(d: () => LocalDeployment, lint: () => Promise<str
     }
   });
 }
+
+/**
+ * A tenant of a deployed stack: an app client the team makes in the stack's user pool (client credentials, the
+ * resource server's `tools` scope), and its access token.
+ */
+export async function tenantToken(deployment: LocalDeployment, clientId: string, secret: string): Promise<string> {
+  const [, server] = deployment.deployed.ofType('AWS::Cognito::UserPoolResourceServer')[0]!;
+  const scope = `${server.Properties!.Identifier}/tools`;
+  deployment.cognito.clients.set(clientId, { clientId, secret, scopes: [scope], callbackUrls: [], flows: ['client_credentials'] });
+  return deployment.cognito.clientCredentials(clientId, secret, scope);
+}

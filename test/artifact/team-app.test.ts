@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { synthTeamApp } from '../cdk/support';
-import { MODERN_PROTOCOL, rawToolCall, type RawToolAnswer } from '../support/mcp';
+import { rawToolCall, rawToolsList, type RawToolAnswer } from '../support/mcp';
 import { LocalDeployment } from './local-deploy';
 import { node22 } from '../support/node22';
-import { artifactChecks, cfnLint } from './support';
+import { artifactChecks, cfnLint, tenantToken } from './support';
 
 const STACK = 'MyTeamEndpoint';
 
@@ -34,16 +34,7 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
     const d = deployment.deployed;
     mcpUrl = String(d.resolve(d.template.Outputs!.McpUrl!.Value));
     // The team's first tenant: an app client it creates in the pool (client credentials, the tools scope).
-    const [, server] = d.ofType('AWS::Cognito::UserPoolResourceServer')[0]!;
-    const scope = `${server.Properties!.Identifier}/tools`;
-    deployment.cognito.clients.set('team-tenant-1', {
-      clientId: 'team-tenant-1',
-      secret: 'team-secret',
-      scopes: [scope],
-      callbackUrls: [],
-      flows: ['client_credentials'],
-    });
-    token = await deployment.cognito.clientCredentials('team-tenant-1', 'team-secret', scope);
+    token = await tenantToken(deployment, 'team-tenant-1', 'team-secret');
   }, 480_000);
 
   afterAll(async () => {
@@ -55,23 +46,7 @@ describe("a team's endpoint (examples/cdk-app), deployed from cdk.out into a loc
   const structured = (answer: RawToolAnswer) => answer.structuredContent as Record<string, any>;
 
   it("serves the team's tools and the toolkit's, each write once per key", async () => {
-    const response = await fetch(mcpUrl, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${token}`,
-        'mcp-protocol-version': MODERN_PROTOCOL,
-        'mcp-method': 'tools/list',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/list',
-        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
-      }),
-    });
-    const tools = ((await response.json()) as { result: { tools: Array<{ name: string }> } }).result.tools.map((tool) => tool.name).sort();
+    const tools = (await rawToolsList(mcpUrl, token)).map((tool) => tool.name).sort();
     // No tool of the team takes a server-issued operation id: no issue_operation_id.
     expect(tools).toEqual(['get_operation_status', 'rooms.announce', 'rooms.reserve']);
 

@@ -94,6 +94,32 @@ export async function rawToolCall(
   return ((await response.json()) as { result: RawToolAnswer }).result;
 }
 
+/** One raw 2026-07-28 tools/list, as `rawToolCall` sends a call: the tools the server lists (HTTP 200 or it throws). */
+export async function rawToolsList(
+  mcpUrl: string,
+  token: string,
+): Promise<Array<{ name: string; inputSchema: { properties: Record<string, unknown> } }>> {
+  const response = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      Authorization: `Bearer ${token}`,
+      'Mcp-Method': 'tools/list',
+      'Mcp-Protocol-Version': MODERN_PROTOCOL,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
+      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL, 'io.modelcontextprotocol/clientCapabilities': {} } },
+    }),
+  });
+  if (response.status !== 200) throw new Error(`tools/list: HTTP ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { result: { tools: Array<{ name: string; inputSchema: { properties: Record<string, unknown> } }> } })
+    .result.tools;
+}
+
 /** A 1.x or a v2 SDK client: what the call helpers below need of either. */
 export type AnyMcpClient = Pick<Client, 'callTool'> | Pick<ModernClient, 'callTool'>;
 
