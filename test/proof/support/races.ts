@@ -659,6 +659,16 @@ export class World {
       this.epochs.set(key, this.epochOf(key) + 1);
     }
     if (after && isSettled(after.status)) this.retainedUntil.set(`${key}#${this.epochOf(key)}`, after.retainUntil);
+    // A reconciler's lookup inside the in-flight window decides nothing (lambdas/core/in-flight.ts): it is not counted as
+    // an attempt and parks nothing for a person, whatever it answered (absent, unreachable, no hook).
+    if (before?.status === 'UNKNOWN' && (method === 'deferReconcile' || method === 'reconcile')) {
+      const window = toolInFlightWindowMs(this.policy(), TIMES.downstreamTimeoutMs, this.options.scenario.effect);
+      if (this.options.clock.clock() < decidableAt(before, window)) {
+        if ((after?.reconcileAttempts ?? 0) > (before.reconcileAttempts ?? 0))
+          this.violation(`${key}: a lookup inside the in-flight window counted as an attempt`);
+        if (event === 'reconcile_exhausted') this.violation(`${key}: parked for a person inside the in-flight window`);
+      }
+    }
   }
 
   violation(message: string) {
@@ -748,6 +758,8 @@ export class World {
             const sentAt = this.options.clock.clock();
             const until = sentAt + toolInFlightWindowMs(policy, TIMES.downstreamTimeoutMs, 'external');
             const at = fault === 'lands_late' ? until - 1 : fault === 'lands_after_deadline' ? ctx.deadline + 1 : until;
+            // An executor sends nothing after its deadline (the engine aborts its signal): every send is before the lease's end.
+            if (ctx.signal.aborted || sentAt >= ctx.deadline) return;
             if (fault !== 'lands_after_window' || this.downstream.dedup)
               void this.onTheWire(ctx.idempotencyKey, operation, ctx.deadline, until, at);
           },
