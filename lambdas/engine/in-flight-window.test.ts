@@ -214,6 +214,36 @@ describe('an absence inside the in-flight window decides nothing', () => {
     expect(w.provider.ledger).toHaveLength(1);
   });
 
+  it("a vanished executor's request landing at its window's last moment: a reconciler asking at every step never releases the key", async () => {
+    const w = world();
+    const lease = T0 + POLICY.executionTimeoutMs! + 1000;
+    await w.store.claim(
+      {
+        ...w.identity,
+        fingerprint: fingerprint(ARGS, DEFAULT_NON_BUSINESS_FIELDS),
+        status: 'PROCESSING',
+        ownerToken: randomUUID(),
+        createdAt: T0,
+        updatedAt: T0,
+        leaseExpiresAt: lease,
+        retainUntil: T0 + 3600_000,
+        expiresAt: Math.floor((T0 + 3600_000) / 1000),
+      },
+      T0,
+    );
+    w.provider.send(w.key, lease + WINDOW_MS - 1 - T0); // sent at the claim, lands at the last moment of the window
+    w.advance(lease - T0);
+    expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'unknown' }); // a follower marks it
+    const outcomes = new Set<string>();
+    while (w.now() <= lease + WINDOW_MS) {
+      outcomes.add(await w.reconcile());
+      w.advance(100);
+    }
+    expect([...outcomes]).not.toContain('released');
+    expect(w.provider.ledger).toHaveLength(1);
+    expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'succeeded', replayed: true });
+  });
+
   it('once the window has passed, an absence releases the key and the retry runs once', async () => {
     const w = world();
     // The provider never books this one (it gave up on it): absent for good.
