@@ -251,7 +251,7 @@ describe('the engine on the in-memory store', () => {
     const identity = { tenant: TENANT, tool: 'pay', idempotencyKey: key };
     let interleave: (() => Promise<void>) | undefined;
     // Between the follower's read and its takeover, the stale execution is released and a call with other arguments
-    // claims the key, then outlives its own lease.
+    // claims the key and stalls past its own lease.
     class Interleaved extends InMemoryIdempotencyStore {
       override async takeOver(...args: Parameters<InMemoryIdempotencyStore['takeOver']>) {
         const before = interleave;
@@ -280,14 +280,13 @@ describe('the engine on the in-memory store', () => {
           ownerToken: 'the other call',
           createdAt: now(),
           updatedAt: now(),
-          leaseExpiresAt: now() + 1000,
+          leaseExpiresAt: now() - 1, // stalled at once: its lease has passed when the follower's takeover arrives
           retainUntil: now() + 3600_000,
           expiresAt: Math.floor((now() + 3600_000) / 1000),
         },
         now(),
       );
       expect(claimed).toMatchObject({ claimed: true });
-      advance(5000);
     };
     let ran = false;
     const follower = await engine.run(request('pay', key), policy, async () => ((ran = true), { result: { paid: 10 } }));
