@@ -74,7 +74,7 @@ describe('races on the real engine (in-memory store)', () => {
     console.info(`engine races, late landings: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
     if (parameters.path !== undefined) return;
     // Requests did land late: after their caller's deadline inside the window, and (dedup) after the window.
-    expect(stats.withLandingAfterDeadline).toBeGreaterThan(stats.runs / 10);
+    expect(stats.withLandingAfterDeadline).toBeGreaterThan(stats.runs / 20);
     expect(stats.withLandingAfterWindow).toBeGreaterThan(stats.runs / 200);
   });
 
