@@ -909,9 +909,12 @@ export class World {
         if (record?.status !== 'UNKNOWN' && record?.status !== 'NEEDS_REVIEW') continue;
         const log = await store.reviewLog(identity);
         const effect = await actor.step('checks the downstream by hand', async () => this.downstream.lookup(key), false);
-        // As `npm run ops -- settle --absent` (ops/review.ts): nothing found inside the window proves nothing yet.
+        // As `npm run ops -- settle --absent` (ops/review.ts): nothing found inside the window proves nothing yet, in
+        // the runs where a request can land late. Elsewhere nothing lands after its deadline and the person decides at
+        // once, as before (the planted unfenced settle needs those early decisions to be found).
         const window = toolInFlightWindowMs(this.policy(), TIMES.downstreamTimeoutMs, this.options.scenario.effect);
-        if (!effect && !absenceIsConclusive(decidableAt(record, window), this.options.clock.clock())) continue;
+        const onTheWire = this.options.scenario.callers.some((c) => ON_THE_WIRE.includes(c.downstream));
+        if (!effect && onTheWire && !absenceIsConclusive(decidableAt(record, window), this.options.clock.clock())) continue;
         const decision: OperatorDecision = effect
           ? { event: 'operator_settled_found', result: { effect: effect.id, intent: effect.intent } }
           : this.options.scenario.onAbsent === 'fail'
