@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_NON_BUSINESS_FIELDS,
+  fingerprint,
   IdempotencyEngine,
   InMemoryIdempotencyStore,
   StoreUnavailableError,
@@ -242,6 +244,55 @@ describe('the engine on the in-memory store', () => {
     // B's completion is refused by the fence; the record it then reads is A's, for other arguments.
     expect(fencedOut).not.toMatchObject({ outcome: 'succeeded', result: { paid: 99 } });
     expect(fencedOut).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+  });
+
+  it('a takeover read from a stale record never takes over the claim another call made since: conflict, nothing runs', async () => {
+    const key = newKey();
+    const identity = { tenant: TENANT, tool: 'pay', idempotencyKey: key };
+    let interleave: (() => Promise<void>) | undefined;
+    // Between the follower's read and its takeover, the stale execution is released and a call with other arguments
+    // claims the key and stalls past its own lease.
+    class Interleaved extends InMemoryIdempotencyStore {
+      override async takeOver(...args: Parameters<InMemoryIdempotencyStore['takeOver']>) {
+        const before = interleave;
+        interleave = undefined;
+        await before?.();
+        return super.takeOver(...args);
+      }
+    }
+    const store = new Interleaved();
+    const { engine, advance, now } = setup({ store });
+    const policy = { reexecuteSafe: true, executionTimeoutMs: 2000 };
+    const stale = async (): Promise<never> => {
+      advance(60_000); // the executor stalls past its lease, then its process dies
+      return new Promise<never>(() => {});
+    };
+    void engine.run(request('pay', key), policy, stale);
+    await new Promise((resolve) => setImmediate(resolve));
+    const staleOwner = (await store.get(identity))!.ownerToken;
+    interleave = async () => {
+      expect(await store.release(identity, staleOwner)).toBe(true);
+      const claimed = await store.claim(
+        {
+          ...identity,
+          fingerprint: fingerprint({ amount: 99 }, DEFAULT_NON_BUSINESS_FIELDS),
+          status: 'PROCESSING',
+          ownerToken: 'the other call',
+          createdAt: now(),
+          updatedAt: now(),
+          leaseExpiresAt: now() - 1, // stalled at once: its lease has passed when the follower's takeover arrives
+          retainUntil: now() + 3600_000,
+          expiresAt: Math.floor((now() + 3600_000) / 1000),
+        },
+        now(),
+      );
+      expect(claimed).toMatchObject({ claimed: true });
+    };
+    let ran = false;
+    const follower = await engine.run(request('pay', key), policy, async () => ((ran = true), { result: { paid: 10 } }));
+    expect(follower).toMatchObject({ outcome: 'conflict', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
+    expect(ran).toBe(false);
+    expect(await store.get(identity)).toMatchObject({ status: 'PROCESSING', ownerToken: 'the other call' });
   });
 
   it('refuses bad input with the contract codes, running nothing', async () => {

@@ -53,6 +53,11 @@ class ReconcilerSteps extends Reconciler {
   check(record: IdempotencyRecord, now: number) {
     return this.isDue(record, now) ? this.settleUnknown(record, now) : Promise.resolve('not due' as const);
   }
+
+  /** The stale-lease rule of `runOnce`, for one record. */
+  expire(record: IdempotencyRecord, now: number) {
+    return this.expireLease(record, now);
+  }
 }
 
 function world() {
@@ -91,7 +96,19 @@ function world() {
   };
   const call = (execute: () => Promise<{ result: unknown }>) => engine.run({ ...identity, args: ARGS }, POLICY, execute);
   const reconcile = async () => reconciler.check((await store.get(identity))!, now);
-  return { store, provider, engine, key, identity, call, pay, reconcile, advance: (ms: number) => void (now += ms), now: clock };
+  return {
+    store,
+    provider,
+    engine,
+    reconciler,
+    key,
+    identity,
+    call,
+    pay,
+    reconcile,
+    advance: (ms: number) => void (now += ms),
+    now: clock,
+  };
 }
 
 const mustNotRun = async (): Promise<never> => {
@@ -158,6 +175,71 @@ describe('an absence inside the in-flight window decides nothing', () => {
 
     w.advance(lease + WINDOW_MS - w.now());
     expect(await w.reconcile()).toBe('found');
+    expect(w.provider.ledger).toHaveLength(1);
+    expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'succeeded', replayed: true });
+  });
+
+  it("the reconciler marks a vanished executor's record UNKNOWN: the window counts from its lease's end", async () => {
+    const w = world();
+    const lease = T0 + POLICY.executionTimeoutMs! + 1000;
+    await w.store.claim(
+      {
+        ...w.identity,
+        fingerprint: fingerprint(ARGS, DEFAULT_NON_BUSINESS_FIELDS),
+        status: 'PROCESSING',
+        ownerToken: randomUUID(),
+        createdAt: T0,
+        updatedAt: T0,
+        leaseExpiresAt: lease,
+        retainUntil: T0 + 3600_000,
+        expiresAt: Math.floor((T0 + 3600_000) / 1000),
+      },
+      T0,
+    );
+    w.advance(1900);
+    w.provider.send(w.key, 2600); // sent just before its deadline; booked after the lease and its grace have passed
+    w.advance(lease + 500 - w.now());
+    // No caller came back: the reconciler's stale-lease rule marks it, then asks at its next run.
+    expect(await w.reconciler.expire((await w.store.get(w.identity))!, w.now())).toBe(true);
+    expect(await w.store.get(w.identity)).toMatchObject({
+      status: 'UNKNOWN',
+      errorType: 'lease_expired',
+      inFlightUntil: lease + WINDOW_MS,
+    });
+    w.advance(100);
+    expect(await w.reconcile()).toBe('deferred');
+    expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'unknown' });
+    w.advance(lease + WINDOW_MS - w.now());
+    expect(await w.reconcile()).toBe('found');
+    expect(w.provider.ledger).toHaveLength(1);
+  });
+
+  it("a vanished executor's request landing at its window's last moment: a reconciler asking at every step never releases the key", async () => {
+    const w = world();
+    const lease = T0 + POLICY.executionTimeoutMs! + 1000;
+    await w.store.claim(
+      {
+        ...w.identity,
+        fingerprint: fingerprint(ARGS, DEFAULT_NON_BUSINESS_FIELDS),
+        status: 'PROCESSING',
+        ownerToken: randomUUID(),
+        createdAt: T0,
+        updatedAt: T0,
+        leaseExpiresAt: lease,
+        retainUntil: T0 + 3600_000,
+        expiresAt: Math.floor((T0 + 3600_000) / 1000),
+      },
+      T0,
+    );
+    w.provider.send(w.key, lease + WINDOW_MS - 1 - T0); // sent at the claim, lands at the last moment of the window
+    w.advance(lease - T0);
+    expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'unknown' }); // a follower marks it
+    const outcomes = new Set<string>();
+    while (w.now() <= lease + WINDOW_MS) {
+      outcomes.add(await w.reconcile());
+      w.advance(100);
+    }
+    expect([...outcomes]).not.toContain('released');
     expect(w.provider.ledger).toHaveLength(1);
     expect(await w.call(mustNotRun)).toMatchObject({ outcome: 'succeeded', replayed: true });
   });

@@ -284,6 +284,44 @@ describe('by hand: relay, sweep and consumer driven one step at a time', () => {
     expect(effects).toEqual(['verify', 'verify', 'deliver']);
   });
 
+  it('a delivery request of a crashed consumer that lands inside its window is found, never sent again: one email', async () => {
+    const key = newKey();
+    const { result } = await callWrite<{ event_id: string }>(client, NOTIFY, notifyArgs(key));
+    const message = (await stack.services.outbox.getEvent(result!.event_id))!.message;
+    now();
+    // The mailbox: what the crashed consumer sent lands once `landsAt` has come; a lookup before that finds nothing.
+    const mailbox: string[] = [];
+    let landsAt = Number.POSITIVE_INFINITY;
+    const land = () => {
+      if (time.clock() >= landsAt && !mailbox.includes('first')) mailbox.push('first');
+    };
+    const handler = {
+      deliver: async () => (land(), mailbox.push('again'), { message_id: 'msg-again' }),
+      verify: async () => (
+        land(), mailbox.includes('first') ? { kind: 'found' as const, result: { message_id: 'msg-first' } } : { kind: 'absent' as const }
+      ),
+    };
+    const consumer = new OutboxConsumer({
+      outbox: stack.services.outbox,
+      handlers: { [message.type]: handler },
+      logger,
+      clock: time.clock,
+      downstreamTimeoutMs: 2000,
+    });
+    const windowMs = consumer.inFlightWindowOf(handler);
+    const leaseEnd = time.clock() + consumer.leaseMs;
+    await stack.services.outbox.claimDelivery(message.event_id, 'crashed consumer', leaseEnd, time.clock());
+    // Its request was sent before its lease's end and lands just before the window's end.
+    landsAt = leaseEnd + windowMs - 1;
+    time.advance(consumer.leaseMs);
+
+    expect(await consumer.consume(message, 2)).toMatchObject({ kind: 'retry' });
+    time.advance(windowMs);
+    expect(await consumer.consume(message, 3)).toEqual({ kind: 'delivered' });
+    expect(mailbox).toEqual(['first']);
+    expect(await stack.services.outbox.getMarker(message.event_id)).toMatchObject({ state: 'DELIVERED' });
+  });
+
   it('an inFlightWindowMs that is not a whole number of milliseconds is refused when the consumer is built', () => {
     const deliver = async () => ({});
     for (const window of [-1, 1.5, Number.NaN, '100' as unknown as number]) {

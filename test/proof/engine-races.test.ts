@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { describeStats, EXPLORED, newStats, raceProperty, REAL, runParameters } from './support/races';
+import { describeStats, EXPLORED, LATE_LANDINGS, newStats, raceProperty, REAL, runParameters } from './support/races';
 
 /**
  * Issue 23 item 5: fast-check's scheduler drives the real engine, the real in-memory store and the real reconciler's
@@ -11,6 +11,8 @@ import { describeStats, EXPLORED, newStats, raceProperty, REAL, runParameters } 
  * engine") says what is explored, which promise each invariant checks, and how to replay a failure (FC_SEED, FC_PATH).
  */
 const RUNS = 2_500;
+/** Runs of the late-landing exploration (issue 48 item 7). */
+const LATE_RUNS = 1_000;
 
 /**
  * Every run the exploration ever failed on, replayed on every test run (issue 30 item 6): a failing exploration adds
@@ -61,6 +63,19 @@ describe('races on the real engine (in-memory store)', () => {
     ]) {
       expect(reached).toBeGreaterThan(stats.runs / 50);
     }
+  });
+
+  it('keeps every invariant when requests land after their caller gave up', { timeout: 120_000 }, async () => {
+    const stats = newStats();
+    const started = performance.now();
+    const parameters = runParameters(LATE_RUNS);
+    const details = await fc.check(raceProperty(REAL, LATE_LANDINGS, stats), parameters);
+    if (details.failed) throw new Error(await fc.asyncDefaultReportMessage(details));
+    console.info(`engine races, late landings: ${describeStats(stats)}, in ${Math.round(performance.now() - started)} ms`);
+    if (parameters.path !== undefined) return;
+    // Requests did land late: after their caller's deadline inside the window, and (dedup) after the window.
+    expect(stats.withLandingAfterDeadline).toBeGreaterThan(stats.runs / 20);
+    expect(stats.withLandingAfterWindow).toBeGreaterThan(stats.runs / 200);
   });
 
   it.each(regressions())('regression: $name (FC_SEED=$seed FC_PATH=$path)', { timeout: 30_000 }, async ({ seed, path }) => {
