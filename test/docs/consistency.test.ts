@@ -90,11 +90,13 @@ describe('the documents agree', () => {
     );
   });
 
-  it("Java is the reader's to install; npm ci installs DynamoDB Local only", () => {
+  it('npm ci installs DynamoDB Local, not Java; npm start checks for Java first, as the quick start says', async () => {
     expect(readme).not.toMatch(/Java 17\+ for DynamoDB Local,\s+which `npm ci` installs/);
     expect(section('Quick start')).toMatch(
-      /Java 17\+ runtime for\s+DynamoDB Local \(install it yourself; `npm ci` installs DynamoDB Local\)/,
+      /Java 17\+ runtime for\s+DynamoDB Local \(`npm ci` installs DynamoDB Local; `npm start` checks for Java first/,
     );
+    const { scripts } = JSON.parse(await read('package.json')) as { scripts: Record<string, string> };
+    expect(scripts.prestart).toBe('bash scripts/prereqs.sh start');
   });
 
   it("README's MCP SDK snippet says to install the SDK major it imports, the one this project tests it with", async () => {
