@@ -269,7 +269,10 @@ describe('only a signed-in person of the tenant decides, once', () => {
       [1, 2, 3].map(() => call(PAY, paymentArgs(id), { requestState: first.requestState, inputResponses: yes })),
     );
     expect((await paymentsWithKey(id)).length).toBe(record!.status === 'approved' ? 1 : 0);
-    expect(settled.every((answer) => answer.structuredContent !== undefined)).toBe(true);
+    expect(
+      settled.every((answer) => answer.structuredContent !== undefined),
+      JSON.stringify({ status: record!.status, settled }),
+    ).toBe(true);
   });
 
   it("the sign-in's code and verifier go only to the configured token endpoint, never to a host the request names", async () => {
