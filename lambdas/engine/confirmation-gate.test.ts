@@ -23,10 +23,16 @@ function setup() {
   const clock = () => now;
   const store = new InMemoryIdempotencyStore();
   const reads = { get: 0, claim: 0, current: 0 };
+  // The next record read finds the key free: the read of a call made just before another call claimed the key.
+  let hideNextGet = false;
   // Counts the record's reads and claims, and the approval reads, as the engine and its gate make them.
   const counted = new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
+      if (prop === 'get' && hideNextGet) {
+        hideNextGet = false;
+        return async () => (reads.get++, undefined);
+      }
       if (prop === 'get' || prop === 'claim')
         return (...args: unknown[]) => (reads[prop]++, (value as (...a: unknown[]) => unknown).apply(target, args));
       return typeof value === 'function' ? value.bind(target) : value;
@@ -74,8 +80,10 @@ function setup() {
     expect(await approvals.decide(round, { status: 'declined', by: 'alice', at: now, via: 'url' })).toMatchObject({ applied: true });
   };
   /** DynamoDB TTL deletes the key's record: it may, at any moment after the record's expiry. */
-  const ttlDeletes = (key: string) =>
-    (store as unknown as { records: Map<string, unknown> }).records.delete(JSON.stringify([TENANT, TOOL, key]));
+  const ttlDeletes = (key: string) => {
+    const internals = store as unknown as { records: Map<string, unknown>; key(id: object): string };
+    expect(internals.records.delete(internals.key({ tenant: TENANT, tool: TOOL, idempotencyKey: key }))).toBe(true);
+  };
   const approval = (key: string) => current({ tenant: TENANT, tool: TOOL, idempotencyKey: key });
   return {
     engine,
@@ -89,6 +97,7 @@ function setup() {
     record: (key: string) => store.get({ tenant: TENANT, tool: TOOL, idempotencyKey: key }),
     runs: () => runs,
     advance: (ms: number) => void (now += ms),
+    readsKeyFreeOnce: () => void (hideNextGet = true),
   };
 }
 
@@ -256,15 +265,30 @@ describe('the engine reads the record once', () => {
     expect(reads).toEqual({ get: 1, claim: 0, current: 0 });
   });
 
-  it('a free key: read, the person asked (the key read once more before asking: still free), then the claim', async () => {
+  it('a free key: one read, the person asked, then the claim', async () => {
     const { call, requirement, reads, approveOnPage } = setup();
     const key = `key-${randomUUID()}`;
     asked(await call(key, requirement('approval')), 'url');
-    expect(reads).toEqual({ get: 2, claim: 0, current: 1 });
+    expect(reads).toEqual({ get: 1, claim: 0, current: 1 });
     await approveOnPage(key);
     Object.assign(reads, { get: 0, claim: 0, current: 0 });
     expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false });
     expect(reads).toEqual({ get: 1, claim: 1, current: 1 });
+  });
+
+  it("a call that read the key free before another call's run claimed it is answered from that run's record, not asked again", async () => {
+    const { call, requirement, approveOnPage, approval, runs, readsKeyFreeOnce } = setup();
+    const key = `key-${randomUUID()}`;
+    asked(await call(key, requirement('approval')), 'url');
+    await approveOnPage(key);
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: false });
+    const rounds = (await approval(key))!.log.length;
+    // Its read came before the other call's claim: the yes it finds is used, by that run.
+    readsKeyFreeOnce();
+    expect(await call(key, requirement('approval'))).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(runs()).toBe(1);
+    // No new round was opened for the person.
+    expect((await approval(key))!.log).toHaveLength(rounds);
   });
 
   it('an operation id past its expiry is answered only from its record', async () => {

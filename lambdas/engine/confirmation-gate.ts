@@ -97,7 +97,8 @@ export type ConfirmationAsk =
   | { via: 'form'; message: string; requestState: string };
 
 /** The gate's answer: run now, ask the person, or answer this instead (nothing ran). */
-export type GateVerdict = 'run' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
+/** `held`: the key was claimed since the caller read it free (by the run that used the yes): answer from its record. */
+export type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
 const SECRET_RETRY_AFTER_MS = 2000;
@@ -121,6 +122,11 @@ export function secretUnavailable(
 /** The run a 'run' verdict lets go: the owner token its idempotency record will carry, recorded as the approval's user. */
 export interface GatedRun {
   runId: string;
+  /**
+   * Whether the key is held now (read again). Asked before a new round replaces a yes another run used: that run
+   * may have claimed the key after this call read it free, and its record, not a new round, answers this call.
+   */
+  keyHeld?: () => Promise<boolean>;
 }
 
 interface Gate {
@@ -290,6 +296,7 @@ async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdic
   const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
   // A yes authorizes one run: one used already (or left unused past the link's lifetime) approves no other: a new round below.
   if (status === 'approved' && approvalUsable(approval!, now)) return useApproval(gate, approval!);
+  if (status === 'approved' && approval!.usedAt !== undefined && (await gate.run.keyHeld?.())) return 'held';
   // A decline is final for the round it answered: the same round (its requestState, or a 2025 client's retries while
   // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
   if (status === 'declined' && approval) {

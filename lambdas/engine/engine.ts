@@ -258,7 +258,7 @@ export class IdempotencyEngine {
       // item it carries). Only a shortcut to the answer a held record gives: a key found free goes on to the
       // conditional write as any other.
       // A gated call (a person confirms, an expired operation id) reads first too: the read that decides whether
-      // anyone is asked; a held key goes on from the record it read, with no second read (an ask reads once more).
+      // anyone is asked; a held key goes on from the record it read, with no second read.
       const gated = confirmation !== undefined || request.onlyIfHeld !== undefined;
       const readFirst = gated || (local && (request.likelyReplay === true || this.answered.has(answeredKey)));
       let known = readFirst ? await this.store.get(identity) : undefined;
@@ -267,16 +267,20 @@ export class IdempotencyEngine {
       if (gated && (!known || keyIsFree(known, this.clock(), policy.onExpired))) {
         if (request.onlyIfHeld) return request.onlyIfHeld;
         runId = randomUUID();
-        const verdict = await confirmBeforeRunning(confirmation!, { ...identity, fingerprint: fp }, { runId });
         // A yes used by a call that claimed the key after this one read it free is that call's run, not a new
-        // operation: read once more, and a held key is answered from its record, not asked again.
-        const heldSince = verdict !== 'run' && !known ? await this.store.get(identity) : undefined;
-        if (verdict !== 'run' && !(heldSince && !keyIsFree(heldSince, this.clock(), policy.onExpired)))
-          return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
+        // operation: the gate reads the key once more before it asks anew, and a held key answers from its record.
+        let heldSince: IdempotencyRecord | undefined;
+        const keyHeld = async () => {
+          const record = await this.store.get(identity);
+          heldSince = record && !keyIsFree(record, this.clock(), policy.onExpired) ? record : undefined;
+          return heldSince !== undefined;
+        };
+        const verdict = await confirmBeforeRunning(confirmation!, { ...identity, fingerprint: fp }, { runId, keyHeld });
+        if (verdict === 'held') runId = undefined;
+        else if (verdict !== 'run') return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
         // Free: the claim (or the one-request commit) takes it, conditioned on it being free still. Held since: the
         // loop answers from that record.
-        known = verdict === 'run' ? undefined : heldSince;
-        if (verdict !== 'run') runId = undefined;
+        known = heldSince;
       }
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = this.clock();
