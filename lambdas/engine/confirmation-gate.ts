@@ -96,8 +96,10 @@ export type ConfirmationAsk =
     }
   | { via: 'form'; message: string; requestState: string };
 
-/** The gate's answer: run now, ask the person, or answer this instead (nothing ran). */
-/** `held`: the key was claimed since the caller read it free (by the run that used the yes): answer from its record. */
+/**
+ * The gate's answer: run now, ask the person, or answer this instead (nothing ran). `held`: the key was claimed since
+ * the caller read it free (by the run that used the yes): the caller answers from its record.
+ */
 export type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */

@@ -35,7 +35,11 @@ import {
 const itemKey = (key: ItemKey, table = '') => JSON.stringify([table, key.pk, key.sk]);
 const copy = <T>(value: T): T => structuredClone(value);
 
-/** @public */
+/**
+ * Options of `InMemoryIdempotencyStore`: whose records it keeps, and which store's records it shares.
+ *
+ * @public
+ */
 export interface InMemoryStoreOptions {
   /** Whose records these are, as `DynamoDbStoreOptions.keyPrefix`: its queries find only its own. Default none. */
   keyPrefix?: string;
