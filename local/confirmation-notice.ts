@@ -1,5 +1,7 @@
 import type { AppConfig } from 'idempotent-mcp/lambda';
-import { isWriteTool, type ToolDefinition } from 'idempotent-mcp/mcp';
+import type { ToolDefinition, WriteToolDefinition } from 'idempotent-mcp/mcp';
+
+const isWriteTool = (tool: ToolDefinition): tool is WriteToolDefinition => tool.kind === 'write';
 
 /**
  * What `npm start` says about the tools a person must approve or confirm: where the person decides, and, loudly, a

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
+import { DEV_KEY_FILE } from 'idempotent-mcp/lambda/local';
 import type { DeliveryHandler, ToolDefinition } from 'idempotent-mcp/mcp';
 import { stateOf, writeLocalState } from '../ops/local-state';
 import { confirmationNotice } from './confirmation-notice';

@@ -6,21 +6,17 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { closeDynamoDbClient, ensureTable } from 'idempotent-mcp/dynamodb';
 import type { ToolDefinition } from 'idempotent-mcp/mcp';
+import { createDevSignIn, DEV_SIGN_IN_MOUNT, devIssuerFor, localOperationIdSecret, type DevIssuer } from 'idempotent-mcp/lambda/local';
 import {
   createApp,
-  createDevSignIn,
   createServices,
   createWorkers,
-  DEV_SIGN_IN_MOUNT,
-  devIssuerFor,
   EnvVars,
-  localOperationIdSecret,
   environmentOf,
   loadConfig,
   read,
   servedHostnames,
   type AppConfig,
-  type DevIssuer,
   type Env,
   type ServiceOverrides,
   type Services,

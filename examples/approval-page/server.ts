@@ -17,7 +17,6 @@ import {
   DynamoDbIdempotencyStore,
   ensureTable,
 } from 'idempotent-mcp/dynamodb';
-import { formatMinorUnits } from 'idempotent-mcp/engine';
 import {
   approvalPage,
   type ApprovalPageOptions,
@@ -51,6 +50,12 @@ export class PaymentsBook {
 }
 
 export type PaymentServices = ToolRuntime & { payments: PaymentsBook };
+
+/** `1250, 'EUR'` -> `€12.50`: the amount by the currency's own minor unit (Intl knows each currency's digits). */
+export function formatMinorUnits(amountMinor: number, currency: string): string {
+  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+  return format.format(amountMinor / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+}
 
 export const payInvoice = defineWriteTool({
   name: 'pay_invoice',

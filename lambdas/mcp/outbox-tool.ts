@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import type { ReconcileFinding } from '../core/reconcile';
 import type { Execution } from '../engine/engine';
-import { newOutboxMessage } from '../outbox/outbox-event';
-import type { OutboxStore } from '../outbox/outbox-store';
+import type { ExtraWrite } from '../engine/persistence';
+import { newOutboxMessage, type OutboxMessage } from '../outbox/outbox-event';
 import type { WriteToolContext } from './define-write-tool';
 import type { ToolRuntime } from './tool-types';
 
@@ -12,7 +12,8 @@ import type { ToolRuntime } from './tool-types';
  * @public
  */
 export interface OutboxRuntime extends ToolRuntime {
-  outbox: Pick<OutboxStore, 'eventWrite'>;
+  /** The outbox's write of one event, committed with the tool's record (the endpoint's `OutboxStore`). */
+  outbox: { eventWrite(message: OutboxMessage): ExtraWrite };
   newEventId(): string;
 }
 
