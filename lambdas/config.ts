@@ -181,7 +181,6 @@ export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
-/** @public */
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -215,7 +214,6 @@ export function text(name: string, fallback?: string): EnvVar<string | undefined
   return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
 }
 
-/** @public */
 export function httpUrl(name: string): EnvVar<string | undefined> {
   return {
     name,
@@ -228,8 +226,7 @@ export function httpUrl(name: string): EnvVar<string | undefined> {
   };
 }
 
-/** @public */
-export function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
+function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
   return {
     name,
     parse: (raw) => {
@@ -244,8 +241,7 @@ export function positiveInt(name: string, fallback: number, max: number): EnvVar
   };
 }
 
-/** @public */
-export function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
+function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
   return {
     name,
     parse: (raw) => {
@@ -258,17 +254,14 @@ export function oneOf<T extends string>(name: string, allowed: readonly T[], fal
   };
 }
 
-/** @public */
 export function flag(name: string): EnvVar<boolean> {
   return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
 }
 
 /**
  * Comma-separated, each item normalized (blank items dropped).
- *
- * @public
  */
-export function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
+function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
   return {
     name,
     parse: (raw) =>
@@ -382,17 +375,13 @@ export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
 /**
  * Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's).
- *
- * @public
  */
-export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
+type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
 
 /**
  * A function's environment from typed settings of `variables` (unset ones are left out).
- *
- * @public
  */
-export function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
+function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
   const environment: Record<string, string> = {};
   for (const [key, value] of Object.entries(settings)) {
     if (value === undefined) continue;
@@ -424,8 +413,6 @@ function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.
- *
- * @public
  */
 export function loadAuthConfig(env: Env): AuthConfig {
   const mode = read(env, EnvVars.authMode);
@@ -544,7 +531,6 @@ export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dyn
 /** Whether `value` may be a TABLE_KEY_PREFIX: letters, digits and _ . : - (never '#', the keys' separator). */
 export const isTableKeyPrefix = (value: string): boolean => /^[A-Za-z0-9_.:-]+$/.test(value);
 
-/** @public */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
   const tableKeyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;

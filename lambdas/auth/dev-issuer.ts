@@ -10,7 +10,6 @@ import { readOrCreateStateFile } from './state-file';
  * kept in `<dir>/dev-issuer.json` (dev-keys.ts), so tokens printed by one process verify in another and across restarts.
  */
 const ALGORITHM = 'ES256';
-/** @public */
 export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
 
 /** @public */
@@ -46,7 +45,6 @@ async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
   return JSON.parse(text) as StoredKeyPair;
 }
 
-/** @public */
 export async function loadDevIssuer(options: {
   dir: string;
   issuer: string;

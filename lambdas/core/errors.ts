@@ -125,21 +125,18 @@ export class IdempotencyError extends Error {
   }
 }
 
-/** @public */
 export class InvalidIdempotencyKeyError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_IDEMPOTENCY_KEY, message);
   }
 }
 
-/** @public */
 export class InvalidTenantError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_TENANT, message);
   }
 }
 
-/** @public */
 export class ResultTooLargeError extends IdempotencyError {
   constructor(bytes: number, limit: number) {
     super(
@@ -151,8 +148,6 @@ export class ResultTooLargeError extends IdempotencyError {
 
 /**
  * The record is no longer ours: the lease was taken over or the record settled while we executed.
- *
- * @public
  */
 export class OwnershipLostError extends IdempotencyError {
   constructor() {
@@ -162,8 +157,6 @@ export class OwnershipLostError extends IdempotencyError {
 
 /**
  * The store could not be reached or failed; carries whether our write may have been applied.
- *
- * @public
  */
 export class StoreUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -173,8 +166,6 @@ export class StoreUnavailableError extends IdempotencyError {
 
 /**
  * The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed.
- *
- * @public
  */
 export class TransactionRejectedError extends Error {
   constructor(readonly reasons: (string | undefined)[]) {
@@ -185,8 +176,6 @@ export class TransactionRejectedError extends Error {
 
 /**
  * The operation-id key could not be read: nothing that needs it ran, and a retry may succeed.
- *
- * @public
  */
 export class SecretUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -40,8 +40,6 @@ const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimE
 
 /**
  * The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids.
- *
- * @public
  */
 export type KeyField = 'idempotency_key' | 'operation_id';
 
@@ -49,7 +47,6 @@ export type KeyField = 'idempotency_key' | 'operation_id';
 const echo = (key: string) => (key === '' ? {} : { idempotency_key: key });
 const echoShort = (key: string) => echo(keyForEcho(key));
 
-/** @public */
 export const WriteResults = {
   succeeded<R>(key: string, result: R, replay?: { firstExecutedAt: number }): WriteToolResult<R> {
     return {
@@ -166,8 +163,6 @@ export const WriteResults = {
 
 /**
  * One sentence a model can act on; the text content of every write tool's answer.
- *
- * @public
  */
 export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempotency_key'): string {
   const retry = r.retry_after_ms !== undefined ? ` Retry with the same ${keyField} after ${r.retry_after_ms} ms.` : '';

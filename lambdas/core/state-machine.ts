@@ -22,7 +22,6 @@ export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | '
 /** @public */
 export type RecordState = RecordStatus | 'ABSENT';
 
-/** @public */
 export type TransitionEvent =
   | 'claim'
   | 'complete'
@@ -81,7 +80,6 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
 /** The table itself, read-only: `proof/emit-transitions.ts` renders it for the spin model (one table, not two). */
 export const TRANSITION_TABLE: Readonly<Record<RecordState, Readonly<Partial<Record<TransitionEvent, RecordState>>>>> = TRANSITIONS;
 
-/** @public */
 export class IllegalTransitionError extends Error {
   constructor(
     readonly from: RecordState,
@@ -114,7 +112,6 @@ export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
   return STATES.filter((state): state is RecordStatus => state !== 'ABSENT' && TRANSITIONS[state][event] !== undefined);
 }
 
-/** @public */
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' => status === 'SUCCEEDED' || status === 'FAILED';
 
 /** @public */
@@ -279,7 +276,6 @@ export function keyExpiryRule(now: number, onExpired: ExpiryPolicy['onExpired'] 
  * Whether `record` no longer holds its key, so a new claim may overwrite it: `keyExpiryRule` applied to one record.
  * The engine, the in-memory store, `get_operation_status` and the tool's pre-checks ask this; the DynamoDB store
  * renders the same rule as its claim condition.
- * @public
  */
 export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired'] | undefined): boolean {
   const rule = keyExpiryRule(now, onExpired);

@@ -33,5 +33,4 @@ export interface IdempotencyObserver {
   record(event: EngineEvent): void;
 }
 
-/** @public */
 export const silentObserver: IdempotencyObserver = { record: () => {} };

@@ -17,8 +17,6 @@ export interface DeliveriesModule {
 
 /**
  * The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start).
- *
- * @public
  */
 export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, DeliveryHandler>> {
   const deliveries = module.deliveries ?? module.default;

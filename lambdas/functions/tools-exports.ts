@@ -15,8 +15,6 @@ export interface ToolsModuleExports {
 
 /**
  * The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request).
- *
- * @public
  */
 export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
   const tools = module.tools ?? module.default;
@@ -28,7 +26,6 @@ export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
 /**
  * The module's `withClients`, or `fallback` when it exports none; anything else than a function fails the cold
  * start with the reason.
- * @public
  */
 export function clientsOf<S extends WorkerServices>(module: ToolsModuleExports, fallback: (services: S) => S): (services: S) => S {
   if (module.withClients === undefined) return fallback;

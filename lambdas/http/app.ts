@@ -19,9 +19,7 @@ import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
-export { MAX_BODY_BYTES, MCP_PATH };
-/** @public */
-export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
 /**

@@ -29,7 +29,6 @@ export const queuedSchema = z.object({
 /** @public */
 export type Queued = z.infer<typeof queuedSchema>;
 
-/** @public */
 export const OUTBOX_TOOL_NOTE =
   'The effect is queued in the same transaction that records this call and delivered exactly once shortly after; ' +
   'the result says queued with an event_id, and get_operation_status shows the delivery (pending, delivered, failed).';

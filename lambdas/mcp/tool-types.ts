@@ -150,5 +150,4 @@ export function definedToolName(helper: 'defineWriteTool' | 'defineReadTool', na
   }
 }
 
-/** @public */
 export const isWriteTool = <S extends ToolRuntime>(tool: ToolDefinition<S>): tool is WriteToolDefinition<S> => tool.kind === 'write';

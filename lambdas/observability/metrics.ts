@@ -143,7 +143,6 @@ export interface EmfMetricsOptions {
 /**
  * Metrics as CloudWatch EMF JSON lines written where you say (standard error by default), for a server of your own.
  * Powertools builds the EMF documents; only where they are written differs from `lambdaMetrics`.
- * @public
  */
 export function emfMetrics(options: EmfMetricsOptions = {}): MetricsPublisher {
   const config = {
@@ -197,8 +196,6 @@ export function createEngineObserver(log: Logger = defaultLogger): IdempotencyOb
 
 /**
  * Wraps a Lambda handler so buffered metrics are flushed after every invocation.
- *
- * @public
  */
 export function withMetrics<E, C, R>(handler: (event: E, context: C) => Promise<R>): (event: E, context: C) => Promise<R> {
   return async (event, context) => {

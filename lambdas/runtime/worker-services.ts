@@ -33,8 +33,6 @@ export interface WorkerServiceOverrides {
 
 /**
  * Built once per container (Lambda) or process (local stack): the clients keep their connections.
- *
- * @public
  */
 export function createWorkerServices(config: WorkerConfig, overrides: WorkerServiceOverrides = {}): WorkerServices {
   const doc = overrides.doc ?? createDynamoDbClient({ endpoint: config.dynamodbEndpoint });

@@ -20,7 +20,6 @@ export function awsClientConfig(endpoint: string | undefined) {
  * How the DynamoDB client made here behaves, as AWS recommends for Lambda. Region and credentials come from the
  * environment (the SDK's default chain: Lambda's role; a profile or SSO outside it); the SDK's standard retry mode
  * (its retry quota bounds retries across calls during an outage); keep-alive connections.
- * @public
  */
 export const DynamoDbClientDefaults = {
   /** Attempts per request, the first included: a brownout costs a call at most this many requests per write. */

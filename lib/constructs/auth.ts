@@ -62,10 +62,8 @@ export interface ApprovalSignIn {
 
 /**
  * The custom attribute of the stack's pool that holds a person's tenant (their ID token's `custom:tenant`).
- *
- * @public
  */
-export const PERSON_TENANT_ATTRIBUTE = 'tenant';
+const PERSON_TENANT_ATTRIBUTE = 'tenant';
 
 /** @public */
 export interface AuthProps {
@@ -121,8 +119,7 @@ export interface TokenVerification {
   requiredScopes: string[];
 }
 
-/** @public */
-export const TOOLS_SCOPE = 'tools';
+const TOOLS_SCOPE = 'tools';
 
 /**
  * Who may call the endpoint. By default a Cognito user pool that issues OAuth 2.0 client-credentials access tokens:

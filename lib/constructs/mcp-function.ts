@@ -94,7 +94,6 @@ function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettin
  * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
  * of Put/Update items), release (Delete). TransactWriteItems has no IAM action of its own: each item is authorized as
  * its Put/Update/Delete; no transaction has a ConditionCheck item (the artifact test checks every call). No Query, no Scan.
- * @public
  */
 export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 

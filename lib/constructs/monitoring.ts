@@ -9,10 +9,8 @@ import { resolvePowertools, type PowertoolsSettings } from './service-function';
 
 /**
  * Metric names the reconciler emits (lambdas/observability/metrics.ts), with the `service` dimension only.
- *
- * @public
  */
-export const ReconcilerMetric = {
+const ReconcilerMetric = {
   NeedsReview: 'NeedsReview',
   OldestUnknownAgeSeconds: 'OldestUnknownAgeSeconds',
 } as const;

@@ -8,8 +8,6 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 /**
  * The consumer's timeout; the queue's visibility timeout is derived from it (x6).
- *
- * @public
  */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
@@ -47,7 +45,6 @@ export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
 /**
  * The dedup claim (Update with a condition), its settlement with the event in one transaction (two Updates),
  * its release (Delete), and consistent reads of claim and event (Get).
- * @public
  */
 export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 

@@ -32,8 +32,6 @@ export interface OutboxRelayFunctionProps extends CommonFunctionProps {
 
 /**
  * The relay only records each send on the event (send count, next look for the sweep).
- *
- * @public
  */
 export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
 

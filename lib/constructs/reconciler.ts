@@ -43,15 +43,12 @@ export interface ReconcilerFunctionProps extends CommonFunctionProps {
 
 /**
  * How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long.
- *
- * @public
  */
 export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(DEFAULT_RECONCILE_PERIOD_MS / 60_000);
 
 /**
  * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping
  * (Update) and reads of single items (Get). Its work list comes from Query on the attention index only.
- * @public
  */
 export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 

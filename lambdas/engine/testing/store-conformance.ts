@@ -38,7 +38,6 @@ const T0 = Date.UTC(2030, 0, 1);
 /**
  * A PROCESSING record as the engine claims it, on a new key: created at 2030-01-01T00:00Z with a lease of a minute,
  * replayed for an hour, expiring a day later. For a store's own tests beside the suite.
- * @public
  */
 export function processingRecord(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
   const retainUntil = T0 + HOUR;
