@@ -9,7 +9,7 @@ import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord, OperatorDecision, ReviewEntry } from 'idempotent-mcp/engine';
 import { Keys } from '../../lambdas/core/keys';
 import { logger } from '../../lambdas/observability/logger';
-import { ReviewDesk } from '../../ops/review';
+import { ReviewDesk } from '../../lambdas/ops/review';
 import { createTestTable } from '../support/dynamodb';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;
