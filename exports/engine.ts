@@ -15,7 +15,15 @@ export {
 } from '../lambdas/core/errors';
 export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../lambdas/core/reconcile';
 export type { ContractError, Outcome, WriteToolResult } from '../lambdas/core/result-contract';
-export type { ExpiryPolicy, IdempotencyRecord, OperatorEvent, RecordState, RecordStatus, ReviewEntry, StoredError } from '../lambdas/core/state-machine';
+export type {
+  ExpiryPolicy,
+  IdempotencyRecord,
+  OperatorEvent,
+  RecordState,
+  RecordStatus,
+  ReviewEntry,
+  StoredError,
+} from '../lambdas/core/state-machine';
 export type { IdempotencyPolicy, ToolEffect } from '../lambdas/core/tool-policy';
 export {
   IdempotencyEngine,

@@ -26,7 +26,8 @@ export const oneOf = <T extends string>(name: string, allowed: readonly T[], fal
   name,
   parse: (raw) => {
     const value = trimmed(raw) ?? fallback;
-    if (!(allowed as readonly string[]).includes(value)) throw new Error(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
+    if (!(allowed as readonly string[]).includes(value))
+      throw new Error(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
     return value as T;
   },
   format: String,

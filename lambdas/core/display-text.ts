@@ -26,11 +26,6 @@ export function visibleText(text: string): string {
 }
 
 /**
- * Whether the text has a character `visibleText` would write out.
- */
-const hasInvisibleCharacters = (text: string): boolean => new RegExp(INVISIBLE.source, 'u').test(text);
-
-/**
  * Free text inside a summary: in double quotes, with quotes and backslashes escaped, so it reads as one quoted value
  * and cannot close its quote to continue the summary.
  */

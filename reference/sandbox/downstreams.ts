@@ -142,7 +142,9 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
         idempotency_key: key,
         ...payment,
         status: 'succeeded',
-        request_hash: createHash('sha256').update(canonicalize(payment) ?? '').digest('hex'),
+        request_hash: createHash('sha256')
+          .update(canonicalize(payment) ?? '')
+          .digest('hex'),
         received_at: receivedAt,
         created_at: now(),
       };

@@ -10,7 +10,9 @@ export function minorDigitsOf(currency: string): number | undefined {
 export function formatMinorUnits(amountMinor: number, currency: string): string {
   const digits = minorDigitsOf(currency);
   if (digits === undefined || !Number.isSafeInteger(amountMinor)) throw new RangeError(`${amountMinor} ${currency} is not an amount`);
-  const text = Math.abs(amountMinor).toString().padStart(digits + 1, '0');
+  const text = Math.abs(amountMinor)
+    .toString()
+    .padStart(digits + 1, '0');
   const major = BigInt(text.slice(0, text.length - digits)).toLocaleString('en-US');
   return `${amountMinor < 0 ? '-' : ''}${digits === 0 ? major : `${major}.${text.slice(-digits)}`} ${currency}`;
 }
