@@ -9,5 +9,6 @@ export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../lambdas/
 export { DynamoDbApprovalStore, type DynamoDbApprovalStoreOptions } from '../lambdas/store/dynamodb-approval-store';
 export { TableSchema, ensureTable } from '../lambdas/store/table-schema';
 export { closeDynamoDbClient, createDynamoDbClient, type DynamoDbClientOptions } from '../lambdas/store/clients';
+export type { Item } from '../lambdas/store/refusals';
 export type { OutboxMessage } from '../lambdas/outbox/outbox-event';
 export type { EventPublisher } from '../lambdas/outbox/publisher';

@@ -45,5 +45,4 @@ export type { OutboxRelay, RelayOptions } from '../lambdas/outbox/relay';
 export type { ConsumeOutcome, ConsumerOptions, OutboxConsumer } from '../lambdas/outbox/consumer';
 export type { DeliveryClaim, DeliveryMarker, MarkerState, OutboxStore, StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
 export type { DeliveryStatus } from '../lambdas/outbox/outbox-event';
-export type { Item } from '../lambdas/store/refusals';
 export { countForTool, MetricName } from '../lambdas/observability/metrics';
