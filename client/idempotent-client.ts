@@ -22,7 +22,10 @@ import {
 } from './retry';
 import { statusLine } from './status-line';
 
-/** @public */
+/**
+ * Options of `IdempotentMcpClient`: the server's URL, the token and headers it sends, the fetch it uses, its session.
+ * @public
+ */
 export interface IdempotentClientOptions {
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
   url: string | URL;
@@ -196,7 +199,10 @@ export interface AttemptEvent {
   nextDelayMs?: number;
 }
 
-/** @public */
+/**
+ * The answer of a read tool call: its structured content, its text, whether it is an error.
+ * @public
+ */
 export interface ReadCall {
   structuredContent?: Record<string, unknown>;
   isError: boolean;

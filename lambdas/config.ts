@@ -65,7 +65,10 @@ export interface SideEffectsConfig {
   outboxMaxReceiveCount: number;
 }
 
-/** @public */
+/**
+ * The MCP function's settings, read once per container from its environment (`loadConfig`).
+ * @public
+ */
 export interface AppConfig {
   tableName: string;
   /**
@@ -156,7 +159,10 @@ export type SecretSource =
       endpoint?: string;
     };
 
-/** @public */
+/**
+ * An environment: variable names to their text (`process.env`).
+ * @public
+ */
 export type Env = Record<string, string | undefined>;
 
 export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
@@ -358,7 +364,10 @@ export const EnvVars = {
   powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
 } as const;
 
-/** @public */
+/**
+ * The name of one of the endpoint's settings in `EnvVars` (`tableName`, ...).
+ * @public
+ */
 export type EnvVarKey = keyof typeof EnvVars;
 /**
  * The parsed value of one environment variable.

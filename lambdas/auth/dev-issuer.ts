@@ -12,7 +12,10 @@ import { readOrCreateStateFile } from './state-file';
 const ALGORITHM = 'ES256';
 export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
 
-/** @public */
+/**
+ * The local development token issuer: signs a tenant's bearer token with the key kept in the local state folder.
+ * @public
+ */
 export interface DevIssuer {
   issuer: string;
   audience: string;

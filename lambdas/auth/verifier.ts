@@ -69,7 +69,10 @@ export class AuthUnavailableError extends Error {
   }
 }
 
-/** @public */
+/**
+ * Verifies a bearer token and answers its caller (the tenant from the verified token).
+ * @public
+ */
 export interface TokenVerifier {
   /** Verifies an `Authorization` header value; throws AuthenticationError. */
   verify(authorization: string | undefined): Promise<Caller>;

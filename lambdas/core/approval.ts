@@ -28,7 +28,10 @@ export type ApprovalMode = 'url' | 'form';
 /** What the client of a form-mode round is recorded as: its answer is the client's word, not a signed-in person's. */
 export const MCP_CLIENT = 'mcp-client';
 
-/** @public */
+/**
+ * One event of an approval's history (requested, approved, declined, used), kept on its record.
+ * @public
+ */
 export interface ApprovalLogEntry {
   /** Epoch ms. */
   at: number;
@@ -45,7 +48,10 @@ export interface ApprovalLogEntry {
   by?: string;
 }
 
-/** @public */
+/**
+ * One operation's approval as the approval store keeps it: the call it binds, its round, its decision and history.
+ * @public
+ */
 export interface ApprovalRecord extends ConfirmationBinding {
   /** `<binding>.<nonce>`: what the page's link names. */
   id: string;

@@ -33,7 +33,10 @@ export const ErrorCode = {
   UNAUTHORIZED: 'UNAUTHORIZED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;
-/** @public */
+/**
+ * One of the `ErrorCode` values: the stable code of an error answer.
+ * @public
+ */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /**

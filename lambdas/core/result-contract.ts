@@ -8,13 +8,19 @@ import { keyForEcho } from './idempotency-key';
  */
 export type Outcome = 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
 
-/** @public */
+/**
+ * The error of a failed write tool's result: a stable code and a sentence.
+ * @public
+ */
 export interface ContractError {
   code: string;
   message: string;
 }
 
-/** @public */
+/**
+ * A write tool's answer: its outcome (succeeded, failed, unknown, ...), the result or error, and retry advice.
+ * @public
+ */
 export interface WriteToolResult<R = unknown> {
   outcome: Outcome;
   replayed: boolean;

@@ -19,7 +19,10 @@ import { leaseHasPassed, leaseRemainingMs } from './lease';
  * @public
  */
 export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
-/** @public */
+/**
+ * A record's status, or ABSENT when there is none.
+ * @public
+ */
 export type RecordState = RecordStatus | 'ABSENT';
 
 export type TransitionEvent =
@@ -114,7 +117,10 @@ export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
 
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' => status === 'SUCCEEDED' || status === 'FAILED';
 
-/** @public */
+/**
+ * A failure as a record keeps it: a code and a sentence.
+ * @public
+ */
 export interface StoredError {
   code: string;
   message: string;
@@ -220,7 +226,10 @@ export function withinLogBounds(entries: readonly unknown[]): boolean {
 /** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
 export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
-/** @public */
+/**
+ * What happens to a key after its record's retention, and whether a stale execution may run again.
+ * @public
+ */
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
   onExpired: 'execute' | 'review';

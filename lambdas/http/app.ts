@@ -41,7 +41,10 @@ export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
   signingSecret?: () => Promise<string>;
 };
 
-/** @public */
+/**
+ * What `createApp` serves besides the services: the tools, extra routes, the store's health probe, the host names it answers.
+ * @public
+ */
 export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, and only these: there is no default list. */
   tools: readonly ToolDefinition<S>[];

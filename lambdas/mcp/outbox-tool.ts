@@ -26,7 +26,10 @@ export const queuedSchema = z.object({
   status: z.literal('queued'),
   event_id: z.string().describe('The queued effect; get_operation_status shows whether it was delivered.'),
 });
-/** @public */
+/**
+ * The result of an outbox tool (`queuedSchema`): queued, with the event's id.
+ * @public
+ */
 export type Queued = z.infer<typeof queuedSchema>;
 
 export const OUTBOX_TOOL_NOTE =

@@ -77,7 +77,10 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   likelyReplay?: boolean;
 }
 
-/** @public */
+/**
+ * Which MCP era a request is of: 'modern' (2026-07-28, can answer an input request) or 'legacy' (2025).
+ * @public
+ */
 export type ProtocolEra = 'legacy' | 'modern';
 
 /**
@@ -105,7 +108,10 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
 }
 
-/** @public */
+/**
+ * Where a write tool's key comes from: the client's `idempotency_key`, or an `operation_id` the server issued.
+ * @public
+ */
 export type KeySource = 'client' | 'operation_id';
 
 /**

@@ -59,7 +59,10 @@ export const MetricName = {
   ReviewRaces: 'ReviewRaces',
   Redriven: 'Redriven',
 } as const;
-/** @public */
+/**
+ * One of the `MetricName` values: the name of a metric the endpoint writes.
+ * @public
+ */
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
 const EVENT_METRIC: Record<EngineEventType, MetricName> = {
@@ -128,7 +131,10 @@ export const lambdaMetrics: MetricsPublisher = {
   },
 };
 
-/** @public */
+/**
+ * Where the default metrics go: their CloudWatch namespace and service, the writer of their EMF lines, a logger.
+ * @public
+ */
 export interface EmfMetricsOptions {
   /** CloudWatch namespace. Default POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`. */
   namespace?: string;

@@ -24,7 +24,10 @@ export interface WorkerServices {
   outbox: OutboxStore;
 }
 
-/** @public */
+/**
+ * What `createWorkerServices` takes instead of what it builds from the config.
+ * @public
+ */
 export interface WorkerServiceOverrides {
   clock?: Clock;
   logger?: Logger;

@@ -42,7 +42,10 @@ const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
   marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
 };
 
-/** @public */
+/**
+ * Options of `createDynamoDbClient`: an endpoint (DynamoDB Local), your own `DynamoDBClient`, or client settings.
+ * @public
+ */
 export interface DynamoDbClientOptions {
   /**
    * Your own DynamoDB client (a credentials chain, a retry strategy, X-Ray or OpenTelemetry instrumentation), used

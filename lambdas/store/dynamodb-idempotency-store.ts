@@ -50,7 +50,10 @@ const keyOf = recordKeyOf;
 
 type TransactWriteItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** @public */
+/**
+ * Options of `DynamoDbIdempotencyStore`: the document client, the table, the key prefix, the attention index.
+ * @public
+ */
 export interface DynamoDbStoreOptions {
   /**
    * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of

@@ -65,7 +65,10 @@ export interface ApprovalSignIn {
  */
 const PERSON_TENANT_ATTRIBUTE = 'tenant';
 
-/** @public */
+/**
+ * Props of `Auth`: your OIDC issuer, or the endpoint's own user pool (its domain, resource server, demo client, token validity), and the approval page's sign-in.
+ * @public
+ */
 export interface AuthProps {
   /**
    * Verify tokens of an existing issuer instead of creating a Cognito user pool.

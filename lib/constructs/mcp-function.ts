@@ -10,7 +10,10 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** @public */
+/**
+ * Props of `McpFunction`: its entry, the table, the auth, the outbox and approval page, and the function's settings.
+ * @public
+ */
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;

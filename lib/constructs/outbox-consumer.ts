@@ -14,7 +14,10 @@ export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 /** How many consumer instances SQS runs at most, by default. */
 const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
 
-/** @public */
+/**
+ * Props of `OutboxConsumerFunction`: its entry, the table, the queue, its batch and concurrency, the function's settings.
+ * @public
+ */
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */
   readonly entry: string;

@@ -7,7 +7,10 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** @public */
+/**
+ * Props of `ReconcilerFunction`: its entry, the table, the outbox queue, its schedule and attempts, the function's settings.
+ * @public
+ */
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;

@@ -12,7 +12,10 @@ import {
 } from '../../core/state-machine';
 import type { AttentionStatus, ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, ReviewStore } from '../persistence';
 
-/** @public */
+/**
+ * What `describeStoreConformance` runs on: the store under test, its review store and queries, and a neighbour store on the same table.
+ * @public
+ */
 export interface StoreConformanceOptions {
   /** The store under test; called once per test. Records of different tests never share a key. */
   store: () => IdempotencyStore | Promise<IdempotencyStore>;
