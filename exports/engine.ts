@@ -65,8 +65,8 @@ export {
   type NeedsConfirmation,
   type EngineAnswer,
 } from '../lambdas/engine/engine';
-export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/engine/confirmation-gate';
-export type { ConfirmingProtocol } from '../lambdas/core/confirmation-choice';
+export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/confirmation/gate';
+export type { ConfirmingProtocol } from '../lambdas/mcp/confirmation-choice';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,
@@ -97,10 +97,10 @@ export {
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalUse,
-} from '../lambdas/core/approval';
-export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/engine/approval-store';
-export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
+} from '../lambdas/confirmation/core/approval';
+export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/confirmation/approval-store';
+export { InMemoryApprovalStore } from '../lambdas/confirmation/in-memory-approval-store';
 export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../lambdas/core/money';
 export { hasInvisibleCharacters, quotedText, visibleText } from '../lambdas/core/display-text';
-export type { ConfirmationBinding } from '../lambdas/core/confirmation-state';
+export type { ConfirmationBinding } from '../lambdas/confirmation/core/round-state';
 export type { ItemKey } from '../lambdas/core/keys';

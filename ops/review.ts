@@ -14,8 +14,8 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
-import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/core/approval';
-import type { ApprovalStore } from '../lambdas/engine/approval-store';
+import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/confirmation/core/approval';
+import type { ApprovalStore } from '../lambdas/confirmation/approval-store';
 import type {
   AttentionStatus,
   IdempotencyStore,

@@ -18,7 +18,7 @@ import { DEFAULT_POLICY, type IdempotencyPolicy, type ToolEffect, toolInFlightWi
 import { hashForLog, validateIdempotencyKey, validateTenantId, validateToolName } from '../core/idempotency-key';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import { decideForExisting, isSettled, keyIsFree, transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
-import { type ConfirmationAsk, type ConfirmationRequirement, confirmBeforeRunning } from './confirmation-gate';
+import { type ConfirmationAsk, type ConfirmationRequirement, confirmBeforeRunning } from '../confirmation/gate';
 import { silentObserver, type EngineEventType, type IdempotencyObserver } from './observer';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity } from './persistence';
 
@@ -189,7 +189,7 @@ export class IdempotencyEngine {
 
   /**
    * As `run`, for a tool a person confirms before it runs (its `confirmation`): the engine reads the record once and,
-   * when the key is free, asks the gate (lambdas/engine/confirmation-gate.ts); the call runs only on its yes, and is
+   * when the key is free, asks the gate (lambdas/confirmation/gate.ts); the call runs only on its yes, and is
    * answered `needs_confirmation` while the person is asked, or refused (declined, nobody can be asked). A key whose
    * record answers the call (a replay, a conflict, in progress) is answered from that record without asking anyone.
    * `confirmation` undefined: as `run`.

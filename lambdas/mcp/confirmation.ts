@@ -1,12 +1,12 @@
 import * as z from 'zod';
-import type { Confirmation, ConfirmingProtocol } from '../core/confirmation-choice';
-import type { ConfirmationRequirement } from '../engine/confirmation-gate';
+import type { Confirmation, ConfirmingProtocol } from './confirmation-choice';
+import type { ConfirmationRequirement } from '../confirmation/gate';
 import type { ToolCall, ToolRuntime } from './tool-types';
 
 /**
  * The MCP side of a person's confirmation: what a request says (its protocol version, the client's elicitation
- * capabilities, the round it answers), as the engine's confirmation gate takes it (lambdas/engine/confirmation-gate.ts
- * decides; lambdas/core/confirmation-choice.ts is the rule of who is asked how). The answer goes back to MCP in
+ * capabilities, the round it answers), as the engine's confirmation gate takes it (lambdas/confirmation/gate.ts
+ * decides; lambdas/mcp/confirmation-choice.ts is the rule of who is asked how). The answer goes back to MCP in
  * define-write-tool.ts, with the rest of the engine's answers.
  */
 

@@ -3,7 +3,7 @@ import { systemClock } from '../core/clock';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { stderrLogger } from '../observability/logger';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { createSigners } from '../engine/signers';
 import type { ToolRuntime } from './tool-types';
 

@@ -8,8 +8,9 @@ import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { ConfirmationSigner, OperationIdSigner } from '../engine/signers';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { OperationIdSigner } from '../engine/signers';
+import type { ConfirmationSigner } from '../confirmation/signer';
+import type { ApprovalStore } from '../confirmation/approval-store';
 
 /** The signers are the engine's (lambdas/engine/signers.ts): its confirmation gate calls the round signer. */
 export type { ConfirmationSigner, OperationIdSigner };

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
-import { createSigners, type ConfirmationSigner, type OperationIdSigner } from '../engine/signers';
+import { createSigners, type OperationIdSigner } from '../engine/signers';
+import type { ConfirmationSigner } from '../confirmation/signer';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { createEngineObserver } from '../observability/metrics';
@@ -25,7 +26,7 @@ export interface Services extends WorkerServices {
   auth: TokenVerifier;
   /** The HMAC key of operation ids, confirmations and the approval page's cookies (domain-separated), read when first needed. */
   signingSecret: () => Promise<string>;
-  /** The people's decisions on approvals and form confirmations (lambdas/core/approval.ts). */
+  /** The people's decisions on approvals and form confirmations (lambdas/confirmation/core/approval.ts). */
   approvals: ApprovalStore;
   observer: IdempotencyObserver;
   /** Ids of new outbox events (random). */

@@ -6,16 +6,16 @@ import {
   DEFAULT_APPROVAL_TTL_SECONDS,
   MCP_CLIENT,
   newApproval,
-} from '../core/approval';
+} from './core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
-import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
-import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
+import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../mcp/confirmation-choice';
+import { type ConfirmationBinding, confirmationStateNonce } from './core/round-state';
 import type { Clock } from '../core/clock';
 import { ErrorCode, SecretUnavailableError } from '../core/errors';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApprovalStore } from './approval-store';
-import type { ConfirmationSigner } from './signers';
+import type { ConfirmationSigner } from './signer';
 
 /**
  * The engine's gate for a tool a person confirms: asked by the engine only when its one read of the record found the

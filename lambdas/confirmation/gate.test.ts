@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { IdempotencyEngine, InMemoryApprovalStore, InMemoryIdempotencyStore, type Execution } from 'idempotent-mcp/engine';
 import { WriteResults } from '../core/result-contract';
-import { mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
+import { mintConfirmationState, verifyConfirmationState } from './core/round-state';
 import { ErrorCode } from '../core/errors';
-import type { ConfirmationRequirement } from './confirmation-gate';
-import type { EngineAnswer } from './engine';
+import type { ConfirmationRequirement } from './gate';
+import type { EngineAnswer } from '../engine/engine';
 
 /**
- * Confirmation as the engine's gate (lambdas/engine/confirmation-gate.ts): the engine reads the key's record once; a
+ * Confirmation as the engine's gate (lambdas/confirmation/gate.ts): the engine reads the key's record once; a
  * held key answers from it without asking anyone, a free key is asked about first, and runs only on the person's yes.
  * The MCP side of the same: test/integration/mcp-confirmation-expiry.test.ts, mcp-confirmation, mcp-approval.
  */

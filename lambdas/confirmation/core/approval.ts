@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { ConfirmationBinding } from './confirmation-state';
-import type { ItemKey } from './keys';
-import { Keys } from './keys';
-import { withinLogBounds } from './state-machine';
+import type { ConfirmationBinding } from './round-state';
+import type { ItemKey } from '../../core/keys';
+import { Keys } from '../../core/keys';
+import { withinLogBounds } from '../../core/state-machine';
 
 /**
  * A person's approval of one operation (tool `confirmation: 'approval'`, or the form-mode decision record): bound to
