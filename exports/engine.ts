@@ -65,8 +65,7 @@ export {
   type NeedsConfirmation,
   type EngineAnswer,
 } from '../lambdas/engine/engine';
-export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/confirmation/gate';
-export type { ConfirmingProtocol } from '../lambdas/mcp/confirmation-choice';
+export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,

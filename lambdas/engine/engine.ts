@@ -18,7 +18,13 @@ import { DEFAULT_POLICY, type IdempotencyPolicy, type ToolEffect, toolInFlightWi
 import { hashForLog, validateIdempotencyKey, validateTenantId, validateToolName } from '../core/idempotency-key';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import { decideForExisting, isSettled, keyIsFree, transition, type IdempotencyRecord, type StoredError } from '../core/state-machine';
-import { type ConfirmationAsk, type ConfirmationRequirement, confirmBeforeRunning } from '../confirmation/gate';
+import {
+  type ConfirmationAsk,
+  type ConfirmationGate,
+  type ConfirmationPorts,
+  type ConfirmationRequirement,
+  createConfirmationGate,
+} from '../confirmation/gate';
 import { silentObserver, type EngineEventType, type IdempotencyObserver } from './observer';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity } from './persistence';
 
@@ -123,6 +129,12 @@ export interface EngineOptions {
    */
   answeredKeys?: number;
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * What the confirmation gate works with (lambdas/confirmation/gate.ts), given once: the people's decisions, the
+   * round signer, where to log. Needed by `runConfirmed` with a requirement; without it such a call throws (a wiring
+   * error: nobody could be asked). `createToolRuntime` and the endpoint's services give it.
+   */
+  confirmation?: ConfirmationPorts;
 }
 
 class DeadlineExceeded extends Error {
@@ -168,6 +180,7 @@ export class IdempotencyEngine {
   /** Local tools' keys answered from a settled record, oldest first (a Map keeps insertion order). */
   private readonly answered = new Map<string, true>();
   private readonly answeredLimit: number;
+  private readonly gate: ConfirmationGate | undefined;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -179,6 +192,7 @@ export class IdempotencyEngine {
     this.downstreamTimeoutMs = options.downstreamTimeoutMs ?? DEFAULT_DOWNSTREAM_TIMEOUT_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.answeredLimit = options.answeredKeys ?? 10_000;
+    this.gate = options.confirmation && createConfirmationGate({ ...options.confirmation, clock: this.clock });
   }
 
   /** Runs `execute` at most once per key and answers every call with the key: the first call's result, a replay, or why not now. */
@@ -188,8 +202,9 @@ export class IdempotencyEngine {
   }
 
   /**
-   * As `run`, for a tool a person confirms before it runs (its `confirmation`): the engine reads the record once and,
-   * when the key is free, asks the gate (lambdas/confirmation/gate.ts); the call runs only on its yes, and is
+   * As `run`, for a tool a person confirms before it runs (its `confirmation`, as the protocol's edge chose how): the
+   * engine reads the record once and, when the key is free, asks the gate it was built with
+   * (`EngineOptions.confirmation`, lambdas/confirmation/gate.ts); the call runs only on its yes, and is
    * answered `needs_confirmation` while the person is asked, or refused (declined, nobody can be asked). A key whose
    * record answers the call (a replay, a conflict, in progress) is answered from that record without asking anyone.
    * `confirmation` undefined: as `run`.
@@ -209,6 +224,8 @@ export class IdempotencyEngine {
     policyInput: IdempotencyPolicy,
     execute: Executor<R>,
   ): Promise<EngineAnswer<R>> {
+    if (confirmation && !this.gate)
+      throw new Error(`${request.tool} needs a confirmation, and this engine was built without one (EngineOptions.confirmation)`);
     const started = this.clock();
     const policy: ResolvedPolicy = {
       ...DEFAULT_POLICY,
@@ -275,7 +292,7 @@ export class IdempotencyEngine {
           heldSince = record && !keyIsFree(record, this.clock(), policy.onExpired) ? record : undefined;
           return heldSince !== undefined;
         };
-        const verdict = await confirmBeforeRunning(confirmation!, { ...identity, fingerprint: fp }, { runId, keyHeld });
+        const verdict = await this.gate!(confirmation!, { ...identity, fingerprint: fp }, { runId, keyHeld });
         if (verdict === 'held') runId = undefined;
         else if (verdict !== 'run') return 'ask' in verdict ? { outcome: 'needs_confirmation', ask: verdict.ask } : verdict.answer;
         // Free: the claim (or the one-request commit) takes it, conditioned on it being free still. Held since: the

@@ -1,6 +1,6 @@
 /**
  * How a person confirms an operation before it runs, chosen from the tool's mode, what the client can do and what the
- * operator allows: the one rule (docs/confirmation.md, "What each client gets"). Pure: the engine's confirmation gate
+ * operator allows: the one rule (docs/confirmation.md, "What each client gets"). Pure, at the MCP edge (its inputs are the protocol's): the engine's confirmation gate
  * (lambdas/confirmation/gate.ts) acts on the choice.
  */
 
@@ -37,7 +37,7 @@ export interface ConfirmationChoiceInput {
   formFallback: boolean;
 }
 
-/** Why nobody can be asked: each has its own sentence (lambdas/confirmation/gate.ts). */
+/** Why nobody can be asked: each has its own sentence (confirmation.ts, beside this file). */
 export type UnavailableReason =
   /** 'approval' on a server with no approval page. */
   | 'no_approval_page'

@@ -37,7 +37,7 @@ export interface Services extends WorkerServices {
 export interface ServiceOverrides extends WorkerServiceOverrides {
   observer?: IdempotencyObserver;
   /** Engine tuning (tests shorten the in-progress wait, for instance). */
-  engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer'>;
+  engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer' | 'confirmation'>;
   /** Tests pin event ids (to make a transaction collide, for instance). */
   newEventId?: () => string;
 }
@@ -47,6 +47,9 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const base = createWorkerServices(config, overrides);
   const { store, clock, logger } = base;
   const observer = overrides.observer ?? createEngineObserver(logger);
+  const secret = lazySecret(config.operationIdSecret);
+  const signers = createSigners(secret, clock);
+  const approvals = new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix });
   // `unknown` answers suggest retrying after about one reconciler period.
   const engine = new IdempotencyEngine({
     unknownRetryAfterMs: config.sideEffects.reconcileIntervalMs,
@@ -56,14 +59,15 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     store,
     clock,
     observer,
+    // The confirmation gate's ports, given once (the MCP edge chooses per request how the person is asked).
+    confirmation: { approvals, confirmations: signers.confirmations, logger, approvalTtlSeconds: config.approvals.ttlSeconds },
   });
-  const secret = lazySecret(config.operationIdSecret);
   return {
     ...base,
     config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
-    approvals: new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }),
+    approvals,
     engine,
-    ...createSigners(secret, clock),
+    ...signers,
     signingSecret: secret,
     auth: createTokenVerifier(config.auth),
     observer,
