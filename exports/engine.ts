@@ -54,17 +54,16 @@ export {
   type StoredError,
 } from '../lambdas/core/state-machine';
 export { DEFAULT_POLICY, type IdempotencyPolicy, type ToolEffect } from '../lambdas/core/tool-policy';
-export {
-  IdempotencyEngine,
-  type EngineOptions,
-  type Execution,
-  type ExecutionContext,
-  type ExecutionPath,
-  type Executor,
-  type WriteRequest,
-  type NeedsConfirmation,
-  type EngineAnswer,
-} from '../lambdas/engine/engine';
+export { IdempotencyEngine, type EngineOptions } from '../lambdas/engine/engine';
+export type {
+  Execution,
+  ExecutionContext,
+  ExecutionPath,
+  Executor,
+  WriteRequest,
+  NeedsConfirmation,
+  EngineAnswer,
+} from '../lambdas/engine/write-request';
 export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {

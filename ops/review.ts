@@ -14,7 +14,13 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../lambdas/core/state-machine';
-import { approvalState, currentDecision, FORM_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../lambdas/confirmation/core/approval';
+import {
+  approvalState,
+  currentDecision,
+  FORM_CLIENT,
+  type ApprovalLogEntry,
+  type ApprovalRecord,
+} from '../lambdas/confirmation/core/approval';
 import type { ApprovalStore } from '../lambdas/confirmation/approval-store';
 import type {
   AttentionStatus,

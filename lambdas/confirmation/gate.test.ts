@@ -6,7 +6,7 @@ import { mintConfirmationState, verifyConfirmationState } from './core/round-sta
 import { ErrorCode } from '../core/errors';
 import type { ConfirmationRequirement } from './gate';
 import { chooseConfirmation, type ConfirmingProtocol } from '../mcp/confirmation-choice';
-import type { EngineAnswer } from '../engine/engine';
+import type { EngineAnswer } from '../engine/write-request';
 
 /**
  * Confirmation as the engine's gate (lambdas/confirmation/gate.ts), handed to the engine once at its construction: the

@@ -93,7 +93,7 @@ export type ConfirmationAsk =
  * The gate's answer: run now, ask the person, or answer this instead (nothing ran). `held`: the key was claimed since
  * the caller read it free (by the run that used the yes): the caller answers from its record.
  */
-export type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
+type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
 const SECRET_RETRY_AFTER_MS = 2000;
@@ -115,7 +115,7 @@ export function secretUnavailable(
 }
 
 /** The run a 'run' verdict lets go: the owner token its idempotency record will carry, recorded as the approval's user. */
-export interface GatedRun {
+interface GatedRun {
   runId: string;
   /**
    * Whether the key is held now (read again). Asked before a new round replaces a yes another run used: that run

@@ -1,6 +1,13 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, approvalKey, decisionEntry, useEntry } from '../confirmation/core/approval';
+import {
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalUse,
+  approvalKey,
+  decisionEntry,
+  useEntry,
+} from '../confirmation/core/approval';
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
 import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult } from '../confirmation/approval-store';
 import { TableSchema } from './table-schema';
