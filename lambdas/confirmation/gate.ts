@@ -50,7 +50,11 @@ export interface ConfirmationPorts {
  * @public
  */
 export type ConfirmationRequirement =
-  | { how: 'nobody' /** One sentence for the agent: why nobody can be asked, and what works instead. */; why: string }
+  | {
+      how: 'nobody';
+      /** One sentence for the agent: why nobody can be asked, and what works instead. */
+      why: string;
+    }
   | {
       /**
        * 'page': the person decides on the approval page, sent there by an ask (`via: 'url'`); 'link': on the same

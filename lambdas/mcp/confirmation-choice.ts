@@ -17,8 +17,6 @@ export type Confirmation = 'approval' | 'required' | 'none';
  * The client's protocol as far as confirming goes: '2026-07-28' answers input requests (URL or form mode, as it
  * declares); '2025-11-25' and 'earlier' answer none (a stateless server cannot see what a 2025 client declared at
  * `initialize`): they get the approval link as a tool result.
- *
- * @public
  */
 export type ConfirmingProtocol = '2026-07-28' | '2025-11-25' | 'earlier';
 

@@ -31,13 +31,13 @@ export interface ToolRuntime {
   /**
    * Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut); tools with
    * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
-   * the base of the approval page's links (derived from the request when unset); how long an approval link lives.
+   * the base of the approval page's links (derived from the request when unset). How long an approval link lives is
+   * the engine's confirmation gate's (`EngineOptions.confirmation`), set once.
    */
   config: {
     confirmationOptOut: readonly string[];
     confirmationFormFallback?: readonly string[];
     publicBaseUrl?: string;
-    approvalTtlSeconds?: number;
     approvalBaseUrl?: string;
   };
   /**

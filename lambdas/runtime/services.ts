@@ -19,7 +19,7 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * @public
  */
 export interface Services extends WorkerServices {
-  config: AppConfig & { approvalTtlSeconds: number; approvalBaseUrl?: string };
+  config: AppConfig & { approvalBaseUrl?: string };
   engine: IdempotencyEngine;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
@@ -64,7 +64,7 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   });
   return {
     ...base,
-    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
+    config: { ...config, approvalBaseUrl: config.approvals.baseUrl },
     approvals,
     engine,
     ...signers,
