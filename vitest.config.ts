@@ -38,9 +38,9 @@ class SlowestFirstSequencer extends BaseSequencer {
 /**
  * The fast tier, `npm run test:unit` (vitest.unit.config.ts): the tests beside the module they test (pure: no
  * DynamoDB Local, no child process) and the whole-project checks of test/unit/. Every other folder of test/ needs
- * the local stack, a child process or a build. conformance/ and examples/ have runs of their own.
+ * the local stack, a child process or a build. test/conformance/ and examples/ have runs of their own.
  */
-export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'ops', 'bin', 'reference', 'local', 'scripts', 'proof', 'test/unit'];
+export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'bin', 'reference', 'local', 'scripts', 'test/models', 'test/unit'];
 
 /**
  * What a test file may change for the files after it in the same process and cannot be put back after it: the
@@ -66,13 +66,24 @@ export function projects(folders: string[], test: TestProjectInlineConfiguration
       readdirSync(new URL(`./${folder}/`, import.meta.url), { recursive: true, encoding: 'utf8' }).map((file) => `${folder}/${file}`),
     )
     .filter((file) => file.endsWith('.test.ts') && !file.includes('node_modules/'));
-  const own = [...new Set(files)].filter((file) => LEAKS.test(readFileSync(new URL(`./${file}`, import.meta.url), 'utf8'))).sort();
+  // test/conformance/ is `npm run conformance`'s own run (it downloads third-party clients).
+  const own = [...new Set(files)]
+    .filter((file) => !file.startsWith('test/conformance/'))
+    .filter((file) => LEAKS.test(readFileSync(new URL(`./${file}`, import.meta.url), 'utf8')))
+    .sort();
   const include = folders.map((folder) => `${folder}/**/*.test.ts`);
   const guard = [...[test.setupFiles ?? []].flat(), 'test/support/shared-file-guard.ts'];
   return [
     {
       extends: true,
-      test: { ...test, name: 'shared', include, exclude: [...configDefaults.exclude, ...own], isolate: false, setupFiles: guard },
+      test: {
+        ...test,
+        name: 'shared',
+        include,
+        exclude: [...configDefaults.exclude, 'test/conformance/**', ...own],
+        isolate: false,
+        setupFiles: guard,
+      },
     },
     { extends: true, test: { ...test, name: 'own-process', include: own, isolate: true } },
   ];

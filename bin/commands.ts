@@ -22,7 +22,7 @@ export function aliasOf(alias: string, command: string): void {
   process.stderr.write(`${alias} is deprecated and goes in the next release: use ${command} (the same flags).\n`);
 }
 
-/** The review workflow (ops/cli.ts): stdout carries only the answer, logs and metrics go to stderr. */
+/** The review workflow (lambdas/ops/cli.ts): stdout carries only the answer, logs and metrics go to stderr. */
 export async function opsCommand(argv: readonly string[]): Promise<void> {
   // Powertools writes through the global console in dev mode, so that console is pointed at stderr before it loads.
   process.env.POWERTOOLS_DEV ??= 'true';
@@ -41,7 +41,7 @@ export async function opsCommand(argv: readonly string[]): Promise<void> {
       return;
     }
   }
-  const { runOps } = await import('../ops/cli');
+  const { runOps } = await import('../lambdas/ops/cli');
   const { logger } = await import('../lambdas/observability/logger');
   process.exitCode = await runOps(
     [...argv],

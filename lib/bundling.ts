@@ -34,7 +34,7 @@ export const LambdaBundle = {
   /**
    * Nothing external: the AWS SDK v3 is bundled (tree-shaken and minified) rather than taken from the runtime,
    * so the deployed code runs the SDK version the tests ran, and a minified single file loads faster than the
-   * runtime's many unminified SDK files (see bench/cold-start.ts for the figures).
+   * runtime's many unminified SDK files (see test/bench/cold-start.ts for the figures).
    */
   external: [] as string[],
   /** Licence comments are kept in node_modules; they add bytes to every cold start. */

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
 import type { DeliveryHandler, ToolDefinition } from 'idempotent-mcp/mcp';
-import { stateOf, writeLocalState } from '../ops/local-state';
+import { stateOf, writeLocalState } from '../lambdas/ops/local-state';
 import { confirmationNotice } from './confirmation-notice';
 import { startLocalStack, type LocalStack, type LocalStackOptions } from './stack';
 import { watchStateDir } from './state-dir';

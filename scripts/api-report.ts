@@ -1,5 +1,5 @@
 /**
- * `npm run api`: one API report per public subpath (api/<subpath>.api.md), written by API Extractor from the package's
+ * `npm run api`: one API report per public subpath (exports/<subpath>.api.md), written by API Extractor from the package's
  * declarations, so a change of the public surface is a visible diff. test/package/api-report.test.ts runs the same
  * check without writing, on the declarations of the test run's packed package, and fails when a report is out of date.
  */
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel, type ExtractorMessage } from '@microsoft/api-extractor';
 import { emitDeclarations, PROJECT_ROOT, publicSubpaths } from './declarations';
 
-export const API_FOLDER = join(PROJECT_ROOT, 'api');
+export const API_FOLDER = join(PROJECT_ROOT, 'exports');
 
 export interface ApiReportOutcome {
   readonly subpath: string;
@@ -99,7 +99,7 @@ export function apiReports({ update, tarball }: { update: boolean; tarball?: str
           problems.push(`${message.messageId}: ${message.text}`);
         },
       });
-      return { subpath: name, reportFile: `api/${reportName}.api.md`, changed: result.apiReportChanged, problems };
+      return { subpath: name, reportFile: `exports/${reportName}.api.md`, changed: result.apiReportChanged, problems };
     });
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -24,7 +24,15 @@ import { EnvVars, environmentOf, loadAuthConfig, read } from '../lambdas/config'
 import { createFaultFetch } from '../client/fault-fetch';
 import { LOCK_FILE } from '../local/dynamodb-local';
 import { freePort } from '../local/free-port';
-import { checkHistory, RESOURCE_FIELD, settles, WRITE_TOOLS, type Ledger, type Violation, type WriteTool } from '../proof/history-check';
+import {
+  checkHistory,
+  RESOURCE_FIELD,
+  settles,
+  WRITE_TOOLS,
+  type Ledger,
+  type Violation,
+  type WriteTool,
+} from '../test/models/history-check';
 
 const usage = 'usage: npm run chaos -- [--duration <seconds>] [--out <history.jsonl>] [--dir <state folder>] [--seed <n>]';
 let values: { duration?: string; out?: string; dir?: string; seed?: string; help?: boolean };
@@ -536,7 +544,7 @@ async function readLedger(): Promise<Ledger> {
   }
 }
 
-/** The invariants (proof/history-check.ts) on what was answered and what the downstreams recorded; both go into the history. */
+/** The invariants (test/models/history-check.ts) on what was answered and what the downstreams recorded; both go into the history. */
 function check(ledger: Ledger) {
   for (const intent of intents)
     record({ kind: 'intent', id: intent.id, tool: intent.tool, tenant: intent.tenant, key: intent.key, exposed: intent.exposed });

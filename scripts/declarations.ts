@@ -28,7 +28,7 @@ export interface Subpath {
 
 /**
  * The naming rule of the entry points: subpath `idempotent-mcp/<a>/<b>` is the file `exports/<a>-<b>.ts`, its API
- * report `api/<a>-<b>.api.md`, its build `dist/<a>/<b>.js`.
+ * report `exports/<a>-<b>.api.md`, its build `dist/<a>/<b>.js`.
  */
 export const entryFileOf = (out: string) => `exports/${out.replaceAll('/', '-')}.ts`;
 

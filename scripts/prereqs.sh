@@ -8,7 +8,7 @@
 #   cfn-lint   the linter of every synthesized template (test/artifact/); a Python package, not in Debian
 # What is missing is installed from Debian's packages when it can be (Debian or Ubuntu, as root); otherwise this
 # stops at once with one sentence naming what to install and how, before any test runs.
-# (The Node 22 of test/artifact/ is the npm registry's: the suite's global set-up installs it, see conformance/.)
+# (The Node 22 of test/artifact/ is the npm registry's: the suite's global set-up installs it, see test/conformance/.)
 set -euo pipefail
 
 java_ok() {

@@ -7,7 +7,7 @@ const MAX_JWKS_BYTES = 1024 * 1024;
 /**
  * The key set fetch jose makes (its `customFetch` option), over `node:https` rather than the global `fetch`.
  * The first `fetch` in a process loads undici's HTTP client (its llhttp WebAssembly parser included): tens of
- * milliseconds of every cold start, for one small GET (bench/cold-start.ts). jose reads only `status` and `json()`.
+ * milliseconds of every cold start, for one small GET (test/bench/cold-start.ts). jose reads only `status` and `json()`.
  */
 export function fetchJwks(
   url: string,

@@ -78,7 +78,7 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
   NEEDS_REVIEW: { ...OPERATOR_TRANSITIONS },
 };
 
-/** The table itself, read-only: `proof/emit-transitions.ts` renders it for the spin model (one table, not two). */
+/** The table itself, read-only: `test/models/emit-transitions.ts` renders it for the spin model (one table, not two). */
 export const TRANSITION_TABLE: Readonly<Record<RecordState, Readonly<Partial<Record<TransitionEvent, RecordState>>>>> = TRANSITIONS;
 
 /** @public */

@@ -16,7 +16,7 @@ export function mcpLambdaHandler(
   withClients: (services: Services) => Services = clientsOf(module, (services) => services),
 ) {
   // Zod compiles a fast path (new Function) for each schema on its first parse: on Lambda the cold request pays for
-  // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see bench/cold-start.ts).
+  // it and small requests barely win it back. Interpreted parsing is the cheaper trade here (see test/bench/cold-start.ts).
   z.config({ jitless: true });
   const services = withClients(createServices(loadConfig()));
   // The issuer's key set is read while the rest of the cold start goes on, not by the first request.

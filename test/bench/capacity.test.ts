@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand, GetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createCapacityTables, measureCapacity, meterCapacity, type CapacityMeter, type CapacityTables } from '../../bench/capacity';
+import { createCapacityTables, measureCapacity, meterCapacity, type CapacityMeter, type CapacityTables } from './capacity';
 import { IdempotencyEngine } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbBaseClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';

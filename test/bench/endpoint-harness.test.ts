@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { checkedResult, measureEndpoint } from '../../bench/endpoint';
-import { TENANT } from '../../bench/floor';
+import { checkedResult, measureEndpoint } from './endpoint';
+import { TENANT } from './floor';
 import { orderIdFor } from '../../reference/tools/orders';
 
 /**

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../../bench/cold-start';
+import { buildLambdaBundle, functionUrlEvent, startColdStartFixture, type ColdStartFixture } from '../bench/cold-start';
 import { deliveriesFunctionEntry, toolsFunctionEntry } from '../../lib/tools-entry';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 import { keyHeaders, MODERN_PROTOCOL, orderArgs } from '../support/mcp';

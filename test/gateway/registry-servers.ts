@@ -6,7 +6,7 @@ import { freePort } from '../../local/free-port';
 
 /**
  * The registry's MCP servers the gateway is put in front of (devDependencies), by the bin each package declares.
- * Free of vitest: the gateway bench (bench/gateway.ts) starts them too.
+ * Free of vitest: the gateway bench (test/bench/gateway.ts) starts them too.
  */
 const require = createRequire(import.meta.url);
 const binOf = (manifest: string) => {

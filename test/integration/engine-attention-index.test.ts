@@ -6,7 +6,7 @@ import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord, OperatorDecision, ReviewEntry } from 'idempotent-mcp/engine';
 import { Keys } from '../../lambdas/core/keys';
 import { logger } from '../../lambdas/observability/logger';
-import { ReviewDesk } from '../../ops/review';
+import { ReviewDesk } from '../../lambdas/ops/review';
 import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';
 

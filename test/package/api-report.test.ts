@@ -6,7 +6,7 @@ import { PROJECT_ROOT } from '../../scripts/declarations';
 import { packedPackage } from './support';
 
 /**
- * The public surface is a promise: each subpath's API report (api/*.api.md, API Extractor's) is committed with every
+ * The public surface is a promise: each subpath's API report (exports/*.api.md, API Extractor's) is committed with every
  * name's full signature and release tag, so a change of what a team can import, or of a parameter's type, is a
  * visible diff that fails here. After a deliberate change, `npm run api` rewrites the reports (and CHANGELOG.md says
  * what changed). The declarations are those the packed package ships (the run's one `npm pack`, shared with

@@ -11,12 +11,12 @@ import {
   PLANTED_LIVELOCK,
   runSpin,
   type SpinRun,
-} from '../../proof/spin';
+} from '../models/spin';
 
 /**
  * The model checks on main pass, exhaustively (a search cut short by a bound fails), and every planted bug fails
  * them with a trail. Every safety profile runs here; progress under weak fairness costs about ten times more, so
- * here one progress profile per tool kind, and every one with `npx tsx proof/spin.ts`. Each model compiles once per
+ * here one progress profile per tool kind, and every one with `npx tsx test/models/spin.ts`. Each model compiles once per
  * search mode (every profile and planted bug is a run-time parameter; a binary compiled by an earlier run from the
  * same source is reused), and the searches run in parallel.
  */

@@ -28,15 +28,15 @@ export async function setup(project: TestProject) {
 }
 
 /**
- * The npm registry's node@22 (Lambda's nodejs22.x), into conformance/.tools apart from node_modules: the one install
+ * The npm registry's node@22 (Lambda's nodejs22.x), into test/conformance/.tools apart from node_modules: the one install
  * that the conformance suite uses too. Once per clone; later runs find it there (`npm ls`, no registry).
  */
 async function installNode22(): Promise<void> {
-  const script = join(import.meta.dirname, '..', '..', 'conformance', 'install.sh');
+  const script = join(import.meta.dirname, '..', 'conformance', 'install.sh');
   await promisify(execFile)('bash', [script], { maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
     const reason = (err.stderr || err.message).trim().split('\n').slice(-3).join(' ');
     throw new Error(
-      `Node 22 (the npm registry's node@22, which test/artifact/ runs the Lambda functions under) could not be installed into conformance/.tools by conformance/install.sh: ${reason}`,
+      `Node 22 (the npm registry's node@22, which test/artifact/ runs the Lambda functions under) could not be installed into test/conformance/.tools by test/conformance/install.sh: ${reason}`,
     );
   });
 }

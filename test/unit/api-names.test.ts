@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
- * One name per concept, one concept per name, read from the API reports (api/*.api.md, what a team can import):
+ * One name per concept, one concept per name, read from the API reports (exports/*.api.md, what a team can import):
  * a name two subpaths export is the same declaration in both (`WriteToolResult` in `/engine` and `/client`), never
  * two things (a construct and a runtime type both called `OutboxQueue`); and no public type is only another public
  * name under a second name (`type RegisterWriteToolOptions<S> = RegisterToolOptions<S>`).
@@ -53,7 +53,7 @@ function aliases(declarations: readonly Declaration[]): string[] {
   });
 }
 
-const REPORTS = join(PROJECT_ROOT, 'api');
+const REPORTS = join(PROJECT_ROOT, 'exports');
 const declarations = readdirSync(REPORTS)
   .filter((file) => file.endsWith('.api.md'))
   .flatMap((file) => declarationsOf(file.replace(/\.api\.md$/, ''), readFileSync(join(REPORTS, file), 'utf8')));

@@ -53,7 +53,7 @@ describe('.ci/run', () => {
   });
 
   it('a step of its own is caught: a script run directly, a chained command, an unknown npm script', () => {
-    const steps = ['bash scripts/prereqs.sh', 'npm ci && bash conformance/install.sh', 'npm run setup-ci', 'npm test; java -version'];
+    const steps = ['bash scripts/prereqs.sh', 'npm ci && bash test/conformance/install.sh', 'npm run setup-ci', 'npm test; java -version'];
     expect(foreignSteps(steps.join('\n'), scripts)).toEqual(steps);
   });
 });

@@ -13,7 +13,7 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * team installs: its entry files and what they reach; the tests beside the modules are none); the reference
  * endpoint's own tools write their own business items and are not walked.
  */
-const TOOLKIT = ['exports', 'lambdas', 'lib', 'client', 'ops'];
+const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
 /** The modules under a folder, without the tests beside them (as test/unit/layers.test.ts walks them). */
 const modulesUnder = (folder: string): string[] =>
   readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
@@ -44,7 +44,7 @@ const ALLOWED: Readonly<Record<string, string>> = {
     "the `/dynamodb` public subpath: it re-exports the adapter, refusal helpers included, for a team's own item writes",
   'lambdas/runtime/services.ts': "composition root: builds the document client the stores and the tools' own writes share (its type only)",
   'lambdas/runtime/worker-services.ts': 'composition root of the workers: the same document client (its type only)',
-  'ops/target.ts': 'composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)',
+  'lambdas/ops/target.ts': 'composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)',
 };
 
 const allowed = (file: string) => Object.keys(ALLOWED).some((place) => (place.endsWith('/') ? file.startsWith(place) : file === place));
@@ -89,12 +89,12 @@ it('sees the SDK packages in the graph, and finds item code where it does not be
   expect(
     itemCodeOutsideTheAdapter({
       'lambdas/reconciler/reconciler.ts': ['lambdas/store/record-item.ts', 'lambdas/engine/persistence.ts'],
-      'ops/review.ts': ['node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts', 'lambdas/store/dynamodb-idempotency-store.ts'],
+      'lambdas/ops/review.ts': ['node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts', 'lambdas/store/dynamodb-idempotency-store.ts'],
       'lambdas/store/dynamodb-idempotency-store.ts': ['node_modules/@aws-sdk/lib-dynamodb/dist-types/index.d.ts'],
       'lambdas/runtime/services.ts': ['node_modules/@aws-sdk/lib-dynamodb/dist-types/index.d.ts'],
     }),
   ).toEqual([
     'lambdas/reconciler/reconciler.ts -> lambdas/store/record-item.ts',
-    'ops/review.ts -> node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts',
+    'lambdas/ops/review.ts -> node_modules/@aws-sdk/util-dynamodb/dist-types/index.d.ts',
   ]);
 });

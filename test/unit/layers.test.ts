@@ -20,7 +20,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/runtime'],
   ['lambdas/http'],
   ['lambdas/functions', 'lambdas/gateway', 'lambdas/check'],
-  ['lib', 'ops'],
+  ['lib', 'lambdas/ops'],
   // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
   ['exports'],
 ];
@@ -31,7 +31,7 @@ const isClientCode = (file: string) => within(file, 'client') || /^exports\/clie
 
 const layerOf = (file: string) => LAYERS.findIndex((layer) => layer.some((unit) => within(file, unit)));
 
-const TOOLKIT = ['lambdas', 'lib', 'client', 'ops'];
+const TOOLKIT = ['lambdas', 'lib', 'client'];
 /**
  * The modules under a folder. A module's tests sit beside it (lambdas/core/fingerprint.test.ts): they are no toolkit
  * module, ship nowhere, and may import anything, so the walk starts from the modules only.

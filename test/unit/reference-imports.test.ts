@@ -5,12 +5,12 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
  * The toolkit is what a team installs: `exports/` (the public subpaths' entry files), `lambdas/` (the runtime), `lib/` (the
- * constructs), `client/` and `ops/`.
+ * constructs), `client/` and `lambdas/ops/`.
  * The reference endpoint (`reference/`: its demo tools, their downstream clients, the sandbox, its settings and
  * stack) is the toolkit's first user: it, `npm start` (`local/`, `scripts/`) and the CDK app (`bin/`) reach the
  * toolkit only through the public subpaths (`idempotent-mcp/engine`, `/mcp`, `/lambda`, ...), as a team's code does.
  */
-const TOOLKIT = ['exports', 'lambdas', 'lib', 'client', 'ops'];
+const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
 const REFERENCE_CODE = ['reference'];
 const SCANNED = ['reference', 'local', 'scripts/start.ts', 'bin/app.ts'];
 
@@ -32,7 +32,7 @@ function toolkitInternalsImported(files: string[]): string[] {
       .filter((specifier) => {
         const target = resolve(dirname(file), specifier);
         // The state file `npm start` writes for the ops bin is the ops bin's own format, written by its own code.
-        if (within(target, 'ops/local-state')) return false;
+        if (within(target, 'lambdas/ops/local-state')) return false;
         // local/ also runs `idempotent-mcp dev` from the installed package: its DynamoDB Local finds the Jetty config
         // it ships with through the package's root (the repository, or node_modules/idempotent-mcp).
         if (within(target, 'lib/package-root') && within(file, 'local/dynamodb-local.ts')) return false;

@@ -911,7 +911,7 @@ export class World {
         if (record?.status !== 'UNKNOWN' && record?.status !== 'NEEDS_REVIEW') continue;
         const log = await store.reviewLog(identity);
         const effect = await actor.step('checks the downstream by hand', async () => this.downstream.lookup(key), false);
-        // As `npm run ops -- settle --absent` (ops/review.ts): nothing found inside the window proves nothing yet, in
+        // As `npm run ops -- settle --absent` (lambdas/ops/review.ts): nothing found inside the window proves nothing yet, in
         // the runs where a request can land late. Elsewhere nothing lands after its deadline and the person decides at
         // once, as before (the planted unfenced settle needs those early decisions to be found).
         const window = toolInFlightWindowMs(this.policy(), TIMES.downstreamTimeoutMs, this.options.scenario.effect);

@@ -4,9 +4,9 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
+import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../store/clients';
 // The endpoint's outputs that name what the tool works on.
-import { StackOutput } from '../lib/stack-outputs';
+import { StackOutput } from '../../lib/stack-outputs';
 import { readLocalState } from './local-state';
 import { ReviewInputError } from './review';
 

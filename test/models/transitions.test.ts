@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { allows, TRANSITION_TABLE, type RecordState, type TransitionEvent } from '../lambdas/core/state-machine';
+import { allows, TRANSITION_TABLE, type RecordState, type TransitionEvent } from '../../lambdas/core/state-machine';
 import { emitTransitions, GENERATED_TRANSITIONS } from './emit-transitions';
 
 describe('one transition table for the code and the spin model', () => {
-  it('the committed proof/generated/transitions.pml is what the code emits (run `npx tsx proof/emit-transitions.ts`)', () => {
+  it('the committed test/models/generated/transitions.pml is what the code emits (run `npx tsx test/models/emit-transitions.ts`)', () => {
     expect(readFileSync(GENERATED_TRANSITIONS, 'utf8')).toBe(emitTransitions());
   });
 

@@ -12,7 +12,7 @@
  * The downstream request, once sent, may land at any later step until the claim's window has passed, whatever
  * happened to its consumer (timed out, crashed, fenced out).
  *
- * Run-time parameters (SPIN_<NAME> in pan's environment, proof/spin.ts): DUPS extra sends by the relay, CRASHES
+ * Run-time parameters (SPIN_<NAME> in pan's environment, test/models/spin.ts): DUPS extra sends by the relay, CRASHES
  * consumer crashes, SLOW leases that pass while their consumer lives, FAULTS downstream timeouts (the request left on
  * the wire) and failed lookups; the planted bugs PLANT_NO_CONSUMER_DEDUP (the consumer delivers on every copy) and
  * PLANT_VERIFY_IN_WINDOW (a lookup inside the window taken as a confirmed absence).

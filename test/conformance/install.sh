@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The conformance suite and the Node 22 it needs, from the npm registry, into conformance/.tools (the machine's node
+# The conformance suite and the Node 22 it needs, from the npm registry, into test/conformance/.tools (the machine's node
 # is left alone). Pinned: a new suite version may add scenarios the baseline does not know.
 set -euo pipefail
 cd "$(dirname "$0")"

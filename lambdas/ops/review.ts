@@ -1,9 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type * as z from 'zod';
-import { systemClock, type Clock } from '../lambdas/core/clock';
-import { ErrorCode } from '../lambdas/core/errors';
-import { hashForLog } from '../lambdas/core/idempotency-key';
+import { systemClock, type Clock } from '../core/clock';
+import { ErrorCode } from '../core/errors';
+import { hashForLog } from '../core/idempotency-key';
 import {
   allows,
   transition,
@@ -13,15 +13,9 @@ import {
   type ReviewEntry,
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
-} from '../lambdas/core/state-machine';
-import {
-  approvalState,
-  currentDecision,
-  FORM_CLIENT,
-  type ApprovalLogEntry,
-  type ApprovalRecord,
-} from '../lambdas/confirmation/core/approval';
-import type { ApprovalStore } from '../lambdas/confirmation/approval-store';
+} from '../core/state-machine';
+import { approvalState, currentDecision, FORM_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../confirmation/core/approval';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import type {
   AttentionStatus,
   IdempotencyStore,
@@ -30,15 +24,15 @@ import type {
   RecordQueries,
   ReviewLog,
   ReviewStore,
-} from '../lambdas/engine/persistence';
-import type { WriteToolDefinition } from '../lambdas/mcp/tool-types';
-import { countForTool, MetricName } from '../lambdas/observability/metrics';
-import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../lambdas/outbox/outbox-event';
-import { OutboxDefaults } from '../lambdas/core/outbox-budget';
-import type { OutboxStore, StoredOutboxEvent } from '../lambdas/outbox/outbox-store';
-import { leaseHasPassed } from '../lambdas/core/lease';
-import { absenceIsConclusive, decidableAt } from '../lambdas/core/in-flight';
-import { toolInFlightWindowMs } from '../lambdas/core/tool-policy';
+} from '../engine/persistence';
+import type { WriteToolDefinition } from '../mcp/tool-types';
+import { countForTool, MetricName } from '../observability/metrics';
+import { parseOutboxMessage, toDeliveryView, type DeliveryView } from '../outbox/outbox-event';
+import { OutboxDefaults } from '../core/outbox-budget';
+import type { OutboxStore, StoredOutboxEvent } from '../outbox/outbox-store';
+import { leaseHasPassed } from '../core/lease';
+import { absenceIsConclusive, decidableAt } from '../core/in-flight';
+import { toolInFlightWindowMs } from '../core/tool-policy';
 
 /** Bad input: unknown key, malformed result, a wrong state for the action, a missing reason. Nothing was written. */
 export class ReviewInputError extends Error {

@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import base from '../vitest.config';
+import base from '../../vitest.config';
 
 /**
  * The checks `npm run conformance` runs after the official suite, with the test setup of `npm test` (DynamoDB Local,
@@ -7,5 +7,5 @@ import base from '../vitest.config';
  */
 export default defineConfig({
   ...base,
-  test: { ...base.test, projects: undefined, include: ['conformance/**/*.test.ts'] },
+  test: { ...base.test, projects: undefined, include: ['test/conformance/**/*.test.ts'] },
 });

@@ -9,13 +9,13 @@ import { performance } from 'node:perf_hooks';
 import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { fileURLToPath } from 'node:url';
-import { LambdaBundle, lambdaBuildOptions } from '../lib/bundling';
-import { toolsFunctionEntry } from '../lib/tools-entry';
-import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
-import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
-import { orderArgs } from '../test/support/mcp';
+import { LambdaBundle, lambdaBuildOptions } from '../../lib/bundling';
+import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { orderArgs } from '../support/mcp';
 import type { BenchSection, SectionReport } from './section';
 
 /**
@@ -44,7 +44,7 @@ const VARIANTS: Record<Variant, { minify: boolean; external: string[]; entry?: s
   unminified: { minify: false, external: [...LambdaBundle.external] },
   // The mandated dependencies alone (MCP SDK, zod, the AWS SDK's DynamoDB document client) on the same two
   // requests, as a bare MCP write tool is written: the floor.
-  floor: { minify: LambdaBundle.minify, external: [...LambdaBundle.external], entry: 'bench/cold-start-floor.ts' },
+  floor: { minify: LambdaBundle.minify, external: [...LambdaBundle.external], entry: 'test/bench/cold-start-floor.ts' },
 };
 
 export interface BundleFigures {
@@ -56,7 +56,7 @@ export interface BundleFigures {
 
 /**
  * Builds a handler exactly as the stack does (lib/bundling.ts), with optional overrides for the peers and for the
- * candidates measured by bench/cold-start-candidates.ts (`splitting`: esbuild's code splitting into the outfile's
+ * candidates measured by test/bench/cold-start-candidates.ts (`splitting`: esbuild's code splitting into the outfile's
  * folder, the entry named as the outfile; `plugins`). The figures count what a cold start reads: the entry file and
  * the chunks it imports statically (a chunk behind `import()` is read when first used).
  */
@@ -133,7 +133,7 @@ const booted = performance.now();
 const eluAtBoot = performance.eventLoopUtilization();
 const bootCpu = (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 const { handler } = await import(pathToFileURL(process.argv[2]).href);
-// A pause before the first event (bench/cold-start-candidates.ts): an environment initialised ahead of its first
+// A pause before the first event (test/bench/cold-start-candidates.ts): an environment initialised ahead of its first
 // request (provisioned concurrency, Lambda's proactive init), whose init work has settled when the event comes.
 if (process.env.COLD_START_PAUSE_MS) await new Promise((r) => setTimeout(r, Number(process.env.COLD_START_PAUSE_MS)));
 const imported = performance.now();
@@ -478,7 +478,7 @@ export const coldStartBench: BenchSection = {
       "init = import + initialize + tools/call (create_order, DynamoDB Local), timed from the process's own start after Node booted; cpu = CPU of all threads over the same span; wait = event-loop idle over the same span (I/O: DynamoDB Local, the key set); process = spawn to exit.",
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
-      `floor: the mandated dependencies alone (bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,
+      `floor: the mandated dependencies alone (test/bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,
       `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.ratio_cpu_to_floor}); bundle ${kib(f.bundle.bytes)} KiB (gzip ${kib(f.bundle.gzip_bytes)} KiB), reported, not targeted`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };

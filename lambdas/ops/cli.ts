@@ -3,14 +3,14 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Clock } from '../lambdas/core/clock';
-import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../lambdas/mcp/tool-types';
-import { toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
-import { OutboxStore } from '../lambdas/outbox/outbox-store';
-import { DynamoDbApprovalStore } from '../lambdas/store/dynamodb-approval-store';
-import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { validateTenantId } from '../lambdas/core/idempotency-key';
-import { REVIEW_REASON_MAX_CHARS } from '../lambdas/core/state-machine';
+import type { Clock } from '../core/clock';
+import { isWriteTool, type ToolDefinition, type WriteToolDefinition } from '../mcp/tool-types';
+import { toolsOf, type ToolsModuleExports } from '../functions/tools-exports';
+import { OutboxStore } from '../outbox/outbox-store';
+import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
+import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
+import { validateTenantId } from '../core/idempotency-key';
+import { REVIEW_REASON_MAX_CHARS } from '../core/state-machine';
 import {
   LIST_STATUSES,
   ReviewDesk,

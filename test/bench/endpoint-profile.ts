@@ -1,6 +1,6 @@
 /**
- * Where a call's CPU goes in each server of the `endpoint` section: `npx tsx bench/endpoint-profile.ts [replay|first_call]
- * [turns] [seconds]` starts DynamoDB Local and both servers of bench/endpoint.ts, warms them up with first calls,
+ * Where a call's CPU goes in each server of the `endpoint` section: `npx tsx test/bench/endpoint-profile.ts [replay|first_call]
+ * [turns] [seconds]` starts DynamoDB Local and both servers of test/bench/endpoint.ts, warms them up with first calls,
  * then loads each in turn (16 connections, as the bench) while V8 profiles it, for exactly those turns. It prints each
  * server's CPU per call (process.cpuUsage over the turns) and its main thread's busy time by part, per call, and
  * keeps the profiles (`.bench/profile-<time>/<server>.cpuprofile`, for Chrome DevTools or speedscope).
@@ -11,7 +11,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
 import { runTurn, startServer, stopServer } from './endpoint';
 import type { ServerReady } from './endpoint-server';
 
@@ -44,7 +44,7 @@ function partOf(url: string, name: string): string | undefined {
     [/\/lambdas\/(engine|store|core)\//, 'ours: engine, store, core'],
     [/\/lambdas\//, 'ours: other'],
     [/\/reference\//, 'reference tools'],
-    [/\/bench\//, 'the bare server (bench/endpoint-server.ts)'],
+    [/\/bench\//, 'the bare server (test/bench/endpoint-server.ts)'],
     [/^node:/, 'Node runtime (promises, events, timers)'],
   ];
   return rules.find(([pattern]) => pattern.test(url))?.[1] ?? `other: ${url.replace(/.*node_modules\//, '').split('/')[0]}`;

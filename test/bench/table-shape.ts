@@ -2,12 +2,12 @@ import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { IdempotencyRecord } from '../lambdas/core/state-machine';
-import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { refusingItem } from '../lambdas/store/refusals';
-import { recordToItem } from '../lambdas/store/record-item';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
+import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { refusingItem } from '../../lambdas/store/refusals';
+import { recordToItem } from '../../lambdas/store/record-item';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
 import { createTableWithoutIndex } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 

@@ -1,5 +1,5 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDbClient } from '../lambdas/store/clients';
+import { createDynamoDbClient } from '../../lambdas/store/clients';
 import { floorHandler } from './cold-start-floor-server';
 
 /**

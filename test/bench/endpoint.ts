@@ -5,11 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyEngine } from '../lambdas/engine/engine';
-import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
 import { TENANT, toolCases } from './floor';
 import type { ServerReady } from './endpoint-server';
 import type { BenchSection, SectionReport } from './section';
@@ -17,7 +17,7 @@ import type { BenchSection, SectionReport } from './section';
 /**
  * The whole endpoint under load: the local endpoint (`npm start`'s app: HTTP, bearer verification, MCP, engine,
  * DynamoDB Local) against a bare stateless MCP server of the same SDK answering the same tool with one unprotected
- * PutItem (bench/endpoint-server.ts), both on one DynamoDB Local, each in a process of its own, loaded in turn by
+ * PutItem (test/bench/endpoint-server.ts), both on one DynamoDB Local, each in a process of its own, loaded in turn by
  * autocannon at a fixed concurrency. Two loads: `create_order` with a fresh idempotency key on every request (first
  * calls), and with keys already executed (replays; the bare server has no replays: it writes again). Rounds
  * interleave servers and loads, starting with a different one each round, so drift in machine load hits all alike.
@@ -191,7 +191,7 @@ export async function runTurn(
   return turn;
 }
 
-/** The server process's CPU time so far (user + system, ms), asked over IPC (bench/endpoint-server.ts answers). */
+/** The server process's CPU time so far (user + system, ms), asked over IPC (test/bench/endpoint-server.ts answers). */
 function serverCpuMs(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not report its CPU time')), 10_000);

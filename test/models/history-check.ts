@@ -2,7 +2,7 @@
  * The checker of a chaos run's history (`npm run chaos` writes `history.jsonl`): the invariants of the spin model
  * (docs/correctness.md), checked on what real calls answered and what the sandbox downstreams recorded.
  *
- * `npx tsx proof/history-check.ts <history.jsonl>` checks a recorded run again and exits 1 on a violation.
+ * `npx tsx test/models/history-check.ts <history.jsonl>` checks a recorded run again and exits 1 on a violation.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -201,7 +201,7 @@ export function readHistory(text: string): { intents: HistoryIntent[]; ledger: L
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const file = process.argv[2];
   if (!file) {
-    console.error('usage: npx tsx proof/history-check.ts <history.jsonl>');
+    console.error('usage: npx tsx test/models/history-check.ts <history.jsonl>');
     process.exit(2);
   }
   const violations = checkHistory(readHistory(readFileSync(file, 'utf8')));

@@ -5,7 +5,7 @@
  * init), so a whole run compiles six binaries, in parallel, each once, and none a binary an earlier run on this
  * machine compiled from the same `pan.c` and flags (kept in node_modules/.cache/spin). `runSpin` reads back the errors and the states
  * explored, and replays the trail of a failure (`pan -r`) as one line per step (store writes, effects, answers,
- * requests left on the wire, crashes, lease expiries). `npx tsx proof/spin.ts` runs every check (CLEAN, LIVENESS, the
+ * requests left on the wire, crashes, lease expiries). `npx tsx test/models/spin.ts` runs every check (CLEAN, LIVENESS, the
  * planted bugs, FINDINGS) and prints a table.
  */
 import { execFile } from 'node:child_process';

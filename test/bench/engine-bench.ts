@@ -1,4 +1,4 @@
-import { orderKey } from '../reference/tools/orders';
+import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
@@ -6,12 +6,12 @@ import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import { IdempotencyEngine } from '../lambdas/engine/engine';
-import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
-import { countDynamoDbRequests, type RequestCounter } from '../test/support/dynamodb-request-counter';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
 
 /**

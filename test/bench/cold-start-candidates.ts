@@ -5,7 +5,7 @@ import type { Plugin } from 'esbuild';
 import { buildLambdaBundle, startColdStartFixture } from './cold-start';
 
 /**
- * `npx tsx bench/cold-start-candidates.ts [runs] [set]`: the cold-start candidates of issue 31 measured side by side, each
+ * `npx tsx test/bench/cold-start-candidates.ts [runs] [set]`: the cold-start candidates of issue 31 measured side by side, each
  * against the floor built the same way (docs/benchmarks.md, "Cold start"). Not a section of `npm run bench`: it
  * builds up to six bundles and takes a few minutes; the section measures what ships. The sets are below (`SETS`);
  * the first (`first`):
@@ -18,11 +18,11 @@ import { buildLambdaBundle, startColdStartFixture } from './cold-start';
  *   page, the Secrets Manager client, the ISO 4217 table) replaced by stubs, as loading them on first use would
  *   at best leave them out of what a cold start reads.
  *
- * Each variant's process is the section's (bench/cold-start.ts: import, `initialize`, a `create_order`), the variants
+ * Each variant's process is the section's (test/bench/cold-start.ts: import, `initialize`, a `create_order`), the variants
  * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (local/dynamodb-local.ts).
  */
 const RUNS = Math.max(1, Number(process.argv[2]) || 11);
-const FLOOR_ENTRY = 'bench/cold-start-floor.ts';
+const FLOOR_ENTRY = 'test/bench/cold-start-floor.ts';
 
 /** The first-use parts, each replaced by a module whose exports throw when used (ablation only). */
 const FIRST_USE_STUBS: Record<string, string> = {

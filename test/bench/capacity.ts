@@ -14,12 +14,12 @@ import {
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import { IdempotencyEngine } from '../lambdas/engine/engine';
-import { closeDynamoDbClient, createDynamoDbBaseClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { orderKey } from '../reference/tools/orders';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import { closeDynamoDbClient, createDynamoDbBaseClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { orderKey } from '../../reference/tools/orders';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
 import { powertoolsConfig } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 

@@ -3,10 +3,10 @@ import * as z from 'zod';
 import { McpServer, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
 /**
- * The cold-start floor's handler (a peer in bench/cold-start.ts): only what any MCP write tool on this stack loads,
+ * The cold-start floor's handler (a peer in test/bench/cold-start.ts): only what any MCP write tool on this stack loads,
  * namely the MCP SDK's server and web-standard transport (v2, the SDK the endpoint is built on), zod and a DynamoDB
  * client, answering the same two Function URL events. Its `create_order` is one PutItem (`putItem`): no auth,
- * idempotency, routing, logs or metrics. Each entry (bench/cold-start-floor*.ts) brings its own DynamoDB client.
+ * idempotency, routing, logs or metrics. Each entry (test/bench/cold-start-floor*.ts) brings its own DynamoDB client.
  */
 z.config({ jitless: true });
 

@@ -15,7 +15,7 @@
  * finds nothing inside that window proves nothing, so the reconciler (and the operator's `absent`) waits for it.
  * The downstream remembers a key (dedup and lookup) at least until its record is settled and its window passed.
  *
- * Run-time parameters (proof/spin.ts sets SPIN_<NAME> in pan's environment; one compiled pan serves every profile):
+ * Run-time parameters (test/models/spin.ts sets SPIN_<NAME> in pan's environment; one compiled pan serves every profile):
  * KIND, the bounds CRASHES crashes, FAULTS faults (downstream, store, lost responses), SLOW leases that pass while
  * their executor still lives, OPS decisions of the operator, EXPIRES retention expiries, FORGETS ends of the
  * downstream's memory of a key; and the planted bugs and findings (docs/correctness.md), each a flag at 1.

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../local/stack';
-import { ledger, startTestStack } from '../test/support/mcp';
+import type { LocalStack } from '../../local/stack';
+import { ledger, startTestStack } from '../support/mcp';
 
 /**
  * The MCP Inspector CLI commands of docs/clients.md, exactly as printed there, against the local stack: run by this
@@ -50,7 +50,7 @@ async function runDocumented(command: string, extra = '') {
 describe('the MCP Inspector CLI, as docs/clients.md prints it', () => {
   const [list, createOrder] = inspectorCommands();
 
-  it('the document prints a tools/list and a create_order command, on the Node 22 that conformance/install.sh pins', () => {
+  it('the document prints a tools/list and a create_order command, on the Node 22 that test/conformance/install.sh pins', () => {
     expect(inspectorCommands()).toHaveLength(2);
     expect(list).toContain('--method tools/list');
     expect(createOrder).toContain('--tool-name create_order');

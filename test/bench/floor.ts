@@ -1,20 +1,20 @@
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { IdempotencyEngine } from '../lambdas/engine/engine';
-import type { Execution } from '../lambdas/engine/write-request';
-import type { ExtraWrite } from '../lambdas/engine/persistence';
-import { createOrderTool } from '../reference/tools/create-order';
-import { requestPaymentTool } from '../reference/tools/request-payment';
-import { sendEmailTool } from '../reference/tools/send-email';
-import { orderIdFor, putOrderWrite } from '../reference/tools/orders';
-import { newOutboxMessage } from '../lambdas/outbox/outbox-event';
-import { OutboxStore } from '../lambdas/outbox/outbox-store';
-import { closeDynamoDbClient, createDynamoDbClient } from '../lambdas/store/clients';
-import { DynamoDbIdempotencyStore } from '../lambdas/store/dynamodb-idempotency-store';
-import { ensureTable } from '../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
-import { countDynamoDbRequests } from '../test/support/dynamodb-request-counter';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import type { Execution } from '../../lambdas/engine/write-request';
+import type { ExtraWrite } from '../../lambdas/engine/persistence';
+import { createOrderTool } from '../../reference/tools/create-order';
+import { requestPaymentTool } from '../../reference/tools/request-payment';
+import { sendEmailTool } from '../../reference/tools/send-email';
+import { orderIdFor, putOrderWrite } from '../../reference/tools/orders';
+import { newOutboxMessage } from '../../lambdas/outbox/outbox-event';
+import { OutboxStore } from '../../lambdas/outbox/outbox-store';
+import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
+import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
+import { ensureTable } from '../../lambdas/store/table-schema';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
 
 /**
@@ -209,7 +209,7 @@ async function runFloorBench(): Promise<SectionReport> {
   }
 }
 
-/** The three tools' executions and unprotected items, built from their own write builders (also bench/endpoint.ts). */
+/** The three tools' executions and unprotected items, built from their own write builders (also test/bench/endpoint.ts). */
 export function toolCases(tableName: string): ToolCase[] {
   const outbox = new OutboxStore(createDynamoDbClient({ endpoint: 'http://127.0.0.1:1' }), tableName);
   const order = {

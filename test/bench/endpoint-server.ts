@@ -1,5 +1,5 @@
 /**
- * One of the two servers the `endpoint` bench section (bench/endpoint.ts) loads, in a process of its own so that
+ * One of the two servers the `endpoint` bench section (test/bench/endpoint.ts) loads, in a process of its own so that
  * the load generator and the other server do not share its event loop. `argv[2]` names which:
  *
  * - `endpoint`: the local endpoint as `npm start` builds it (local/stack.ts: HTTP app, bearer verification with the
@@ -30,7 +30,7 @@ const TENANT = 'bench-tenant';
 async function startEndpoint(): Promise<ServerReady> {
   // As `npm start` does (scripts/start.ts): locally, metrics would only add EMF lines.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  const { startLocalStack } = await import('../local/stack');
+  const { startLocalStack } = await import('../../local/stack');
   const stack = await startLocalStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
   process.once('disconnect', () => void stack.stop().then(() => process.exit(0)));
   return { url: stack.mcpUrl, token: await stack.tokenFor(TENANT), tableName: stack.config.tableName, tenant: TENANT };
@@ -41,8 +41,8 @@ async function startBare(): Promise<ServerReady> {
   const { McpServer, createMcpHandler } = await import('@modelcontextprotocol/server');
   const { serve } = await import('@hono/node-server');
   const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
-  const { closeDynamoDbClient, createDynamoDbClient } = await import('../lambdas/store/clients');
-  const { ensureTable } = await import('../lambdas/store/table-schema');
+  const { closeDynamoDbClient, createDynamoDbClient } = await import('../../lambdas/store/clients');
+  const { ensureTable } = await import('../../lambdas/store/table-schema');
 
   // The same SDK client as the engine's endpoint: the comparison is the engine, not the client.
   const doc = createDynamoDbClient({ endpoint: process.env.DYNAMODB_ENDPOINT });
@@ -92,7 +92,7 @@ process.on('message', (message) => {
   else if (typeof message === 'object' && message !== null && 'profile' in message) void profile(message.profile as ProfileCommand);
 });
 
-/** bench/endpoint-profile.ts: a V8 CPU profile of this process over exactly the turns it asks for. */
+/** test/bench/endpoint-profile.ts: a V8 CPU profile of this process over exactly the turns it asks for. */
 type ProfileCommand = { start: true } | { stopTo: string };
 let profiler: Session | undefined;
 async function profile(command: ProfileCommand): Promise<void> {

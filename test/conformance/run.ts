@@ -1,7 +1,7 @@
 /**
  * `npm run conformance`: the official MCP conformance suite (@modelcontextprotocol/conformance) against the local
  * stack, through a small proxy that adds a bearer token (the suite sends none). The suite needs Node 22: it runs on a
- * Node 22 binary installed from the npm registry into conformance/.tools (conformance/install.sh), never the
+ * Node 22 binary installed from the npm registry into test/conformance/.tools (test/conformance/install.sh), never the
  * machine's node. Scenarios that cannot apply to this server are listed with their reasons in baseline.yml.
  */
 import { spawn } from 'node:child_process';
@@ -9,13 +9,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { startLocalStack } from '../local/stack';
+import { startLocalStack } from '../../local/stack';
 
 const TOOLS = join(import.meta.dirname, '.tools', 'node_modules');
 const node22 = join(TOOLS, '.bin', 'node');
 const suite = join(TOOLS, '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 if (!existsSync(node22) || !existsSync(suite)) {
-  console.error('The conformance tools are not installed: run conformance/install.sh first.');
+  console.error('The conformance tools are not installed: run test/conformance/install.sh first.');
   process.exit(2);
 }
 

@@ -4,9 +4,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { parseGatewayCommand, startGatewayCommand } from '../lambdas/gateway/command';
-import { startDynamoDbLocal } from '../local/dynamodb-local';
-import { startEverything } from '../test/gateway/registry-servers';
+import { parseGatewayCommand, startGatewayCommand } from '../../lambdas/gateway/command';
+import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startEverything } from '../gateway/registry-servers';
 import type { BenchSection } from './section';
 
 /**
