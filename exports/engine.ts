@@ -25,18 +25,17 @@ export type {
   StoredError,
 } from '../lambdas/core/state-machine';
 export type { IdempotencyPolicy, ToolEffect } from '../lambdas/core/tool-policy';
-export {
-  IdempotencyEngine,
-  type EngineOptions,
-  type Execution,
-  type ExecutionContext,
-  type ExecutionPath,
-  type Executor,
-  type WriteRequest,
-  type NeedsConfirmation,
-  type EngineAnswer,
-} from '../lambdas/engine/engine';
-export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/engine/confirmation-gate';
+export { IdempotencyEngine, type EngineOptions } from '../lambdas/engine/engine';
+export type {
+  Execution,
+  ExecutionContext,
+  ExecutionPath,
+  Executor,
+  WriteRequest,
+  NeedsConfirmation,
+  EngineAnswer,
+} from '../lambdas/engine/write-request';
+export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
 export type { EngineEvent, EngineEventType, IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,
@@ -62,9 +61,8 @@ export type {
   ApprovalRecord,
   ApprovalStatus,
   ApprovalUse,
-} from '../lambdas/core/approval';
-export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/engine/approval-store';
-export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
-export type { ConfirmingProtocol } from '../lambdas/core/confirmation-choice';
-export type { ConfirmationBinding } from '../lambdas/core/confirmation-state';
+} from '../lambdas/confirmation/core/approval';
+export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/confirmation/approval-store';
+export { InMemoryApprovalStore } from '../lambdas/confirmation/in-memory-approval-store';
+export type { ConfirmationBinding } from '../lambdas/confirmation/core/round-state';
 export type { ItemKey } from '../lambdas/core/keys';

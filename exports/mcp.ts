@@ -23,7 +23,7 @@ export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
 export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
 export { serverInstructions } from '../lambdas/mcp/served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from '../lambdas/mcp/tool-runtime';
-export type { Confirmation } from '../lambdas/core/confirmation-choice';
+export type { Confirmation } from '../lambdas/mcp/confirmation-choice';
 export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-approval-page';
 export {
   queueEffect,
@@ -38,7 +38,7 @@ export { startReconciler, type ReconcilerOptions, type RunningReconciler } from 
 export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
 export type { SweepReport } from '../lambdas/outbox/relay';
 export type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../lambdas/core/operation-id';
-export type { ConfirmationStateCheck } from '../lambdas/core/confirmation-state';
+export type { ConfirmationStateCheck } from '../lambdas/confirmation/core/round-state';
 export type { Caller } from '../lambdas/auth/verifier';
 export type { ToolkitLogger } from '../lambdas/observability/logger';
 export type { EmfMetricsOptions, MetricsPublisher, MetricUnitName } from '../lambdas/observability/metrics';
