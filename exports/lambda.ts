@@ -7,8 +7,9 @@
  */
 export { mcpLambdaHandler } from '../lambdas/functions/endpoint';
 export { reconcilerLambdaHandler } from '../lambdas/functions/reconciler-endpoint';
-export { consumerLambdaHandler, type DeliveriesModule } from '../lambdas/functions/consumer-endpoint';
-export type { ToolsModuleExports } from '../lambdas/functions/tools-exports';
+// The handlers' checks of a tools or deliveries module, which the constructs also run at synth (lib/tools-check.ts).
+export { consumerLambdaHandler, deliveriesOf, type DeliveriesModule } from '../lambdas/functions/consumer-endpoint';
+export { clientsOf, toolsOf, type ToolsModuleExports } from '../lambdas/functions/tools-exports';
 export { createApp, servedHostnames, type AppEnv, type AppOptions, type AppServices } from '../lambdas/http/app';
 export { createServices, type ServiceOverrides, type Services } from '../lambdas/runtime/services';
 export type { WorkerServiceOverrides, WorkerServices } from '../lambdas/runtime/worker-services';

@@ -15,6 +15,8 @@ export interface ToolsModuleExports {
 
 /**
  * The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request).
+ * The constructs run the same check on your tools module at synth.
+ * @public
  */
 export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
   const tools = module.tools ?? module.default;
@@ -26,6 +28,7 @@ export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
 /**
  * The module's `withClients`, or `fallback` when it exports none; anything else than a function fails the cold
  * start with the reason.
+ * @public
  */
 export function clientsOf<S extends WorkerServices>(module: ToolsModuleExports, fallback: (services: S) => S): (services: S) => S {
   if (module.withClients === undefined) return fallback;
