@@ -11,7 +11,7 @@ import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
 import { startReconcilerFromConfig } from '../reconciler/start';
 import { localOperationIdSecret } from '../runtime/operation-id-secret';
-import { createServices } from '../runtime/services';
+import { createServices, type Services } from '../runtime/services';
 import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable, tableExists } from '../store/table-schema';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
@@ -202,6 +202,8 @@ export interface RunningGateway {
   gateway: Gateway;
   /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
   keyPrefix?: string;
+  /** The table's client (the bench counts the requests a call sends through it). */
+  doc: Services['doc'];
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -282,6 +284,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
       url,
       mcpUrl: `${url}/mcp`,
       gateway,
+      doc: services.doc,
       ...(config.tableKeyPrefix ? { keyPrefix: config.tableKeyPrefix } : {}),
       async tokenFor(tenant) {
         if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
