@@ -81,6 +81,8 @@ export interface WriteRequest {
    * ran): a call that finds it free gets this answer instead, and nothing runs.
    */
   onlyIfHeld?: WriteToolResult<never>;
+  /** Kept on the record from its claim (`IdempotencyRecord.memo`): what the tool's reconcile needs, at no extra write. */
+  memo?: unknown;
 }
 
 /**
@@ -302,6 +304,7 @@ export class IdempotencyEngine {
           retainUntil,
           expiresAt: Math.floor((retainUntil + (policy.onExpired === 'review' ? policy.reviewWindowSeconds * 1000 : 0)) / 1000),
           traceId: request.traceId,
+          memo: request.memo,
         };
         let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.execute(claimed, policy, request, execute, emit, takenOver);
         let existing: IdempotencyRecord | undefined = known;
