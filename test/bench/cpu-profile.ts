@@ -13,6 +13,8 @@ function partOf(url: string, name: string): string | undefined {
   if (name === '(garbage collector)') return 'garbage collection';
   if (name === '(idle)') return 'idle';
   if (name === '(program)') return 'V8 and native code, unattributed';
+  // The profiler's own work (taking the profile when it stops) is not the server's.
+  if (url === 'node:inspector') return 'idle';
   if (!url) return /^(parse|stringify)$/.test(name) ? 'JSON.parse / stringify' : undefined;
   const rules: [RegExp, string][] = [
     [/@hono\/node-server/, 'HTTP: @hono/node-server'],
