@@ -16,7 +16,7 @@ import { closeDynamoDbClient } from '../store/clients';
 import { ensureTable, tableExists } from '../store/table-schema';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
-import { checkPolicyFile, createGateway, type Gateway } from './gateway';
+import { checkPolicyFile, createGateway, type Gateway } from './create-gateway';
 import { GatewayPolicyError } from './policy';
 import { UpstreamError, type UpstreamTarget } from './upstream';
 

@@ -4,7 +4,7 @@ import { createDynamoDbClient } from '../store/clients';
 import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { GatewayEnvVars } from './config';
 import { parseCredentials, staticCredentials, type CredentialSource, type CredentialsFile } from './credentials';
-import { createGateway } from './gateway';
+import { createGateway } from './create-gateway';
 import { RecordListingMemo } from './listing-memo';
 
 /**

@@ -9,7 +9,7 @@ import { TerminalToolError, TransientToolError, UncertainToolError } from 'idemp
 import { SesEmailSender } from './ses-email';
 import { failureForStatus, requestJson } from './http';
 import { PaymentsClient } from './payments';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 
 /**
  * How a downstream failure is classified decides between a retry, a reconciliation and a duplicate: each class is

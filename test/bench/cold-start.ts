@@ -14,7 +14,7 @@ import { toolsFunctionEntry } from '../../lib/tools-entry';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { orderArgs } from '../support/mcp';
 import type { BenchSection, SectionReport } from './section';
 

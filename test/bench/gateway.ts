@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { parseGatewayCommand, startGatewayCommand } from '../../lambdas/gateway/command';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { startEverything } from '../gateway/registry-servers';
 import type { BenchSection } from './section';
 

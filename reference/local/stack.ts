@@ -27,16 +27,16 @@ import {
   type WorkerOverrides,
   type Workers,
 } from 'idempotent-mcp/lambda';
-import { createSandboxRouter } from '../reference/sandbox/router';
-import { FaultInjectingPublisher } from '../reference/sandbox/queue-faults';
-import { openSandboxStore } from '../reference/sandbox/sandbox-store';
-import { tools as demoTools } from '../reference/tools';
-import { referenceDeliveries } from '../reference/tools/reference-deliveries';
-import { withReferenceClients, type ReferenceClients } from '../reference/tools/services';
-import { loadReferenceConfig, type ReferenceConfig } from '../reference/config';
-import { startDynamoDbLocal } from './dynamodb-local';
-import { startLocalQueue, type LocalQueue } from './sqs-local';
-import { startLocalWorkers, type LocalWorkerOptions } from './workers';
+import { createSandboxRouter } from '../sandbox/router';
+import { FaultInjectingPublisher } from '../sandbox/queue-faults';
+import { openSandboxStore } from '../sandbox/sandbox-store';
+import { tools as demoTools } from '../tools';
+import { referenceDeliveries } from '../tools/reference-deliveries';
+import { withReferenceClients, type ReferenceClients } from '../tools/services';
+import { loadReferenceConfig, type ReferenceConfig } from '../config';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
+import { startLocalQueue, type LocalQueue } from '../../lambdas/local/sqs-local';
+import { startLocalWorkers, type LocalWorkerOptions } from '../../lambdas/local/workers';
 
 export interface LocalStackOptions {
   /** Keep state here (DynamoDB data, dev issuer key, operation-id secret): `.local` for `npm start`. Default: a temp dir, in-memory DynamoDB. */

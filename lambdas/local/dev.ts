@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
 import type { DeliveryHandler, ToolDefinition } from 'idempotent-mcp/mcp';
-import { stateOf, writeLocalState } from '../lambdas/ops/local-state';
+import { stateOf, writeLocalState } from '../ops/local-state';
 import { confirmationNotice } from './confirmation-notice';
-import { startLocalStack, type LocalStack, type LocalStackOptions } from './stack';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../reference/local/stack';
 import { watchStateDir } from './state-dir';
 
 /** What a local endpoint serves and how its banner names the commands around it. */

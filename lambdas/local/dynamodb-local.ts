@@ -15,7 +15,7 @@ import {
   QueryCommand,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
-import { packageFile } from '../lib/package-root';
+import { packageFile } from '../../lib/package-root';
 import { freePort } from './free-port';
 import { isAlive, underLock } from './process-lock';
 
@@ -59,7 +59,7 @@ const ORPHAN_WAIT_MS = 15_000;
 export const LOCK_FILE = 'emulator.lock';
 
 /** The Jetty configuration that binds the emulator to 127.0.0.1 (shipped beside the build once packed). */
-const JETTY_CONFIG = packageFile('local/dynamodb-local.xml', 'dist/dynamodb-local.xml');
+const JETTY_CONFIG = packageFile('lambdas/local/dynamodb-local.xml', 'dist/dynamodb-local.xml');
 
 /** The folder of the DynamoDB Local jar that the npm package amplify-dynamodb-simulator ships, or one sentence saying how to get it. */
 function emulatorFolder(): string {
@@ -94,7 +94,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   const endpoint = `http://127.0.0.1:${port}`;
   const log = options.log ?? ((line: string) => console.error(line));
   // Not `-jar DynamoDBLocal.jar`: its launcher listens on every interface, and the emulator takes any credentials.
-  // The same emulator, built by the Jetty the jar ships from local/dynamodb-local.xml, listens on 127.0.0.1 only.
+  // The same emulator, built by the Jetty the jar ships from lambdas/local/dynamodb-local.xml, listens on 127.0.0.1 only.
   const args = [...javaOptions(emulatorDir), ...classPath(emulatorDir), 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`];
   let lock: DataFolderLock | undefined;
   if (options.dbPath) {
