@@ -181,8 +181,13 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
 
   const again = ['npx idempotent-mcp dev', toolsFile, ...(values.deliveries ? ['--deliveries', values.deliveries] : [])].join(' ');
   await runLocalEndpoint({
-    ...served,
-    sandbox: false,
+    server: {
+      tools: served.tools,
+      withClients: served.withClients,
+      // As IdempotentMcpEndpoint deploys it: no deliveries module, no outbox.
+      env: served.deliveries ? process.env : { ...process.env, OUTBOX: 'off' },
+      workers: served.deliveries ? { deliveries: served.deliveries } : {},
+    },
     stateDir: '.local',
     port,
     tenant,

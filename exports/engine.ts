@@ -80,6 +80,7 @@ export type {
   Reconciliation,
   RecordIdentity,
   RecordQueries,
+  RecordMemos,
   ReviewLog,
   ReviewStore,
   Settlement,

@@ -229,6 +229,7 @@ export interface IdempotencyStore {
 /**
  * A small JSON value kept beside a record, named, with the record's retention: what a tool needs later to reconcile
  * a call that the record cannot tell (it keeps a fingerprint of the arguments, not the arguments).
+ * @public
  */
 export interface RecordMemos {
   put(identity: RecordIdentity, name: string, value: unknown, expiresAtSeconds: number): Promise<void>;

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE, OPERATION_ID_SECRET_FILE } from 'idempotent-mcp/lambda';
+import { DEV_KEY_FILE } from '../auth/dev-keys';
+import { OPERATION_ID_SECRET_FILE } from '../runtime/operation-id-secret';
 
 /** Where the parts of the state live: the signing key's folder, and the emulator's data when it runs on ours. */
 export interface StateParts {
