@@ -52,7 +52,12 @@ export interface LocalServerOptions {
    * /mcp (beside the dev issuer's sign-in, which the server mounts itself), the outbox workers' overrides (the
    * deliveries, a publisher wrapper), and `close`, which undoes what it made (an upstream connection).
    */
-  serve?: (services: Services, config: AppConfig) => Promise<{ tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> }> | { tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> };
+  serve?: (
+    services: Services,
+    config: AppConfig,
+  ) =>
+    | Promise<{ tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> }>
+    | { tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> };
   /** With the outbox: which workers run here (all by default), their pacing and overrides. */
   workers?: LocalWorkerOptions & WorkerOverrides;
   /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
@@ -109,7 +114,11 @@ function cachedProbe(probe: () => Promise<boolean>, ttlMs: number): () => Promis
 
 type Fetch = (request: Request) => Response | Promise<Response>;
 
-function listen(fetch: Fetch, port: number, timeouts: Record<keyof typeof LOCAL_HTTP_TIMEOUTS, number>): Promise<{ server: ServerType; port: number }> {
+function listen(
+  fetch: Fetch,
+  port: number,
+  timeouts: Record<keyof typeof LOCAL_HTTP_TIMEOUTS, number>,
+): Promise<{ server: ServerType; port: number }> {
   return new Promise((resolvePromise, reject) => {
     const serverOptions = {
       headersTimeout: timeouts.headersMs,
@@ -263,7 +272,12 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
       stops.push(async () => built.sqs.destroy());
       stops.push(startLocalWorkers(services, built, options.workers).stop);
     } else {
-      const reconciler = startReconcilerFromConfig(config.sideEffects, { tools, store: services.store, logger: services.logger, metrics: false });
+      const reconciler = startReconcilerFromConfig(config.sideEffects, {
+        tools,
+        store: services.store,
+        logger: services.logger,
+        metrics: false,
+      });
       stops.push(() => reconciler.stop());
     }
 
