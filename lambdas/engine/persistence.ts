@@ -232,6 +232,7 @@ export interface IdempotencyStore {
  * @public
  */
 export interface RecordMemos {
+  /** Keeps `value` under `name` beside the record, until `expiresAtSeconds` (the record's retention). */
   put(identity: RecordIdentity, name: string, value: unknown, expiresAtSeconds: number): Promise<void>;
   /** undefined: no memo of that name was written. */
   get(identity: RecordIdentity, name: string): Promise<unknown>;

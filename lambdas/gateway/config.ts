@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { flag, httpUrl, text, type EnvVar } from 'idempotent-mcp/lambda';
+import { flag, httpUrl, text, type EnvVar } from '../config';
 import type { UpstreamTarget } from './upstream';
 
 /**

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { quotedText, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
+import { quotedText } from '../core/display-text';
+import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
 
 /**
  * The gateway's policy file, pure: its schema (zod), its checks (at start, and at synth by the construct), the

@@ -19,6 +19,7 @@ export interface LocalEndpointOptions {
   server: Omit<LocalServerOptions, 'stateDir' | 'port'>;
   /** State folder: DynamoDB data, the token signing key, the operation-id secret (`.local`). */
   stateDir: string;
+  /** The port it listens on (`localPort` reads one given as text); 0 picks a free one. */
   port: number;
   /** The tenant of the printed token. */
   tenant: string;

@@ -73,7 +73,9 @@ export interface LocalServerOptions {
 export interface LocalServer {
   /** e.g. http://127.0.0.1:3000 */
   url: string;
+  /** The MCP endpoint: `url` + /mcp. */
   mcpUrl: string;
+  /** The settings, as the Lambda loads them. */
   config: AppConfig;
   /** The settings `config` was loaded from (a worker in a child process gets the same). */
   env: Env;

@@ -15,6 +15,8 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
 const REFERENCE_CODE = ['reference'];
 const SCANNED = ['reference', 'scripts/start.ts', 'bin/app.ts', 'lambdas/gateway'];
+/** The gateway's modules `IdempotentMcpGateway` (lib/gateway-construct.ts) reads at synth. */
+const SYNTH_TIME_GATEWAY = ['lambdas/gateway/policy.ts', 'lambdas/gateway/config.ts'];
 
 const filesUnder = (path: string): string[] =>
   statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => filesUnder(join(path, name))) : path.endsWith('.ts') ? [path] : [];
@@ -37,6 +39,11 @@ function toolkitInternalsImported(files: string[]): string[] {
         if (within(target, 'lambdas/ops/local-state')) return false;
         // The gateway is the toolkit's customer too, in the toolkit's folder: its own modules import each other.
         if (within(file, 'lambdas/gateway') && within(target, 'lambdas/gateway')) return false;
+        // Save the two the CDK construct reads at synth (its policy's format, its environment's names): through the
+        // subpaths' entry files they would load the engine and the Lambda runtime into `idempotent-mcp/cdk` (its
+        // build reached the MCP SDK, Hono and Powertools). They import the pure core and the settings' helpers only.
+        if (SYNTH_TIME_GATEWAY.includes(relative(PROJECT_ROOT, file)) && (within(target, 'lambdas/core') || within(target, 'lambdas/config')))
+          return false;
         return TOOLKIT.some((folder) => within(target, folder));
       })
       .map((specifier) => `${relative(PROJECT_ROOT, file)} imports ${specifier}`),
