@@ -42,7 +42,10 @@ function toolkitInternalsImported(files: string[]): string[] {
         // Save the two the CDK construct reads at synth (its policy's format, its environment's names): through the
         // subpaths' entry files they would load the engine and the Lambda runtime into `idempotent-mcp/cdk` (its
         // build reached the MCP SDK, Hono and Powertools). They import the pure core and the settings' helpers only.
-        if (SYNTH_TIME_GATEWAY.includes(relative(PROJECT_ROOT, file)) && (within(target, 'lambdas/core') || within(target, 'lambdas/config')))
+        if (
+          SYNTH_TIME_GATEWAY.includes(relative(PROJECT_ROOT, file)) &&
+          (within(target, 'lambdas/core') || within(target, 'lambdas/config'))
+        )
           return false;
         return TOOLKIT.some((folder) => within(target, folder));
       })
