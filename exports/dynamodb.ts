@@ -8,6 +8,7 @@
 export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../lambdas/store/dynamodb-idempotency-store';
 export { DynamoDbApprovalStore, type DynamoDbApprovalStoreOptions } from '../lambdas/store/dynamodb-approval-store';
 export { TableSchema, ensureTable } from '../lambdas/store/table-schema';
+export { DynamoDbRecordMemos } from '../lambdas/store/dynamodb-record-memos';
 export { closeDynamoDbClient, createDynamoDbClient, type DynamoDbClientOptions } from '../lambdas/store/clients';
 export type { Item } from '../lambdas/store/refusals';
 export type { OutboxMessage } from '../lambdas/outbox/outbox-event';

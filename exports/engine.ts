@@ -13,6 +13,7 @@ export {
   type FailureKind,
   type ToolFailure,
 } from '../lambdas/core/errors';
+export { validateIdempotencyKey } from '../lambdas/core/idempotency-key';
 export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../lambdas/core/reconcile';
 export type { ContractError, Outcome, WriteToolResult } from '../lambdas/core/result-contract';
 export type {
@@ -49,6 +50,7 @@ export type {
   Reconciliation,
   RecordIdentity,
   RecordQueries,
+  RecordMemos,
   ReviewLog,
   ReviewStore,
   Settlement,

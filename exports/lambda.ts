@@ -2,8 +2,7 @@
  * `idempotent-mcp/lambda`: the Lambda wiring of an endpoint (what the constructs bundle around a tools module):
  * the handler factories, the services built once per container, the workers, the endpoint's environment
  * variables, the HTTP app. A team serving its tools with `IdempotentMcpEndpoint` needs none of it; an endpoint with a
- * layout of its own (like this repository's reference endpoint) builds on it. Running it on one machine is
- * `idempotent-mcp/lambda/local`.
+ * layout of its own (like this repository's reference endpoint) builds on it.
  */
 export { mcpLambdaHandler } from '../lambdas/functions/endpoint';
 export { reconcilerLambdaHandler } from '../lambdas/functions/reconciler-endpoint';
@@ -24,7 +23,9 @@ export {
   type Workers,
 } from '../lambdas/runtime/workers';
 export { createConsumerHandler, createReconcilerHandler } from '../lambdas/runtime/worker-events';
+export { readSecretString } from '../lambdas/runtime/operation-id-secret';
 export {
+  ConfigError,
   loadConfig,
   EnvVars,
   environmentOf,

@@ -137,7 +137,6 @@ const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /**
  * Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts).
  *
- * @public
  */
 export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
 /** The dev issuer's endpoints, on the local server itself. */
@@ -187,6 +186,10 @@ export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
+/**
+ * A setting is missing or malformed: its message names the variable, and the cold start fails with it.
+ * @public
+ */
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);

@@ -17,6 +17,7 @@ function checkIdentifier(value: unknown, what: string, minLength = KEY_MIN_LENGT
 
 /**
  * Returns the key unchanged, or throws INVALID_IDEMPOTENCY_KEY saying what is wrong (never echoing the key).
+ * @public
  */
 export function validateIdempotencyKey(key: unknown): string {
   const problem = checkIdentifier(key, 'idempotency_key');

@@ -35,7 +35,6 @@ function tenantHint(value: string | undefined): string | undefined {
 
 /**
  * The approval page's sign-in on a local endpoint: signs a person in with the development issuer.
- * @public
  */
 export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, clock: Clock): Hono {
   const codes = new Map<string, Grant>();

@@ -10,7 +10,6 @@ const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 /**
  * AWS SDK client settings for an endpoint override (DynamoDB Local, the local SQS server); none on AWS.
  *
- * @public
  */
 export function awsClientConfig(endpoint: string | undefined) {
   return endpoint ? { endpoint, region: process.env.AWS_REGION ?? 'us-east-1', credentials: localCredentials } : {};
