@@ -1,8 +1,7 @@
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import madge from 'madge';
 import { beforeAll, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { toolkitModules } from './toolkit';
 
 /**
  * DynamoDB item code (the AWS SDK's DynamoDB packages, marshalling, item shapes: the record <-> item mapping, the
@@ -13,16 +12,6 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * team installs: its entry files and what they reach; the tests beside the modules are none); the reference
  * endpoint's own tools write their own business items and are not walked.
  */
-const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
-/** The modules under a folder, without the tests beside them (as test/unit/layers.test.ts walks them). */
-const modulesUnder = (folder: string): string[] =>
-  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? modulesUnder(join(folder, entry.name))
-      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
-        ? [join(folder, entry.name)]
-        : [],
-  );
 
 /** What counts as DynamoDB item code when imported. */
 const ITEM_CODE: readonly RegExp[] = [
@@ -59,7 +48,7 @@ function itemCodeOutsideTheAdapter(graph: Record<string, string[]>): string[] {
 let graph: Record<string, string[]>;
 
 beforeAll(async () => {
-  const result = await madge(TOOLKIT.flatMap(modulesUnder), {
+  const result = await madge(toolkitModules(), {
     baseDir: PROJECT_ROOT,
     fileExtensions: ['ts'],
     tsConfig: `${PROJECT_ROOT}/tsconfig.json`,
