@@ -2,13 +2,32 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { OwnershipLostError } from '../../core/errors';
 import type { IdempotencyRecord, OperatorEvent, RecordState, TransitionEvent } from '../../core/state-machine';
-import type { StoreConformanceOptions } from './store-conformance';
 import type { ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, ReviewStore } from '../persistence';
 
 /*
  * What the store conformance suite's parts share (store-conformance.ts puts them together): the records it writes,
  * every write of the port by the event it makes, and the stores and records each test starts from.
  */
+
+/** @public */
+export interface StoreConformanceOptions {
+  /** The store under test; called once per test. Records of different tests never share a key. */
+  store: () => IdempotencyStore | Promise<IdempotencyStore>;
+  /** The store also implements ReviewStore (the review workflow): its decisions are held to the table too. */
+  reviewStore?: boolean;
+  /**
+   * The store also implements RecordQueries (the reconciler's and the review desk's): its answers are held to the
+   * records it holds. The suite's records may share the store with other tests' (one table): the queries are checked
+   * on records due before any other's.
+   */
+  queries?: boolean;
+  /**
+   * Another store on the same table that is someone else's (another `keyPrefix`: another gateway's upstream, another
+   * endpoint): the suite checks that the two never read, count or settle each other's records, and that the same
+   * tenant, tool and key in both are two records. Called once per test, after `store`.
+   */
+  neighbour?: () => IdempotencyStore | Promise<IdempotencyStore>;
+}
 
 export const HOUR = 3600_000;
 export const T0 = Date.UTC(2030, 0, 1);
