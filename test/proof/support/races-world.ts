@@ -39,6 +39,13 @@ import {
 import { type CallerPlan, type DriverStep, type Fault, ON_THE_WIRE, type Scenario, TENANT, TIMES, TOOL } from './races-scenarios';
 import { downstreamTool, localTool, type PlannedCall } from './races-tools';
 
+/*
+ * The world a scenario of the race exploration runs in (races.ts runs it): the callers, each with its own engine as
+ * a Lambda instance has, the reconciler's passes and the operators' looks, and the checks made at every step of the
+ * scheduler; its parts are in races-actors.ts, the callers' tools in races-tools.ts.
+ */
+
+/** One call's answer, with what the ledger and the record held when it was given. */
 export interface Answer {
   caller: string;
   intent: string;
