@@ -17,8 +17,9 @@ import { toolkitModules } from './toolkit';
 const ITEM_CODE: readonly RegExp[] = [
   // The AWS SDK's DynamoDB packages: client-dynamodb, lib-dynamodb (the document client), util-dynamodb (marshalling).
   /^node_modules\/@aws-sdk\/[a-z-]*dynamodb[a-z-]*\//,
-  // The adapter's item modules: record <-> item, the attention index's queries, refusals and conditional claims.
-  /^lambdas\/store\/(record-item|attention-index|refusals|conditional-claim)\.ts$/,
+  // The adapter's item modules: record <-> item, the attention index's queries, refusals, conditional claims, and the
+  // write conditions and requests of the store's writes.
+  /^lambdas\/store\/(record-item|attention-index|refusals|conditional-claim|record-conditions|record-requests)\.ts$/,
 ];
 
 /**
