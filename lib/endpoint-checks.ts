@@ -1,6 +1,6 @@
 import { Token } from 'aws-cdk-lib';
 import { EnvVars } from '../lambdas/config';
-import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/core/approval';
+import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/confirmation/core/approval';
 import { DEFAULT_RECONCILE_PERIOD } from './constructs/reconciler';
 import { checkFunctionOptions } from './constructs/service-function';
 import { FUNCTION_NAMES, type IdempotentMcpEndpointProps } from './endpoint-props';

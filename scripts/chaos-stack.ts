@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { SDK_NODE_NOTICE_SWITCH } from '../local/sdk-node-notice';
+import { SDK_NODE_NOTICE_SWITCH } from '../lambdas/local/sdk-node-notice';
 import { EnvVars, environmentOf, read } from '../lambdas/config';
-import { LOCK_FILE } from '../local/dynamodb-local';
+import { LOCK_FILE } from '../lambdas/local/dynamodb-local';
 
 /*
  * The stack `npm run chaos` (chaos.ts) disturbs: `npm start`'s code (scripts/start.ts) in a child process, on the

@@ -21,7 +21,7 @@ import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
 import { environmentOf, loadAuthConfig } from '../lambdas/config';
 import { ChaosCaller, TENANTS, type Answer, type Tenant } from './chaos-calls';
 import { alive, ChaosStack, sleep, until } from './chaos-stack';
-import { freePort } from '../local/free-port';
+import { freePort } from '../lambdas/local/free-port';
 import {
   checkHistory,
   RESOURCE_FIELD,

@@ -5,10 +5,10 @@ import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } fr
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { IdempotencyPolicy, ToolEffect } from '../core/tool-policy';
-import type { Execution, ExecutionContext } from '../engine/engine';
-import { type ConfirmationAsk, secretUnavailable } from '../engine/confirmation-gate';
+import type { Execution, ExecutionContext } from '../engine/write-request';
+import { type ConfirmationAsk, secretUnavailable } from '../confirmation/gate';
 import { SecretUnavailableError } from '../core/errors';
-import type { Confirmation } from '../core/confirmation-choice';
+import type { Confirmation } from './confirmation-choice';
 import { parseArguments } from './arguments';
 import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
 import { CONFIRM_FORM, CONFIRM_INPUT, confirmationRequirement } from './confirmation';
@@ -67,6 +67,12 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
    */
   execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext<S>): Promise<Execution<R>>;
+  /**
+   * A small JSON value from the arguments and the key, written with the claim (before `execute` runs) and given back
+   * to `reconcile` as `request.record.memo`: what asking the downstream takes that the record's fingerprint cannot
+   * tell (the gateway's lookup). Part of the claim's one request; keep it a few KB (it is read back with every replay).
+   */
+  memo?: (args: z.output<z.ZodObject<Shape>>, key: string) => unknown;
   /** Asks the downstream what became of an operation whose outcome was lost. */
   reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
@@ -287,6 +293,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
         effect: spec.effect,
         likelyReplay: call.likelyReplay,
         onlyIfHeld: resolved.onlyIfHeld,
+        memo: spec.memo?.(business as z.output<z.ZodObject<Shape>>, key),
       },
       requirement,
       policy,

@@ -8,7 +8,7 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../core/state-machine';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import type { IdempotencyStore, OperatorDecision, RecordQueries, ReviewLog, ReviewStore } from '../engine/persistence';
 import type { WriteToolDefinition } from '../mcp/tool-types';
 import type { DeliveryView } from '../outbox/outbox-event';

@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../core/clock';
 import { ErrorCode } from '../core/errors';
 import { hashForLog } from '../core/idempotency-key';
 import { allows, transition, type IdempotencyRecord, type OperatorEvent, type ReviewEntry } from '../core/state-machine';
-import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../core/approval';
+import { approvalState, currentDecision, FORM_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../confirmation/core/approval';
 import type { AttentionStatus, OperatorDecision, RecordIdentity, ReviewLog } from '../engine/persistence';
 import type { WriteToolDefinition } from '../mcp/tool-types';
 import { countForTool, MetricName } from '../observability/metrics';
@@ -284,8 +284,8 @@ export class ReviewDesk {
     const status = approvalState(approval, approval.fingerprint, this.clock());
     // Who decided and how: from the decision's own log entry, never from how the round was asked.
     const decision = currentDecision(approval);
-    // Entries written before decisions recorded `via`: the MCP client's answers carry MCP_CLIENT as who.
-    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === MCP_CLIENT ? 'form' : undefined);
+    // Entries written before decisions recorded `via`: the MCP client's answers carry FORM_CLIENT as who.
+    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === FORM_CLIENT ? 'form' : undefined);
     return {
       status: status === 'other' ? approval.status : status,
       mode: approval.mode,

@@ -1,7 +1,8 @@
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { IdempotencyEngine, type Execution } from '../../lambdas/engine/engine';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import type { Execution } from '../../lambdas/engine/write-request';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
 import { createOrderTool } from '../../reference/tools/create-order';
 import { requestPaymentTool } from '../../reference/tools/request-payment';
@@ -12,7 +13,7 @@ import { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
 

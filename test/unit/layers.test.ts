@@ -9,18 +9,23 @@ import { toolkitModules } from './toolkit';
  * the imports (type-only ones too); this file holds the rules.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['lambdas/core'],
-  ['lambdas/engine', 'lambdas/config.ts'],
+  // A concern's pure rules sit in its own core/ (lambdas/confirmation/core): the bottom layer, as lambdas/core.
+  ['lambdas/core', 'lambdas/confirmation/core'],
+  ['lambdas/engine', 'lambdas/confirmation', 'lambdas/config.ts'],
   ['lambdas/observability', 'lambdas/auth'],
   ['lambdas/store'],
   ['lambdas/outbox'],
   ['lambdas/reconciler', 'lambdas/mcp'],
   ['lambdas/runtime'],
   ['lambdas/http'],
-  ['lambdas/functions', 'lambdas/gateway', 'lambdas/check'],
-  ['lib', 'lambdas/ops'],
+  // Of the gateway: its policy's format and its environment's names, which the CDK construct reads at synth, and
+  // its upstream client and credentials, which `idempotent-mcp check` shares (none imports the toolkit's runtime).
+  ['lambdas/functions', ...['policy', 'config', 'upstream', 'credentials'].map((name) => `lambdas/gateway/${name}.ts`), 'lambdas/check'],
+  ['lib', 'lambdas/ops', 'lambdas/local'],
   // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
   ['exports'],
+  // The gateway's runtime, written on the public subpaths as a team's own gateway would be.
+  ['lambdas/gateway'],
 ];
 const within = (file: string, unit: string) => file === unit || file.startsWith(`${unit}/`);
 /** The agent's client shares only the pure core with the server; so do the client's entry files. */
@@ -84,6 +89,7 @@ it('the client and its entry files import only the client and the pure core', ()
 
 it('finds an upward arrow and a cycle when there is one', () => {
   expect(layerOf('lambdas/core/keys.ts')).toBeLessThan(layerOf('lambdas/config.ts'));
+  expect(layerOf('lambdas/confirmation/core/approval.ts')).toBeLessThan(layerOf('lambdas/confirmation/gate.ts'));
   expect(layerOf('lambdas/config.ts')).toBeLessThan(layerOf('lambdas/runtime/services.ts'));
   expect(layerOf('lambdas/functions/endpoint.ts')).toBeGreaterThan(layerOf('lambdas/mcp/server.ts'));
   expect(layerOf('exports/mcp.ts')).toBeGreaterThan(layerOf('lib/endpoint.ts'));

@@ -1,6 +1,6 @@
 import { TerminalToolError, TransientToolError, UncertainToolError } from '../../../lambdas/core/errors';
 import { type IdempotencyPolicy, toolInFlightWindowMs } from '../../../lambdas/core/tool-policy';
-import type { ExecutionContext } from '../../../lambdas/engine/engine';
+import type { ExecutionContext } from '../../../lambdas/engine/write-request';
 import { Actor, never } from './races-actors';
 import { type CallerPlan, ON_THE_WIRE, TIMES } from './races-scenarios';
 import type { World } from './races-world';
