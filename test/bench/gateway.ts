@@ -40,6 +40,8 @@ export const GATEWAY_TARGETS = {
 type Path = 'gateway' | 'relay' | 'direct' | 'replay';
 const PATHS: readonly Path[] = ['gateway', 'relay', 'direct', 'replay'];
 type Server = 'gateway' | 'relay';
+/** What a profile covers: a server's first calls, or the gateway's replays. */
+type Profiled = Server | 'replay';
 
 async function connect(url: string, token?: string) {
   const client = new Client({ name: 'gateway-bench', version: '1.0.0' });
@@ -191,7 +193,7 @@ export const gatewayBench: BenchSection = {
     const clients = {} as Record<Path, Client>;
     const turns: Record<Path, Turn[]> = { gateway: [], relay: [], direct: [], replay: [] };
     const profileDir = process.env.BENCH_GATEWAY_PROFILE;
-    const profiles: Partial<Record<Server, Map<string, number>>> = {};
+    const profiles: Partial<Record<Profiled, Map<string, number>>> = {};
     try {
       // The gateway first: it makes the dev issuer's key in the state folder, which the relay then verifies with.
       servers.gateway = await startServer('gateway', env);
@@ -210,15 +212,15 @@ export const gatewayBench: BenchSection = {
         const order = PATHS.map((_, i) => PATHS[(i + round) % PATHS.length]!);
         for (const path of order) {
           const server = serverOf(path);
-          // The last round's first calls through each server, profiled (a replay's profile would blur the gateway's).
-          const profiled = profileDir && round === ROUNDS - 1 && (path === 'gateway' || path === 'relay') ? path : undefined;
-          if (profiled) await ask(servers[profiled].child, { profile: { start: true } }, 'profiled');
+          // The last round's turns through each server, profiled apart: first calls (gateway, relay) and replays.
+          const profiled = profileDir && round === ROUNDS - 1 && server ? (path as Profiled) : undefined;
+          if (profiled) await ask(servers[server!].child, { profile: { start: true } }, 'profiled');
           const before = server ? await cpuMs(servers[server].child) : 0;
           const t = await turn(clients[path], path, executed);
           if (profiled) {
             await mkdir(profileDir!, { recursive: true });
             const file = join(profileDir!, `${profiled}.cpuprofile`);
-            await ask(servers[profiled].child, { profile: { stopTo: file } }, 'profiled');
+            await ask(servers[server!].child, { profile: { stopTo: file } }, 'profiled');
             const calls = t.latencies.length + t.unexpected;
             profiles[profiled] = new Map(
               [...cpuByPart(JSON.parse(await readFile(file, 'utf8')) as CpuProfile)].map(([part, ms]) => [part, ms / calls]),
@@ -314,7 +316,7 @@ export const gatewayBench: BenchSection = {
       ...(profileDir
         ? {
             profile_ms_per_call: Object.fromEntries(
-              (['gateway', 'relay'] as const).map((kind) => [
+              (['gateway', 'replay', 'relay'] as const).map((kind) => [
                 kind,
                 Object.fromEntries(
                   [...profiles[kind]!].sort((a, b) => b[1] - a[1]).map(([part, ms]) => [part, Math.round(ms * 1000) / 1000]),
