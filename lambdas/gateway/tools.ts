@@ -2,12 +2,15 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import * as z from 'zod';
-import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
-import { validateIdempotencyKey } from '../core/idempotency-key';
-import { readErrorText } from '../core/result-contract';
-import type { ReconcileFinding } from '../core/reconcile';
-import { defineWriteTool } from '../mcp/define-write-tool';
-import type { ToolDefinition, ToolRuntime, WriteToolDefinition } from '../mcp/tool-types';
+import {
+  ErrorCode,
+  TerminalToolError,
+  TransientToolError,
+  UncertainToolError,
+  validateIdempotencyKey,
+  type ReconcileFinding,
+} from 'idempotent-mcp/engine';
+import { defineWriteTool, readErrorText, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from 'idempotent-mcp/mcp';
 import type { CredentialSource, UpstreamCredential } from './credentials';
 import type { LookupMemo } from './lookup-memo';
 import {

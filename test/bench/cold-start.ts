@@ -14,7 +14,7 @@ import { gatewayToolsModule, toolsFunctionEntry } from '../../lib/tools-entry';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { startEverything } from '../gateway/registry-servers';
 import { startSecretsManager } from '../support/secrets-manager';
 import { orderArgs } from '../support/mcp';

@@ -11,7 +11,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { cpuByPart, type CpuProfile } from './cpu-profile';
 import { runTurn, startServer, stopServer } from './endpoint';
 import type { ServerReady } from './endpoint-server';

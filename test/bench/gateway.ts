@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { startEverything } from '../gateway/registry-servers';
 import { cpuByPart, type CpuProfile } from './cpu-profile';
 import type { GatewayServerReady, ServerCounts } from './gateway-server';
