@@ -110,6 +110,8 @@ interface Turn {
   ms: number;
   counts?: ServerCounts;
   cpuMs?: number;
+  /** CPU ms of this process (the load generator: the SDK client) over the turn. */
+  clientCpuMs: number;
 }
 
 interface Sent {
@@ -124,6 +126,7 @@ async function turn(client: Client, path: Path, executed: Sent[]): Promise<Turn>
   const latencies: number[] = [];
   let unexpected = 0;
   let next = 0;
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   const until = start + SECONDS * 1000;
   await Promise.all(
@@ -155,7 +158,8 @@ async function turn(client: Client, path: Path, executed: Sent[]): Promise<Turn>
       }
     }),
   );
-  return { latencies, unexpected, ms: performance.now() - start };
+  const cpu = process.cpuUsage(cpuBefore);
+  return { latencies, unexpected, ms: performance.now() - start, clientCpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 const percentile = (values: number[], p: number) => {
@@ -257,6 +261,8 @@ export const gatewayBench: BenchSection = {
         p50_ms: round2(percentile(latencies, 0.5)),
         p99_ms: round2(percentile(latencies, 0.99)),
         unexpected,
+        // The load generator's own CPU: a cost every path pays alike, so on a loaded machine it narrows the ratios.
+        client_cpu_ms_per_call: round2(sum(turns[path].map((t) => t.clientCpuMs)) / attempts),
         ...(path === 'direct'
           ? {}
           : {
@@ -339,12 +345,24 @@ export const gatewayBench: BenchSection = {
         x.dynamodb_requests_per_call ?? '',
         x.upstream_requests_per_call ?? '',
         x.server_cpu_ms_per_call ?? '',
+        x.client_cpu_ms_per_call,
       ];
     };
     return {
       figures,
       table: [
-        ['path', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'unexpected', 'DynamoDB req/call', 'upstream req/call', 'server CPU ms/call'],
+        [
+          'path',
+          'calls',
+          'calls/s',
+          'p50 ms',
+          'p99 ms',
+          'unexpected',
+          'DynamoDB req/call',
+          'upstream req/call',
+          'server CPU ms/call',
+          'client CPU ms/call',
+        ],
         row('gateway, first call', 'gateway'),
         row('gateway, replay', 'replay'),
         row('relay (the floor)', 'relay'),
