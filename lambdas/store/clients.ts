@@ -50,7 +50,10 @@ export interface DynamoDbClientOptions {
    * as it is configured; as Powertools' `DynamoDBPersistenceLayer` takes `awsSdkV3Client`.
    */
   awsSdkV3Client?: DynamoDBClient;
-  /** Settings over the defaults (`DynamoDbClientDefaults`) for the client made here; ignored with `awsSdkV3Client`. */
+  /**
+   * Settings over the defaults (`DynamoDbClientDefaults`) for the client made here; ignored with `awsSdkV3Client`.
+   * The SDK's logger middleware runs only when this gives a `logger` (with none it would log nothing).
+   */
   clientConfig?: DynamoDBClientConfig;
   /**
    * An emulator's endpoint (DynamoDB Local: any credentials, the region from `AWS_REGION`). Default the
