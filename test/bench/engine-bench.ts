@@ -20,8 +20,8 @@ import type { BenchSection, SectionReport } from './section';
  * Paths: first call (new key), replay (same key, same arguments), conflict (same key, other arguments).
  */
 
-const PATHS = ['first_call', 'replay', 'conflict'] as const;
-const CONCURRENCY = [1, 32] as const;
+const ALL_PATHS = ['first_call', 'replay', 'conflict'] as const;
+const ALL_CONCURRENCY = [1, 32] as const;
 /**
  * `powertools_same_table` is Powertools on the engine's own table (composite key pk/sk, and the sparse index the
  * reconciler reads): it separates what the engine costs from what the project's table shape costs.
@@ -29,14 +29,23 @@ const CONCURRENCY = [1, 32] as const;
  * what the index costs the engine on DynamoDB Local.
  */
 const VARIANTS = ['none', 'powertools', 'powertools_same_table', 'engine', 'engine_without_index'] as const;
-type Path = (typeof PATHS)[number];
+type Path = (typeof ALL_PATHS)[number];
 type Variant = (typeof VARIANTS)[number];
+type Concurrency = (typeof ALL_CONCURRENCY)[number];
+
+/**
+ * Short runs while working on one cell (the whole section is the default, and the only figure to quote):
+ * `ENGINE_BENCH_PATHS=first_call`, `ENGINE_BENCH_CONCURRENCY=32`, `ENGINE_BENCH_SCALE=0.25` (calls and warm-up).
+ */
+const PATHS = listKnob('ENGINE_BENCH_PATHS', ALL_PATHS);
+const CONCURRENCY = listKnob('ENGINE_BENCH_CONCURRENCY', ALL_CONCURRENCY.map(String)).map(Number) as Concurrency[];
+const SCALE = scaleKnob('ENGINE_BENCH_SCALE');
 
 /** Calls per variant and cell: enough for a steady median (a 2-3% difference is what is measured), under 4 minutes. */
-const CALLS: Record<(typeof CONCURRENCY)[number], number> = { 1: 480, 32: 1280 };
+const CALLS: Record<Concurrency, number> = { 1: Math.max(1, Math.round(480 * SCALE)), 32: Math.max(128, Math.round(1280 * SCALE)) };
 /** Calls a variant makes before the next one takes its turn: 4 per worker at 32, so each block reaches full load. */
-const BLOCK: Record<(typeof CONCURRENCY)[number], number> = { 1: 1, 32: 128 };
-const WARMUP_CALLS = 300;
+const BLOCK: Record<Concurrency, number> = { 1: 1, 32: 128 };
+const WARMUP_CALLS = Math.round(300 * SCALE);
 /** Keys executed once in the warm-up, then replayed and conflicted with. */
 const KEY_POOL = 240;
 
@@ -382,9 +391,11 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
     }
   }
   const allCells = PATHS.flatMap((p) => Object.values(cells[p]));
-  const replayRequests = Math.max(...Object.values(cells.replay).map((r) => r.engine.requests_per_call));
-  const firstRequests = Math.max(...Object.values(cells.first_call).map((r) => r.engine.requests_per_call));
-  const firstRequestsPowertools = Math.max(...Object.values(cells.first_call).map((r) => r.powertools.requests_per_call));
+  // NaN (null in the JSON) for a path a short run left out.
+  const most = (values: number[]) => (values.length === 0 ? NaN : Math.max(...values));
+  const replayRequests = most(Object.values(cells.replay).map((r) => r.engine.requests_per_call));
+  const firstRequests = most(Object.values(cells.first_call).map((r) => r.engine.requests_per_call));
+  const firstRequestsPowertools = most(Object.values(cells.first_call).map((r) => r.powertools.requests_per_call));
   const unexpected = allCells.reduce((sum, row) => sum + VARIANTS.reduce((s, v) => s + row[v].unexpected_outcomes, 0), 0);
   const targets = {
     replay_costs_1_request: { engine: replayRequests, met: replayRequests === 1 },
@@ -408,6 +419,8 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
     `'none' has no protection: its replay and conflict rows executed the tool again (duplicates). Unexpected outcomes: ${unexpected}.`,
     `calls per variant and cell: ${CALLS[1]} at concurrency 1 (variants interleaved call by call), ${CALLS[32]} at 32 (in blocks of ${BLOCK[32]}, rotating).`,
   ];
+  if (PATHS.length < ALL_PATHS.length || CONCURRENCY.length < ALL_CONCURRENCY.length || SCALE !== 1)
+    notes.push(`a short run (ENGINE_BENCH_*): paths ${PATHS.join(', ')}, concurrency ${CONCURRENCY.join(', ')}, scale ${SCALE}; not a figure to quote.`);
   return {
     figures: {
       paths: cells,
@@ -418,4 +431,23 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
     table,
     notes,
   };
+}
+
+/** A comma-separated subset of `all` from the environment; all of them when unset. Fails on a name not in `all`. */
+function listKnob<T extends string>(name: string, all: readonly T[]): T[] {
+  const given = process.env[name];
+  if (!given) return [...all];
+  const picked = given.split(',').map((s) => s.trim());
+  const unknown = picked.filter((p) => !all.includes(p as T));
+  if (unknown.length > 0) throw new Error(`${name}: ${unknown.join(', ')} is not one of ${all.join(', ')}`);
+  return all.filter((a) => picked.includes(a));
+}
+
+/** A positive factor from the environment; 1 when unset. */
+function scaleKnob(name: string): number {
+  const given = process.env[name];
+  if (!given) return 1;
+  const scale = Number(given);
+  if (!(scale > 0)) throw new Error(`${name}: a positive number, not ${given}`);
+  return scale;
 }
