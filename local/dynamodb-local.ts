@@ -47,6 +47,13 @@ export interface StartDynamoDbLocalOptions {
    * time to free up. Default: 500 ms.
    */
   restartBackoffMs?: number;
+  /**
+   * 'quick' (default): the JVM's first compiler only, which starts faster and costs less for the minutes a test's
+   * emulator lives. 'full': both compilers, for a long steady workload (the bench): with the first only, the
+   * emulator's own Java work per request (it parses the table's schema on every request, on the one thread all its
+   * SQLite work runs on) takes about twice as long, and that thread sets the pace at load.
+   */
+  jit?: 'quick' | 'full';
 }
 
 /** Restarts tried in a row before giving up; the count starts over once a restarted emulator has stayed up a while. */
@@ -95,7 +102,8 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   const log = options.log ?? ((line: string) => console.error(line));
   // Not `-jar DynamoDBLocal.jar`: its launcher listens on every interface, and the emulator takes any credentials.
   // The same emulator, built by the Jetty the jar ships from local/dynamodb-local.xml, listens on 127.0.0.1 only.
-  const args = [...javaOptions(emulatorDir), ...classPath(emulatorDir), 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`];
+  const jvm = options.jit === 'full' ? javaOptions(emulatorDir).filter((flag) => flag !== QUICK_JIT) : javaOptions(emulatorDir);
+  const args = [...jvm, ...classPath(emulatorDir), 'org.eclipse.jetty.xml.XmlConfiguration', `port=${port}`];
   let lock: DataFolderLock | undefined;
   if (options.dbPath) {
     const dbPath = resolve(options.dbPath);
@@ -183,6 +191,7 @@ export async function startDynamoDbLocal(options: StartDynamoDbLocalOptions = {}
   };
 }
 
+const QUICK_JIT = '-XX:TieredStopAtLevel=1';
 const JVM_FLAGS = [
   '-Dorg.eclipse.jetty.LEVEL=WARN',
   '-Dorg.eclipse.jetty.util.log.announce=false',
@@ -190,7 +199,7 @@ const JVM_FLAGS = [
   '-XX:+UseSerialGC',
   // C1 only: the C2 compiler's work does not pay back in an emulator that lives minutes (docs/development.md,
   // "How long the suite takes": about a quarter less CPU for a start and a workload, and a faster start).
-  '-XX:TieredStopAtLevel=1',
+  QUICK_JIT,
 ];
 const javaOptions = (emulatorDir: string) => [`-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`, ...JVM_FLAGS];
 

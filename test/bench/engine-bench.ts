@@ -1,5 +1,6 @@
 import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -40,6 +41,11 @@ type Concurrency = (typeof ALL_CONCURRENCY)[number];
 const PATHS = listKnob('ENGINE_BENCH_PATHS', ALL_PATHS);
 const CONCURRENCY = listKnob('ENGINE_BENCH_CONCURRENCY', ALL_CONCURRENCY.map(String)).map(Number) as Concurrency[];
 const SCALE = scaleKnob('ENGINE_BENCH_SCALE');
+/**
+ * The emulator's JIT (`startDynamoDbLocal`'s `jit`): 'full' by default here, a steady workload of minutes;
+ * `ENGINE_BENCH_JIT=quick` runs it as the tests do (docs/benchmarks.md: what that does to the c32 cells).
+ */
+const JIT = jitKnob('ENGINE_BENCH_JIT');
 
 /** Calls per variant and cell: enough for a steady median (a 2-3% difference is what is measured), under 4 minutes. */
 const CALLS: Record<Concurrency, number> = { 1: Math.max(1, Math.round(480 * SCALE)), 32: Math.max(128, Math.round(1280 * SCALE)) };
@@ -75,6 +81,19 @@ export interface CellFigures {
   p99_ms: number;
   calls_per_s: number;
   requests_per_call: number;
+  /**
+   * CPU per call, ms: this process's (the variant's code, its SDK client) and DynamoDB Local's (the JVM's, read from
+   * /proc; null on an endpoint the bench did not start). Each variant runs alone in its turns, so the turns' CPU is its
+   * own; CPU time does not stretch with the machine's load the way latency does. At concurrency 32 on two cores the
+   * latency follows their sum.
+   */
+  client_cpu_ms_per_call: number;
+  emulator_cpu_ms_per_call: number | null;
+  /**
+   * Of the emulator's CPU, its SQLite thread's: DynamoDB Local runs every read and write of its SQLite database on
+   * that one thread, so at concurrency 32 it is the queue every call waits in, and the p50 follows it.
+   */
+  emulator_sqlite_thread_ms_per_call: number | null;
   /** Calls whose outcome was not the path's (should be 0). */
   unexpected_outcomes: number;
 }
@@ -86,7 +105,7 @@ export const engineBench: BenchSection = {
 };
 
 async function runEngineBench(): Promise<SectionReport> {
-  const dynamo = await startDynamoDbLocal();
+  const dynamo = await startDynamoDbLocal({ jit: JIT });
   const suffix = randomUUID().slice(0, 8);
   const tables: BenchTables = {
     engine: `bench-engine-${suffix}`,
@@ -125,7 +144,12 @@ async function runEngineBench(): Promise<SectionReport> {
       for (const concurrency of CONCURRENCY) {
         const n = CALLS[concurrency];
         const block = BLOCK[concurrency];
-        const acc = new Map(VARIANTS.map((v) => [v, { latencies: [] as number[], wallMs: 0, requests: 0, unexpected: 0 }]));
+        const acc = new Map(
+          VARIANTS.map((v) => [
+            v,
+            { latencies: [] as number[], wallMs: 0, requests: 0, unexpected: 0, clientCpuMs: 0, emulatorCpuMs: 0, sqliteCpuMs: 0 },
+          ]),
+        );
         // Variants take turns block by block (at concurrency 1, call by call), starting with a different one each
         // time: the machine's background load and DynamoDB Local's drift then hit all three alike.
         for (let b = 0; b * block < n; b++) {
@@ -142,7 +166,15 @@ async function runEngineBench(): Promise<SectionReport> {
               if (outcome !== expected) figures.unexpected++;
             });
             const requestsBefore = contender.requests.total();
+            const sqliteStat = sqliteThreadStat(dynamo.pid);
+            const emulatorBefore = processCpuMs(dynamo.pid);
+            const sqliteBefore = cpuMsOf(sqliteStat);
+            const clientBefore = process.cpuUsage();
             const { latencies, wallMs } = await measure(calls, concurrency);
+            const client = process.cpuUsage(clientBefore);
+            figures.clientCpuMs += (client.user + client.system) / 1000;
+            figures.emulatorCpuMs += (processCpuMs(dynamo.pid) ?? NaN) - (emulatorBefore ?? NaN);
+            figures.sqliteCpuMs += (cpuMsOf(sqliteStat) ?? NaN) - (sqliteBefore ?? NaN);
             figures.latencies.push(...latencies);
             figures.wallMs += wallMs;
             figures.requests += contender.requests.total() - requestsBefore;
@@ -156,6 +188,9 @@ async function runEngineBench(): Promise<SectionReport> {
             p99_ms: round2(percentile(sorted, 0.99)),
             calls_per_s: Math.round(n / (figures.wallMs / 1000)),
             requests_per_call: round2(figures.requests / n),
+            client_cpu_ms_per_call: round2(figures.clientCpuMs / n),
+            emulator_cpu_ms_per_call: Number.isNaN(figures.emulatorCpuMs) ? null : round2(figures.emulatorCpuMs / n),
+            emulator_sqlite_thread_ms_per_call: Number.isNaN(figures.sqliteCpuMs) ? null : round2(figures.sqliteCpuMs / n),
             unexpected_outcomes: figures.unexpected,
           };
         }
@@ -345,6 +380,38 @@ async function measure(calls: (() => Promise<unknown>)[], concurrency: number) {
   return { latencies, wallMs: performance.now() - started };
 }
 
+/** A process's CPU time so far (all its threads, user + system), ms; undefined when it cannot be read (not Linux, gone). */
+const processCpuMs = (pid: number | undefined) => (pid === undefined ? undefined : cpuMsOf(`/proc/${pid}/stat`));
+
+/** The CPU time so far of the process or thread whose `stat` file this is, ms. */
+function cpuMsOf(statFile: string | undefined): number | undefined {
+  if (statFile === undefined) return undefined;
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
+    const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `stat` file of DynamoDB Local's SQLite thread (sqlite4java's `SQLiteQueue`), found once. */
+let sqliteStatFile: string | undefined;
+function sqliteThreadStat(pid: number | undefined): string | undefined {
+  if (sqliteStatFile !== undefined || pid === undefined) return sqliteStatFile;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('SQLiteQueue'))
+        return (sqliteStatFile = `/proc/${pid}/task/${tid}/stat`);
+    }
+  } catch {
+    // not Linux, or gone
+  }
+  return undefined;
+}
+/** USER_HZ: 100 on every Linux the project runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_S = 100;
+
 function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 }
@@ -352,7 +419,21 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 
 function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>>): SectionReport {
   const table: (string | number)[][] = [
-    ['path', 'conc', 'variant', 'p50 ms', 'p99 ms', 'calls/s', 'req/call', 'p50 vs PT', 'p99 vs PT', 'calls/s vs PT'],
+    [
+      'path',
+      'conc',
+      'variant',
+      'p50 ms',
+      'p99 ms',
+      'calls/s',
+      'req/call',
+      'p50 vs PT',
+      'p99 vs PT',
+      'calls/s vs PT',
+      'cpu ms: node',
+      'ddb',
+      'ddb sqlite',
+    ],
   ];
   const ratios: Record<string, Record<string, Record<string, number>>> = {};
   const p50Misses: string[] = [];
@@ -375,6 +456,9 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
           vs(f.p50_ms, pt.p50_ms),
           vs(f.p99_ms, pt.p99_ms),
           vs(f.calls_per_s, pt.calls_per_s),
+          f.client_cpu_ms_per_call,
+          f.emulator_cpu_ms_per_call ?? '-',
+          f.emulator_sqlite_thread_ms_per_call ?? '-',
         ]);
       }
       (ratios[path] ??= {})[conc] = {
@@ -417,16 +501,21 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
       targets.p50_without_index_at_or_below_powertools.met ? 'met' : `MISSED: ${p50MissesWithoutIndex.join(', ')}`
     }]`,
     `'none' has no protection: its replay and conflict rows executed the tool again (duplicates). Unexpected outcomes: ${unexpected}.`,
+    `DynamoDB Local's JIT: ${JIT}${JIT === 'full' ? '' : ' (as the tests run it: its SQLite thread, the queue at c32, takes about a third longer per engine call than per Powertools call; docs/benchmarks.md)'}. ` +
+      `cpu ms per call: this process (node), the emulator (ddb) and its one SQLite thread (ddb sqlite).`,
     `calls per variant and cell: ${CALLS[1]} at concurrency 1 (variants interleaved call by call), ${CALLS[32]} at 32 (in blocks of ${BLOCK[32]}, rotating).`,
   ];
   if (PATHS.length < ALL_PATHS.length || CONCURRENCY.length < ALL_CONCURRENCY.length || SCALE !== 1)
-    notes.push(`a short run (ENGINE_BENCH_*): paths ${PATHS.join(', ')}, concurrency ${CONCURRENCY.join(', ')}, scale ${SCALE}; not a figure to quote.`);
+    notes.push(
+      `a short run (ENGINE_BENCH_*): paths ${PATHS.join(', ')}, concurrency ${CONCURRENCY.join(', ')}, scale ${SCALE}; not a figure to quote.`,
+    );
   return {
     figures: {
       paths: cells,
       ratios_vs_powertools: ratios,
       targets,
       calls_per_cell: { c1: CALLS[1], c32: CALLS[32] },
+      emulator_jit: JIT,
     },
     table,
     notes,
@@ -441,6 +530,12 @@ function listKnob<T extends string>(name: string, all: readonly T[]): T[] {
   const unknown = picked.filter((p) => !all.includes(p as T));
   if (unknown.length > 0) throw new Error(`${name}: ${unknown.join(', ')} is not one of ${all.join(', ')}`);
   return all.filter((a) => picked.includes(a));
+}
+
+function jitKnob(name: string): 'full' | 'quick' {
+  const given = process.env[name] ?? 'full';
+  if (given !== 'full' && given !== 'quick') throw new Error(`${name}: full or quick, not ${given}`);
+  return given;
 }
 
 /** A positive factor from the environment; 1 when unset. */
