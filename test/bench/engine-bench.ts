@@ -1,6 +1,7 @@
 import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
 import { CreateTableCommand, DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -105,6 +106,7 @@ export const engineBench: BenchSection = {
 };
 
 async function runEngineBench(): Promise<SectionReport> {
+  const loadAtStart = loadavg()[0]!;
   const dynamo = await startDynamoDbLocal({ jit: JIT });
   const suffix = randomUUID().slice(0, 8);
   const tables: BenchTables = {
@@ -197,7 +199,7 @@ async function runEngineBench(): Promise<SectionReport> {
         cells[path][`c${concurrency}`] = row;
       }
     }
-    return report(cells);
+    return report(cells, round2((loadAtStart + loadavg()[0]!) / 2));
   } finally {
     for (const name of Object.values(tables)) await admin.send(new DeleteTableCommand({ TableName: name })).catch(() => {});
     closeDynamoDbClient(admin);
@@ -417,7 +419,7 @@ function percentile(sorted: number[], q: number): number {
 }
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
-function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>>): SectionReport {
+function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>>, loadAvg: number): SectionReport {
   const table: (string | number)[][] = [
     [
       'path',
@@ -501,7 +503,8 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
       targets.p50_without_index_at_or_below_powertools.met ? 'met' : `MISSED: ${p50MissesWithoutIndex.join(', ')}`
     }]`,
     `'none' has no protection: its replay and conflict rows executed the tool again (duplicates). Unexpected outcomes: ${unexpected}.`,
-    `cpu ms per call: this process (node), DynamoDB Local (ddb; JIT ${JIT}) and its one SQLite thread (ddb sqlite), ` +
+    `load average ${loadAvg} on ${availableParallelism()} cores (start and end); ` +
+      `cpu ms per call: this process (node), DynamoDB Local (ddb; JIT ${JIT}) and its one SQLite thread (ddb sqlite), ` +
       `which runs every read and write of the emulator's database: at c32 it is the queue, and the engine's table (the ` +
       `attention index in its schema, the index rows) costs it more per request than Powertools' (docs/benchmarks.md).`,
     `calls per variant and cell: ${CALLS[1]} at concurrency 1 (variants interleaved call by call), ${CALLS[32]} at 32 (in blocks of ${BLOCK[32]}, rotating).`,
@@ -517,6 +520,8 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
       targets,
       calls_per_cell: { c1: CALLS[1], c32: CALLS[32] },
       emulator_jit: JIT,
+      /** The 1-minute load average, the mean of the section's start and end. */
+      load_avg: loadAvg,
     },
     table,
     notes,
