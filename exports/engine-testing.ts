@@ -4,4 +4,4 @@
  * dependency of this subpath only).
  */
 export { describeStoreConformance, processingRecord, type StoreConformanceOptions } from '../lambdas/engine/testing/store-conformance';
-export { describeApprovalStoreConformance } from '../lambdas/engine/testing/approval-store-conformance';
+export { describeApprovalStoreConformance } from '../lambdas/confirmation/testing/approval-store-conformance';

@@ -54,19 +54,17 @@ export {
   type StoredError,
 } from '../lambdas/core/state-machine';
 export { DEFAULT_POLICY, type IdempotencyPolicy, type ToolEffect } from '../lambdas/core/tool-policy';
-export {
-  IdempotencyEngine,
-  type EngineOptions,
-  type Execution,
-  type ExecutionContext,
-  type ExecutionPath,
-  type Executor,
-  type WriteRequest,
-  type NeedsConfirmation,
-  type EngineAnswer,
-} from '../lambdas/engine/engine';
-export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement, ConfirmingClient } from '../lambdas/engine/confirmation-gate';
-export type { ConfirmingProtocol } from '../lambdas/core/confirmation-choice';
+export { IdempotencyEngine, type EngineOptions } from '../lambdas/engine/engine';
+export type {
+  Execution,
+  ExecutionContext,
+  ExecutionPath,
+  Executor,
+  WriteRequest,
+  NeedsConfirmation,
+  EngineAnswer,
+} from '../lambdas/engine/write-request';
+export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
 export { silentObserver, type EngineEvent, type EngineEventType, type IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
   AttentionQuery,
@@ -97,10 +95,10 @@ export {
   type ApprovalRecord,
   type ApprovalStatus,
   type ApprovalUse,
-} from '../lambdas/core/approval';
-export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/engine/approval-store';
-export { InMemoryApprovalStore } from '../lambdas/engine/in-memory-approval-store';
+} from '../lambdas/confirmation/core/approval';
+export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/confirmation/approval-store';
+export { InMemoryApprovalStore } from '../lambdas/confirmation/in-memory-approval-store';
 export { formatMinorUnits, isPayableCurrency, minorUnitsOf } from '../lambdas/core/money';
 export { hasInvisibleCharacters, quotedText, visibleText } from '../lambdas/core/display-text';
-export type { ConfirmationBinding } from '../lambdas/core/confirmation-state';
+export type { ConfirmationBinding } from '../lambdas/confirmation/core/round-state';
 export type { ItemKey } from '../lambdas/core/keys';

@@ -24,7 +24,7 @@ export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
 export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
 export { serverInstructions } from '../lambdas/mcp/served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from '../lambdas/mcp/tool-runtime';
-export type { Confirmation } from '../lambdas/core/confirmation-choice';
+export type { Confirmation } from '../lambdas/mcp/confirmation-choice';
 export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-approval-page';
 export {
   queueEffect,
@@ -41,5 +41,5 @@ export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
 export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../lambdas/observability/logger';
 export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher, type MetricUnitName } from '../lambdas/observability/metrics';
 export type { OperationIdBinding, IssuedOperationId, OperationIdCheck } from '../lambdas/core/operation-id';
-export type { ConfirmationStateCheck } from '../lambdas/core/confirmation-state';
+export type { ConfirmationStateCheck } from '../lambdas/confirmation/core/round-state';
 export type { SweepReport } from '../lambdas/outbox/relay';

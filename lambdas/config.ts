@@ -1,5 +1,5 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
-import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './core/approval';
+import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './confirmation/core/approval';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from './core/in-flight';
 
 /**

@@ -7,7 +7,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { EnvVars, isTableKeyPrefix } from '../lambdas/config';
-import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/core/approval';
+import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/confirmation/core/approval';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/core/endpoint-paths';
 import { ApprovalPageApi } from './constructs/approval-page';
 import { Auth, type ApprovalSignIn, type AuthProps } from './constructs/auth';

@@ -310,6 +310,18 @@ describe('the engine on the in-memory store', () => {
     });
     await expect(engine.run(request('pay#x', newKey()), {}, never)).rejects.toThrow(/tool name/);
   });
+
+  it('refuses a call that needs a person when the engine was built without a confirmation gate, and writes nothing', async () => {
+    const { engine, store } = setup();
+    const key = newKey();
+    let runs = 0;
+    const pay = async () => ({ result: ++runs });
+    await expect(engine.runConfirmed(request('pay', key), { how: 'page', summary: 'Pay 10 EUR' }, {}, pay)).rejects.toThrow(
+      'pay needs a confirmation, and this engine was built without one (EngineOptions.confirmation)',
+    );
+    expect(runs).toBe(0);
+    expect(await store.get({ tenant: TENANT, tool: 'pay', idempotencyKey: key })).toBeUndefined();
+  });
 });
 
 describe("a local tool's retry on the engine that answered it", () => {

@@ -1,11 +1,5 @@
 import type { Clock } from '../core/clock';
 import {
-  type ConfirmationBinding,
-  type ConfirmationStateCheck,
-  mintConfirmationState,
-  verifyConfirmationState,
-} from '../core/confirmation-state';
-import {
   DEFAULT_OPERATION_ID_TTL_SECONDS,
   issueOperationId,
   type IssuedOperationId,
@@ -13,10 +7,12 @@ import {
   type OperationIdCheck,
   verifyOperationId,
 } from '../core/operation-id';
+import { type ConfirmationSigner, createConfirmationSigner } from '../confirmation/signer';
 
 /**
- * The signers of operation ids and confirmation rounds. Here, below the MCP layer, because the engine's confirmation
- * gate calls the round signer: a call that went from the MCP layer into the engine never comes back into it.
+ * The signers of operation ids and confirmation rounds, over one key. Here, below the MCP layer, because the engine's
+ * confirmation gate (lambdas/confirmation/gate.ts) calls the round signer: a call that went from the MCP layer into
+ * the engine never comes back into it.
  */
 
 /**
@@ -27,16 +23,6 @@ import {
 export interface OperationIdSigner {
   issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
   verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
-}
-
-/**
- * Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated).
- *
- * @public
- */
-export interface ConfirmationSigner {
-  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
-  verify(binding: ConfirmationBinding, value: unknown): Promise<ConfirmationStateCheck>;
 }
 
 /** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
@@ -50,9 +36,6 @@ export function createSigners(
         issueOperationId(await secret(), binding, clock(), ttlSeconds),
       verify: async (binding, value) => verifyOperationId(await secret(), binding, value, clock()),
     },
-    confirmations: {
-      mint: async (binding, ttlSeconds) => mintConfirmationState(await secret(), binding, clock(), ttlSeconds),
-      verify: async (binding, value) => verifyConfirmationState(await secret(), binding, value, clock()),
-    },
+    confirmations: createConfirmationSigner(secret, clock),
   };
 }

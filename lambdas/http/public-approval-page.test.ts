@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { approvalPage } from './public-approval-page';
 
 /** A team's own approval page: its issuer's key set and token endpoint are reached over https, or on this machine. */

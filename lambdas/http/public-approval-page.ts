@@ -1,7 +1,7 @@
 import { Hono } from 'hono/tiny';
 import { systemClock, type Clock } from '../core/clock';
 import { MIN_SECRET_LENGTH } from '../config';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { createApprovalPage } from './approval-page';

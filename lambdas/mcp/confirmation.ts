@@ -1,13 +1,14 @@
 import * as z from 'zod';
-import type { Confirmation, ConfirmingProtocol } from '../core/confirmation-choice';
-import type { ConfirmationRequirement } from '../engine/confirmation-gate';
+import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from './confirmation-choice';
+import type { ConfirmationRequirement } from '../confirmation/gate';
 import type { ToolCall, ToolRuntime } from './tool-types';
 
 /**
  * The MCP side of a person's confirmation: what a request says (its protocol version, the client's elicitation
- * capabilities, the round it answers), as the engine's confirmation gate takes it (lambdas/engine/confirmation-gate.ts
- * decides; lambdas/core/confirmation-choice.ts is the rule of who is asked how). The answer goes back to MCP in
- * define-write-tool.ts, with the rest of the engine's answers.
+ * capabilities, the round it answers), the operator's lists, and the rule of who is asked how
+ * (confirmation-choice.ts), made into the requirement the engine's protocol-neutral gate takes
+ * (lambdas/confirmation/gate.ts), with the sentence for a client nobody can be asked through. The gate's ask goes back
+ * to MCP in define-write-tool.ts, with the rest of the engine's answers.
  */
 
 /** The key of the one input request of a confirmation round, in `inputRequests` and in the answer's `inputResponses`. */
@@ -42,42 +43,62 @@ export function canElicitForms(capabilities: unknown): boolean {
   return modes.form !== undefined || modes.url === undefined;
 }
 
-/** A confirmation tool's requirement for this MCP request, in the engine's terms. */
+/** Why nobody can be asked, in one sentence for the agent: what works instead. */
+function unavailableMessage(reason: UnavailableReason, tool: string): string {
+  switch (reason) {
+    case 'no_approval_page':
+      return `${tool} runs only after the person approves it on this endpoint's approval page, and this server has no approval page configured; nothing ran.`;
+    case 'protocol_cannot_answer':
+      return (
+        `${tool} runs only after the person confirms it, and this server asks through an MCP 2026-07-28 input request, ` +
+        'which a client of an earlier protocol version cannot answer; nothing ran. Use a client that speaks MCP 2026-07-28 ' +
+        'and can show a form (elicitation), for example Claude Code or Claude Desktop; or, where this client asks the person ' +
+        `itself, the operator lists ${tool} in CONFIRMATION_OPT_OUT_TOOLS (deployed: the confirmationOptOut setting).`
+      );
+    case 'no_form_elicitation':
+      return (
+        `${tool} runs only after the person confirms it in a form, and this client declares no form elicitation capability; nothing ran. ` +
+        'Use a client that declares elicitation (form mode), for example Claude Code or Claude Desktop.'
+      );
+  }
+}
+
+/**
+ * A confirmation tool's requirement for this MCP request, in the engine's terms: how this client's person is asked
+ * (the choice, confirmation-choice.ts), or why nobody can be. Undefined when the operator opted the tool out for this
+ * client: it runs as a tool without confirmation (the engine's gate is not asked).
+ */
 export function confirmationRequirement(
   mode: Exclude<Confirmation, 'none'>,
   summary: string,
   tool: string,
   call: ToolCall<ToolRuntime>,
-): ConfirmationRequirement {
+): ConfirmationRequirement | undefined {
   const { services } = call;
   const protocol: ConfirmingProtocol =
     call.era === 'modern' ? '2026-07-28' : call.protocolVersion === '2025-11-25' ? '2025-11-25' : 'earlier';
+  const choice = chooseConfirmation({
+    mode,
+    protocol,
+    canElicitUrls: call.canElicitUrls === true,
+    canElicitForms: call.canElicitForms === true,
+    approvalPage: services.approvals !== undefined,
+    optedOut: services.config.confirmationOptOut.includes(tool),
+    formFallback: services.config.confirmationFormFallback?.includes(tool) === true,
+  });
+  if (choice.kind === 'run') return undefined;
+  if (choice.kind === 'unavailable') return { how: 'nobody', why: unavailableMessage(choice.reason, tool) };
   const raw = call.inputResponses?.[CONFIRM_INPUT];
-  let formAnswer: ConfirmationRequirement['formAnswer'];
+  let formAnswer: 'yes' | 'no' | undefined;
   if (raw !== undefined) {
     const answer = ConfirmAnswer.safeParse(raw);
     formAnswer = answer.success && answer.data.action === 'accept' && answer.data.content?.confirm === true ? 'yes' : 'no';
   }
   return {
-    mode,
+    how: choice.kind,
     summary,
-    client: {
-      protocol,
-      protocolVersion: call.protocolVersion,
-      canElicitUrls: call.canElicitUrls === true,
-      canElicitForms: call.canElicitForms === true,
-    },
-    optedOut: services.config.confirmationOptOut.includes(tool),
-    formFallback: services.config.confirmationFormFallback?.includes(tool) === true,
     requestState: call.requestState,
     formAnswer,
     pageBase: services.config.approvalBaseUrl ?? services.config.publicBaseUrl ?? call.origin,
-    ports: {
-      approvals: services.approvals,
-      confirmations: services.confirmations,
-      clock: services.clock,
-      logger: services.logger,
-      approvalTtlSeconds: services.config.approvalTtlSeconds,
-    },
   };
 }

@@ -5,10 +5,10 @@ import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } fr
 import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { IdempotencyPolicy, ToolEffect } from '../core/tool-policy';
-import type { Execution, ExecutionContext } from '../engine/engine';
-import { type ConfirmationAsk, secretUnavailable } from '../engine/confirmation-gate';
+import type { Execution, ExecutionContext } from '../engine/write-request';
+import { type ConfirmationAsk, secretUnavailable } from '../confirmation/gate';
 import { SecretUnavailableError } from '../core/errors';
-import type { Confirmation } from '../core/confirmation-choice';
+import type { Confirmation } from './confirmation-choice';
 import { parseArguments } from './arguments';
 import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
 import { CONFIRM_FORM, CONFIRM_INPUT, confirmationRequirement } from './confirmation';

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { ReconcileFinding } from '../core/reconcile';
-import type { Execution } from '../engine/engine';
+import type { Execution } from '../engine/write-request';
 import { newOutboxMessage } from '../outbox/outbox-event';
 import type { OutboxStore } from '../outbox/outbox-store';
 import type { WriteToolContext } from './define-write-tool';

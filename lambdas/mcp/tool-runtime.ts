@@ -3,7 +3,7 @@ import { systemClock } from '../core/clock';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyStore } from '../engine/persistence';
 import { stderrLogger } from '../observability/logger';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { createSigners } from '../engine/signers';
 import type { ToolRuntime } from './tool-types';
 
@@ -16,7 +16,8 @@ export interface ToolRuntimeOptions {
   clock?: Clock;
   /** Where the tools log. Default JSON lines on standard error (standard output is a stdio MCP server's protocol channel). */
   logger?: ToolRuntime['logger'];
-  engine?: Omit<EngineOptions, 'store' | 'clock'>;
+  /** Engine tuning; the store, the clock and the confirmation gate's ports are the runtime's. */
+  engine?: Omit<EngineOptions, 'store' | 'clock' | 'confirmation'>;
   /** Tools whose confirmation 2025-era clients do on their side. Default none. */
   confirmationOptOut?: string[];
   /** Where the people's decisions are kept (each round answered once); needed by `confirmation: 'approval'` tools. */
@@ -35,12 +36,16 @@ export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
   const { secret } = options;
   if (typeof secret === 'string' && secret.length < 32) throw new Error('the tool runtime secret must be at least 32 characters');
   const readSecret = typeof secret === 'string' ? () => Promise.resolve(secret) : secret;
+  const logger = options.logger ?? stderrLogger();
+  const signers = createSigners(readSecret, clock);
+  // The gate's ports, once: the same approvals and round signer the runtime names (the MCP edge reads `approvals`).
+  const confirmation = { approvals: options.approvals, confirmations: signers.confirmations, logger };
   return {
-    engine: new IdempotencyEngine({ ...options.engine, store: options.store, clock }),
+    engine: new IdempotencyEngine({ ...options.engine, store: options.store, clock, confirmation }),
     store: options.store,
     clock,
-    logger: options.logger ?? stderrLogger(),
-    ...createSigners(readSecret, clock),
+    logger,
+    ...signers,
     config: { confirmationOptOut: options.confirmationOptOut ?? [], publicBaseUrl: options.publicBaseUrl },
     approvals: options.approvals,
   };

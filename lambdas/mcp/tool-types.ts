@@ -8,8 +8,9 @@ import type { IdempotencyStore } from '../engine/persistence';
 import type { Clock } from '../core/clock';
 import { validateToolName } from '../core/idempotency-key';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { ConfirmationSigner, OperationIdSigner } from '../engine/signers';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { OperationIdSigner } from '../engine/signers';
+import type { ConfirmationSigner } from '../confirmation/signer';
+import type { ApprovalStore } from '../confirmation/approval-store';
 
 /** The signers are the engine's (lambdas/engine/signers.ts): its confirmation gate calls the round signer. */
 export type { ConfirmationSigner, OperationIdSigner };
@@ -30,13 +31,13 @@ export interface ToolRuntime {
   /**
    * Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut); tools with
    * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
-   * the base of the approval page's links (derived from the request when unset); how long an approval link lives.
+   * the base of the approval page's links (derived from the request when unset). How long an approval link lives is
+   * the engine's confirmation gate's (`EngineOptions.confirmation`), set once.
    */
   config: {
     confirmationOptOut: readonly string[];
     confirmationFormFallback?: readonly string[];
     publicBaseUrl?: string;
-    approvalTtlSeconds?: number;
     approvalBaseUrl?: string;
   };
   /**

@@ -14,8 +14,8 @@ import {
   type StoredError,
   REVIEW_REASON_MAX_CHARS,
 } from '../core/state-machine';
-import { approvalState, currentDecision, MCP_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../core/approval';
-import type { ApprovalStore } from '../engine/approval-store';
+import { approvalState, currentDecision, FORM_CLIENT, type ApprovalLogEntry, type ApprovalRecord } from '../confirmation/core/approval';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import type {
   AttentionStatus,
   IdempotencyStore,
@@ -466,8 +466,8 @@ export class ReviewDesk {
     const status = approvalState(approval, approval.fingerprint, this.clock());
     // Who decided and how: from the decision's own log entry, never from how the round was asked.
     const decision = currentDecision(approval);
-    // Entries written before decisions recorded `via`: the MCP client's answers carry MCP_CLIENT as who.
-    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === MCP_CLIENT ? 'form' : undefined);
+    // Entries written before decisions recorded `via`: the MCP client's answers carry FORM_CLIENT as who.
+    const viaOf = (entry: ApprovalLogEntry) => entry.via ?? (entry.event !== 'requested' && entry.by === FORM_CLIENT ? 'form' : undefined);
     return {
       status: status === 'other' ? approval.status : status,
       mode: approval.mode,

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ApprovalStore } from '../engine/approval-store';
+import type { ApprovalStore } from '../confirmation/approval-store';
 import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import type { AppConfig } from '../config';
 import { createTokenVerifier, type TokenVerifier } from '../auth/verifier';
-import { createSigners, type ConfirmationSigner, type OperationIdSigner } from '../engine/signers';
+import { createSigners, type OperationIdSigner } from '../engine/signers';
+import type { ConfirmationSigner } from '../confirmation/signer';
 import { IdempotencyEngine, type EngineOptions } from '../engine/engine';
 import type { IdempotencyObserver } from '../engine/observer';
 import { createEngineObserver } from '../observability/metrics';
@@ -18,14 +19,14 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * @public
  */
 export interface Services extends WorkerServices {
-  config: AppConfig & { approvalTtlSeconds: number; approvalBaseUrl?: string };
+  config: AppConfig & { approvalBaseUrl?: string };
   engine: IdempotencyEngine;
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   auth: TokenVerifier;
   /** The HMAC key of operation ids, confirmations and the approval page's cookies (domain-separated), read when first needed. */
   signingSecret: () => Promise<string>;
-  /** The people's decisions on approvals and form confirmations (lambdas/core/approval.ts). */
+  /** The people's decisions on approvals and form confirmations (lambdas/confirmation/core/approval.ts). */
   approvals: ApprovalStore;
   observer: IdempotencyObserver;
   /** Ids of new outbox events (random). */
@@ -36,7 +37,7 @@ export interface Services extends WorkerServices {
 export interface ServiceOverrides extends WorkerServiceOverrides {
   observer?: IdempotencyObserver;
   /** Engine tuning (tests shorten the in-progress wait, for instance). */
-  engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer'>;
+  engine?: Omit<EngineOptions, 'store' | 'clock' | 'observer' | 'confirmation'>;
   /** Tests pin event ids (to make a transaction collide, for instance). */
   newEventId?: () => string;
 }
@@ -46,6 +47,9 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
   const base = createWorkerServices(config, overrides);
   const { store, clock, logger } = base;
   const observer = overrides.observer ?? createEngineObserver(logger);
+  const secret = lazySecret(config.operationIdSecret);
+  const signers = createSigners(secret, clock);
+  const approvals = new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix });
   // `unknown` answers suggest retrying after about one reconciler period.
   const engine = new IdempotencyEngine({
     unknownRetryAfterMs: config.sideEffects.reconcileIntervalMs,
@@ -55,14 +59,15 @@ export function createServices(config: AppConfig, overrides: ServiceOverrides = 
     store,
     clock,
     observer,
+    // The confirmation gate's ports, given once (the MCP edge chooses per request how the person is asked).
+    confirmation: { approvals, confirmations: signers.confirmations, logger, approvalTtlSeconds: config.approvals.ttlSeconds },
   });
-  const secret = lazySecret(config.operationIdSecret);
   return {
     ...base,
-    config: { ...config, approvalTtlSeconds: config.approvals.ttlSeconds, approvalBaseUrl: config.approvals.baseUrl },
-    approvals: new DynamoDbApprovalStore({ client: base.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }),
+    config: { ...config, approvalBaseUrl: config.approvals.baseUrl },
+    approvals,
     engine,
-    ...createSigners(secret, clock),
+    ...signers,
     signingSecret: secret,
     auth: createTokenVerifier(config.auth),
     observer,

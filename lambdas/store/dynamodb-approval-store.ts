@@ -1,8 +1,15 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, approvalKey, decisionEntry, useEntry } from '../core/approval';
+import {
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalUse,
+  approvalKey,
+  decisionEntry,
+  useEntry,
+} from '../confirmation/core/approval';
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
-import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult } from '../engine/approval-store';
+import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult } from '../confirmation/approval-store';
 import { TableSchema } from './table-schema';
 import type { RecordIdentity } from '../engine/persistence';
 
@@ -42,7 +49,7 @@ export interface DynamoDbApprovalStoreOptions {
 }
 
 /**
- * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/core/approval.ts). One
+ * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/confirmation/core/approval.ts). One
  * item per operation: its current round and the log of every round. A new round is written only if the item is still
  * as read (same round, same status), so the log it carries forward holds every entry written before it.
  * @public

@@ -1,7 +1,8 @@
 import { PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { IdempotencyEngine, type Execution } from '../../lambdas/engine/engine';
+import { IdempotencyEngine } from '../../lambdas/engine/engine';
+import type { Execution } from '../../lambdas/engine/write-request';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
 import { createOrderTool } from '../../reference/tools/create-order';
 import { requestPaymentTool } from '../../reference/tools/request-payment';

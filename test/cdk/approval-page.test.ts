@@ -8,7 +8,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdempotentMcpEndpoint, type IdempotentMcpEndpointProps } from 'idempotent-mcp/cdk';
 import { EnvVars, loadConfig, read as readEnv, type Env, type EnvVar } from '../../lambdas/config';
-import { approvalId } from '../../lambdas/core/approval';
+import { approvalId } from '../../lambdas/confirmation/core/approval';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApprovalRecord, newApproval } from '../../lambdas/core/approval';
+import { type ApprovalRecord, newApproval } from '../../lambdas/confirmation/core/approval';
 import { REVIEW_LOG_MAX_ENTRIES } from '../../lambdas/core/state-machine';
 import { DynamoDbApprovalStore } from '../../lambdas/store/dynamodb-approval-store';
 import { createTestTable } from '../support/dynamodb';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TerminalToolError } from '../../lambdas/core/errors';
 import { fingerprint } from '../../lambdas/core/fingerprint';
-import type { EngineOptions, Executor } from '../../lambdas/engine/engine';
+import type { EngineOptions } from '../../lambdas/engine/engine';
+import type { Executor } from '../../lambdas/engine/write-request';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { createTestTable } from '../support/dynamodb';

@@ -4,7 +4,8 @@ import { TerminalToolError, UncertainToolError } from '../../lambdas/core/errors
 import { fingerprint } from '../../lambdas/core/fingerprint';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';
 import type { IdempotencyPolicy } from '../../lambdas/core/tool-policy';
-import type { EngineOptions, ExecutionContext } from '../../lambdas/engine/engine';
+import type { EngineOptions } from '../../lambdas/engine/engine';
+import type { ExecutionContext } from '../../lambdas/engine/write-request';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';

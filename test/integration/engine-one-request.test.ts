@@ -1,6 +1,6 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecutionPath } from '../../lambdas/engine/engine';
+import type { ExecutionPath } from '../../lambdas/engine/write-request';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { Keys } from '../../lambdas/store/table-schema';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalId } from '../../lambdas/core/approval';
+import { approvalId } from '../../lambdas/confirmation/core/approval';
 import { createApp } from '../../lambdas/http/app';
 import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { readDevKeyPair } from '../../lambdas/auth/dev-keys';

@@ -11,7 +11,7 @@ import {
   ensureTable,
 } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
-import { parseApprovalId } from '../../lambdas/core/approval';
+import { parseApprovalId } from '../../lambdas/confirmation/core/approval';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { OwnServers } from '../support/own-server';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { approvalKey } from '../../lambdas/core/approval';
+import { approvalKey } from '../../lambdas/confirmation/core/approval';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../lambdas/core/clock';
 import type { IdempotencyRecord } from '../../lambdas/core/state-machine';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lambdas/core/clock';
 import type { IdempotencyPolicy, ToolEffect } from '../../lambdas/core/tool-policy';
-import { IdempotencyEngine, type EngineOptions, type Executor, type WriteRequest } from '../../lambdas/engine/engine';
+import { IdempotencyEngine, type EngineOptions } from '../../lambdas/engine/engine';
+import type { Executor, WriteRequest } from '../../lambdas/engine/write-request';
 import type { ExtraWrite } from '../../lambdas/engine/persistence';
 import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Keys } from '../../lambdas/store/table-schema';

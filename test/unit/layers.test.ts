@@ -10,8 +10,9 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * the imports (type-only ones too); this file holds the rules.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['lambdas/core'],
-  ['lambdas/engine', 'lambdas/config.ts'],
+  // A concern's pure rules sit in its own core/ (lambdas/confirmation/core): the bottom layer, as lambdas/core.
+  ['lambdas/core', 'lambdas/confirmation/core'],
+  ['lambdas/engine', 'lambdas/confirmation', 'lambdas/config.ts'],
   ['lambdas/observability', 'lambdas/auth'],
   ['lambdas/store'],
   ['lambdas/outbox'],
@@ -99,6 +100,7 @@ it('the client and its entry files import only the client and the pure core', ()
 
 it('finds an upward arrow and a cycle when there is one', () => {
   expect(layerOf('lambdas/core/keys.ts')).toBeLessThan(layerOf('lambdas/config.ts'));
+  expect(layerOf('lambdas/confirmation/core/approval.ts')).toBeLessThan(layerOf('lambdas/confirmation/gate.ts'));
   expect(layerOf('lambdas/config.ts')).toBeLessThan(layerOf('lambdas/runtime/services.ts'));
   expect(layerOf('lambdas/functions/endpoint.ts')).toBeGreaterThan(layerOf('lambdas/mcp/server.ts'));
   expect(layerOf('exports/mcp.ts')).toBeGreaterThan(layerOf('lib/endpoint.ts'));

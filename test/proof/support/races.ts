@@ -16,7 +16,8 @@ import {
   type TransitionEvent,
 } from '../../../lambdas/core/state-machine';
 import { type IdempotencyPolicy, toolInFlightWindowMs } from '../../../lambdas/core/tool-policy';
-import { IdempotencyEngine, type ExecutionContext } from '../../../lambdas/engine/engine';
+import { IdempotencyEngine } from '../../../lambdas/engine/engine';
+import type { ExecutionContext } from '../../../lambdas/engine/write-request';
 import { InMemoryIdempotencyStore } from '../../../lambdas/engine/in-memory-store';
 import type {
   ExtraWrite,

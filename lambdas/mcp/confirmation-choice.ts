@@ -1,7 +1,7 @@
 /**
  * How a person confirms an operation before it runs, chosen from the tool's mode, what the client can do and what the
- * operator allows: the one rule (docs/confirmation.md, "What each client gets"). Pure: the engine's confirmation gate
- * (lambdas/engine/confirmation-gate.ts) acts on the choice.
+ * operator allows: the one rule (docs/confirmation.md, "What each client gets"). Pure, at the MCP edge (its inputs are the protocol's): the engine's confirmation gate
+ * (lambdas/confirmation/gate.ts) acts on the choice.
  */
 
 /**
@@ -17,8 +17,6 @@ export type Confirmation = 'approval' | 'required' | 'none';
  * The client's protocol as far as confirming goes: '2026-07-28' answers input requests (URL or form mode, as it
  * declares); '2025-11-25' and 'earlier' answer none (a stateless server cannot see what a 2025 client declared at
  * `initialize`): they get the approval link as a tool result.
- *
- * @public
  */
 export type ConfirmingProtocol = '2026-07-28' | '2025-11-25' | 'earlier';
 
@@ -37,7 +35,7 @@ export interface ConfirmationChoiceInput {
   formFallback: boolean;
 }
 
-/** Why nobody can be asked: each has its own sentence (lambdas/engine/confirmation-gate.ts). */
+/** Why nobody can be asked: each has its own sentence (confirmation.ts, beside this file). */
 export type UnavailableReason =
   /** 'approval' on a server with no approval page. */
   | 'no_approval_page'

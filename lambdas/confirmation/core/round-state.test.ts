@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { mintConfirmationState, verifyConfirmationState } from './confirmation-state';
-import { fingerprint } from './fingerprint';
-import { issueOperationId, verifyOperationId } from './operation-id';
+import { mintConfirmationState, verifyConfirmationState } from './round-state';
+import { fingerprint } from '../../core/fingerprint';
+import { issueOperationId, verifyOperationId } from '../../core/operation-id';
 
 const SECRET = 's'.repeat(32);
 const NOW = Date.UTC(2026, 0, 1);

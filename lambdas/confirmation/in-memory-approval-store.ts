@@ -1,6 +1,6 @@
-import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, decisionEntry, useEntry } from '../core/approval';
+import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, decisionEntry, useEntry } from './core/approval';
 import { type ApprovalStore, type DecideResult, decisionRefused, usable, type UseResult } from './approval-store';
-import type { RecordIdentity } from './persistence';
+import type { RecordIdentity } from '../engine/persistence';
 
 const keyOf = (binding: RecordIdentity) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
 const copy = <T>(value: T): T => structuredClone(value);

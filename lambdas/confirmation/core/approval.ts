@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { ConfirmationBinding } from './confirmation-state';
-import type { ItemKey } from './keys';
-import { Keys } from './keys';
-import { withinLogBounds } from './state-machine';
+import type { ConfirmationBinding } from './round-state';
+import type { ItemKey } from '../../core/keys';
+import { Keys } from '../../core/keys';
+import { withinLogBounds } from '../../core/state-machine';
 
 /**
  * A person's approval of one operation (tool `confirmation: 'approval'`, or the form-mode decision record): bound to
@@ -25,8 +25,8 @@ export type ApprovalStatus = 'pending' | 'approved' | 'declined';
  */
 export type ApprovalMode = 'url' | 'form';
 
-/** What the client of a form-mode round is recorded as: its answer is the client's word, not a signed-in person's. */
-export const MCP_CLIENT = 'mcp-client';
+/** What the client of a form-mode round is recorded as (stored as 'mcp-client'): its answer is the client's word, not a signed-in person's. */
+export const FORM_CLIENT = 'mcp-client';
 
 /** @public */
 export interface ApprovalLogEntry {
@@ -41,7 +41,7 @@ export interface ApprovalLogEntry {
   fingerprint: string;
   /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
   summary?: string;
-  /** A decision's who: the signed-in person's subject (url) or MCP_CLIENT (form); 'used': the run's id. */
+  /** A decision's who: the signed-in person's subject (url) or FORM_CLIENT (form); 'used': the run's id. */
   by?: string;
 }
 
@@ -59,7 +59,7 @@ export interface ApprovalRecord extends ConfirmationBinding {
   /** Epoch ms: a pending approval cannot be decided after this, and is replaced by a new one on the next call. */
   expiresAt: number;
   decidedAt?: number;
-  /** The person's subject (the page) or MCP_CLIENT (form mode). */
+  /** The person's subject (the page) or FORM_CLIENT (form mode). */
   decidedBy?: string;
   /**
    * Epoch ms: when a run of the operation used this round's yes (`ApprovalStore.use`). A yes authorizes one run: once

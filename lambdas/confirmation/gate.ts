@@ -4,94 +4,91 @@ import {
   approvalState,
   approvalUsable,
   DEFAULT_APPROVAL_TTL_SECONDS,
-  MCP_CLIENT,
+  FORM_CLIENT,
   newApproval,
-} from '../core/approval';
+} from './core/approval';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
-import { chooseConfirmation, type Confirmation, type ConfirmingProtocol, type UnavailableReason } from '../core/confirmation-choice';
-import { type ConfirmationBinding, confirmationStateNonce } from '../core/confirmation-state';
+import { type ConfirmationBinding, confirmationStateNonce } from './core/round-state';
 import type { Clock } from '../core/clock';
 import { ErrorCode, SecretUnavailableError } from '../core/errors';
 import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApprovalStore } from './approval-store';
-import type { ConfirmationSigner } from './signers';
+import type { ConfirmationSigner } from './signer';
 
 /**
- * The engine's gate for a tool a person confirms: asked by the engine only when its one read of the record found the
- * key free (a key whose record answers the call replays, conflicts or waits without asking anyone). It says whether
- * the call runs now, or what to answer instead: ask the person (on the approval page or in the client's form), or
- * refuse. Nothing here writes an idempotency record: a declined or unanswered call leaves the key free. Every
- * decision is kept in the approval record (when there is an approval store), so a round answered once cannot be
- * answered again, whatever the client sends next. Protocol-neutral: the MCP layer maps its request to a
- * `ConfirmationRequirement` and an `ask` to its input request or error.
+ * The engine's gate for a tool a person confirms, handed to the engine once (`EngineOptions.confirmation`): asked by
+ * the engine only when its one read of the record found the key free (a key whose record answers the call replays,
+ * conflicts or waits without asking anyone). It says whether the call runs now, or what to answer instead: ask the
+ * person (on the approval page or in a form the client shows), or refuse. Nothing here writes an idempotency record:
+ * a declined or unanswered call leaves the key free. Every decision is kept in the approval record (when there is an
+ * approval store), so a round answered once cannot be answered again, whatever the client sends next.
+ * Protocol-neutral: the protocol's edge (lambdas/mcp/confirmation.ts) chooses how this client's person is asked and
+ * says why nobody can be, and turns an `ask` into its own request.
  */
 
 /**
- * What the gate works with: the people's decisions, the round signer, the clock and where to log.
+ * What the gate works with, given once when the engine is built (`EngineOptions.confirmation`): the people's
+ * decisions, the round signer and where to log. The clock is the engine's.
  *
  * @public
  */
 export interface ConfirmationPorts {
-  /** Without it, `'approval'` tools are refused and form answers are not recorded. */
+  /** Without it, no round is asked on the approval page, and form answers are not recorded. */
   approvals?: ApprovalStore;
   confirmations: ConfirmationSigner;
-  clock: Clock;
   logger: Pick<Logger, 'warn'>;
   /** How long an approval link lives. Default DEFAULT_APPROVAL_TTL_SECONDS. */
   approvalTtlSeconds?: number;
 }
 
 /**
- * The client of this call, as far as confirming goes.
+ * A write request's confirmation requirement, as the protocol's edge chose it for this call: how the person is
+ * asked and what, and this call's side of the round; or `how: 'nobody'`: nobody can be asked here, and a call whose
+ * key is free is refused with `why` (CONFIRMATION_UNAVAILABLE), nothing run.
  *
  * @public
  */
-export interface ConfirmingClient {
-  protocol: ConfirmingProtocol;
-  /** The protocol version it spoke, for the sentence that says why it cannot be sent to the page. */
-  protocolVersion?: string;
-  canElicitUrls: boolean;
-  canElicitForms: boolean;
-}
+export type ConfirmationRequirement =
+  | {
+      how: 'nobody';
+      /** One sentence for the agent: why nobody can be asked, and what works instead. */
+      why: string;
+    }
+  | {
+      /**
+       * 'page': the person decides on the approval page, sent there by an ask (`via: 'url'`); 'link': on the same
+       * page, its link given as the call's answer (APPROVAL_REQUIRED), for a client that cannot send the person
+       * there; 'form': the client shows the person a yes/no form (the client's word).
+       */
+      how: 'page' | 'link' | 'form';
+      /** What the person is asked, e.g. "Pay 12.50 EUR to payee-7 (memo: "rent")", on one line (display-text.ts). */
+      summary: string;
+      /** The round token this call echoes (an ask's `requestState`): untrusted, verified here. */
+      requestState?: string;
+      /** The client's answer to that round's form: 'yes' only for an explicit yes; undefined when it sent none. */
+      formAnswer?: 'yes' | 'no';
+      /** The base URL of the approval page's links; needed only when the person is sent there. */
+      pageBase?: string;
+    };
+
+/** A requirement under which somebody is asked. */
+type Asking = Exclude<ConfirmationRequirement, { how: 'nobody' }>;
 
 /**
- * A write request's confirmation requirement: who must say yes, what they are asked, and this call's side of it.
- *
- * @public
- */
-export interface ConfirmationRequirement {
-  mode: Exclude<Confirmation, 'none'>;
-  /** What the person is asked, e.g. "Pay 12.50 EUR to payee-7 (memo: "rent")", on one line (display-text.ts). */
-  summary: string;
-  client: ConfirmingClient;
-  /** The operator lists the tool in CONFIRMATION_OPT_OUT_TOOLS. */
-  optedOut: boolean;
-  /** The operator lists the tool in CONFIRMATION_FORM_FALLBACK_TOOLS. */
-  formFallback: boolean;
-  /** The round token this call echoes (2026-07-28 `requestState`): untrusted, verified here. */
-  requestState?: string;
-  /** The client's answer to that round's form: 'yes' only for an explicit yes; undefined when it sent none. */
-  formAnswer?: 'yes' | 'no';
-  /** The base URL of the approval page's links; needed only when the person is sent there. */
-  pageBase?: string;
-  ports: ConfirmationPorts;
-}
-
-/**
- * How the person is asked; the MCP layer turns it into an input request (2026-07-28) or an error (2025-11-25).
+ * How the person is asked; the protocol's edge turns it into its own request (an MCP input request).
  *
  * @public
  */
 export type ConfirmationAsk =
   | {
       via: 'url';
-      /** The approval's id: the link's last segment, the elicitation's id. */
+      /** The approval's id: the link's last segment, the ask's id. */
       approvalId: string;
       url: string;
       /** What the person reads beside the link. */
       message: string;
-      /** The round's token, for a client that answers input requests. */
+      /** The round's token, for a client that answers asks. */
       requestState: string | undefined;
     }
   | { via: 'form'; message: string; requestState: string };
@@ -100,7 +97,7 @@ export type ConfirmationAsk =
  * The gate's answer: run now, ask the person, or answer this instead (nothing ran). `held`: the key was claimed since
  * the caller read it free (by the run that used the yes): the caller answers from its record.
  */
-export type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
+type GateVerdict = 'run' | 'held' | { ask: ConfirmationAsk } | { answer: WriteToolResult<never> };
 
 /** A read fails fast (one attempt, seconds at most): Secrets Manager's brownouts last about this long. */
 const SECRET_RETRY_AFTER_MS = 2000;
@@ -122,7 +119,7 @@ export function secretUnavailable(
 }
 
 /** The run a 'run' verdict lets go: the owner token its idempotency record will carry, recorded as the approval's user. */
-export interface GatedRun {
+interface GatedRun {
   runId: string;
   /**
    * Whether the key is held now (read again). Asked before a new round replaces a yes another run used: that run
@@ -131,22 +128,55 @@ export interface GatedRun {
   keyHeld?: () => Promise<boolean>;
 }
 
+/** The gate's ports with the engine's clock. */
+type GatePorts = ConfirmationPorts & { clock: Clock };
+
+/** One call at the gate: the ports, what the edge asks for, the operation, the run a yes lets go. */
 interface Gate {
-  requirement: ConfirmationRequirement;
+  ports: GatePorts;
+  requirement: Asking;
   binding: ConfirmationBinding;
   run: GatedRun;
 }
 
-/** How a client learns of a page round: a URL-mode input request (2026-07-28), or the link as a tool result. */
-type Delivery = 'input' | 'link';
+/** How a client learns of a page round: an ask it answers (`via: 'url'`), or the link as the call's answer. */
+type Delivery = 'ask' | 'link';
+
+/**
+ * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
+ * tool, key and the arguments' fingerprint, as the engine computed it); `run`: the run a 'run' lets go.
+ */
+export type ConfirmationGate = (requirement: ConfirmationRequirement, binding: ConfirmationBinding, run: GatedRun) => Promise<GateVerdict>;
+
+/** The gate over `ports`, built once with the engine (which gives its clock). */
+export function createConfirmationGate(ports: GatePorts): ConfirmationGate {
+  return async (requirement, binding, run) => {
+    const { tool, idempotencyKey: key } = binding;
+    if (requirement.how === 'nobody') return unavailable(key, requirement.why);
+    const gate: Gate = { ports, requirement, binding, run };
+    try {
+      switch (requirement.how) {
+        case 'page':
+          return await approveOnPage(gate, 'ask');
+        case 'link':
+          return await approveOnPage(gate, 'link');
+        case 'form':
+          return await confirmInForm(gate);
+      }
+    } catch (err) {
+      if (err instanceof SecretUnavailableError) return refuse(secretUnavailable(err, key, ports.logger, tool, 'confirmation'));
+      throw err;
+    }
+  };
+}
 
 /**
  * The run uses `approval`'s yes, once (`ApprovalStore.use`, a conditional write): the approval, not the idempotency
  * record, remembers it, so a record deleted by TTL cannot make the yes count twice. Another call that used it first
  * is running (or ran) the operation under this key: this one hears its result by calling again.
  */
-async function useApproval({ requirement, binding, run }: Gate, approval: ApprovalRecord): Promise<GateVerdict> {
-  const used = await requirement.ports.approvals!.use(approval, { at: requirement.ports.clock(), by: run.runId });
+async function useApproval({ ports, binding, run }: Gate, approval: ApprovalRecord): Promise<GateVerdict> {
+  const used = await approvalsOf(ports).use(approval, { at: ports.clock(), by: run.runId });
   if (used.applied) return 'run';
   return refuse(WriteResults.inProgress(binding.idempotencyKey, 1000));
 }
@@ -171,71 +201,18 @@ const declined = (key: string, until?: string) =>
 const unavailable = (key: string, message: string) =>
   refuse(WriteResults.rejected(key, { code: ErrorCode.CONFIRMATION_UNAVAILABLE, message }));
 
-/** Why nobody can be asked, in one sentence for the agent: what works instead. */
-function unavailableMessage(reason: UnavailableReason, tool: string): string {
-  switch (reason) {
-    case 'no_approval_page':
-      return `${tool} runs only after the person approves it on this endpoint's approval page, and this server has no approval page configured; nothing ran.`;
-    case 'protocol_cannot_answer':
-      return (
-        `${tool} runs only after the person confirms it, and this server asks through an MCP 2026-07-28 input request, ` +
-        'which a client of an earlier protocol version cannot answer; nothing ran. Use a client that speaks MCP 2026-07-28 ' +
-        'and can show a form (elicitation), for example Claude Code or Claude Desktop; or, where this client asks the person ' +
-        `itself, the operator lists ${tool} in CONFIRMATION_OPT_OUT_TOOLS (deployed: the confirmationOptOut setting).`
-      );
-    case 'no_form_elicitation':
-      return (
-        `${tool} runs only after the person confirms it in a form, and this client declares no form elicitation capability; nothing ran. ` +
-        'Use a client that declares elicitation (form mode), for example Claude Code or Claude Desktop.'
-      );
-  }
-}
-
-/**
- * Whether a call whose key is free may run now: 'run', or what to answer instead. `binding`: the operation (tenant,
- * tool, key and the arguments' fingerprint, as the engine computed it); `run`: the run a 'run' lets go.
- */
-export async function confirmBeforeRunning(
-  requirement: ConfirmationRequirement,
-  binding: ConfirmationBinding,
-  run: GatedRun,
-): Promise<GateVerdict> {
-  const { client, ports } = requirement;
-  const { tool, idempotencyKey: key } = binding;
-  const choice = chooseConfirmation({
-    mode: requirement.mode,
-    protocol: client.protocol,
-    canElicitUrls: client.canElicitUrls,
-    canElicitForms: client.canElicitForms,
-    approvalPage: ports.approvals !== undefined,
-    optedOut: requirement.optedOut,
-    formFallback: requirement.formFallback,
-  });
-  try {
-    switch (choice.kind) {
-      case 'run':
-        return 'run';
-      case 'unavailable':
-        return unavailable(key, unavailableMessage(choice.reason, tool));
-      case 'page':
-        return await approveOnPage({ requirement, binding, run }, 'input');
-      case 'link':
-        return await approveOnPage({ requirement, binding, run }, 'link');
-      case 'form':
-        return await confirmInForm({ requirement, binding, run });
-    }
-  } catch (err) {
-    if (err instanceof SecretUnavailableError) return refuse(secretUnavailable(err, key, ports.logger, tool, 'confirmation'));
-    throw err;
-  }
+/** The approval store a page round is kept in: without one, the edge should not have chosen the page. */
+function approvalsOf(ports: GatePorts): ApprovalStore {
+  if (!ports.approvals) throw new Error("an approval page round needs an approval store (the confirmation ports' approvals)");
+  return ports.approvals;
 }
 
 type StateCheck = { kind: 'none' } | { kind: 'valid'; nonce: string | undefined } | { kind: 'expired' } | { kind: 'invalid' };
 
-async function checkState({ requirement, binding }: Gate): Promise<StateCheck> {
+async function checkState({ ports, requirement, binding }: Gate): Promise<StateCheck> {
   const { requestState } = requirement;
   if (requestState === undefined) return { kind: 'none' };
-  const check = await requirement.ports.confirmations.verify(binding, requestState);
+  const check = await ports.confirmations.verify(binding, requestState);
   if (check.valid) return { kind: 'valid', nonce: confirmationStateNonce(requestState) };
   return check.reason === 'expired' ? { kind: 'expired' } : { kind: 'invalid' };
 }
@@ -255,8 +232,7 @@ const invalidState = (key: string, expired: boolean) =>
  * appended to the log of every earlier round; or the approval another call opened meanwhile. Undefined when the log
  * has room for no more rounds (`canOpenRound`).
  */
-async function openApproval({ requirement, binding }: Gate, mode: ApprovalMode, previous: ApprovalRecord | undefined) {
-  const { ports } = requirement;
+async function openApproval({ ports, requirement, binding }: Gate, mode: ApprovalMode, previous: ApprovalRecord | undefined) {
   const ttlSeconds = ports.approvalTtlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS;
   const requestState = await ports.confirmations.mint(binding, ttlSeconds);
   const record = newApproval(binding, {
@@ -268,7 +244,7 @@ async function openApproval({ requirement, binding }: Gate, mode: ApprovalMode, 
     requestState,
     previous,
   });
-  return record && ports.approvals!.open(record, previous);
+  return record && approvalsOf(ports).open(record, previous);
 }
 
 /** The approval log is full: every round stays in it, so no new one is asked under this key. */
@@ -281,25 +257,24 @@ const roundsSpent = (key: string, tool: string) =>
 
 /**
  * The person decides on the approval page; only the record's decision counts, whatever the client answers. `delivery`:
- * how this client learns of the link (a URL-mode input request, or the link as a tool result it shows).
+ * how this client learns of the link (an ask it answers, or the link as the call's answer, which it shows).
  */
 async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdict> {
-  const { requirement, binding } = gate;
-  const { ports } = requirement;
+  const { ports, requirement, binding } = gate;
   const { tool, idempotencyKey: key } = binding;
-  // Only an input request's round token comes back; a client given the link retries the same call.
-  const answersRounds = delivery === 'input';
+  // Only an ask's round token comes back; a client given the link retries the same call.
+  const answersRounds = delivery === 'ask';
   const state = answersRounds ? await checkState(gate) : ({ kind: 'none' } as StateCheck);
   if (state.kind === 'invalid') return invalidState(key, false);
 
-  const current = await ports.approvals!.current(binding);
+  const current = await approvalsOf(ports).current(binding);
   let approval = current;
   const now = ports.clock();
   const status = approval ? approvalState(approval, binding.fingerprint, now) : undefined;
   // A yes authorizes one run: one used already (or left unused past the link's lifetime) approves no other: a new round below.
   if (status === 'approved' && approvalUsable(approval!, now)) return useApproval(gate, approval!);
   if (status === 'approved' && approval!.usedAt !== undefined && (await gate.run.keyHeld?.())) return 'held';
-  // A decline is final for the round it answered: the same round (its requestState, or a 2025 client's retries while
+  // A decline is final for the round it answered: the same round (its requestState, or the retries of a client given the link while
   // the link would still be valid) hears it again. A new round (no requestState) asks anew: the key is still free.
   if (status === 'declined' && approval) {
     const sameRound = state.kind === 'valid' ? state.nonce === approval.nonce : !answersRounds && now < approval.expiresAt;
@@ -342,8 +317,7 @@ async function approveOnPage(gate: Gate, delivery: Delivery): Promise<GateVerdic
  * whatever this client declares now.
  */
 async function confirmInForm(gate: Gate): Promise<GateVerdict> {
-  const { requirement, binding } = gate;
-  const { ports } = requirement;
+  const { ports, requirement, binding } = gate;
   const { tool, idempotencyKey: key } = binding;
   const state = await checkState(gate);
   if (state.kind === 'invalid' || state.kind === 'expired') return invalidState(key, state.kind === 'expired');
@@ -378,7 +352,7 @@ async function confirmInForm(gate: Gate): Promise<GateVerdict> {
   if (!current || current.nonce !== state.nonce) return invalidState(key, false);
   const decided = await ports.approvals.decide(current, {
     status: yes ? 'approved' : 'declined',
-    by: MCP_CLIENT,
+    by: FORM_CLIENT,
     at: ports.clock(),
     via: 'form',
   });

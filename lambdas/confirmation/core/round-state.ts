@@ -1,4 +1,4 @@
-import { mintSignedToken, verifySignedToken } from './signed-token';
+import { mintSignedToken, verifySignedToken } from '../../core/signed-token';
 
 /**
  * The `requestState` of a confirmation round (MCP 2026-07-28 input requests): `cf1.<expiry>.<nonce>.<mac>`, an
@@ -55,7 +55,7 @@ export function verifyConfirmationState(
 }
 
 /**
- * The state's random nonce: the id of the approval record the round was asked under (lambdas/core/approval.ts), so
+ * The state's random nonce: the id of the approval record the round was asked under (lambdas/confirmation/core/approval.ts), so
  * the server, not the state, says whether that round was answered already. Only for a state that verified.
  */
 export function confirmationStateNonce(state: string): string | undefined {

@@ -1,4 +1,4 @@
-import type { ApprovalDecision, ApprovalRecord, ApprovalUse } from '../core/approval';
+import type { ApprovalDecision, ApprovalRecord, ApprovalUse } from './core/approval';
 
 /**
  * The answer of `decide`: applied, or why not (nothing written).

@@ -2,14 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { IdempotencyEngine, InMemoryApprovalStore, InMemoryIdempotencyStore, type Execution } from 'idempotent-mcp/engine';
 import { WriteResults } from '../core/result-contract';
-import { mintConfirmationState, verifyConfirmationState } from '../core/confirmation-state';
+import { mintConfirmationState, verifyConfirmationState } from './core/round-state';
 import { ErrorCode } from '../core/errors';
-import type { ConfirmationRequirement } from './confirmation-gate';
-import type { EngineAnswer } from './engine';
+import type { ConfirmationRequirement } from './gate';
+import { chooseConfirmation, type ConfirmingProtocol } from '../mcp/confirmation-choice';
+import type { EngineAnswer } from '../engine/write-request';
 
 /**
- * Confirmation as the engine's gate (lambdas/engine/confirmation-gate.ts): the engine reads the key's record once; a
- * held key answers from it without asking anyone, a free key is asked about first, and runs only on the person's yes.
+ * Confirmation as the engine's gate (lambdas/confirmation/gate.ts), handed to the engine once at its construction: the
+ * engine reads the key's record once; a held key answers from it without asking anyone, a free key is asked about
+ * first, and runs only on the person's yes. How each client is asked is the MCP edge's choice
+ * (lambdas/mcp/confirmation-choice.ts), made here as lambdas/mcp/confirmation.ts makes it.
  * The MCP side of the same: test/integration/mcp-confirmation-expiry.test.ts, mcp-confirmation, mcp-approval.
  */
 const TENANT = 'tenant-gate';
@@ -17,6 +20,14 @@ const TOOL = 'pay_invoice';
 const SECRET = 'g'.repeat(32);
 const RETENTION_SECONDS = 60;
 const POLICY = { retentionSeconds: RETENTION_SECONDS, onExpired: 'execute' } as const;
+
+/** A client as the MCP edge sees it, and this call's side of the round. */
+interface Round {
+  client?: { protocol: ConfirmingProtocol; canElicitUrls: boolean; canElicitForms: boolean };
+  formFallback?: boolean;
+  requestState?: string;
+  formAnswer?: 'yes' | 'no';
+}
 
 function setup() {
   let now = Date.UTC(2030, 0, 1);
@@ -41,27 +52,30 @@ function setup() {
   const approvals = new InMemoryApprovalStore();
   const current = approvals.current.bind(approvals);
   approvals.current = (binding) => (reads.current++, current(binding));
-  const engine = new IdempotencyEngine({ store: counted, clock, sleep: async (ms) => void (now += ms), inProgressWaitMs: 50 });
-  let runs = 0;
-  const execute = async (): Promise<Execution<{ run: number }>> => ({ result: { run: ++runs } });
-  const requirement = (mode: 'approval' | 'required', round: Partial<ConfirmationRequirement> = {}): ConfirmationRequirement => ({
-    mode,
-    summary: 'Pay invoice inv-1',
-    client: { protocol: '2026-07-28', canElicitUrls: mode === 'approval', canElicitForms: mode === 'required' },
-    optedOut: false,
-    formFallback: false,
-    pageBase: 'https://pay.example.com',
-    ports: {
+  const engine = new IdempotencyEngine({
+    store: counted,
+    clock,
+    sleep: async (ms) => void (now += ms),
+    inProgressWaitMs: 50,
+    confirmation: {
       approvals,
-      clock,
       logger: { warn: () => undefined },
       confirmations: {
         mint: async (binding, ttl) => mintConfirmationState(SECRET, binding, now, ttl),
         verify: async (binding, value) => verifyConfirmationState(SECRET, binding, value, now),
       },
     },
-    ...round,
   });
+  let runs = 0;
+  const execute = async (): Promise<Execution<{ run: number }>> => ({ result: { run: ++runs } });
+  /** This call's requirement, chosen for `client` (default: one that can be asked the tool's way). */
+  const requirement = (mode: 'approval' | 'required', round: Round = {}): ConfirmationRequirement => {
+    const client = round.client ?? { protocol: '2026-07-28', canElicitUrls: mode === 'approval', canElicitForms: mode === 'required' };
+    const choice = chooseConfirmation({ mode, ...client, approvalPage: true, optedOut: false, formFallback: round.formFallback ?? false });
+    if (choice.kind === 'run' || choice.kind === 'unavailable') throw new Error(`nobody is asked: ${choice.kind}`);
+    const { requestState, formAnswer } = round;
+    return { how: choice.kind, summary: 'Pay invoice inv-1', pageBase: 'https://pay.example.com', requestState, formAnswer };
+  };
   const call = (key: string, confirmation: ConfirmationRequirement | undefined, onlyIfHeld?: ReturnType<typeof WriteResults.rejected>) =>
     engine.runConfirmed(
       { tenant: TENANT, tool: TOOL, idempotencyKey: key, args: { invoice_id: 'inv-1' }, onlyIfHeld },

@@ -1,0 +1,85 @@
+import type { Clock } from '../core/clock';
+import type { WriteToolResult } from '../core/result-contract';
+import type { ToolEffect } from '../core/tool-policy';
+import type { ConfirmationAsk } from '../confirmation/gate';
+import type { ExtraWrite } from './persistence';
+
+/**
+ * What a call brings to the engine (the request, the tool's business function and what it is given) and what the
+ * engine answers; the engine itself is engine.ts.
+ */
+
+/** @public */
+export interface ExecutionContext {
+  tenant: string;
+  tool: string;
+  /** Pass it downstream wherever the downstream accepts one (Idempotency-Key header, client reference). */
+  idempotencyKey: string;
+  traceId?: string;
+  /** Epoch ms after which the engine stops waiting and records the outcome as UNKNOWN. */
+  deadline: number;
+  /** Aborted at the deadline: hand it to every downstream call. */
+  signal: AbortSignal;
+  now: Clock;
+  /**
+   * 'one_request' (a local tool's first attempt): the writes commit only if the key is free, and a write refused by
+   * its own condition sends the call down the claimed path, which runs the tool again with 'claimed'. A read that
+   * only guards against items left by an earlier use of the key can wait for that second run.
+   */
+  path: ExecutionPath;
+}
+
+/** @public */
+export type ExecutionPath = 'one_request' | 'claimed';
+
+/** @public */
+export interface Execution<R> {
+  result: R;
+  /** Items committed in the same transaction as the SUCCEEDED record (business items, outbox events). */
+  writes?: ExtraWrite[];
+}
+
+/** @public */
+export type Executor<R> = (ctx: ExecutionContext) => Promise<Execution<R>>;
+
+/** @public */
+export interface WriteRequest {
+  /** From the authenticated caller, never from tool arguments. */
+  tenant: string;
+  tool: string;
+  idempotencyKey: unknown;
+  args: Record<string, unknown>;
+  traceId?: string;
+  /** The Lambda context's getRemainingTimeInMillis; bounds the execution budget. */
+  remainingTimeMs?: () => number;
+  /** What the tool's execution touches; 'local' takes the one-request path. Default 'external'. */
+  effect?: ToolEffect;
+  /**
+   * The caller says this key was likely sent before (a client's retry hint, `LIKELY_REPLAY_META_KEY` on MCP): a local
+   * tool's record is then read first, as for a key this engine answered. It chooses the order of the requests only:
+   * a key found free still goes to the conditional write, so a wrong or forged hint costs one read and no answer.
+   */
+  likelyReplay?: boolean;
+  /**
+   * The key may only be answered from its record (an operation id past its expiry still names the operation it
+   * ran): a call that finds it free gets this answer instead, and nothing runs.
+   */
+  onlyIfHeld?: WriteToolResult<never>;
+}
+
+/**
+ * The engine's answer while a person is asked to confirm (nothing ran, nothing was written for the key).
+ *
+ * @public
+ */
+export interface NeedsConfirmation {
+  outcome: 'needs_confirmation';
+  ask: ConfirmationAsk;
+}
+
+/**
+ * What `runConfirmed` answers: the result contract, or the ask while the person is asked.
+ *
+ * @public
+ */
+export type EngineAnswer<R> = WriteToolResult<R> | NeedsConfirmation;
