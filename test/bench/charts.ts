@@ -140,7 +140,9 @@ export function gatewayChart(figures: Figures, caption: RunCaption): Chart | und
   );
   if (paths.length === 0) return undefined;
   return {
-    title: "The gateway against the relay floor and the upstream's direct calls",
+    title: paths.some(([label]) => label === 'relay')
+      ? "The gateway against the relay floor and the upstream's direct calls"
+      : "The gateway against the upstream's direct calls",
     panels: [
       { title: 'calls per second', unit: 'calls/s', bars: paths.map(([label, cell]) => ({ label, value: numberAt(cell, 'calls_per_s') })) },
       { title: 'p50 latency', unit: 'ms', bars: paths.map(([label, cell]) => ({ label, value: numberAt(cell, 'p50_ms') })) },
