@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { relative } from 'node:path';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { quietSdkNodeNotice, SDK_NODE_NOTICE_SWITCH } from './local/sdk-node-notice';
+import { quietSdkNodeNotice, SDK_NODE_NOTICE_SWITCH } from './lambdas/local/sdk-node-notice';
 
 /**
  * The package's public subpaths (`idempotent-mcp/engine`, ...) resolve to their source here, from the one map in
@@ -40,7 +40,7 @@ class SlowestFirstSequencer extends BaseSequencer {
  * DynamoDB Local, no child process) and the whole-project checks of test/unit/. Every other folder of test/ needs
  * the local stack, a child process or a build. test/conformance/ and examples/ have runs of their own.
  */
-export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'bin', 'reference', 'local', 'scripts', 'test/models', 'test/unit'];
+export const UNIT_FOLDERS = ['lambdas', 'lib', 'client', 'bin', 'reference', 'scripts', 'test/models', 'test/unit'];
 
 /**
  * What a test file may change for the files after it in the same process and cannot be put back after it: the

@@ -2,7 +2,7 @@
  * The package's commands, each run by `idempotent-mcp <command>` (bin/idempotent-mcp.ts) and, for one release, by
  * the bins they replace (`idempotent-mcp-ops`, `idempotent-mcp-gateway`). Each sets the environment its modules
  * read at load, then loads them. Errors are one line on stderr, so the AWS SDK's notice about the Node.js version
- * (local/sdk-node-notice.ts) is turned off for all of them, here, before any command makes a client.
+ * (lambdas/local/sdk-node-notice.ts) is turned off for all of them, here, before any command makes a client.
  */
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { quietSdkNodeNotice } from '../local/sdk-node-notice';
+import { quietSdkNodeNotice } from '../lambdas/local/sdk-node-notice';
 
 quietSdkNodeNotice();
 
@@ -92,7 +92,7 @@ const DEV_PEERS = [
   { name: 'fauxqs', what: 'a local SQS', unlessSet: 'SQS_ENDPOINT' },
 ] as const;
 
-/** `idempotent-mcp dev <tools module>`: the team's tools on the local endpoint `npm start` runs (local/dev.ts). */
+/** `idempotent-mcp dev <tools module>`: the team's tools on the local endpoint `npm start` runs (lambdas/local/dev.ts). */
 export async function devCommand(argv: readonly string[]): Promise<void> {
   let parsed;
   try {
@@ -133,7 +133,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   const { toolsOf, clientsOf } = await import('../lambdas/functions/tools-exports');
   const { deliveriesOf } = await import('../lambdas/functions/consumer-endpoint');
   const { validateTenantId } = await import('idempotent-mcp/engine');
-  const { localPort, runLocalEndpoint } = await import('../local/dev');
+  const { localPort, runLocalEndpoint } = await import('../lambdas/local/dev');
 
   const tenant = values.tenant ?? 'demo';
   try {
@@ -181,8 +181,13 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
 
   const again = ['npx idempotent-mcp dev', toolsFile, ...(values.deliveries ? ['--deliveries', values.deliveries] : [])].join(' ');
   await runLocalEndpoint({
-    ...served,
-    sandbox: false,
+    server: {
+      tools: served.tools,
+      withClients: served.withClients,
+      // As IdempotentMcpEndpoint deploys it: no deliveries module, no outbox.
+      env: served.deliveries ? process.env : { ...process.env, OUTBOX: 'off' },
+      workers: served.deliveries ? { deliveries: served.deliveries } : {},
+    },
     stateDir: '.local',
     port,
     tenant,
@@ -197,7 +202,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
 
 /** DynamoDB Local started from the package, alone, for a server of your own (docs/toolkit.md); data kept in .local/dynamodb. */
 async function dynamoDbOnly(portText: string | undefined): Promise<void> {
-  const { localPort } = await import('../local/dev');
+  const { localPort } = await import('../lambdas/local/dev');
   const port = portText === undefined ? DYNAMODB_ONLY_PORT : localPort(portText, '--port');
   if (process.env.DYNAMODB_ENDPOINT)
     return fail(
@@ -205,7 +210,7 @@ async function dynamoDbOnly(portText: string | undefined): Promise<void> {
     );
   const missing = DEV_PEERS.filter((peer) => peer.name === 'amplify-dynamodb-simulator' && !resolvable(peer.name));
   if (missing.length > 0) return fail(peersMissing(missing));
-  const { startDynamoDbLocal } = await import('../local/dynamodb-local');
+  const { startDynamoDbLocal } = await import('../lambdas/local/dynamodb-local');
   const dbPath = join('.local', 'dynamodb');
   let dynamo;
   try {

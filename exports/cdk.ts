@@ -10,7 +10,7 @@ export {
   type EndpointFunctions,
   type ApprovalPageSettings,
 } from '../lib/endpoint';
-export { IdempotentMcpGateway, type IdempotentMcpGatewayProps, type GatewayUpstream } from '../lib/gateway';
+export { IdempotentMcpGateway, type IdempotentMcpGatewayProps, type GatewayUpstream } from '../lib/gateway-construct';
 export { ApprovalPageApi, type ApprovalPageApiProps } from '../lib/constructs/approval-page';
 export {
   Auth,

@@ -7,6 +7,7 @@
 export { DynamoDbIdempotencyStore, type DynamoDbStoreOptions } from '../lambdas/store/dynamodb-idempotency-store';
 export { DynamoDbApprovalStore, type DynamoDbApprovalStoreOptions } from '../lambdas/store/dynamodb-approval-store';
 export { TableSchema, ensureTable } from '../lambdas/store/table-schema';
+export { DynamoDbRecordMemos } from '../lambdas/store/dynamodb-record-memos';
 export { AttentionIndexOffError } from '../lambdas/store/attention-index';
 export {
   awsClientConfig,

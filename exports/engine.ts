@@ -78,6 +78,7 @@ export type {
   Reconciliation,
   RecordIdentity,
   RecordQueries,
+  RecordMemos,
   ReviewLog,
   ReviewStore,
   Settlement,

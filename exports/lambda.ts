@@ -77,4 +77,4 @@ export { SecretUnavailableError } from '../lambdas/core/errors';
 export { devIssuerFor, loadDevIssuer, DEV_TOKEN_TTL_SECONDS, type DevIssuer } from '../lambdas/auth/dev-issuer';
 export { createDevSignIn } from '../lambdas/http/dev-sign-in';
 export { DEV_KEY_FILE } from '../lambdas/auth/dev-keys';
-export { localOperationIdSecret, OPERATION_ID_SECRET_FILE } from '../lambdas/runtime/operation-id-secret';
+export { localOperationIdSecret, OPERATION_ID_SECRET_FILE, readSecretString } from '../lambdas/runtime/operation-id-secret';

@@ -25,6 +25,7 @@ export { issueOperationIdTool } from '../lambdas/mcp/issue-operation-id';
 export { serverInstructions } from '../lambdas/mcp/served-tools';
 export { createToolRuntime, type ToolRuntimeOptions } from '../lambdas/mcp/tool-runtime';
 export type { Confirmation } from '../lambdas/mcp/confirmation-choice';
+export { readErrorText } from '../lambdas/core/result-contract';
 export { approvalPage, type ApprovalPageOptions } from '../lambdas/http/public-approval-page';
 export {
   queueEffect,

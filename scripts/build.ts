@@ -12,6 +12,12 @@ const root = PROJECT_ROOT;
 const dist = join(root, 'dist');
 const FUNCTIONS = ['endpoint', 'reconciler-endpoint', 'consumer-endpoint', 'relay'];
 
+/**
+ * A bin whose released file name stays while its source is named for what it is: the deprecated
+ * `idempotent-mcp-gateway` alias is dist/bin/gateway.js, as in the release that introduced it.
+ */
+const RENAMED_BINS: Readonly<Record<string, string>> = { 'bin/gateway': 'bin/gateway-alias.ts' };
+
 const subpaths = publicSubpaths();
 
 rmSync(dist, { recursive: true, force: true });
@@ -23,10 +29,10 @@ await build({
     // What IdempotentMcpGateway's generated tools module imports (lib/tools-entry.ts).
     { out: 'functions/gateway', in: 'lambdas/gateway/lambda.ts' },
     // The package's bin (package.json `bin`), its shebang kept.
-    ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => ({
-      out: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, ''),
-      in: built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, '.ts'),
-    })),
+    ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => {
+      const out = built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, '');
+      return { out, in: RENAMED_BINS[out] ?? `${out}.ts` };
+    }),
   ],
   outdir: dist,
   bundle: true,
@@ -40,8 +46,8 @@ await build({
   logLevel: 'warning',
 });
 cpSync(join(root, 'lib/bundle-stubs'), join(dist, 'bundle-stubs'), { recursive: true });
-// What `idempotent-mcp dev` starts DynamoDB Local with (local/dynamodb-local.ts finds it through packageFile).
-cpSync(join(root, 'local/dynamodb-local.xml'), join(dist, 'dynamodb-local.xml'));
+// What `idempotent-mcp dev` starts DynamoDB Local with (lambdas/local/dynamodb-local.ts finds it through packageFile).
+cpSync(join(root, 'lambdas/local/dynamodb-local.xml'), join(dist, 'dynamodb-local.xml'));
 
 emitDeclarations(join(dist, 'types'));
 

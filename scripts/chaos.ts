@@ -18,12 +18,12 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SDK_NODE_NOTICE_SWITCH } from '../local/sdk-node-notice';
+import { SDK_NODE_NOTICE_SWITCH } from '../lambdas/local/sdk-node-notice';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
 import { EnvVars, environmentOf, loadAuthConfig, read } from '../lambdas/config';
 import { createFaultFetch } from '../client/fault-fetch';
-import { LOCK_FILE } from '../local/dynamodb-local';
-import { freePort } from '../local/free-port';
+import { LOCK_FILE } from '../lambdas/local/dynamodb-local';
+import { freePort } from '../lambdas/local/free-port';
 import {
   checkHistory,
   RESOURCE_FIELD,

@@ -211,6 +211,11 @@ const RETRYABLE_READ_ERRORS: ReadonlySet<string> = new Set([
   ErrorCode.INTERNAL_ERROR,
 ]);
 
+/**
+ * A read tool's error text, `CODE: message`: the form a client reads the code and whether to call again from
+ * (`ReadToolError` answers in it; a read tool that builds its own `CallToolResult`, a gateway's pass-through, too).
+ * @public
+ */
 export const readErrorText = (code: string, message: string) => `${code}: ${message}`;
 
 /** The code of a read tool's error text, and whether calling again may help. */

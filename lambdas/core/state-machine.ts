@@ -155,6 +155,11 @@ export interface IdempotencyRecord {
    * finding nothing decides nothing (lambdas/core/in-flight.ts). Written with the transition to UNKNOWN.
    */
   inFlightUntil?: number;
+  /**
+   * What the tool keeps with its claim (`WriteToolSpec.memo`): written with the record before the tool runs, so a
+   * record whose outcome is lost always has it; its reconcile reads it here (the gateway's lookup).
+   */
+  memo?: unknown;
 }
 
 /**

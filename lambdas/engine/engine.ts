@@ -223,6 +223,7 @@ export class IdempotencyEngine {
           retainUntil,
           expiresAt: Math.floor((retainUntil + (policy.onExpired === 'review' ? policy.reviewWindowSeconds * 1000 : 0)) / 1000),
           traceId: request.traceId,
+          memo: request.memo,
         };
         let afterClaim: AfterClaim<R> = (claimed, takenOver) => this.runs.execute(claimed, policy, request, execute, emit, takenOver);
         let existing: IdempotencyRecord | undefined = known;

@@ -229,8 +229,10 @@ export interface IdempotencyStore {
 /**
  * A small JSON value kept beside a record, named, with the record's retention: what a tool needs later to reconcile
  * a call that the record cannot tell (it keeps a fingerprint of the arguments, not the arguments).
+ * @public
  */
 export interface RecordMemos {
+  /** Keeps `value` under `name` beside the record, until `expiresAtSeconds` (the record's retention). */
   put(identity: RecordIdentity, name: string, value: unknown, expiresAtSeconds: number): Promise<void>;
   /** undefined: no memo of that name was written. */
   get(identity: RecordIdentity, name: string): Promise<unknown>;

@@ -65,6 +65,8 @@ export interface WriteRequest {
    * ran): a call that finds it free gets this answer instead, and nothing runs.
    */
   onlyIfHeld?: WriteToolResult<never>;
+  /** Kept on the record from its claim (`IdempotencyRecord.memo`): what the tool's reconcile needs, at no extra write. */
+  memo?: unknown;
 }
 
 /**

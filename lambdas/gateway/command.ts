@@ -1,22 +1,13 @@
-import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { serve, type ServerType } from '@hono/node-server';
 import { SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
-import { devIssuerFor } from '../auth/dev-issuer';
-import { ConfigError, DEV_SIGN_IN_MOUNT, EnvVars, loadConfig, read, type Env } from '../config';
-import { createApp, servedHostnames } from '../http/app';
-import { createDevSignIn } from '../http/dev-sign-in';
-import { startReconcilerFromConfig } from '../reconciler/start';
-import { localOperationIdSecret } from '../runtime/operation-id-secret';
-import { createServices } from '../runtime/services';
-import { closeDynamoDbClient } from '../store/clients';
-import { ensureTable, tableExists } from '../store/table-schema';
+import { DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
+import { ConfigError, devIssuerFor, EnvVars, loadConfig, localOperationIdSecret, read, type Env } from 'idempotent-mcp/lambda';
+import { type LocalServer, startLocalServer } from 'idempotent-mcp/local';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
-import { checkPolicyFile, createGateway, type Gateway } from './gateway';
+import { checkPolicyFile, createGateway, type Gateway } from './create-gateway';
 import { GatewayPolicyError } from './policy';
 import { UpstreamError, type UpstreamTarget } from './upstream';
 
@@ -120,33 +111,6 @@ async function readJson(path: string, what: string): Promise<unknown> {
   }
 }
 
-/**
- * Fail closed before serving: a gateway whose records cannot be kept would answer every write `unknown`, which
- * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
- * table must exist.
- */
-async function checkStore(
-  doc: Parameters<typeof ensureTable>[0],
-  tableName: string,
-  endpoint: string | undefined,
-  env: Env,
-): Promise<void> {
-  if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
-    throw new ConfigError(
-      'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npx idempotent-mcp dev --dynamodb-only` starts one at http://127.0.0.1:8000), or AWS_REGION and TABLE_NAME for a deployed table',
-    );
-  const where = endpoint ? `at ${endpoint}` : `in ${env.AWS_REGION ?? env.AWS_DEFAULT_REGION}`;
-  let exists: boolean;
-  try {
-    if (endpoint) await ensureTable(doc, tableName);
-    exists = await tableExists(doc, tableName);
-  } catch (err) {
-    const error = err as Error;
-    throw new ConfigError(`DynamoDB ${where} cannot be reached (${error?.name ?? 'Error'}: ${firstLine(error?.message ?? String(err))})`);
-  }
-  if (!exists) throw new ConfigError(`the table ${tableName} does not exist ${where}: set TABLE_NAME to the endpoint's table`);
-}
-
 const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);
 
 const NETWORK_FAILURES: ReadonlyMap<string, string> = new Map([
@@ -202,6 +166,8 @@ export interface RunningGateway {
   gateway: Gateway;
   /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
   keyPrefix?: string;
+  /** The table's client (the bench counts the requests a call sends through it). */
+  doc: LocalServer['services']['doc'];
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -214,85 +180,49 @@ export interface RunningGateway {
 export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env): Promise<RunningGateway> {
   // The records are the upstream's own: another gateway (another upstream) on the same table never settles them.
   const env: Env = {
-    AUTH_MODE: 'dev',
     TABLE_NAME: 'idempotent-mcp-gateway',
     [EnvVars.tableKeyPrefix.name]: upstreamKeyPrefix(command.upstream),
     ...givenEnv,
   };
-  if (env.AUTH_MODE === 'dev') {
-    env.DEV_AUTH_DIR ||= join(command.stateDir, 'auth');
-    if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(command.stateDir);
-  }
-  const config = loadConfig(env);
-  const policy = await readJson(command.policyFile, 'policy file');
   // The file's own mistakes first: a store's sentence (none set, say) would hide them until it is fixed.
+  const policy = await readJson(command.policyFile, 'policy file');
   const { mistakes } = checkPolicyFile(policy, command.upstream);
   if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   const credentials = await command.credentials();
-  const services = createServices(config);
-  const stops: Array<() => Promise<void>> = [async () => closeDynamoDbClient(services.doc)];
-  const stop = async () => {
-    for (const step of stops.splice(0).reverse()) await step().catch(() => {});
+  let gateway: Gateway | undefined;
+  // The store is the environment's (DYNAMODB_ENDPOINT, else the region's table), checked before serving; no outbox.
+  const server = await startLocalServer({
+    env,
+    stateDir: command.stateDir,
+    port: command.port,
+    dynamoDbLocal: false,
+    outbox: false,
+    async serve(services, config) {
+      gateway = await createGateway({
+        policy,
+        upstream: command.upstream,
+        credentials,
+        table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) },
+      }).catch((err: unknown) => {
+        throw err instanceof GatewayPolicyError || err instanceof CredentialsError
+          ? err
+          : new UpstreamStartError(upstreamStartSentence(command.upstream, err), { cause: err });
+      });
+      if (gateway.hidden.length > 0)
+        services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
+      const started = gateway;
+      return { tools: started.tools, close: () => started.close() };
+    },
+  });
+  return {
+    url: server.url,
+    mcpUrl: server.mcpUrl,
+    gateway: gateway!,
+    doc: server.services.doc,
+    ...(server.config.tableKeyPrefix ? { keyPrefix: server.config.tableKeyPrefix } : {}),
+    tokenFor: (tenant) => server.tokenFor(tenant),
+    stop: server.stop,
   };
-  try {
-    await checkStore(services.doc, config.tableName, config.dynamodbEndpoint, env);
-    const gateway = await createGateway({
-      policy,
-      upstream: command.upstream,
-      credentials,
-      table: { memos: new DynamoDbRecordMemos({ doc: services.doc, tableName: config.tableName, keyPrefix: config.tableKeyPrefix }) },
-    }).catch((err: unknown) => {
-      throw err instanceof GatewayPolicyError || err instanceof CredentialsError
-        ? err
-        : new UpstreamStartError(upstreamStartSentence(command.upstream, err), { cause: err });
-    });
-    stops.push(() => gateway.close());
-    if (gateway.hidden.length > 0)
-      services.logger.warn('upstream tools the policy does not name are not served', { hidden: gateway.hidden });
-
-    const app = createApp(services, {
-      tools: gateway.tools,
-      hosts: servedHostnames(config),
-      mounts:
-        config.auth.mode === 'dev' && config.approvals.signIn ? { [DEV_SIGN_IN_MOUNT]: createDevSignIn(config.auth, services.clock) } : {},
-    });
-    const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolvePromise, reject) => {
-      const server = serve({ fetch: app.fetch, port: command.port, hostname: '127.0.0.1' }, (info: AddressInfo) =>
-        resolvePromise({ server, port: info.port }),
-      );
-      server.once('error', reject);
-    });
-    stops.push(
-      () =>
-        new Promise<void>((done) => {
-          server.close(() => done());
-          if ('closeAllConnections' in server) server.closeAllConnections();
-        }),
-    );
-    const reconciler = startReconcilerFromConfig(config.sideEffects, {
-      tools: gateway.tools,
-      store: services.store,
-      logger: services.logger,
-      metrics: false,
-    });
-    stops.push(() => reconciler.stop());
-    const url = `http://127.0.0.1:${port}`;
-    const auth = config.auth;
-    return {
-      url,
-      mcpUrl: `${url}/mcp`,
-      gateway,
-      ...(config.tableKeyPrefix ? { keyPrefix: config.tableKeyPrefix } : {}),
-      async tokenFor(tenant) {
-        if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
-        return (await devIssuerFor(auth)).sign({ tenant });
-      },
-      stop,
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
 }
 
 /**

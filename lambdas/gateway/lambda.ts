@@ -1,10 +1,8 @@
-import { ConfigError, EnvVars, read, type Env } from '../config';
-import { readSecretString } from '../runtime/operation-id-secret';
-import { createDynamoDbClient } from '../store/clients';
-import { DynamoDbRecordMemos } from '../store/dynamodb-record-memos';
+import { createDynamoDbClient, DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
+import { ConfigError, EnvVars, read, readSecretString, type Env } from 'idempotent-mcp/lambda';
 import { GatewayEnvVars } from './config';
 import { parseCredentials, staticCredentials, type CredentialSource, type CredentialsFile } from './credentials';
-import { createGateway } from './gateway';
+import { createGateway } from './create-gateway';
 import { RecordListingMemo } from './listing-memo';
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Tool } from '@modelcontextprotocol/client';
-import type { RecordIdentity, RecordMemos } from '../engine/persistence';
+import type { RecordIdentity, RecordMemos } from 'idempotent-mcp/engine';
 
 /**
  * The upstream's `tools/list` as a cold start last read it, kept in the endpoint's table, so that the next cold

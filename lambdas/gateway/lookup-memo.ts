@@ -1,4 +1,4 @@
-import type { RecordIdentity, RecordMemos } from '../engine/persistence';
+import type { RecordIdentity, RecordMemos } from 'idempotent-mcp/engine';
 import type { PreparedLookup } from './policy';
 
 /**

@@ -2,15 +2,27 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import * as z from 'zod';
-import { ErrorCode, TerminalToolError, TransientToolError, UncertainToolError } from '../core/errors';
-import { validateIdempotencyKey } from '../core/idempotency-key';
-import { readErrorText } from '../core/result-contract';
-import type { ReconcileFinding } from '../core/reconcile';
-import { defineWriteTool } from '../mcp/define-write-tool';
-import type { ToolDefinition, ToolRuntime, WriteToolDefinition } from '../mcp/tool-types';
+import {
+  ErrorCode,
+  TerminalToolError,
+  TransientToolError,
+  UncertainToolError,
+  validateIdempotencyKey,
+  type ReconcileFinding,
+} from 'idempotent-mcp/engine';
+import { defineWriteTool, readErrorText, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from 'idempotent-mcp/mcp';
 import type { CredentialSource, UpstreamCredential } from './credentials';
 import type { LookupMemo } from './lookup-memo';
-import { answerText, DEFAULT_TIMEOUT_MS, fillSummary, judgeLookup, prepareLookup, type GatewayPolicy, type WritePolicy } from './policy';
+import {
+  answerText,
+  DEFAULT_TIMEOUT_MS,
+  fillSummary,
+  judgeLookup,
+  prepareLookup,
+  type GatewayPolicy,
+  type PreparedLookup,
+  type WritePolicy,
+} from './policy';
 import { UpstreamError, type UpstreamCaller } from './upstream';
 
 /** What the gateway's tools need besides the toolkit's runtime. */
@@ -116,6 +128,23 @@ function recordKeyOf(value: unknown): unknown {
  */
 const keyArgument = new AsyncLocalStorage<{ value: unknown }>();
 
+/**
+ * A lookup up to this size rides on the claim (the record's `memo`): no request of its own. A larger one (a long text
+ * the lookup compares) is kept beside the record as before, one request more, so that the record, which every
+ * replay reads back, stays small and far from DynamoDB's 400 KB item limit.
+ */
+const LOOKUP_ON_CLAIM_MAX_BYTES = 16 * 1024;
+
+/**
+ * What the claim carries for the reconciler (see `reconcile` below): the call's lookup itself, or word that it is
+ * kept beside the record (written after the claim, before the send).
+ */
+type ClaimMemo = { lookup: PreparedLookup | null } | { beside: true };
+
+function claimMemoOf(lookup: PreparedLookup | null): ClaimMemo {
+  return Buffer.byteLength(JSON.stringify(lookup)) <= LOOKUP_ON_CLAIM_MAX_BYTES ? { lookup } : { beside: true };
+}
+
 function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts: GatewayParts): ToolDefinition {
   const shape = inputShape(upstreamTool);
   const key = policy.key ?? 'idempotency_key';
@@ -123,6 +152,13 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
   const annotations = upstreamTool.annotations ?? {};
   const retentionSeconds = policy.retentionSeconds;
   const summaryTemplate = policy.summary;
+  /** What the upstream receives: the arguments as the agent sent them, the key argument included. */
+  const sentArguments = (business: Record<string, unknown>) => {
+    const held = keyArgument.getStore();
+    return typeof key === 'object' && held ? { ...business, [key.argument]: held.value } : business;
+  };
+  const lookupOf = (business: Record<string, unknown>, idempotencyKey: string) =>
+    policy.reconcile ? (prepareLookup(policy.reconcile, { args: sentArguments(business), key: idempotencyKey }) ?? null) : undefined;
 
   const inner: WriteToolDefinition = defineWriteTool<z.ZodRawShape, UpstreamResult>({
     name,
@@ -144,16 +180,17 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
     confirmation: policy.confirmation ?? 'none',
     summarize: (args) =>
       (summaryTemplate !== undefined ? fillSummary(summaryTemplate, args) : undefined) ?? `${name} ${JSON.stringify(args)}`,
+    // The lookup rides on the claim: written before `execute` runs, in the claim's own request (see reconcile below).
+    ...(policy.reconcile ? { memo: (business, idempotencyKey) => claimMemoOf(lookupOf(business, idempotencyKey)!) } : {}),
     async execute(business, ctx) {
-      // What the upstream receives: the arguments as the agent sent them, the key argument included.
-      const held = keyArgument.getStore();
-      const args = typeof key === 'object' && held ? { ...business, [key.argument]: held.value } : business;
+      const args = sentArguments(business);
       const presend = presendSignal(ctx);
       const credential = await credentialOf(parts, ctx.tenant, presend);
       const identity = { tenant: ctx.tenant, tool: name, idempotencyKey: ctx.idempotencyKey };
-      if (policy.reconcile) {
-        // Written before the call is sent, so that a missing memo proves the call never left (see reconcile below).
-        const lookup = prepareLookup(policy.reconcile, { args, key: ctx.idempotencyKey }) ?? null;
+      const lookup = lookupOf(business, ctx.idempotencyKey);
+      if (lookup !== undefined && 'beside' in claimMemoOf(lookup)) {
+        // Too large for the claim: written beside the record before the call is sent, so that a missing memo proves
+        // the call never left (see reconcile below).
         try {
           await parts.memo.put(identity, lookup, Math.floor(ctx.now() / 1000) + (retentionSeconds ?? 86_400) + 7 * 86_400);
         } catch (err) {
@@ -202,9 +239,17 @@ function writeTool(name: string, upstreamTool: Tool, policy: WritePolicy, parts:
     },
     reconcile: policy.reconcile
       ? async ({ record, signal }): Promise<ReconcileFinding> => {
-          const lookup = await parts.memo.get(record);
-          // No memo: the gateway stopped before it sent the call (the memo is written first, and the call waits for it).
-          if (lookup === undefined) return { kind: 'absent' };
+          // The claim carries the lookup: written in the claim's own request, which the engine completes before the
+          // call can be sent, so every record whose outcome is lost (a lost answer, a gateway that died at any point
+          // after its claim) has it, and the upstream is asked. Or the claim says the lookup is kept beside the
+          // record: missing there, the gateway stopped before it sent the call (that memo is written first, and the
+          // call waits for it). A claim that says neither (made under a policy without this lookup) proves nothing.
+          const onClaim = record.memo as ClaimMemo | undefined;
+          const lookup = onClaim && 'lookup' in onClaim ? onClaim.lookup : await parts.memo.get(record);
+          if (lookup === undefined)
+            return onClaim
+              ? { kind: 'absent' }
+              : { kind: 'unreachable', reason: 'the call was claimed without a lookup to check it by: a person decides' };
           if (lookup === null)
             return {
               kind: 'unreachable',

@@ -67,6 +67,12 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    * Return `writes` to commit your own items in the same transaction as the SUCCEEDED record.
    */
   execute(args: z.output<z.ZodObject<Shape>>, ctx: WriteToolContext<S>): Promise<Execution<R>>;
+  /**
+   * A small JSON value from the arguments and the key, written with the claim (before `execute` runs) and given back
+   * to `reconcile` as `request.record.memo`: what asking the downstream takes that the record's fingerprint cannot
+   * tell (the gateway's lookup). Part of the claim's one request; keep it a few KB (it is read back with every replay).
+   */
+  memo?: (args: z.output<z.ZodObject<Shape>>, key: string) => unknown;
   /** Asks the downstream what became of an operation whose outcome was lost. */
   reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
@@ -287,6 +293,7 @@ export function defineWriteTool<Shape extends z.ZodRawShape, R, S extends ToolRu
         effect: spec.effect,
         likelyReplay: call.likelyReplay,
         onlyIfHeld: resolved.onlyIfHeld,
+        memo: spec.memo?.(business as z.output<z.ZodObject<Shape>>, key),
       },
       requirement,
       policy,

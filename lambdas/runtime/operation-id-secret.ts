@@ -34,7 +34,8 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
  * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
  * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
  * backoff rather than held here. `what` names the secret in the error (the operation-id secret, the gateway's
- * upstream credentials).
+ * upstream credentials): a `SecretUnavailableError`.
+ * @public
  */
 export async function readSecretString(source: Extract<SecretSource, { secretArn: string }>, what: string): Promise<string> {
   const client = new SecretsManagerClient({

@@ -6,7 +6,11 @@ import { TableSchema } from './table-schema';
 /** A memo's sort key, in the record's own partition (beside its review log): read with the key, deleted by TTL. */
 const sortKeyOf = (name: string) => `MEMO#${name}`;
 
-/** Record memos in the endpoint's table, in the partition of the record (its store's `keyPrefix` included). */
+/**
+ * Record memos in the endpoint's table, in the partition of the record (its store's `keyPrefix` included): what a
+ * gateway keeps beside a record to reconcile it later (the lookup it will ask the upstream).
+ * @public
+ */
 export class DynamoDbRecordMemos implements RecordMemos {
   constructor(private readonly options: { doc: DynamoDBDocumentClient; tableName: string; keyPrefix?: string }) {}
 

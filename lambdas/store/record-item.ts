@@ -58,6 +58,7 @@ export function recordToItem(record: IdempotencyRecord, keyPrefix = '', attentio
     reconcile_attempts: record.reconcileAttempts,
     next_check_at: record.nextCheckAt,
     in_flight_until: record.inFlightUntil,
+    memo: record.memo,
   };
   if (!attentionIndex) return item;
   if (record.status === 'PROCESSING') {
@@ -96,5 +97,6 @@ export function itemToRecord(item: Item): IdempotencyRecord {
     reconcileAttempts: opt<number>('reconcile_attempts'),
     nextCheckAt: opt<number>('next_check_at'),
     inFlightUntil: opt<number>('in_flight_until'),
+    memo: opt('memo'),
   };
 }

@@ -9,7 +9,6 @@ import { TerminalToolError, TransientToolError, UncertainToolError } from 'idemp
 import { SesEmailSender } from './ses-email';
 import { failureForStatus, requestJson } from './http';
 import { PaymentsClient } from './payments';
-import { freePort } from '../../local/free-port';
 
 /**
  * How a downstream failure is classified decides between a retry, a reconciliation and a duplicate: each class is
@@ -50,7 +49,12 @@ const call = (url: string, timeoutMs = 2000, signal = new AbortController().sign
 
 describe('transport failures', () => {
   it('connection refused: nothing was sent, transient', async () => {
-    const err = await call(`http://127.0.0.1:${await freePort()}/x`).catch((e: unknown) => e);
+    // A port that was just served and is closed again: nothing listens there.
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, '127.0.0.1', done));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((done) => closed.close(done));
+    const err = await call(`http://127.0.0.1:${port}/x`).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransientToolError);
     expect(err).toMatchObject({ code: 'DOWNSTREAM_UNAVAILABLE' });
   });

@@ -5,7 +5,7 @@ import { Stack } from 'aws-cdk-lib';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { IdempotentMcpGateway } from '../../lib/gateway';
+import { IdempotentMcpGateway } from '../../lib/gateway-construct';
 import { templateApp } from '../cdk/support';
 import { rawToolCall, rawToolsList, type RawToolAnswer } from '../support/mcp';
 import { BillingUpstream } from './billing-upstream';

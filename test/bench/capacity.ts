@@ -19,7 +19,7 @@ import { closeDynamoDbClient, createDynamoDbBaseClient, createDynamoDbClient } f
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../../lambdas/store/table-schema';
 import { orderKey } from '../../reference/tools/orders';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { powertoolsConfig } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 

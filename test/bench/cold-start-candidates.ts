@@ -19,7 +19,7 @@ import { buildLambdaBundle, startColdStartFixture } from './cold-start';
  *   at best leave them out of what a cold start reads.
  *
  * Each variant's process is the section's (test/bench/cold-start.ts: import, `initialize`, a `create_order`), the variants
- * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (local/dynamodb-local.ts).
+ * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (lambdas/local/dynamodb-local.ts).
  */
 const RUNS = Math.max(1, Number(process.argv[2]) || 11);
 const FLOOR_ENTRY = 'test/bench/cold-start-floor.ts';

@@ -10,11 +10,13 @@ import { gzipSync } from 'node:zlib';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import { LambdaBundle, lambdaBuildOptions } from '../../lib/bundling';
-import { toolsFunctionEntry } from '../../lib/tools-entry';
+import { gatewayToolsModule, toolsFunctionEntry } from '../../lib/tools-entry';
 import { loadDevIssuer } from '../../lambdas/auth/dev-issuer';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
+import { startEverything } from '../gateway/registry-servers';
+import { startSecretsManager } from '../support/secrets-manager';
 import { orderArgs } from '../support/mcp';
 import type { BenchSection, SectionReport } from './section';
 
@@ -27,6 +29,12 @@ import type { BenchSection, SectionReport } from './section';
  * Peers measured in the same run: a bare `node` process (the floor no bundle can beat), the same bundle unminified,
  * and the floor (a bare MCP write tool on the same AWS SDK DynamoDB client, the target's peer). The bundle size is
  * reported, not targeted: a user feels the cold start, not the byte count.
+ *
+ * Beside it, the gateway's MCP function (issue 46): the bundle IdempotentMcpGateway ships (its policy bundled, the
+ * tools built at cold start, lambdas/gateway/lambda.ts) in front of the registry's server-everything over streamable
+ * HTTP, its credentials in a Secrets Manager stand-in, answering `initialize` and one keyed `echo` (claim, the secret
+ * read, the upstream's `initialize` and `tools/call`, completion), against the same floor. The upstream's tool list
+ * is kept in the table by the warm-up run, as a deployed gateway's cold starts within the hour find it.
  */
 
 /** Init against the floor peer's, measured in the same run (an absolute figure would measure the machine's load). */
@@ -72,7 +80,7 @@ export async function buildLambdaBundle(
     format?: 'esm' | 'cjs';
   } = {},
 ): Promise<{ file: string; figures: BundleFigures; metafile: Metafile }> {
-  const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../reference/tools/index.ts', import.meta.url)));
+  const entry = overrides.entry ?? toolsFunctionEntry('mcp', fileURLToPath(new URL('../../reference/tools/index.ts', import.meta.url)));
   const result = await build({
     ...lambdaBuildOptions(),
     entryPoints: overrides.splitting ? { [basename(outfile, extname(outfile))]: entry } : [entry],
@@ -252,15 +260,55 @@ export interface ColdStartFigures {
     Exclude<Variant, 'deployed'>,
     { init_ms: number; import_ms: number; cpu_ms: number; wait_ms: number; bytes: number; ratio_init_to_deployed: number }
   >;
+  /**
+   * The gateway's MCP function (IdempotentMcpGateway's bundle) in front of server-everything: the same spans, its
+   * `tools/call` a keyed `echo`; against the same floor, and against the endpoint's function (`deployed`).
+   */
+  gateway: {
+    init_ms: number;
+    import_ms: number;
+    initialize_ms: number;
+    tools_call_ms: number;
+    cpu_ms: number;
+    wait_ms: number;
+    bytes: number;
+    gzip_bytes: number;
+    ratio_init_to_floor: number;
+    ratio_cpu_to_floor: number;
+    ratio_init_to_endpoint: number;
+  };
   runs: number;
   /** 1-minute load average when the runs ended: wall times on a shared machine stretch with it, CPU times much less. */
   load_avg: number;
-  targets: { ratio_init_to_floor: number; ratio_met: boolean };
+  targets: { ratio_init_to_floor: number; ratio_met: boolean; gateway_ratio_init_to_floor: number; gateway_ratio_met: boolean };
 }
+
+/** The gateway's policy in the cold start: as test/bench/gateway-server.ts runs it (a keyed echo with a lookup). */
+const GATEWAY_POLICY = {
+  tools: {
+    echo: {
+      kind: 'write',
+      timeoutMs: 5000,
+      inFlightWindowMs: 1000,
+      reconcile: { tool: 'get-sum', arguments: { a: 0, b: 0 }, found: { textIncludes: '{{message}}' } },
+    },
+    'get-sum': { kind: 'read' },
+  },
+};
+const echoCall: ToolCallOf = (unique) => ({ name: 'echo', arguments: { message: unique, idempotency_key: unique } });
+
+/** The `tools/call` a cold process answers, its arguments made unique per run; default a create_order. */
+type ToolCallOf = (unique: string) => { name: string; arguments: Record<string, unknown> };
+const createOrderCall: ToolCallOf = (unique) => ({ name: 'create_order', arguments: orderArgs(unique) });
 
 export interface ColdStartFixture {
   /** One cold process: imports the bundle, answers initialize and a create_order tools/call; checks both succeeded. */
-  run(bundleFile: string, nodeArgs?: string[], extraEnv?: NodeJS.ProcessEnv): Promise<ChildTimes & { wallMs: number; stdout: string }>;
+  run(
+    bundleFile: string,
+    nodeArgs?: string[],
+    extraEnv?: NodeJS.ProcessEnv,
+    toolCall?: ToolCallOf,
+  ): Promise<ChildTimes & { wallMs: number; stdout: string }>;
   /** The deployed function's environment, with the local endpoints. */
   env: NodeJS.ProcessEnv;
   /** A bearer token the function accepts. */
@@ -325,24 +373,25 @@ export async function startColdStartFixture(options: { dynamodbEndpoint?: string
       POWERTOOLS_METRICS_NAMESPACE: 'IdempotentMcp',
       POWERTOOLS_LOG_LEVEL: 'WARN',
     };
-    const eventsFor = () =>
+    const eventsFor = (toolCall: ToolCallOf) =>
       JSON.stringify({
         initialize: functionUrlEvent(
           rpc(1, 'initialize', { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'cold-start', version: '1' } }),
           token,
         ),
-        call: functionUrlEvent(rpc(2, 'tools/call', { name: 'create_order', arguments: orderArgs(`cold-start-${randomUUID()}`) }), token),
+        call: functionUrlEvent(rpc(2, 'tools/call', toolCall(`cold-start-${randomUUID()}`)), token),
       });
 
     const run = async (
       bundleFile: string,
       nodeArgs: string[] = [],
       extraEnv: NodeJS.ProcessEnv = {},
+      toolCall: ToolCallOf = createOrderCall,
     ): Promise<ChildTimes & { wallMs: number; stdout: string }> => {
       const { wallMs, stdout } = await runNode([...nodeArgs, childScript, bundleFile], {
         ...env,
         ...extraEnv,
-        COLD_START_EVENTS: eventsFor(),
+        COLD_START_EVENTS: eventsFor(toolCall),
       });
       const line = stdout.split('\n').find((l) => l.startsWith(MARK));
       if (!line) throw new Error(`${bundleFile} printed no result`);
@@ -370,20 +419,39 @@ export async function coldStart(): Promise<ColdStartFigures> {
   for (const variant of variants) {
     bundles[variant] = await buildLambdaBundle(join(WORK_DIR, variant, 'index.mjs'), VARIANTS[variant]);
   }
+  // The gateway's function, bundled as IdempotentMcpGateway bundles it (its policy in the generated tools module).
+  const policyFile = join(WORK_DIR, 'gateway-policy.json');
+  await writeFile(policyFile, JSON.stringify(GATEWAY_POLICY));
+  const gatewayBundle = await buildLambdaBundle(join(WORK_DIR, 'gateway', 'index.mjs'), {
+    entry: toolsFunctionEntry('mcp', gatewayToolsModule(policyFile, GATEWAY_POLICY)),
+  });
+  const everything = await startEverything();
+  const secretArn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:gateway-credentials';
+  const secrets = await startSecretsManager({ [secretArn]: JSON.stringify({ tenants: { '*': { none: true } } }) });
+  const gatewayEnv: NodeJS.ProcessEnv = {
+    GATEWAY_UPSTREAM_URL: everything.url,
+    GATEWAY_CREDENTIALS_SECRET_ARN: secretArn,
+    SECRETS_MANAGER_ENDPOINT: secrets.endpoint,
+    GATEWAY_KEEP_LISTING: 'true',
+  };
   const fixture = await startColdStartFixture();
   try {
-    // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle.
+    const runGateway = () => fixture.run(gatewayBundle.file, [], gatewayEnv, echoCall);
+    // Warm DynamoDB Local's JIT and the OS file cache: the first runs measure the machine, not the bundle. The
+    // gateway's warm-up keeps the upstream's tool list in the table, as a deployed gateway's first cold start does.
     for (const variant of variants) await fixture.run(bundles[variant].file);
+    await runGateway();
     const samples = Object.fromEntries(variants.map((v) => [v, []])) as unknown as Record<Variant, Array<ChildTimes & { wallMs: number }>>;
+    const gatewaySamples: Array<ChildTimes & { wallMs: number }> = [];
     const bareNode: number[] = [];
     for (let run = 0; run < RUNS; run++) {
       // Interleaved, so drift in machine load spreads over every variant alike.
       for (const variant of variants) samples[variant].push(await fixture.run(bundles[variant].file));
+      gatewaySamples.push(await runGateway());
       bareNode.push((await runNode(['-e', '0'], fixture.env)).wallMs);
     }
 
-    const stats = (variant: Variant) => {
-      const s = samples[variant];
+    const statsOf = (s: Array<ChildTimes & { wallMs: number }>) => {
       return {
         init_ms: round(median(s.map((t) => t.called - t.booted))),
         import_ms: round(median(s.map((t) => t.imported - t.booted))),
@@ -394,6 +462,7 @@ export async function coldStart(): Promise<ColdStartFigures> {
         process_ms: round(median(s.map((t) => t.wallMs))),
       };
     };
+    const stats = (variant: Variant) => statsOf(samples[variant]);
     const deployed = stats('deployed');
     const bare = round(median(bareNode));
     const peer = (variant: Exclude<Variant, 'deployed'>) => {
@@ -409,6 +478,8 @@ export async function coldStart(): Promise<ColdStartFigures> {
     };
     const bundleFigures = bundles.deployed.figures;
     const ratioToFloor = round(deployed.init_ms / stats('floor').init_ms, 2);
+    const g = statsOf(gatewaySamples);
+    const gatewayRatioToFloor = round(g.init_ms / stats('floor').init_ms, 2);
     return {
       ...deployed,
       bare_node_ms: bare,
@@ -417,21 +488,38 @@ export async function coldStart(): Promise<ColdStartFigures> {
       ratio_cpu_to_floor: round(deployed.cpu_ms / stats('floor').cpu_ms, 2),
       bundle: bundleFigures,
       peers: { unminified: peer('unminified'), floor: peer('floor') },
+      gateway: {
+        init_ms: g.init_ms,
+        import_ms: g.import_ms,
+        initialize_ms: g.initialize_ms,
+        tools_call_ms: g.tools_call_ms,
+        cpu_ms: g.cpu_ms,
+        wait_ms: g.wait_ms,
+        bytes: gatewayBundle.figures.bytes,
+        gzip_bytes: gatewayBundle.figures.gzip_bytes,
+        ratio_init_to_floor: gatewayRatioToFloor,
+        ratio_cpu_to_floor: round(g.cpu_ms / stats('floor').cpu_ms, 2),
+        ratio_init_to_endpoint: round(g.init_ms / deployed.init_ms, 2),
+      },
       runs: RUNS,
       load_avg: round(loadavg()[0]!, 2),
       targets: {
         ratio_init_to_floor: COLD_START_TARGETS.ratioInitToFloor,
         ratio_met: ratioToFloor <= COLD_START_TARGETS.ratioInitToFloor,
+        gateway_ratio_init_to_floor: COLD_START_TARGETS.ratioInitToFloor,
+        gateway_ratio_met: gatewayRatioToFloor <= COLD_START_TARGETS.ratioInitToFloor,
       },
     };
   } finally {
     await fixture.stop();
+    await secrets.stop();
+    everything.stop();
   }
 }
 
 export const coldStartBench: BenchSection = {
   key: 'coldStart',
-  title: `MCP function cold start (the deployed bundle; median of ${RUNS} fresh processes)`,
+  title: `MCP function cold start, the endpoint's and the gateway's (the deployed bundles; median of ${RUNS} fresh processes)`,
   async run(): Promise<SectionReport> {
     const f = await coldStart();
     const table: (string | number)[][] = [
@@ -472,6 +560,18 @@ export const coldStartBench: BenchSection = {
         '',
         '',
       ],
+      [
+        'gateway (IdempotentMcpGateway, echo)',
+        kib(f.gateway.bytes),
+        kib(f.gateway.gzip_bytes),
+        f.gateway.init_ms,
+        f.gateway.cpu_ms,
+        f.gateway.wait_ms,
+        f.gateway.import_ms,
+        f.gateway.initialize_ms,
+        f.gateway.tools_call_ms,
+        '',
+      ],
       ['peer: bare node -e 0', '', '', '', '', '', '', '', '', f.bare_node_ms],
     ];
     const notes = [
@@ -479,6 +579,7 @@ export const coldStartBench: BenchSection = {
       `load average ${f.load_avg} on ${availableParallelism()} cores; process / bare node: x${f.ratio_to_bare_node}; init, unminified / deployed: x${f.peers.unminified.ratio_init_to_deployed}`,
       `largest contributors: ${f.bundle.largest.map((c) => `${c.module} ${kib(c.bytes)}`).join(', ')} (KiB)`,
       `floor: the mandated dependencies alone (test/bench/cold-start-floor.ts) take ${f.peers.floor.init_ms} ms and ${kib(f.peers.floor.bytes)} KiB`,
+      `gateway: init / floor ${f.gateway.ratio_init_to_floor} <= ${f.targets.gateway_ratio_init_to_floor}: ${f.targets.gateway_ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.gateway.ratio_cpu_to_floor}; init / the endpoint's ${f.gateway.ratio_init_to_endpoint}); its tools/call includes the secret's read and the upstream's initialize and tools/call`,
       `target init / floor ${f.ratio_init_to_floor} <= ${f.targets.ratio_init_to_floor}: ${f.targets.ratio_met ? 'met' : 'MISSED'} (CPU / floor ${f.ratio_cpu_to_floor}); bundle ${kib(f.bundle.bytes)} KiB (gzip ${kib(f.bundle.gzip_bytes)} KiB), reported, not targeted`,
     ];
     return { figures: f as unknown as Record<string, unknown>, table, notes };

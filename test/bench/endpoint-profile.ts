@@ -11,68 +11,10 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
+import { cpuByPart, type CpuProfile } from './cpu-profile';
 import { runTurn, startServer, stopServer } from './endpoint';
 import type { ServerReady } from './endpoint-server';
-
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Which part of the server a function belongs to, by its script's URL; undefined: a native function. */
-function partOf(url: string, name: string): string | undefined {
-  if (name === '(garbage collector)') return 'garbage collection';
-  if (name === '(idle)') return 'idle';
-  if (name === '(program)') return 'V8 and native code, unattributed';
-  if (!url) return /^(parse|stringify)$/.test(name) ? 'JSON.parse / stringify' : undefined;
-  const rules: [RegExp, string][] = [
-    [/@hono\/node-server/, 'HTTP: @hono/node-server'],
-    [/undici/, 'HTTP: web Request / Response / Headers (undici)'],
-    [/^node:(_http|http|net|stream|internal\/(http|streams|stream_base|net|webstreams|url))|^node:url/, 'HTTP: Node http, net, streams'],
-    [/@smithy|@aws-sdk|@aws-crypto/, 'AWS SDK (the DynamoDB request)'],
-    [/@modelcontextprotocol/, 'MCP SDK'],
-    [/\/zod\//, 'zod'],
-    [/\/jose\//, 'jose (bearer token)'],
-    [/^node:internal\/crypto|^node:crypto/, 'Node crypto (ECDSA verify, SigV4 hashes, UUIDs)'],
-    [/\/hono\//, 'hono (routing, middleware)'],
-    [/powertools\/(logger|commons)/, 'Powertools Logger'],
-    [/powertools\/metrics/, 'Powertools Metrics'],
-    [/\/lambdas\/(auth|http)\//, 'ours: HTTP app and auth'],
-    [/\/lambdas\/mcp\//, 'ours: MCP layer'],
-    [/\/lambdas\/(engine|store|core)\//, 'ours: engine, store, core'],
-    [/\/lambdas\//, 'ours: other'],
-    [/\/reference\//, 'reference tools'],
-    [/\/bench\//, 'the bare server (test/bench/endpoint-server.ts)'],
-    [/^node:/, 'Node runtime (promises, events, timers)'],
-  ];
-  return rules.find(([pattern]) => pattern.test(url))?.[1] ?? `other: ${url.replace(/.*node_modules\//, '').split('/')[0]}`;
-}
-
-/** Milliseconds of the main thread's busy time by part. */
-function cpuByPart(profile: CpuProfile): Map<string, number> {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const parts = new Map<number, string>();
-  const part = (id: number): string => {
-    let found = parts.get(id);
-    if (found === undefined) {
-      const { url, functionName } = byId.get(id)!.callFrame;
-      const up = parent.get(id);
-      found = partOf(url, functionName) ?? (up === undefined ? 'V8 and native code, unattributed' : part(up));
-      parts.set(id, found);
-    }
-    return found;
-  };
-  const ms = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const name = part(id);
-    if (name !== 'idle') ms.set(name, (ms.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
-  });
-  return ms;
-}
 
 const command = (child: ChildProcess, profile: object) =>
   new Promise<void>((resolve) => {

@@ -2,7 +2,7 @@
  * One of the two servers the `endpoint` bench section (test/bench/endpoint.ts) loads, in a process of its own so that
  * the load generator and the other server do not share its event loop. `argv[2]` names which:
  *
- * - `endpoint`: the local endpoint as `npm start` builds it (local/stack.ts: HTTP app, bearer verification with the
+ * - `endpoint`: the local endpoint as `npm start` builds it (reference/local/stack.ts: HTTP app, bearer verification with the
  *   dev issuer, MCP, engine, DynamoDB Local), with the background workers off (deployed, they are functions of
  *   their own, and create_order gives them nothing to do).
  * - `bare`: a bare stateless MCP server from the same SDK (v2 `@modelcontextprotocol/server`, `createMcpHandler`, a
@@ -30,7 +30,7 @@ const TENANT = 'bench-tenant';
 async function startEndpoint(): Promise<ServerReady> {
   // As `npm start` does (scripts/start.ts): locally, metrics would only add EMF lines.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  const { startLocalStack } = await import('../../local/stack');
+  const { startLocalStack } = await import('../../reference/local/stack');
   const stack = await startLocalStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
   process.once('disconnect', () => void stack.stop().then(() => process.exit(0)));
   return { url: stack.mcpUrl, token: await stack.tokenFor(TENANT), tableName: stack.config.tableName, tenant: TENANT };

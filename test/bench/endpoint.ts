@@ -9,7 +9,7 @@ import { IdempotencyEngine } from '../../lambdas/engine/engine';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { TENANT, toolCases } from './floor';
 import type { ServerReady } from './endpoint-server';
 import type { BenchSection, SectionReport } from './section';

@@ -12,7 +12,7 @@ import { IdempotencyEngine } from '../../lambdas/engine/engine';
 import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
 
@@ -42,11 +42,6 @@ type Concurrency = (typeof ALL_CONCURRENCY)[number];
 const PATHS = listKnob('ENGINE_BENCH_PATHS', ALL_PATHS);
 const CONCURRENCY = listKnob('ENGINE_BENCH_CONCURRENCY', ALL_CONCURRENCY.map(String)).map(Number) as Concurrency[];
 const SCALE = scaleKnob('ENGINE_BENCH_SCALE');
-/**
- * The emulator's JIT (`startDynamoDbLocal`'s `jit`): 'quick' as the tests run it (the figures before this knob were
- * taken so); `ENGINE_BENCH_JIT=full` for both of the JVM's compilers, to see what the emulator's own Java costs.
- */
-const JIT = jitKnob('ENGINE_BENCH_JIT');
 
 /** Calls per variant and cell: enough for a steady median (a 2-3% difference is what is measured), under 4 minutes. */
 const CALLS: Record<Concurrency, number> = { 1: Math.max(1, Math.round(480 * SCALE)), 32: Math.max(128, Math.round(1280 * SCALE)) };
@@ -107,7 +102,7 @@ export const engineBench: BenchSection = {
 
 async function runEngineBench(): Promise<SectionReport> {
   const loadAtStart = loadavg()[0]!;
-  const dynamo = await startDynamoDbLocal({ jit: JIT });
+  const dynamo = await startDynamoDbLocal();
   const suffix = randomUUID().slice(0, 8);
   const tables: BenchTables = {
     engine: `bench-engine-${suffix}`,
@@ -504,7 +499,7 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
     }]`,
     `'none' has no protection: its replay and conflict rows executed the tool again (duplicates). Unexpected outcomes: ${unexpected}.`,
     `load average ${loadAvg} on ${availableParallelism()} cores (start and end); ` +
-      `cpu ms per call: this process (node), DynamoDB Local (ddb; JIT ${JIT}) and its one SQLite thread (ddb sqlite), ` +
+      `cpu ms per call: this process (node), DynamoDB Local (ddb) and its one SQLite thread (ddb sqlite), ` +
       `which runs every read and write of the emulator's database: at c32 it is the queue, and the engine's table (the ` +
       `attention index in its schema, the index rows) costs it more per request than Powertools' (docs/benchmarks.md).`,
     `calls per variant and cell: ${CALLS[1]} at concurrency 1 (variants interleaved call by call), ${CALLS[32]} at 32 (in blocks of ${BLOCK[32]}, rotating).`,
@@ -519,7 +514,6 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
       ratios_vs_powertools: ratios,
       targets,
       calls_per_cell: { c1: CALLS[1], c32: CALLS[32] },
-      emulator_jit: JIT,
       /** The 1-minute load average, the mean of the section's start and end. */
       load_avg: loadAvg,
     },
@@ -536,12 +530,6 @@ function listKnob<T extends string>(name: string, all: readonly T[]): T[] {
   const unknown = picked.filter((p) => !all.includes(p as T));
   if (unknown.length > 0) throw new Error(`${name}: ${unknown.join(', ')} is not one of ${all.join(', ')}`);
   return all.filter((a) => picked.includes(a));
-}
-
-function jitKnob(name: string): 'full' | 'quick' {
-  const given = process.env[name] ?? 'quick';
-  if (given !== 'full' && given !== 'quick') throw new Error(`${name}: full or quick, not ${given}`);
-  return given;
 }
 
 /** A positive factor from the environment; 1 when unset. */

@@ -13,7 +13,7 @@ import { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/clients';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { countDynamoDbRequests } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
 

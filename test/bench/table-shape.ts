@@ -7,7 +7,7 @@ import { closeDynamoDbClient, createDynamoDbClient } from '../../lambdas/store/c
 import { refusingItem } from '../../lambdas/store/refusals';
 import { recordToItem } from '../../lambdas/store/record-item';
 import { ensureTable } from '../../lambdas/store/table-schema';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { createTableWithoutIndex } from './engine-bench';
 import type { BenchSection, SectionReport } from './section';
 

@@ -7,7 +7,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayToolsModule } from '../../lambdas/gateway/lambda';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
-import { IdempotentMcpGateway, type IdempotentMcpGatewayProps } from '../../lib/gateway';
+import { IdempotentMcpGateway, type IdempotentMcpGatewayProps } from '../../lib/gateway-construct';
 import { IdempotentMcpChecks } from '../../lib/nag-checks';
 import { actionsOf, cdkJsonContext, logicalId, resourcesOf, serviceActions, statementsOfRole } from './support';
 

@@ -8,7 +8,7 @@ import { CallLedger } from '../../client/call-ledger';
 import { createFaultFetch } from '../../client/fault-fetch';
 import { IdempotentMcpClient, type IdempotentClientOptions } from '../../client/idempotent-client';
 import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 import { decideAsLocalPerson } from '../../scripts/local-approver';
 import { FixtureTool, fixtureOrder, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { startSecretsManager } from '../support/secrets-manager';

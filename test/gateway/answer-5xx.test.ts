@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 import {
   contract,
   jsonLines,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 
 /**
  * The registry's MCP servers the gateway is put in front of (devDependencies), by the bin each package declares.

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 import { createTestTable } from '../support/dynamodb';
 import { BIN, ROOT, scratch } from './support';
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../local/free-port';
+import { freePort } from '../../lambdas/local/free-port';
 import {
   BILLING_SERVER,
   contract,

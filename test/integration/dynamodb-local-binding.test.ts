@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal, type DynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 
 /**
  * The DynamoDB Local that `npm start` launches takes any credentials: reachable from another host, anyone could

@@ -7,9 +7,9 @@ import { createInterface } from 'node:readline';
 import { DynamoDBClient, CreateTableCommand, GetItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LOCK_FILE, makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
-import { startLocalStack, type LocalStack } from '../../local/stack';
-import { FAILURE_WARNING_INTERVAL_MS } from '../../local/workers';
+import { LOCK_FILE, makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../lambdas/local/dynamodb-local';
+import { startLocalStack, type LocalStack } from '../../reference/local/stack';
+import { FAILURE_WARNING_INTERVAL_MS } from '../../lambdas/local/workers';
 import { childBundle } from '../support/child-bundle';
 
 // These tests launch emulators of their own, on data folders: not the run's shared one.

@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_HTTP_TIMEOUTS } from '../../local/stack';
+import { LOCAL_HTTP_TIMEOUTS } from '../../lambdas/local/server';
 import { newKey } from '../support/engine';
 import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient } from '../support/mcp';

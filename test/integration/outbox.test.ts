@@ -14,7 +14,7 @@ import { ErrorCode, TransientToolError } from '../../lambdas/core/errors';
 import type { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import type { ReconcileFinding } from '../../lambdas/core/reconcile';
 import { Keys } from '../../lambdas/store/table-schema';
-import { stopChild } from '../../local/dynamodb-local';
+import { stopChild } from '../../lambdas/local/dynamodb-local-process';
 import { manualClock, newKey, orderKey, storedItem } from '../support/engine';
 import { FIXTURE_NOTIFY_EVENT, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient } from '../support/mcp';

@@ -7,13 +7,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../scripts/declarations';
-import { SDK_NODE_NOTICE_SWITCH } from '../../local/sdk-node-notice';
+import { SDK_NODE_NOTICE_SWITCH } from '../../lambdas/local/sdk-node-notice';
 import { callWrite } from '../support/mcp';
 import { exampleProject, MAX_BUFFER, offlineEnv, run } from './support';
 
 /** The team project docs/toolkit.md sets up for a CDK app: its set-up block run as printed, the packed package installed. */
 const EXAMPLE = 'cdk-app';
-/** The line the AWS SDK's Node version notice opens with (local/sdk-node-notice.ts). */
+/** The line the AWS SDK's Node version notice opens with (lambdas/local/sdk-node-notice.ts). */
 const SDK_NOTICE = /NodeVersionSupportWarning/g;
 const noticesIn = (text: string) => text.match(SDK_NOTICE)?.length ?? 0;
 

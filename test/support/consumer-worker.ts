@@ -11,7 +11,7 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 const { loadWorkerConfig } = await import('../../lambdas/config');
 const { createWorkerServices } = await import('../../lambdas/runtime/worker-services');
 const { createWorkers } = await import('../../lambdas/runtime/workers');
-const { startLocalWorkers } = await import('../../local/workers');
+const { startLocalWorkers } = await import('../../lambdas/local/workers');
 const { fixtureTools } = await import('./fixture-tools');
 
 const [downstreamUrl, mode] = process.argv.slice(2);

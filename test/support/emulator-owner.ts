@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { DynamoDBClient, CreateTableCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { startDynamoDbLocal } from '../../local/dynamodb-local';
+import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 
 const [dbPath, flag] = process.argv.slice(2);
 const socketFds = () =>

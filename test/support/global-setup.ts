@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local';
+import { makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 
 let dynamo: DynamoDbLocal | undefined;
 let runScratch: string | undefined;

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
-import { underLock } from '../../local/process-lock';
+import { underLock } from '../../lambdas/local/process-lock';
 
 /** Written last into a finished build's folder: a folder without it is a build that did not finish. */
 const DONE = '.done';

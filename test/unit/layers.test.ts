@@ -19,10 +19,14 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/reconciler', 'lambdas/mcp'],
   ['lambdas/runtime'],
   ['lambdas/http'],
-  ['lambdas/functions', 'lambdas/gateway', 'lambdas/check'],
-  ['lib', 'lambdas/ops'],
+  // Of the gateway: its policy's format and its environment's names, which the CDK construct reads at synth, and
+  // its upstream client and credentials, which `idempotent-mcp check` shares (none imports the toolkit's runtime).
+  ['lambdas/functions', ...['policy', 'config', 'upstream', 'credentials'].map((name) => `lambdas/gateway/${name}.ts`), 'lambdas/check'],
+  ['lib', 'lambdas/ops', 'lambdas/local'],
   // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
   ['exports'],
+  // The gateway's runtime, written on the public subpaths as a team's own gateway would be.
+  ['lambdas/gateway'],
 ];
 const within = (file: string, unit: string) => file === unit || file.startsWith(`${unit}/`);
 /** The agent's client shares only the pure core with the server; so do the client's entry files. */

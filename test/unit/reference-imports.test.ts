@@ -4,15 +4,19 @@ import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
 
 /**
- * The toolkit is what a team installs: `exports/` (the public subpaths' entry files), `lambdas/` (the runtime), `lib/` (the
- * constructs), `client/` and `lambdas/ops/`.
- * The reference endpoint (`reference/`: its demo tools, their downstream clients, the sandbox, its settings and
- * stack) is the toolkit's first user: it, `npm start` (`local/`, `scripts/`) and the CDK app (`bin/`) reach the
- * toolkit only through the public subpaths (`idempotent-mcp/engine`, `/mcp`, `/lambda`, ...), as a team's code does.
+ * The toolkit is what a team installs: `exports/` (the public subpaths' entry files), `lambdas/` (the runtime, the
+ * local server of `idempotent-mcp dev` in `lambdas/local/`), `lib/` (the constructs), `client/` and `lambdas/ops/`.
+ * The reference endpoint (`reference/`: its demo tools, their downstream clients, the sandbox, its settings, its
+ * stack and its local demo stack) is the toolkit's first user: it, `npm start` (`scripts/start.ts`) and the CDK app
+ * (`bin/app.ts`) reach the toolkit only through the public subpaths (`idempotent-mcp/engine`, `/mcp`, `/lambda`,
+ * `/local`, ...), as a team's code does. So does the gateway (`lambdas/gateway/`), shipped with the toolkit but
+ * written as a team writing its own gateway would write it.
  */
 const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
 const REFERENCE_CODE = ['reference'];
-const SCANNED = ['reference', 'local', 'scripts/start.ts', 'bin/app.ts'];
+const SCANNED = ['reference', 'scripts/start.ts', 'bin/app.ts', 'lambdas/gateway'];
+/** The gateway's modules `IdempotentMcpGateway` (lib/gateway-construct.ts) reads at synth. */
+const SYNTH_TIME_GATEWAY = ['lambdas/gateway/policy.ts', 'lambdas/gateway/config.ts'];
 
 const filesUnder = (path: string): string[] =>
   statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => filesUnder(join(path, name))) : path.endsWith('.ts') ? [path] : [];
@@ -33,16 +37,23 @@ function toolkitInternalsImported(files: string[]): string[] {
         const target = resolve(dirname(file), specifier);
         // The state file `npm start` writes for the ops bin is the ops bin's own format, written by its own code.
         if (within(target, 'lambdas/ops/local-state')) return false;
-        // local/ also runs `idempotent-mcp dev` from the installed package: its DynamoDB Local finds the Jetty config
-        // it ships with through the package's root (the repository, or node_modules/idempotent-mcp).
-        if (within(target, 'lib/package-root') && within(file, 'local/dynamodb-local.ts')) return false;
+        // The gateway is the toolkit's customer too, in the toolkit's folder: its own modules import each other.
+        if (within(file, 'lambdas/gateway') && within(target, 'lambdas/gateway')) return false;
+        // Save the two the CDK construct reads at synth (its policy's format, its environment's names): through the
+        // subpaths' entry files they would load the engine and the Lambda runtime into `idempotent-mcp/cdk` (its
+        // build reached the MCP SDK, Hono and Powertools). They import the pure core and the settings' helpers only.
+        if (
+          SYNTH_TIME_GATEWAY.includes(relative(PROJECT_ROOT, file)) &&
+          (within(target, 'lambdas/core') || within(target, 'lambdas/config'))
+        )
+          return false;
         return TOOLKIT.some((folder) => within(target, folder));
       })
       .map((specifier) => `${relative(PROJECT_ROOT, file)} imports ${specifier}`),
   );
 }
 
-it('the reference endpoint, `npm start` and the CDK app import the toolkit through its public subpaths only', () => {
+it('the reference endpoint, `npm start`, the CDK app and the gateway import the toolkit through its public subpaths only', () => {
   const files = SCANNED.flatMap((path) => filesUnder(join(PROJECT_ROOT, path)));
   expect(files.length).toBeGreaterThan(25);
   expect(toolkitInternalsImported(files)).toEqual([]);

@@ -1,5 +1,5 @@
-import type { AppConfig } from 'idempotent-mcp/lambda';
-import { isWriteTool, type ToolDefinition } from 'idempotent-mcp/mcp';
+import type { AppConfig } from '../config';
+import { isWriteTool, type ToolDefinition } from '../mcp/tool-types';
 
 /**
  * What `npm start` says about the tools a person must approve or confirm: where the person decides, and, loudly, a

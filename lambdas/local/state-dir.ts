@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE, OPERATION_ID_SECRET_FILE } from 'idempotent-mcp/lambda';
+import { DEV_KEY_FILE } from '../auth/dev-keys';
+import { OPERATION_ID_SECRET_FILE } from '../runtime/operation-id-secret';
 
 /** Where the parts of the state live: the signing key's folder, and the emulator's data when it runs on ours. */
 export interface StateParts {
@@ -14,7 +15,7 @@ export interface StateParts {
  * running server: without it every write fails (DynamoDB Local's files are gone) and the next start makes a new
  * signing key, so tokens already handed to agents stop working.
  */
-export function stateDirContents(dir: string, parts: StateParts = { authDir: join(dir, 'auth'), dataDir: join(dir, 'dynamodb') }) {
+function stateDirContents(dir: string, parts: StateParts = { authDir: join(dir, 'auth'), dataDir: join(dir, 'dynamodb') }) {
   return [
     ...(parts.dataDir ? [{ path: parts.dataDir, what: "DynamoDB Local's data (records, orders, outbox events, the sandbox ledger)" }] : []),
     { path: join(parts.authDir, DEV_KEY_FILE), what: 'the key that signs and verifies local bearer tokens' },
@@ -23,7 +24,7 @@ export function stateDirContents(dir: string, parts: StateParts = { authDir: joi
 }
 
 /** Why the state folder no longer serves this process, or undefined while every part of it is there. */
-export function missingState(dir: string, parts?: StateParts): string | undefined {
+function missingState(dir: string, parts?: StateParts): string | undefined {
   const missing = stateDirContents(dir, parts).filter((part) => !existsSync(part.path));
   if (missing.length === 0) return undefined;
   return [

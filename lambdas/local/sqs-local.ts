@@ -6,7 +6,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
-import { awsClientConfig } from 'idempotent-mcp/dynamodb';
+import { awsClientConfig } from '../store/clients';
 
 export interface LocalQueue {
   endpoint: string;

@@ -2,8 +2,14 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { createConsumerHandler, createReconcilerHandler, type WorkerServices, type Workers } from 'idempotent-mcp/lambda';
+import { createConsumerHandler, createReconcilerHandler } from '../runtime/worker-events';
+import type { WorkerServices } from '../runtime/worker-services';
+import type { Workers } from '../runtime/workers';
 
+/**
+ * Which of a local server's workers run, and how often the relay looks.
+ * @public
+ */
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */
   relayPoller?: boolean;

@@ -1,24 +1,25 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEV_KEY_FILE } from 'idempotent-mcp/lambda';
-import type { DeliveryHandler, ToolDefinition } from 'idempotent-mcp/mcp';
-import { stateOf, writeLocalState } from '../lambdas/ops/local-state';
+import { DEV_KEY_FILE } from '../auth/dev-keys';
+import { stateOf, writeLocalState } from '../ops/local-state';
 import { confirmationNotice } from './confirmation-notice';
-import { startLocalStack, type LocalStack, type LocalStackOptions } from './stack';
+import { quietSdkNodeNotice } from './sdk-node-notice';
+import { startLocalServer, type LocalServer, type LocalServerOptions } from './server';
 import { watchStateDir } from './state-dir';
 
-/** What a local endpoint serves and how its banner names the commands around it. */
+/**
+ * What a local endpoint serves and how its banner names the commands around it.
+ * @public
+ */
 export interface LocalEndpointOptions {
-  /** The tools it serves: the reference endpoint's (`npm start`) or a team's tools module (`idempotent-mcp dev`). */
-  tools: readonly ToolDefinition[];
-  /** The tools module's `withClients`. */
-  withClients?: LocalStackOptions['withClients'];
-  /** The deliveries module's handlers; none: the endpoint has no outbox (OUTBOX=off), as deployed without one. */
-  deliveries?: Readonly<Record<string, DeliveryHandler>>;
-  /** The reference endpoint's sandbox downstreams (`npm start` only). */
-  sandbox: boolean;
+  /**
+   * What it serves (`startLocalServer`'s options; the state folder and the port are this endpoint's): a team's
+   * tools module (`idempotent-mcp dev`), or the reference endpoint's tools and sandbox (`npm start`).
+   */
+  server: Omit<LocalServerOptions, 'stateDir' | 'port'>;
   /** State folder: DynamoDB data, the token signing key, the operation-id secret (`.local`). */
   stateDir: string;
+  /** The port it listens on (`localPort` reads one given as text); 0 picks a free one. */
   port: number;
   /** The tenant of the printed token. */
   tenant: string;
@@ -26,6 +27,8 @@ export interface LocalEndpointOptions {
   commands: { start: string; token: string; ops: string };
   /** What it serves, for the banner's first line ("the reference tools", "your tools from tools.ts"). */
   serving: string;
+  /** Lines the banner shows above the MCP URL (the reference's sandbox). */
+  banner?: (server: LocalServer) => string[];
 }
 
 /**
@@ -33,29 +36,28 @@ export interface LocalEndpointOptions {
  * (data kept in the state folder), the table, the MCP endpoint with sign-in and the approval page, the outbox relay
  * and consumer, the reconciler; the state the review tool reads; a banner with the URL, a bearer token and the
  * commands. Ctrl-C (or the state folder deleted under it) stops everything it started.
+ * @public
  */
 export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<void> {
   const { stateDir, port, commands } = options;
-  let stack: LocalStack | undefined;
+  // The AWS SDK's notice that it will need Node 22 from January 2027 would open every start; README says which Node to use.
+  quietSdkNodeNotice();
+  let stack: LocalServer | undefined;
   let token: string;
   let removeState = async () => {};
   let newKeyNotice = '';
   let authDir = '';
   try {
-    // Where the stack will look for its signing key (DEV_AUTH_DIR, else <state>/auth), read before it makes one.
+    // Where the server will look for its signing key (DEV_AUTH_DIR, else <state>/auth), read before it makes one.
     const keyFile = join(process.env.DEV_AUTH_DIR || join(stateDir, 'auth'), DEV_KEY_FILE);
     const hadKey = existsSync(keyFile);
-    stack = await startLocalStack({
-      persistDir: stateDir,
+    const given = options.server.env;
+    stack = await startLocalServer({
+      ...options.server,
+      // Tokens of the local dev issuer: the banner prints one.
+      env: (url) => ({ ...(typeof given === 'function' ? given(url) : (given ?? process.env)), AUTH_MODE: 'dev' }),
+      stateDir,
       port,
-      tools: options.tools,
-      withClients: options.withClients,
-      env: {
-        ...(options.sandbox ? {} : { SANDBOX_ENABLED: 'false' }),
-        // As IdempotentMcpEndpoint deploys it: no deliveries module, no outbox.
-        ...(options.deliveries || options.sandbox ? {} : { OUTBOX: 'off' }),
-      },
-      workers: options.deliveries ? { deliveries: options.deliveries } : {},
     });
     if (stack.config.auth.mode !== 'dev') throw new Error(`${commands.start} signs tokens with the local dev issuer`);
     authDir = stack.config.auth.devAuthDir;
@@ -64,8 +66,8 @@ export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<v
     // any earlier start no longer verify. Nothing tells a first start from one after the folder was deleted, so both say it.
     if (!hadKey && existsSync(join(authDir, DEV_KEY_FILE)))
       newKeyNotice = `\n  Note           A new signing key was made in ${authDir}: tokens printed by an earlier start are refused.\n`;
-    // The review tool finds this stack's table and queues here, with no flags.
-    removeState = await writeLocalState(stateDir, stateOf(stack));
+    // The review tool finds this endpoint's table and queues here, with no flags.
+    if (stack.queue) removeState = await writeLocalState(stateDir, stateOf({ config: stack.config, queue: stack.queue }));
   } catch (err) {
     const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
     console.error(
@@ -77,13 +79,8 @@ export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<v
     process.exit(1);
   }
 
-  const sandbox = stack.referenceConfig.sandboxEnabled
-    ? [
-        '',
-        `  Sandbox ledger ${stack.url}/sandbox/ledger`,
-        `  Inject faults  curl -X POST ${stack.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'`,
-      ]
-    : [];
+  const extra = options.banner?.(stack) ?? [];
+  const sandbox = extra.length > 0 ? ['', ...extra] : [];
   const outbox =
     stack.config.sideEffects.outboxEnabled !== false
       ? ', with the outbox queue, its relay and consumer, and the reconciler'
@@ -97,7 +94,7 @@ ${sandbox.join('\n')}
 
   Another tenant ${commands.token}
   Review         ${commands.ops}      (records and events parked for a person)
-${confirmationNotice(options.tools, stack.config, stack.url).join('\n')}
+${confirmationNotice(stack.tools, stack.config, stack.url).join('\n')}
 
   Claude Code    claude mcp add --transport http idempotent-mcp ${stack.mcpUrl} --header "Authorization: Bearer ${token}"
 ${newKeyNotice}
@@ -126,9 +123,12 @@ Ctrl-C to stop.`);
 }
 
 /** The default port of a local endpoint (`npm start`, `idempotent-mcp dev`); the gateway's is 3100. */
-export const LOCAL_ENDPOINT_PORT = 3000;
+const LOCAL_ENDPOINT_PORT = 3000;
 
-/** A port given as text (PORT, `--port`), or the default; anything else exits with one sentence naming `what`. */
+/**
+ * A port given as text (PORT, `--port`), or the default (3000); anything else exits with one sentence naming `what`.
+ * @public
+ */
 export function localPort(value: string | undefined, what: string): number {
   const port = Number(value ?? LOCAL_ENDPOINT_PORT);
   if (value?.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {

@@ -1,6 +1,6 @@
-import type { RecordMemos } from '../engine/persistence';
-import type { ToolDefinition, ToolRuntime } from '../mcp/tool-types';
 import type { Tool } from '@modelcontextprotocol/client';
+import type { RecordMemos } from 'idempotent-mcp/engine';
+import type { ToolDefinition, ToolRuntime } from 'idempotent-mcp/mcp';
 import { CredentialsError, type CredentialSource } from './credentials';
 import type { ListingMemo } from './listing-memo';
 import { RecordLookupMemo, type LookupMemo } from './lookup-memo';

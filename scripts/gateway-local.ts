@@ -2,12 +2,12 @@
  * `npm run gateway -- <flags>`: `idempotent-mcp gateway`, with DynamoDB Local started for it (data kept in
  * .local/gateway/) unless DYNAMODB_ENDPOINT names one. Ctrl-C stops both.
  */
-import { quietSdkNodeNotice } from '../local/sdk-node-notice';
+import { quietSdkNodeNotice } from '../lambdas/local/sdk-node-notice';
 
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 quietSdkNodeNotice();
 const { runGatewayMain } = await import('../lambdas/gateway/command');
-const { startDynamoDbLocal } = await import('../local/dynamodb-local');
+const { startDynamoDbLocal } = await import('../lambdas/local/dynamodb-local');
 
 let onStop: (() => Promise<void>) | undefined;
 const argv = process.argv.slice(2);
