@@ -154,7 +154,7 @@ describe("the sections' charts", () => {
     ]);
   });
 
-  it('the cold-start chart draws the deployed function and every peer by init and CPU', () => {
+  it('the cold-start chart draws the deployed endpoint, the gateway beside it and every peer by init and CPU', () => {
     const chart = coldStartChart(
       {
         init_ms: 319,
@@ -166,7 +166,8 @@ describe("the sections' charts", () => {
       caption,
     )!;
     expect(chart.panels[0]!.bars).toEqual([
-      { label: 'deployed', value: 319 },
+      { label: 'endpoint (deployed)', value: 319 },
+      { label: 'gateway', value: 640 },
       { label: 'unminified', value: 340 },
       { label: 'floor', value: 247 },
     ]);

@@ -151,16 +151,16 @@ export function gatewayChart(figures: Figures, caption: RunCaption): Chart | und
   };
 }
 
-/** The cold-start section: init and CPU of the deployed function and of every peer it is measured against. */
+/** The cold-start section: init and CPU of the deployed endpoint, of every other function beside it (the gateway) and of its peers. */
 export function coldStartChart(figures: Figures, caption: RunCaption): Chart | undefined {
   if (typeof figures.init_ms !== 'number') return undefined;
-  const rows: [string, unknown][] = [['deployed', figures]];
+  const rows: [string, unknown][] = [['endpoint (deployed)', figures]];
   for (const [name, value] of Object.entries(figures))
     if (name !== 'peers' && isRecord(value) && typeof value.init_ms === 'number') rows.push([name, value]);
   if (isRecord(figures.peers)) for (const [name, value] of Object.entries(figures.peers)) if (isRecord(value)) rows.push([name, value]);
   const runs = numberAt(figures, 'runs');
   return {
-    title: 'Cold start: the MCP function against its peers',
+    title: 'Cold start: the MCP functions against their peers',
     panels: [
       {
         title: 'init (import, initialize, first tools/call)',
