@@ -161,6 +161,7 @@ describe("the sections' charts", () => {
         cpu_ms: 250,
         runs: 11,
         load_avg: 1.1,
+        gateway: { init_ms: 640, cpu_ms: 500 },
         peers: { unminified: { init_ms: 340, cpu_ms: 270 }, floor: { init_ms: 247, cpu_ms: 210 } },
       },
       caption,
