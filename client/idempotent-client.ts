@@ -1,13 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { type CallToolResult, Client, type FetchLike, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/fingerprint';
 import { ErrorCode } from '../lambdas/core/errors';
 import { validateToolName } from '../lambdas/core/idempotency-key';
 import { LIKELY_REPLAY_META_KEY } from '../lambdas/core/replay-hint';
-import { parseReadError, type Outcome, type WriteToolResult } from '../lambdas/core/result-contract';
+import { parseReadError, type WriteToolResult } from '../lambdas/core/result-contract';
 import { CallLedger, identityId, type CallIdentity, type CallState, type LedgerEntry } from './call-ledger';
 import {
   DEFAULT_RETRY,
@@ -17,253 +15,38 @@ import {
   isRetryableHttpStatus,
   parseRetryAfter,
   type ResolvedRetryOptions,
-  type RetryOptions,
   type TransportFailure,
 } from './retry';
 import { statusLine } from './status-line';
+import {
+  ApprovalNotGivenError,
+  approvalLinkOf,
+  defaultShowLink,
+  openInBrowser,
+  type ApprovalLink,
+  type ApprovalWait,
+} from './approval-links';
+import type { AttemptEvent, IdempotentClientOptions, ReadCall, WriteCall, WriteCallRequest } from './client-options';
+import {
+  asWriteToolResult,
+  IDENTITY_ARGUMENTS,
+  newIdempotencyKey,
+  SETTLED_STATES,
+  STATE_OF,
+  takesOperationId,
+  textOf,
+} from './tool-answers';
 
-/** @public */
-export interface IdempotentClientOptions {
-  /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
-  url: string | URL;
-  /** Bearer token sent on every request. */
-  token?: string;
-  /** Extra headers on every request. */
-  headers?: Record<string, string>;
-  /** The fetch under the transport: the seam for proxies, instrumentation and fault injection. */
-  fetch?: FetchLike;
-  /** The conversation or agent run the calls belong to; part of every intent's identity. Default "default". */
-  session?: string;
-  /** Where keys are kept; pass `await CallLedger.open({ file })` to keep them across restarts. Default: in memory. */
-  ledger?: CallLedger;
-  retry?: RetryOptions;
-  /**
-   * Tools that take a server-issued `operation_id` instead of a client key. Default: learnt from the server, once
-   * per client (`tools/list`: the tools whose input schema requires `operation_id`).
-   */
-  operationIdTools?: readonly string[];
-  /** Arguments that do not change the intent (must match the server's policy). Default: trace_id, request_id, requested_at. */
-  nonBusinessFields?: readonly string[];
-  /** One attempt's limit; past it the attempt counts as a transport failure and is retried with the same key. Default 20 s. */
-  requestTimeoutMs?: number;
-  clientInfo?: { name: string; version: string };
-  /**
-   * The MCP protocol era: 'auto' speaks 2026-07-28 where the server does (server/discover) and the 2025 handshake
-   * otherwise; 'legacy' always the 2025 handshake (protocol version 2025-11-25), for a server or gateway that should
-   * see only 2025-era requests. Approval links work in both. Default 'auto'.
-   */
-  protocolEra?: 'auto' | 'legacy';
-  /**
-   * Asks the person to confirm an operation the server wants confirmed (a tool with confirmation 'required', over
-   * MCP 2026-07-28): `message` is what to show; resolve true for an explicit yes. Without it the client declares no
-   * form capability and such tools answer `rejected` / CONFIRMATION_UNAVAILABLE.
-   */
-  confirm?: (request: { message: string }) => boolean | Promise<boolean>;
-  /**
-   * Shows the person the approval link of a tool with confirmation 'approval' (MCP URL-mode elicitation: a
-   * 2026-07-28 `input_required`, or the APPROVAL_REQUIRED tool result a 2025-11-25 connection gets): the client waits while they
-   * sign in and decide on that page, retrying the same call with the same key. Called once
-   * per link (again only when an expired link is replaced). Default: prints the link to stderr.
-   */
-  onApprovalLink?: (link: ApprovalLink) => void | Promise<void>;
-  /** Also opens each approval link in the person's browser (xdg-open, open, explorer); a failure to open is ignored. Default false. */
-  openApprovalLinks?: boolean;
-  /** How long to wait for the person's decision on one link before giving up (one expired link is replaced once). Default 15 min. */
-  approvalWaitMs?: number;
-  /** The wait between retries while the person has not decided. Default 2 s. */
-  approvalPollMs?: number;
-  /** Called after every attempt of a write, before any wait: for logs and progress displays. */
-  onAttempt?: (event: AttemptEvent) => void;
-  random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
-  clock?: Clock;
-}
-
-/**
- * An approval link the person must open, sign in at and decide on (MCP URL-mode elicitation).
- *
- * @public
- */
-export interface ApprovalLink {
-  tool: string;
-  /** The approval page, e.g. http://127.0.0.1:3000/approvals/<id>. */
-  url: string;
-  /** What the server asks, summary first (e.g. "Pay 12.50 EUR to payee-7 ..."). */
-  message: string;
-  elicitationId?: string;
-  /** True when this link replaces an expired one. */
-  renewed: boolean;
-}
-
-/** The approval wait of one write call: the links it showed and when the current one was shown. */
-interface ApprovalWait {
-  tool: string;
-  links: string[];
-  shownAt: number;
-  /** Set when the wait gave up: why, for the call's status line. */
-  gaveUp?: string;
-}
-
-/** Raised inside the elicitation handler to end a wait the person did not answer in time. */
-class ApprovalNotGivenError extends Error {}
-
-const defaultShowLink = (link: ApprovalLink) => {
-  process.stderr.write(
-    `${link.message.split('\n')[0]}\n${link.renewed ? 'The link expired; a new one: ' : 'Approve or decline it at: '}${link.url}\n`,
-  );
-};
-
-/**
- * The approval link of a tool result that asks for the person's approval first (APPROVAL_REQUIRED: what a client
- * that answers no URL-mode input request gets, 2025-11-25 among them), if `answer` is one.
- */
-function approvalLinkOf(answer: unknown): { url: string; message: string; elicitationId: string } | undefined {
-  const content = (answer as { structuredContent?: { approval_url?: unknown; error?: { code?: unknown; message?: unknown } } } | undefined)
-    ?.structuredContent;
-  if (content?.error?.code !== 'APPROVAL_REQUIRED' || typeof content.approval_url !== 'string') return undefined;
-  // The link's last segment is the approval's id, the one a URL-mode elicitation names.
-  const elicitationId = content.approval_url.split('/').at(-1) ?? '';
-  return { url: content.approval_url, message: typeof content.error.message === 'string' ? content.error.message : '', elicitationId };
-}
-
-/** Opens a URL with the platform's opener; never required, so a missing opener or a failure is ignored. */
-function openInBrowser(url: string): void {
-  const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['explorer.exe', [url]] : ['xdg-open', [url]];
-  try {
-    const child = spawn(command, args, { stdio: 'ignore', detached: true });
-    child.on('error', () => undefined);
-    child.unref();
-  } catch {
-    // No opener: the link was shown anyway.
-  }
-}
-
-/**
- * A write the agent wants done.
- *
- * @public
- */
-export interface WriteCallRequest {
-  tool: string;
-  /** The tool's arguments; any idempotency_key or operation_id in them is replaced by the intent's own. */
-  args: Record<string, unknown>;
-  /**
-   * Names the intent when the host knows it (a plan step, "confirmation email for order 42"). Then the name,
-   * not the arguments, identifies the call: a re-plan with reworded arguments keeps the key, and the server
-   * answers `conflict` rather than doing it twice. A different name is a different intent, even with equal arguments.
-   */
-  intent?: string;
-}
-
-/**
- * What became of a write: the state, the server's last answer or why there was none, and a status line.
- *
- * @public
- */
-export interface WriteCall<R = unknown> {
-  tool: string;
-  intent?: string;
-  /** The key the server deduplicates on ('' if no operation id could be obtained). */
-  key: string;
-  keyKind: LedgerEntry['keyKind'];
-  state: CallState;
-  /** The last answer in the result contract, if any arrived. */
-  result?: WriteToolResult<R>;
-  /** Why the last attempt got no answer in the contract. */
-  failure?: TransportFailure;
-  /** Requests sent by this call (not counting earlier calls of the same intent). */
-  attempts: number;
-  /** Whether this call started the intent (false: a re-plan or a retry of a known one). */
-  newIntent: boolean;
-  /** One line for the model's context. */
-  status: string;
-}
-
-/**
- * One attempt of a write, as `onAttempt` reports it.
- *
- * @public
- */
-export interface AttemptEvent {
-  tool: string;
-  key: string;
-  /** 1 for the first request of this call. */
-  attempt: number;
-  /** The status line of this attempt's answer (or of its failure). */
-  status: string;
-  /** The wait before the next attempt; absent when this attempt was the last. */
-  nextDelayMs?: number;
-}
-
-/** @public */
-export interface ReadCall {
-  structuredContent?: Record<string, unknown>;
-  isError: boolean;
-  /** The text content, joined. */
-  text: string;
-  failure?: TransportFailure;
-  attempts: number;
-}
+// The public names declared beside the client, where exports/client.ts finds them.
+export type { ApprovalLink } from './approval-links';
+export type { AttemptEvent, IdempotentClientOptions, ReadCall, WriteCall, WriteCallRequest } from './client-options';
+export { asWriteToolResult, newIdempotencyKey } from './tool-answers';
 
 interface Attempt {
   answer?: CallToolResult;
   failure?: TransportFailure;
   /** False when the connection never opened: the request cannot have reached the server. */
   sent: boolean;
-}
-
-const OUTCOMES: ReadonlySet<string> = new Set<Outcome>(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']);
-
-const STATE_OF: Record<Outcome, CallState> = {
-  succeeded: 'succeeded',
-  failed: 'failed',
-  rejected: 'failed',
-  conflict: 'failed',
-  in_progress: 'in_progress',
-  unknown: 'unknown',
-};
-
-/**
- * 144 random bits, base64url: inside the server's key charset (A-Za-z0-9._:-) and length (8..128).
- *
- * @public
- */
-export function newIdempotencyKey(): string {
-  return `ik_${randomBytes(18).toString('base64url')}`;
-}
-
-/**
- * The result contract, if this structuredContent carries it.
- *
- * @public
- */
-export function asWriteToolResult(content: unknown): WriteToolResult | undefined {
-  if (!content || typeof content !== 'object') return undefined;
-  const r = content as Record<string, unknown>;
-  const valid =
-    typeof r.outcome === 'string' &&
-    OUTCOMES.has(r.outcome) &&
-    typeof r.retryable === 'boolean' &&
-    typeof r.replayed === 'boolean' &&
-    (r.idempotency_key === undefined || typeof r.idempotency_key === 'string') &&
-    (r.retry_after_ms === undefined || typeof r.retry_after_ms === 'number');
-  return valid ? (r as unknown as WriteToolResult) : undefined;
-}
-
-const textOf = (answer: CallToolResult) =>
-  answer.content
-    .map((block) => (block.type === 'text' ? block.text : ''))
-    .filter(Boolean)
-    .join(' ');
-
-const SETTLED_STATES: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
-
-const IDENTITY_ARGUMENTS = ['idempotency_key', 'operation_id'];
-
-/** A listed tool takes a server-issued id when its input schema requires `operation_id` (defineWriteTool's key field). */
-function takesOperationId(inputSchema: { required?: unknown } | undefined): boolean {
-  return Array.isArray(inputSchema?.required) && inputSchema.required.includes('operation_id');
 }
 
 /**

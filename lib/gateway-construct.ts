@@ -7,7 +7,8 @@ import type { Construct } from 'constructs';
 import { EnvVars } from '../lambdas/config';
 import { GatewayEnvVars, upstreamKeyPrefix } from '../lambdas/gateway/config';
 import { GatewayPolicyError, parseGatewayPolicy } from '../lambdas/gateway/policy';
-import { IdempotentMcpEndpoint, type EndpointSettings } from './endpoint';
+import { IdempotentMcpEndpoint } from './endpoint';
+import type { EndpointSettings } from './endpoint-props';
 import { StackOutput } from './stack-outputs';
 import { gatewayToolsModule } from './tools-entry';
 

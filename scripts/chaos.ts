@@ -13,16 +13,14 @@
  * A SIGKILL of the emulator can lose its last acknowledged transactions (DynamoDB itself does not): what happens to
  * the keys in flight then is reported apart and does not fail the run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SDK_NODE_NOTICE_SWITCH } from '../lambdas/local/sdk-node-notice';
 import { loadDevIssuer } from '../lambdas/auth/dev-issuer';
-import { EnvVars, environmentOf, loadAuthConfig, read } from '../lambdas/config';
-import { createFaultFetch } from '../client/fault-fetch';
-import { LOCK_FILE } from '../lambdas/local/dynamodb-local';
+import { environmentOf, loadAuthConfig } from '../lambdas/config';
+import { ChaosCaller, TENANTS, type Answer, type Tenant } from './chaos-calls';
+import { alive, ChaosStack, sleep, until } from './chaos-stack';
 import { freePort } from '../lambdas/local/free-port';
 import {
   checkHistory,
@@ -85,162 +83,17 @@ const random = () => {
 };
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const chance = (p: number) => random() < p;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const started = Date.now();
 const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
 const say = (line: string) => console.log(`[${elapsed().padStart(6)} s] ${line}`);
 
 // ---------------------------------------------------------------------------------------------------------------
-// The server: `npm start`'s code (scripts/start.ts) in a child process, on this run's folder and a fixed port.
-const port = await freePort();
-const baseUrl = `http://127.0.0.1:${port}`;
-const tsxLoader = import.meta.resolve('tsx');
-let server: ChildProcess | undefined;
-
-function emulatorPid(): number | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(stateDir, '.local', 'dynamodb', LOCK_FILE), 'utf8')) as { pid?: number }).pid;
-  } catch {
-    return undefined;
-  }
-}
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-async function healthy(): Promise<boolean> {
-  try {
-    return (await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(2_000) })).status === 200;
-  } catch {
-    return false;
-  }
-}
-async function until(check: () => boolean | Promise<boolean>, limitMs: number): Promise<boolean> {
-  const deadline = Date.now() + limitMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await sleep(200);
-  }
-  return check();
-}
-
-async function startServer(): Promise<boolean> {
-  const child = spawn(process.execPath, ['--import', tsxLoader, join(repo, 'scripts', 'start.ts')], {
-    cwd: stateDir,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      // Short periods, so that what the reconciler settles is settled within the run.
-      // The run speaks the 2025-era protocol, which cannot carry the person's confirmation: the payments it makes are
-      // confirmed on the run's side, as a deployment's opt-out allows.
-      ...environmentOf({
-        confirmationOptOut: ['request_payment'],
-        reconcileIntervalMs: 500,
-        downstreamTimeoutMs: 1000,
-        powertoolsLogLevel:
-          read(process.env, EnvVars.powertoolsLogLevel) === 'INFO' ? 'WARN' : read(process.env, EnvVars.powertoolsLogLevel),
-      }),
-      [SDK_NODE_NOTICE_SWITCH]: 'true',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.pipe(serverLog, { end: false });
-  child.stderr!.pipe(serverLog, { end: false });
-  server = child;
-  const exited = new Promise<false>((r) => child.once('exit', () => r(false)));
-  return Promise.race([until(healthy, 90_000), exited]);
-}
-
-function killServer(): Promise<void> {
-  const child = server;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((r) => {
-    child.once('exit', () => r());
-    child.kill('SIGKILL');
-  });
-}
-
-async function stopServer(): Promise<void> {
-  const child = server;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((r) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      r();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Calls: raw MCP tools/call over HTTP, through a fetch that can lose the response on the way back.
-const TENANTS = ['chaos-a', 'chaos-b'] as const;
-type Tenant = (typeof TENANTS)[number];
-const faultFetch = createFaultFetch();
-const tokens = {} as Record<Tenant, string>;
-
-interface Answer {
-  outcome?: string;
-  retryable?: boolean;
-  retry_after_ms?: number;
-  code?: string;
-  message?: string;
-  resource?: string;
-  /** No answer in the contract: a transport error, an HTTP status, a JSON-RPC error. */
-  failure?: string;
-}
-
-let rpcId = 0;
-async function callTool(
-  tenant: Tenant,
-  name: string,
-  args: Record<string, unknown>,
-  loseResponse: boolean,
-): Promise<Answer & { structured?: Record<string, unknown> }> {
-  if (loseResponse) faultFetch.inject({ tool: name, fault: { mode: 'lose-response' }, times: 1 });
-  let response: Response;
-  try {
-    response = await faultFetch.fetch(`${baseUrl}/mcp`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${tokens[tenant]}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method: 'tools/call', params: { name, arguments: args } }),
-      signal: AbortSignal.timeout(20_000),
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause;
-    return { failure: `transport: ${cause?.code ?? (err as Error).name}` };
-  }
-  const text = await response.text().catch(() => '');
-  if (!response.ok) return { failure: `http ${response.status}` };
-  let body: { result?: { structuredContent?: Record<string, unknown> }; error?: { code: number; message: string } };
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return { failure: 'unparsable answer' };
-  }
-  if (body.error) return { failure: `json-rpc ${body.error.code}: ${body.error.message.slice(0, 120)}` };
-  const structured = body.result?.structuredContent;
-  if (!structured) return { failure: 'no structuredContent' };
-  const error = structured.error as { code?: string; message?: string } | undefined;
-  return {
-    structured,
-    outcome: structured.outcome as string | undefined,
-    retryable: structured.retryable as boolean | undefined,
-    retry_after_ms: structured.retry_after_ms as number | undefined,
-    code: error?.code,
-    message: error?.message,
-  };
-}
+// The stack (chaos-stack.ts) and the calls to it (chaos-calls.ts).
+const stack = new ChaosStack({ repo, stateDir, port: await freePort(), log: serverLog });
+const { baseUrl } = stack;
+const caller = new ChaosCaller(baseUrl);
+const { tokens } = caller;
+const callTool = caller.callTool.bind(caller);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Intents: one key (per tenant), one or more concurrent callers, sometimes one with other arguments.
@@ -412,11 +265,11 @@ async function armDownstreamFaults() {
 async function act(action: Action, burst: number): Promise<void> {
   actionCounts[action] += 1;
   if (action === 'none') return;
-  const java = emulatorPid();
+  const java = stack.emulatorPid();
   record({ kind: 'action', action, burst, emulator_pid: java });
   if (action === 'kill-server') {
-    say(`burst ${burst}: SIGKILL of the server (pid ${server?.pid})`);
-    await killServer();
+    say(`burst ${burst}: SIGKILL of the server (pid ${stack.pid})`);
+    await stack.kill();
     // Defect 8: the emulator must not outlive the stack that started it.
     if (!(await until(() => !alive(java), 30_000))) {
       violations.push({
@@ -425,9 +278,9 @@ async function act(action: Action, burst: number): Promise<void> {
         exposed: false,
       });
     }
-    if (!(await startServer()))
+    if (!(await stack.start()))
       violations.push({ kind: 'stack did not recover', detail: 'the server did not become healthy after a restart', exposed: false });
-    else say(`burst ${burst}: server restarted (pid ${server?.pid})`);
+    else say(`burst ${burst}: server restarted (pid ${stack.pid})`);
     return;
   }
   const signal = action === 'stop-dynamodb' ? 'SIGTERM' : 'SIGKILL';
@@ -435,21 +288,21 @@ async function act(action: Action, burst: number): Promise<void> {
   if (action === 'kill-dynamodb') for (const intent of intents) if (!intent.settled || intent.burst === burst) intent.exposed = true;
   if (java) process.kill(java, signal);
   // Defect 3: the stack restarts the emulator on the same data; /health says when the store answers again.
-  const back = await until(async () => emulatorPid() !== java && (await healthy()), 60_000);
+  const back = await until(async () => stack.emulatorPid() !== java && (await stack.healthy()), 60_000);
   if (!back)
     violations.push({
       kind: 'stack did not recover',
       detail: `the store was not reachable 60 s after the emulator's ${signal}`,
       exposed: false,
     });
-  else say(`burst ${burst}: DynamoDB Local is back (pid ${emulatorPid()})`);
+  else say(`burst ${burst}: DynamoDB Local is back (pid ${stack.emulatorPid()})`);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // The run.
 async function main(): Promise<number> {
   say(`chaos run ${runId}, seed ${seed}, ${durationS} s; state in ${stateDir}`);
-  if (!(await startServer())) {
+  if (!(await stack.start())) {
     console.error(`the server did not start; see ${join(stateDir, 'server.log')}`);
     return 2;
   }
@@ -526,8 +379,8 @@ async function main(): Promise<number> {
   await Promise.all(intents.map((intent) => callUntilSettled(intent, 0, Date.now() + 30_000, 'final')));
   ledger = await readLedger();
   check(ledger);
-  await stopServer();
-  if (alive(emulatorPid()))
+  await stack.stop();
+  if (alive(stack.emulatorPid()))
     violations.push({ kind: 'emulator outlived its server', detail: 'DynamoDB Local still runs after a clean stop', exposed: false });
   return report();
 }
@@ -606,7 +459,7 @@ try {
   exitCode = await main();
 } catch (err) {
   console.error(`chaos run failed: ${(err as Error).stack ?? err}`);
-  await killServer();
+  await stack.kill();
 } finally {
   await new Promise<void>((r) => history.end(() => r()));
 }

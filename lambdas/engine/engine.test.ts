@@ -15,7 +15,7 @@ import {
 
 /**
  * The engine's unit suite: the whole state machine on the in-memory store, no DynamoDB Local. The same behaviours
- * run against DynamoDB in test/integration/engine-*.test.ts; the store conformance suite holds both stores to one contract.
+ * run against DynamoDB in test/engine/; the store conformance suite holds both stores to one contract.
  */
 const TENANT = 'tenant-a';
 const newKey = () => `key-${randomUUID()}`;

@@ -204,7 +204,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
     let log = (line: string) => console.error(line);
     let reachable: (() => Promise<boolean>) | undefined;
     let dynamoDbDataDir: string | undefined;
-    if (options.dynamoDbLocal ?? true) {
+    // A DynamoDB the settings name (a shared emulator, a proxy in front of one) is used as it is.
+    if ((options.dynamoDbLocal ?? true) && !env.DYNAMODB_ENDPOINT) {
       const dynamo = await startDynamoDbLocal({
         ...(options.stateDir ? { dbPath: join(stateDir, 'dynamodb') } : {}),
         log: (line) => log(line),

@@ -11,9 +11,9 @@ import { DynamoDbApprovalStore } from '../store/dynamodb-approval-store';
 import { DynamoDbIdempotencyStore } from '../store/dynamodb-idempotency-store';
 import { validateTenantId } from '../core/idempotency-key';
 import { REVIEW_REASON_MAX_CHARS } from '../core/state-machine';
+import { ReviewDesk } from './review';
 import {
   LIST_STATUSES,
-  ReviewDesk,
   ReviewInputError,
   reviewReason,
   type AttentionEntry,
@@ -21,7 +21,7 @@ import {
   type ListStatus,
   type OperatorAction,
   type RecordView,
-} from './review';
+} from './review-types';
 import { resolveTarget, type Target, type TargetOptions } from './target';
 
 const USAGE = `Usage: idempotent-mcp ops <command> [options]      (in this repository: npm run ops -- <command>)

@@ -8,7 +8,7 @@ import { awsClientConfig, closeDynamoDbClient, createDynamoDbClient } from '../s
 // The endpoint's outputs that name what the tool works on.
 import { StackOutput } from '../../lib/stack-outputs';
 import { readLocalState } from './local-state';
-import { ReviewInputError } from './review';
+import { ReviewInputError } from './review-types';
 
 /** Which deployment the review tool works on, and who is at the keyboard. */
 export interface Target {

@@ -1,4 +1,5 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { StoreUnavailableError } from '../core/errors';
 
 /**
  * An item, a key or expression values with plain JavaScript values (what the document client reads and writes).
@@ -48,3 +49,15 @@ export const isTableInUse = (err: unknown): boolean => nameOf(err) === 'Resource
 /** How many attempts the SDK made for a request (its answer's or its error's `$metadata`); 1 when unknown. */
 export const attemptsOf = (answerOrError: unknown): number =>
   Number((answerOrError as { $metadata?: { attempts?: number } } | null)?.$metadata?.attempts ?? 1);
+
+/** Errors that prove DynamoDB refused the request, so it was not applied. Anything else may have been. */
+function isDefiniteRejection(err: unknown): boolean {
+  const name = (err as { name?: string })?.name ?? '';
+  return /ValidationException|ResourceNotFoundException|AccessDenied|ItemCollectionSizeLimitExceeded/.test(name);
+}
+
+/** A failed request as the store reports it: a definite refusal as it is, anything else as `StoreUnavailableError`. */
+export function unavailable(action: string, err: unknown): Error {
+  if (isDefiniteRejection(err)) return err as Error;
+  return new StoreUnavailableError(`DynamoDB ${action} failed: ${(err as Error)?.name ?? 'error'}`, { cause: err });
+}

@@ -1,29 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import {
-  DescribeStreamCommand,
-  DynamoDBStreamsClient,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type GetRecordsCommandOutput,
-  ListStreamsCommand,
-  type _Record,
-} from '@aws-sdk/client-dynamodb-streams';
-import {
-  ChangeMessageVisibilityCommand,
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
 import { LocalAwsAccount, type Identity } from './aws-account';
 import { CognitoStandIn } from './cognito';
+import { EventSourcePollers } from './event-sources';
+import { httpEvent, listen, respond } from './http-events';
 import { LocalFunction } from './lambda-runtime';
 import { ACCOUNT, DeployedTemplate, REGION, type CfnResource, type CfnTemplate } from './template';
 
@@ -35,15 +20,6 @@ export interface Trigger {
   /** What it is, for the report (`GET /approvals/{proxy+}`, `rate(1 minute)`...). */
   what: string;
   invocations: number;
-}
-
-const TEXT_BODY = /^(text\/|application\/(json|x-www-form-urlencoded|xml|javascript)|[^;]*\+json)/;
-
-async function listen(server: Server): Promise<string> {
-  // Longer than the SDK's idle keep-alive sockets live: a reused socket is never closed under a request.
-  server.keepAliveTimeout = 120_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /**
@@ -63,10 +39,8 @@ export class LocalDeployment {
   /** How far every function's clock runs ahead (time moved forward). */
   clockOffsetMs = 0;
   private readonly servers: Server[] = [];
-  private readonly streamIterators = new Map<string, string>();
-  private queueAttributesRead = new Set<string>();
-  /** Messages a function asked to see again later (their visibility), released when time moves past it. */
-  private readonly delayed: Array<{ triggerId: string; receiptHandle: string; visibleAt: number }> = [];
+  /** Lambda's pollers of the event source mappings (event-sources.ts). */
+  private readonly pollers = new EventSourcePollers(this);
 
   private stopSqs = async () => {};
 
@@ -360,81 +334,18 @@ export class LocalDeployment {
     }
   }
 
-  private async invoke(triggerId: string, event: unknown) {
+  /** Invokes the function behind a trigger, counting the invocation (the pollers and front doors call this). */
+  async invoke(triggerId: string, event: unknown) {
     const trigger = this.triggers.get(triggerId)!;
     trigger.invocations++;
     return this.functions.get(trigger.functionId)!.invoke(event, this.clockOffsetMs);
   }
 
-  // ---- HTTP front doors (payload format 2.0) ----
-
-  private async httpEvent(req: IncomingMessage, routeKey: string, apiId: string, extra: Record<string, unknown> = {}) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
-    const url = new URL(req.url ?? '/', 'http://local');
-    const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(req.headers))
-      if (value !== undefined && key !== 'cookie') headers[key] = Array.isArray(value) ? value.join(',') : value;
-    const cookies = req.headers.cookie?.split(/;\s*/).filter(Boolean);
-    const text = TEXT_BODY.test(String(req.headers['content-type'] ?? ''));
-    const query = url.search.slice(1);
-    const now = Date.now() + this.clockOffsetMs;
-    return {
-      version: '2.0',
-      routeKey,
-      rawPath: url.pathname,
-      rawQueryString: query,
-      ...(cookies?.length ? { cookies } : {}),
-      headers,
-      ...(query ? { queryStringParameters: Object.fromEntries(url.searchParams) } : {}),
-      requestContext: {
-        accountId: apiId === 'url' ? 'anonymous' : ACCOUNT,
-        apiId,
-        domainName: String(req.headers.host),
-        domainPrefix: String(req.headers.host).split('.')[0],
-        http: {
-          method: req.method,
-          path: url.pathname,
-          protocol: 'HTTP/1.1',
-          sourceIp: '127.0.0.1',
-          userAgent: String(req.headers['user-agent'] ?? ''),
-        },
-        requestId: randomUUID(),
-        routeKey,
-        stage: '$default',
-        time: new Date(now).toUTCString(),
-        timeEpoch: now,
-      },
-      ...(body.length
-        ? { body: text ? body.toString('utf8') : body.toString('base64'), isBase64Encoded: !text }
-        : { isBase64Encoded: false }),
-      ...extra,
-    };
-  }
-
-  private async respond(res: ServerResponse, answer: { result?: any; error?: { errorMessage: string } }) {
-    if (answer.error || answer.result === null || answer.result === undefined) {
-      res
-        .writeHead(502, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ message: 'Internal Server Error', cause: answer.error?.errorMessage }));
-      return;
-    }
-    const result = answer.result;
-    if (typeof result !== 'object' || result.statusCode === undefined) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(typeof result === 'string' ? result : JSON.stringify(result));
-      return;
-    }
-    const headers: Record<string, string | string[]> = { ...(result.headers ?? {}) };
-    if (result.cookies?.length) headers['set-cookie'] = result.cookies;
-    res
-      .writeHead(result.statusCode, headers)
-      .end(result.body === undefined ? '' : Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8'));
-  }
+  // ---- HTTP front doors (payload format 2.0, http-events.ts) ----
 
   private async functionUrlRequest(id: string, req: IncomingMessage, res: ServerResponse) {
-    const event = await this.httpEvent(req, '$default', 'url');
-    await this.respond(res, await this.invoke(id, event));
+    const event = await httpEvent(req, '$default', 'url', this.clockOffsetMs);
+    await respond(res, await this.invoke(id, event));
   }
 
   private async httpApiRequest(apiId: string, req: IncomingMessage, res: ServerResponse) {
@@ -455,166 +366,22 @@ export class LocalDeployment {
       const match = regex.exec(path);
       if (!match) continue;
       const pathParameters = Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(match[i + 1]!)]));
-      const event = await this.httpEvent(req, routeKey, d.refs.get(apiId)!, { pathParameters });
-      await this.respond(res, await this.invoke(routeId, event));
+      const event = await httpEvent(req, routeKey, d.refs.get(apiId)!, this.clockOffsetMs, { pathParameters });
+      await respond(res, await this.invoke(routeId, event));
       return;
     }
     // API Gateway's answer for a path no route matches.
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
   }
 
-  // ---- Event sources: Lambda's pollers, reading with the function's role ----
-
-  private clientConfig(functionId: string) {
-    return {
-      endpoint: this.account.endpoint,
-      region: REGION,
-      credentials: this.account.credentialsOf(functionId),
-      maxAttempts: 3,
-    };
-  }
-
-  /** Marks the poller's requests (their identity is still the function's). */
-  private static markPoller(client: { middlewareStack: any }) {
-    client.middlewareStack.add(
-      (next: any) => (args: any) => {
-        args.request.headers[LocalAwsAccount.POLLER_HEADER] = '1';
-        return next(args);
-      },
-      { step: 'build' },
-    );
-  }
-
   /** Reads the table stream as the DynamoDB event source mapping does, filters, batches and invokes. */
-  async pumpStream(mappingId: string): Promise<{ invoked: number; records: number; failures: number }> {
-    const d = this.deployed;
-    const p = d.resolve(d.template.Resources[mappingId]!.Properties) as Record<string, any>;
-    const fn = this.triggers.get(mappingId)!.functionId;
-    const client = new DynamoDBStreamsClient(this.clientConfig(fn));
-    LocalDeployment.markPoller(client);
-    const patterns = (p.FilterCriteria?.Filters ?? []).map((f: { Pattern: string }) => JSON.parse(f.Pattern));
-    let invoked = 0;
-    let seen = 0;
-    let failures = 0;
-    try {
-      await client.send(
-        new ListStreamsCommand({
-          TableName: d.refs.get(DeployedTemplate.target(d.template.Resources[mappingId]!.Properties!.EventSourceArn)!),
-        }),
-      );
-      const stream = await client.send(new DescribeStreamCommand({ StreamArn: p.EventSourceArn }));
-      const records: _Record[] = [];
-      for (const shard of stream.StreamDescription?.Shards ?? []) {
-        let iterator = this.streamIterators.get(shard.ShardId!);
-        if (!iterator) {
-          iterator = (
-            await client.send(
-              new GetShardIteratorCommand({ StreamArn: p.EventSourceArn, ShardId: shard.ShardId!, ShardIteratorType: p.StartingPosition }),
-            )
-          ).ShardIterator!;
-        }
-        for (let page = 0; page < 100 && iterator; page++) {
-          const got: GetRecordsCommandOutput = await client.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-          records.push(...(got.Records ?? []));
-          if (got.NextShardIterator) this.streamIterators.set(shard.ShardId!, got.NextShardIterator);
-          iterator = got.Records?.length ? got.NextShardIterator : undefined;
-        }
-      }
-      seen = records.length;
-      const events = records
-        // As Lambda delivers them: the creation time in epoch seconds, the stream's ARN and region.
-        .map((r) => ({
-          ...r,
-          dynamodb: {
-            ...r.dynamodb,
-            ApproximateCreationDateTime: r.dynamodb?.ApproximateCreationDateTime
-              ? Math.floor(r.dynamodb.ApproximateCreationDateTime.getTime() / 1000)
-              : undefined,
-          },
-          eventSourceARN: p.EventSourceArn,
-          awsRegion: REGION,
-        }))
-        .filter((r) => patterns.length === 0 || patterns.some((pattern: unknown) => matchesFilter(pattern, r)));
-      for (let i = 0; i < events.length; i += p.BatchSize) {
-        let batch = events.slice(i, i + p.BatchSize);
-        for (let attempt = 0; attempt <= (p.MaximumRetryAttempts ?? 0) && batch.length; attempt++) {
-          invoked++;
-          const answer = await this.invoke(mappingId, { Records: batch });
-          if (answer.error) throw new Error(`${fn} failed on a stream batch: ${answer.error.errorMessage}`);
-          const failed: string | undefined = answer.result?.batchItemFailures?.[0]?.itemIdentifier;
-          if (!failed) break;
-          failures++;
-          // With ReportBatchItemFailures, the batch is retried from the first failed record.
-          batch = batch.slice(batch.findIndex((r) => r.dynamodb?.SequenceNumber === failed));
-        }
-      }
-    } finally {
-      client.destroy();
-    }
-    return { invoked, records: seen, failures };
+  pumpStream(mappingId: string) {
+    return this.pollers.pumpStream(mappingId);
   }
 
   /** Polls the queue as the SQS event source mapping does: batches, partial batch failures, deletes what succeeded. */
-  async pumpQueue(mappingId: string, rounds = 5): Promise<{ invoked: number; messages: number; failures: number }> {
-    const d = this.deployed;
-    const p = d.resolve(d.template.Resources[mappingId]!.Properties) as Record<string, any>;
-    const fn = this.triggers.get(mappingId)!.functionId;
-    const queueId = DeployedTemplate.target(d.template.Resources[mappingId]!.Properties!.EventSourceArn)!;
-    const queueUrl = d.refs.get(queueId)!;
-    const client = new SQSClient(this.clientConfig(fn));
-    LocalDeployment.markPoller(client);
-    let invoked = 0;
-    let messages = 0;
-    let failures = 0;
-    try {
-      if (!this.queueAttributesRead.has(mappingId)) {
-        // Lambda reads the queue's attributes when the mapping is created.
-        await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }));
-        this.queueAttributesRead.add(mappingId);
-      }
-      for (let round = 0; round < rounds; round++) {
-        const got = await client.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: Math.min(10, p.BatchSize),
-            WaitTimeSeconds: 0,
-            AttributeNames: ['All'],
-            MessageAttributeNames: ['All'],
-          }),
-        );
-        const received = got.Messages ?? [];
-        if (!received.length) break;
-        messages += received.length;
-        const event = {
-          Records: received.map((m) => ({
-            messageId: m.MessageId,
-            receiptHandle: m.ReceiptHandle,
-            body: m.Body,
-            attributes: m.Attributes,
-            messageAttributes: m.MessageAttributes ?? {},
-            md5OfBody: m.MD5OfBody,
-            eventSource: 'aws:sqs',
-            eventSourceARN: p.EventSourceArn,
-            awsRegion: REGION,
-          })),
-        };
-        invoked++;
-        const answer = await this.invoke(mappingId, event);
-        if (answer.error) throw new Error(`${fn} failed on an SQS batch: ${answer.error.errorMessage}`);
-        const failed = new Set<string>((answer.result?.batchItemFailures ?? []).map((f: { itemIdentifier: string }) => f.itemIdentifier));
-        failures += failed.size;
-        for (const m of received) {
-          if (failed.has(m.MessageId!)) {
-            this.delayed.push({ triggerId: mappingId, receiptHandle: m.ReceiptHandle!, visibleAt: Number.POSITIVE_INFINITY });
-            continue;
-          }
-          await client.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
-        }
-      }
-    } finally {
-      client.destroy();
-    }
-    return { invoked, messages, failures };
+  pumpQueue(mappingId: string, rounds = 5) {
+    return this.pollers.pumpQueue(mappingId, rounds);
   }
 
   /**
@@ -623,22 +390,7 @@ export class LocalDeployment {
    */
   async advanceClock(ms: number) {
     this.clockOffsetMs += ms;
-    const sqs = new SQSClient({
-      endpoint: this.options.sqsEndpoint,
-      region: REGION,
-      credentials: { accessKeyId: 'clock', secretAccessKey: 'clock' },
-    });
-    try {
-      for (const message of this.delayed.splice(0)) {
-        const queueId = DeployedTemplate.target(this.deployed.template.Resources[message.triggerId]!.Properties!.EventSourceArn)!;
-        const url = this.account.queueUrls.get(this.deployed.refs.get(queueId)!)!;
-        await sqs
-          .send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: message.receiptHandle, VisibilityTimeout: 0 }))
-          .catch(() => {});
-      }
-    } finally {
-      sqs.destroy();
-    }
+    await this.pollers.releaseDelayed();
   }
 
   /** One scheduled event, as EventBridge sends it for the rule. */
@@ -671,25 +423,4 @@ export class LocalDeployment {
   triggersOf(type: string): Trigger[] {
     return [...this.triggers.values()].filter((t) => t.type === type);
   }
-}
-
-/** Lambda's event filtering (the EventBridge pattern syntax the mappings use): all keys must match. */
-export function matchesFilter(pattern: unknown, value: unknown): boolean {
-  if (Array.isArray(pattern)) {
-    return pattern.some((rule) => {
-      if (rule === null || typeof rule !== 'object') return value === rule;
-      const [op, arg] = Object.entries(rule as Record<string, unknown>)[0]!;
-      if (op === 'prefix') return typeof value === 'string' && value.startsWith(String(arg));
-      if (op === 'exists') return (value !== undefined) === arg;
-      if (op === 'anything-but') return Array.isArray(arg) ? !arg.includes(value) : value !== arg;
-      throw new Error(`filter operator ${op} is not evaluated by the local event source`);
-    });
-  }
-  if (pattern && typeof pattern === 'object') {
-    if (!value || typeof value !== 'object') return false;
-    return Object.entries(pattern as Record<string, unknown>).every(([key, sub]) =>
-      matchesFilter(sub, (value as Record<string, unknown>)[key]),
-    );
-  }
-  return value === pattern;
 }

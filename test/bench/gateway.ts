@@ -40,6 +40,8 @@ export const GATEWAY_TARGETS = {
 type Path = 'gateway' | 'relay' | 'direct' | 'replay';
 const PATHS: readonly Path[] = ['gateway', 'relay', 'direct', 'replay'];
 type Server = 'gateway' | 'relay';
+/** What a profile covers: a server's first calls, or the gateway's replays. */
+type Profiled = Server | 'replay';
 
 async function connect(url: string, token?: string) {
   const client = new Client({ name: 'gateway-bench', version: '1.0.0' });
@@ -108,6 +110,8 @@ interface Turn {
   ms: number;
   counts?: ServerCounts;
   cpuMs?: number;
+  /** CPU ms of this process (the load generator: the SDK client) over the turn. */
+  clientCpuMs: number;
 }
 
 interface Sent {
@@ -122,6 +126,7 @@ async function turn(client: Client, path: Path, executed: Sent[]): Promise<Turn>
   const latencies: number[] = [];
   let unexpected = 0;
   let next = 0;
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   const until = start + SECONDS * 1000;
   await Promise.all(
@@ -153,7 +158,8 @@ async function turn(client: Client, path: Path, executed: Sent[]): Promise<Turn>
       }
     }),
   );
-  return { latencies, unexpected, ms: performance.now() - start };
+  const cpu = process.cpuUsage(cpuBefore);
+  return { latencies, unexpected, ms: performance.now() - start, clientCpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 const percentile = (values: number[], p: number) => {
@@ -191,7 +197,7 @@ export const gatewayBench: BenchSection = {
     const clients = {} as Record<Path, Client>;
     const turns: Record<Path, Turn[]> = { gateway: [], relay: [], direct: [], replay: [] };
     const profileDir = process.env.BENCH_GATEWAY_PROFILE;
-    const profiles: Partial<Record<Server, Map<string, number>>> = {};
+    const profiles: Partial<Record<Profiled, Map<string, number>>> = {};
     try {
       // The gateway first: it makes the dev issuer's key in the state folder, which the relay then verifies with.
       servers.gateway = await startServer('gateway', env);
@@ -210,15 +216,15 @@ export const gatewayBench: BenchSection = {
         const order = PATHS.map((_, i) => PATHS[(i + round) % PATHS.length]!);
         for (const path of order) {
           const server = serverOf(path);
-          // The last round's first calls through each server, profiled (a replay's profile would blur the gateway's).
-          const profiled = profileDir && round === ROUNDS - 1 && (path === 'gateway' || path === 'relay') ? path : undefined;
-          if (profiled) await ask(servers[profiled].child, { profile: { start: true } }, 'profiled');
+          // The last round's turns through each server, profiled apart: first calls (gateway, relay) and replays.
+          const profiled = profileDir && round === ROUNDS - 1 && server ? (path as Profiled) : undefined;
+          if (profiled) await ask(servers[server!].child, { profile: { start: true } }, 'profiled');
           const before = server ? await cpuMs(servers[server].child) : 0;
           const t = await turn(clients[path], path, executed);
           if (profiled) {
             await mkdir(profileDir!, { recursive: true });
             const file = join(profileDir!, `${profiled}.cpuprofile`);
-            await ask(servers[profiled].child, { profile: { stopTo: file } }, 'profiled');
+            await ask(servers[server!].child, { profile: { stopTo: file } }, 'profiled');
             const calls = t.latencies.length + t.unexpected;
             profiles[profiled] = new Map(
               [...cpuByPart(JSON.parse(await readFile(file, 'utf8')) as CpuProfile)].map(([part, ms]) => [part, ms / calls]),
@@ -255,6 +261,8 @@ export const gatewayBench: BenchSection = {
         p50_ms: round2(percentile(latencies, 0.5)),
         p99_ms: round2(percentile(latencies, 0.99)),
         unexpected,
+        // The load generator's own CPU: a cost every path pays alike, so on a loaded machine it narrows the ratios.
+        client_cpu_ms_per_call: round2(sum(turns[path].map((t) => t.clientCpuMs)) / attempts),
         ...(path === 'direct'
           ? {}
           : {
@@ -314,7 +322,7 @@ export const gatewayBench: BenchSection = {
       ...(profileDir
         ? {
             profile_ms_per_call: Object.fromEntries(
-              (['gateway', 'relay'] as const).map((kind) => [
+              (['gateway', 'replay', 'relay'] as const).map((kind) => [
                 kind,
                 Object.fromEntries(
                   [...profiles[kind]!].sort((a, b) => b[1] - a[1]).map(([part, ms]) => [part, Math.round(ms * 1000) / 1000]),
@@ -337,12 +345,24 @@ export const gatewayBench: BenchSection = {
         x.dynamodb_requests_per_call ?? '',
         x.upstream_requests_per_call ?? '',
         x.server_cpu_ms_per_call ?? '',
+        x.client_cpu_ms_per_call,
       ];
     };
     return {
       figures,
       table: [
-        ['path', 'calls', 'calls/s', 'p50 ms', 'p99 ms', 'unexpected', 'DynamoDB req/call', 'upstream req/call', 'server CPU ms/call'],
+        [
+          'path',
+          'calls',
+          'calls/s',
+          'p50 ms',
+          'p99 ms',
+          'unexpected',
+          'DynamoDB req/call',
+          'upstream req/call',
+          'server CPU ms/call',
+          'client CPU ms/call',
+        ],
         row('gateway, first call', 'gateway'),
         row('gateway, replay', 'replay'),
         row('relay (the floor)', 'relay'),

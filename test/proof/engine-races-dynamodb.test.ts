@@ -3,17 +3,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
-import {
-  checkRun,
-  describeStats,
-  EXPLORED,
-  newStats,
-  runParameters,
-  runScenario,
-  scenarioArbitrary,
-  START,
-  worldClock,
-} from './support/races';
+import { checkRun, describeStats, newStats, runParameters, runScenario, START } from './support/races';
+import { worldClock } from './support/races-actors';
+import { EXPLORED, scenarioArbitrary } from './support/races-scenarios';
 
 /**
  * The race exploration of engine-races.test.ts, smaller, on DynamoDB Local: the real DynamoDB store and the real

@@ -1,7 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { describeStats, EXPLORED, LATE_LANDINGS, newStats, raceProperty, REAL, runParameters } from './support/races';
+import { describeStats, newStats, raceProperty, runParameters } from './support/races';
+import { REAL } from './support/races-actors';
+import { EXPLORED, LATE_LANDINGS } from './support/races-scenarios';
 
 /**
  * Issue 23 item 5: fast-check's scheduler drives the real engine, the real in-memory store and the real reconciler's

@@ -4,7 +4,9 @@ import { fingerprint } from '../../lambdas/core/fingerprint';
 import { allows, isSettled, type IdempotencyRecord } from '../../lambdas/core/state-machine';
 import { InMemoryIdempotencyStore } from '../../lambdas/engine/in-memory-store';
 import type { IdempotencyStore, ReviewStore } from '../../lambdas/engine/persistence';
-import { newStats, raceProperty, REAL, type ScenarioOptions, type Variant } from './support/races';
+import { newStats, raceProperty } from './support/races';
+import { REAL, type Variant } from './support/races-actors';
+import type { ScenarioOptions } from './support/races-scenarios';
 
 /**
  * Issue 23 item 4, the code half: each bug class the issue names, planted without touching the shipped code (a

@@ -1,17 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  CLEAN,
-  compileFor,
-  compileStats,
-  FINDINGS,
-  KINDS,
-  LIVENESS,
-  PLANTED,
-  PLANTED_LIVELOCK,
-  runSpin,
-  type SpinRun,
-} from '../models/spin';
+import { compileFor, compileStats, runSpin, type SpinRun } from '../models/spin';
+import { CLEAN, FINDINGS, KINDS, LIVENESS, PLANTED, PLANTED_LIVELOCK } from '../models/spin-runs';
 
 /**
  * The model checks on main pass, exhaustively (a search cut short by a bound fails), and every planted bug fails

@@ -1,8 +1,7 @@
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import madge from 'madge';
 import { beforeAll, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { toolkitModules } from './toolkit';
 
 /**
  * DynamoDB item code (the AWS SDK's DynamoDB packages, marshalling, item shapes: the record <-> item mapping, the
@@ -13,23 +12,14 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * team installs: its entry files and what they reach; the tests beside the modules are none); the reference
  * endpoint's own tools write their own business items and are not walked.
  */
-const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
-/** The modules under a folder, without the tests beside them (as test/unit/layers.test.ts walks them). */
-const modulesUnder = (folder: string): string[] =>
-  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? modulesUnder(join(folder, entry.name))
-      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
-        ? [join(folder, entry.name)]
-        : [],
-  );
 
 /** What counts as DynamoDB item code when imported. */
 const ITEM_CODE: readonly RegExp[] = [
   // The AWS SDK's DynamoDB packages: client-dynamodb, lib-dynamodb (the document client), util-dynamodb (marshalling).
   /^node_modules\/@aws-sdk\/[a-z-]*dynamodb[a-z-]*\//,
-  // The adapter's item modules: record <-> item, the attention index's queries, refusals and conditional claims.
-  /^lambdas\/store\/(record-item|attention-index|refusals|conditional-claim)\.ts$/,
+  // The adapter's item modules: record <-> item, the attention index's queries, refusals, conditional claims, and the
+  // write conditions and requests of the store's writes.
+  /^lambdas\/store\/(record-item|attention-index|refusals|conditional-claim|record-conditions|record-requests)\.ts$/,
 ];
 
 /**
@@ -62,7 +52,7 @@ function itemCodeOutsideTheAdapter(graph: Record<string, string[]>): string[] {
 let graph: Record<string, string[]>;
 
 beforeAll(async () => {
-  const result = await madge(TOOLKIT.flatMap(modulesUnder), {
+  const result = await madge(toolkitModules(), {
     baseDir: PROJECT_ROOT,
     fileExtensions: ['ts'],
     tsConfig: `${PROJECT_ROOT}/tsconfig.json`,

@@ -1,8 +1,7 @@
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import madge from 'madge';
 import { beforeAll, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { toolkitModules } from './toolkit';
 
 /**
  * The toolkit's layers, lowest first: a module may import its own layer and the ones below, never one above, so
@@ -35,25 +34,11 @@ const isClientCode = (file: string) => within(file, 'client') || /^exports\/clie
 
 const layerOf = (file: string) => LAYERS.findIndex((layer) => layer.some((unit) => within(file, unit)));
 
-const TOOLKIT = ['lambdas', 'lib', 'client'];
-/**
- * The modules under a folder. A module's tests sit beside it (lambdas/core/fingerprint.test.ts): they are no toolkit
- * module, ship nowhere, and may import anything, so the walk starts from the modules only.
- */
-const modulesUnder = (folder: string): string[] =>
-  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? modulesUnder(join(folder, entry.name))
-      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
-        ? [join(folder, entry.name)]
-        : [],
-  );
-
 let graph: Record<string, string[]>;
 let cycles: string[][];
 
 beforeAll(async () => {
-  const result = await madge(['exports', ...TOOLKIT].flatMap(modulesUnder), {
+  const result = await madge(toolkitModules(), {
     baseDir: PROJECT_ROOT,
     fileExtensions: ['ts'],
     tsConfig: `${PROJECT_ROOT}/tsconfig.json`,

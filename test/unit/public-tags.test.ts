@@ -2,21 +2,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { toolkitModules } from './toolkit';
 
 /**
  * knip never reports an export tagged `@public` as unused, so a name taken out of exports/*.ts but left exported and
  * tagged in its module would pass it. The API reports (kept current by test/package/api-report.test.ts) list what the
  * subpaths export: every `@public` declaration must appear in one of them, or lose its tag.
  */
-const TOOLKIT = ['lambdas', 'lib', 'client'];
-const modulesUnder = (folder: string): string[] =>
-  readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? modulesUnder(join(folder, entry.name))
-      : entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')
-        ? [join(folder, entry.name)]
-        : [],
-  );
 
 /** A doc comment carrying `@public`, then the exported declaration it belongs to. */
 const TAGGED =
@@ -46,7 +38,7 @@ it('every declaration tagged @public is exported by a public subpath (in an API 
     .map((file) => readFileSync(join(PROJECT_ROOT, 'exports', file), 'utf8'))
     .join('\n');
   const reported = new Set(reports.match(/[A-Za-z_$][\w$]*/g));
-  const tagged = TOOLKIT.flatMap(modulesUnder).flatMap((file) =>
+  const tagged = toolkitModules().flatMap((file) =>
     taggedPublic(readFileSync(join(PROJECT_ROOT, file), 'utf8')).map((name) => ({ file, name })),
   );
   expect(tagged.length).toBeGreaterThan(300);

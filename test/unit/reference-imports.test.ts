@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { TOOLKIT, toolkitModules } from './toolkit';
 
 /**
  * The toolkit is what a team installs: `exports/` (the public subpaths' entry files), `lambdas/` (the runtime, the
@@ -12,7 +13,6 @@ import { PROJECT_ROOT } from '../../lib/constructs/service-function';
  * `/local`, ...), as a team's code does. So does the gateway (`lambdas/gateway/`), shipped with the toolkit but
  * written as a team writing its own gateway would write it.
  */
-const TOOLKIT = ['exports', 'lambdas', 'lib', 'client'];
 const REFERENCE_CODE = ['reference'];
 const SCANNED = ['reference', 'scripts/start.ts', 'bin/app.ts', 'lambdas/gateway'];
 /** The gateway's modules `IdempotentMcpGateway` (lib/gateway-construct.ts) reads at synth. */
@@ -20,8 +20,6 @@ const SYNTH_TIME_GATEWAY = ['lambdas/gateway/policy.ts', 'lambdas/gateway/config
 
 const filesUnder = (path: string): string[] =>
   statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => filesUnder(join(path, name))) : path.endsWith('.ts') ? [path] : [];
-/** A module's tests sit beside it (lambdas/core/fingerprint.test.ts): no toolkit module, shipped nowhere. */
-const isTest = (file: string) => file.endsWith('.test.ts');
 
 /** Static and dynamic import specifiers of a module, and re-exports. */
 const specifiersOf = (source: string) =>
@@ -128,11 +126,9 @@ it('the public subpaths, the Lambda functions every team runs and every toolkit 
       'exports/client.ts',
     ]),
   );
-  const toolkitModules = TOOLKIT.flatMap((folder) => filesUnder(join(PROJECT_ROOT, folder)))
-    .filter((file) => !isTest(file))
-    .map((file) => relative(PROJECT_ROOT, file));
-  expect(toolkitModules.length).toBeGreaterThan(60);
-  expect(reachedUnder([...publicEntries, ...TEAM_FUNCTIONS, ...toolkitModules], REFERENCE_CODE)).toEqual([]);
+  const modules = toolkitModules();
+  expect(modules.length).toBeGreaterThan(60);
+  expect(reachedUnder([...publicEntries, ...TEAM_FUNCTIONS, ...modules], REFERENCE_CODE)).toEqual([]);
 });
 
 it('the walk sees through the public subpaths: the reference consumer reaches its deliveries and the toolkit', () => {

@@ -37,7 +37,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   }
 
   describe('duplicates of one call', () => {
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       '50 concurrent identical calls execute once; every other answer replays that result or is in progress',
       async () => {
@@ -138,7 +138,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(await tool.effects.count()).toBe(1);
     });
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')('conflicts at once while the first call is still running, and nothing runs', async () => {
       const release = deferred();
       const tool = countingTool((n) => ({ n }), release.promise);
@@ -318,7 +318,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   });
 
   describe('DynamoDB requests per call', () => {
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')('a first call with one business write costs 2 requests, a replay 1, a conflict 1', async () => {
       const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);
@@ -345,7 +345,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       closeDynamoDbClient(doc);
     });
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')('a first call without extra writes costs 2 requests (claim and completion)', async () => {
       const doc = createDynamoDbClient({ endpoint: table.endpoint });
       const requests = countDynamoDbRequests(doc);

@@ -112,7 +112,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(await stored(key)).toMatchObject({ status: 'SUCCEEDED' });
     });
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'a cancelled transaction leaves neither the business item nor a SUCCEEDED record, and releases the key',
       async () => {
@@ -225,7 +225,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'when the store stays down through completion, the record stays PROCESSING and then turns UNKNOWN; nothing runs again',
       async () => {
@@ -250,7 +250,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'a claim that fails runs nothing, answers unknown (the key may have run before) and leaves the key free',
       async () => {
@@ -273,7 +273,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
         expect(runs).toBe(1);
       },
     );
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'a retry of a call that succeeded, while the store refuses the claim, is not told that it failed',
       async () => {
@@ -292,7 +292,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   });
 
   describe('answers lost on the way back (applied by DynamoDB, retried by the SDK)', () => {
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')('a lost claim answer: the retried claim finds its own record and the call executes once', async () => {
       const e = engine();
       const key = newKey();
@@ -304,7 +304,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(await stored(key)).toMatchObject({ status: 'SUCCEEDED' });
     });
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'a claim sent twice (its first answer lost) is never released with "nothing ran": a transient failure is UNKNOWN',
       async () => {
@@ -325,7 +325,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       "a lost completion answer: reported as this call's success, not as a replay, not as unknown",
       async () => {

@@ -40,7 +40,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   }
 
   describe('retention and expiry (the claim condition does the work: DynamoDB Local never deletes)', () => {
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'policy execute: replays within retention, executes again after it, even with other arguments',
       async () => {
@@ -58,7 +58,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'policy review: after retention answers REVIEW_REQUIRED and runs nothing, until the review window ends',
       async () => {
@@ -162,7 +162,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       expect(String(item!.attention_pk)).toMatch(/^UNKNOWN#/); // queued for the reconciler
     });
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'tool safe to re-execute: concurrent callers take over once, with a new owner token, and execute once',
       async () => {
@@ -211,7 +211,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       return { clock, engine, key, first, finish, policy };
     }
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'is fenced out after a takeover: its completion and its writes do not commit, and it answers with the takeover result',
       async () => {
@@ -235,7 +235,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'is fenced out once its stale lease was marked UNKNOWN: its writes do not commit and the record stays UNKNOWN',
       async () => {
@@ -310,7 +310,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
   });
 
   describe('waiting for a running first call', () => {
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')(
       'is bounded: a duplicate answers in_progress with retry_after_ms while the first call still runs, even on a frozen clock',
       async () => {
@@ -342,7 +342,7 @@ describe.each(ENGINE_PATHS)('$path path', ({ effect }) => {
       },
     );
 
-    // The claimed path's own mechanics; the one-request path's are in engine-one-request.test.ts.
+    // The claimed path's own mechanics; the one-request path's are in one-request.test.ts.
     it.skipIf(effect === 'local')('returns the result when the first call finishes within the wait', async () => {
       const engine = engineFor(effect, { store, inProgressWaitMs: 10_000 });
       const key = newKey();

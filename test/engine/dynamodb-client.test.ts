@@ -50,6 +50,27 @@ describe('answers', () => {
     expect(operations()).toEqual(['PutItem']);
   });
 
+  it("a logger given in clientConfig still gets the SDK's log of a refused write (the client made without one skips it)", async () => {
+    const errors: unknown[] = [];
+    const logger = { debug: () => {}, info: () => {}, warn: () => {}, error: (entry: unknown) => errors.push(entry) };
+    const logged = createDynamoDbClient({ endpoint: proxy.endpoint, clientConfig: { logger } });
+    try {
+      const item = { ...key(), owner: 'first' };
+      await logged.send(new PutCommand({ TableName: table.tableName, Item: item }));
+      await logged
+        .send(new PutCommand({ TableName: table.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }))
+        .catch(() => {});
+    } finally {
+      closeDynamoDbClient(logged);
+    }
+    expect(errors).toEqual([
+      expect.objectContaining({
+        commandName: 'PutItemCommand',
+        error: expect.objectContaining({ name: 'ConditionalCheckFailedException' }),
+      }),
+    ]);
+  });
+
   it("a cancelled transaction's reasons carry the refusing items, in order", async () => {
     const held = { ...key(), owner: 'holder' };
     await doc.send(new PutCommand({ TableName: table.tableName, Item: held }));
