@@ -1,6 +1,5 @@
 import { orderKey } from '../../reference/tools/orders';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import type { Context } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
@@ -15,6 +14,8 @@ import { ensureTable } from '../../lambdas/store/table-schema';
 import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 import type { BenchSection, SectionReport } from './section';
+import { cpuMsOf, processCpuMs, sqliteThreadStat } from './process-cpu';
+import { listKnob, scaleKnob } from './knobs';
 
 /**
  * The idempotency engine against the same tool without idempotency and under Powertools' `makeIdempotent`
@@ -35,10 +36,7 @@ type Path = (typeof ALL_PATHS)[number];
 type Variant = (typeof VARIANTS)[number];
 type Concurrency = (typeof ALL_CONCURRENCY)[number];
 
-/**
- * Short runs while working on one cell (the whole section is the default, and the only figure to quote):
- * `ENGINE_BENCH_PATHS=first_call`, `ENGINE_BENCH_CONCURRENCY=32`, `ENGINE_BENCH_SCALE=0.25` (calls and warm-up).
- */
+/** Short runs on one cell (not figures to quote): ENGINE_BENCH_PATHS, ENGINE_BENCH_CONCURRENCY, ENGINE_BENCH_SCALE. */
 const PATHS = listKnob('ENGINE_BENCH_PATHS', ALL_PATHS);
 const CONCURRENCY = listKnob('ENGINE_BENCH_CONCURRENCY', ALL_CONCURRENCY.map(String)).map(Number) as Concurrency[];
 const SCALE = scaleKnob('ENGINE_BENCH_SCALE');
@@ -377,38 +375,6 @@ async function measure(calls: (() => Promise<unknown>)[], concurrency: number) {
   return { latencies, wallMs: performance.now() - started };
 }
 
-/** A process's CPU time so far (all its threads, user + system), ms; undefined when it cannot be read (not Linux, gone). */
-const processCpuMs = (pid: number | undefined) => (pid === undefined ? undefined : cpuMsOf(`/proc/${pid}/stat`));
-
-/** The CPU time so far of the process or thread whose `stat` file this is, ms. */
-function cpuMsOf(statFile: string | undefined): number | undefined {
-  if (statFile === undefined) return undefined;
-  try {
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
-    const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The `stat` file of DynamoDB Local's SQLite thread (sqlite4java's `SQLiteQueue`), found once. */
-let sqliteStatFile: string | undefined;
-function sqliteThreadStat(pid: number | undefined): string | undefined {
-  if (sqliteStatFile !== undefined || pid === undefined) return sqliteStatFile;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('SQLiteQueue'))
-        return (sqliteStatFile = `/proc/${pid}/task/${tid}/stat`);
-    }
-  } catch {
-    // not Linux, or gone
-  }
-  return undefined;
-}
-/** USER_HZ: 100 on every Linux the project runs on (`getconf CLK_TCK`). */
-const CLOCK_TICKS_PER_S = 100;
-
 function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 }
@@ -530,23 +496,4 @@ function report(cells: Record<Path, Record<string, Record<Variant, CellFigures>>
     table,
     notes,
   };
-}
-
-/** A comma-separated subset of `all` from the environment; all of them when unset. Fails on a name not in `all`. */
-function listKnob<T extends string>(name: string, all: readonly T[]): T[] {
-  const given = process.env[name];
-  if (!given) return [...all];
-  const picked = given.split(',').map((s) => s.trim());
-  const unknown = picked.filter((p) => !all.includes(p as T));
-  if (unknown.length > 0) throw new Error(`${name}: ${unknown.join(', ')} is not one of ${all.join(', ')}`);
-  return all.filter((a) => picked.includes(a));
-}
-
-/** A positive factor from the environment; 1 when unset. */
-function scaleKnob(name: string): number {
-  const given = process.env[name];
-  if (!given) return 1;
-  const scale = Number(given);
-  if (!(scale > 0)) throw new Error(`${name}: a positive number, not ${given}`);
-  return scale;
 }
