@@ -6,6 +6,7 @@ import { tableShapeBench } from './table-shape';
 import { capacityBench } from './capacity';
 import { gatewayBench } from './gateway';
 import { formatTable, type BenchSection } from './section';
+import { writeCharts } from './charts';
 
 /**
  * `npm run bench`: each section measures one thing and returns its figures; the last line printed is ONE JSON
@@ -30,4 +31,6 @@ for (const section of sections) {
   for (const note of report.notes ?? []) console.log(note);
   figures[section.key] = report.figures;
 }
+// The charts of the sections that ran (docs/bench/*.svg), before the JSON line, which stays the last.
+for (const file of await writeCharts(figures)) console.log(`chart: ${file}`);
 console.log(JSON.stringify(figures));
