@@ -24,12 +24,11 @@ export {
 } from '../lambdas/runtime/workers';
 export { createConsumerHandler, createReconcilerHandler } from '../lambdas/runtime/worker-events';
 export { readSecretString } from '../lambdas/runtime/operation-id-secret';
+export { ConfigError, read, type Env, type EnvVar } from '../lambdas/env-var';
 export {
-  ConfigError,
   loadConfig,
   EnvVars,
   environmentOf,
-  read,
   type AppConfig,
   type ApprovalPageConfig,
   type AuthConfig,
@@ -38,8 +37,6 @@ export {
   type WorkerConfig,
   type EnvValue,
   type EnvVarKey,
-  type Env,
-  type EnvVar,
   type EnvSettings,
 } from '../lambdas/config';
 export type { TokenVerifier } from '../lambdas/auth/verifier';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config';
+import { loadConfig } from './config';
+import { ConfigError } from './env-var';
 
 const base = { TABLE_NAME: 'records', OPERATION_ID_SECRET: 'x'.repeat(32) };
 const oidc = {

@@ -1,6 +1,22 @@
 import { OutboxDefaults, receivesWithinBudget } from './core/outbox-budget';
 import { DEFAULT_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS } from './confirmation/core/approval';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS } from './core/in-flight';
+import {
+  commaList,
+  ConfigError,
+  type Env,
+  type EnvVar,
+  environmentFor,
+  flag,
+  httpUrl,
+  oneOf,
+  originList,
+  positiveInt,
+  read,
+  required,
+  scopeList,
+  text,
+} from './env-var';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
@@ -158,12 +174,6 @@ export type SecretSource =
       endpoint?: string;
     };
 
-/**
- * An environment: variable names to their text (`process.env`).
- * @public
- */
-export type Env = Record<string, string | undefined>;
-
 export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
 const DEFAULT_AUDIENCE = 'idempotent-mcp';
 export const DEFAULT_TENANT_CLAIM = 'tenant';
@@ -185,124 +195,6 @@ const LOCAL_RECONCILE_POLL_MS = 5000;
 export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
-
-/**
- * A setting is missing or malformed: its message names the variable, and the cold start fails with it.
- * @public
- */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
-/**
- * One environment variable: its name, how its text is read (with its default), and how a value is written. The
- * constructs write environments only through `environmentOf` and the functions read them only through `read`, both
- * from `EnvVars` below: a renamed or retyped variable fails the type check on both sides.
- * @public
- */
-export interface EnvVar<T> {
-  readonly name: string;
-  /** The value, its default when unset (or blank), or a ConfigError naming the variable. */
-  parse(raw: string | undefined): T;
-  format(value: NonNullable<T>): string;
-}
-
-const trimmed = (raw: string | undefined) => {
-  const value = raw?.trim();
-  return value ? value : undefined;
-};
-
-/** @public */
-export function text(name: string): EnvVar<string | undefined>;
-/** @public */
-export function text(name: string, fallback: string): EnvVar<string>;
-export function text(name: string, fallback?: string): EnvVar<string | undefined> {
-  return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
-}
-
-export function httpUrl(name: string): EnvVar<string | undefined> {
-  return {
-    name,
-    parse: (raw) => {
-      const value = trimmed(raw)?.replace(/\/+$/, '');
-      if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
-      return value;
-    },
-    format: String,
-  };
-}
-
-function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
-  return {
-    name,
-    parse: (raw) => {
-      const value = trimmed(raw);
-      if (value === undefined) return fallback;
-      const n = Number(value);
-      if (!Number.isInteger(n) || n <= 0 || n > max)
-        throw new ConfigError(`${name} must be a whole number from 1 to ${max} (got '${value}')`);
-      return n;
-    },
-    format: (value) => String(value),
-  };
-}
-
-function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
-  return {
-    name,
-    parse: (raw) => {
-      const value = trimmed(raw) ?? fallback;
-      if (!(allowed as readonly string[]).includes(value))
-        throw new ConfigError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
-      return value as T;
-    },
-    format: String,
-  };
-}
-
-export function flag(name: string): EnvVar<boolean> {
-  return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
-}
-
-/**
- * Comma-separated, each item normalized (blank items dropped).
- */
-function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
-  return {
-    name,
-    parse: (raw) =>
-      (trimmed(raw) ?? '')
-        .split(',')
-        .map((item) => normalize(item.trim()))
-        .filter(Boolean),
-    format: (value) => value.join(','),
-  };
-}
-
-/** Comma-separated; trailing slashes of origins are dropped. */
-const originList = (name: string) => commaList(name, (origin) => origin.replace(/\/+$/, ''));
-
-const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
-
-/** Space-separated OAuth scopes (RFC 6749 §3.3); unset (or blank) leaves the default to the auth mode. */
-function scopeList(name: string): EnvVar<string[] | undefined> {
-  return {
-    name,
-    parse: (raw) => {
-      const value = trimmed(raw);
-      if (value === undefined) return undefined;
-      const list = value.split(' ').filter(Boolean);
-      const bad = list.find((scope) => !SCOPE_TOKEN.test(scope));
-      if (bad !== undefined)
-        throw new ConfigError(`${name} must be space-separated scopes without quotes or backslashes (got '${bad.slice(0, 40)}')`);
-      return [...new Set(list)];
-    },
-    format: (value) => value.join(' '),
-  };
-}
 
 /**
  * Every environment variable the functions read, declared once.
@@ -386,42 +278,11 @@ export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVa
 export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
 /**
- * Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's).
- */
-type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
-
-/**
- * A function's environment from typed settings of `variables` (unset ones are left out).
- */
-function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
-  const environment: Record<string, string> = {};
-  for (const [key, value] of Object.entries(settings)) {
-    if (value === undefined) continue;
-    const variable = variables[key] as EnvVar<unknown>;
-    environment[variable.name] = variable.format(value as NonNullable<unknown>);
-  }
-  return environment;
-}
-
-/**
  * A function's environment from typed settings: the one way the constructs write the toolkit's variables.
  *
  * @public
  */
 export const environmentOf = (settings: EnvSettings): Record<string, string> => environmentFor(EnvVars, settings);
-
-/**
- * A declared variable's value from an environment record.
- *
- * @public
- */
-export const read = <T>(env: Env, variable: EnvVar<T>): T => variable.parse(env[variable.name]);
-
-function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
-  const value = read(env, variable);
-  if (value === undefined) throw new ConfigError(`${variable.name} must be set`);
-  return value;
-}
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadWorkerConfig } from './config';
+import { loadConfig, loadWorkerConfig } from './config';
+import { ConfigError } from './env-var';
 import { loadReferenceConfig } from '../reference/config';
 import { receivesWithinBudget } from './core/outbox-budget';
 

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { SDK_NODE_NOTICE_SWITCH } from '../lambdas/local/sdk-node-notice';
-import { EnvVars, environmentOf, read } from '../lambdas/config';
+import { EnvVars, environmentOf } from '../lambdas/config';
+import { read } from '../lambdas/env-var';
 import { LOCK_FILE } from '../lambdas/local/dynamodb-local';
 
 /*

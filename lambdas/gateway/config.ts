@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { flag, httpUrl, text, type EnvVar } from '../config';
+import { flag, httpUrl, text, type EnvVar } from '../env-var';
 import type { UpstreamTarget } from './upstream';
 
 /**

@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EnvVars, read } from '../config';
+import { EnvVars } from '../config';
+import { read } from '../env-var';
 
 /**
  * The one logger of the Lambda functions (Powertools: structured JSON on stdout, which Lambda sends to CloudWatch;

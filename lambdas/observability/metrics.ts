@@ -1,6 +1,7 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { EngineEvent, EngineEventType, IdempotencyObserver } from '../engine/observer';
-import { EnvVars, read } from '../config';
+import { EnvVars } from '../config';
+import { read } from '../env-var';
 import { logger as defaultLogger, stderrLogger, type ToolkitLogger } from './logger';
 import type { Logger } from '@aws-lambda-powertools/logger';
 

@@ -3,7 +3,8 @@
  * one by path: the review CLI's `--tools` (test/integration/ops-review.test.ts). Their downstream is
  * FIXTURE_DOWNSTREAM_URL (a fixture stack's `downstream.url`), each call bounded by DOWNSTREAM_TIMEOUT_MS.
  */
-import { EnvVars, read } from '../../lambdas/config';
+import { EnvVars } from '../../lambdas/config';
+import { read } from '../../lambdas/env-var';
 import { fixtureTools } from './fixture-tools';
 
 const url = process.env.FIXTURE_DOWNSTREAM_URL;

@@ -1,7 +1,8 @@
 import { paginateScan } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import * as z from 'zod';
-import { EnvVars, read, type Env } from '../../lambdas/config';
+import { EnvVars } from '../../lambdas/config';
+import { read, type Env } from '../../lambdas/env-var';
 import { quotedText } from '../../lambdas/core/display-text';
 import { formatMinorUnits, isPayableCurrency } from '../../lambdas/core/money';
 import { defineReadTool, ReadToolError } from '../../lambdas/mcp/define-read-tool';
