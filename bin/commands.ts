@@ -132,7 +132,7 @@ export async function devCommand(argv: readonly string[]): Promise<void> {
   const { checkToolsModule } = await import('../lib/tools-entry');
   const { toolsOf, clientsOf } = await import('../lambdas/functions/tools-exports');
   const { deliveriesOf } = await import('../lambdas/functions/consumer-endpoint');
-  const { validateTenantId } = await import('idempotent-mcp/engine');
+  const { validateTenantId } = await import('../lambdas/core/idempotency-key');
   const { localPort, runLocalEndpoint } = await import('../lambdas/local/dev');
 
   const tenant = values.tenant ?? 'demo';

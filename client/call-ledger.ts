@@ -29,7 +29,10 @@ export interface CallIdentity {
   fingerprint: string;
 }
 
-/** @public */
+/**
+ * One write call in the ledger: its key, its state, its result once known.
+ * @public
+ */
 export interface LedgerEntry extends CallIdentity {
   /** What the server deduplicates on: the idempotency_key we generated, or the operation_id it issued. */
   key: string;
@@ -51,7 +54,10 @@ export interface LedgerEntry extends CallIdentity {
   sent?: boolean;
 }
 
-/** @public */
+/**
+ * How long a `CallLedger` keeps its entries, its clock, and the file it keeps them in.
+ * @public
+ */
 export interface CallLedgerOptions {
   /** How long after its last answer a settled intent keeps its key, so a re-plan gets the replay. Default 15 min. */
   ttlMs?: number;

@@ -11,7 +11,10 @@ import type { ApprovalLink } from './approval-links';
  * `IdempotentMcpClient` (idempotent-client.ts), apart from how it gets there.
  */
 
-/** @public */
+/**
+ * Options of `IdempotentMcpClient`: the server's URL, the token and headers it sends, the fetch it uses, its session, ledger and retries.
+ * @public
+ */
 export interface IdempotentClientOptions {
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
   url: string | URL;
@@ -125,7 +128,10 @@ export interface AttemptEvent {
   nextDelayMs?: number;
 }
 
-/** @public */
+/**
+ * The answer of a read tool call: its structured content, its text, whether it is an error.
+ * @public
+ */
 export interface ReadCall {
   structuredContent?: Record<string, unknown>;
   isError: boolean;

@@ -10,7 +10,10 @@ import type { FetchLike } from '@modelcontextprotocol/client';
  */
 export type Fault = { mode: 'lose-response' } | { mode: 'refuse' } | { mode: 'status'; status: number; retryAfterSeconds?: number };
 
-/** @public */
+/**
+ * One fault `createFaultFetch` injects: the tool it hits, before or after the server answered, the fault, how many times.
+ * @public
+ */
 export interface FaultRule {
   /** Only `tools/call` requests for this tool; without it, every POST. */
   tool?: string;
@@ -24,7 +27,10 @@ export interface FaultRule {
   times: number;
 }
 
-/** @public */
+/**
+ * One request a `FaultFetch` saw, and the fault it injected, if any.
+ * @public
+ */
 export interface RequestLogEntry {
   /** The JSON-RPC method, or the HTTP method for bodiless requests. */
   method: string;
@@ -35,7 +41,10 @@ export interface RequestLogEntry {
   fault?: Fault['mode'];
 }
 
-/** @public */
+/**
+ * A fetch that injects the faults of its rules, with the log of the requests it saw.
+ * @public
+ */
 export interface FaultFetch {
   fetch: FetchLike;
   inject(rule: FaultRule): void;
@@ -64,7 +73,10 @@ function networkError(code: 'ECONNRESET' | 'ECONNREFUSED'): TypeError {
   return new TypeError('fetch failed', { cause });
 }
 
-/** @public */
+/**
+ * A fetch that injects transport faults by its rules (drop the answer, fail the request, ...), for tests and demos.
+ * @public
+ */
 export function createFaultFetch(base: FetchLike = (url, init) => fetch(url, init)): FaultFetch {
   const rules: FaultRule[] = [];
   const requests: RequestLogEntry[] = [];

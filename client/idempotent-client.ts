@@ -40,7 +40,7 @@ import {
 // The public names declared beside the client, where exports/client.ts finds them.
 export type { ApprovalLink } from './approval-links';
 export type { AttemptEvent, IdempotentClientOptions, ReadCall, WriteCall, WriteCallRequest } from './client-options';
-export { asWriteToolResult, newIdempotencyKey } from './tool-answers';
+export { newIdempotencyKey } from './tool-answers';
 
 interface Attempt {
   answer?: CallToolResult;

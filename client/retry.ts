@@ -17,10 +17,8 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
-/** @public */
 export type ResolvedRetryOptions = Required<RetryOptions>;
 
-/** @public */
 export const DEFAULT_RETRY: ResolvedRetryOptions = {
   maxAttempts: 5,
   maxElapsedMs: 30_000,
@@ -32,7 +30,6 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
  * Exponential backoff with full jitter (a random wait in [0, ceiling)), so many agents retrying the same outage
  * spread out; the server's retry_after_ms is a floor because it knows when an answer can exist (a reconciler period).
  * `retryIndex` is 0 for the wait before the second attempt.
- * @public
  */
 export function backoffDelay(
   retryIndex: number,
@@ -64,8 +61,6 @@ export interface TransportFailure {
 
 /**
  * An HTTP answer that says "not now" (5xx, 429), raised by the client's fetch seam so its Retry-After survives.
- *
- * @public
  */
 export class HttpStatusError extends Error {
   constructor(
@@ -88,8 +83,6 @@ export function parseRetryAfter(header: string | null, now: number): number | un
 
 /**
  * Statuses that mean "not now" rather than "never": timeouts, throttling, server and gateway failures.
- *
- * @public
  */
 export const isRetryableHttpStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
@@ -122,7 +115,6 @@ function networkErrorCode(err: unknown): string | undefined {
 /**
  * Sorts an error thrown by the MCP SDK (or the fetch below it) into "retry with the same key" or "return at once".
  * Unrecognised errors are deterministic: retrying a bug only burns the budget, and the key is kept anyway.
- * @public
  */
 export function classifyCallError(err: unknown): TransportFailure {
   if (err instanceof HttpStatusError) {

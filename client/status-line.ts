@@ -4,8 +4,6 @@ import type { TransportFailure } from './retry';
 
 /**
  * What a status line is made of: the call's key, its last answer (or why there was none) and its attempts.
- *
- * @public
  */
 export interface StatusLineInput {
   tool: string;
@@ -20,8 +18,6 @@ export interface StatusLineInput {
 
 /**
  * Long ids keep their head (the prefix says what they are) and tail (what tells two apart).
- *
- * @public
  */
 export function shortId(id: string, max = 22): string {
   return id.length <= max ? id : `${id.slice(0, 12)}…${id.slice(-6)}`;
@@ -30,7 +26,6 @@ export function shortId(id: string, max = 22): string {
 /**
  * A key shown to a model or a terminal: its kind prefix and last 6 characters, enough to tell calls apart and
  * far too little to reuse (the full key stays in the ledger).
- * @public
  */
 export function keyHint(key: string): string {
   const prefix = /^[a-z]{1,4}_/.exec(key)?.[0] ?? '';
@@ -60,7 +55,6 @@ function clip(text: string, max = 100): string {
 /**
  * One line per call, for the model's context: which call, what happened, and what to do next.
  * e.g. `request_payment op_…K3M2QD : succeeded (replayed), payment_id pay_123`
- * @public
  */
 export function statusLine(call: StatusLineInput): string {
   const head = `${call.tool} ${call.key ? keyHint(call.key) : '(no key)'} : `;

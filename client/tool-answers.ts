@@ -22,7 +22,6 @@ export const STATE_OF: Record<Outcome, CallState> = {
 /**
  * 144 random bits, base64url: inside the server's key charset (A-Za-z0-9._:-) and length (8..128).
  *
- * @public
  */
 export function newIdempotencyKey(): string {
   return `ik_${randomBytes(18).toString('base64url')}`;
@@ -31,7 +30,6 @@ export function newIdempotencyKey(): string {
 /**
  * The result contract, if this structuredContent carries it.
  *
- * @public
  */
 export function asWriteToolResult(content: unknown): WriteToolResult | undefined {
   if (!content || typeof content !== 'object') return undefined;

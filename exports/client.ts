@@ -4,8 +4,6 @@
  */
 export {
   IdempotentMcpClient,
-  asWriteToolResult,
-  newIdempotencyKey,
   type ApprovalLink,
   type AttemptEvent,
   type IdempotentClientOptions,
@@ -14,15 +12,5 @@ export {
   type WriteCallRequest,
 } from '../client/idempotent-client';
 export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from '../client/call-ledger';
-export {
-  DEFAULT_RETRY,
-  HttpStatusError,
-  backoffDelay,
-  classifyCallError,
-  isRetryableHttpStatus,
-  type RetryOptions,
-  type ResolvedRetryOptions,
-  type TransportFailure,
-} from '../client/retry';
-export { keyHint, shortId, statusLine, type StatusLineInput } from '../client/status-line';
+export type { RetryOptions, TransportFailure } from '../client/retry';
 export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';

@@ -3,5 +3,5 @@
  * `idempotent-mcp/engine`'s): the idempotency store's suite and the approval store's. Runs under vitest (a peer
  * dependency of this subpath only).
  */
-export { describeStoreConformance, processingRecord, type StoreConformanceOptions } from '../lambdas/engine/testing/store-conformance';
+export { describeStoreConformance, type StoreConformanceOptions } from '../lambdas/engine/testing/store-conformance';
 export { describeApprovalStoreConformance } from '../lambdas/confirmation/testing/approval-store-conformance';

@@ -4,20 +4,19 @@
  * approval page where a person approves what a `confirmation: 'approval'` tool does. The Lambda wiring is
  * `idempotent-mcp/lambda`.
  */
-export { defineWriteTool, writeResultSchema, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
+export { defineWriteTool, type WriteToolContext, type WriteToolSpec } from '../lambdas/mcp/define-write-tool';
 export { defineReadTool, ReadToolError, type ReadToolContext, type ReadToolSpec } from '../lambdas/mcp/define-read-tool';
-export {
-  isWriteTool,
-  type KeySource,
-  type ProtocolEra,
-  type ReconcileServices,
-  type ToolAnswer,
-  type ToolCall,
-  type ToolDefinition,
-  type ToolRuntime,
-  type WriteToolDefinition,
-  type OperationIdSigner,
-  type ConfirmationSigner,
+export type {
+  ConfirmationSigner,
+  KeySource,
+  OperationIdSigner,
+  ProtocolEra,
+  ReconcileServices,
+  ToolAnswer,
+  ToolCall,
+  ToolDefinition,
+  ToolRuntime,
+  WriteToolDefinition,
 } from '../lambdas/mcp/tool-types';
 export { registerWriteTool, registerReadTool, type McpServerLike, type RegisterToolOptions } from '../lambdas/mcp/register-write-tool';
 export { getOperationStatusTool } from '../lambdas/mcp/get-operation-status';
@@ -31,16 +30,16 @@ export {
   queueEffect,
   queuedSchema,
   outboxToolNeverCommitted,
-  OUTBOX_TOOL_NOTE,
   type OutboxRuntime,
   type Queued,
 } from '../lambdas/mcp/outbox-tool';
 export type { DeliveryContext, DeliveryHandler } from '../lambdas/outbox/consumer';
-export type { ToolsModule, WithClients, ClientsOf } from '../lambdas/mcp/tools-module';
-export { startReconciler, reconcileOnce, type ReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
+export type { ClientsOf, ToolsModule, WithClients } from '../lambdas/mcp/tools-module';
+export { startReconciler, type ReconcilerOptions, type RunningReconciler } from '../lambdas/reconciler/start';
 export type { ReconcileReport } from '../lambdas/reconciler/reconciler';
-export { stderrLogger, type StderrLoggerOptions, type ToolkitLogger, type LogLevel } from '../lambdas/observability/logger';
-export { emfMetrics, type EmfMetricsOptions, type MetricsPublisher, type MetricUnitName } from '../lambdas/observability/metrics';
-export type { OperationIdBinding, IssuedOperationId, OperationIdCheck } from '../lambdas/core/operation-id';
-export type { ConfirmationStateCheck } from '../lambdas/confirmation/core/round-state';
 export type { SweepReport } from '../lambdas/outbox/relay';
+export type { IssuedOperationId, OperationIdBinding, OperationIdCheck } from '../lambdas/core/operation-id';
+export type { ConfirmationStateCheck } from '../lambdas/confirmation/core/round-state';
+export type { Caller } from '../lambdas/auth/verifier';
+export type { ToolkitLogger } from '../lambdas/observability/logger';
+export type { EmfMetricsOptions, MetricsPublisher, MetricUnitName } from '../lambdas/observability/metrics';

@@ -65,7 +65,10 @@ export interface SideEffectsConfig {
   outboxMaxReceiveCount: number;
 }
 
-/** @public */
+/**
+ * The MCP function's settings, read once per container from its environment (`loadConfig`).
+ * @public
+ */
 export interface AppConfig {
   tableName: string;
   /**
@@ -134,7 +137,6 @@ const DEV_APPROVAL_CLIENT_ID = 'approval-page';
 /**
  * Where the local server mounts the dev issuer's sign-in (`createDevSignIn`, lambdas/http/dev-sign-in.ts).
  *
- * @public
  */
 export const DEV_SIGN_IN_MOUNT = '/dev-issuer';
 /** The dev issuer's endpoints, on the local server itself. */
@@ -156,7 +158,10 @@ export type SecretSource =
       endpoint?: string;
     };
 
-/** @public */
+/**
+ * An environment: variable names to their text (`process.env`).
+ * @public
+ */
 export type Env = Record<string, string | undefined>;
 
 export const DEV_ISSUER = 'urn:idempotent-mcp:dev-issuer';
@@ -181,7 +186,10 @@ export const DEFAULT_RECONCILE_MAX_ATTEMPTS = 8;
 /** Enough receives for the default delivery budget: SQS never dead-letters a message the budget still allows. */
 const DEFAULT_OUTBOX_MAX_RECEIVE_COUNT = receivesWithinBudget(OutboxDefaults.deliveryBudgetSeconds * 1000);
 
-/** @public */
+/**
+ * A setting is missing or malformed: its message names the variable, and the cold start fails with it.
+ * @public
+ */
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -215,7 +223,6 @@ export function text(name: string, fallback?: string): EnvVar<string | undefined
   return { name, parse: (raw) => trimmed(raw) ?? fallback, format: String };
 }
 
-/** @public */
 export function httpUrl(name: string): EnvVar<string | undefined> {
   return {
     name,
@@ -228,8 +235,7 @@ export function httpUrl(name: string): EnvVar<string | undefined> {
   };
 }
 
-/** @public */
-export function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
+function positiveInt(name: string, fallback: number, max: number): EnvVar<number> {
   return {
     name,
     parse: (raw) => {
@@ -244,8 +250,7 @@ export function positiveInt(name: string, fallback: number, max: number): EnvVar
   };
 }
 
-/** @public */
-export function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
+function oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): EnvVar<T> {
   return {
     name,
     parse: (raw) => {
@@ -258,17 +263,14 @@ export function oneOf<T extends string>(name: string, allowed: readonly T[], fal
   };
 }
 
-/** @public */
 export function flag(name: string): EnvVar<boolean> {
   return { name, parse: (raw) => trimmed(raw) === 'true', format: (value) => String(value) };
 }
 
 /**
  * Comma-separated, each item normalized (blank items dropped).
- *
- * @public
  */
-export function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
+function commaList(name: string, normalize: (item: string) => string = (item) => item): EnvVar<string[]> {
   return {
     name,
     parse: (raw) =>
@@ -365,7 +367,10 @@ export const EnvVars = {
   powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
 } as const;
 
-/** @public */
+/**
+ * The name of one of the endpoint's settings in `EnvVars` (`tableName`, ...).
+ * @public
+ */
 export type EnvVarKey = keyof typeof EnvVars;
 /**
  * The parsed value of one environment variable.
@@ -382,17 +387,13 @@ export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
 
 /**
  * Settings by declared name for any record of variables (an endpoint's own, like the reference endpoint's).
- *
- * @public
  */
-export type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
+type SettingsOf<V extends Record<string, EnvVar<unknown>>> = { [K in keyof V]?: NonNullable<ReturnType<V[K]['parse']>> };
 
 /**
  * A function's environment from typed settings of `variables` (unset ones are left out).
- *
- * @public
  */
-export function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
+function environmentFor<V extends Record<string, EnvVar<unknown>>>(variables: V, settings: SettingsOf<V>): Record<string, string> {
   const environment: Record<string, string> = {};
   for (const [key, value] of Object.entries(settings)) {
     if (value === undefined) continue;
@@ -424,8 +425,6 @@ function required<T>(env: Env, variable: EnvVar<T | undefined>): T {
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.
- *
- * @public
  */
 export function loadAuthConfig(env: Env): AuthConfig {
   const mode = read(env, EnvVars.authMode);
@@ -544,7 +543,6 @@ export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dyn
 /** Whether `value` may be a TABLE_KEY_PREFIX: letters, digits and _ . : - (never '#', the keys' separator). */
 export const isTableKeyPrefix = (value: string): boolean => /^[A-Za-z0-9_.:-]+$/.test(value);
 
-/** @public */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const tableName = required(env, EnvVars.tableName);
   const tableKeyPrefix = read(env, EnvVars.tableKeyPrefix) || undefined;

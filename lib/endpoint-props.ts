@@ -168,7 +168,10 @@ export interface EndpointSettings extends FunctionNetwork {
   readonly outputs?: boolean;
 }
 
-/** @public */
+/**
+ * Props of `IdempotentMcpEndpoint`: your tools module (and deliveries module), and the endpoint's settings.
+ * @public
+ */
 export interface IdempotentMcpEndpointProps extends EndpointSettings {
   /**
    * Your tools module: a .ts or .js file exporting `tools`, an array of defineWriteTool / defineReadTool results

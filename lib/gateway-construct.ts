@@ -19,7 +19,10 @@ import { gatewayToolsModule } from './tools-entry';
  */
 export type GatewayUpstream = { readonly url: string } | { readonly command: string; readonly args?: readonly string[] };
 
-/** @public */
+/**
+ * Props of `IdempotentMcpGateway`: the upstream MCP server, its write tools' policy, and the endpoint's settings.
+ * @public
+ */
 export interface IdempotentMcpGatewayProps extends EndpointSettings {
   /**
    * The policy file (JSON, docs/gateway.md): per upstream tool, write or read, the key, the fingerprint, the timeout,

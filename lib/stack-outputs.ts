@@ -2,7 +2,6 @@
  * The stack outputs IdempotentMcpEndpoint adds (its `outputs` prop), by name: docs/deploy.md's recipes and
  * `idempotent-mcp ops --stack` (table and queues) read them; `FunctionRuntime` is the Lambda runtime every function
  * of the endpoint runs on (`nodejs22.x`, whatever Node runs `cdk deploy`), printed by the deploy. Plain data, so the ops CLI reads it without the CDK.
- * @public
  */
 export const StackOutput = {
   mcpUrl: 'McpUrl',

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { CallLedger, IdempotentMcpClient, keyHint, type AttemptEvent, type RetryOptions, type WriteCall } from 'idempotent-mcp/client';
+import { keyHint } from '../client/status-line';
+import { CallLedger, IdempotentMcpClient, type AttemptEvent, type RetryOptions, type WriteCall } from 'idempotent-mcp/client';
 import { createFaultFetch } from 'idempotent-mcp/client/testing';
 import { decideAsLocalPerson } from './local-approver';
 

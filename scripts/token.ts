@@ -5,8 +5,9 @@
  */
 import { parseArgs } from 'node:util';
 import { DEV_TOKEN_TTL_SECONDS, devIssuerFor } from '../lambdas/auth/dev-issuer';
-import { IdempotencyError, validateTenantId } from 'idempotent-mcp/engine';
-import { loadAuthConfig } from 'idempotent-mcp/lambda';
+import { IdempotencyError } from 'idempotent-mcp/engine';
+import { validateTenantId } from '../lambdas/core/idempotency-key';
+import { loadAuthConfig } from '../lambdas/config';
 
 const usage = 'usage: npm run token -- --tenant <id> [--ttl <seconds>] [--scope "<space-separated scopes>"]';
 let values: { tenant?: string; ttl?: string; scope?: string; help?: boolean };

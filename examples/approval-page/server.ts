@@ -17,7 +17,6 @@ import {
   DynamoDbIdempotencyStore,
   ensureTable,
 } from 'idempotent-mcp/dynamodb';
-import { formatMinorUnits } from 'idempotent-mcp/engine';
 import {
   approvalPage,
   type ApprovalPageOptions,
@@ -51,6 +50,13 @@ export class PaymentsBook {
 }
 
 export type PaymentServices = ToolRuntime & { payments: PaymentsBook };
+
+/** `1250, 'EUR'` -> `12.50 EUR`: the amount by the currency's own minor unit (Intl knows each currency's digits). */
+export function formatMinorUnits(amountMinor: number, currency: string): string {
+  const digits = new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  const amount = new Intl.NumberFormat('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  return `${amount.format(amountMinor / 10 ** digits)} ${currency}`;
+}
 
 export const payInvoice = defineWriteTool({
   name: 'pay_invoice',

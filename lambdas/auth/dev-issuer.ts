@@ -10,10 +10,12 @@ import { readOrCreateStateFile } from './state-file';
  * kept in `<dir>/dev-issuer.json` (dev-keys.ts), so tokens printed by one process verify in another and across restarts.
  */
 const ALGORITHM = 'ES256';
-/** @public */
 export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
 
-/** @public */
+/**
+ * The local development token issuer: signs a tenant's bearer token with the key kept in the local state folder.
+ * @public
+ */
 export interface DevIssuer {
   issuer: string;
   audience: string;
@@ -46,7 +48,6 @@ async function loadOrCreateKeyPair(dir: string): Promise<StoredKeyPair> {
   return JSON.parse(text) as StoredKeyPair;
 }
 
-/** @public */
 export async function loadDevIssuer(options: {
   dir: string;
   issuer: string;

@@ -5,7 +5,6 @@ import type { JWK } from 'jose';
 /**
  * Where the local issuer keeps its key pair, and how the verifier reads the public half. Apart from dev-issuer.ts
  * (which generates keys and signs tokens) so the verifier, and with it every Lambda bundle, carries neither.
- * @public
  */
 export const DEV_KEY_FILE = 'dev-issuer.json';
 

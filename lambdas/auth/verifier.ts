@@ -47,8 +47,6 @@ export function missingScopes(caller: Caller, required: readonly string[]): stri
 
 /**
  * A missing or unacceptable token; the message is safe to return (it never echoes the token).
- *
- * @public
  */
 export class AuthenticationError extends Error {
   constructor(
@@ -63,8 +61,6 @@ export class AuthenticationError extends Error {
 
 /**
  * The issuer's key set could not be fetched: answered 503, the client may retry.
- *
- * @public
  */
 export class AuthUnavailableError extends Error {
   constructor(options?: { cause?: unknown }) {
@@ -73,7 +69,10 @@ export class AuthUnavailableError extends Error {
   }
 }
 
-/** @public */
+/**
+ * Verifies a bearer token and answers its caller (the tenant from the verified token).
+ * @public
+ */
 export interface TokenVerifier {
   /** Verifies an `Authorization` header value; throws AuthenticationError. */
   verify(authorization: string | undefined): Promise<Caller>;
@@ -119,7 +118,6 @@ function inTime(token: Pick<VerifiedToken, 'exp' | 'nbf'>): boolean {
   return token.exp > now - CLOCK_TOLERANCE_SECONDS && !(token.nbf !== undefined && token.nbf > now + CLOCK_TOLERANCE_SECONDS);
 }
 
-/** @public */
 export interface TokenVerifierOptions {
   /**
    * For ID tokens (the approval page's sign-in): the client they were issued to. OpenID Connect Core 3.1.3.7: a
@@ -151,7 +149,6 @@ async function importKeys(set: ReturnType<typeof createRemoteJWKSet>): Promise<v
   );
 }
 
-/** @public */
 export function createTokenVerifier(auth: AuthConfig, options: TokenVerifierOptions = {}): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   // jose caches the key set and refetches it when a token names an unknown key id (key rotation), at most once per

@@ -4,5 +4,4 @@
  * @public
  */
 export type Clock = () => number;
-/** @public */
 export const systemClock: Clock = () => Date.now();

@@ -15,7 +15,6 @@ function distance(a: string, b: string): number {
 /**
  * The known name closest to a misspelled one (a context key, a tool name), for a "did you mean" hint. With
  * `within`, only a name at most that many edits away: a hint to an unrelated name would mislead more than none.
- * @public
  */
 export function closestName(name: string, known: Iterable<string>, options: { within?: number } = {}): string | undefined {
   let best: string | undefined;

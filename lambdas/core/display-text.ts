@@ -20,24 +20,14 @@ const escapeInvisible = (char: string) => NAMED[char] ?? `\\u{${char.codePointAt
 
 /**
  * The text on one line, every invisible, blank-drawing or line-breaking character written out.
- *
- * @public
  */
 export function visibleText(text: string): string {
   return text.replace(INVISIBLE, escapeInvisible);
 }
 
 /**
- * Whether the text has a character `visibleText` would write out.
- *
- * @public
- */
-export const hasInvisibleCharacters = (text: string): boolean => new RegExp(INVISIBLE.source, 'u').test(text);
-
-/**
  * Free text inside a summary: in double quotes, with quotes and backslashes escaped, so it reads as one quoted value
  * and cannot close its quote to continue the summary.
- * @public
  */
 export function quotedText(text: string): string {
   return `"${visibleText(text.replace(/[\\"]/g, (char) => `\\${char}`))}"`;

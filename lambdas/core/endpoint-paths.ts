@@ -6,8 +6,6 @@
 
 /**
  * The MCP endpoint.
- *
- * @public
  */
 export const MCP_PATH = '/mcp';
 /** The path of the approval page; the link is `<base>/approvals/<approval id>`. */

@@ -33,7 +33,10 @@ export const ErrorCode = {
   UNAUTHORIZED: 'UNAUTHORIZED',
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;
-/** @public */
+/**
+ * One of the `ErrorCode` values: the stable code of an error answer.
+ * @public
+ */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /**
@@ -125,21 +128,18 @@ export class IdempotencyError extends Error {
   }
 }
 
-/** @public */
 export class InvalidIdempotencyKeyError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_IDEMPOTENCY_KEY, message);
   }
 }
 
-/** @public */
 export class InvalidTenantError extends IdempotencyError {
   constructor(message: string) {
     super(ErrorCode.INVALID_TENANT, message);
   }
 }
 
-/** @public */
 export class ResultTooLargeError extends IdempotencyError {
   constructor(bytes: number, limit: number) {
     super(
@@ -151,8 +151,6 @@ export class ResultTooLargeError extends IdempotencyError {
 
 /**
  * The record is no longer ours: the lease was taken over or the record settled while we executed.
- *
- * @public
  */
 export class OwnershipLostError extends IdempotencyError {
   constructor() {
@@ -162,8 +160,6 @@ export class OwnershipLostError extends IdempotencyError {
 
 /**
  * The store could not be reached or failed; carries whether our write may have been applied.
- *
- * @public
  */
 export class StoreUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -173,8 +169,6 @@ export class StoreUnavailableError extends IdempotencyError {
 
 /**
  * The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed.
- *
- * @public
  */
 export class TransactionRejectedError extends Error {
   constructor(readonly reasons: (string | undefined)[]) {
@@ -185,8 +179,6 @@ export class TransactionRejectedError extends Error {
 
 /**
  * The operation-id key could not be read: nothing that needs it ran, and a retry may succeed.
- *
- * @public
  */
 export class SecretUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {

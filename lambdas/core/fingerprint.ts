@@ -3,8 +3,6 @@ import canonicalize from 'canonicalize';
 
 /**
  * Fields that describe the call, not the business operation: they never change the fingerprint.
- *
- * @public
  */
 export const DEFAULT_NON_BUSINESS_FIELDS: readonly string[] = ['trace_id', 'request_id', 'requested_at'];
 
@@ -23,8 +21,6 @@ export function businessArguments(
 
 /**
  * RFC 8785 (JCS) canonical JSON: the same arguments in any key order give the same text.
- *
- * @public
  */
 export function canonicalJson(value: unknown): string {
   const text = canonicalize(value);

@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import { InvalidIdempotencyKeyError, InvalidTenantError } from './errors';
 
-/** @public */
 export const KEY_MIN_LENGTH = 8;
-/** @public */
 export const KEY_MAX_LENGTH = 128;
 /** Printable ASCII without separators we use in storage keys ('#') or that invite path tricks ('/'). */
 const KEY_CHARSET = /^[A-Za-z0-9._:-]+$/;
@@ -19,7 +17,6 @@ function checkIdentifier(value: unknown, what: string, minLength = KEY_MIN_LENGT
 
 /**
  * Returns the key unchanged, or throws INVALID_IDEMPOTENCY_KEY saying what is wrong (never echoing the key).
- *
  * @public
  */
 export function validateIdempotencyKey(key: unknown): string {
@@ -60,7 +57,6 @@ const RESERVED_TENANTS: ReadonlySet<string> = new Set([
   'constructor',
   'prototype',
 ]);
-/** @public */
 export function validateTenantId(tenant: unknown): string {
   const problem =
     checkIdentifier(tenant, 'tenant id', TENANT_MIN_LENGTH) ||
@@ -73,10 +69,8 @@ export function validateTenantId(tenant: unknown): string {
  * MCP's tool-name charset: 1 to 128 of A-Z a-z 0-9 _ - . (for example `create_order`, `createOrder`, `orders.create`),
  * case-sensitive. It has no '#' (the storage key's separator) and no '\n' (the operation id's), so a name goes
  * into both as it is.
- * @public
  */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-/** @public */
 export function validateToolName(tool: unknown): string {
   if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
     throw new Error(`tool name must be 1 to 128 of A-Z a-z 0-9 _ - . (got ${JSON.stringify(String(tool).slice(0, 140))})`);
@@ -86,8 +80,6 @@ export function validateToolName(tool: unknown): string {
 
 /**
  * Raw keys never reach logs: a short, stable hash correlates log lines without revealing the key.
- *
- * @public
  */
 export function hashForLog(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 12);

@@ -41,8 +41,6 @@ export const NOT_PAYABLE_CODES: ReadonlySet<string> = new Set([
 
 /**
  * The currency's minor units, or undefined when `code` is not an ISO 4217 currency one can pay in.
- *
- * @public
  */
 export function minorUnitsOf(code: string): number | undefined {
   if (!/^[A-Z]{3}$/.test(code) || NOT_PAYABLE_CODES.has(code)) return undefined;
@@ -51,7 +49,6 @@ export function minorUnitsOf(code: string): number | undefined {
   return entry.digits;
 }
 
-/** @public */
 export const isPayableCurrency = (code: string): boolean => minorUnitsOf(code) !== undefined;
 
 /**
@@ -65,7 +62,6 @@ let grouped: Intl.NumberFormat | undefined;
  * units grouped by threes with commas, a point before the minor units. One rule for every currency and every place an
  * amount is shown (the summary is written once and shown on the page, in the form and in the elicitation message), so
  * nothing in it depends on a locale. Throws for a code that is not a currency.
- * @public
  */
 export function formatMinorUnits(amountMinor: number, currency: string): string {
   const digits = minorUnitsOf(currency);

@@ -10,20 +10,29 @@ const PREFIX = 'op_';
 const VERSION = 'v1';
 export const DEFAULT_OPERATION_ID_TTL_SECONDS = 3600;
 
-/** @public */
+/**
+ * What an operation id is bound to: the tenant and the tool.
+ * @public
+ */
 export interface OperationIdBinding {
   tenant: string;
   tool: string;
 }
 
-/** @public */
+/**
+ * A server-issued operation id and when it expires.
+ * @public
+ */
 export interface IssuedOperationId {
   operationId: string;
   /** Epoch seconds. */
   expiresAt: number;
 }
 
-/** @public */
+/**
+ * What checking an operation id answers: valid, expired, or not ours.
+ * @public
+ */
 export type OperationIdCheck =
   | { valid: true; expiresAt: number }
   /** Authentic, but past its expiry: still names an operation that may have run. */

@@ -20,7 +20,10 @@ export type ReconcileFinding =
  */
 export type AbsentPolicy = 'release' | 'fail';
 
-/** @public */
+/**
+ * What a tool's reconcile hook is asked about: the record, and a signal aborted when its budget runs out.
+ * @public
+ */
 export interface ReconcileRequest {
   record: IdempotencyRecord;
   /** Aborted when the reconciler's own budget for this record runs out. */

@@ -8,13 +8,19 @@ import { keyForEcho } from './idempotency-key';
  */
 export type Outcome = 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
 
-/** @public */
+/**
+ * The error of a failed write tool's result: a stable code and a sentence.
+ * @public
+ */
 export interface ContractError {
   code: string;
   message: string;
 }
 
-/** @public */
+/**
+ * A write tool's answer: its outcome (succeeded, failed, unknown, ...), the result or error, and retry advice.
+ * @public
+ */
 export interface WriteToolResult<R = unknown> {
   outcome: Outcome;
   replayed: boolean;
@@ -40,8 +46,6 @@ const asSentence = (text: string) => (/[.!?]$/.test(text.trimEnd()) ? text.trimE
 
 /**
  * The field that carries a write tool's key: `idempotency_key`, or `operation_id` for tools with server-issued ids.
- *
- * @public
  */
 export type KeyField = 'idempotency_key' | 'operation_id';
 
@@ -49,7 +53,6 @@ export type KeyField = 'idempotency_key' | 'operation_id';
 const echo = (key: string) => (key === '' ? {} : { idempotency_key: key });
 const echoShort = (key: string) => echo(keyForEcho(key));
 
-/** @public */
 export const WriteResults = {
   succeeded<R>(key: string, result: R, replay?: { firstExecutedAt: number }): WriteToolResult<R> {
     return {
@@ -166,8 +169,6 @@ export const WriteResults = {
 
 /**
  * One sentence a model can act on; the text content of every write tool's answer.
- *
- * @public
  */
 export function describeResult(r: WriteToolResult, keyField: KeyField = 'idempotency_key'): string {
   const retry = r.retry_after_ms !== undefined ? ` Retry with the same ${keyField} after ${r.retry_after_ms} ms.` : '';

@@ -19,10 +19,12 @@ import { leaseHasPassed, leaseRemainingMs } from './lease';
  * @public
  */
 export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
-/** @public */
+/**
+ * A record's status, or ABSENT when there is none.
+ * @public
+ */
 export type RecordState = RecordStatus | 'ABSENT';
 
-/** @public */
 export type TransitionEvent =
   | 'claim'
   | 'complete'
@@ -81,7 +83,6 @@ const TRANSITIONS: Record<RecordState, Partial<Record<TransitionEvent, RecordSta
 /** The table itself, read-only: `test/models/emit-transitions.ts` renders it for the spin model (one table, not two). */
 export const TRANSITION_TABLE: Readonly<Record<RecordState, Readonly<Partial<Record<TransitionEvent, RecordState>>>>> = TRANSITIONS;
 
-/** @public */
 export class IllegalTransitionError extends Error {
   constructor(
     readonly from: RecordState,
@@ -114,10 +115,12 @@ export function storedStatesAllowing(event: TransitionEvent): RecordStatus[] {
   return STATES.filter((state): state is RecordStatus => state !== 'ABSENT' && TRANSITIONS[state][event] !== undefined);
 }
 
-/** @public */
 export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED' => status === 'SUCCEEDED' || status === 'FAILED';
 
-/** @public */
+/**
+ * A failure as a record keeps it: a code and a sentence.
+ * @public
+ */
 export interface StoredError {
   code: string;
   message: string;
@@ -228,7 +231,10 @@ export function withinLogBounds(entries: readonly unknown[]): boolean {
 /** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
 export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
-/** @public */
+/**
+ * What happens to a key after its record's retention, and whether a stale execution may run again.
+ * @public
+ */
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
   onExpired: 'execute' | 'review';
@@ -284,7 +290,6 @@ export function keyExpiryRule(now: number, onExpired: ExpiryPolicy['onExpired'] 
  * Whether `record` no longer holds its key, so a new claim may overwrite it: `keyExpiryRule` applied to one record.
  * The engine, the in-memory store, `get_operation_status` and the tool's pre-checks ask this; the DynamoDB store
  * renders the same rule as its claim condition.
- * @public
  */
 export function keyIsFree(record: IdempotencyRecord, now: number, onExpired: ExpiryPolicy['onExpired'] | undefined): boolean {
   const rule = keyExpiryRule(now, onExpired);

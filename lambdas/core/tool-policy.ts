@@ -42,8 +42,6 @@ export interface IdempotencyPolicy {
 
 /**
  * The defaults; the window's is derived from the timeouts (`toolInFlightWindowMs`), so it has none here.
- *
- * @public
  */
 export const DEFAULT_POLICY: Required<Omit<IdempotencyPolicy, 'inFlightWindowMs'>> & Pick<IdempotencyPolicy, 'inFlightWindowMs'> = {
   nonBusinessFields: DEFAULT_NON_BUSINESS_FIELDS,

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../core/errors';
+import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../core/fingerprint';
 import {
-  DEFAULT_NON_BUSINESS_FIELDS,
-  fingerprint,
   IdempotencyEngine,
   InMemoryIdempotencyStore,
-  StoreUnavailableError,
   TerminalToolError,
   TransientToolError,
   UncertainToolError,

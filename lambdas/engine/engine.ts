@@ -20,7 +20,10 @@ import type { EngineAnswer, Executor, WriteRequest } from './write-request';
  * (tool-runs.ts) and record what it came to (outcomes.ts). The request and answer types are write-request.ts.
  */
 
-/** @public */
+/**
+ * Options of `IdempotencyEngine`: the store; optionally the clock, the observer, the confirmation gate and the engine's timings.
+ * @public
+ */
 export interface EngineOptions {
   store: IdempotencyStore;
   clock?: Clock;

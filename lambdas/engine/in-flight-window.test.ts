@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../core/fingerprint';
 import {
-  DEFAULT_NON_BUSINESS_FIELDS,
-  fingerprint,
   IdempotencyEngine,
   InMemoryIdempotencyStore,
   UncertainToolError,

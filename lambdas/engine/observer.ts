@@ -16,7 +16,10 @@ export type EngineEventType =
   | 'ownership_lost'
   | 'store_unavailable';
 
-/** @public */
+/**
+ * One thing the engine did (executed, replayed, conflicted, ...), as an `IdempotencyObserver` sees it.
+ * @public
+ */
 export interface EngineEvent {
   type: EngineEventType;
   tool: string;
@@ -28,10 +31,12 @@ export interface EngineEvent {
   errorCode?: string;
 }
 
-/** @public */
+/**
+ * What the engine tells of its work (`EngineEvent`s): metrics and logs of your own.
+ * @public
+ */
 export interface IdempotencyObserver {
   record(event: EngineEvent): void;
 }
 
-/** @public */
 export const silentObserver: IdempotencyObserver = { record: () => {} };

@@ -1,7 +1,10 @@
 import type { ItemKey } from '../core/keys';
 import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, ReviewEntry, StoredError } from '../core/state-machine';
 
-/** @public */
+/**
+ * What names a record: the tenant, the tool and the idempotency key.
+ * @public
+ */
 export interface RecordIdentity {
   tenant: string;
   tool: string;
@@ -22,13 +25,19 @@ export interface ExtraWrite {
   };
 }
 
-/** @public */
+/**
+ * How `IdempotencyStore.claim` treats a settled record past its retention.
+ * @public
+ */
 export interface ClaimOptions {
   /** The tool's policy after retention: with 'execute', a settled record past its retention frees its key too. */
   onExpired?: ExpiryPolicy['onExpired'];
 }
 
-/** @public */
+/**
+ * What `IdempotencyStore.claim` answers: the key claimed for this call, or the record that holds it.
+ * @public
+ */
 export type ClaimResult =
   /**
    * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
@@ -36,7 +45,10 @@ export type ClaimResult =
    */
   { claimed: true; answerLost?: boolean } | { claimed: false; existing: IdempotencyRecord };
 
-/** @public */
+/**
+ * What `IdempotencyStore.commitOnce` answers: committed, held by another call's record, or refused by a transaction in flight.
+ * @public
+ */
 export type CommitOnceResult =
   | { committed: true }
   /** The key is held: the caller is a duplicate and answers from this record. Nothing was written. */
@@ -119,7 +131,10 @@ export function attentionDueAt(record: IdempotencyRecord): number {
   return record.updatedAt;
 }
 
-/** @public */
+/**
+ * Which records `RecordQueries` lists for the reconciler: those due by a time.
+ * @public
+ */
 export interface AttentionQuery {
   /** Only records due at or before this (epoch ms, `attentionDueAt`); all when unset. */
   dueBy?: number;
@@ -149,7 +164,10 @@ export interface RecordQueries {
   countAttention(status: AttentionStatus): Promise<number>;
 }
 
-/** @public */
+/**
+ * A record's settled outcome, as the store writes it: SUCCEEDED with a result, or FAILED with an error.
+ * @public
+ */
 export interface Settlement {
   status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;
   result?: unknown;

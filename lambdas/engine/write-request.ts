@@ -9,7 +9,10 @@ import type { ExtraWrite } from './persistence';
  * engine answers; the engine itself is engine.ts.
  */
 
-/** @public */
+/**
+ * What an executor runs with: the call's tenant, tool and key, its deadline and abort signal, the clock, the path it runs on.
+ * @public
+ */
 export interface ExecutionContext {
   tenant: string;
   tool: string;
@@ -29,20 +32,32 @@ export interface ExecutionContext {
   path: ExecutionPath;
 }
 
-/** @public */
+/**
+ * How a call came to run: in one request with its key free ('one_request'), or after claiming its key ('claimed').
+ * @public
+ */
 export type ExecutionPath = 'one_request' | 'claimed';
 
-/** @public */
+/**
+ * What an executor returns: the tool's result, and items to write in the same transaction as its SUCCEEDED record.
+ * @public
+ */
 export interface Execution<R> {
   result: R;
   /** Items committed in the same transaction as the SUCCEEDED record (business items, outbox events). */
   writes?: ExtraWrite[];
 }
 
-/** @public */
+/**
+ * The tool's side effect, run at most once per key by the engine.
+ * @public
+ */
 export type Executor<R> = (ctx: ExecutionContext) => Promise<Execution<R>>;
 
-/** @public */
+/**
+ * One write call as the engine takes it: the tenant, the tool, the key as sent (validated here), the business arguments.
+ * @public
+ */
 export interface WriteRequest {
   /** From the authenticated caller, never from tool arguments. */
   tenant: string;

@@ -17,7 +17,7 @@ export interface DeliveriesModule {
 
 /**
  * The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start).
- *
+ * The constructs run the same check on your deliveries module at synth.
  * @public
  */
 export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, DeliveryHandler>> {

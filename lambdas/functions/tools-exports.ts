@@ -15,7 +15,7 @@ export interface ToolsModuleExports {
 
 /**
  * The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request).
- *
+ * The constructs run the same check on your tools module at synth.
  * @public
  */
 export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {

@@ -19,9 +19,7 @@ import type { TokenVerifier } from '../auth/verifier';
 import type { ToolRuntime } from '../mcp/tool-types';
 import { batchRefusal } from './json-rpc-batch';
 
-export { MAX_BODY_BYTES, MCP_PATH };
-/** @public */
-export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
 
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
 /**
@@ -43,7 +41,10 @@ export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
   signingSecret?: () => Promise<string>;
 };
 
-/** @public */
+/**
+ * What `createApp` serves besides the services: the tools, extra routes, the store's health probe, the host names it answers.
+ * @public
+ */
 export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, and only these: there is no default list. */
   tools: readonly ToolDefinition<S>[];

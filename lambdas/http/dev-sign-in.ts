@@ -33,7 +33,9 @@ function tenantHint(value: string | undefined): string | undefined {
   }
 }
 
-/** @public */
+/**
+ * The approval page's sign-in on a local endpoint: signs a person in with the development issuer.
+ */
 export function createDevSignIn(auth: Extract<AuthConfig, { mode: 'dev' }>, clock: Clock): Hono {
   const codes = new Map<string, Grant>();
   const issuer = devIssuerFor(auth);

@@ -6,7 +6,10 @@ import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { createApprovalPage } from './approval-page';
 
-/** @public */
+/**
+ * What `approvalPage` needs: the approval store, the signing secret, its base URL, how it signs a person in, clock and logger.
+ * @public
+ */
 export interface ApprovalPageOptions {
   /** Where the approvals live: the same store as the tool runtime's `approvals` (DynamoDbApprovalStore). */
   approvals: ApprovalStore;

@@ -21,7 +21,10 @@ export class ReadToolError extends Error {
   }
 }
 
-/** @public */
+/**
+ * What a read tool's handler gets besides its arguments: the services, the caller, the other tools.
+ * @public
+ */
 export interface ReadToolContext<S extends ToolRuntime = ToolRuntime> {
   services: S;
   caller: Caller;

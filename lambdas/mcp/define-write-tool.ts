@@ -134,10 +134,8 @@ function keyUsage(keySource: KeySource, tool: string): string {
 
 /**
  * The WriteToolResult contract as an output schema, with the tool's own `result`.
- *
- * @public
  */
-export function writeResultSchema<R>(result: z.ZodType<R>) {
+function writeResultSchema<R>(result: z.ZodType<R>) {
   return z.object({
     outcome: z.enum(['succeeded', 'failed', 'in_progress', 'unknown', 'conflict', 'rejected']),
     replayed: z.boolean().describe('True when this is the stored answer of an earlier call with the same key.'),

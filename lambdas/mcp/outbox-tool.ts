@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import type { ReconcileFinding } from '../core/reconcile';
 import type { Execution } from '../engine/write-request';
-import { newOutboxMessage } from '../outbox/outbox-event';
-import type { OutboxStore } from '../outbox/outbox-store';
+import type { ExtraWrite } from '../engine/persistence';
+import { newOutboxMessage, type OutboxMessage } from '../outbox/outbox-event';
 import type { WriteToolContext } from './define-write-tool';
 import type { ToolRuntime } from './tool-types';
 
@@ -12,7 +12,8 @@ import type { ToolRuntime } from './tool-types';
  * @public
  */
 export interface OutboxRuntime extends ToolRuntime {
-  outbox: Pick<OutboxStore, 'eventWrite'>;
+  /** The outbox's write of one event, committed with the tool's record (the endpoint's `OutboxStore`). */
+  outbox: { eventWrite(message: OutboxMessage): ExtraWrite };
   newEventId(): string;
 }
 
@@ -25,10 +26,12 @@ export const queuedSchema = z.object({
   status: z.literal('queued'),
   event_id: z.string().describe('The queued effect; get_operation_status shows whether it was delivered.'),
 });
-/** @public */
+/**
+ * The result of an outbox tool (`queuedSchema`): queued, with the event's id.
+ * @public
+ */
 export type Queued = z.infer<typeof queuedSchema>;
 
-/** @public */
 export const OUTBOX_TOOL_NOTE =
   'The effect is queued in the same transaction that records this call and delivered exactly once shortly after; ' +
   'the result says queued with an event_id, and get_operation_status shows the delivery (pending, delivered, failed).';

@@ -51,7 +51,10 @@ export interface McpServerLike {
   readonly server: object;
 }
 
-/** @public */
+/**
+ * What `registerWriteTool` and `registerReadTool` need besides the tool: the services, the tenant of the server's caller, the time left, the other tools.
+ * @public
+ */
 export interface RegisterToolOptions<S extends ToolRuntime> {
   /** The services the tool needs (the engine and its store among them). */
   services: S;

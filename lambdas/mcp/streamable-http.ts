@@ -14,8 +14,6 @@ import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 /**
  * Larger request bodies are refused with 413 before anything parses them.
- *
- * @public
  */
 export const MAX_BODY_BYTES = 1024 * 1024;
 

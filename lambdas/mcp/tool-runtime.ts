@@ -7,7 +7,10 @@ import type { ApprovalStore } from '../confirmation/approval-store';
 import { createSigners } from '../engine/signers';
 import type { ToolRuntime } from './tool-types';
 
-/** @public */
+/**
+ * What `createToolRuntime` needs: the store and the operation-id secret; optionally the clock, logger, engine settings, approval store and confirmation settings.
+ * @public
+ */
 export interface ToolRuntimeOptions {
   /** Where records live: `new DynamoDbIdempotencyStore(...)` from idempotent-mcp/dynamodb, or an in-memory store. */
   store: IdempotencyStore;

@@ -78,7 +78,10 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   likelyReplay?: boolean;
 }
 
-/** @public */
+/**
+ * Which MCP era a request is of: 'modern' (2026-07-28, can answer an input request) or 'legacy' (2025).
+ * @public
+ */
 export type ProtocolEra = 'legacy' | 'modern';
 
 /**
@@ -106,7 +109,10 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
 }
 
-/** @public */
+/**
+ * Where a write tool's key comes from: the client's `idempotency_key`, or an `operation_id` the server issued.
+ * @public
+ */
 export type KeySource = 'client' | 'operation_id';
 
 /**
@@ -151,5 +157,4 @@ export function definedToolName(helper: 'defineWriteTool' | 'defineReadTool', na
   }
 }
 
-/** @public */
 export const isWriteTool = <S extends ToolRuntime>(tool: ToolDefinition<S>): tool is WriteToolDefinition<S> => tool.kind === 'write';

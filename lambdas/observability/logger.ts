@@ -20,11 +20,9 @@ export interface ToolkitLogger {
   error(message: string, ...fields: any[]): void;
 }
 
-/** @public */
-export type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
+type LogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
 const LEVELS: readonly LogLevel[] = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'];
 
-/** @public */
 export interface StderrLoggerOptions {
   /** The `service` of every line. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
   serviceName?: string;
@@ -37,7 +35,6 @@ export interface StderrLoggerOptions {
 /**
  * A logger for a server of your own: one JSON line per entry (level, message, service, timestamp, fields) on
  * standard error, never on standard output, which a stdio MCP server speaks its protocol on.
- * @public
  */
 export function stderrLogger(options: StderrLoggerOptions = {}): ToolkitLogger {
   const service = options.serviceName ?? read(process.env, EnvVars.powertoolsServiceName);

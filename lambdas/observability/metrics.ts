@@ -59,7 +59,10 @@ export const MetricName = {
   ReviewRaces: 'ReviewRaces',
   Redriven: 'Redriven',
 } as const;
-/** @public */
+/**
+ * One of the `MetricName` values: the name of a metric the endpoint writes.
+ * @public
+ */
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
 const EVENT_METRIC: Record<EngineEventType, MetricName> = {
@@ -128,7 +131,10 @@ export const lambdaMetrics: MetricsPublisher = {
   },
 };
 
-/** @public */
+/**
+ * Where the default metrics go: their CloudWatch namespace and service, the writer of their EMF lines, a logger.
+ * @public
+ */
 export interface EmfMetricsOptions {
   /** CloudWatch namespace. Default POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`. */
   namespace?: string;
@@ -143,7 +149,6 @@ export interface EmfMetricsOptions {
 /**
  * Metrics as CloudWatch EMF JSON lines written where you say (standard error by default), for a server of your own.
  * Powertools builds the EMF documents; only where they are written differs from `lambdaMetrics`.
- * @public
  */
 export function emfMetrics(options: EmfMetricsOptions = {}): MetricsPublisher {
   const config = {
@@ -197,8 +202,6 @@ export function createEngineObserver(log: Logger = defaultLogger): IdempotencyOb
 
 /**
  * Wraps a Lambda handler so buffered metrics are flushed after every invocation.
- *
- * @public
  */
 export function withMetrics<E, C, R>(handler: (event: E, context: C) => Promise<R>): (event: E, context: C) => Promise<R> {
   return async (event, context) => {

@@ -11,7 +11,10 @@ import type { OutboxMessage } from './outbox-event';
 import { OutboxDefaults } from '../core/outbox-budget';
 import type { DeliveryMarker, OutboxStore } from './outbox-store';
 
-/** @public */
+/**
+ * What a deliveries handler gets with an event: a signal aborted when its time runs out.
+ * @public
+ */
 export interface DeliveryContext {
   /** Aborted when the claim's lease is about to run out: hand it to every downstream call. */
   signal: AbortSignal;
@@ -43,7 +46,10 @@ export interface DeliveryHandler {
   inFlightWindowMs?: number;
 }
 
-/** @public */
+/**
+ * What the outbox consumer did with one message: delivered, failed for good, already settled, or left for a retry.
+ * @public
+ */
 export type ConsumeOutcome =
   | { kind: 'delivered' }
   /** The downstream refused the effect for good; the event is FAILED. */
@@ -55,7 +61,10 @@ export type ConsumeOutcome =
   /** Not done and the delivery budget is spent: move the message to the dead-letter queue now. */
   | { kind: 'dead-letter'; reason: string };
 
-/** @public */
+/**
+ * The outbox consumer's parts and tuning: the outbox, the deliveries handlers, logger and clock, its timeouts, delivery budget and retries.
+ * @public
+ */
 export interface ConsumerOptions {
   outbox: OutboxStore;
   handlers: Readonly<Record<string, DeliveryHandler>>;

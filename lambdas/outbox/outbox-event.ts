@@ -35,7 +35,6 @@ export interface OutboxMessage<P = Record<string, unknown>> {
   key_prefix?: string;
 }
 
-/** @public */
 export function newOutboxMessage<P extends Record<string, unknown>>(input: {
   eventId: string;
   type: string;
@@ -56,15 +55,13 @@ export function newOutboxMessage<P extends Record<string, unknown>>(input: {
   };
 }
 
-/** @public */
-export class MalformedMessageError extends Error {
+class MalformedMessageError extends Error {
   constructor(detail: string) {
     super(`malformed outbox message: ${detail}`);
     this.name = 'MalformedMessageError';
   }
 }
 
-/** @public */
 export function parseOutboxMessage(body: string): OutboxMessage {
   let value: unknown;
   try {
@@ -83,8 +80,6 @@ export function parseOutboxMessage(body: string): OutboxMessage {
 
 /**
  * What `get_operation_status` shows about an outbox tool's effect.
- *
- * @public
  */
 export interface DeliveryView {
   event_id: string;
@@ -99,8 +94,6 @@ export interface DeliveryView {
 
 /**
  * An outbox event (as OutboxStore reads it) as get_operation_status shows it.
- *
- * @public
  */
 export function toDeliveryView(event: {
   message: Pick<OutboxMessage, 'event_id'>;

@@ -29,7 +29,10 @@ export interface StoredOutboxEvent {
   error?: StoredError;
 }
 
-/** @public */
+/**
+ * The state of an event's delivery marker.
+ * @public
+ */
 export type MarkerState = 'CLAIMED' | 'DELIVERED' | 'FAILED';
 
 /**
@@ -50,7 +53,10 @@ export interface DeliveryMarker {
   lastSendBy?: number;
 }
 
-/** @public */
+/**
+ * What claiming an event's delivery answers: claimed (with an unsettled earlier claim, if any), or the marker that holds it.
+ * @public
+ */
 export type DeliveryClaim =
   /** `previous`: an earlier claim that never settled (a crashed or uncertain attempt): the effect may exist. */
   { claimed: true; previous?: DeliveryMarker } | { claimed: false; existing: DeliveryMarker };

@@ -48,7 +48,6 @@ function batchesOf(messages: OutboxMessage[]): Array<Array<{ message: OutboxMess
   return batches;
 }
 
-/** @public */
 export class SqsEventPublisher implements EventPublisher {
   constructor(
     private readonly sqs: SQSClient,

@@ -5,7 +5,10 @@ import { OutboxDefaults } from '../core/outbox-budget';
 import type { OutboxStore, StoredOutboxEvent } from './outbox-store';
 import type { EventPublisher } from './publisher';
 
-/** @public */
+/**
+ * The outbox relay's parts and tuning: the outbox, the publisher, logger and clock, when it sends again, how often at most.
+ * @public
+ */
 export interface RelayOptions {
   outbox: OutboxStore;
   publisher: EventPublisher;
@@ -17,7 +20,10 @@ export interface RelayOptions {
   maxSends?: number;
 }
 
-/** @public */
+/**
+ * What one relay sweep did: events sent, resent, failed, abandoned.
+ * @public
+ */
 export interface SweepReport {
   sent: number;
   resent: number;

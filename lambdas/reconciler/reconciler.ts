@@ -53,7 +53,10 @@ export interface ReconcilerSettings {
   downstreamTimeoutMs?: number;
 }
 
-/** @public */
+/**
+ * What one reconciler pass did: records found, released, failed, deferred, parked for review.
+ * @public
+ */
 export interface ReconcileReport {
   found: number;
   released: number;

@@ -144,7 +144,6 @@ type ReconcilerRunOptions<S extends ToolRuntime> = Omit<ReconcilerOptions<S>, 'i
  * One reconciler run, for your own scheduler (a cron job, a queue worker): settles the UNKNOWN records of your
  * tools through their reconcile hooks, marks stale leases UNKNOWN, and reports. It builds its clients each call;
  * in a long-lived process, `startReconciler` keeps them.
- * @public
  */
 export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<S>): Promise<ReconcileReport> {
   return reconcilerPass(configOf(options as ReconcilerOptions<ToolRuntime>), options).pass();

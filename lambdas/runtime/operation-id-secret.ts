@@ -73,7 +73,6 @@ async function readSecret(source: Extract<SecretSource, { secretArn: string }>):
 
 /**
  * Where a local run (`npm start`, the gateway command) keeps its operation-id secret, in its state folder.
- * @public
  */
 export const OPERATION_ID_SECRET_FILE = 'operation-id-secret';
 

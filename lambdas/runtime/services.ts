@@ -33,7 +33,10 @@ export interface Services extends WorkerServices {
   newEventId: () => string;
 }
 
-/** @public */
+/**
+ * What `createServices` takes instead of what it builds from the config (a store, a clock, a logger, ...).
+ * @public
+ */
 export interface ServiceOverrides extends WorkerServiceOverrides {
   observer?: IdempotencyObserver;
   /** Engine tuning (tests shorten the in-progress wait, for instance). */
@@ -42,7 +45,10 @@ export interface ServiceOverrides extends WorkerServiceOverrides {
   newEventId?: () => string;
 }
 
-/** @public */
+/**
+ * The MCP function's services, built once per container from its config: store, engine, signers, logger, ...
+ * @public
+ */
 export function createServices(config: AppConfig, overrides: ServiceOverrides = {}): Services {
   const base = createWorkerServices(config, overrides);
   const { store, clock, logger } = base;

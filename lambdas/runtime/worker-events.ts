@@ -21,7 +21,6 @@ class RetryLater extends Error {
  * DynamoDB Streams (outbox INSERTs, filtered by the event source mapping) to the queue. A record whose event the
  * queue did not take is reported as a batch item failure, so the stream retries from it; the sweep is the net
  * under that too.
- * @public
  */
 export function createRelayHandler(workers: Pick<Workers, 'relay'>) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {

@@ -24,7 +24,10 @@ export interface WorkerServices {
   outbox: OutboxStore;
 }
 
-/** @public */
+/**
+ * What `createWorkerServices` takes instead of what it builds from the config.
+ * @public
+ */
 export interface WorkerServiceOverrides {
   clock?: Clock;
   logger?: Logger;
@@ -33,8 +36,6 @@ export interface WorkerServiceOverrides {
 
 /**
  * Built once per container (Lambda) or process (local stack): the clients keep their connections.
- *
- * @public
  */
 export function createWorkerServices(config: WorkerConfig, overrides: WorkerServiceOverrides = {}): WorkerServices {
   const doc = overrides.doc ?? createDynamoDbClient({ endpoint: config.dynamodbEndpoint });

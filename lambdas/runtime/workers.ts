@@ -39,10 +39,16 @@ export interface Workers extends OutboxQueueClient {
 /** What each worker uses of the workers' services. */
 export type RelayServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
 export type ConsumerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
-/** @public */
+/**
+ * The part of the worker services the reconciler uses.
+ * @public
+ */
 export type ReconcilerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock' | 'store' | 'doc' | 'tableName'>;
 
-/** @public */
+/**
+ * What `createWorkers` takes for the outbox relay instead of its defaults.
+ * @public
+ */
 export interface RelayOverrides {
   /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
   wrapPublisher?: (publisher: EventPublisher) => EventPublisher;
@@ -50,7 +56,10 @@ export interface RelayOverrides {
   relay?: Partial<Pick<RelayOptions, 'redeliverAfterMs' | 'maxSends'>>;
 }
 
-/** @public */
+/**
+ * What `createWorkers` takes for the outbox consumer instead of its defaults.
+ * @public
+ */
 export interface ConsumerOverrides {
   /**
    * How the consumer performs each outbox event type: the endpoint's own deliveries (a team's `deliveries` module,
@@ -62,7 +71,10 @@ export interface ConsumerOverrides {
   consumer?: Partial<Pick<ConsumerOptions, 'retryBaseMs'>>;
 }
 
-/** @public */
+/**
+ * What `createWorkers` takes for the reconciler instead of its defaults.
+ * @public
+ */
 export interface ReconcilerOverrides extends RelayOverrides {
   /**
    * Write tools whose reconcile hooks the reconciler uses. Default none: their UNKNOWN records go to review. Each
@@ -86,7 +98,10 @@ export interface ReconcilerOverrides extends RelayOverrides {
   };
 }
 
-/** @public */
+/**
+ * What `createWorkers` takes instead of its defaults: the tools, the deliveries, and each worker's overrides.
+ * @public
+ */
 export type WorkerOverrides = RelayOverrides & ConsumerOverrides & ReconcilerOverrides;
 
 /** Without a queue the relay keeps every event pending (and logs it), so nothing is lost once one is configured. */

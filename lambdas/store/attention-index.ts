@@ -4,8 +4,6 @@ import { attentionPartitions, TableSchema, type AttentionKind } from './table-sc
 
 /**
  * What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions).
- *
- * @public
  */
 export class AttentionIndexOffError extends Error {
   constructor(reader: string) {

@@ -10,7 +10,6 @@ const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 /**
  * AWS SDK client settings for an endpoint override (DynamoDB Local, the local SQS server); none on AWS.
  *
- * @public
  */
 export function awsClientConfig(endpoint: string | undefined) {
   return endpoint ? { endpoint, region: process.env.AWS_REGION ?? 'us-east-1', credentials: localCredentials } : {};
@@ -20,7 +19,6 @@ export function awsClientConfig(endpoint: string | undefined) {
  * How the DynamoDB client made here behaves, as AWS recommends for Lambda. Region and credentials come from the
  * environment (the SDK's default chain: Lambda's role; a profile or SSO outside it); the SDK's standard retry mode
  * (its retry quota bounds retries across calls during an outage); keep-alive connections.
- * @public
  */
 export const DynamoDbClientDefaults = {
   /** Attempts per request, the first included: a brownout costs a call at most this many requests per write. */
@@ -43,7 +41,10 @@ const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
   marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
 };
 
-/** @public */
+/**
+ * Options of `createDynamoDbClient`: an endpoint (DynamoDB Local), your own `DynamoDBClient`, or client settings.
+ * @public
+ */
 export interface DynamoDbClientOptions {
   /**
    * Your own DynamoDB client (a credentials chain, a retry strategy, X-Ray or OpenTelemetry instrumentation), used

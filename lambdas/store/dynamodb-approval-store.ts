@@ -34,7 +34,10 @@ function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | u
   return record as unknown as ApprovalRecord;
 }
 
-/** @public */
+/**
+ * Options of `DynamoDbApprovalStore`: the document client, the table, the key prefix.
+ * @public
+ */
 export interface DynamoDbApprovalStoreOptions {
   /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
   client: DynamoDBDocumentClient;

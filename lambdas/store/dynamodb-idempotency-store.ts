@@ -27,7 +27,10 @@ import { RecordRequests } from './record-requests';
 import { cancellationReasons, isConditionRefusal, unavailable, type Item } from './refusals';
 import type { AttentionKind } from './table-schema';
 
-/** @public */
+/**
+ * Options of `DynamoDbIdempotencyStore`: the document client, the table, the key prefix, the attention index.
+ * @public
+ */
 export interface DynamoDbStoreOptions {
   /**
    * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of

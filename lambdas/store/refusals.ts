@@ -19,8 +19,6 @@ const item = (value: unknown): Item | undefined => (value ? unmarshall(value as 
 
 /**
  * A conditional write was refused: an answer, never retried by the SDK.
- *
- * @public
  */
 export const isConditionRefusal = (err: unknown): boolean => nameOf(err) === 'ConditionalCheckFailedException';
 

@@ -7,7 +7,10 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';
 
-/** @public */
+/**
+ * Props of `ApprovalPageApi`: its log retention and throttling.
+ * @public
+ */
 export interface ApprovalPageApiProps {
   /**
    * How long the page's access log is kept.

@@ -62,12 +62,13 @@ export interface ApprovalSignIn {
 
 /**
  * The custom attribute of the stack's pool that holds a person's tenant (their ID token's `custom:tenant`).
- *
+ */
+const PERSON_TENANT_ATTRIBUTE = 'tenant';
+
+/**
+ * Props of `Auth`: your OIDC issuer, or the endpoint's own user pool (its domain, resource server, demo client, token validity), and the approval page's sign-in.
  * @public
  */
-export const PERSON_TENANT_ATTRIBUTE = 'tenant';
-
-/** @public */
 export interface AuthProps {
   /**
    * Verify tokens of an existing issuer instead of creating a Cognito user pool.
@@ -121,8 +122,7 @@ export interface TokenVerification {
   requiredScopes: string[];
 }
 
-/** @public */
-export const TOOLS_SCOPE = 'tools';
+const TOOLS_SCOPE = 'tools';
 
 /**
  * Who may call the endpoint. By default a Cognito user pool that issues OAuth 2.0 client-credentials access tokens:

@@ -5,7 +5,10 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { TableSchema } from '../../lambdas/store/table-schema';
 
-/** @public */
+/**
+ * Props of `IdempotencyTable`: an existing table, or the new one's encryption, removal policy, recovery, protection and stream.
+ * @public
+ */
 export interface IdempotencyTableProps {
   /**
    * Use a table you already have instead of creating one. It must have the schema of `TableSchema`: partition key

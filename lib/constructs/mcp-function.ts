@@ -10,7 +10,10 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import { DEFAULT_RECONCILE_PERIOD } from './reconciler';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** @public */
+/**
+ * Props of `McpFunction`: its entry, the table, the auth, the outbox and approval page, and the function's settings.
+ * @public
+ */
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;
@@ -94,7 +97,6 @@ function approvalPageSettings(page: McpFunctionProps['approvalPage']): EnvSettin
  * What the MCP function may do to the table: claim (Put), read (Get), settle (Update, or a TransactWriteItems made
  * of Put/Update items), release (Delete). TransactWriteItems has no IAM action of its own: each item is authorized as
  * its Put/Update/Delete; no transaction has a ConditionCheck item (the artifact test checks every call). No Query, no Scan.
- * @public
  */
 export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 

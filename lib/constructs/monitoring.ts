@@ -9,15 +9,16 @@ import { resolvePowertools, type PowertoolsSettings } from './service-function';
 
 /**
  * Metric names the reconciler emits (lambdas/observability/metrics.ts), with the `service` dimension only.
- *
- * @public
  */
-export const ReconcilerMetric = {
+const ReconcilerMetric = {
   NeedsReview: 'NeedsReview',
   OldestUnknownAgeSeconds: 'OldestUnknownAgeSeconds',
 } as const;
 
-/** @public */
+/**
+ * Props of `Monitoring`: the functions and dead-letter queue it watches, the unknown-age threshold, where alarms go, the dashboard.
+ * @public
+ */
 export interface MonitoringProps {
   /** The functions whose errors and throttles raise an alarm, by a short name used in alarm ids and titles. */
   readonly functions: Record<string, lambda.IFunction>;

@@ -8,15 +8,16 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 /**
  * The consumer's timeout; the queue's visibility timeout is derived from it (x6).
- *
- * @public
  */
 export const DEFAULT_CONSUMER_TIMEOUT = Duration.seconds(60);
 
 /** How many consumer instances SQS runs at most, by default. */
 const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
 
-/** @public */
+/**
+ * Props of `OutboxConsumerFunction`: its entry, the table, the queue, its batch and concurrency, the function's settings.
+ * @public
+ */
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */
   readonly entry: string;
@@ -47,7 +48,6 @@ export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
 /**
  * The dedup claim (Update with a condition), its settlement with the event in one transaction (two Updates),
  * its release (Delete), and consistent reads of claim and event (Get).
- * @public
  */
 export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 

@@ -8,7 +8,10 @@ import { OutboxDefaults, receivesWithinBudget } from '../../lambdas/core/outbox-
 /** AWS: the source queue's visibility timeout should be at least six times the consuming function's timeout. */
 const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
 
-/** @public */
+/**
+ * Props of `OutboxQueue`: the consumer's timeout and batching window, the visibility timeout, the delivery budget and redrive, encryption.
+ * @public
+ */
 export interface OutboxQueueProps {
   /** The consumer function's timeout; the visibility timeout is derived from it. */
   readonly consumerTimeout: Duration;

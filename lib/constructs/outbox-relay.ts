@@ -10,7 +10,10 @@ import type { OutboxQueue } from './outbox-queue';
 import { handlerEntry } from '../bundling';
 import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** @public */
+/**
+ * Props of `OutboxRelayFunction`: the table, the queue, its batch, the key prefix, the function's settings.
+ * @public
+ */
 export interface OutboxRelayFunctionProps extends CommonFunctionProps {
   /** Its table must have a stream (NEW_IMAGE): the relay reads committed outbox events from it. */
   readonly store: IdempotencyTable;
@@ -32,8 +35,6 @@ export interface OutboxRelayFunctionProps extends CommonFunctionProps {
 
 /**
  * The relay only records each send on the event (send count, next look for the sweep).
- *
- * @public
  */
 export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
 

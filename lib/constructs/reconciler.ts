@@ -7,7 +7,10 @@ import type { IdempotencyTable, TableItemAction } from './idempotency-store';
 import type { OutboxQueue } from './outbox-queue';
 import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonFunctionProps } from './service-function';
 
-/** @public */
+/**
+ * Props of `ReconcilerFunction`: its entry, the table, the outbox queue, its schedule and attempts, the function's settings.
+ * @public
+ */
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
   readonly entry: string;
@@ -43,15 +46,12 @@ export interface ReconcilerFunctionProps extends CommonFunctionProps {
 
 /**
  * How often the reconciler runs by default; `unknown` answers tell clients to retry after about this long.
- *
- * @public
  */
 export const DEFAULT_RECONCILE_PERIOD = Duration.minutes(DEFAULT_RECONCILE_PERIOD_MS / 60_000);
 
 /**
  * Settling a record (Update), releasing a confirmed-absent key (Delete), the outbox sweep's send bookkeeping
  * (Update) and reads of single items (Get). Its work list comes from Query on the attention index only.
- * @public
  */
 export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 

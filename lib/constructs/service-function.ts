@@ -150,7 +150,10 @@ export function checkFunctionOptions(prop: string, options: FunctionOptions = {}
   }
 }
 
-/** @public */
+/**
+ * Props of `ServiceFunction`: its entry file, description, timeout and environment, beside the settings every function of the endpoint shares.
+ * @public
+ */
 export interface ServiceFunctionProps extends CommonFunctionProps {
   /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
   readonly entry: string;

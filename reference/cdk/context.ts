@@ -1,7 +1,6 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Node } from 'constructs';
-import { closestName, MAX_APPROVAL_TTL_SECONDS, TOOL_NAME_PATTERN } from 'idempotent-mcp/engine';
 import type { ApprovalPageSettings } from 'idempotent-mcp/cdk';
 import type { IdempotentMcpStackProps } from './idempotent-mcp-stack';
 
@@ -138,6 +137,8 @@ function list(get: Get, key: string, item?: { pattern: RegExp; expected: string 
 const HTTP = ['https:', 'http:'] as const;
 const HTTPS = ['https:'] as const;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** An MCP tool name (the toolkit's tools are named so; a list of other names would match none). */
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/;
 const SCOPES = /^[\x21\x23-\x5b\x5d-\x7e]+( +[\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
@@ -173,9 +174,8 @@ function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettin
     throw new ContextError(
       `context "${K.approvalPage}" with "authIssuer" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" (your issuer's client for the page)`,
     );
+  // Its upper bound (a day) is the construct's to refuse (approvalPage.linkLifetime).
   const ttl = integer(get, K.approvalLinkTtlSeconds);
-  if (ttl !== undefined && ttl > MAX_APPROVAL_TTL_SECONDS)
-    throw bad(K.approvalLinkTtlSeconds, `a whole number of seconds from 1 to ${MAX_APPROVAL_TTL_SECONDS} (a day)`, ttl);
   return {
     enabled,
     signIn: given === 3 ? { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } : undefined,
@@ -183,9 +183,18 @@ function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettin
   };
 }
 
-/** The known key closest to a misspelled one. */
+/** The known key closest to a misspelled one (fewest one-letter edits). */
 function closestContextKey(key: string): string {
-  return closestName(key, Object.values(ContextKey))!;
+  const edits = (a: string, b: string): number => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row = next;
+    }
+    return row[b.length]!;
+  };
+  return Object.values(ContextKey).reduce((best, known) => (edits(key, known) < edits(key, best) ? known : best));
 }
 
 /**

@@ -1,7 +1,6 @@
 import { Hono } from 'hono';
 import { handle } from 'hono/aws-lambda';
 import { createDynamoDbClient } from 'idempotent-mcp/dynamodb';
-import { systemClock } from 'idempotent-mcp/engine';
 import { read, EnvVars } from 'idempotent-mcp/lambda';
 import { loadReferenceConfig } from '../config';
 import { createSandboxDownstreams, sandboxLedger } from '../sandbox/downstreams';
@@ -21,7 +20,7 @@ sandbox.route(
   '/',
   createSandboxDownstreams({
     store,
-    clock: systemClock,
+    clock: () => Date.now(),
     defaultHoldMs: config.downstreamTimeoutMs + 1000,
     defaultSlowMs: Math.floor(config.downstreamTimeoutMs / 2),
   }),

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Hono, type Context } from 'hono';
 import * as z from 'zod';
-import { canonicalJson, type Clock } from 'idempotent-mcp/engine';
+import canonicalize from 'canonicalize';
+import type { Clock } from 'idempotent-mcp/engine';
 import { faultRequestSchema, type DownstreamTarget } from './faults';
 import { sandboxId, type PaymentEntry, type SandboxStore } from './sandbox-store';
 
@@ -141,7 +142,9 @@ export function createSandboxDownstreams(options: SandboxDownstreamOptions): Hon
         idempotency_key: key,
         ...payment,
         status: 'succeeded',
-        request_hash: createHash('sha256').update(canonicalJson(payment)).digest('hex'),
+        request_hash: createHash('sha256')
+          .update(canonicalize(payment) ?? '')
+          .digest('hex'),
         received_at: receivedAt,
         created_at: now(),
       };

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, paginateQuery, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isConditionRefusal } from 'idempotent-mcp/dynamodb';
 import type { Services } from 'idempotent-mcp/lambda';
 import type { ReferenceConfig } from '../config';
 import type { ArmedFault, FaultMode, FaultRequest, FaultTarget } from './faults';
+
+/** DynamoDB refused a conditional write (the item was not as the condition asked). */
+const isConditionRefusal = (err: unknown): boolean => (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
 
 type Item = Record<string, unknown>;
 

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { canonicalJson, ErrorCode, TerminalToolError } from 'idempotent-mcp/engine';
+import canonicalize from 'canonicalize';
+import { ErrorCode, TerminalToolError } from 'idempotent-mcp/engine';
 import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
 import { getOrder, identifier, orderIdFor, orderLineSchema, orderSchema, putOrderWrite, type Order } from './orders';
 import type { OrderServices } from './services';
@@ -33,7 +34,7 @@ export const createOrderTool = defineWriteTool({
     if (ctx.path === 'one_request') return { result: order, writes: [write] };
     const existing = await getOrder(ctx.services.doc, ctx.services.tableName, ctx.tenant, orderId);
     if (existing) {
-      const same = (o: Order) => canonicalJson({ customer_id: o.customer_id, items: o.items, currency: o.currency });
+      const same = (o: Order) => canonicalize({ customer_id: o.customer_id, items: o.items, currency: o.currency });
       if (same(existing) === same(order)) return { result: existing };
       throw new TerminalToolError(
         ErrorCode.IDEMPOTENCY_KEY_REUSED,

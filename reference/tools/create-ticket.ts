@@ -1,19 +1,19 @@
 import * as z from 'zod';
 import {
   defineWriteTool,
-  OUTBOX_TOOL_NOTE,
   outboxToolNeverCommitted,
   queueEffect,
   queuedSchema,
   type OutboxRuntime,
   type WriteToolContext,
 } from 'idempotent-mcp/mcp';
+import { QUEUED_NOTE } from './queued-note';
 import { EventType } from './deliveries';
 
 export const createTicketTool = defineWriteTool({
   name: 'create_ticket',
   title: 'Create ticket',
-  description: `Opens a ticket in the ticket system. ${OUTBOX_TOOL_NOTE}`,
+  description: `Opens a ticket in the ticket system. ${QUEUED_NOTE}`,
   input: {
     title: z.string().min(1).max(300),
     description: z.string().max(20_000),

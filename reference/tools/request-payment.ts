@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import { formatMinorUnits, hashForLog, isPayableCurrency, quotedText } from 'idempotent-mcp/engine';
 import { countForTool, MetricName } from 'idempotent-mcp/lambda';
 import { defineWriteTool, type WriteToolContext } from 'idempotent-mcp/mcp';
+import { formatMinorUnits, minorDigitsOf } from './money';
 import { identifier } from './orders';
 import type { PaymentServices } from './services';
 
@@ -29,7 +30,7 @@ export const requestPaymentTool = defineWriteTool({
       .describe('Amount in minor units, e.g. 1250 for 12.50 EUR or for 1,250 JPY.'),
     currency: z
       .string()
-      .refine(isPayableCurrency, 'must be an ISO 4217 currency code such as EUR, USD or JPY')
+      .refine((code) => minorDigitsOf(code) !== undefined, 'must be an ISO 4217 currency code such as EUR, USD or JPY')
       .describe('ISO 4217 currency code.'),
     payee_id: identifier(128).describe('The payee to pay.'),
     memo: z.string().max(200).optional().describe('Shown on the payment.'),
@@ -40,9 +41,10 @@ export const requestPaymentTool = defineWriteTool({
   // Money leaves and cannot come back: the person approves each payment on the approval page, signed in (MCP says
   // transactions are authorized in URL mode, never in a form the client could answer; docs/confirmation.md).
   confirmation: 'approval',
-  // The amount by the currency's own minor units; the memo quoted, so it cannot pass for a line of the summary.
+  // The amount by the currency's own minor units; the memo quoted (JSON's escapes), so it cannot pass for a line of the
+  // summary (the toolkit shows the summary with invisible characters made visible).
   summarize: ({ amount_minor, currency, payee_id, memo }) =>
-    `Pay ${formatMinorUnits(amount_minor, currency)} to ${payee_id}${memo ? ` (memo: ${quotedText(memo)})` : ''}`,
+    `Pay ${formatMinorUnits(amount_minor, currency)} to ${payee_id}${memo ? ` (memo: ${JSON.stringify(memo)})` : ''}`,
   // No `reexecuteSafe`: PAYMENTS_URL may name a provider that books every request it receives (the sandbox's
   // late-commit fault is one), so a stale execution is never re-run; the reconciler finds the payment by our key once
   // the request's in-flight window has passed.
@@ -58,7 +60,7 @@ export const requestPaymentTool = defineWriteTool({
       ctx.services.logger.info('payments provider answered a repeated key with the first payment', {
         tool: ctx.tool,
         tenant: ctx.tenant,
-        key_hash: hashForLog(ctx.idempotencyKey),
+        key_hash: createHash('sha256').update(ctx.idempotencyKey).digest('hex').slice(0, 12),
       });
     }
     return { result: payment };

@@ -1,19 +1,19 @@
 import * as z from 'zod';
 import {
   defineWriteTool,
-  OUTBOX_TOOL_NOTE,
   outboxToolNeverCommitted,
   queueEffect,
   queuedSchema,
   type OutboxRuntime,
   type WriteToolContext,
 } from 'idempotent-mcp/mcp';
+import { QUEUED_NOTE } from './queued-note';
 import { EventType } from './deliveries';
 
 export const sendEmailTool = defineWriteTool({
   name: 'send_email',
   title: 'Send email',
-  description: `Sends a plain-text email to one recipient. ${OUTBOX_TOOL_NOTE}`,
+  description: `Sends a plain-text email to one recipient. ${QUEUED_NOTE}`,
   input: {
     to: z.email().max(254).describe('Recipient address.'),
     subject: z.string().min(1).max(200),

@@ -1,13 +1,15 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttentionIndexOffError, DynamoDbIdempotencyStore, OutboxStore, TableSchema } from 'idempotent-mcp/dynamodb';
+import { DynamoDbIdempotencyStore, TableSchema } from 'idempotent-mcp/dynamodb';
+import { AttentionIndexOffError } from '../../lambdas/store/attention-index';
+import { OutboxStore } from '../../lambdas/outbox/outbox-store';
+import { processingRecord } from '../../lambdas/engine/testing/store-conformance';
 import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord, OperatorDecision, ReviewEntry } from 'idempotent-mcp/engine';
 import { Keys } from '../../lambdas/core/keys';
 import { logger } from '../../lambdas/observability/logger';
 import { ReviewDesk } from '../../lambdas/ops/review';
-import { processingRecord } from 'idempotent-mcp/engine/testing';
 import { createTestTable } from '../support/dynamodb';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbIdempotencyStore, OutboxStore } from 'idempotent-mcp/dynamodb';
-import { InMemoryIdempotencyStore, leaseHasPassed, type IdempotencyStore } from 'idempotent-mcp/engine';
-import { processingRecord } from 'idempotent-mcp/engine/testing';
+import { DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { InMemoryIdempotencyStore, type IdempotencyStore } from 'idempotent-mcp/engine';
+import { leaseHasPassed } from '../../lambdas/core/lease';
+import { processingRecord } from '../../lambdas/engine/testing/store-conformance';
+import { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { createTestTable } from '../support/dynamodb';
 
 let table: Awaited<ReturnType<typeof createTestTable>>;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll } from 'vitest';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
 import { describeStoreConformance } from 'idempotent-mcp/engine/testing';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { awsClientConfig, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { awsClientConfig } from '../../lambdas/store/clients';
 import { createTestTable } from '../support/dynamodb';
 
 describeStoreConformance('in memory', { store: () => new InMemoryIdempotencyStore(), reviewStore: true, queries: true });

@@ -13,9 +13,9 @@ import {
   issueOperationIdTool,
   registerReadTool,
   registerWriteTool,
-  stderrLogger,
   type ToolRuntime,
 } from 'idempotent-mcp/mcp';
+import { stderrLogger } from '../../lambdas/observability/logger';
 import type { AppConfig } from '../../lambdas/config';
 import { hashForLog } from '../../lambdas/core/idempotency-key';
 import { createApp } from '../../lambdas/http/app';

@@ -5,7 +5,8 @@ import { Client, type JSONRPCMessage, type Transport } from '@modelcontextprotoc
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { InvoiceBook, invoiceTools } from '../../examples/own-mcp-server/server';
 import { PACKAGE_ROOT as PROJECT_ROOT } from '../../lib/package-root';
-import { createToolRuntime, reconcileOnce, startReconciler } from 'idempotent-mcp/mcp';
+import { createToolRuntime, startReconciler } from 'idempotent-mcp/mcp';
+import { reconcileOnce } from '../../lambdas/reconciler/start';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { Reconciler } from '../../lambdas/reconciler/reconciler';
 import type { IdempotencyRecord } from 'idempotent-mcp/engine';
-import { processingRecord } from 'idempotent-mcp/engine/testing';
+import { processingRecord } from '../../lambdas/engine/testing/store-conformance';
 import { createTestTable } from '../support/dynamodb';
 
 /**

@@ -28,7 +28,10 @@ export type ApprovalMode = 'url' | 'form';
 /** What the client of a form-mode round is recorded as (stored as 'mcp-client'): its answer is the client's word, not a signed-in person's. */
 export const FORM_CLIENT = 'mcp-client';
 
-/** @public */
+/**
+ * One event of an approval's history (requested, approved, declined, used), kept on its record.
+ * @public
+ */
 export interface ApprovalLogEntry {
   /** Epoch ms. */
   at: number;
@@ -45,7 +48,10 @@ export interface ApprovalLogEntry {
   by?: string;
 }
 
-/** @public */
+/**
+ * One operation's approval as the approval store keeps it: the call it binds, its round, its decision and history.
+ * @public
+ */
 export interface ApprovalRecord extends ConfirmationBinding {
   /** `<binding>.<nonce>`: what the page's link names. */
   id: string;
@@ -79,14 +85,10 @@ export interface ApprovalRecord extends ConfirmationBinding {
 
 /**
  * Long enough to sign in and read; short enough that a forgotten link cannot be approved days later.
- *
- * @public
  */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
 /**
  * The longest an approval link may live: a day.
- *
- * @public
  */
 export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 
@@ -102,8 +104,6 @@ export function approvalId(binding: Pick<ConfirmationBinding, 'tenant' | 'tool' 
 
 /**
  * The binding and nonce an approval id names, or undefined for anything that is not one.
- *
- * @public
  */
 export function parseApprovalId(id: string): { tenant: string; tool: string; idempotencyKey: string; nonce: string } | undefined {
   const match = /^([A-Za-z0-9_-]{1,1400})\.([A-Za-z0-9_-]{22})$/.exec(id);
@@ -235,7 +235,6 @@ export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): 
  * - 'pending': the person has not decided, and still can;
  * - 'expired': undecided and too late: the next call asks anew;
  * - 'other': for other arguments under the same key (the engine answers that call as a conflict or runs it anew).
- * @public
  */
 export function approvalState(record: ApprovalRecord, fingerprint: string, now: number): ApprovalStatus | 'expired' | 'other' {
   if (record.fingerprint !== fingerprint) return 'other';

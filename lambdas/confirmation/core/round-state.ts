@@ -12,7 +12,10 @@ const PREFIX = 'cf1.';
 /** Long enough for a person to read and answer, short enough that a forgotten prompt cannot be answered days later. */
 const DEFAULT_CONFIRMATION_TTL_SECONDS = 600;
 
-/** @public */
+/**
+ * What a person's confirmation is bound to: the tenant, the tool, the key and the arguments' fingerprint.
+ * @public
+ */
 export interface ConfirmationBinding {
   tenant: string;
   tool: string;
@@ -21,7 +24,10 @@ export interface ConfirmationBinding {
   fingerprint: string;
 }
 
-/** @public */
+/**
+ * What checking a confirmation round's token (`requestState`) answers: valid, expired, or not ours.
+ * @public
+ */
 export type ConfirmationStateCheck =
   | { valid: true }
   /** Authentic and for this operation, but the person's answer came too late. */

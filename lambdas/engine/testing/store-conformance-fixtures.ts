@@ -9,7 +9,10 @@ import type { ExtraWrite, IdempotencyStore, RecordIdentity, RecordQueries, Revie
  * every write of the port by the event it makes, and the stores and records each test starts from.
  */
 
-/** @public */
+/**
+ * What `describeStoreConformance` runs on: the store under test, whether it has a review store and queries, and a neighbour store on the same table.
+ * @public
+ */
 export interface StoreConformanceOptions {
   /** The store under test; called once per test. Records of different tests never share a key. */
   store: () => IdempotencyStore | Promise<IdempotencyStore>;
@@ -35,7 +38,6 @@ export const T0 = Date.UTC(2030, 0, 1);
 /**
  * A PROCESSING record as the engine claims it, on a new key: created at 2030-01-01T00:00Z with a lease of a minute,
  * replayed for an hour, expiring a day later. For a store's own tests beside the suite.
- * @public
  */
 export function processingRecord(overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord {
   const retainUntil = T0 + HOUR;
