@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import { answerText, fillTemplate, judgeLookup, prepareLookup } from '../gateway/policy';
+import { answerText, fillTemplate, judgeLookup, prepareLookup } from '../gateway/lookup';
 import { UpstreamError, type UpstreamCaller } from '../gateway/upstream';
 import type { UpstreamCredential } from '../gateway/credentials';
 import type { FaultPlan } from './faults';

@@ -1,5 +1,5 @@
 import type { RecordIdentity, RecordMemos } from 'idempotent-mcp/engine';
-import type { PreparedLookup } from './policy';
+import type { PreparedLookup } from './lookup';
 
 /**
  * The lookup of one call (its templates filled from the call's arguments), written before the call is sent and read

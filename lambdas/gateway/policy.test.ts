@@ -1,13 +1,6 @@
 import { expect, it } from 'vitest';
-import {
-  checkGatewayPolicy,
-  checkPolicyAgainstUpstream,
-  fillSummary,
-  GatewayPolicyError,
-  judgeLookup,
-  parseGatewayPolicy,
-  prepareLookup,
-} from './policy';
+import { judgeLookup, prepareLookup } from './lookup';
+import { checkGatewayPolicy, checkPolicyAgainstUpstream, fillSummary, GatewayPolicyError, parseGatewayPolicy } from './policy';
 
 const mistakes = (input: unknown): readonly string[] => {
   try {

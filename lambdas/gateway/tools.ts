@@ -13,16 +13,8 @@ import {
 import { defineWriteTool, readErrorText, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from 'idempotent-mcp/mcp';
 import type { CredentialSource, UpstreamCredential } from './credentials';
 import type { LookupMemo } from './lookup-memo';
-import {
-  answerText,
-  DEFAULT_TIMEOUT_MS,
-  fillSummary,
-  judgeLookup,
-  prepareLookup,
-  type GatewayPolicy,
-  type PreparedLookup,
-  type WritePolicy,
-} from './policy';
+import { answerText, judgeLookup, prepareLookup, type PreparedLookup } from './lookup';
+import { DEFAULT_TIMEOUT_MS, fillSummary, type GatewayPolicy, type WritePolicy } from './policy';
 import { UpstreamError, type UpstreamCaller } from './upstream';
 
 /** What the gateway's tools need besides the toolkit's runtime. */

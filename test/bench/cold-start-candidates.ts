@@ -2,7 +2,8 @@ import { mkdir, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
-import { buildLambdaBundle, startColdStartFixture } from './cold-start';
+import { startColdStartFixture } from './cold-start-fixture';
+import { buildLambdaBundle } from './lambda-bundle';
 
 /**
  * `npx tsx test/bench/cold-start-candidates.ts [runs] [set]`: the cold-start candidates of issue 31 measured side by side, each
@@ -18,8 +19,8 @@ import { buildLambdaBundle, startColdStartFixture } from './cold-start';
  *   page, the Secrets Manager client, the ISO 4217 table) replaced by stubs, as loading them on first use would
  *   at best leave them out of what a cold start reads.
  *
- * Each variant's process is the section's (test/bench/cold-start.ts: import, `initialize`, a `create_order`), the variants
- * interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (lambdas/local/dynamodb-local.ts).
+ * Each variant's process is the section's (test/bench/cold-start-fixture.ts: import, `initialize`, a `create_order`),
+ * the variants interleaved run by run; medians. `DYNAMODB_ENDPOINT` uses a running emulator (lambdas/local/dynamodb-local.ts).
  */
 const RUNS = Math.max(1, Number(process.argv[2]) || 11);
 const FLOOR_ENTRY = 'test/bench/cold-start-floor.ts';

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildLambdaBundle } from '../bench/cold-start';
+import { buildLambdaBundle } from '../bench/lambda-bundle';
 import { oncePerRun } from '../support/once-per-run';
 
 /**

@@ -29,7 +29,7 @@ const NOT_SOURCE = new Set([
  * Files still being split on other branches, each to leave this list when its split lands: the list only shrinks.
  * A path ending in `/` allows the folder.
  */
-const BEING_SPLIT = ['lambdas/config.ts', 'lambdas/gateway/policy.ts', 'test/bench/'];
+const BEING_SPLIT = ['lambdas/config.ts'];
 
 const sourceFiles = (folder: string): string[] =>
   readdirSync(join(PROJECT_ROOT, folder), { withFileTypes: true }).flatMap((entry) => {

@@ -19,8 +19,13 @@ const LAYERS: readonly (readonly string[])[] = [
   ['lambdas/runtime'],
   ['lambdas/http'],
   // Of the gateway: its policy's format and its environment's names, which the CDK construct reads at synth, and
-  // its upstream client and credentials, which `idempotent-mcp check` shares (none imports the toolkit's runtime).
-  ['lambdas/functions', ...['policy', 'config', 'upstream', 'credentials'].map((name) => `lambdas/gateway/${name}.ts`), 'lambdas/check'],
+  // its lookups, upstream client and credentials, which `idempotent-mcp check` shares (none imports the toolkit's
+  // runtime).
+  [
+    'lambdas/functions',
+    ...['policy', 'lookup', 'config', 'upstream', 'credentials'].map((name) => `lambdas/gateway/${name}.ts`),
+    'lambdas/check',
+  ],
   ['lib', 'lambdas/ops', 'lambdas/local'],
   // The public subpaths' entry files (exports/<subpath>.ts): they only name what the layers below offer.
   ['exports'],
