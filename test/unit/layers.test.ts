@@ -11,7 +11,7 @@ import { toolkitModules } from './toolkit';
 const LAYERS: readonly (readonly string[])[] = [
   // A concern's pure rules sit in its own core/ (lambdas/confirmation/core): the bottom layer, as lambdas/core.
   ['lambdas/core', 'lambdas/confirmation/core'],
-  ['lambdas/engine', 'lambdas/confirmation', 'lambdas/config.ts'],
+  ['lambdas/engine', 'lambdas/confirmation', 'lambdas/config.ts', 'lambdas/env-var.ts'],
   ['lambdas/observability', 'lambdas/auth'],
   ['lambdas/store'],
   ['lambdas/outbox'],

@@ -42,7 +42,7 @@ function toolkitInternalsImported(files: string[]): string[] {
         // build reached the MCP SDK, Hono and Powertools). They import the pure core and the settings' helpers only.
         if (
           SYNTH_TIME_GATEWAY.includes(relative(PROJECT_ROOT, file)) &&
-          (within(target, 'lambdas/core') || within(target, 'lambdas/config'))
+          (within(target, 'lambdas/core') || within(target, 'lambdas/config') || within(target, 'lambdas/env-var'))
         )
           return false;
         return TOOLKIT.some((folder) => within(target, folder));
