@@ -1,3 +1,6 @@
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector';
+
 /**
  * A V8 CPU profile's main-thread busy time by part (test/bench/endpoint-profile.ts, test/bench/gateway.ts). A part is
  * the package or folder of the function a sample is in; a native function (no script) counts for the nearest caller
@@ -63,4 +66,27 @@ export function cpuByPart(profile: CpuProfile): Map<string, number> {
     if (name !== 'idle') ms.set(name, (ms.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
   });
   return ms;
+}
+
+/**
+ * A bench server's V8 CPU profile over exactly the turns its parent names (`{ profile: { start: true } }`, then
+ * `{ profile: { stopTo: file } }`), answered `{ profiled: true }` (test/bench/endpoint-server.ts, gateway-server.ts).
+ */
+export type ProfileCommand = { start: true } | { stopTo: string };
+let profiler: Session | undefined;
+export async function answerProfileCommand(command: ProfileCommand): Promise<void> {
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => profiler!.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+  if ('start' in command) {
+    profiler = new Session();
+    profiler.connect();
+    await post('Profiler.enable');
+    await post('Profiler.setSamplingInterval', { interval: 250 });
+    await post('Profiler.start');
+  } else {
+    const { profile: taken } = (await post('Profiler.stop')) as { profile: unknown };
+    await writeFile(command.stopTo, JSON.stringify(taken));
+    profiler!.disconnect();
+  }
+  process.send!({ profiled: true });
 }

@@ -12,9 +12,8 @@
  * Both use DYNAMODB_ENDPOINT from the environment; each tells its parent (IPC) where it listens once it does.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector';
 import type { AddressInfo } from 'node:net';
+import { answerProfileCommand, type ProfileCommand } from './cpu-profile';
 
 export interface ServerReady {
   url: string;
@@ -89,25 +88,6 @@ process.send!({ ready });
 // less than calls per second.
 process.on('message', (message) => {
   if (message === 'cpu') process.send!({ cpu: process.cpuUsage() });
-  else if (typeof message === 'object' && message !== null && 'profile' in message) void profile(message.profile as ProfileCommand);
+  else if (typeof message === 'object' && message !== null && 'profile' in message)
+    void answerProfileCommand(message.profile as ProfileCommand);
 });
-
-/** test/bench/endpoint-profile.ts: a V8 CPU profile of this process over exactly the turns it asks for. */
-type ProfileCommand = { start: true } | { stopTo: string };
-let profiler: Session | undefined;
-async function profile(command: ProfileCommand): Promise<void> {
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => profiler!.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  if ('start' in command) {
-    profiler = new Session();
-    profiler.connect();
-    await post('Profiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: 250 });
-    await post('Profiler.start');
-  } else {
-    const { profile: taken } = (await post('Profiler.stop')) as { profile: unknown };
-    await writeFile(command.stopTo, JSON.stringify(taken));
-    profiler!.disconnect();
-  }
-  process.send!({ profiled: true });
-}

@@ -16,8 +16,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector';
 import type { AddressInfo } from 'node:net';
+import { answerProfileCommand, type ProfileCommand } from './cpu-profile';
 import { join } from 'node:path';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 
@@ -188,25 +188,6 @@ process.on('message', (message) => {
     process.send!({ counts: { dynamodb: { ...started.requests.byOperation }, upstream: { ...upstream } } satisfies ServerCounts });
     started.requests.reset();
     reset(upstream);
-  } else if (typeof message === 'object' && message !== null && 'profile' in message) void profile(message.profile as ProfileCommand);
+  } else if (typeof message === 'object' && message !== null && 'profile' in message)
+    void answerProfileCommand(message.profile as ProfileCommand);
 });
-
-/** A V8 CPU profile of this process over exactly the turns the parent names (as test/bench/endpoint-server.ts). */
-type ProfileCommand = { start: true } | { stopTo: string };
-let profiler: Session | undefined;
-async function profile(command: ProfileCommand): Promise<void> {
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => profiler!.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  if ('start' in command) {
-    profiler = new Session();
-    profiler.connect();
-    await post('Profiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: 250 });
-    await post('Profiler.start');
-  } else {
-    const { profile: taken } = (await post('Profiler.stop')) as { profile: unknown };
-    await writeFile(command.stopTo, JSON.stringify(taken));
-    profiler!.disconnect();
-  }
-  process.send!({ profiled: true });
-}
