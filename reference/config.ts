@@ -1,4 +1,4 @@
-import { EnvVars, read, type Env } from 'idempotent-mcp/lambda';
+import { ConfigError, EnvVars, read, type Env } from 'idempotent-mcp/lambda';
 import { environmentFor, httpUrl, oneOf, text, type SettingsOf } from './env-vars';
 
 const DEFAULT_EMAIL_FROM = 'agent@example.com';
@@ -71,10 +71,10 @@ export function configuredDownstreams(env: Env = process.env): ConfiguredDownstr
 /** Reads the reference settings once per container; a bad one fails the cold start with its name. */
 export function loadReferenceConfig(env: Env = process.env): ReferenceConfig {
   const emailFrom = read(env, ReferenceEnvVars.emailFrom);
-  if (!/^[^\s@]+@[^\s@]+$/.test(emailFrom)) throw new Error('EMAIL_FROM must be an email address');
+  if (!/^[^\s@]+@[^\s@]+$/.test(emailFrom)) throw new ConfigError('EMAIL_FROM must be an email address');
   const tableName = read(env, EnvVars.tableName);
   const sandboxTableName = read(env, ReferenceEnvVars.sandboxTableName) ?? (tableName && `${tableName}-sandbox`);
-  if (!sandboxTableName) throw new Error('SANDBOX_TABLE_NAME (or TABLE_NAME) must be set');
+  if (!sandboxTableName) throw new ConfigError('SANDBOX_TABLE_NAME (or TABLE_NAME) must be set');
   return {
     paymentsUrl: read(env, ReferenceEnvVars.paymentsUrl),
     ticketsUrl: read(env, ReferenceEnvVars.ticketsUrl),

@@ -1,8 +1,9 @@
-import type { EnvVar } from 'idempotent-mcp/lambda';
+import { ConfigError, type EnvVar } from 'idempotent-mcp/lambda';
 
 /**
  * The few kinds of variable the reference endpoint's own settings need, declared as the toolkit declares its own
- * (`EnvVar`: read with `read`, written with `environmentFor`). A bad value fails the cold start naming the variable.
+ * (`EnvVar`: read with `read`, written with `environmentFor`). A bad value fails the cold start with a ConfigError naming
+ * the variable, as the toolkit's own do.
  */
 const trimmed = (raw: string | undefined) => raw?.trim() || undefined;
 
@@ -16,7 +17,7 @@ export const httpUrl = (name: string): EnvVar<string | undefined> => ({
   name,
   parse: (raw) => {
     const value = trimmed(raw)?.replace(/\/+$/, '');
-    if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new Error(`${name} must be an http(s) URL`);
+    if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
     return value;
   },
   format: String,
@@ -27,7 +28,7 @@ export const oneOf = <T extends string>(name: string, allowed: readonly T[], fal
   parse: (raw) => {
     const value = trimmed(raw) ?? fallback;
     if (!(allowed as readonly string[]).includes(value))
-      throw new Error(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
+      throw new ConfigError(`${name} must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got '${value}')`);
     return value as T;
   },
   format: String,

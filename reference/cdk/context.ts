@@ -134,6 +134,8 @@ function list(get: Get, key: string, item?: { pattern: RegExp; expected: string 
   return items;
 }
 
+/** IdempotentMcpEndpoint's bound on `approvalPage.linkLifetime` (a day). */
+const LINK_LIFETIME_MAX_SECONDS = 86_400;
 const HTTP = ['https:', 'http:'] as const;
 const HTTPS = ['https:'] as const;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -174,8 +176,11 @@ function approvalPageFrom(get: Get, externalIssuer: boolean): ApprovalPageSettin
     throw new ContextError(
       `context "${K.approvalPage}" with "authIssuer" needs "${K.approvalClientId}", "${K.approvalAuthorizeUrl}" and "${K.approvalTokenUrl}" (your issuer's client for the page)`,
     );
-  // Its upper bound (a day) is the construct's to refuse (approvalPage.linkLifetime).
   const ttl = integer(get, K.approvalLinkTtlSeconds);
+  // The construct refuses a link lifetime over a day too (approvalPage.linkLifetime); refused here first, the
+  // sentence names the context key the person typed.
+  if (ttl !== undefined && ttl > LINK_LIFETIME_MAX_SECONDS)
+    throw bad(K.approvalLinkTtlSeconds, `a whole number of seconds from 1 to ${LINK_LIFETIME_MAX_SECONDS} (a day)`, ttl);
   return {
     enabled,
     signIn: given === 3 ? { clientId: clientId!, authorizeUrl: authorizeUrl!, tokenUrl: tokenUrl!, scopes, tenantClaim } : undefined,
