@@ -11,7 +11,7 @@ import { ledger, startTestStack } from '../support/mcp';
  * machine's npx (Node 20 here), they bring the Inspector's Node 22 from the npm registry themselves. `npm run
  * conformance` runs this file (the first run downloads the Inspector, about a minute).
  */
-const DOC = join(import.meta.dirname, '..', 'docs', 'clients.md');
+const DOC = join(import.meta.dirname, '..', '..', 'docs', 'clients.md');
 const DOC_URL = 'http://127.0.0.1:3000/mcp';
 const run = promisify(execFile);
 
