@@ -6,7 +6,7 @@
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ApprovalPageOptions } from 'idempotent-mcp/mcp';
+import type { approvalPage } from 'idempotent-mcp/mcp';
 
 export interface Person {
   sub: string;
@@ -15,7 +15,7 @@ export interface Person {
 
 export interface StandInIssuer {
   /** The page's sign-in settings for this issuer. */
-  signIn: ApprovalPageOptions['signIn'];
+  signIn: Parameters<typeof approvalPage>[0]['signIn'];
   /** Who the next sign-in is. */
   signInAs(person: Person): void;
   stop(): Promise<void>;

@@ -19,7 +19,6 @@ import {
 } from 'idempotent-mcp/dynamodb';
 import {
   approvalPage,
-  type ApprovalPageOptions,
   createToolRuntime,
   defineWriteTool,
   getOperationStatusTool,
@@ -86,7 +85,7 @@ export interface StartedServer {
 
 export interface PaymentServerOptions {
   /** Your issuer and the page's client there. */
-  signIn: ApprovalPageOptions['signIn'];
+  signIn: Parameters<typeof approvalPage>[0]['signIn'];
   dynamodbEndpoint?: string;
   tableName?: string;
   port?: number;

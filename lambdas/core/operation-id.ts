@@ -11,34 +11,27 @@ const VERSION = 'v1';
 export const DEFAULT_OPERATION_ID_TTL_SECONDS = 3600;
 
 /**
- * What an operation id is bound to: the tenant and the tool.
+ * Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. An id is
+ * bound to a tenant and a tool; `expiresAt` is in epoch seconds. Checking answers valid, expired (authentic, but past
+ * its expiry: it still names an operation that may have run), or unknown (not minted by us for this tenant and tool:
+ * malformed, forged, or bound elsewhere, indistinguishable on purpose).
+ *
  * @public
  */
-export interface OperationIdBinding {
-  tenant: string;
-  tool: string;
+export interface OperationIdSigner {
+  issue(binding: { tenant: string; tool: string }, ttlSeconds?: number): Promise<{ operationId: string; expiresAt: number }>;
+  verify(
+    binding: { tenant: string; tool: string },
+    value: unknown,
+  ): Promise<{ valid: true; expiresAt: number } | { valid: false; reason: 'expired'; expiresAt: number } | { valid: false; reason: 'unknown' }>;
 }
 
-/**
- * A server-issued operation id and when it expires.
- * @public
- */
-export interface IssuedOperationId {
-  operationId: string;
-  /** Epoch seconds. */
-  expiresAt: number;
-}
-
-/**
- * What checking an operation id answers: valid, expired, or not ours.
- * @public
- */
-export type OperationIdCheck =
-  | { valid: true; expiresAt: number }
-  /** Authentic, but past its expiry: still names an operation that may have run. */
-  | { valid: false; reason: 'expired'; expiresAt: number }
-  /** Not minted by us for this tenant and tool (malformed, forged, or bound elsewhere): indistinguishable on purpose. */
-  | { valid: false; reason: 'unknown' };
+/** What an operation id is bound to: the tenant and the tool. */
+type OperationIdBinding = Parameters<OperationIdSigner['issue']>[0];
+/** A server-issued operation id and when it expires (epoch seconds). */
+type IssuedOperationId = Awaited<ReturnType<OperationIdSigner['issue']>>;
+/** What checking an operation id answers: valid, expired, or not ours. */
+type OperationIdCheck = Awaited<ReturnType<OperationIdSigner['verify']>>;
 
 const fields = (binding: OperationIdBinding) => [VERSION, binding.tenant, binding.tool];
 

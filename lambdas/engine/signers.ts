@@ -1,29 +1,14 @@
 import type { Clock } from '../core/clock';
-import {
-  DEFAULT_OPERATION_ID_TTL_SECONDS,
-  issueOperationId,
-  type IssuedOperationId,
-  type OperationIdBinding,
-  type OperationIdCheck,
-  verifyOperationId,
-} from '../core/operation-id';
+import { DEFAULT_OPERATION_ID_TTL_SECONDS, issueOperationId, type OperationIdSigner, verifyOperationId } from '../core/operation-id';
 import { type ConfirmationSigner, createConfirmationSigner } from '../confirmation/signer';
+
+export type { OperationIdSigner };
 
 /**
  * The signers of operation ids and confirmation rounds, over one key. Here, below the MCP layer, because the engine's
  * confirmation gate (lambdas/confirmation/gate.ts) calls the round signer: a call that went from the MCP layer into
  * the engine never comes back into it.
  */
-
-/**
- * Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read.
- *
- * @public
- */
-export interface OperationIdSigner {
-  issue(binding: OperationIdBinding, ttlSeconds?: number): Promise<IssuedOperationId>;
-  verify(binding: OperationIdBinding, value: unknown): Promise<OperationIdCheck>;
-}
 
 /** The signers of operation ids and confirmations, over one HMAC key (domain-separated), read when first needed. */
 export function createSigners(

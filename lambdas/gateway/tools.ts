@@ -10,7 +10,7 @@ import {
   validateIdempotencyKey,
   type ReconcileFinding,
 } from 'idempotent-mcp/engine';
-import { defineWriteTool, readErrorText, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from 'idempotent-mcp/mcp';
+import { defineWriteTool, ReadToolError, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from 'idempotent-mcp/mcp';
 import type { CredentialSource, UpstreamCredential } from './credentials';
 import type { LookupMemo } from './lookup-memo';
 import { answerText, judgeLookup, prepareLookup, type PreparedLookup } from './lookup';
@@ -302,46 +302,22 @@ function readTool(name: string, upstreamTool: Tool, parts: GatewayParts): ToolDe
       : {}),
     annotations: upstreamTool.annotations ?? { readOnlyHint: true },
     // Reads pass through unchanged: the upstream validates its own arguments and its answer comes back as it is.
+    // A refusal of the gateway's own is a ReadToolError: the server answers it as a read tool's (`CODE: message`).
     async call(args, call) {
       let credential: UpstreamCredential | undefined;
       try {
         credential = await parts.credentials.forTenant(call.caller.tenant);
       } catch (err) {
         // Not "no credential for this tenant": one exists and could not be read now.
-        return {
-          content: [
-            {
-              type: 'text',
-              text: readErrorText('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'A read may be called again.')),
-            },
-          ],
-          isError: true,
-        };
+        throw new ReadToolError('UPSTREAM_CREDENTIAL_UNAVAILABLE', CREDENTIAL_UNAVAILABLE(err, 'A read may be called again.'));
       }
-      if (!credential)
-        return {
-          content: [{ type: 'text', text: readErrorText(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant)) }],
-          isError: true,
-        };
+      if (!credential) throw new ReadToolError(ErrorCode.UNAUTHORIZED, NO_CREDENTIAL(call.caller.tenant));
       try {
         return await parts.upstream.callTool(credential, name, args ?? {}, { timeoutMs: DEFAULT_TIMEOUT_MS });
       } catch (err) {
         if (err instanceof UpstreamError && err.failure === 'credential_refused')
-          return {
-            content: [
-              {
-                type: 'text',
-                text: readErrorText('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(call.caller.tenant, err.message, false)),
-              },
-            ],
-            isError: true,
-          };
-        return {
-          content: [
-            { type: 'text', text: readErrorText('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`) },
-          ],
-          isError: true,
-        };
+          throw new ReadToolError('UPSTREAM_CREDENTIAL_REFUSED', CREDENTIAL_REFUSED(call.caller.tenant, err.message, false));
+        throw new ReadToolError('UPSTREAM_UNAVAILABLE', `${(err as Error).message}. A read may be called again.`);
       }
     },
   };

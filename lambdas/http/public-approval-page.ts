@@ -3,14 +3,20 @@ import { systemClock, type Clock } from '../core/clock';
 import { MIN_SECRET_LENGTH } from '../config';
 import type { ApprovalStore } from '../confirmation/approval-store';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
-import { stderrLogger, type ToolkitLogger } from '../observability/logger';
+import { stderrLogger } from '../observability/logger';
+import type { ToolRuntime } from '../mcp/tool-types';
 import { createApprovalPage } from './approval-page';
 
 /**
- * What `approvalPage` needs: the approval store, the signing secret, its base URL, how it signs a person in, clock and logger.
+ * The approval page of a team's own server, for its `confirmation: 'approval'` tools: `GET /approvals/<id>` shows a
+ * signed-in person of the approval's tenant what they approve, `POST` records their decision, once. A web-standard
+ * handler (`page.fetch(request)`) for requests under `/approvals/`: on `@hono/node-server` or any fetch-based server
+ * route them to it; on Lambda, `handle(page)` of `hono/aws-lambda`; in a Hono app, `app.route('/', page)`. The same
+ * page the endpoint serves, with your issuer's settings instead of the endpoint's environment. It needs the approval
+ * store, the signing secret, its base URL and how it signs a person in; optionally the clock and the logger.
  * @public
  */
-export interface ApprovalPageOptions {
+export function approvalPage(options: {
   /** Where the approvals live: the same store as the tool runtime's `approvals` (DynamoDbApprovalStore). */
   approvals: ApprovalStore;
   /**
@@ -43,18 +49,8 @@ export interface ApprovalPageOptions {
   };
   clock?: Clock;
   /** Where the page logs (sign-in failures, decisions). Default JSON lines on standard error. */
-  logger?: Pick<ToolkitLogger, 'info' | 'warn'>;
-}
-
-/**
- * The approval page of a team's own server, for its `confirmation: 'approval'` tools: `GET /approvals/<id>` shows a
- * signed-in person of the approval's tenant what they approve, `POST` records their decision, once. A web-standard
- * handler (`page.fetch(request)`) for requests under `/approvals/`: on `@hono/node-server` or any fetch-based server
- * route them to it; on Lambda, `handle(page)` of `hono/aws-lambda`; in a Hono app, `app.route('/', page)`. The same
- * page the endpoint serves, with your issuer's settings instead of the endpoint's environment.
- * @public
- */
-export function approvalPage(options: ApprovalPageOptions): Hono {
+  logger?: Pick<ToolRuntime['logger'], 'info' | 'warn'>;
+}): Hono {
   const { secret, signIn } = options;
   if (typeof secret === 'string' && secret.length < MIN_SECRET_LENGTH)
     throw new Error(`the approval page's secret must be at least ${MIN_SECRET_LENGTH} characters`);

@@ -9,7 +9,6 @@
  * elicitation): what the MCP specification requires for authorizing transactions, and the only mode no agent host
  * can answer for the person (payments). 'required': the person confirms in a form the MCP client shows (the
  * client's word). 'none' (default): the tool runs on the agent's call.
- * @public
  */
 export type Confirmation = 'approval' | 'required' | 'none';
 

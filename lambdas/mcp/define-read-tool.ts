@@ -4,7 +4,7 @@ import { ErrorCode } from '../core/errors';
 import { readErrorText } from '../core/result-contract';
 import type { Caller } from '../auth/verifier';
 import { parseArguments } from './arguments';
-import { definedToolName, type ToolCall, type ToolDefinition, type ToolRuntime } from './tool-types';
+import { definedToolName, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime } from './tool-types';
 
 /**
  * A read tool's expected refusal (not found, not allowed): its message is shown to the model as is.
@@ -51,6 +51,24 @@ export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObje
 
 function errorResult(code: string, message: string): CallToolResult {
   return { content: [{ type: 'text', text: readErrorText(code, message) }], isError: true };
+}
+
+/**
+ * Runs one call of a tool, as both servers do (the endpoint's, and `registerWriteTool`/`registerReadTool` on your
+ * own): a `ReadToolError` a tool written by hand throws (a gateway's pass-through read) is answered as a read tool's
+ * refusal, the same answer `defineReadTool` gives for one its `execute` throws.
+ */
+export async function callTool<S extends ToolRuntime>(
+  tool: ToolDefinition<S>,
+  args: Record<string, unknown> | undefined,
+  call: ToolCall<S>,
+): Promise<ToolAnswer> {
+  try {
+    return await tool.call(args, call);
+  } catch (err) {
+    if (err instanceof ReadToolError) return errorResult(err.code, err.message);
+    throw err;
+  }
 }
 
 /**

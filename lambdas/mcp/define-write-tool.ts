@@ -2,18 +2,17 @@ import type { CallToolResult, InputRequiredResult } from '@modelcontextprotocol/
 import * as z from 'zod';
 import { ErrorCode, IdempotencyError, StoreUnavailableError } from '../core/errors';
 import { hashForLog, KEY_MAX_LENGTH, KEY_MIN_LENGTH, validateIdempotencyKey } from '../core/idempotency-key';
-import type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../core/reconcile';
+import type { AbsentPolicy } from '../core/reconcile';
 import { describeResult, isErrorResult, type KeyField, WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { IdempotencyPolicy, ToolEffect } from '../core/tool-policy';
 import type { Execution, ExecutionContext } from '../engine/write-request';
 import { type ConfirmationAsk, secretUnavailable } from '../confirmation/gate';
 import { SecretUnavailableError } from '../core/errors';
-import type { Confirmation } from './confirmation-choice';
 import { parseArguments } from './arguments';
 import { KEY_HEADER_NAMES, X_MCP_HEADER } from './param-headers';
 import { CONFIRM_FORM, CONFIRM_INPUT, confirmationRequirement } from './confirmation';
 import { visibleText } from '../core/display-text';
-import type { ToolAnswer, KeySource, ReconcileServices, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
+import type { ToolAnswer, KeySource, ToolCall, ToolRuntime, WriteToolDefinition } from './tool-types';
 import { definedToolName } from './tool-types';
 
 /**
@@ -56,7 +55,7 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    * 'client' (default): the caller generates `idempotency_key`. 'operation_id': the caller must first get an id
    * from `issue_operation_id`, bound to its tenant and this tool (high-risk tools, payments).
    */
-  keySource?: KeySource;
+  keySource?: WriteToolDefinition['keySource'];
   /**
    * Runs at most once per key (the engine decides). Pass `ctx.signal` to every call. A downstream that dedups on a
    * key and is shared by all tenants (one provider account) must get a key unique across tenants: an operation id
@@ -73,8 +72,11 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    * tell (the gateway's lookup). Part of the claim's one request; keep it a few KB (it is read back with every replay).
    */
   memo?: (args: z.output<z.ZodObject<Shape>>, key: string) => unknown;
-  /** Asks the downstream what became of an operation whose outcome was lost. */
-  reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
+  /**
+   * Asks the downstream what became of an operation whose outcome was lost, with the tool's services less what only
+   * a request uses (see `WriteToolDefinition.reconcile`).
+   */
+  reconcile?: WriteToolDefinition<S>['reconcile'];
   /** When the downstream confirms absence: 'release' (default, a retry executes) or 'fail'. */
   onAbsent?: AbsentPolicy;
   /**
@@ -84,7 +86,7 @@ export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRun
    * in a form the MCP client shows (2026-07-28 clients; 2025-era clients are refused with CONFIRMATION_UNAVAILABLE
    * unless the deployment opts the tool out). Default 'none'. See docs/confirmation.md.
    */
-  confirmation?: Confirmation;
+  confirmation?: WriteToolDefinition['confirmation'];
   /** What the person is asked to confirm, from the validated arguments. Required with `confirmation: 'required'`. */
   summarize?: (args: z.output<z.ZodObject<Shape>>) => string;
 }

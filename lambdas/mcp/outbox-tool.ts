@@ -26,11 +26,6 @@ export const queuedSchema = z.object({
   status: z.literal('queued'),
   event_id: z.string().describe('The queued effect; get_operation_status shows whether it was delivered.'),
 });
-/**
- * The result of an outbox tool (`queuedSchema`): queued, with the event's id.
- * @public
- */
-export type Queued = z.infer<typeof queuedSchema>;
 
 export const OUTBOX_TOOL_NOTE =
   'The effect is queued in the same transaction that records this call and delivered exactly once shortly after; ' +
@@ -38,10 +33,15 @@ export const OUTBOX_TOOL_NOTE =
 
 /**
  * Commits an outbox event of `type` with the SUCCEEDED record: it exists if and only if the call succeeded, and
- * the outbox consumer delivers it once (its handler for `type`). For a tool with `effect: 'local'`.
+ * the outbox consumer delivers it once (its handler for `type`). For a tool with `effect: 'local'` and
+ * `result: queuedSchema`.
  * @public
  */
-export function queueEffect(type: string, payload: Record<string, unknown>, ctx: WriteToolContext<OutboxRuntime>): Execution<Queued> {
+export function queueEffect(
+  type: string,
+  payload: Record<string, unknown>,
+  ctx: WriteToolContext<OutboxRuntime>,
+): Execution<z.infer<typeof queuedSchema>> {
   const { services } = ctx;
   const message = newOutboxMessage({
     eventId: services.newEventId(),

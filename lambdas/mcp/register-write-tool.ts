@@ -11,6 +11,7 @@ import { validateTenantId } from '../core/idempotency-key';
 import { hasReplayHint } from '../core/replay-hint';
 import { readErrorText, WriteResults } from '../core/result-contract';
 import { canElicitForms, canElicitUrls } from './confirmation';
+import { callTool } from './define-read-tool';
 import { toCallToolResult } from './define-write-tool';
 import { isWriteTool, type ToolAnswer, type ToolCall, type ToolDefinition, type ToolRuntime, type WriteToolDefinition } from './tool-types';
 
@@ -150,7 +151,7 @@ function register<S extends ToolRuntime>(
     const { authInfo, facts } = callFacts(server, extra);
     const tenant = verifiedTenant(options.tenant as RegisterToolOptions<ToolRuntime>['tenant'], authInfo);
     if (tenant === undefined) return refuse();
-    return tool.call(args, {
+    return callTool(tool, args, {
       services: options.services,
       caller: { tenant, subject: authInfo?.clientId ?? 'unknown', scopes: authInfo?.scopes ?? [] },
       remainingTimeMs: options.remainingTimeMs,

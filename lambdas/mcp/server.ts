@@ -11,6 +11,7 @@ import * as z from 'zod';
 import type { Caller } from '../auth/verifier';
 import { closestName } from '../core/closest-name';
 import { TOOL_NAME_PATTERN } from '../core/idempotency-key';
+import { callTool } from './define-read-tool';
 import { type ParamHeaderScan, scanParamHeaders } from './param-headers';
 import { requestFacts } from './register-write-tool';
 import { serverInstructions, servedTools } from './served-tools';
@@ -132,7 +133,7 @@ export function buildMcpServer<S extends ToolRuntime>(services: S, caller: Calle
         `Unknown tool: ${name.slice(0, 64)}.${meant ? ` Did you mean ${meant}?` : ''} tools/list names every tool.`,
       );
     }
-    return tool.call(request.params.arguments, {
+    return callTool(tool, request.params.arguments, {
       services,
       caller,
       remainingTimeMs: options.remainingTimeMs,

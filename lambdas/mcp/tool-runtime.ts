@@ -8,10 +8,13 @@ import { createSigners } from '../engine/signers';
 import type { ToolRuntime } from './tool-types';
 
 /**
- * What `createToolRuntime` needs: the store and the operation-id secret; optionally the clock, logger, engine settings, approval store and confirmation settings.
+ * What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it). It needs the
+ * store and the operation-id secret; optionally the clock, logger, engine settings, approval store and confirmation
+ * settings.
+ *
  * @public
  */
-export interface ToolRuntimeOptions {
+export function createToolRuntime(options: {
   /** Where records live: `new DynamoDbIdempotencyStore(...)` from idempotent-mcp/dynamodb, or an in-memory store. */
   store: IdempotencyStore;
   /** HMAC key of operation ids and confirmations (at least 32 characters), or how to read it. */
@@ -27,14 +30,7 @@ export interface ToolRuntimeOptions {
   approvals?: ApprovalStore;
   /** The base URL of the approval page's links (the endpoint serving it). */
   publicBaseUrl?: string;
-}
-
-/**
- * What `defineWriteTool` tools need to run on a server of your own (spread your clients next to it).
- *
- * @public
- */
-export function createToolRuntime(options: ToolRuntimeOptions): ToolRuntime {
+}): ToolRuntime {
   const clock = options.clock ?? systemClock;
   const { secret } = options;
   if (typeof secret === 'string' && secret.length < 32) throw new Error('the tool runtime secret must be at least 32 characters');

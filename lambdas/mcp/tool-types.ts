@@ -61,7 +61,7 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   /** The tools this server exposes, by name. */
   tools: ReadonlyMap<string, ToolDefinition<S>>;
   /** 'modern': a 2026-07-28 request, which can answer an input request; 'legacy': a 2025-era one, which cannot. */
-  era?: ProtocolEra;
+  era?: 'legacy' | 'modern';
   /** A 2026-07-28 retry's answers to the input requests of the round before (untrusted: validate them). */
   inputResponses?: Record<string, unknown>;
   /** The `requestState` that retry echoes (untrusted: verify it). */
@@ -78,18 +78,8 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   likelyReplay?: boolean;
 }
 
-/**
- * Which MCP era a request is of: 'modern' (2026-07-28, can answer an input request) or 'legacy' (2025).
- * @public
- */
-export type ProtocolEra = 'legacy' | 'modern';
-
-/**
- * A tool's answer: a result, or a request for the person's input before it can run.
- *
- * @public
- */
-export type ToolAnswer = CallToolResult | InputRequiredResult;
+/** A tool's answer: a result, or a request for the person's input before it can run (`ToolDefinition.call`'s). */
+export type ToolAnswer = Awaited<ReturnType<ToolDefinition['call']>>;
 
 /**
  * A tool as the MCP server sees it: metadata for `tools/list` and one call function.
@@ -106,25 +96,13 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   /** Unset: the tool declares no output schema (a gateway's read passing on an upstream tool that declares none). */
   outputSchema?: z.ZodObject;
   annotations: ToolAnnotations;
-  call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<ToolAnswer>;
+  /**
+   * Runs one `tools/call`: a result, or a request for the person's input before the tool can run. A tool written by
+   * hand (a gateway's pass-through read) may throw `ReadToolError` for an expected refusal: the server answers it as
+   * a read tool's refusal (`CODE: message`, `isError`), as it does for `defineReadTool`'s.
+   */
+  call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<CallToolResult | InputRequiredResult>;
 }
-
-/**
- * Where a write tool's key comes from: the client's `idempotency_key`, or an `operation_id` the server issued.
- * @public
- */
-export type KeySource = 'client' | 'operation_id';
-
-/**
- * What a reconcile hook gets: the tool's services without the parts only a request uses (the engine, the signers,
- * the request settings). The reconciler runs outside any request, so it builds none of those; it passes its own
- * store, clock and logger and the clients the endpoint adds for its tools.
- * @public
- */
-export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Omit<
-  S,
-  'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'
->;
 
 /**
  * A write tool also tells the reconciler how to settle its lost outcomes.
@@ -135,7 +113,8 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
   kind: 'write';
   /** Every write declares the result contract. */
   outputSchema: z.ZodObject;
-  keySource: KeySource;
+  /** Where the key comes from: the client's `idempotency_key`, or an `operation_id` the server issued. */
+  keySource: 'client' | 'operation_id';
   /** The argument carrying the key: `idempotency_key` or `operation_id`. */
   keyField: 'idempotency_key' | 'operation_id';
   /** 'required': the person confirms each operation in a form; 'approval': on the endpoint's approval page, signed in. */
@@ -143,10 +122,24 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
   idempotency: IdempotencyPolicy;
   /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
   effect: ToolEffect;
-  /** Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. */
-  reconcile?: (request: ReconcileRequest, services: ReconcileServices<S>) => Promise<ReconcileFinding>;
+  /**
+   * Asks the downstream what became of an UNKNOWN or stale operation. Without it such records go to review. Its
+   * `services` are the tool's without the parts only a request uses (the engine, the signers, the request settings):
+   * the reconciler runs outside any request, so it builds none of those; it passes its own store, clock and logger
+   * and the clients the tools module adds.
+   */
+  reconcile?: (
+    request: ReconcileRequest,
+    services: Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'>,
+  ) => Promise<ReconcileFinding>;
   onAbsent: AbsentPolicy;
 }
+
+/** Where a write tool's key comes from (`WriteToolDefinition.keySource`). */
+export type KeySource = WriteToolDefinition['keySource'];
+
+/** What a reconcile hook gets (`WriteToolDefinition.reconcile`'s `services`). */
+export type ReconcileServices<S extends ToolRuntime = ToolRuntime> = Parameters<NonNullable<WriteToolDefinition<S>['reconcile']>>[1];
 
 /** A tool's name checked where it is defined, so a bad one fails at import (deploy, start) naming the helper. */
 export function definedToolName(helper: 'defineWriteTool' | 'defineReadTool', name: unknown): string {

@@ -2,22 +2,6 @@ import type { DeliveryHandler } from '../outbox/consumer';
 import type { ToolDefinition, ToolRuntime } from './tool-types';
 
 /**
- * The clients a services type adds to the tool runtime: for `ToolRuntime & { invoices: InvoiceBook }`, `{ invoices }`.
- *
- * @public
- */
-export type ClientsOf<S extends ToolRuntime> = Omit<S, keyof ToolRuntime>;
-
-/**
- * Adds your clients to services the toolkit built, keeping everything else they hold: the toolkit calls it with the
- * MCP function's services, with the reconciler's (for the reconcile hooks), and your own server calls it with its
- * tool runtime. So it is generic over what it is given:
- * `function withClients<B extends object>(services: B) { return { ...services, invoices: new InvoiceBook() }; }`.
- * @public
- */
-export type WithClients<C extends object> = <B extends object>(services: B) => B & C;
-
-/**
  * What a tools module exports: the module `IdempotentMcpEndpoint` bundles (its `tools` prop), or the object your own
  * server hands to `registerWriteTool` and `startReconciler`. `S` is the services your tools are typed against (the
  * tool runtime and your clients).
@@ -27,11 +11,15 @@ export interface ToolsModule<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, from `defineWriteTool` and `defineReadTool`. */
   readonly tools: readonly ToolDefinition<S>[];
   /**
-   * Adds the clients your tools call. Called once per process (per Lambda container) by the MCP function and by the
-   * reconciler, so a tool's reconcile hook asks its downstream through the same client as the tool. Without it the
-   * tools get the toolkit's services alone.
+   * Adds the clients your tools call (what `S` holds besides the tool runtime: for
+   * `ToolRuntime & { invoices: InvoiceBook }`, `{ invoices }`) to services the toolkit built, keeping everything else
+   * they hold. Called once per process (per Lambda container) by the MCP function and by the reconciler, so a tool's
+   * reconcile hook asks its downstream through the same client as the tool; your own server calls it with its tool
+   * runtime. So it is generic over what it is given:
+   * `function withClients<B extends object>(services: B) { return { ...services, invoices: new InvoiceBook() }; }`.
+   * Without it the tools get the toolkit's services alone.
    */
-  readonly withClients?: WithClients<ClientsOf<S>>;
+  readonly withClients?: <B extends object>(services: B) => B & Omit<S, keyof ToolRuntime>;
   /**
    * How the outbox consumer performs the event types your tools commit with `queueEffect`, by type. The endpoint reads
    * it from the file of its `deliveries` prop (which may be this same module).

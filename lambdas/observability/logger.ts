@@ -11,7 +11,6 @@ export const logger = new Logger({ serviceName: read(process.env, EnvVars.powert
 /**
  * What the toolkit logs through outside Lambda: a message and its fields. Powertools' `Logger`, `console` and most
  * structured loggers fit as they are.
- * @public
  */
 export interface ToolkitLogger {
   // `any[]`: each logger types its extra arguments its own way (Powertools: attributes or an error; console: anything).

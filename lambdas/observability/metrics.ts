@@ -105,14 +105,12 @@ export function countForTool(
 /**
  * A CloudWatch metric unit (`Count`, `Seconds`, ...).
  *
- * @public
  */
 export type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
 
 /**
  * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions
  * (`lambdaMetrics`), EMF lines on standard error or anywhere else in a server of your own (`emfMetrics`).
- * @public
  */
 export interface MetricsPublisher {
   /** A count or gauge of the service (no tool dimension), kept until `flush()`. */
@@ -134,7 +132,6 @@ export const lambdaMetrics: MetricsPublisher = {
 
 /**
  * Where the default metrics go: their CloudWatch namespace and service, the writer of their EMF lines, a logger.
- * @public
  */
 export interface EmfMetricsOptions {
   /** CloudWatch namespace. Default POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`. */

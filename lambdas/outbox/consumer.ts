@@ -12,16 +12,8 @@ import { OutboxDefaults } from '../core/outbox-budget';
 import type { DeliveryMarker, OutboxStore } from './outbox-store';
 
 /**
- * What a deliveries handler gets with an event: a signal aborted when its time runs out.
- * @public
- */
-export interface DeliveryContext {
-  /** Aborted when the claim's lease is about to run out: hand it to every downstream call. */
-  signal: AbortSignal;
-}
-
-/**
- * How one event type becomes its effect.
+ * How one event type becomes its effect. Each method gets the event and `ctx.signal`, aborted when the claim's lease
+ * is about to run out: hand it to every downstream call.
  *
  * @public
  */
@@ -31,12 +23,12 @@ export interface DeliveryHandler {
    * wherever it accepts a reference. Throw TerminalToolError (refused, never retried), TransientToolError (known not
    * to have happened) or UncertainToolError (may have happened).
    */
-  deliver(message: OutboxMessage, ctx: DeliveryContext): Promise<unknown>;
+  deliver(message: OutboxMessage, ctx: { signal: AbortSignal }): Promise<unknown>;
   /**
    * Asks the downstream whether an earlier attempt made the effect (by the event id it was given). Without it an
    * attempt that may have happened is run again: only downstreams that can be asked give exactly-once in every case.
    */
-  verify?(message: OutboxMessage, ctx: DeliveryContext): Promise<ReconcileFinding>;
+  verify?(message: OutboxMessage, ctx: { signal: AbortSignal }): Promise<ReconcileFinding>;
   /**
    * How long after it was sent a `deliver` request may still take effect (the provider keeps processing a request
    * the consumer gave up on). Until then a `verify` answering "absent" decides nothing: the delivery is deferred to
@@ -247,7 +239,7 @@ export class OutboxConsumer {
   private async verifyEarlierAttempt(
     message: OutboxMessage,
     handler: DeliveryHandler,
-    ctx: DeliveryContext,
+    ctx: { signal: AbortSignal },
     log: Record<string, unknown>,
   ): Promise<ReconcileFinding> {
     if (!handler.verify) {

@@ -21,17 +21,6 @@ export interface RelayOptions {
 }
 
 /**
- * What one relay sweep did: events sent, resent, failed, abandoned.
- * @public
- */
-export interface SweepReport {
-  sent: number;
-  resent: number;
-  failed: number;
-  abandoned: number;
-}
-
-/**
  * Moves committed outbox events to the queue. `publish` serves the DynamoDB Streams handler (events as they commit);
  * `sweep` is the safety net that finds, through the attention index, every pending event whose next look is due:
  * one the stream relay never sent (it crashed, the queue refused it) or one sent but never delivered (a lost
@@ -107,8 +96,8 @@ export class OutboxRelay {
     return this.outbox.pendingCount();
   }
 
-  /** One pass of the safety net over events due at or before `now - graceMs`. */
-  async sweep(options: { graceMs?: number; limit?: number } = {}): Promise<SweepReport> {
+  /** One pass of the safety net over events due at or before `now - graceMs`: events sent, resent, failed, abandoned. */
+  async sweep(options: { graceMs?: number; limit?: number } = {}): Promise<{ sent: number; resent: number; failed: number; abandoned: number }> {
     const now = this.clock();
     const due = await this.outbox.dueEvents(now - (options.graceMs ?? 0), options.limit ?? 100);
     const exhausted = due.filter((e) => e.sendCount >= this.maxSends);

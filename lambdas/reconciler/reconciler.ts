@@ -11,7 +11,7 @@ import { toolInFlightWindowMs } from '../core/tool-policy';
 import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
 import type { ToolkitLogger } from '../observability/logger';
 import { lambdaMetrics, MetricName, type MetricsPublisher } from '../observability/metrics';
-import type { OutboxRelay, SweepReport } from '../outbox/relay';
+import type { OutboxRelay } from '../outbox/relay';
 
 /** What the reconciler needs from a write tool: how to ask its downstream, and what an absence means. */
 export interface ToolReconciler {
@@ -68,8 +68,8 @@ export interface ReconcileReport {
   unknown: number;
   oldestUnknownAgeSeconds: number;
   needsReview: number;
-  /** The outbox sweep of this run, and the events still pending after it. */
-  outbox?: SweepReport;
+  /** The outbox sweep of this run (events sent, resent, failed, abandoned), and the events still pending after it. */
+  outbox?: { sent: number; resent: number; failed: number; abandoned: number };
   outboxPending?: number;
 }
 

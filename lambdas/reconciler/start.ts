@@ -1,71 +1,17 @@
 import { systemClock, type Clock } from '../core/clock';
 import type { ReconcileServices, ToolRuntime } from '../mcp/tool-types';
 import type { ToolsModule } from '../mcp/tools-module';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
-import { emfMetrics, type EmfMetricsOptions, type MetricsPublisher } from '../observability/metrics';
+import { emfMetrics, type MetricsPublisher } from '../observability/metrics';
 import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
 import { reconcilerFromConfig } from './from-config';
 import { logRun, type ReconcileReport, type ReconcilerConfig } from './reconciler';
-
-/**
- * What the reconciler of a server of your own needs: your tools module, the store, and optionally where it reports.
- *
- * @public
- */
-export interface ReconcilerOptions<S extends ToolRuntime = ToolRuntime> extends Pick<ToolsModule<S>, 'tools' | 'withClients'> {
-  /**
-   * The store your tool runtime writes to, with its queries (`RecordQueries`): the reconciler finds lost outcomes
-   * through them and settles them there. `DynamoDbIdempotencyStore` (its attention index), or
-   * `InMemoryIdempotencyStore` in a test.
-   */
-  store: IdempotencyStore & RecordQueries;
-  /**
-   * Time between runs (`startReconciler`), and the first wait before a downstream that did not answer is asked
-   * again (doubling per attempt). Default one minute, the deployed schedule's period.
-   */
-  intervalMs?: number;
-  /** Where it logs. Default JSON lines on standard error (`stderrLogger`); never standard output. */
-  logger?: ToolkitLogger;
-  /** The `service` of its log lines and metrics. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
-  serviceName?: string;
-  /**
-   * Its metrics (unknown records, the oldest one's age, records parked for review, settlements per tool): CloudWatch
-   * EMF lines on standard error by default; `{ namespace, write }` to name the namespace or write them elsewhere, a
-   * `MetricsPublisher` of your own, or `false` for none.
-   */
-  metrics?: false | EmfMetricsOptions | MetricsPublisher;
-  /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW for a person. Default 8. */
-  maxAttempts?: number;
-  /** Budget of one reconcile hook call (its `signal` aborts after it). Default `downstreamTimeoutMs`. */
-  checkTimeoutMs?: number;
-  /** Records handled per run. Default 50. */
-  batchSize?: number;
-  /**
-   * The bound of your downstream calls: with each tool's execution timeout it gives the tool's in-flight window
-   * unless the tool sets `idempotency.inFlightWindowMs`. Give your tool runtime's engine the same
-   * (`createToolRuntime({ engine: { downstreamTimeoutMs } })`). Default 3000 ms.
-   */
-  downstreamTimeoutMs?: number;
-  clock?: Clock;
-}
-
-/**
- * A reconciler running on a schedule in this process.
- *
- * @public
- */
-export interface RunningReconciler {
-  /** Runs once now (after a run under way ends); the schedule goes on. */
-  runOnce(): Promise<ReconcileReport>;
-  /** Stops the schedule and waits for a run under way. Call it when your server shuts down: the timer keeps the process alive. */
-  stop(): Promise<void>;
-}
 
 const noMetrics: MetricsPublisher = { add: () => {}, countForTool: () => {}, flush: () => {} };
 
 function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
   if (metrics === false) return noMetrics;
-  if (metrics && 'flush' in metrics) return metrics;
   return emfMetrics({ serviceName, logger, ...metrics });
 }
 
@@ -153,12 +99,58 @@ export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<
  * Runs the reconciler in this process: once at start (settling what an earlier process left), then `intervalMs`
  * after each run ends, so runs never overlap. A failed run (the store unreachable) is logged and the next one
  * tries again. Logs and metrics go to standard error unless you say otherwise, so a stdio MCP server keeps its
- * protocol channel clean.
+ * protocol channel clean. It needs your tools module's `tools` (and `withClients`) and the store; optionally where it
+ * reports and its timing. It answers `runOnce()` (runs once now, after a run under way ends; the schedule goes on)
+ * and `stop()` (stops the schedule and waits for a run under way: call it when your server shuts down, the timer
+ * keeps the process alive).
  * @public
  */
-export function startReconciler<S extends ToolRuntime>(options: ReconcilerOptions<S>): RunningReconciler {
+export function startReconciler<S extends ToolRuntime>(
+  options: Pick<ToolsModule<S>, 'tools' | 'withClients'> & {
+    /**
+     * The store your tool runtime writes to, with its queries (`RecordQueries`): the reconciler finds lost outcomes
+     * through them and settles them there. `DynamoDbIdempotencyStore` (its attention index), or
+     * `InMemoryIdempotencyStore` in a test.
+     */
+    store: IdempotencyStore & RecordQueries;
+    /**
+     * Time between runs, and the first wait before a downstream that did not answer is asked again (doubling per
+     * attempt). Default one minute, the deployed schedule's period.
+     */
+    intervalMs?: number;
+    /** Where it logs (Powertools' `Logger`, `console`, ...). Default JSON lines on standard error; never standard output. */
+    logger?: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+    /** The `service` of its log lines and metrics. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
+    serviceName?: string;
+    /**
+     * Its metrics (unknown records, the oldest one's age, records parked for review, settlements per tool): CloudWatch
+     * EMF lines on standard error by default; `{ namespace, write }` to name the namespace (default
+     * POWERTOOLS_METRICS_NAMESPACE, else `IdempotentMcp`) or write each line elsewhere, or `false` for none.
+     */
+    metrics?: false | { namespace?: string; write?: (line: string) => void };
+    /** Checks of an unreachable downstream before the record goes to NEEDS_REVIEW for a person. Default 8. */
+    maxAttempts?: number;
+    /** Budget of one reconcile hook call (its `signal` aborts after it). Default `downstreamTimeoutMs`. */
+    checkTimeoutMs?: number;
+    /** Records handled per run. Default 50. */
+    batchSize?: number;
+    /**
+     * The bound of your downstream calls: with each tool's execution timeout it gives the tool's in-flight window
+     * unless the tool sets `idempotency.inFlightWindowMs`. Give your tool runtime's engine the same
+     * (`createToolRuntime({ engine: { downstreamTimeoutMs } })`). Default 3000 ms.
+     */
+    downstreamTimeoutMs?: number;
+    clock?: Clock;
+  },
+): { runOnce(): Promise<ReconcileReport>; stop(): Promise<void> } {
   return startReconcilerFromConfig(configOf(options as ReconcilerOptions<ToolRuntime>), options);
 }
+
+/** What the reconciler of a server of your own needs (`startReconciler`'s options). */
+type ReconcilerOptions<S extends ToolRuntime = ToolRuntime> = Parameters<typeof startReconciler<S>>[0];
+
+/** A reconciler running on a schedule in this process (what `startReconciler` answers). */
+type RunningReconciler = ReturnType<typeof startReconciler>;
 
 /**
  * `startReconciler` with its timing from a configuration (the gateway command's environment: RECONCILE_INTERVAL_MS,

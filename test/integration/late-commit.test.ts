@@ -13,7 +13,6 @@ import {
   defineWriteTool,
   registerWriteTool,
   startReconciler,
-  type RunningReconciler,
   type ToolRuntime,
 } from 'idempotent-mcp/mcp';
 import type { LocalStack } from '../../reference/local/stack';
@@ -96,7 +95,7 @@ describe.concurrent('request_payment on the reference endpoint, the provider boo
 describe.concurrent("a team's own server with startReconciler, its provider booking after the caller gave up", () => {
   const servers = new OwnServers();
   let services: ToolRuntime;
-  let reconciler: RunningReconciler;
+  let reconciler: ReturnType<typeof startReconciler>;
   let provider: FixtureDownstream;
 
   /**

@@ -25,15 +25,19 @@ export interface ConfirmationBinding {
 }
 
 /**
- * What checking a confirmation round's token (`requestState`) answers: valid, expired, or not ours.
+ * Signs and checks the round tokens (`requestState`) of confirmations, with the operation-id key (domain-separated).
+ * Checking answers valid, expired (authentic and for this operation, but the person's answer came too late), or
+ * unknown (malformed, forged, or minted for another tenant, tool, key or arguments: indistinguishable on purpose).
+ *
  * @public
  */
-export type ConfirmationStateCheck =
-  | { valid: true }
-  /** Authentic and for this operation, but the person's answer came too late. */
-  | { valid: false; reason: 'expired' }
-  /** Malformed, forged, or minted for another tenant, tool, key or arguments: indistinguishable on purpose. */
-  | { valid: false; reason: 'unknown' };
+export interface ConfirmationSigner {
+  mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
+  verify(binding: ConfirmationBinding, value: unknown): Promise<{ valid: true } | { valid: false; reason: 'expired' | 'unknown' }>;
+}
+
+/** What checking a confirmation round's token (`requestState`) answers: valid, expired, or not ours. */
+type ConfirmationStateCheck = Awaited<ReturnType<ConfirmationSigner['verify']>>;
 
 const fields = (binding: ConfirmationBinding) => [VERSION, binding.tenant, binding.tool, binding.idempotencyKey, binding.fingerprint];
 
