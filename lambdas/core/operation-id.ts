@@ -23,7 +23,9 @@ export interface OperationIdSigner {
   verify(
     binding: { tenant: string; tool: string },
     value: unknown,
-  ): Promise<{ valid: true; expiresAt: number } | { valid: false; reason: 'expired'; expiresAt: number } | { valid: false; reason: 'unknown' }>;
+  ): Promise<
+    { valid: true; expiresAt: number } | { valid: false; reason: 'expired'; expiresAt: number } | { valid: false; reason: 'unknown' }
+  >;
 }
 
 /** What an operation id is bound to: the tenant and the tool. */

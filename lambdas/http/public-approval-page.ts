@@ -4,7 +4,6 @@ import { MIN_SECRET_LENGTH } from '../config';
 import type { ApprovalStore } from '../confirmation/approval-store';
 import { APPROVALS_PATH } from '../core/endpoint-paths';
 import { stderrLogger } from '../observability/logger';
-import type { ToolRuntime } from '../mcp/tool-types';
 import { createApprovalPage } from './approval-page';
 
 /**
@@ -48,8 +47,8 @@ export function approvalPage(options: {
     scopes?: string[];
   };
   clock?: Clock;
-  /** Where the page logs (sign-in failures, decisions). Default JSON lines on standard error. */
-  logger?: Pick<ToolRuntime['logger'], 'info' | 'warn'>;
+  /** Where the page logs (sign-in failures, decisions): anything with `console`'s `info` and `warn`. Default JSON lines on standard error. */
+  logger?: Pick<Console, 'info' | 'warn'>;
 }): Hono {
   const { secret, signIn } = options;
   if (typeof secret === 'string' && secret.length < MIN_SECRET_LENGTH)

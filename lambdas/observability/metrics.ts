@@ -102,11 +102,8 @@ export function countForTool(
   perToolMetric.addMetric(name, unit, value);
 }
 
-/**
- * A CloudWatch metric unit (`Count`, `Seconds`, ...).
- *
- */
-export type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
+/** A CloudWatch metric unit (`Count`, `Seconds`, ...). */
+type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
 
 /**
  * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions

@@ -97,7 +97,9 @@ export class OutboxRelay {
   }
 
   /** One pass of the safety net over events due at or before `now - graceMs`: events sent, resent, failed, abandoned. */
-  async sweep(options: { graceMs?: number; limit?: number } = {}): Promise<{ sent: number; resent: number; failed: number; abandoned: number }> {
+  async sweep(
+    options: { graceMs?: number; limit?: number } = {},
+  ): Promise<{ sent: number; resent: number; failed: number; abandoned: number }> {
     const now = this.clock();
     const due = await this.outbox.dueEvents(now - (options.graceMs ?? 0), options.limit ?? 100);
     const exhausted = due.filter((e) => e.sendCount >= this.maxSends);

@@ -1,7 +1,6 @@
 import { systemClock, type Clock } from '../core/clock';
 import type { ReconcileServices, ToolRuntime } from '../mcp/tool-types';
 import type { ToolsModule } from '../mcp/tools-module';
-import type { Logger } from '@aws-lambda-powertools/logger';
 import { stderrLogger, type ToolkitLogger } from '../observability/logger';
 import { emfMetrics, type MetricsPublisher } from '../observability/metrics';
 import type { IdempotencyStore, RecordQueries } from '../engine/persistence';
@@ -118,8 +117,11 @@ export function startReconciler<S extends ToolRuntime>(
      * attempt). Default one minute, the deployed schedule's period.
      */
     intervalMs?: number;
-    /** Where it logs (Powertools' `Logger`, `console`, ...). Default JSON lines on standard error; never standard output. */
-    logger?: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+    /**
+     * Where it logs: anything with `console`'s `debug`, `info`, `warn` and `error` (Powertools' `Logger`, pino, a
+     * message and fields of your own). Default JSON lines on standard error; never standard output.
+     */
+    logger?: Pick<Console, 'debug' | 'info' | 'warn' | 'error'>;
     /** The `service` of its log lines and metrics. Default POWERTOOLS_SERVICE_NAME, else `idempotent-mcp`. */
     serviceName?: string;
     /**

@@ -8,13 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { UncertainToolError } from 'idempotent-mcp/engine';
-import {
-  createToolRuntime,
-  defineWriteTool,
-  registerWriteTool,
-  startReconciler,
-  type ToolRuntime,
-} from 'idempotent-mcp/mcp';
+import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler, type ToolRuntime } from 'idempotent-mcp/mcp';
 import type { LocalStack } from '../../reference/local/stack';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
