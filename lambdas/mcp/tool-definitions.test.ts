@@ -1,8 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { McpServer } from '@modelcontextprotocol/server';
+import { afterAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
-import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
+import {
+  createToolRuntime,
+  defineReadTool,
+  defineWriteTool,
+  ReadToolError,
+  registerReadTool,
+  type ToolDefinition,
+  type ToolRuntime,
+  type WriteToolContext,
+} from 'idempotent-mcp/mcp';
 import { createApp, type AppConfig } from 'idempotent-mcp/lambda';
+import { OwnServers } from '../../test/support/own-server';
 import { deliveriesOf } from '../functions/consumer-endpoint';
 
 const writeSpec = (name: string) => ({
@@ -70,24 +82,7 @@ describe("a tool is typed against the services it needs, and runs on a runtime p
   });
 
   it('serves them over HTTP with only what the app uses: the runtime, a token verifier, the origin and auth settings', async () => {
-    const services = {
-      ...createToolRuntime({ store: new InMemoryIdempotencyStore(), secret: 's'.repeat(32) }),
-      counter: { next: () => 1 },
-      auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) },
-      config: {
-        allowedOrigins: [],
-        publicBaseUrl: undefined,
-        auth: {
-          mode: 'dev',
-          issuer: 'https://issuer.example',
-          requiredScopes: [],
-          devAuthDir: '',
-          audience: '',
-          tenantClaim: 'tenant',
-        } satisfies AppConfig['auth'],
-        confirmationOptOut: [],
-      },
-    };
+    const services = { ...appServices(), counter: { next: () => 1 } };
     const app = createApp(services, { tools: [count] });
     const call = await app.request('http://127.0.0.1/mcp', {
       method: 'POST',
@@ -101,6 +96,82 @@ describe("a tool is typed against the services it needs, and runs on a runtime p
     });
     expect(call.status).toBe(200);
     expect(JSON.stringify(await call.json())).toContain('counter.next');
+  });
+});
+
+/** What `createApp` uses of the endpoint's services: the runtime, a token verifier (every token is acme's), the settings. */
+function appServices() {
+  return {
+    ...createToolRuntime({ store: new InMemoryIdempotencyStore(), secret: 's'.repeat(32) }),
+    auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) },
+    config: {
+      allowedOrigins: [],
+      publicBaseUrl: undefined,
+      auth: {
+        mode: 'dev',
+        issuer: 'https://issuer.example',
+        requiredScopes: [],
+        devAuthDir: '',
+        audience: '',
+        tenantClaim: 'tenant',
+      } satisfies AppConfig['auth'],
+      confirmationOptOut: [],
+    },
+  };
+}
+
+describe('a tool written by hand refuses a read by throwing ReadToolError from its call (a gateway pass-through read)', () => {
+  const servers = new OwnServers();
+  afterAll(() => servers.close());
+  /** Reads a stock level elsewhere; refuses a tenant it has no account for, fails on anything else. */
+  const stock: ToolDefinition = {
+    kind: 'read',
+    name: 'stock_level',
+    title: 'Stock level',
+    description: 'Reads the stock level of an item.',
+    inputSchema: z.object({ item: z.string() }),
+    annotations: { readOnlyHint: true },
+    async call(args, call) {
+      if (args?.item === 'broken') throw new Error('the stock service is down');
+      throw new ReadToolError('NO_ACCOUNT', `no stock account for tenant ${call.caller.tenant}`);
+    },
+  };
+
+  async function callOn(url: string, item: string) {
+    const client = new Client({ name: 'read-refusal-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: 'Bearer acme' } } }));
+    try {
+      return (await client.callTool({ name: 'stock_level', arguments: { item } })) as {
+        isError?: boolean;
+        content: Array<{ type: string; text?: string }>;
+      };
+    } finally {
+      await client.close();
+    }
+  }
+
+  it.each([
+    ['the endpoint (createApp)', () => servers.listen(createApp(appServices(), { tools: [stock] }).fetch)],
+    [
+      'your own McpServer (registerReadTool)',
+      () =>
+        servers.v2(() => {
+          const server = new McpServer({ name: 'stock', version: '1' });
+          registerReadTool(server, stock, { services: appServices(), tenant: (authInfo) => authInfo?.extra?.tenant });
+          return server;
+        }),
+    ],
+  ])("on %s: the read refusal `CODE: message`, as defineReadTool's, and any other error is not one", async (_, serve) => {
+    const url = await serve();
+    const refused = await callOn(url, 'widget');
+    expect(refused.isError).toBe(true);
+    expect(refused.content).toEqual([{ type: 'text', text: 'NO_ACCOUNT: no stock account for tenant acme' }]);
+    // Only the refusal a tool means is answered as one: another error stays the server's own failure (a JSON-RPC
+    // error from the endpoint, the SDK's error result from an McpServer).
+    const failed = await callOn(url, 'broken').catch((err: Error) => ({ isError: true, content: [{ type: 'text', text: err.message }] }));
+    expect(failed.isError).toBe(true);
+    expect(failed.content[0]?.text).toMatch(/the stock service is down/);
+    expect(failed.content[0]?.text).not.toMatch(/^[A-Z][A-Z_]*: /);
   });
 });
 
