@@ -223,6 +223,16 @@ describe('secretCredentials: the gateway upstream credentials from Secrets Manag
         /could not be read from Secrets Manager: ResourceNotFoundException.*nothing was sent\. Call again with the same key\./,
       );
       expect(echoes(message)).toHaveLength(0);
+      // A read passed through is refused as a read is (`CODE: message`), and may be called again.
+      const read = (await agent.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })) as {
+        isError?: boolean;
+        content: Array<{ type: string; text?: string }>;
+      };
+      expect(read.isError).toBe(true);
+      expect(read.content).toHaveLength(1);
+      expect(read.content[0]!.text).toMatch(
+        /^UPSTREAM_CREDENTIAL_UNAVAILABLE: .*could not be read from Secrets Manager.*A read may be called again\.$/,
+      );
 
       // The secret restored: a failed read was not kept, and the key was left free.
       secrets[arn] = credentialsJson;
