@@ -23,7 +23,7 @@ export interface ToolReconciler {
 }
 
 /**
- * The reconciler class's settings, all resolved: what `startReconciler`'s `ReconcilerOptions` and the workers'
+ * The reconciler class's settings, all resolved: what `startReconciler`'s options and the workers'
  * environment come to. Not public: a team configures the reconciler through those.
  */
 export interface ReconcilerSettings {
@@ -54,7 +54,9 @@ export interface ReconcilerSettings {
 }
 
 /**
- * What one reconciler pass did: records found, released, failed, deferred, parked for review.
+ * What one reconciler pass did: records found, released, failed, deferred, parked for review. The one report of the
+ * reconciler wherever it runs: `startReconciler(...).runOnce()` in a server of your own, and the Lambda function's
+ * handler (`reconcilerLambdaHandler`).
  * @public
  */
 export interface ReconcileReport {
