@@ -3,9 +3,6 @@ import type { ApprovalDecision, ApprovalRecord } from './core/approval';
 /** The answer of `ApprovalStore.decide`. */
 export type DecideResult = Awaited<ReturnType<ApprovalStore['decide']>>;
 
-/** The answer of `ApprovalStore.use`. */
-export type UseResult = Awaited<ReturnType<ApprovalStore['use']>>;
-
 /**
  * Where approvals live (port; lambdas/store/dynamodb-approval-store.ts is the DynamoDB adapter). Each method is one
  * read or one conditional write, so two people (or one person's two tabs, or a replayed POST) deciding at once

@@ -29,12 +29,6 @@ export interface ExtraWrite {
 /** How `IdempotencyStore.claim` and `commitOnce` treat a settled record past its retention. */
 export type ClaimOptions = NonNullable<Parameters<IdempotencyStore['claim']>[2]>;
 
-/** What `IdempotencyStore.claim` answers. */
-export type ClaimResult = Awaited<ReturnType<IdempotencyStore['claim']>>;
-
-/** What `IdempotencyStore.commitOnce` answers. */
-export type CommitOnceResult = Awaited<ReturnType<IdempotencyStore['commitOnce']>>;
-
 /**
  * What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine.
  *
@@ -105,9 +99,6 @@ export function attentionDueAt(record: IdempotencyRecord): number {
   if (record.status === 'UNKNOWN') return record.nextCheckAt ?? record.updatedAt;
   return record.updatedAt;
 }
-
-/** Which records `RecordQueries` lists for the reconciler: those due by a time. */
-export type AttentionQuery = Pick<Parameters<RecordQueries['findAttention']>[1], 'dueBy'>;
 
 /**
  * The queries of the reconciler and the review desk (`idempotent-mcp ops`): the records that need a look, found
