@@ -3,14 +3,10 @@ import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { systemClock, type Clock } from '../lambdas/core/clock';
 import { canonicalJson } from '../lambdas/core/fingerprint';
-import type { Outcome } from '../lambdas/core/result-contract';
+import type { WriteToolResult } from '../lambdas/core/result-contract';
 
-/**
- * Where a call stands, as far as this agent knows.
- *
- * @public
- */
-export type CallState = 'submitted' | 'in_progress' | 'succeeded' | 'failed' | 'unknown';
+/** Where a call stands, as far as this agent knows (`LedgerEntry['state']`). */
+export type CallState = LedgerEntry['state'];
 
 const SETTLED: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
 
@@ -37,13 +33,14 @@ export interface LedgerEntry extends CallIdentity {
   /** What the server deduplicates on: the idempotency_key we generated, or the operation_id it issued. */
   key: string;
   keyKind: 'idempotency_key' | 'operation_id';
-  state: CallState;
+  /** Where the call stands, as far as this agent knows. */
+  state: 'submitted' | 'in_progress' | 'succeeded' | 'failed' | 'unknown';
   /** Requests sent for this intent, over all calls. */
   attempts: number;
   createdAt: number;
   updatedAt: number;
   expiresAt: number;
-  lastOutcome?: Outcome;
+  lastOutcome?: WriteToolResult['outcome'];
   /** The state is the server's final answer (not retryable): later non-final answers (an outage) leave it as it is. */
   final?: boolean;
   /** The contract's error code, or a short transport description. */

@@ -1,7 +1,7 @@
 import type { FetchLike } from '@modelcontextprotocol/client';
 import type { Clock } from '../lambdas/core/clock';
 import type { WriteToolResult } from '../lambdas/core/result-contract';
-import type { CallLedger, CallState, LedgerEntry } from './call-ledger';
+import type { CallLedger, LedgerEntry } from './call-ledger';
 import type { RetryOptions, TransportFailure } from './retry';
 
 import type { ApprovalLink } from './approval-links';
@@ -99,7 +99,7 @@ export interface WriteCall<R = unknown> {
   /** The key the server deduplicates on ('' if no operation id could be obtained). */
   key: string;
   keyKind: LedgerEntry['keyKind'];
-  state: CallState;
+  state: LedgerEntry['state'];
   /** The last answer in the result contract, if any arrived. */
   result?: WriteToolResult<R>;
   /** Why the last attempt got no answer in the contract. */

@@ -1,16 +1,6 @@
 import type { FetchLike } from '@modelcontextprotocol/client';
 
 /**
- * A fetch that misbehaves on purpose, for tests and demos of the client's retries (give it as the client's `fetch`).
- * - `lose-response`: the request reaches the server and runs; its answer is read and thrown away, and the caller
- *   sees a reset connection (the case idempotency keys exist for).
- * - `refuse`: nothing is sent; the caller sees a refused connection.
- * - `status`: nothing is sent; the caller gets this HTTP status (with Retry-After if given).
- * @public
- */
-export type Fault = { mode: 'lose-response' } | { mode: 'refuse' } | { mode: 'status'; status: number; retryAfterSeconds?: number };
-
-/**
  * One fault `createFaultFetch` injects: the tool it hits, before or after the server answered, the fault, how many times.
  * @public
  */
@@ -22,24 +12,20 @@ export interface FaultRule {
    * confirmation, the request that runs the operation.
    */
   answered?: boolean;
-  fault: Fault;
+  /**
+   * How the fetch misbehaves, for tests and demos of the client's retries (give it as the client's `fetch`).
+   * - `lose-response`: the request reaches the server and runs; its answer is read and thrown away, and the caller
+   *   sees a reset connection (the case idempotency keys exist for).
+   * - `refuse`: nothing is sent; the caller sees a refused connection.
+   * - `status`: nothing is sent; the caller gets this HTTP status (with Retry-After if given).
+   */
+  fault: { mode: 'lose-response' } | { mode: 'refuse' } | { mode: 'status'; status: number; retryAfterSeconds?: number };
   /** How many matching requests it hits before it is spent. */
   times: number;
 }
 
-/**
- * One request a `FaultFetch` saw, and the fault it injected, if any.
- * @public
- */
-export interface RequestLogEntry {
-  /** The JSON-RPC method, or the HTTP method for bodiless requests. */
-  method: string;
-  tool?: string;
-  /** It carried answers to the server's input requests. */
-  answered?: boolean;
-  /** The fault applied, if any. */
-  fault?: Fault['mode'];
-}
+/** One request a `FaultFetch` saw (`FaultFetch['requests'][number]`). */
+type RequestLogEntry = FaultFetch['requests'][number];
 
 /**
  * A fetch that injects the faults of its rules, with the log of the requests it saw.
@@ -48,8 +34,16 @@ export interface RequestLogEntry {
 export interface FaultFetch {
   fetch: FetchLike;
   inject(rule: FaultRule): void;
-  /** Every request seen, in order. */
-  readonly requests: readonly RequestLogEntry[];
+  /** Every request seen, in order, and the fault it injected, if any. */
+  readonly requests: readonly {
+    /** The JSON-RPC method, or the HTTP method for bodiless requests. */
+    method: string;
+    tool?: string;
+    /** It carried answers to the server's input requests. */
+    answered?: boolean;
+    /** The fault applied, if any. */
+    fault?: FaultRule['fault']['mode'];
+  }[];
   /** `tools/call` requests seen for a tool, faulted or not. */
   callsTo(tool: string): number;
 }

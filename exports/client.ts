@@ -11,6 +11,6 @@ export {
   type WriteCall,
   type WriteCallRequest,
 } from '../client/idempotent-client';
-export { CallLedger, type CallIdentity, type CallLedgerOptions, type CallState, type LedgerEntry } from '../client/call-ledger';
+export { CallLedger, type CallIdentity, type CallLedgerOptions, type LedgerEntry } from '../client/call-ledger';
 export type { RetryOptions, TransportFailure } from '../client/retry';
-export type { Outcome, WriteToolResult } from '../lambdas/core/result-contract';
+export type { WriteToolResult } from '../lambdas/core/result-contract';

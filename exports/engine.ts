@@ -10,40 +10,18 @@ export {
   TerminalToolError,
   TransientToolError,
   UncertainToolError,
-  type FailureKind,
   type ToolFailure,
 } from '../lambdas/core/errors';
 export { validateIdempotencyKey } from '../lambdas/core/idempotency-key';
 export type { AbsentPolicy, ReconcileFinding, ReconcileRequest } from '../lambdas/core/reconcile';
-export type { ContractError, Outcome, WriteToolResult } from '../lambdas/core/result-contract';
-export type {
-  ExpiryPolicy,
-  IdempotencyRecord,
-  OperatorEvent,
-  RecordState,
-  RecordStatus,
-  ReviewEntry,
-  StoredError,
-} from '../lambdas/core/state-machine';
+export type { WriteToolResult } from '../lambdas/core/result-contract';
+export type { IdempotencyRecord, ReviewEntry, StoredError } from '../lambdas/core/state-machine';
 export type { IdempotencyPolicy, ToolEffect } from '../lambdas/core/tool-policy';
 export { IdempotencyEngine, type EngineOptions } from '../lambdas/engine/engine';
+export type { Execution, ExecutionContext, Executor, WriteRequest, NeedsConfirmation } from '../lambdas/engine/write-request';
+export type { ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
+export type { EngineEvent, IdempotencyObserver } from '../lambdas/engine/observer';
 export type {
-  Execution,
-  ExecutionContext,
-  ExecutionPath,
-  Executor,
-  WriteRequest,
-  NeedsConfirmation,
-  EngineAnswer,
-} from '../lambdas/engine/write-request';
-export type { ConfirmationAsk, ConfirmationPorts, ConfirmationRequirement } from '../lambdas/confirmation/gate';
-export type { EngineEvent, EngineEventType, IdempotencyObserver } from '../lambdas/engine/observer';
-export type {
-  AttentionQuery,
-  AttentionStatus,
-  ClaimOptions,
-  ClaimResult,
-  CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
   OperatorDecision,
@@ -53,18 +31,9 @@ export type {
   RecordMemos,
   ReviewLog,
   ReviewStore,
-  Settlement,
 } from '../lambdas/engine/persistence';
-export { InMemoryIdempotencyStore, type InMemoryStoreOptions } from '../lambdas/engine/in-memory-store';
-export type {
-  ApprovalDecision,
-  ApprovalLogEntry,
-  ApprovalMode,
-  ApprovalRecord,
-  ApprovalStatus,
-  ApprovalUse,
-} from '../lambdas/confirmation/core/approval';
-export type { ApprovalStore, DecideResult, UseResult } from '../lambdas/confirmation/approval-store';
+export { InMemoryIdempotencyStore } from '../lambdas/engine/in-memory-store';
+export type { ApprovalRecord } from '../lambdas/confirmation/core/approval';
+export type { ApprovalStore } from '../lambdas/confirmation/approval-store';
 export { InMemoryApprovalStore } from '../lambdas/confirmation/in-memory-approval-store';
 export type { ConfirmationBinding } from '../lambdas/confirmation/core/round-state';
-export type { ItemKey } from '../lambdas/core/keys';

@@ -86,7 +86,7 @@ export interface SideEffectsConfig {
 export interface AppConfig {
   tableName: string;
   /**
-   * Whose records these are on a shared table (`DynamoDbStoreOptions.keyPrefix`): the endpoint's records, memos and
+   * Whose records these are on a shared table (`DynamoDbIdempotencyStore`'s `keyPrefix`): the endpoint's records, memos and
    * attention partitions carry it, and its reconciler settles only them. Unset: none (an endpoint's default). A
    * gateway's default is its upstream's (docs/gateway.md, "Sharing a table").
    */

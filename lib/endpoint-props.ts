@@ -102,7 +102,7 @@ export interface EndpointSettings extends FunctionNetwork {
    */
   readonly approvalPage?: ApprovalPageSettings;
   /**
-   * A table you already have, instead of a new one. It must have the schema the toolkit writes (`TableSchema`):
+   * A table you already have, instead of a new one. It must have the schema the toolkit writes (`ensureTable`'s):
    * partition key `pk` (string), sort key `sk` (string), TTL on `expires_at`, a global secondary index `attention`
    * (partition key `attention_pk` string, sort key `attention_at` number, ALL projected), and with deliveries a
    * stream with NEW_IMAGE, its ARN given as `tableStreamArn` (`Table.fromTableAttributes`, with `encryptionKey` if

@@ -10,13 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
-import {
-  closeDynamoDbClient,
-  createDynamoDbClient,
-  DynamoDbApprovalStore,
-  DynamoDbIdempotencyStore,
-  ensureTable,
-} from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import {
   approvalPage,
   createToolRuntime,
@@ -139,7 +133,7 @@ export async function startPaymentServer(options: PaymentServerOptions): Promise
     stop: async () => {
       await mcp.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
-      closeDynamoDbClient(doc);
+      doc.destroy();
     },
   };
 }

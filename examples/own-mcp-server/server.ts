@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { type AuthInfo, createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serve } from '@hono/node-server';
 import * as z from 'zod';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import {
   createToolRuntime,
   defineWriteTool,
@@ -146,7 +146,7 @@ export async function startInvoiceServer(options: InvoiceServerOptions = {}): Pr
       await reconciler.stop();
       await handler.close();
       await new Promise<void>((resolve) => http.close(() => resolve()));
-      closeDynamoDbClient(doc);
+      doc.destroy();
     },
   };
 }

@@ -1,28 +1,7 @@
-import type { ApprovalDecision, ApprovalRecord, ApprovalUse } from './core/approval';
+import type { ApprovalDecision, ApprovalRecord } from './core/approval';
 
-/**
- * The answer of `decide`: applied, or why not (nothing written).
- *
- * @public
- */
-export type DecideResult =
-  | { applied: true; record: ApprovalRecord }
-  /** Already decided (by this person in another tab, by a replayed POST, by another person): the first decision stands. */
-  | { applied: false; reason: 'decided'; record: ApprovalRecord }
-  /** Past its expiry: the next call of the agent asks anew. */
-  | { applied: false; reason: 'expired'; record: ApprovalRecord }
-  /** Asked the other way (on the page, or in the client's form): it is decided only the way it was asked. */
-  | { applied: false; reason: 'mode'; record: ApprovalRecord }
-  /** No such approval, or replaced by a newer round (the link is stale). */
-  | { applied: false; reason: 'unknown' };
-
-/**
- * The answer of `use`: the run may go on (the approval now records it), or another run used the round first, or the
- * round is no longer the approved one read (nothing written either way).
- *
- * @public
- */
-export type UseResult = { applied: true; record: ApprovalRecord } | { applied: false; record: ApprovalRecord | undefined };
+/** The answer of `ApprovalStore.decide`. */
+export type DecideResult = Awaited<ReturnType<ApprovalStore['decide']>>;
 
 /**
  * Where approvals live (port; lambdas/store/dynamodb-approval-store.ts is the DynamoDB adapter). Each method is one
@@ -41,15 +20,36 @@ export interface ApprovalStore {
   open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord>;
   /**
    * Decides `record`'s round (as read) once: only while it is the current round, pending, unexpired, and asked the
-   * way it is decided (`decision.via`). Appends the decision to the log (`decisionEntry`).
+   * way it is decided (`decision.via`). Appends the decision to the log (`decisionEntry`). The decision is made
+   * `via` the page or a form, as the log records it. Answers applied, or why not (nothing written).
    */
-  decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult>;
+  decide(
+    record: ApprovalRecord,
+    decision: { status: 'approved' | 'declined'; by: string; at: number; via: ApprovalRecord['mode'] },
+  ): Promise<
+    | { applied: true; record: ApprovalRecord }
+    /** Already decided (by this person in another tab, by a replayed POST, by another person): the first decision stands. */
+    | { applied: false; reason: 'decided'; record: ApprovalRecord }
+    /** Past its expiry: the next call of the agent asks anew. */
+    | { applied: false; reason: 'expired'; record: ApprovalRecord }
+    /** Asked the other way (on the page, or in the client's form): it is decided only the way it was asked. */
+    | { applied: false; reason: 'mode'; record: ApprovalRecord }
+    /** No such approval, or replaced by a newer round (the link is stale). */
+    | { applied: false; reason: 'unknown' }
+  >;
   /**
    * Records that a run uses `record`'s yes (as read), once: only while it is the current round, approved and used by
    * no run. Appends the use to the log (`useEntry`). The engine calls it before the run claims the key, so whether a
    * yes was used survives the idempotency record (whose retention may be shorter than the link's lifetime).
+   * `use.at`: epoch ms, when the run used the yes (before it claimed the key); `use.by`: the run, the owner token of
+   * the idempotency record it claims (`ops show` prints it). Answers applied (the run may go on; the approval now
+   * records it), or not: another run used the round first, or the round is no longer the approved one read (nothing
+   * written either way).
    */
-  use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult>;
+  use(
+    record: ApprovalRecord,
+    use: { at: number; by: string },
+  ): Promise<{ applied: true; record: ApprovalRecord } | { applied: false; record: ApprovalRecord | undefined }>;
 }
 
 /** Whether `use` of round `nonce` can be written on the approval as it is now: the rule of every store's conditional write. */

@@ -15,6 +15,7 @@ import { WriteResults, type WriteToolResult } from '../core/result-contract';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ApprovalStore } from './approval-store';
 import type { ConfirmationSigner } from './signer';
+import type { NeedsConfirmation } from '../engine/write-request';
 
 /**
  * The engine's gate for a tool a person confirms, handed to the engine once (`EngineOptions.confirmation`): asked by
@@ -75,23 +76,8 @@ export type ConfirmationRequirement =
 /** A requirement under which somebody is asked. */
 type Asking = Exclude<ConfirmationRequirement, { how: 'nobody' }>;
 
-/**
- * How the person is asked; the protocol's edge turns it into its own request (an MCP input request).
- *
- * @public
- */
-export type ConfirmationAsk =
-  | {
-      via: 'url';
-      /** The approval's id: the link's last segment, the ask's id. */
-      approvalId: string;
-      url: string;
-      /** What the person reads beside the link. */
-      message: string;
-      /** The round's token, for a client that answers asks. */
-      requestState: string | undefined;
-    }
-  | { via: 'form'; message: string; requestState: string };
+/** How the person is asked (`NeedsConfirmation['ask']`). */
+export type ConfirmationAsk = NeedsConfirmation['ask'];
 
 /**
  * The gate's answer: run now, ask the person, or answer this instead (nothing ran). `held`: the key was claimed since

@@ -1,5 +1,5 @@
-import { type ApprovalDecision, type ApprovalRecord, type ApprovalUse, decisionEntry, useEntry } from './core/approval';
-import { type ApprovalStore, type DecideResult, decisionRefused, usable, type UseResult } from './approval-store';
+import { type ApprovalRecord, decisionEntry, useEntry } from './core/approval';
+import { type ApprovalStore, decisionRefused, usable } from './approval-store';
 import type { RecordIdentity } from '../engine/persistence';
 
 const keyOf = (binding: RecordIdentity) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);
@@ -34,7 +34,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return copy(record);
   }
 
-  async decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult> {
+  async decide(record: ApprovalRecord, decision: Parameters<ApprovalStore['decide']>[1]): ReturnType<ApprovalStore['decide']> {
     const now = this.approvals.get(keyOf(record));
     const refused = decisionRefused(now && copy(now), record.nonce, decision);
     if (refused) return refused;
@@ -49,7 +49,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return { applied: true, record: copy(decided) };
   }
 
-  async use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult> {
+  async use(record: ApprovalRecord, use: Parameters<ApprovalStore['use']>[1]): ReturnType<ApprovalStore['use']> {
     const now = this.approvals.get(keyOf(record));
     if (!usable(now, record.nonce)) return { applied: false, record: now && copy(now) };
     const used: ApprovalRecord = { ...now, usedAt: use.at, usedBy: use.by, log: [...now.log, useEntry(now, use)] };

@@ -39,18 +39,8 @@ export const ErrorCode = {
  */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/**
- * What a failure tells us about whether the side effect happened.
- *
- * @public
- */
-export type FailureKind =
-  /** A business rejection: nothing happened and nothing will; stored as FAILED and replayed. */
-  | 'terminal'
-  /** Known not to have happened and worth retrying: the key is released so a retry executes. */
-  | 'transient'
-  /** It may have happened: stored as UNKNOWN and settled by the reconciler, never retried blindly. */
-  | 'uncertain';
+/** What a failure tells us about whether the side effect happened (`ToolFailure.kind`). */
+export type FailureKind = ToolFailure['kind'];
 
 /**
  * Base of the errors a tool throws to say how its failure must be treated.
@@ -58,7 +48,13 @@ export type FailureKind =
  * @public
  */
 export abstract class ToolFailure extends Error {
-  abstract readonly kind: FailureKind;
+  /**
+   * What the failure tells us about whether the side effect happened. `terminal`: a business rejection, nothing
+   * happened and nothing will; stored as FAILED and replayed. `transient`: known not to have happened and worth
+   * retrying; the key is released so a retry executes. `uncertain`: it may have happened; stored as UNKNOWN and
+   * settled by the reconciler, never retried blindly.
+   */
+  abstract readonly kind: 'terminal' | 'transient' | 'uncertain';
   constructor(
     readonly code: string,
     message: string,

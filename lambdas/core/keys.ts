@@ -1,8 +1,4 @@
-/**
- * A storage key: the partition and sort key of one item.
- *
- * @public
- */
+/** A storage key: the partition and sort key of one item. */
 export interface ItemKey {
   pk: string;
   sk: string;

@@ -1,35 +1,29 @@
 import { ErrorCode } from './errors';
 import { keyForEcho } from './idempotency-key';
 
-/**
- * The one result contract of every write tool (the MCP `structuredContent`).
- * `retryable` says whether calling again *with the same key* can help.
- * @public
- */
-export type Outcome = 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
+/** A write tool's outcome (`WriteToolResult['outcome']`). */
+export type Outcome = WriteToolResult['outcome'];
+
+/** The error of a failed write tool's result (`WriteToolResult['error']`). */
+export type ContractError = NonNullable<WriteToolResult['error']>;
 
 /**
- * The error of a failed write tool's result: a stable code and a sentence.
- * @public
- */
-export interface ContractError {
-  code: string;
-  message: string;
-}
-
-/**
- * A write tool's answer: its outcome (succeeded, failed, unknown, ...), the result or error, and retry advice.
+ * A write tool's answer, the one result contract of every write tool (the MCP `structuredContent`): its outcome,
+ * the result or error, and retry advice.
  * @public
  */
 export interface WriteToolResult<R = unknown> {
-  outcome: Outcome;
+  /** What became of the call: `succeeded`, `failed`, `in_progress`, `unknown`, `conflict` or `rejected`. */
+  outcome: 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
   replayed: boolean;
+  /** Whether calling again *with the same key* can help. */
   retryable: boolean;
   retry_after_ms?: number;
   /** The key the call ran under (its `idempotency_key`, or its `operation_id`); absent when the call carried none. */
   idempotency_key?: string;
   result?: R;
-  error?: ContractError;
+  /** The error of a failed call: a stable code (`ErrorCode`) and a sentence. */
+  error?: { code: string; message: string };
   /** On a replay: when the operation first ran (ISO 8601). */
   first_executed_at?: string;
   /** With APPROVAL_REQUIRED: the approval page's link, for the person to open (the text says so too). */

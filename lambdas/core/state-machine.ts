@@ -1,28 +1,9 @@
-import type { FailureKind } from './errors';
+import type { ToolFailure } from './errors';
 import { leaseHasPassed, leaseRemainingMs } from './lease';
 
-/**
- * The lifecycle of one idempotency record (tenant + tool + key).
- *
- *   ABSENT --claim--> PROCESSING --complete--> SUCCEEDED --expire--> ABSENT
- *                         |  \--fail-------> FAILED ----expire--> ABSENT
- *                         |  \--release----> ABSENT            (transient, known not to have happened)
- *                         |  \--uncertain--> UNKNOWN           (may have happened)
- *                         |  \--lease_expired--> UNKNOWN       (executor vanished; not safe to re-run)
- *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
- *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
- *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
- *           --reconcile_deferred--> UNKNOWN    (the downstream could not be asked: one more attempt counted; or
- *                                              asked inside the in-flight window, lambdas/core/in-flight.ts: not counted)
- *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
- *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
- * @public
- */
-export type RecordStatus = 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
-/**
- * A record's status, or ABSENT when there is none.
- * @public
- */
+/** A record's stored status (the lifecycle is on `IdempotencyRecord.status`). */
+export type RecordStatus = IdempotencyRecord['status'];
+/** A record's status, or ABSENT when there is none. */
 export type RecordState = RecordStatus | 'ABSENT';
 
 export type TransitionEvent =
@@ -41,12 +22,8 @@ export type TransitionEvent =
   | 'expire'
   | OperatorEvent;
 
-/**
- * What a person decides about an operation whose outcome the reconciler could not settle (the review workflow).
- *
- * @public
- */
-export type OperatorEvent = 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck';
+/** What a person decides about an operation whose outcome the reconciler could not settle (the review workflow). */
+export type OperatorEvent = ReviewEntry['action'];
 
 /** A person settles what they verified by hand, or sends the record back to the reconciler with fresh attempts. */
 const OPERATOR_TRANSITIONS: Record<OperatorEvent, RecordState> = {
@@ -136,7 +113,23 @@ export interface IdempotencyRecord {
   tool: string;
   idempotencyKey: string;
   fingerprint: string;
-  status: RecordStatus;
+  /**
+   * The lifecycle of one idempotency record (tenant + tool + key).
+   *
+   *   ABSENT --claim--> PROCESSING --complete--> SUCCEEDED --expire--> ABSENT
+   *                         |  \--fail-------> FAILED ----expire--> ABSENT
+   *                         |  \--release----> ABSENT            (transient, known not to have happened)
+   *                         |  \--uncertain--> UNKNOWN           (may have happened)
+   *                         |  \--lease_expired--> UNKNOWN       (executor vanished; not safe to re-run)
+   *                         \--take_over--> PROCESSING           (executor vanished; downstream dedups on our key)
+   *   UNKNOWN --reconciled_found--> SUCCEEDED | --reconciled_absent--> ABSENT
+   *           --reconciled_absent_fail--> FAILED | --reconcile_exhausted--> NEEDS_REVIEW
+   *           --reconcile_deferred--> UNKNOWN    (the downstream could not be asked: one more attempt counted; or
+   *                                              asked inside the in-flight window, lambdas/core/in-flight.ts: not counted)
+   *   UNKNOWN | NEEDS_REVIEW --operator_settled_found--> SUCCEEDED | --operator_settled_absent--> ABSENT
+   *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
+   */
+  status: 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
   ownerToken: string;
   createdAt: number;
   updatedAt: number;
@@ -149,7 +142,7 @@ export interface IdempotencyRecord {
   traceId?: string;
   result?: unknown;
   error?: StoredError;
-  errorType?: FailureKind | 'lease_expired' | 'store_error' | 'result_too_large' | 'reconcile_exhausted';
+  errorType?: ToolFailure['kind'] | 'lease_expired' | 'store_error' | 'result_too_large' | 'reconcile_exhausted';
   reconcileAttempts?: number;
   /** For UNKNOWN records: when the reconciler should look next. */
   nextCheckAt?: number;
@@ -175,10 +168,11 @@ export interface ReviewEntry {
   by: string;
   /** Epoch ms. */
   at: number;
-  action: OperatorEvent;
+  /** What a person decided about an operation whose outcome the reconciler could not settle. */
+  action: 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck';
   reason: string;
-  from: RecordStatus;
-  to: RecordState;
+  from: IdempotencyRecord['status'];
+  to: IdempotencyRecord['status'] | 'ABSENT';
 }
 
 /** The review log is short: an incident's few decisions, not a history. */
@@ -231,10 +225,7 @@ export function withinLogBounds(entries: readonly unknown[]): boolean {
 /** How long an audit log (the review log, an approval's rounds) is kept after its last entry: well beyond its record. */
 export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
-/**
- * What happens to a key after its record's retention, and whether a stale execution may run again.
- * @public
- */
+/** What happens to a key after its record's retention, and whether a stale execution may run again. */
 export interface ExpiryPolicy {
   /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
   onExpired: 'execute' | 'review';

@@ -4,7 +4,6 @@
  */
 import { DEFAULT_NON_BUSINESS_FIELDS } from './fingerprint';
 import { DEFAULT_DOWNSTREAM_TIMEOUT_MS, inFlightWindowMs } from './in-flight';
-import type { ExpiryPolicy } from './state-machine';
 
 /**
  * Per-tool idempotency settings; every field has a default a newcomer can leave alone.
@@ -17,7 +16,7 @@ export interface IdempotencyPolicy {
   /** How long duplicates replay the stored result. Default 24 h. */
   retentionSeconds?: number;
   /** After retention: execute again (default) or refuse with REVIEW_REQUIRED. */
-  onExpired?: ExpiryPolicy['onExpired'];
+  onExpired?: 'execute' | 'review';
   /** With onExpired 'review': how long after retention the key is still remembered. Default 30 days. */
   reviewWindowSeconds?: number;
   /**

@@ -12,7 +12,7 @@ import { silentObserver, type EngineEventType, type IdempotencyObserver } from '
 import { type Emit, Outcomes, replayOf, type ResolvedPolicy } from './outcomes';
 import type { IdempotencyStore, RecordIdentity } from './persistence';
 import { type AfterClaim, budgetFor, noTimeLeftError, ToolRuns } from './tool-runs';
-import type { EngineAnswer, Executor, WriteRequest } from './write-request';
+import type { EngineAnswer, Executor, NeedsConfirmation, WriteRequest } from './write-request';
 
 /**
  * The engine: one handler (`answer`) owns the idempotency state machine: validate, read or claim the key (asking the
@@ -121,7 +121,7 @@ export class IdempotencyEngine {
     confirmation: ConfirmationRequirement | undefined,
     policyInput: IdempotencyPolicy,
     execute: Executor<R>,
-  ): Promise<EngineAnswer<R>> {
+  ): Promise<WriteToolResult<R> | NeedsConfirmation> {
     return this.answer(request, confirmation, policyInput, execute);
   }
 

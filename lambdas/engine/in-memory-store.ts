@@ -1,4 +1,5 @@
 import type { ItemKey } from '../core/keys';
+import type { IdempotencyPolicy } from '../core/tool-policy';
 import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
 import { leaseHasPassed } from '../core/lease';
 import {
@@ -16,11 +17,7 @@ import {
 } from '../core/state-machine';
 import {
   attentionDueAt,
-  type AttentionQuery,
   type AttentionStatus,
-  type ClaimOptions,
-  type ClaimResult,
-  type CommitOnceResult,
   type ExtraWrite,
   type IdempotencyStore,
   type OperatorDecision,
@@ -29,23 +26,10 @@ import {
   type ReviewLog,
   type ReviewStore,
   type RecordQueries,
-  type Settlement,
 } from './persistence';
 
 const itemKey = (key: ItemKey, table = '') => JSON.stringify([table, key.pk, key.sk]);
 const copy = <T>(value: T): T => structuredClone(value);
-
-/**
- * Options of `InMemoryIdempotencyStore`: whose records it keeps, and which store's records it shares.
- *
- * @public
- */
-export interface InMemoryStoreOptions {
-  /** Whose records these are, as `DynamoDbStoreOptions.keyPrefix`: its queries find only its own. Default none. */
-  keyPrefix?: string;
-  /** Another in-memory store whose records this one shares, as two stores share one table (tests of a shared table). */
-  sharedWith?: InMemoryIdempotencyStore;
-}
 
 /**
  * The store port in one process's memory: the engine's unit tests, and single-process use where losing the records
@@ -61,7 +45,15 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   /** Whose records these are on a shared table: as the DynamoDB adapter's `keyPrefix`. */
   readonly keyPrefix: string;
 
-  constructor(options: InMemoryStoreOptions = {}) {
+  /** `options`: whose records it keeps, and which store's records it shares. */
+  constructor(
+    options: {
+      /** Whose records these are, as the DynamoDB store's `keyPrefix`: its queries find only its own. Default none. */
+      keyPrefix?: string;
+      /** Another in-memory store whose records this one shares, as two stores share one table (tests of a shared table). */
+      sharedWith?: InMemoryIdempotencyStore;
+    } = {},
+  ) {
     const keyPrefix = options.keyPrefix ?? '';
     if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.:-]*$/.test(keyPrefix))
       throw new TypeError('InMemoryIdempotencyStore: keyPrefix may contain only A-Z a-z 0-9 _ . : -');
@@ -77,7 +69,11 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return JSON.stringify([this.keyPrefix, id.tenant, id.tool, id.idempotencyKey]);
   }
 
-  async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
+  async claim(
+    record: IdempotencyRecord,
+    now: number,
+    options: { onExpired?: IdempotencyPolicy['onExpired'] } = {},
+  ): ReturnType<IdempotencyStore['claim']> {
     transition('ABSENT', 'claim');
     const existing = this.records.get(this.key(record));
     if (!existing || keyIsFree(existing, now, options.onExpired)) {
@@ -91,9 +87,9 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   async commitOnce(
     record: IdempotencyRecord,
     now: number,
-    options: ClaimOptions = {},
+    options: { onExpired?: IdempotencyPolicy['onExpired'] } = {},
     writes: ExtraWrite[] = [],
-  ): Promise<CommitOnceResult> {
+  ): ReturnType<IdempotencyStore['commitOnce']> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     const existing = this.records.get(this.key(record));
     if (existing && !keyIsFree(existing, now, options.onExpired)) {
@@ -122,7 +118,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   async settle(
     identity: RecordIdentity,
     ownerToken: string,
-    settlement: Settlement,
+    settlement: Parameters<IdempotencyStore['settle']>[2],
     now: number,
     writes: ExtraWrite[] = [],
   ): Promise<void> {
@@ -232,16 +228,22 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   assertQueryable(): void {}
 
-  async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
+  async findAttention(
+    status: Parameters<RecordQueries['findAttention']>[0],
+    query: { dueBy?: number; limit: number },
+  ): Promise<IdempotencyRecord[]> {
     return this.needingAttention(status, query.dueBy).slice(0, query.limit);
   }
 
-  async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
+  async *attentionPages(
+    status: Parameters<RecordQueries['attentionPages']>[0],
+    query: { dueBy?: number; pageSize: number },
+  ): AsyncIterable<IdempotencyRecord[]> {
     const found = this.needingAttention(status, query.dueBy);
     for (let i = 0; i < found.length; i += query.pageSize) yield found.slice(i, i + query.pageSize);
   }
 
-  async countAttention(status: AttentionStatus): Promise<number> {
+  async countAttention(status: Parameters<RecordQueries['countAttention']>[0]): Promise<number> {
     return this.needingAttention(status).length;
   }
 
@@ -258,7 +260,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
   }
 
   /** A tool's item created by a settlement (tests look at what committed). */
-  item(key: ItemKey, table?: string): Record<string, unknown> | undefined {
+  item(key: ExtraWrite['create']['key'], table?: string): Record<string, unknown> | undefined {
     const item = this.items.get(itemKey(key, table));
     return item && copy(item);
   }

@@ -1,27 +1,24 @@
-/**
- * What the engine reports; adapters turn these into metrics and log lines (never raw keys or arguments).
- *
- * @public
- */
-export type EngineEventType =
-  | 'executed'
-  | 'replayed'
-  | 'conflict'
-  | 'in_progress'
-  | 'unknown'
-  | 'released'
-  | 'failed'
-  | 'review_required'
-  | 'taken_over'
-  | 'ownership_lost'
-  | 'store_unavailable';
+/** What the engine reports (`EngineEvent['type']`). */
+export type EngineEventType = EngineEvent['type'];
 
 /**
  * One thing the engine did (executed, replayed, conflicted, ...), as an `IdempotencyObserver` sees it.
  * @public
  */
 export interface EngineEvent {
-  type: EngineEventType;
+  /** What the engine did; adapters turn these into metrics and log lines (never raw keys or arguments). */
+  type:
+    | 'executed'
+    | 'replayed'
+    | 'conflict'
+    | 'in_progress'
+    | 'unknown'
+    | 'released'
+    | 'failed'
+    | 'review_required'
+    | 'taken_over'
+    | 'ownership_lost'
+    | 'store_unavailable';
   tool: string;
   tenant: string;
   /** `hashForLog` of the idempotency key. */

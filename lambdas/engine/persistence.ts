@@ -1,5 +1,5 @@
-import type { ItemKey } from '../core/keys';
-import type { ExpiryPolicy, IdempotencyRecord, RecordStatus, ReviewEntry, StoredError } from '../core/state-machine';
+import type { IdempotencyRecord, ReviewEntry, StoredError } from '../core/state-machine';
+import type { IdempotencyPolicy } from '../core/tool-policy';
 
 /**
  * What names a record: the tenant, the tool and the idempotency key.
@@ -18,43 +18,16 @@ export interface RecordIdentity {
  */
 export interface ExtraWrite {
   create: {
-    key: ItemKey;
+    /** The item's key: its partition and sort key. */
+    key: { pk: string; sk: string };
     item: Record<string, unknown>;
     /** Another table of the same store; default the records' own. */
     table?: string;
   };
 }
 
-/**
- * How `IdempotencyStore.claim` treats a settled record past its retention.
- * @public
- */
-export interface ClaimOptions {
-  /** The tool's policy after retention: with 'execute', a settled record past its retention frees its key too. */
-  onExpired?: ExpiryPolicy['onExpired'];
-}
-
-/**
- * What `IdempotencyStore.claim` answers: the key claimed for this call, or the record that holds it.
- * @public
- */
-export type ClaimResult =
-  /**
-   * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
-   * be applied later; the engine then never releases the key with a "nothing ran" answer.
-   */
-  { claimed: true; answerLost?: boolean } | { claimed: false; existing: IdempotencyRecord };
-
-/**
- * What `IdempotencyStore.commitOnce` answers: committed, held by another call's record, or refused by a transaction in flight.
- * @public
- */
-export type CommitOnceResult =
-  | { committed: true }
-  /** The key is held: the caller is a duplicate and answers from this record. Nothing was written. */
-  | { committed: false; existing: IdempotencyRecord }
-  /** Another transaction on the same items was in flight: nothing was written; trying again may commit or meet its record. */
-  | { committed: false; contended: true };
+/** How `IdempotencyStore.claim` and `commitOnce` treat a settled record past its retention. */
+export type ClaimOptions = NonNullable<Parameters<IdempotencyStore['claim']>[2]>;
 
 /**
  * What the reconciler concluded about an UNKNOWN record; each is one transition of the state machine.
@@ -113,12 +86,8 @@ export interface ReviewStore {
   decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean>;
 }
 
-/**
- * The statuses of records that need a look: a lease running (or passed), an outcome to verify, a person's review.
- *
- * @public
- */
-export type AttentionStatus = Extract<RecordStatus, 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW'>;
+/** The statuses of records that need a look (`RecordQueries`). */
+export type AttentionStatus = Parameters<RecordQueries['countAttention']>[0];
 
 /**
  * When a record needing a look is due (epoch ms), the order and the bound of the queries: a PROCESSING record at its
@@ -129,15 +98,6 @@ export function attentionDueAt(record: IdempotencyRecord): number {
   if (record.status === 'PROCESSING') return record.leaseExpiresAt;
   if (record.status === 'UNKNOWN') return record.nextCheckAt ?? record.updatedAt;
   return record.updatedAt;
-}
-
-/**
- * Which records `RecordQueries` lists for the reconciler: those due by a time.
- * @public
- */
-export interface AttentionQuery {
-  /** Only records due at or before this (epoch ms, `attentionDueAt`); all when unset. */
-  dueBy?: number;
 }
 
 /**
@@ -153,27 +113,26 @@ export interface RecordQueries {
    * with `attentionIndex: false`): a reader would find nothing and say nothing. A reader calls it when it is made.
    */
   assertQueryable(reader: string): void;
-  /** Records in `status`, the earliest due first, at most `limit`. */
-  findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]>;
+  /**
+   * Records in `status`, the earliest due first, at most `limit`. The statuses of records that need a look: a lease
+   * running (or passed), an outcome to verify, a person's review. `dueBy`: only records due at or before this (epoch
+   * ms, `attentionDueAt`); all when unset.
+   */
+  findAttention(status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW', query: { dueBy?: number; limit: number }): Promise<IdempotencyRecord[]>;
   /**
    * Every record in `status`, a page (at most `pageSize`) at a time, in no set order across pages: a listing that
    * filters as it goes reads no more than it needs.
    */
-  attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]>;
+  attentionPages(
+    status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW',
+    query: { dueBy?: number; pageSize: number },
+  ): AsyncIterable<IdempotencyRecord[]>;
   /** How many records are in `status` (the alarms' gauges). May count a record that moved on a moment ago. */
-  countAttention(status: AttentionStatus): Promise<number>;
+  countAttention(status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW'): Promise<number>;
 }
 
-/**
- * A record's settled outcome, as the store writes it: SUCCEEDED with a result, or FAILED with an error.
- * @public
- */
-export interface Settlement {
-  status: Extract<RecordStatus, 'SUCCEEDED' | 'FAILED'>;
-  result?: unknown;
-  error?: StoredError;
-  errorType?: IdempotencyRecord['errorType'];
-}
+/** A record's settled outcome, as the store writes it (`IdempotencyStore.settle`). */
+export type Settlement = Parameters<IdempotencyStore['settle']>[2];
 
 /**
  * The persistence port of the engine: each method is one conditional write (or read), so the state machine's
@@ -186,19 +145,56 @@ export interface IdempotencyStore {
   /**
    * Creates the PROCESSING record unless the key is held (see `keyIsFree`); otherwise returns the existing record.
    * A record carrying our own owner token counts as claimed (a retried request whose first answer was lost).
+   * `options.onExpired`, the tool's policy after retention: with 'execute', a settled record past its retention frees
+   * its key too.
    */
-  claim(record: IdempotencyRecord, now: number, options?: ClaimOptions): Promise<ClaimResult>;
+  claim(
+    record: IdempotencyRecord,
+    now: number,
+    options?: { onExpired?: IdempotencyPolicy['onExpired'] },
+  ): Promise<
+    /**
+     * `answerLost`: the claim was sent more than once (an attempt's answer was lost), so an earlier attempt may still
+     * be applied later; the engine then never releases the key with a "nothing ran" answer.
+     */
+    { claimed: true; answerLost?: boolean } | { claimed: false; existing: IdempotencyRecord }
+  >;
   /**
    * The one-request path of a tool whose effect is local: writes the settled (SUCCEEDED or FAILED) record and the
    * tool's writes in one transaction, on the same condition as `claim` (the key is free). A record carrying our own
    * owner token counts as committed (a retried request whose first answer was lost). Throws
    * `TransactionRejectedError` when one of the tool's own writes was refused (nothing committed).
    */
-  commitOnce(record: IdempotencyRecord, now: number, options?: ClaimOptions, writes?: ExtraWrite[]): Promise<CommitOnceResult>;
+  commitOnce(
+    record: IdempotencyRecord,
+    now: number,
+    options?: { onExpired?: IdempotencyPolicy['onExpired'] },
+    writes?: ExtraWrite[],
+  ): Promise<
+    | { committed: true }
+    /** The key is held: the caller is a duplicate and answers from this record. Nothing was written. */
+    | { committed: false; existing: IdempotencyRecord }
+    /** Another transaction on the same items was in flight: nothing was written; trying again may commit or meet its record. */
+    | { committed: false; contended: true }
+  >;
   /** Strongly consistent read. */
   get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined>;
-  /** PROCESSING (owned by `ownerToken`) to SUCCEEDED/FAILED, with the tool's writes in the same transaction. */
-  settle(identity: RecordIdentity, ownerToken: string, settlement: Settlement, now: number, writes?: ExtraWrite[]): Promise<void>;
+  /**
+   * PROCESSING (owned by `ownerToken`) to SUCCEEDED/FAILED, with the tool's writes in the same transaction. The
+   * settlement is the record's settled outcome: SUCCEEDED with a result, or FAILED with an error.
+   */
+  settle(
+    identity: RecordIdentity,
+    ownerToken: string,
+    settlement: {
+      status: 'SUCCEEDED' | 'FAILED';
+      result?: unknown;
+      error?: StoredError;
+      errorType?: IdempotencyRecord['errorType'];
+    },
+    now: number,
+    writes?: ExtraWrite[],
+  ): Promise<void>;
   /** Deletes the PROCESSING record we own: nothing happened and a retry with the key must execute. */
   release(identity: RecordIdentity, ownerToken: string): Promise<boolean>;
   /**

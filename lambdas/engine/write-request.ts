@@ -1,7 +1,6 @@
 import type { Clock } from '../core/clock';
 import type { WriteToolResult } from '../core/result-contract';
 import type { ToolEffect } from '../core/tool-policy';
-import type { ConfirmationAsk } from '../confirmation/gate';
 import type { ExtraWrite } from './persistence';
 
 /**
@@ -25,18 +24,16 @@ export interface ExecutionContext {
   signal: AbortSignal;
   now: Clock;
   /**
-   * 'one_request' (a local tool's first attempt): the writes commit only if the key is free, and a write refused by
+   * How the call came to run: in one request with its key free ('one_request'), or after claiming its key
+   * ('claimed'). 'one_request' (a local tool's first attempt): the writes commit only if the key is free, and a write refused by
    * its own condition sends the call down the claimed path, which runs the tool again with 'claimed'. A read that
    * only guards against items left by an earlier use of the key can wait for that second run.
    */
-  path: ExecutionPath;
+  path: 'one_request' | 'claimed';
 }
 
-/**
- * How a call came to run: in one request with its key free ('one_request'), or after claiming its key ('claimed').
- * @public
- */
-export type ExecutionPath = 'one_request' | 'claimed';
+/** How a call came to run (`ExecutionContext['path']`). */
+export type ExecutionPath = ExecutionContext['path'];
 
 /**
  * What an executor returns: the tool's result, and items to write in the same transaction as its SUCCEEDED record.
@@ -91,12 +88,20 @@ export interface WriteRequest {
  */
 export interface NeedsConfirmation {
   outcome: 'needs_confirmation';
-  ask: ConfirmationAsk;
+  /** How the person is asked; the protocol's edge turns it into its own request (an MCP input request). */
+  ask:
+    | {
+        via: 'url';
+        /** The approval's id: the link's last segment, the ask's id. */
+        approvalId: string;
+        url: string;
+        /** What the person reads beside the link. */
+        message: string;
+        /** The round's token, for a client that answers asks. */
+        requestState: string | undefined;
+      }
+    | { via: 'form'; message: string; requestState: string };
 }
 
-/**
- * What `runConfirmed` answers: the result contract, or the ask while the person is asked.
- *
- * @public
- */
+/** What `runConfirmed` answers: the result contract, or the ask while the person is asked. */
 export type EngineAnswer<R> = WriteToolResult<R> | NeedsConfirmation;

@@ -107,7 +107,7 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
  * @public
  */
 export class OutboxStore {
-  /** Whose events these are on a shared table (`DynamoDbStoreOptions.keyPrefix`). Default none. */
+  /** Whose events these are on a shared table (`DynamoDbIdempotencyStore`'s `keyPrefix`). Default none. */
   readonly keyPrefix: string;
 
   constructor(
@@ -161,7 +161,7 @@ export class OutboxStore {
   }
 
   /** Reads a stream image or an index item the same way as a table item; undefined unless it is one of our events. */
-  eventFromItem(item: Item): StoredOutboxEvent | undefined {
+  eventFromItem(item: Record<string, unknown>): StoredOutboxEvent | undefined {
     return isOutboxEventItemOf(item, this.keyPrefix) && typeof item.event_id === 'string' ? itemToEvent(item) : undefined;
   }
 

@@ -3,14 +3,14 @@ import type { Item } from './refusals';
 import { attentionPartitions, TableSchema, type AttentionKind } from './table-schema';
 
 /**
- * What reads the index asks of a store created with `attentionIndex: false` (DynamoDbStoreOptions).
+ * What reads the index asks of a store created with `attentionIndex: false` (DynamoDbIdempotencyStore).
  */
 export class AttentionIndexOffError extends Error {
   constructor(reader: string) {
     super(
       `${reader} reads the attention index, but the idempotency store was created with attentionIndex: false, so no ` +
         'record carries the index key and nothing could be found. Create the store with attentionIndex: true (the ' +
-        'default) on a table that has the index (TableSchema.attentionIndex).',
+        "default) on a table that has the index (the global secondary index 'attention', as ensureTable creates it).",
     );
     this.name = 'AttentionIndexOffError';
   }

@@ -41,28 +41,8 @@ const DOCUMENT_TRANSLATE_CONFIG: TranslateConfig = {
   marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
 };
 
-/**
- * Options of `createDynamoDbClient`: an endpoint (DynamoDB Local), your own `DynamoDBClient`, or client settings.
- * @public
- */
-export interface DynamoDbClientOptions {
-  /**
-   * Your own DynamoDB client (a credentials chain, a retry strategy, X-Ray or OpenTelemetry instrumentation), used
-   * as it is configured; as Powertools' `DynamoDBPersistenceLayer` takes `awsSdkV3Client`.
-   */
-  awsSdkV3Client?: DynamoDBClient;
-  /**
-   * Settings over the defaults (`DynamoDbClientDefaults`) for the client made here; ignored with `awsSdkV3Client`.
-   * The SDK's logger middleware runs only when this gives a `logger` (with none it would log nothing).
-   */
-  clientConfig?: DynamoDBClientConfig;
-  /**
-   * An emulator's endpoint (DynamoDB Local: any credentials, the region from `AWS_REGION`). Default the
-   * `DYNAMODB_ENDPOINT` variable; unset on AWS, where the SDK resolves the endpoint itself (it honours
-   * `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_USE_FIPS_ENDPOINT` and `AWS_USE_DUALSTACK_ENDPOINT`).
-   */
-  endpoint?: string;
-}
+/** Options of `createDynamoDbClient`. */
+type DynamoDbClientOptions = NonNullable<Parameters<typeof createDynamoDbClient>[0]>;
 
 /** The base client made here: the defaults, the emulator's endpoint when there is one, then `clientConfig`. */
 export function createDynamoDbBaseClient(options: Omit<DynamoDbClientOptions, 'awsSdkV3Client'> = {}): DynamoDBClient {
@@ -89,20 +69,52 @@ export function createDynamoDbBaseClient(options: Omit<DynamoDbClientOptions, 'a
 }
 
 /**
+ * The document client of a base client made here, which it owns: its `destroy()` closes the base's sockets.
+ * lib-dynamodb's own `destroy()` does nothing by design (the base client is its caller's, who destroys it).
+ */
+class OwningDocumentClient extends DynamoDBDocumentClient {
+  constructor(base: DynamoDBClient) {
+    super(base, DOCUMENT_TRANSLATE_CONFIG);
+  }
+  override destroy(): void {
+    closeDynamoDbClient(this);
+  }
+}
+
+/**
  * The one way every path (the functions, `npm start`, the ops CLI, the examples, the bench) makes its DynamoDB
  * client: the AWS SDK's document client over `awsSdkV3Client` when given, else over a client configured as
- * `DynamoDbClientDefaults` says. `destroy()` on the base client (`client.config` is shared) closes its sockets.
+ * `DynamoDbClientDefaults` says. `destroy()` closes the sockets of a client made here (a CLI or a test exits
+ * sooner); over your own `awsSdkV3Client` it does nothing (lib-dynamodb's design): `destroy()` that client.
  * @public
  */
-export function createDynamoDbClient(options: DynamoDbClientOptions = {}): DynamoDBDocumentClient {
-  const base = options.awsSdkV3Client ?? createDynamoDbBaseClient(options);
-  return DynamoDBDocumentClient.from(base, DOCUMENT_TRANSLATE_CONFIG);
+export function createDynamoDbClient(
+  options: {
+    /**
+     * Your own DynamoDB client (a credentials chain, a retry strategy, X-Ray or OpenTelemetry instrumentation), used
+     * as it is configured; as Powertools' `DynamoDBPersistenceLayer` takes `awsSdkV3Client`.
+     */
+    awsSdkV3Client?: DynamoDBClient;
+    /**
+     * Settings over the defaults (`DynamoDbClientDefaults`) for the client made here; ignored with `awsSdkV3Client`.
+     * The SDK's logger middleware runs only when this gives a `logger` (with none it would log nothing).
+     */
+    clientConfig?: DynamoDBClientConfig;
+    /**
+     * An emulator's endpoint (DynamoDB Local: any credentials, the region from `AWS_REGION`). Default the
+     * `DYNAMODB_ENDPOINT` variable; unset on AWS, where the SDK resolves the endpoint itself (it honours
+     * `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_USE_FIPS_ENDPOINT` and `AWS_USE_DUALSTACK_ENDPOINT`).
+     */
+    endpoint?: string;
+  } = {},
+): DynamoDBDocumentClient {
+  if (options.awsSdkV3Client) return DynamoDBDocumentClient.from(options.awsSdkV3Client, DOCUMENT_TRANSLATE_CONFIG);
+  return new OwningDocumentClient(createDynamoDbBaseClient(options));
 }
 
 /**
  * Closes the client's idle connections (a CLI or a test exits sooner). The document client's own `destroy()` does
  * nothing by design; its base client's request handler holds the sockets.
- * @public
  */
 export function closeDynamoDbClient(client: DynamoDBDocumentClient | DynamoDBClient): void {
   client.config.requestHandler.destroy?.();

@@ -1,15 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import {
-  type ApprovalDecision,
-  type ApprovalRecord,
-  type ApprovalUse,
-  approvalKey,
-  decisionEntry,
-  useEntry,
-} from '../confirmation/core/approval';
+import { type ApprovalRecord, approvalKey, decisionEntry, useEntry } from '../confirmation/core/approval';
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
-import { type ApprovalStore, type DecideResult, decisionRefused, type UseResult } from '../confirmation/approval-store';
+import { type ApprovalStore, decisionRefused } from '../confirmation/approval-store';
 import { TableSchema } from './table-schema';
 import type { RecordIdentity } from '../engine/persistence';
 
@@ -35,23 +28,6 @@ function fromItem(item: Record<string, unknown> | undefined): ApprovalRecord | u
 }
 
 /**
- * Options of `DynamoDbApprovalStore`: the document client, the table, the key prefix.
- * @public
- */
-export interface DynamoDbApprovalStoreOptions {
-  /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
-  client: DynamoDBDocumentClient;
-  /** The idempotency store's table (the shape in `TableSchema`): each approval sits beside the record it is about. */
-  tableName: string;
-  /**
-   * Whose approvals these are on a shared table: the idempotency store's `keyPrefix` (a gateway's upstream's), so
-   * each approval sits in its record's partition and another gateway's calls, page and reconciler never read it.
-   * @default none
-   */
-  keyPrefix?: string;
-}
-
-/**
  * Approvals in the endpoint's table, beside the idempotency record they are about (lambdas/confirmation/core/approval.ts). One
  * item per operation: its current round and the log of every round. A new round is written only if the item is still
  * as read (same round, same status), so the log it carries forward holds every entry written before it.
@@ -62,7 +38,19 @@ export class DynamoDbApprovalStore implements ApprovalStore {
   private readonly tableName: string;
   private readonly keyPrefix: string;
 
-  constructor(options: DynamoDbApprovalStoreOptions) {
+  /** `options`: the document client, the table, the key prefix. */
+  constructor(options: {
+    /** The document client (`createDynamoDbClient()`, shared with the idempotency store). */
+    client: DynamoDBDocumentClient;
+    /** The idempotency store's table: each approval sits beside the record it is about. */
+    tableName: string;
+    /**
+     * Whose approvals these are on a shared table: the idempotency store's `keyPrefix` (a gateway's upstream's), so
+     * each approval sits in its record's partition and another gateway's calls, page and reconciler never read it.
+     * Default none.
+     */
+    keyPrefix?: string;
+  }) {
     this.client = options.client;
     this.tableName = options.tableName;
     const keyPrefix = options.keyPrefix ?? '';
@@ -108,7 +96,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     }
   }
 
-  async decide(record: ApprovalRecord, decision: ApprovalDecision): Promise<DecideResult> {
+  async decide(record: ApprovalRecord, decision: Parameters<ApprovalStore['decide']>[1]): ReturnType<ApprovalStore['decide']> {
     try {
       const { Attributes } = await this.client.send(
         new UpdateCommand({
@@ -138,7 +126,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     }
   }
 
-  async use(record: ApprovalRecord, use: ApprovalUse): Promise<UseResult> {
+  async use(record: ApprovalRecord, use: Parameters<ApprovalStore['use']>[1]): ReturnType<ApprovalStore['use']> {
     try {
       const { Attributes } = await this.client.send(
         new UpdateCommand({

@@ -1,11 +1,8 @@
 import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
 import { transition, type IdempotencyRecord, type ReviewEntry, type StoredError } from '../core/state-machine';
+import type { IdempotencyPolicy } from '../core/tool-policy';
 import type {
-  AttentionQuery,
   AttentionStatus,
-  ClaimOptions,
-  ClaimResult,
-  CommitOnceResult,
   ExtraWrite,
   IdempotencyStore,
   OperatorDecision,
@@ -14,7 +11,6 @@ import type {
   ReviewLog,
   ReviewStore,
   RecordQueries,
-  Settlement,
 } from '../engine/persistence';
 import type { DynamoDBClient, DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -26,39 +22,6 @@ import { isRecordItemOf, itemToRecord } from './record-item';
 import { RecordRequests } from './record-requests';
 import { cancellationReasons, isConditionRefusal, unavailable, type Item } from './refusals';
 import type { AttentionKind } from './table-schema';
-
-/**
- * Options of `DynamoDbIdempotencyStore`: the document client, the table, the key prefix, the attention index.
- * @public
- */
-export interface DynamoDbStoreOptions {
-  /**
-   * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of
-   * `client`, `awsSdkV3Client` or `clientConfig`; with none, a client made by `createDynamoDbClient()`.
-   */
-  client?: DynamoDBDocumentClient;
-  /** Your own AWS SDK DynamoDB client, used as configured (as Powertools' `DynamoDBPersistenceLayer` takes it). */
-  awsSdkV3Client?: DynamoDBClient;
-  /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
-  clientConfig?: DynamoDBClientConfig;
-  /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
-  tableName: string;
-  /**
-   * Whose records these are, on a table shared with other endpoints, gateways or data: put before every record's
-   * partition key, and naming the record's own partitions of the attention index. A store reads, lists, counts and
-   * settles only the records of its own prefix; the same tenant, tool and key under two prefixes are two records.
-   * Default none (the records of an endpoint, and every record written before prefixes had index partitions of their
-   * own). Letters, digits and `_ . : -` only ('#' separates the key's parts).
-   */
-  keyPrefix?: string;
-  /**
-   * Whether records carry the sparse attention index's key (`attention_pk`, `attention_at`) while they need a look
-   * (a lease running, UNKNOWN, NEEDS_REVIEW). Default true. With false nothing of the index is written: a table
-   * without the index works, but the reconciler cannot find UNKNOWN records or stale leases and `ops list` cannot
-   * list them (both refuse such a store, saying so).
-   */
-  attentionIndex?: boolean;
-}
 
 /** Where the attention index keeps records of each status that needs a look. */
 const ATTENTION_KIND: Record<AttentionStatus, AttentionKind> = { PROCESSING: 'LEASE', UNKNOWN: 'UNKNOWN', NEEDS_REVIEW: 'REVIEW' };
@@ -76,12 +39,40 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   readonly doc: DynamoDBDocumentClient;
   readonly tableName: string;
   readonly keyPrefix: string;
-  /** False: no attention index attributes are written (see `DynamoDbStoreOptions.attentionIndex`). */
+  /** False: no attention index attributes are written (see the constructor's `attentionIndex`). */
   readonly attentionIndex: boolean;
   /** The requests of each write, for this store's table, prefix and index (record-requests.ts). */
   private readonly requests: RecordRequests;
 
-  constructor(options: DynamoDbStoreOptions) {
+  /** `options`: the document client, the table, the key prefix, the attention index. */
+  constructor(options: {
+    /**
+     * The document client to use (`createDynamoDbClient()`, shared with the outbox and the tools' own writes). One of
+     * `client`, `awsSdkV3Client` or `clientConfig`; with none, a client made by `createDynamoDbClient()`.
+     */
+    client?: DynamoDBDocumentClient;
+    /** Your own AWS SDK DynamoDB client, used as configured (as Powertools' `DynamoDBPersistenceLayer` takes it). */
+    awsSdkV3Client?: DynamoDBClient;
+    /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
+    clientConfig?: DynamoDBClientConfig;
+    /** The table, of the toolkit's schema (`ensureTable` and the IdempotencyTable construct create one). */
+    tableName: string;
+    /**
+     * Whose records these are, on a table shared with other endpoints, gateways or data: put before every record's
+     * partition key, and naming the record's own partitions of the attention index. A store reads, lists, counts and
+     * settles only the records of its own prefix; the same tenant, tool and key under two prefixes are two records.
+     * Default none (the records of an endpoint, and every record written before prefixes had index partitions of their
+     * own). Letters, digits and `_ . : -` only ('#' separates the key's parts).
+     */
+    keyPrefix?: string;
+    /**
+     * Whether records carry the sparse attention index's key (`attention_pk`, `attention_at`) while they need a look
+     * (a lease running, UNKNOWN, NEEDS_REVIEW). Default true. With false nothing of the index is written: a table
+     * without the index works, but the reconciler cannot find UNKNOWN records or stale leases and `ops list` cannot
+     * list them (both refuse such a store, saying so).
+     */
+    attentionIndex?: boolean;
+  }) {
     if (typeof options !== 'object' || options === null)
       throw new TypeError('DynamoDbIdempotencyStore: pass the options object: { client, tableName }');
     if ([options.client, options.awsSdkV3Client, options.clientConfig].filter((given) => given !== undefined).length > 1) {
@@ -104,7 +95,11 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     this.requests = new RecordRequests(this);
   }
 
-  async claim(record: IdempotencyRecord, now: number, options: ClaimOptions = {}): Promise<ClaimResult> {
+  async claim(
+    record: IdempotencyRecord,
+    now: number,
+    options: { onExpired?: IdempotencyPolicy['onExpired'] } = {},
+  ): ReturnType<IdempotencyStore['claim']> {
     transition('ABSENT', 'claim');
     const key = this.requests.keyOf(record);
     let claim;
@@ -123,9 +118,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   async commitOnce(
     record: IdempotencyRecord,
     now: number,
-    options: ClaimOptions = {},
+    options: { onExpired?: IdempotencyPolicy['onExpired'] } = {},
     writes: ExtraWrite[] = [],
-  ): Promise<CommitOnceResult> {
+  ): ReturnType<IdempotencyStore['commitOnce']> {
     transition(transition('ABSENT', 'claim'), record.status === 'SUCCEEDED' ? 'complete' : 'fail');
     try {
       // The SDK gives the transaction a ClientRequestToken and keeps it across its retries: a retry of a commit
@@ -173,7 +168,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   async settle(
     identity: RecordIdentity,
     ownerToken: string,
-    settlement: Settlement,
+    settlement: Parameters<IdempotencyStore['settle']>[2],
     now: number,
     writes: ExtraWrite[] = [],
   ): Promise<void> {
@@ -333,7 +328,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
   }
 
   /** Through the attention index: a Query per shard, never a table scan (eventually consistent). */
-  async findAttention(status: AttentionStatus, query: AttentionQuery & { limit: number }): Promise<IdempotencyRecord[]> {
+  async findAttention(
+    status: Parameters<RecordQueries['findAttention']>[0],
+    query: { dueBy?: number; limit: number },
+  ): Promise<IdempotencyRecord[]> {
     this.assertQueryable('A query of the records that need a look');
     return this.recordsOf(
       await queryAttention(this.doc, this.tableName, ATTENTION_KIND[status], { ...query, scope: this.keyPrefix }),
@@ -341,7 +339,10 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
-  async *attentionPages(status: AttentionStatus, query: AttentionQuery & { pageSize: number }): AsyncIterable<IdempotencyRecord[]> {
+  async *attentionPages(
+    status: Parameters<RecordQueries['attentionPages']>[0],
+    query: { dueBy?: number; pageSize: number },
+  ): AsyncIterable<IdempotencyRecord[]> {
     this.assertQueryable('A listing of the records that need a look');
     for await (const page of attentionPages(
       this.doc,
@@ -355,7 +356,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
-  async countAttention(status: AttentionStatus): Promise<number> {
+  async countAttention(status: Parameters<RecordQueries['countAttention']>[0]): Promise<number> {
     this.assertQueryable('A count of the records that need a look');
     return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], this.keyPrefix);
   }

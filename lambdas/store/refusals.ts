@@ -1,11 +1,7 @@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { StoreUnavailableError } from '../core/errors';
 
-/**
- * An item, a key or expression values with plain JavaScript values (what the document client reads and writes).
- *
- * @public
- */
+/** An item, a key or expression values with plain JavaScript values (what the document client reads and writes). */
 export type Item = Record<string, unknown>;
 
 /**

@@ -13,7 +13,6 @@ import { isTableInUse } from './refusals';
  * One table holds idempotency records, the business items committed with them (orders), and outbox events,
  * so a tool's writes and its SUCCEEDED record commit in one transaction. The CDK construct and the local
  * setup both read this, so the deployed and the local table cannot drift apart.
- * @public
  */
 export const TableSchema = {
   partitionKey: 'pk',
@@ -54,7 +53,10 @@ export function attentionPartitions(kind: AttentionKind, scope = ''): string[] {
 export { Keys } from '../core/keys';
 
 /**
- * Creates the table (and its TTL) if it does not exist; used by `npm start`, tests and benchmarks.
+ * Creates the table (and its TTL) if it does not exist, of the schema the toolkit writes (the IdempotencyTable
+ * construct's): partition key `pk` and sort key `sk` (strings), TTL on `expires_at`, and the sparse global secondary
+ * index `attention` (`attention_pk` string, `attention_at` number, all attributes). Used by `npm start`, tests and
+ * benchmarks.
  *
  * @public
  */

@@ -11,7 +11,7 @@ import { TableSchema } from '../../lambdas/store/table-schema';
  */
 export interface IdempotencyTableProps {
   /**
-   * Use a table you already have instead of creating one. It must have the schema of `TableSchema`: partition key
+   * Use a table you already have instead of creating one. It must have the toolkit's schema (`ensureTable`'s): partition key
    * `pk` (string) and sort key `sk` (string); TTL on `expires_at`; a global secondary index `attention` with
    * partition key `attention_pk` (string), sort key `attention_at` (number) and ALL attributes projected; and, for an
    * endpoint with an outbox (deliveries), a stream with NEW_IMAGE, its ARN given as `tableStreamArn` of
@@ -66,8 +66,8 @@ const KMS_WRITE = [
 ];
 
 /**
- * The one table (records, business items, outbox events), defined from the same `TableSchema` the local setup
- * uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
+ * The one table (records, business items, outbox events), defined from the same schema the local setup
+ * (`ensureTable`) uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
  * @public
  */
 export class IdempotencyTable extends Construct {

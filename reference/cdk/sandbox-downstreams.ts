@@ -4,7 +4,6 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
 import { ServiceFunction, type CommonFunctionProps } from 'idempotent-mcp/cdk';
-import { TableSchema } from 'idempotent-mcp/dynamodb';
 import { EnvVars, environmentOf } from 'idempotent-mcp/lambda';
 import { referenceEnvironmentOf } from '../config';
 import type { DownstreamSettings } from './downstreams';
@@ -29,8 +28,9 @@ export class SandboxDownstreams extends Construct {
     super(scope, id);
     this.timeoutMs = props.downstreamTimeoutMs ?? EnvVars.downstreamTimeoutMs.parse(undefined);
     this.table = new dynamodb.Table(this, 'Table', {
-      partitionKey: { name: TableSchema.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: TableSchema.sortKey, type: dynamodb.AttributeType.STRING },
+      // The keys the sandbox's store writes (reference/sandbox/sandbox-store.ts).
+      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },

@@ -1,7 +1,8 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbIdempotencyStore, TableSchema } from 'idempotent-mcp/dynamodb';
+import { DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { TableSchema } from '../../lambdas/store/table-schema';
 import { AttentionIndexOffError } from '../../lambdas/store/attention-index';
 import { OutboxStore } from '../../lambdas/outbox/outbox-store';
 import { processingRecord } from '../../lambdas/engine/testing/store-conformance';

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeDynamoDbClient, createDynamoDbClient, DynamoDbClientDefaults } from '../../lambdas/store/clients';
@@ -215,5 +217,46 @@ describe('the endpoint the SDK resolves from the environment', () => {
     expect(await resolvedHost({ AWS_USE_FIPS_ENDPOINT: 'true' })).toBe('dynamodb-fips.us-east-1.amazonaws.com');
     expect(await resolvedHost({ AWS_USE_DUALSTACK_ENDPOINT: 'true' })).toBe('dynamodb.us-east-1.api.aws');
     expect(await resolvedHost({ AWS_REGION: 'cn-north-1' })).toBe('dynamodb.cn-north-1.amazonaws.com.cn');
+  });
+});
+
+describe('connections', () => {
+  /** A stand-in DynamoDB that answers every request with an empty item, keeping the connection alive; it counts connections. */
+  async function keptAliveServer() {
+    const sockets: Socket[] = [];
+    const server = createServer((_req, res) => {
+      _req.resume();
+      _req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' }).end('{}'));
+    });
+    server.on('connection', (socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sockets, server };
+  }
+  const get = (client: ReturnType<typeof createDynamoDbClient>) => client.send(new GetCommand({ TableName: 't', Key: key() }));
+
+  it('destroy() on a client createDynamoDbClient made closes its connection; over your own client it leaves it open', async () => {
+    const { endpoint, sockets, server } = await keptAliveServer();
+    try {
+      const made = createDynamoDbClient({ endpoint });
+      await get(made);
+      expect(sockets).toHaveLength(1);
+      const closed = new Promise((resolve) => sockets[0]!.once('close', resolve));
+      made.destroy();
+      await get(made);
+      expect(sockets).toHaveLength(2);
+      await closed;
+      made.destroy();
+
+      const own = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+      const over = createDynamoDbClient({ awsSdkV3Client: own });
+      await get(over);
+      over.destroy();
+      await get(over);
+      expect(sockets).toHaveLength(3);
+      own.destroy();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

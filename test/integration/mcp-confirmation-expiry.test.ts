@@ -3,13 +3,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
-import {
-  closeDynamoDbClient,
-  createDynamoDbClient,
-  DynamoDbApprovalStore,
-  DynamoDbIdempotencyStore,
-  ensureTable,
-} from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbApprovalStore, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, defineWriteTool, registerWriteTool, type ToolRuntime } from 'idempotent-mcp/mcp';
 import { parseApprovalId } from '../../lambdas/confirmation/core/approval';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
@@ -87,7 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await servers.close();
-  if (doc) closeDynamoDbClient(doc);
+  if (doc) doc.destroy();
   await downstream?.stop();
 });
 

@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import * as z from 'zod';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import {
   createToolRuntime,
   defineWriteTool,
@@ -396,7 +396,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
   afterAll(async () => {
     await servers.close();
     await downstream?.stop();
-    if (doc) closeDynamoDbClient(doc);
+    if (doc) doc.destroy();
   });
 
   /** What a client can tell apart: the HTTP status, the JSON-RPC error and the header it names, or the outcome. */

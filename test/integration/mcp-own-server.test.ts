@@ -6,7 +6,7 @@ import { McpServer as V1McpServer } from '@modelcontextprotocol/sdk/server/mcp.j
 import { type AuthInfo, McpServer } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { InMemoryApprovalStore } from 'idempotent-mcp/engine';
 import {
   createToolRuntime,
@@ -148,7 +148,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await servers.close();
-  if (doc) closeDynamoDbClient(doc);
+  if (doc) doc.destroy();
   await downstream?.stop();
 });
 
@@ -445,7 +445,7 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
     tableName = `own-server-hint-${randomUUID()}`;
     await ensureTable(counted, tableName);
   });
-  afterAll(() => closeDynamoDbClient(counted));
+  afterAll(() => counted.destroy());
   /** The notes committed in the table under this key (the tool's whole effect; this describe's table only). */
   const notesOf = async (key: string) => {
     const { Items = [] } = await counted.send(

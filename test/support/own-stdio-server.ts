@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
-import { closeDynamoDbClient, createDynamoDbClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
+import { createDynamoDbClient, DynamoDbIdempotencyStore } from 'idempotent-mcp/dynamodb';
 import { createToolRuntime, registerWriteTool, startReconciler } from 'idempotent-mcp/mcp';
 import { createInvoice, invoiceTools } from '../../examples/own-mcp-server/server';
 import { TimesOutAfterFiling } from '../../examples/own-mcp-server/test';
@@ -28,6 +28,6 @@ const server = new McpServer({ name: 'invoices', version: '1.0.0' });
 registerWriteTool(server, createInvoice, { services, tenant: () => 'acme' });
 const transport = new StdioServerTransport();
 transport.onclose = () => {
-  void reconciler.stop().then(() => closeDynamoDbClient(doc));
+  void reconciler.stop().then(() => doc.destroy());
 };
 await server.connect(transport);

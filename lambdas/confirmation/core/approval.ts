@@ -4,7 +4,20 @@ import type { ItemKey } from '../../core/keys';
 import { Keys } from '../../core/keys';
 import { withinLogBounds } from '../../core/state-machine';
 
+/** Where a round stands (`ApprovalRecord['status']`). */
+export type ApprovalStatus = ApprovalRecord['status'];
+/** How a round is asked and decided (`ApprovalRecord['mode']`). */
+export type ApprovalMode = ApprovalRecord['mode'];
+
+/** What the client of a form-mode round is recorded as (stored as 'mcp-client'): its answer is the client's word, not a signed-in person's. */
+export const FORM_CLIENT = 'mcp-client';
+
+/** One event of an approval's history (`ApprovalRecord['log']`). */
+export type ApprovalLogEntry = ApprovalRecord['log'][number];
+
 /**
+ * One operation's approval as the approval store keeps it: the call it binds, its round, its decision and history.
+ *
  * A person's approval of one operation (tool `confirmation: 'approval'`, or the form-mode decision record): bound to
  * tenant, tool, key and the arguments' fingerprint, expiring, decided once. It lives next to the idempotency record
  * (same partition), so what the person decided, who and when, stays with the operation it was about.
@@ -17,49 +30,19 @@ import { withinLogBounds } from '../../core/state-machine';
  * names this one round of it, so a link replaced by a newer round no longer works.
  * @public
  */
-export type ApprovalStatus = 'pending' | 'approved' | 'declined';
-/**
- * How a round is asked and decided: 'url', on the approval page by a signed-in person of the tenant; 'form', in the
- * MCP client's form (the client's word). A round is decided only the way it was asked.
- * @public
- */
-export type ApprovalMode = 'url' | 'form';
-
-/** What the client of a form-mode round is recorded as (stored as 'mcp-client'): its answer is the client's word, not a signed-in person's. */
-export const FORM_CLIENT = 'mcp-client';
-
-/**
- * One event of an approval's history (requested, approved, declined, used), kept on its record.
- * @public
- */
-export interface ApprovalLogEntry {
-  /** Epoch ms. */
-  at: number;
-  event: 'requested' | 'approved' | 'declined' | 'used';
-  /** Which round (1, 2, ...) of the operation's approval. */
-  round: number;
-  /** 'requested': how the person is asked; a decision: how it was made (never inferred from the record's mode). */
-  via: ApprovalMode;
-  /** The fingerprint of the arguments the round is about. */
-  fingerprint: string;
-  /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
-  summary?: string;
-  /** A decision's who: the signed-in person's subject (url) or FORM_CLIENT (form); 'used': the run's id. */
-  by?: string;
-}
-
-/**
- * One operation's approval as the approval store keeps it: the call it binds, its round, its decision and history.
- * @public
- */
 export interface ApprovalRecord extends ConfirmationBinding {
   /** `<binding>.<nonce>`: what the page's link names. */
   id: string;
   nonce: string;
-  mode: ApprovalMode;
+  /**
+   * How the round is asked and decided: 'url', on the approval page by a signed-in person of the tenant; 'form', in
+   * the MCP client's form (the client's word). A round is decided only the way it was asked.
+   */
+  mode: 'url' | 'form';
   /** What the person approves, one line (lambdas/core/display-text.ts). */
   summary: string;
-  status: ApprovalStatus;
+  /** Where the round stands: pending until the person decides, then approved or declined, once. */
+  status: 'pending' | 'approved' | 'declined';
   /** Epoch ms. */
   createdAt: number;
   /** Epoch ms: a pending approval cannot be decided after this, and is replaced by a new one on the next call. */
@@ -77,8 +60,25 @@ export interface ApprovalRecord extends ConfirmationBinding {
   usedBy?: string;
   /** This round's number: 1 for the operation's first. */
   round: number;
-  /** Every round's entries, oldest first, append-only (bounded: `canOpenRound`). */
-  log: ApprovalLogEntry[];
+  /**
+   * Every round's entries, oldest first, append-only (bounded: `canOpenRound`): each event of the approval's history
+   * (requested, approved, declined, used).
+   */
+  log: {
+    /** Epoch ms. */
+    at: number;
+    event: 'requested' | 'approved' | 'declined' | 'used';
+    /** Which round (1, 2, ...) of the operation's approval. */
+    round: number;
+    /** 'requested': how the person is asked; a decision: how it was made (never inferred from the record's mode). */
+    via: 'url' | 'form';
+    /** The fingerprint of the arguments the round is about. */
+    fingerprint: string;
+    /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
+    summary?: string;
+    /** A decision's who: the signed-in person's subject (url) or FORM_CLIENT (form); 'used': the run's id. */
+    by?: string;
+  }[];
   /** The MCP 2026-07-28 `requestState` the approval was asked under: a retry before the decision gets it again. */
   requestState?: string;
 }
@@ -179,11 +179,7 @@ export function newApproval(
   };
 }
 
-/**
- * A decision of `record`'s round, made `via` the page or a form, as its log records it.
- *
- * @public
- */
+/** A decision of `record`'s round, made `via` the page or a form, as its log records it (`ApprovalStore.decide`). */
 export interface ApprovalDecision {
   status: 'approved' | 'declined';
   by: string;
@@ -191,12 +187,7 @@ export interface ApprovalDecision {
   via: ApprovalMode;
 }
 
-/**
- * A run's use of an approved round (`ApprovalStore.use`): when, and which run (the owner token of the idempotency
- * record it claimed).
- *
- * @public
- */
+/** A run's use of an approved round (`ApprovalStore.use`). */
 export interface ApprovalUse {
   /** Epoch ms: when the run used the yes (before it claimed the key). */
   at: number;
