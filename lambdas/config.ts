@@ -13,6 +13,7 @@ import {
   read,
   required,
   scopeList,
+  type SettingsOf,
   text,
 } from './env-var';
 
@@ -257,30 +258,18 @@ export const EnvVars = {
   powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
 } as const;
 
-/**
- * The name of one of the endpoint's settings in `EnvVars` (`tableName`, ...).
- * @public
- */
-export type EnvVarKey = keyof typeof EnvVars;
-/**
- * The parsed value of one environment variable.
- *
- * @public
- */
-export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
-/**
- * Settings by declared name; what a construct puts into a function's environment.
- *
- * @public
- */
-export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
+/** Settings by declared name; what a construct puts into a function's environment. */
+export type EnvSettings = SettingsOf<typeof EnvVars>;
 
 /**
- * A function's environment from typed settings: the one way the constructs write the toolkit's variables.
+ * A function's environment from typed settings, by `EnvVars`' names (`{ tableName: 'orders' }` gives
+ * `{ TABLE_NAME: 'orders' }`; unset ones are left out): the one way the constructs write the toolkit's variables.
  *
  * @public
  */
-export const environmentOf = (settings: EnvSettings): Record<string, string> => environmentFor(EnvVars, settings);
+export const environmentOf = (settings: {
+  [K in keyof typeof EnvVars]?: NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+}): Record<string, string> => environmentFor(EnvVars, settings);
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.

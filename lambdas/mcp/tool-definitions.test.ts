@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { InMemoryIdempotencyStore } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineReadTool, defineWriteTool, type ToolRuntime, type WriteToolContext } from 'idempotent-mcp/mcp';
-import { createApp, type AppConfig } from 'idempotent-mcp/lambda';
+import type { AppConfig } from '../config';
+import { createApp } from '../http/app';
 import { deliveriesOf } from '../functions/consumer-endpoint';
 
 const writeSpec = (name: string) => ({

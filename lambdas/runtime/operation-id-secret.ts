@@ -33,11 +33,11 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
  * One GetSecretValue with the SDK's Secrets Manager client, in every region the function runs in (the Parameters
  * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
  * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
- * backoff rather than held here. `what` names the secret in the error (the operation-id secret, the gateway's
- * upstream credentials): a `SecretUnavailableError`.
+ * backoff rather than held here. `endpoint`: a Secrets Manager stand-in (SECRETS_MANAGER_ENDPOINT). `what` names the
+ * secret in the error (the operation-id secret, the gateway's upstream credentials): a `SecretUnavailableError`.
  * @public
  */
-export async function readSecretString(source: Extract<SecretSource, { secretArn: string }>, what: string): Promise<string> {
+export async function readSecretString(source: { secretArn: string; endpoint?: string }, what: string): Promise<string> {
   const client = new SecretsManagerClient({
     maxAttempts: 1,
     requestHandler: new NodeHttpHandler({

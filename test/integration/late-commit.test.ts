@@ -16,7 +16,7 @@ import {
   type RunningReconciler,
   type ToolRuntime,
 } from 'idempotent-mcp/mcp';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';
