@@ -267,9 +267,11 @@ export type EnvSettings = SettingsOf<typeof EnvVars>;
  *
  * @public
  */
-export const environmentOf = (settings: {
-  [K in keyof typeof EnvVars]?: NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
-}): Record<string, string> => environmentFor(EnvVars, settings);
+export const environmentOf = (
+  settings: {
+    [K in keyof typeof EnvVars]?: NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+  },
+): Record<string, string> => environmentFor(EnvVars, settings);
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.

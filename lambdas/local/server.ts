@@ -61,8 +61,18 @@ export interface LocalServerOptions {
     services: { doc: DynamoDBDocumentClient; tableName: string; logger: Logger; clock: () => number },
     config: { tableName: string; tableKeyPrefix?: string },
   ) =>
-    | Promise<{ tools?: readonly ToolDefinition[]; mounts?: Record<string, Hono>; workers?: LocalServerOptions['workers']; close?: () => Promise<void> }>
-    | { tools?: readonly ToolDefinition[]; mounts?: Record<string, Hono>; workers?: LocalServerOptions['workers']; close?: () => Promise<void> };
+    | Promise<{
+        tools?: readonly ToolDefinition[];
+        mounts?: Record<string, Hono>;
+        workers?: LocalServerOptions['workers'];
+        close?: () => Promise<void>;
+      }>
+    | {
+        tools?: readonly ToolDefinition[];
+        mounts?: Record<string, Hono>;
+        workers?: LocalServerOptions['workers'];
+        close?: () => Promise<void>;
+      };
   /**
    * With the outbox: the delivery handlers by event type (a deliveries module's `deliveries`), and a wrapper around
    * the relay's publisher (the reference's sandbox puts its queue faults there).

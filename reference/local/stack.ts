@@ -26,7 +26,10 @@ export interface ReferenceServerOptions {
  * their clients and deliveries, and the sandbox downstreams on the same server (the tools' downstream URLs name its
  * port) unless the environment names real ones. `referenceConfig` is its settings once the server has loaded them.
  */
-export function referenceServer(options: ReferenceServerOptions = {}): { server: LocalServerOptions; referenceConfig: () => ReferenceConfig } {
+export function referenceServer(options: ReferenceServerOptions = {}): {
+  server: LocalServerOptions;
+  referenceConfig: () => ReferenceConfig;
+} {
   let referenceConfig: ReferenceConfig | undefined;
   const server: LocalServerOptions = {
     env: (url) => ({
