@@ -20,7 +20,6 @@ import {
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
  * the local stack builds one from a plain record and nothing reads `process.env` behind its back.
- * @public
  */
 export type AuthConfig =
   | {
@@ -50,8 +49,6 @@ export type AuthConfig =
 
 /**
  * The outbox queue, its deliveries and the reconciler. An unset queue keeps events pending, it does not fail the start.
- *
- * @public
  */
 export interface SideEffectsConfig {
   /** Local SQS-compatible server (fauxqs); unset on AWS. */
@@ -82,7 +79,6 @@ export interface SideEffectsConfig {
 
 /**
  * The MCP function's settings, read once per container from its environment (`loadConfig`).
- * @public
  */
 export interface AppConfig {
   tableName: string;
@@ -117,8 +113,6 @@ export interface AppConfig {
 
 /**
  * The approval page (`/approvals/<id>`): how long a link lives, and how the person signs in.
- *
- * @public
  */
 export interface ApprovalPageConfig {
   /** How long an approval link can be decided. */
@@ -163,7 +157,6 @@ export const MIN_SECRET_LENGTH = 32;
 /**
  * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
  * Manager secret the function reads with the AWS SDK on first use.
- * @public
  */
 export type SecretSource =
   | { value: string }
@@ -335,8 +328,6 @@ function loadSecretSource(env: Env): SecretSource {
 
 /**
  * Reads and checks the configuration once per container; a missing setting fails the cold start, not a request.
- *
- * @public
  */
 export function loadConfig(env: Env = process.env): AppConfig {
   const operationIdSecret = loadSecretSource(env);
@@ -386,7 +377,6 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
 /**
  * What the background functions (relay, consumer, reconciler) read: the table, the queue and the downstream
  * settings. They serve no MCP request, so they need neither the issuer nor the operation-id secret.
- * @public
  */
 export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dynamodbEndpoint' | 'sideEffects'>;
 

@@ -2,8 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
-import { DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type createDynamoDbClient, DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
 import { ConfigError, EnvVars, read, type Env } from 'idempotent-mcp/lambda';
 import { startLocalServer } from 'idempotent-mcp/local';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
@@ -28,6 +27,9 @@ Table, auth and reconciler settings are the endpoint's (docs/configuration.md): 
 idempotent-mcp-gateway), TABLE_KEY_PREFIX (default the upstream's: gw.<digest of the URL or command>:),
 DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
 here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
+
+/** The table's document client (the one `createDynamoDbClient` makes). */
+type TableClient = ReturnType<typeof createDynamoDbClient>;
 
 class GatewayUsageError extends Error {
   override name = 'GatewayUsageError';
@@ -168,7 +170,7 @@ export interface RunningGateway {
   /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
   keyPrefix?: string;
   /** The table's client (the bench counts the requests a call sends through it). */
-  doc: DynamoDBDocumentClient;
+  doc: TableClient;
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -191,7 +193,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   const credentials = await command.credentials();
   let gateway: Gateway | undefined;
-  let table: { doc: DynamoDBDocumentClient; keyPrefix?: string } | undefined;
+  let table: { doc: TableClient; keyPrefix?: string } | undefined;
   // The store is the environment's (DYNAMODB_ENDPOINT, else the region's table), checked before serving; no outbox.
   const server = await startLocalServer({
     env,

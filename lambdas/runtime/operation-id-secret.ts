@@ -79,7 +79,6 @@ export const OPERATION_ID_SECRET_FILE = 'operation-id-secret';
 /**
  * A local run's operation-id secret: made on the first start and kept in `dir`, so operation ids issued before a
  * restart stay valid after it; two processes starting at once on one folder get the same secret.
- * @public
  */
 export async function localOperationIdSecret(dir: string): Promise<string> {
   return (await readOrCreateStateFile(join(dir, OPERATION_ID_SECRET_FILE), () => randomBytes(32).toString('base64url'))).trim();
