@@ -55,7 +55,9 @@ export async function gatewayCommand(argv: readonly string[]): Promise<void> {
   // Logs are JSON lines on stderr; stdout carries the banner only. Metrics would be EMF noise in a terminal.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const { runGatewayMain } = await import('../lambdas/gateway/command');
-  await runGatewayMain([...argv], process.env);
+  // `--token`'s token is the local dev issuer's, as a local server on the same state folder makes it.
+  const { localDevToken } = await import('../lambdas/local/server');
+  await runGatewayMain([...argv], process.env, { devToken: localDevToken });
 }
 
 /** A retry-safety check of any MCP server's write tools (lambdas/check/command.ts; docs/check.md). */

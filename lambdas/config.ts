@@ -13,13 +13,13 @@ import {
   read,
   required,
   scopeList,
+  type SettingsOf,
   text,
 } from './env-var';
 
 /**
  * The one place that reads environment variables. Everything else receives an `AppConfig`, so a test or
  * the local stack builds one from a plain record and nothing reads `process.env` behind its back.
- * @public
  */
 export type AuthConfig =
   | {
@@ -49,8 +49,6 @@ export type AuthConfig =
 
 /**
  * The outbox queue, its deliveries and the reconciler. An unset queue keeps events pending, it does not fail the start.
- *
- * @public
  */
 export interface SideEffectsConfig {
   /** Local SQS-compatible server (fauxqs); unset on AWS. */
@@ -81,7 +79,6 @@ export interface SideEffectsConfig {
 
 /**
  * The MCP function's settings, read once per container from its environment (`loadConfig`).
- * @public
  */
 export interface AppConfig {
   tableName: string;
@@ -116,8 +113,6 @@ export interface AppConfig {
 
 /**
  * The approval page (`/approvals/<id>`): how long a link lives, and how the person signs in.
- *
- * @public
  */
 export interface ApprovalPageConfig {
   /** How long an approval link can be decided. */
@@ -162,7 +157,6 @@ export const MIN_SECRET_LENGTH = 32;
 /**
  * Where the operation-id HMAC key comes from: its value (local runs, tests), or, deployed, the ARN of a Secrets
  * Manager secret the function reads with the AWS SDK on first use.
- * @public
  */
 export type SecretSource =
   | { value: string }
@@ -257,30 +251,20 @@ export const EnvVars = {
   powertoolsLogLevel: oneOf('POWERTOOLS_LOG_LEVEL', ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const, 'INFO'),
 } as const;
 
-/**
- * The name of one of the endpoint's settings in `EnvVars` (`tableName`, ...).
- * @public
- */
-export type EnvVarKey = keyof typeof EnvVars;
-/**
- * The parsed value of one environment variable.
- *
- * @public
- */
-export type EnvValue<K extends EnvVarKey> = NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
-/**
- * Settings by declared name; what a construct puts into a function's environment.
- *
- * @public
- */
-export type EnvSettings = { [K in EnvVarKey]?: EnvValue<K> };
+/** Settings by declared name; what a construct puts into a function's environment. */
+export type EnvSettings = SettingsOf<typeof EnvVars>;
 
 /**
- * A function's environment from typed settings: the one way the constructs write the toolkit's variables.
+ * A function's environment from typed settings, by `EnvVars`' names (`{ tableName: 'orders' }` gives
+ * `{ TABLE_NAME: 'orders' }`; unset ones are left out): the one way the constructs write the toolkit's variables.
  *
  * @public
  */
-export const environmentOf = (settings: EnvSettings): Record<string, string> => environmentFor(EnvVars, settings);
+export const environmentOf = (
+  settings: {
+    [K in keyof typeof EnvVars]?: NonNullable<ReturnType<(typeof EnvVars)[K]['parse']>>;
+  },
+): Record<string, string> => environmentFor(EnvVars, settings);
 
 /**
  * The auth settings alone: `npm run token` signs with the same dev issuer the server trusts.
@@ -344,8 +328,6 @@ function loadSecretSource(env: Env): SecretSource {
 
 /**
  * Reads and checks the configuration once per container; a missing setting fails the cold start, not a request.
- *
- * @public
  */
 export function loadConfig(env: Env = process.env): AppConfig {
   const operationIdSecret = loadSecretSource(env);
@@ -395,7 +377,6 @@ function loadApprovalPage(env: Env): ApprovalPageConfig {
 /**
  * What the background functions (relay, consumer, reconciler) read: the table, the queue and the downstream
  * settings. They serve no MCP request, so they need neither the issuer nor the operation-id secret.
- * @public
  */
 export type WorkerConfig = Pick<AppConfig, 'tableName' | 'tableKeyPrefix' | 'dynamodbEndpoint' | 'sideEffects'>;
 

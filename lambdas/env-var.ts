@@ -28,9 +28,11 @@ export class ConfigError extends Error {
  * @public
  */
 export interface EnvVar<T> {
+  /** The variable's name in the environment (`TABLE_NAME`). */
   readonly name: string;
   /** The value, its default when unset (or blank), or a ConfigError naming the variable. */
   parse(raw: string | undefined): T;
+  /** A value as the variable's text, as `parse` reads it back. */
   format(value: NonNullable<T>): string;
 }
 

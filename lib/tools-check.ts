@@ -98,8 +98,8 @@ function runCheck(check: ModuleCheck): CheckResult {
   mkdirSync(dir, { recursive: true });
   const label = (kind: 'tools' | 'deliveries', file: string) => `${check.prop}: ${kind} module ${file}`;
   // The handlers' own checks, from the package (its sources here, its build once installed).
-  const toolsChecks = packageFile('lambdas/functions/tools-exports.ts', 'dist/lambda.js');
-  const deliveriesChecks = packageFile('lambdas/functions/consumer-endpoint.ts', 'dist/lambda.js');
+  const toolsChecks = packageFile('lambdas/functions/tools-exports.ts', 'dist/functions/tools-exports.js');
+  const deliveriesChecks = packageFile('lambdas/functions/consumer-endpoint.ts', 'dist/functions/consumer-endpoint.js');
   const source = [
     `import { writeFileSync } from 'node:fs';`,
     `import { clientsOf, toolsOf } from ${JSON.stringify(toolsChecks)};`,

@@ -28,6 +28,8 @@ await build({
     ...FUNCTIONS.map((name) => ({ out: `functions/${name}`, in: `lambdas/functions/${name}.ts` })),
     // What IdempotentMcpGateway's generated tools module imports (lib/tools-entry.ts).
     { out: 'functions/gateway', in: 'lambdas/gateway/lambda.ts' },
+    // The handlers' checks of a tools module, which the constructs run at synth (lib/tools-check.ts).
+    { out: 'functions/tools-exports', in: 'lambdas/functions/tools-exports.ts' },
     // The package's bin (package.json `bin`), its shebang kept.
     ...Object.values<string>(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin ?? {}).map((built) => {
       const out = built.replace(/^(\.\/)?dist\//, '').replace(/\.js$/, '');

@@ -8,6 +8,7 @@ process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 quietSdkNodeNotice();
 const { runGatewayMain } = await import('../lambdas/gateway/command');
 const { startDynamoDbLocal } = await import('../lambdas/local/dynamodb-local');
+const { localDevToken } = await import('../lambdas/local/server');
 
 let onStop: (() => Promise<void>) | undefined;
 const argv = process.argv.slice(2);
@@ -16,4 +17,4 @@ if (!process.env.DYNAMODB_ENDPOINT && !argv.includes('--help')) {
   process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   onStop = dynamo.stop;
 }
-await runGatewayMain(argv, process.env, { onStop });
+await runGatewayMain(argv, process.env, { onStop, devToken: localDevToken });

@@ -6,7 +6,7 @@
  */
 // Set before the observability modules load: locally, metrics would only add EMF noise to the terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-const { localPort, runLocalEndpoint } = await import('idempotent-mcp/local');
+const { runLocalEndpoint } = await import('idempotent-mcp/local');
 const { referenceServer, sandboxBanner } = await import('../reference/local/stack');
 
 const reference = referenceServer();
@@ -14,7 +14,6 @@ await runLocalEndpoint({
   server: reference.server,
   banner: (server) => sandboxBanner(server, reference.referenceConfig()),
   stateDir: '.local',
-  port: localPort(process.env.PORT, 'PORT'),
   tenant: 'demo',
   serving: 'the reference tools and the sandbox payments provider, ticket system and mailbox',
   commands: { start: 'npm start', token: 'npm run token -- --tenant <id>', ops: 'npm run ops -- list' },

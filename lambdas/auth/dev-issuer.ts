@@ -14,7 +14,6 @@ export const DEV_TOKEN_TTL_SECONDS = 24 * 3600;
 
 /**
  * The local development token issuer: signs a tenant's bearer token with the key kept in the local state folder.
- * @public
  */
 export interface DevIssuer {
   issuer: string;
@@ -86,8 +85,6 @@ export async function loadDevIssuer(options: {
 
 /**
  * The issuer a dev-mode endpoint trusts; its tokens carry the scopes that endpoint requires unless told otherwise.
- *
- * @public
  */
 export function devIssuerFor(auth: Extract<AuthConfig, { mode: 'dev' }>): Promise<DevIssuer> {
   return loadDevIssuer({

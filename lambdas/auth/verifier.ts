@@ -71,7 +71,6 @@ export class AuthUnavailableError extends Error {
 
 /**
  * Verifies a bearer token and answers its caller (the tenant from the verified token).
- * @public
  */
 export interface TokenVerifier {
   /** Verifies an `Authorization` header value; throws AuthenticationError. */

@@ -5,11 +5,7 @@ import { createConsumerHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createConsumer } from '../runtime/workers';
 
-/**
- * A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export).
- *
- * @public
- */
+/** A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export). */
 export interface DeliveriesModule {
   deliveries?: unknown;
   default?: unknown;
@@ -18,7 +14,6 @@ export interface DeliveriesModule {
 /**
  * The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start).
  * The constructs run the same check on your deliveries module at synth.
- * @public
  */
 export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, DeliveryHandler>> {
   const deliveries = module.deliveries ?? module.default;
@@ -40,9 +35,11 @@ export function deliveriesOf(module: DeliveriesModule): Readonly<Record<string, 
 /**
  * The outbox consumer of an endpoint whose tools queue these event types: the module's handlers deliver them. A
  * module of its own, like the reconciler's factory: the MCP function's (./endpoint.ts) would bundle the MCP SDK here.
+ * `module` is the deliveries module as loaded (`export const deliveries = { 'invoice.send': { deliver, verify } }`,
+ * or a default export); one that is not an object of handlers with `deliver()` fails the cold start with the reason.
  * @public
  */
-export function consumerLambdaHandler(module: DeliveriesModule) {
+export function consumerLambdaHandler(module: { deliveries?: unknown; default?: unknown }) {
   const services = createWorkerServices(loadWorkerConfig());
   return withMetrics(createConsumerHandler(createConsumer(services, { deliveries: deliveriesOf(module) }), services.logger));
 }

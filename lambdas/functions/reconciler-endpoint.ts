@@ -3,21 +3,19 @@ import { withMetrics } from '../observability/metrics';
 import { createReconcilerHandler } from '../runtime/worker-events';
 import { createWorkerServices, type WorkerServices } from '../runtime/worker-services';
 import { createReconciler, type ReconcilerServices } from '../runtime/workers';
-import { clientsOf, type ToolsModuleExports, toolsOf } from './tools-exports';
+import { clientsOf, toolsOf } from './tools-exports';
 
 /**
  * The reconciler of an endpoint serving these tools: their reconcile hooks settle lost outcomes. Each hook gets the
- * workers' services, with the clients `withClients` adds (the reference endpoint's payments provider; by default
- * the tools module's own `withClients`, as in the MCP function); no engine,
- * signers or token verifier are built. A module of its own, apart from the MCP function's factory (./endpoint.ts):
+ * workers' services, with the clients the tools module's `withClients` adds (the reference endpoint's payments
+ * provider), as in the MCP function; no engine, signers or token verifier are built. `module` as `mcpLambdaHandler`
+ * takes it. A module of its own, apart from the MCP function's factory (./endpoint.ts):
  * importing that one would bundle the MCP SDK here, whose modules run code at load and so survive tree-shaking
  * even when nothing calls them.
  * @public
  */
-export function reconcilerLambdaHandler(
-  module: ToolsModuleExports,
-  withClients: (services: WorkerServices) => ReconcilerServices = clientsOf<WorkerServices>(module, (services) => services),
-) {
+export function reconcilerLambdaHandler(module: { tools?: unknown; default?: unknown; withClients?: unknown }) {
+  const withClients: (services: WorkerServices) => ReconcilerServices = clientsOf<WorkerServices>(module, (services) => services);
   const services = withClients(createWorkerServices(loadWorkerConfig()));
   return withMetrics(createReconcilerHandler(createReconciler(services, { tools: toolsOf(module) }), services.logger));
 }

@@ -5,7 +5,6 @@ import type { WorkerServices } from '../runtime/worker-services';
  * A tools module as loaded (the namespace object of the team's tools file), before it is checked: what a team writes is
  * typed by `ToolsModule` (idempotent-mcp/mcp); `toolsOf` and `clientsOf` check what the bundle actually exports,
  * which may also be a default export of the tool list.
- * @public
  */
 export interface ToolsModuleExports {
   tools?: unknown;
@@ -16,7 +15,6 @@ export interface ToolsModuleExports {
 /**
  * The tool list of a tools module, or an error naming what is missing (it fails the cold start, not a request).
  * The constructs run the same check on your tools module at synth.
- * @public
  */
 export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
   const tools = module.tools ?? module.default;
@@ -28,7 +26,6 @@ export function toolsOf(module: ToolsModuleExports): readonly ToolDefinition[] {
 /**
  * The module's `withClients`, or `fallback` when it exports none; anything else than a function fails the cold
  * start with the reason.
- * @public
  */
 export function clientsOf<S extends WorkerServices>(module: ToolsModuleExports, fallback: (services: S) => S): (services: S) => S {
   if (module.withClients === undefined) return fallback;

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
-import { DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
-import { ConfigError, EnvVars, loadConfig, read, type Env } from 'idempotent-mcp/lambda';
-import { devIssuerFor, type LocalServer, localOperationIdSecret, startLocalServer } from 'idempotent-mcp/local';
+import { type createDynamoDbClient, DynamoDbRecordMemos } from 'idempotent-mcp/dynamodb';
+import { ConfigError, EnvVars, read, type Env } from 'idempotent-mcp/lambda';
+import { startLocalServer } from 'idempotent-mcp/local';
 import { GatewayEnvVars, upstreamKeyPrefix } from './config';
 import { CredentialsError, envCredentials, fileCredentials, staticCredentials, type CredentialSource } from './credentials';
 import { checkPolicyFile, createGateway, type Gateway } from './create-gateway';
@@ -27,6 +27,9 @@ Table, auth and reconciler settings are the endpoint's (docs/configuration.md): 
 idempotent-mcp-gateway), TABLE_KEY_PREFIX (default the upstream's: gw.<digest of the URL or command>:),
 DYNAMODB_ENDPOINT (DynamoDB Local; the table is created there), AUTH_MODE (default dev
 here: tokens from the local issuer, one printed at start), RECONCILE_INTERVAL_MS.`;
+
+/** The table's document client (the one `createDynamoDbClient` makes). */
+type TableClient = ReturnType<typeof createDynamoDbClient>;
 
 class GatewayUsageError extends Error {
   override name = 'GatewayUsageError';
@@ -167,7 +170,7 @@ export interface RunningGateway {
   /** Whose records are this gateway's on the table (TABLE_KEY_PREFIX): by default its upstream's. */
   keyPrefix?: string;
   /** The table's client (the bench counts the requests a call sends through it). */
-  doc: LocalServer['services']['doc'];
+  doc: TableClient;
   /** A token of the local dev issuer (AUTH_MODE=dev only). */
   tokenFor(tenant: string): Promise<string>;
   stop(): Promise<void>;
@@ -190,6 +193,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
   if (mistakes.length > 0) throw new GatewayPolicyError(mistakes);
   const credentials = await command.credentials();
   let gateway: Gateway | undefined;
+  let table: { doc: TableClient; keyPrefix?: string } | undefined;
   // The store is the environment's (DYNAMODB_ENDPOINT, else the region's table), checked before serving; no outbox.
   const server = await startLocalServer({
     env,
@@ -198,6 +202,7 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     dynamoDbLocal: false,
     outbox: false,
     async serve(services, config) {
+      table = { doc: services.doc, ...(config.tableKeyPrefix ? { keyPrefix: config.tableKeyPrefix } : {}) };
       gateway = await createGateway({
         policy,
         upstream: command.upstream,
@@ -218,8 +223,8 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
     url: server.url,
     mcpUrl: server.mcpUrl,
     gateway: gateway!,
-    doc: server.services.doc,
-    ...(server.config.tableKeyPrefix ? { keyPrefix: server.config.tableKeyPrefix } : {}),
+    doc: table!.doc,
+    ...(table!.keyPrefix ? { keyPrefix: table!.keyPrefix } : {}),
     tokenFor: (tenant) => server.tokenFor(tenant),
     stop: server.stop,
   };
@@ -227,9 +232,18 @@ export async function startGatewayCommand(command: GatewayCommand, givenEnv: Env
 
 /**
  * The bin's whole life: parse, start, print the banner (URL, tools, a dev token), stop on SIGINT/SIGTERM. Mistakes
- * in the flags, the policy or the credentials stop it before it serves, one sentence each, exit code 2.
+ * in the flags, the policy or the credentials stop it before it serves, one sentence each, exit code 2. `devToken`
+ * makes `--token`'s token: the local dev issuer's for the state folder and the settings, as a local server of the
+ * toolkit's makes them (the bin gives it; without it `--token` is refused).
  */
-export async function runGatewayMain(argv: readonly string[], env: Env, options: { onStop?: () => Promise<void> } = {}): Promise<void> {
+export async function runGatewayMain(
+  argv: readonly string[],
+  env: Env,
+  options: {
+    onStop?: () => Promise<void>;
+    devToken?: (tenant: string, local: { stateDir: string; env: Env }) => Promise<string>;
+  } = {},
+): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(GATEWAY_USAGE);
     return;
@@ -242,15 +256,8 @@ export async function runGatewayMain(argv: readonly string[], env: Env, options:
       if (!tenant || tenant.startsWith('-')) throw new GatewayUsageError('--token needs a tenant: --token <tenant>');
       if ((env.AUTH_MODE ?? 'dev') !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
       const stateDir = resolve((stateAt >= 0 ? argv[stateAt + 1] : undefined) ?? '.gateway');
-      const config = loadConfig({
-        AUTH_MODE: 'dev',
-        TABLE_NAME: 'idempotent-mcp-gateway',
-        ...env,
-        DEV_AUTH_DIR: env.DEV_AUTH_DIR || join(stateDir, 'auth'),
-        OPERATION_ID_SECRET: env.OPERATION_ID_SECRET || (env.OPERATION_ID_SECRET_ARN ? '' : await localOperationIdSecret(stateDir)),
-      });
-      if (config.auth.mode !== 'dev') throw new ConfigError('--token makes tokens of the local dev issuer only (AUTH_MODE=dev)');
-      console.log(await (await devIssuerFor(config.auth)).sign({ tenant }));
+      if (!options.devToken) throw new GatewayUsageError('--token is not available here: run idempotent-mcp gateway --token <tenant>');
+      console.log(await options.devToken(tenant, { stateDir, env: { TABLE_NAME: 'idempotent-mcp-gateway', ...env } }));
       return;
     } catch (err) {
       const known = err instanceof GatewayUsageError || err instanceof ConfigError;

@@ -24,15 +24,12 @@ const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource'
 /** `c.env` under the Lambda adapter (hono/aws-lambda); under @hono/node-server it holds no lambdaContext. */
 /**
  * The app's Hono environment: `c.env.lambdaContext` under the Lambda adapter, the verified caller as `c.var.caller`.
- *
- * @public
  */
 export type AppEnv = { Bindings: { lambdaContext?: LambdaContext }; Variables: { caller: Caller } };
 
 /**
  * What the HTTP app uses: the tool runtime its tools run on, the bearer verifier and the settings of origins, base
  * URL and auth. `S`: the services the tools need (the endpoint's own services object satisfies it).
- * @public
  */
 export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
   config: Pick<AppConfig, 'allowedOrigins' | 'publicBaseUrl' | 'auth'> & { approvals?: ApprovalPageConfig };
@@ -43,7 +40,6 @@ export type AppServices<S extends ToolRuntime = ToolRuntime> = S & {
 
 /**
  * What `createApp` serves besides the services: the tools, extra routes, the store's health probe, the host names it answers.
- * @public
  */
 export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
   /** The tools the endpoint serves, and only these: there is no default list. */
@@ -67,8 +63,6 @@ export interface AppOptions<S extends ToolRuntime = ToolRuntime> {
 
 /**
  * The host names a server on this machine serves: the loopback names, and those of the configured base URLs.
- *
- * @public
  */
 export function servedHostnames(config: Pick<AppConfig, 'publicBaseUrl'> & { approvals?: Pick<ApprovalPageConfig, 'baseUrl'> }): string[] {
   const configured = [config.publicBaseUrl, config.approvals?.baseUrl]
@@ -233,7 +227,6 @@ function limitBody(maxSize: number, onError: (c: Context<AppEnv>) => Response | 
 /**
  * The one HTTP app: the Lambda handler (through hono/aws-lambda) and the local server (through @hono/node-server)
  * serve exactly this.
- * @public
  */
 export function createApp<S extends ToolRuntime>(services: AppServices<S>, options: AppOptions<S>): Hono<AppEnv> {
   const { config, logger } = services;

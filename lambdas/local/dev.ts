@@ -4,32 +4,8 @@ import { DEV_KEY_FILE } from '../auth/dev-keys';
 import { stateOf, writeLocalState } from '../ops/local-state';
 import { confirmationNotice } from './confirmation-notice';
 import { quietSdkNodeNotice } from './sdk-node-notice';
-import { startLocalServer, type LocalServer, type LocalServerOptions } from './server';
+import { startInternalLocalServer, type InternalLocalServer, type LocalServer, type LocalServerOptions } from './server';
 import { watchStateDir } from './state-dir';
-
-/**
- * What a local endpoint serves and how its banner names the commands around it.
- * @public
- */
-export interface LocalEndpointOptions {
-  /**
-   * What it serves (`startLocalServer`'s options; the state folder and the port are this endpoint's): a team's
-   * tools module (`idempotent-mcp dev`), or the reference endpoint's tools and sandbox (`npm start`).
-   */
-  server: Omit<LocalServerOptions, 'stateDir' | 'port'>;
-  /** State folder: DynamoDB data, the token signing key, the operation-id secret (`.local`). */
-  stateDir: string;
-  /** The port it listens on (`localPort` reads one given as text); 0 picks a free one. */
-  port: number;
-  /** The tenant of the printed token. */
-  tenant: string;
-  /** How a person runs this start, another tenant's token, and the review tool, as they type them. */
-  commands: { start: string; token: string; ops: string };
-  /** What it serves, for the banner's first line ("the reference tools", "your tools from tools.ts"). */
-  serving: string;
-  /** Lines the banner shows above the MCP URL (the reference's sandbox). */
-  banner?: (server: LocalServer) => string[];
-}
 
 /**
  * A local endpoint in the foreground, the one code path of `npm start` and `idempotent-mcp dev`: DynamoDB Local
@@ -38,11 +14,30 @@ export interface LocalEndpointOptions {
  * commands. Ctrl-C (or the state folder deleted under it) stops everything it started.
  * @public
  */
-export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<void> {
-  const { stateDir, port, commands } = options;
+export async function runLocalEndpoint(options: {
+  /**
+   * What it serves (`startLocalServer`'s options; the state folder and the port are this endpoint's): a team's
+   * tools module (`idempotent-mcp dev`), or the reference endpoint's tools and sandbox (`npm start`).
+   */
+  server: Omit<LocalServerOptions, 'stateDir' | 'port'>;
+  /** State folder: DynamoDB data, the token signing key, the operation-id secret (`.local`). */
+  stateDir: string;
+  /** The port it listens on; 0 picks a free one. Default: PORT from the environment, else 3000 (a PORT that is no port number exits with one sentence). */
+  port?: number;
+  /** The tenant of the printed token. */
+  tenant: string;
+  /** How a person runs this start, another tenant's token, and the review tool, as they type them. */
+  commands: { start: string; token: string; ops: string };
+  /** What it serves, for the banner's first line ("the reference tools", "your tools from tools.ts"). */
+  serving: string;
+  /** Lines the banner shows above the MCP URL (the reference's sandbox). */
+  banner?: (server: LocalServer) => string[];
+}): Promise<void> {
+  const { stateDir, commands } = options;
+  const port = options.port ?? localPort(process.env.PORT, 'PORT');
   // The AWS SDK's notice that it will need Node 22 from January 2027 would open every start; README says which Node to use.
   quietSdkNodeNotice();
-  let stack: LocalServer | undefined;
+  let stack: InternalLocalServer | undefined;
   let token: string;
   let removeState = async () => {};
   let newKeyNotice = '';
@@ -52,7 +47,7 @@ export async function runLocalEndpoint(options: LocalEndpointOptions): Promise<v
     const keyFile = join(process.env.DEV_AUTH_DIR || join(stateDir, 'auth'), DEV_KEY_FILE);
     const hadKey = existsSync(keyFile);
     const given = options.server.env;
-    stack = await startLocalServer({
+    stack = await startInternalLocalServer({
       ...options.server,
       // Tokens of the local dev issuer: the banner prints one.
       env: (url) => ({ ...(typeof given === 'function' ? given(url) : (given ?? process.env)), AUTH_MODE: 'dev' }),
@@ -127,7 +122,6 @@ const LOCAL_ENDPOINT_PORT = 3000;
 
 /**
  * A port given as text (PORT, `--port`), or the default (3000); anything else exits with one sentence naming `what`.
- * @public
  */
 export function localPort(value: string | undefined, what: string): number {
   const port = Number(value ?? LOCAL_ENDPOINT_PORT);

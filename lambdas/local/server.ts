@@ -4,12 +4,17 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Hono } from 'hono';
 import { devIssuerFor } from '../auth/dev-issuer';
 import { DEV_SIGN_IN_MOUNT, EnvVars, environmentOf, loadConfig, type AppConfig } from '../config';
 import { ConfigError, read, type Env } from '../env-var';
-import { createApp, servedHostnames, type AppOptions } from '../http/app';
+import { createApp, servedHostnames } from '../http/app';
 import { createDevSignIn } from '../http/dev-sign-in';
 import type { ToolDefinition } from '../mcp/tool-types';
+import type { DeliveryHandler } from '../outbox/consumer';
+import type { EventPublisher } from '../outbox/publisher';
 import { startReconcilerFromConfig } from '../reconciler/start';
 import { localOperationIdSecret } from '../runtime/operation-id-secret';
 import { createServices, type ServiceOverrides, type Services } from '../runtime/services';
@@ -28,7 +33,7 @@ import { startLocalWorkers, type LocalWorkerOptions } from './workers';
  */
 export interface LocalServerOptions {
   /**
-   * The environment the settings are read from (lambdas/config.ts's names), or a function of the server's URL
+   * The environment the settings are read from (`EnvVars`' names), or a function of the server's URL
    * (its port is taken first: settings may name routes on it). Default: `process.env`. Unset, AUTH_MODE is `dev`,
    * and in dev mode DEV_AUTH_DIR is the state folder's `auth/` and the operation-id secret the state folder's.
    */
@@ -43,24 +48,36 @@ export interface LocalServerOptions {
   outbox?: boolean;
   /** The tools served, unless `serve` gives them. */
   tools?: readonly ToolDefinition[];
-  /** Replaces parts of the services (tests). */
-  services?: ServiceOverrides;
   /** Adds the clients the served tools call (a tools module's `withClients`) to the services; `env` is the settings' environment. */
   withClients?: <B extends object>(services: B, env: Env) => B;
   /**
    * What is served that needs the services first (the gateway's tools, built on its store; the reference's
-   * sandbox, on its clients), added to what these options give: the tools (instead of `tools`), route groups beside
-   * /mcp (beside the dev issuer's sign-in, which the server mounts itself), the outbox workers' overrides (the
-   * deliveries, a publisher wrapper), and `close`, which undoes what it made (an upstream connection).
+   * sandbox, on its table), added to what these options give: the tools (instead of `tools`), route groups beside
+   * /mcp (beside the dev issuer's sign-in, which the server mounts itself), the outbox workers' part (the
+   * deliveries, a publisher wrapper), and `close`, which undoes what it made (an upstream connection). It gets the
+   * services' table client, table, logger and clock, and the records' table and key prefix (TABLE_KEY_PREFIX).
    */
   serve?: (
-    services: Services,
-    config: AppConfig,
+    services: { doc: DynamoDBDocumentClient; tableName: string; logger: Logger; clock: () => number },
+    config: { tableName: string; tableKeyPrefix?: string },
   ) =>
-    | Promise<{ tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> }>
-    | { tools?: readonly ToolDefinition[]; mounts?: AppOptions['mounts']; workers?: WorkerOverrides; close?: () => Promise<void> };
-  /** With the outbox: which workers run here (all by default), their pacing and overrides. */
-  workers?: LocalWorkerOptions & WorkerOverrides;
+    | Promise<{
+        tools?: readonly ToolDefinition[];
+        mounts?: Record<string, Hono>;
+        workers?: LocalServerOptions['workers'];
+        close?: () => Promise<void>;
+      }>
+    | {
+        tools?: readonly ToolDefinition[];
+        mounts?: Record<string, Hono>;
+        workers?: LocalServerOptions['workers'];
+        close?: () => Promise<void>;
+      };
+  /**
+   * With the outbox: the delivery handlers by event type (a deliveries module's `deliveries`), and a wrapper around
+   * the relay's publisher (the reference's sandbox puts its queue faults there).
+   */
+  workers?: { deliveries?: Readonly<Record<string, DeliveryHandler>>; wrapPublisher?: (publisher: EventPublisher) => EventPublisher };
   /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
   queueVisibilityTimeoutSeconds?: number;
   /** How long a client may take to send its request, and how often that is checked (default 10 s for the headers, 30 s for the request, every 1 s; tests shorten them). */
@@ -76,16 +93,10 @@ export interface LocalServer {
   url: string;
   /** The MCP endpoint: `url` + /mcp. */
   mcpUrl: string;
-  /** The settings, as the Lambda loads them. */
-  config: AppConfig;
-  /** The settings `config` was loaded from (a worker in a child process gets the same). */
+  /** The settings' environment, as the Lambda would read it (a worker in a child process gets the same). */
   env: Env;
-  /** The services, with the served tools' clients. */
-  services: Services;
   /** The tools served. */
   tools: readonly ToolDefinition[];
-  /** With the outbox: the workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
-  workers?: Workers;
   /** With the outbox: its queue, and the queue its failed deliveries end in. */
   queue?: { endpoint: string; queueUrl: string; deadLetterQueueUrl: string };
   /** DynamoDB Local's data folder, when this server launched the emulator on one (not with DYNAMODB_ENDPOINT). */
@@ -94,6 +105,24 @@ export interface LocalServer {
   tokenFor(tenant: string, options?: { ttlSeconds?: number; subject?: string; scope?: string }): Promise<string>;
   /** Stops everything this server started, in reverse order. */
   stop(): Promise<void>;
+}
+
+/** The toolkit's own options besides (`idempotent-mcp dev`, the tests): parts of the services replaced, the workers' tuning. */
+export interface InternalLocalServerOptions extends LocalServerOptions {
+  /** Replaces parts of the services (tests). */
+  services?: ServiceOverrides;
+  /** With the outbox: which workers run here (all by default), their pacing and overrides. */
+  workers?: LocalWorkerOptions & WorkerOverrides;
+}
+
+/** The server with what the toolkit's own code reads (the banner, the review tool's state, the tests). */
+export interface InternalLocalServer extends LocalServer {
+  /** The settings, as the Lambda loads them. */
+  config: AppConfig;
+  /** The services, with the served tools' clients. */
+  services: Services;
+  /** With the outbox: the workers' building blocks (tests drive `reconciler.runOnce()` or `relay.sweep()` by hand). */
+  workers?: Workers;
 }
 
 /**
@@ -150,7 +179,7 @@ const firstLine = (text: string) => text.split('\n')[0]!.slice(0, 300);
  * nothing could ever settle. With DYNAMODB_ENDPOINT (DynamoDB Local) the table is created there; else the region's
  * table must exist.
  */
-async function checkStore(doc: Services['doc'], tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
+async function checkStore(doc: DynamoDBDocumentClient, tableName: string, endpoint: string | undefined, env: Env): Promise<void> {
   if (!endpoint && !env.AWS_REGION && !env.AWS_DEFAULT_REGION)
     throw new ConfigError(
       'no DynamoDB to keep the records in: set DYNAMODB_ENDPOINT to a DynamoDB Local (`npx idempotent-mcp dev --dynamodb-only` starts one at http://127.0.0.1:8000), or AWS_REGION and TABLE_NAME for a deployed table',
@@ -168,6 +197,27 @@ async function checkStore(doc: Services['doc'], tableName: string, endpoint: str
 }
 
 /**
+ * A local run's dev-mode settings: the dev issuer's key in the state folder's `auth/` (unless DEV_AUTH_DIR names
+ * another and `keepDevAuthDir`), and the state folder's operation-id secret (unless one is set, or its ARN).
+ */
+async function applyDevDefaults(env: Env, stateDir: string, { keepDevAuthDir }: { keepDevAuthDir: boolean }): Promise<void> {
+  env.DEV_AUTH_DIR = (keepDevAuthDir && env.DEV_AUTH_DIR) || join(stateDir, 'auth');
+  if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(stateDir);
+}
+
+/**
+ * A token of the dev issuer a local server on `stateDir` with these settings trusts, without starting one (the
+ * gateway command's `--token`): the settings are read as the server reads them, so a bad one fails the same way.
+ */
+export async function localDevToken(tenant: string, { stateDir, env: given }: { stateDir: string; env: Env }): Promise<string> {
+  const env: Env = { AUTH_MODE: 'dev', ...given };
+  await applyDevDefaults(env, stateDir, { keepDevAuthDir: true });
+  const { auth } = loadConfig(env);
+  if (auth.mode !== 'dev') throw new ConfigError('tokens are printed only with AUTH_MODE=dev');
+  return (await devIssuerFor(auth)).sign({ tenant });
+}
+
+/**
  * An endpoint on this machine, the one assembly of `npm start`, `idempotent-mcp dev` and `idempotent-mcp gateway`:
  * the HTTP server listens first (its port is part of the settings' URLs; requests wait for the app, 503 until
  * then), DynamoDB Local and the outbox queue (each gives its endpoint as the variable the Lambda would read), the
@@ -175,7 +225,12 @@ async function checkStore(doc: Services['doc'], tableName: string, endpoint: str
  * issuer's sign-in, then the workers. Every step registers how to undo it; a failed start undoes them all.
  * @public
  */
-export async function startLocalServer(options: LocalServerOptions = {}): Promise<LocalServer> {
+export function startLocalServer(options: LocalServerOptions = {}): Promise<LocalServer> {
+  return startInternalLocalServer(options);
+}
+
+/** `startLocalServer` with the toolkit's own options and view (`idempotent-mcp dev`'s banner, the tests). */
+export async function startInternalLocalServer(options: InternalLocalServerOptions = {}): Promise<InternalLocalServer> {
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => {});
@@ -217,11 +272,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
       dynamoDbDataDir = dynamo.dbPath;
     }
     env.TABLE_NAME ??= options.stateDir ? 'idempotent-mcp' : `local-${randomUUID()}`;
-    if (env.AUTH_MODE === 'dev') {
-      // A temporary state folder owns the issuer's key; a kept one yields to DEV_AUTH_DIR.
-      env.DEV_AUTH_DIR = (options.stateDir && env.DEV_AUTH_DIR) || join(stateDir, 'auth');
-      if (!env.OPERATION_ID_SECRET && !env.OPERATION_ID_SECRET_ARN) env.OPERATION_ID_SECRET = await localOperationIdSecret(stateDir);
-    }
+    // A temporary state folder owns the issuer's key; a kept one yields to DEV_AUTH_DIR.
+    if (env.AUTH_MODE === 'dev') await applyDevDefaults(env, stateDir, { keepDevAuthDir: Boolean(options.stateDir) });
 
     let queue: LocalQueue | undefined;
     if (options.outbox ?? true) {

@@ -8,7 +8,6 @@ import type { Workers } from '../runtime/workers';
 
 /**
  * Which of a local server's workers run, and how often the relay looks.
- * @public
  */
 export interface LocalWorkerOptions {
   /** The relay as a poller over the attention index (deployed: the DynamoDB Streams handler). Default on. */

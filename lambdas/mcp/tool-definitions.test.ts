@@ -13,8 +13,9 @@ import {
   type ToolRuntime,
   type WriteToolContext,
 } from 'idempotent-mcp/mcp';
-import { createApp, type AppConfig } from 'idempotent-mcp/lambda';
 import { OwnServers } from '../../test/support/own-server';
+import type { AppConfig } from '../config';
+import { createApp } from '../http/app';
 import { deliveriesOf } from '../functions/consumer-endpoint';
 
 const writeSpec = (name: string) => ({

@@ -40,7 +40,6 @@ export interface DeliveryHandler {
 
 /**
  * What the outbox consumer did with one message: delivered, failed for good, already settled, or left for a retry.
- * @public
  */
 export type ConsumeOutcome =
   | { kind: 'delivered' }
@@ -55,7 +54,6 @@ export type ConsumeOutcome =
 
 /**
  * The outbox consumer's parts and tuning: the outbox, the deliveries handlers, logger and clock, its timeouts, delivery budget and retries.
- * @public
  */
 export interface ConsumerOptions {
   outbox: OutboxStore;
@@ -83,7 +81,6 @@ const SETTLE_MARGIN_MS = 1000;
  * tell whether the effect happened) may be taken over, and the new owner first asks the downstream by event id;
  * only a confirmed absence runs the effect again, and "absent" confirms nothing while an earlier request may still
  * land (its in-flight window). The settlement of the claim and of the event commit together.
- * @public
  */
 export class OutboxConsumer {
   private readonly outbox: OutboxStore;

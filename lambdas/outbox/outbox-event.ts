@@ -9,7 +9,6 @@ import { hashForLog } from '../core/idempotency-key';
  *          \--consumer: terminal error, or last receive failed with nothing done (message in the DLQ)--> FAILED
  *          (a last receive whose outcome is unknown leaves it PENDING: the sweep re-sends it and the consumer verifies)
  *          \--sweep: sent too often without delivery--> FAILED
- * @public
  */
 export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
 

@@ -13,8 +13,6 @@ import { OutboxDefaults } from '../core/outbox-budget';
 
 /**
  * A pending (or settled) outbox event as stored.
- *
- * @public
  */
 export interface StoredOutboxEvent {
   message: OutboxMessage;
@@ -31,14 +29,11 @@ export interface StoredOutboxEvent {
 
 /**
  * The state of an event's delivery marker.
- * @public
  */
-export type MarkerState = 'CLAIMED' | 'DELIVERED' | 'FAILED';
+type MarkerState = 'CLAIMED' | 'DELIVERED' | 'FAILED';
 
 /**
  * The consumer's claim on one event: a lease held by one owner while the effect runs, then the final state.
- *
- * @public
  */
 export interface DeliveryMarker {
   state: MarkerState;
@@ -55,7 +50,6 @@ export interface DeliveryMarker {
 
 /**
  * What claiming an event's delivery answers: claimed (with an unsettled earlier claim, if any), or the marker that holds it.
- * @public
  */
 export type DeliveryClaim =
   /** `previous`: an earlier claim that never settled (a crashed or uncertain attempt): the effect may exist. */
@@ -104,7 +98,6 @@ const OWNED_CLAIM = '#state = :claimed AND #owner = :owner';
  * (`OUTBOX#<id>` / `DELIVERY`), one conditional request per step. With a `keyPrefix` (the endpoint's
  * TABLE_KEY_PREFIX) its keys and attention partitions carry it, as the records' do: on a shared table each endpoint's
  * relay sends, and its consumer delivers, only its own events.
- * @public
  */
 export class OutboxStore {
   /** Whose events these are on a shared table (`DynamoDbIdempotencyStore`'s `keyPrefix`). Default none. */

@@ -7,7 +7,6 @@ import type { EventPublisher } from './publisher';
 
 /**
  * The outbox relay's parts and tuning: the outbox, the publisher, logger and clock, when it sends again, how often at most.
- * @public
  */
 export interface RelayOptions {
   outbox: OutboxStore;
@@ -28,7 +27,6 @@ export interface RelayOptions {
  * settles it, and never dropped: after `maxSends` it is marked FAILED, logged and counted. A send the queue refuses
  * is tried again with the same backoff, without limit (nothing reached the queue, so nothing is given up).
  * Sending twice is harmless: the consumer deduplicates by event id.
- * @public
  */
 export class OutboxRelay {
   /** Whose events it sends: the store's `keyPrefix` (the stream handler reads images through it). */

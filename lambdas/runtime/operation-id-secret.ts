@@ -33,11 +33,11 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
  * One GetSecretValue with the SDK's Secrets Manager client, in every region the function runs in (the Parameters
  * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
  * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
- * backoff rather than held here. `what` names the secret in the error (the operation-id secret, the gateway's
- * upstream credentials): a `SecretUnavailableError`.
+ * backoff rather than held here. `endpoint`: a Secrets Manager stand-in (SECRETS_MANAGER_ENDPOINT). `what` names the
+ * secret in the error (the operation-id secret, the gateway's upstream credentials): a `SecretUnavailableError`.
  * @public
  */
-export async function readSecretString(source: Extract<SecretSource, { secretArn: string }>, what: string): Promise<string> {
+export async function readSecretString(source: { secretArn: string; endpoint?: string }, what: string): Promise<string> {
   const client = new SecretsManagerClient({
     maxAttempts: 1,
     requestHandler: new NodeHttpHandler({
@@ -79,7 +79,6 @@ export const OPERATION_ID_SECRET_FILE = 'operation-id-secret';
 /**
  * A local run's operation-id secret: made on the first start and kept in `dir`, so operation ids issued before a
  * restart stay valid after it; two processes starting at once on one folder get the same secret.
- * @public
  */
 export async function localOperationIdSecret(dir: string): Promise<string> {
   return (await readOrCreateStateFile(join(dir, OPERATION_ID_SECRET_FILE), () => randomBytes(32).toString('base64url'))).trim();

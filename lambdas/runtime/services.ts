@@ -16,7 +16,6 @@ import { createWorkerServices, type WorkerServiceOverrides, type WorkerServices 
  * shared by every request: clients keep their connections and the JWKS cache survives between invocations. The
  * workers' services plus what serving a request takes: the engine, the signers and the token verifier. A tool's
  * own clients (the reference endpoint's payments provider, a team's systems) are the endpoint's, added next to these.
- * @public
  */
 export interface Services extends WorkerServices {
   config: AppConfig & { approvalBaseUrl?: string };
@@ -35,7 +34,6 @@ export interface Services extends WorkerServices {
 
 /**
  * What `createServices` takes instead of what it builds from the config (a store, a clock, a logger, ...).
- * @public
  */
 export interface ServiceOverrides extends WorkerServiceOverrides {
   observer?: IdempotencyObserver;
@@ -47,7 +45,6 @@ export interface ServiceOverrides extends WorkerServiceOverrides {
 
 /**
  * The MCP function's services, built once per container from its config: store, engine, signers, logger, ...
- * @public
  */
 export function createServices(config: AppConfig, overrides: ServiceOverrides = {}): Services {
   const base = createWorkerServices(config, overrides);

@@ -44,7 +44,6 @@ export function createRelayHandler(workers: Pick<Workers, 'relay'>) {
  * retry gets its visibility set to the consumer's delay before it is reported; one whose delivery budget is spent
  * is moved to the dead-letter queue by the consumer itself (the queue's redrive count is only a backstop, sized to
  * outlast the budget).
- * @public
  */
 export function createConsumerHandler(workers: Pick<Workers, 'consumer' | 'sqs' | 'queueUrl' | 'deadLetterQueueUrl'>, logger: Logger) {
   const handleRecord = async (record: SQSRecord) => {
@@ -89,8 +88,6 @@ export function createConsumerHandler(workers: Pick<Workers, 'consumer' | 'sqs' 
 
 /**
  * One reconciler run per invocation (EventBridge schedule deployed, a timer locally).
- *
- * @public
  */
 export function createReconcilerHandler(workers: Pick<Workers, 'reconciler'>, logger: Logger) {
   return async (): Promise<ReconcileReport> => logRun(logger, await workers.reconciler.runOnce());

@@ -11,7 +11,6 @@ import { OutboxStore } from '../outbox/outbox-store';
  * What the background functions (the outbox relay, its consumer and the reconciler) run on: the table's records
  * and outbox events, the clock and a logger. No engine, token verifier, signers or downstream clients: no worker
  * serves an MCP request, and the clients a tool's reconcile hook or a delivery needs are the endpoint's own.
- * @public
  */
 export interface WorkerServices {
   config: WorkerConfig;
@@ -26,7 +25,6 @@ export interface WorkerServices {
 
 /**
  * What `createWorkerServices` takes instead of what it builds from the config.
- * @public
  */
 export interface WorkerServiceOverrides {
   clock?: Clock;

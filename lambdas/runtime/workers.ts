@@ -13,8 +13,6 @@ import type { WorkerServices } from './worker-services';
 
 /**
  * The outbox queue as the workers reach it: its client and addresses (the queue itself is the `OutboxQueue` construct).
- *
- * @public
  */
 export interface OutboxQueueClient {
   sqs: SQSClient;
@@ -26,8 +24,6 @@ export interface OutboxQueueClient {
 
 /**
  * The background side of the service: the outbox relay, its consumer and the reconciler.
- *
- * @public
  */
 export interface Workers extends OutboxQueueClient {
   relay: OutboxRelay;
@@ -41,13 +37,11 @@ export type RelayServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' 
 export type ConsumerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock'>;
 /**
  * The part of the worker services the reconciler uses.
- * @public
  */
 export type ReconcilerServices = Pick<WorkerServices, 'config' | 'outbox' | 'logger' | 'clock' | 'store' | 'doc' | 'tableName'>;
 
 /**
  * What `createWorkers` takes for the outbox relay instead of its defaults.
- * @public
  */
 export interface RelayOverrides {
   /** Wraps the relay's queue publisher (the local sandbox injects queue faults this way). */
@@ -58,7 +52,6 @@ export interface RelayOverrides {
 
 /**
  * What `createWorkers` takes for the outbox consumer instead of its defaults.
- * @public
  */
 export interface ConsumerOverrides {
   /**
@@ -73,7 +66,6 @@ export interface ConsumerOverrides {
 
 /**
  * What `createWorkers` takes for the reconciler instead of its defaults.
- * @public
  */
 export interface ReconcilerOverrides extends RelayOverrides {
   /**
@@ -100,7 +92,6 @@ export interface ReconcilerOverrides extends RelayOverrides {
 
 /**
  * What `createWorkers` takes instead of its defaults: the tools, the deliveries, and each worker's overrides.
- * @public
  */
 export type WorkerOverrides = RelayOverrides & ConsumerOverrides & ReconcilerOverrides;
 
@@ -177,8 +168,6 @@ export function createReconciler(
 
 /**
  * All three on one queue client: the local pollers of `npm start` run exactly the Lambda handlers' workers.
- *
- * @public
  */
 export function createWorkers(services: WorkerServices, overrides: WorkerOverrides = {}): Workers {
   const queue = outboxQueue(services.config.sideEffects);

@@ -3,4 +3,4 @@ import { tools } from '../tools';
 import { withReferenceClients } from '../tools/services';
 
 /** The reference endpoint's MCP function: the demo tools. A team's endpoint bundles its own tools module instead. */
-export const handler = mcpLambdaHandler({ tools }, (services) => withReferenceClients(services));
+export const handler = mcpLambdaHandler({ tools, withClients: withReferenceClients });

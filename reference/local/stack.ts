@@ -1,43 +1,24 @@
 import { ensureTable, type EventPublisher } from 'idempotent-mcp/dynamodb';
-import { startLocalServer, type LocalServer, type LocalServerOptions } from 'idempotent-mcp/local';
+import type { LocalServer, LocalServerOptions } from 'idempotent-mcp/local';
 import type { ToolDefinition } from 'idempotent-mcp/mcp';
-import type { Env, ServiceOverrides, Services, WorkerOverrides } from 'idempotent-mcp/lambda';
+import type { Env } from 'idempotent-mcp/lambda';
 import { createSandboxRouter } from '../sandbox/router';
 import { FaultInjectingPublisher } from '../sandbox/queue-faults';
 import { openSandboxStore } from '../sandbox/sandbox-store';
 import { tools as demoTools } from '../tools';
 import { referenceDeliveries } from '../tools/reference-deliveries';
-import { withReferenceClients, type ReferenceClients } from '../tools/services';
+import { withReferenceClients } from '../tools/services';
 import { loadReferenceConfig, type ReferenceConfig } from '../config';
 
-export interface LocalStackOptions {
-  /** Keep state here (DynamoDB data, dev issuer key, operation-id secret): `.local` for `npm start`. Default: a temp dir, in-memory DynamoDB. */
-  persistDir?: string;
-  /** 0 (default) picks a free port. */
-  port?: number;
+/** What the reference endpoint on a local server serves besides its own tools and sandbox. */
+export interface ReferenceServerOptions {
   tableName?: string;
-  /** Settings on top of the process environment (same names as lambdas/config.ts). */
+  /** Settings on top of the process environment (the names of `EnvVars` and of the reference's settings). */
   env?: Env;
   /** Tools to serve instead of the registry (tests add their own). */
   tools?: readonly ToolDefinition[];
-  services?: ServiceOverrides;
   /** Adds the clients the served tools call (a tools module's `withClients`) to the services, after the reference endpoint's. */
   withClients?: <B extends object>(services: B) => B;
-  /** The relay, consumer and reconciler: which run here (all by default) and their tuning. */
-  workers?: LocalServerOptions['workers'] & WorkerOverrides;
-  /** The outbox queue's visibility timeout (default: a little over the consumer's lease). */
-  queueVisibilityTimeoutSeconds?: number;
-  /** How long a client may take to send its request (default LOCAL_HTTP_TIMEOUTS; tests shorten it). */
-  httpTimeouts?: LocalServerOptions['httpTimeouts'];
-}
-
-export interface LocalStack extends LocalServer {
-  /** The reference endpoint's own settings (its downstreams, the sandbox). */
-  referenceConfig: ReferenceConfig;
-  /** The MCP function's services with the reference endpoint's clients, as the deployed reference builds them. */
-  services: Services & ReferenceClients;
-  workers: NonNullable<LocalServer['workers']>;
-  queue: NonNullable<LocalServer['queue']>;
 }
 
 /**
@@ -45,7 +26,10 @@ export interface LocalStack extends LocalServer {
  * their clients and deliveries, and the sandbox downstreams on the same server (the tools' downstream URLs name its
  * port) unless the environment names real ones. `referenceConfig` is its settings once the server has loaded them.
  */
-export function referenceServer(options: LocalStackOptions = {}): { server: LocalServerOptions; referenceConfig: () => ReferenceConfig } {
+export function referenceServer(options: ReferenceServerOptions = {}): {
+  server: LocalServerOptions;
+  referenceConfig: () => ReferenceConfig;
+} {
   let referenceConfig: ReferenceConfig | undefined;
   const server: LocalServerOptions = {
     env: (url) => ({
@@ -60,7 +44,6 @@ export function referenceServer(options: LocalStackOptions = {}): { server: Loca
       ...options.env,
     }),
     tools: options.tools ?? demoTools,
-    ...(options.services ? { services: options.services } : {}),
     withClients: (services, env) => {
       referenceConfig = loadReferenceConfig(env);
       const withReference = withReferenceClients(services, referenceConfig);
@@ -81,9 +64,6 @@ export function referenceServer(options: LocalStackOptions = {}): { server: Loca
         },
       };
     },
-    ...(options.workers ? { workers: options.workers } : {}),
-    ...(options.queueVisibilityTimeoutSeconds ? { queueVisibilityTimeoutSeconds: options.queueVisibilityTimeoutSeconds } : {}),
-    ...(options.httpTimeouts ? { httpTimeouts: options.httpTimeouts } : {}),
   };
   return {
     server,
@@ -102,27 +82,3 @@ export const sandboxBanner = (server: Pick<LocalServer, 'url'>, config: Referenc
         `  Inject faults  curl -X POST ${server.url}/sandbox/faults -H 'content-type: application/json' -d '{"target":"payments","mode":"commit-then-timeout"}'`,
       ]
     : [];
-
-/**
- * The reference endpoint on one machine, used by `npm start` and by the tests alike: the toolkit's local server
- * (`startLocalServer`) with `referenceServer`'s options.
- */
-export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
-  const reference = referenceServer(options);
-  const server = await startLocalServer({
-    ...reference.server,
-    ...(options.persistDir ? { stateDir: options.persistDir } : {}),
-    port: options.port ?? 0,
-  });
-  if (server.config.auth.mode !== 'dev') {
-    await server.stop();
-    throw new Error('the local stack signs tokens with the dev issuer');
-  }
-  return {
-    ...server,
-    referenceConfig: reference.referenceConfig(),
-    services: server.services as Services & ReferenceClients,
-    workers: server.workers!,
-    queue: server.queue!,
-  };
-}

@@ -1,10 +1,9 @@
 import { listAllOrders } from '../tools/orders';
-import type { Services } from 'idempotent-mcp/lambda';
 import type { ReferenceConfig } from '../config';
-import { openSandboxStore } from './sandbox-store';
+import { openSandboxStore, type SandboxServices } from './sandbox-store';
 
 /** One section per sandbox downstream: what it executed, with the tenant and key (or event id) on every entry. */
-type LedgerSection = (services: Services, config: ReferenceConfig) => Promise<unknown[]>;
+type LedgerSection = (services: SandboxServices, config: ReferenceConfig) => Promise<unknown[]>;
 
 /** Add a downstream's section here; `GET /sandbox/ledger` returns them all. */
 const ledgerSections: Record<string, LedgerSection> = {
@@ -14,7 +13,7 @@ const ledgerSections: Record<string, LedgerSection> = {
   emails: async (services, config) => (await openSandboxStore(services, config)?.emails()) ?? [],
 };
 
-export async function readLedger(services: Services, config: ReferenceConfig): Promise<Record<string, unknown[]>> {
+export async function readLedger(services: SandboxServices, config: ReferenceConfig): Promise<Record<string, unknown[]>> {
   const entries = await Promise.all(
     Object.entries(ledgerSections).map(async ([name, read]) => [name, await read(services, config)] as const),
   );

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, GetCommand, paginateQuery, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Services } from 'idempotent-mcp/lambda';
+import type { Clock } from 'idempotent-mcp/engine';
 import type { ReferenceConfig } from '../config';
 import type { ArmedFault, FaultMode, FaultRequest, FaultTarget } from './faults';
 
@@ -8,6 +8,13 @@ import type { ArmedFault, FaultMode, FaultRequest, FaultTarget } from './faults'
 const isConditionRefusal = (err: unknown): boolean => (err as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException';
 
 type Item = Record<string, unknown>;
+
+/** What the sandbox reads of the endpoint's services: the service table (its orders) and the clock. */
+export interface SandboxServices {
+  doc: DynamoDBDocumentClient;
+  tableName: string;
+  clock: Clock;
+}
 
 export interface PaymentEntry {
   payment_id: string;
@@ -70,7 +77,7 @@ const strip = <T>(item: Item): T => {
  * The sandbox store when the sandbox is enabled. Opened where it is used (the sandbox routes, the relay's fault
  * injection), not in the shared services: the MCP function never touches it, so its bundle does not carry it.
  */
-export function openSandboxStore(services: Pick<Services, 'doc'>, config: ReferenceConfig): SandboxStore | undefined {
+export function openSandboxStore(services: Pick<SandboxServices, 'doc'>, config: ReferenceConfig): SandboxStore | undefined {
   return config.sandboxEnabled ? new SandboxStore(services.doc, config.sandboxTableName) : undefined;
 }
 

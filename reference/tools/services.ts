@@ -1,4 +1,4 @@
-import type { WorkerServices } from 'idempotent-mcp/lambda';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ToolRuntime } from 'idempotent-mcp/mcp';
 import { loadReferenceConfig } from '../config';
 import { createPaymentsClient } from '../downstream';
@@ -13,7 +13,7 @@ export interface ReferenceClients {
  * What the reference endpoint's tools reach besides the tool runtime, each type naming only what its tools use:
  * the tools are typed against these, not against the endpoint's whole services object.
  */
-export type OrderServices = ToolRuntime & Pick<WorkerServices, 'doc' | 'tableName'>;
+export type OrderServices = ToolRuntime & { doc: DynamoDBDocumentClient; tableName: string };
 export type PaymentServices = ToolRuntime & ReferenceClients;
 
 /**

@@ -29,7 +29,7 @@ const TENANT = 'bench-tenant';
 async function startEndpoint(): Promise<ServerReady> {
   // As `npm start` does (scripts/start.ts): locally, metrics would only add EMF lines.
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  const { startLocalStack } = await import('../../reference/local/stack');
+  const { startLocalStack } = await import('../support/local-stack');
   const stack = await startLocalStack({ workers: { relayPoller: false, consumerPoller: false, reconcilerTimer: false } });
   process.once('disconnect', () => void stack.stop().then(() => process.exit(0)));
   return { url: stack.mcpUrl, token: await stack.tokenFor(TENANT), tableName: stack.config.tableName, tenant: TENANT };

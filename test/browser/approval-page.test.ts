@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
 import { sandboxLedger } from '../support/side-effects';
 import { launchChromium } from '../support/chromium';

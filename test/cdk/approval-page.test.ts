@@ -15,7 +15,7 @@ import { createApprovalPage } from '../../lambdas/http/approval-page';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpoint-paths';
 import { Hono } from 'hono/tiny';
 import { ContextError, settingsFromContext } from '../../reference/cdk/context';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
 import { logicalId, synthStack, teamProject, templateApp } from './support';

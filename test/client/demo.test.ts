@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startLocalStack, type LocalStack } from '../../reference/local/stack';
+import { startLocalStack, type LocalStack } from '../support/local-stack';
 import { runDemo } from '../../scripts/demo-agent';
 
 let stack: LocalStack;

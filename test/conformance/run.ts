@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { startLocalStack } from '../../reference/local/stack';
+import { startLocalStack } from '../support/local-stack';
 
 const TOOLS = join(import.meta.dirname, '.tools', 'node_modules');
 const node22 = join(TOOLS, '.bin', 'node');

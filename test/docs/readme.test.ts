@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT as ROOT } from '../../lib/package-root';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 import { PageVisitor } from '../support/approval';

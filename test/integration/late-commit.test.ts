@@ -9,7 +9,7 @@ import * as z from 'zod';
 import { DynamoDbIdempotencyStore, ensureTable } from 'idempotent-mcp/dynamodb';
 import { UncertainToolError } from 'idempotent-mcp/engine';
 import { createToolRuntime, defineWriteTool, registerWriteTool, startReconciler, type ToolRuntime } from 'idempotent-mcp/mcp';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { callWrite, connectModernClient, startTestStack } from '../support/mcp';
 import { armFault, clearFaults, eventually, issueOperationId, paymentArgs, sandboxLedger } from '../support/side-effects';

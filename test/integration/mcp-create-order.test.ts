@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isWriteTool } from '../../lambdas/mcp/tool-types';
 import { createOrderTool } from '../../reference/tools/create-order';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { manualClock, newKey } from '../support/engine';
 import { callWrite, connectClient, connectModernClient, ledger, orderArgs, startTestStack } from '../support/mcp';
 

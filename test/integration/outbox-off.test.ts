@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tools } from '../../examples/cdk-app/tools';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { newKey } from '../support/engine';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';
 

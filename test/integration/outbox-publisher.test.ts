@@ -6,7 +6,7 @@ import { logger } from '../../lambdas/observability/logger';
 import { parseOutboxMessage, type OutboxMessage } from '../../lambdas/outbox/outbox-event';
 import { SqsEventPublisher } from '../../lambdas/outbox/publisher';
 import { createConsumerHandler } from '../../lambdas/runtime/worker-events';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { newKey } from '../support/engine';
 import { FIXTURE_NOTIFY_EVENT, FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient } from '../support/mcp';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { openSandboxStore } from '../../reference/sandbox/sandbox-store';
 import { newKey } from '../support/engine';
 import { startTestStack } from '../support/mcp';

@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from '../support/local-stack';
 import { newKey } from '../support/engine';
 import { FixtureTool, startFixtureStack, type FixtureStack } from '../support/fixture-tools';
 import { callWrite, connectClient, startTestStack } from '../support/mcp';

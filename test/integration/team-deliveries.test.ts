@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { tools } from '../../examples/cdk-app/tools';
 import { consumerLambdaHandler } from '../../lambdas/functions/consumer-endpoint';
 import { encodeMessageBody } from '../../lambdas/outbox/publisher';
-import { startLocalStack, type LocalStack } from '../../reference/local/stack';
+import { startLocalStack, type LocalStack } from '../support/local-stack';
 import { newKey } from '../support/engine';
 import { callWrite, connectClient } from '../support/mcp';
 import { sqsEvent } from '../support/side-effects';

@@ -8,7 +8,7 @@ import { DynamoDBClient, CreateTableCommand, GetItemCommand, TransactWriteItemsC
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LOCK_FILE, makeDynamoDbLocalArchive, startDynamoDbLocal, type DynamoDbLocal } from '../../lambdas/local/dynamodb-local';
-import { startLocalStack, type LocalStack } from '../../reference/local/stack';
+import { startLocalStack, type LocalStack } from '../support/local-stack';
 import { FAILURE_WARNING_INTERVAL_MS } from '../../lambdas/local/workers';
 import { childBundle } from '../support/child-bundle';
 

@@ -10,7 +10,7 @@ import { defineWriteTool, type WriteToolContext } from '../../lambdas/mcp/define
 import { OUTBOX_TOOL_NOTE, outboxToolNeverCommitted, queueEffect, queuedSchema, type OutboxRuntime } from '../../lambdas/mcp/outbox-tool';
 import type { ToolDefinition } from '../../lambdas/mcp/tool-types';
 import type { DeliveryHandler } from '../../lambdas/outbox/consumer';
-import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../reference/local/stack';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from './local-stack';
 import { orderItem, orderWrite } from './engine';
 import { bookingClients } from './fixture-clients-module';
 import { fixtureDownstreamClient, found, startFixtureDownstream, type Booking, type FixtureDownstream } from './fixture-downstream';

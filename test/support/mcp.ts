@@ -4,7 +4,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { inject } from 'vitest';
 import type { WriteToolResult } from '../../lambdas/core/result-contract';
 import { KEY_HEADER_NAMES, MCP_PARAM_HEADER_PREFIX } from '../../lambdas/mcp/param-headers';
-import { startLocalStack, type LocalStack, type LocalStackOptions } from '../../reference/local/stack';
+import { startLocalStack, type LocalStack, type LocalStackOptions } from './local-stack';
 
 /**
  * The local stack on the test run's shared DynamoDB Local, with its own table and a free port. The suites that pay

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import type { LocalStack } from '../../reference/local/stack';
+import type { LocalStack } from './local-stack';
 import type { FaultRequest } from '../../reference/sandbox/faults';
 import { type AnyMcpClient, callRead } from './mcp';
 

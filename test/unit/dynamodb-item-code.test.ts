@@ -35,6 +35,7 @@ const ALLOWED: Readonly<Record<string, string>> = {
   'lambdas/runtime/services.ts': "composition root: builds the document client the stores and the tools' own writes share (its type only)",
   'lambdas/runtime/worker-services.ts': 'composition root of the workers: the same document client (its type only)',
   'lambdas/ops/target.ts': 'composition root of `idempotent-mcp ops`: the document client of the table it reviews (its type only)',
+  'lambdas/local/server.ts': 'composition root of a local endpoint: the document client its `serve` option gets (its type only)',
   'lambdas/local/dynamodb-local.ts':
     "DynamoDB Local's launcher: the workload its class archive is made from (a table, conditional and transactional writes, queries)",
   'lambdas/local/dynamodb-local-process.ts': "DynamoDB Local's launcher: whether the emulator answers (ListTables)",
