@@ -10,7 +10,7 @@ export {
   type ApprovalPageSettings,
 } from '../lib/endpoint';
 export { IdempotentMcpGateway, type IdempotentMcpGatewayProps } from '../lib/gateway-construct';
-export { type ApprovalSignIn, type AuthSettings, type ExternalOidcSettings } from '../lib/constructs/auth';
+export type { ApprovalSignIn, AuthSettings, ExternalOidcSettings } from '../lib/constructs/auth';
 export {
   ServiceFunction,
   type FunctionOptions,

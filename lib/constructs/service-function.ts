@@ -164,8 +164,11 @@ export interface ServiceFunctionProps extends FunctionOptions {
  * @public
  */
 export class ServiceFunction extends Construct implements iam.IGrantable {
+  /** The Lambda function (Node.js 22, the bundle of `entry`). */
   readonly function: NodejsFunction;
+  /** The function's own role: it may write only to `logGroup` until you grant more. */
   readonly role: iam.Role;
+  /** The function's own log group, kept `logRetention`. */
   readonly logGroup: logs.LogGroup;
   /** The function's role: grant it what your code calls. */
   readonly grantPrincipal: iam.IPrincipal;

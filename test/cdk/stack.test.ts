@@ -20,7 +20,17 @@ import { MetricName } from '../../lambdas/observability/metrics';
 import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { awsClientConfig, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
-import { actionsOf, actionsOn, logicalId, partsOf, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';
+import {
+  actionsOf,
+  actionsOn,
+  logicalId,
+  partsOf,
+  resourcesOf,
+  serviceActions,
+  statementsOfRole,
+  synthStack,
+  type Statement,
+} from './support';
 
 // One synth per configuration, shared by the tests below (bundling is skipped here; test/cdk/synth.test.ts bundles).
 const base = synthStack();
@@ -128,9 +138,7 @@ describe('the idempotency table', () => {
 });
 
 describe('the outbox queue', () => {
-  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.deadLetterQueue!)) as [
-    [string, any],
-  ];
+  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.deadLetterQueue!)) as [[string, any]];
   const queue = resources[logicalId(stack.endpoint.queue!)]!;
 
   it('retries a delivery for its time budget (24 h by default) before the dead-letter queue, and receives outlast it', () => {
@@ -360,17 +368,17 @@ describe('least-privilege IAM', () => {
     const send = consumer.find((s) => actionsOf(s).includes('ses:SendEmail'))!;
     expect(actionsOf(send)).toEqual(['ses:SendEmail']);
     expect(send.Condition).toEqual({ StringEquals: { 'ses:FromAddress': 'agent@mail.example.com' } });
-    for (const role of [ses.stack.endpoint.mcpFunction, ses.stack.endpoint.relayFunction!, ses.stack.endpoint.reconcilerFunction].map((fn) =>
-      logicalId(fn.role!),
+    for (const role of [ses.stack.endpoint.mcpFunction, ses.stack.endpoint.relayFunction!, ses.stack.endpoint.reconcilerFunction].map(
+      (fn) => logicalId(fn.role!),
     )) {
       expect(serviceActions(statementsOfRole(ses.template, role), 'ses')).toEqual([]);
     }
-    expect(
-      ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumerFunction!)].Properties.Environment.Variables,
-    ).toMatchObject({
-      EMAIL_MODE: 'ses',
-      EMAIL_FROM: 'agent@mail.example.com',
-    });
+    expect(ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumerFunction!)].Properties.Environment.Variables).toMatchObject(
+      {
+        EMAIL_MODE: 'ses',
+        EMAIL_FROM: 'agent@mail.example.com',
+      },
+    );
   });
 });
 
@@ -520,15 +528,13 @@ describe('the MCP URL and auth', () => {
       authIssuer: 'https://login.example.com/',
       authAudienceNotRequiredReason: 'this issuer serves this API only',
     });
-    const vars =
-      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars).not.toHaveProperty('AUTH_AUDIENCE');
   });
 
   it('tools opted out of server-side confirmation for 2025-era clients reach the function from context', () => {
     const optedOut = synthStack({ confirmationOptOut: 'request_payment' });
-    const vars =
-      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars.CONFIRMATION_OPT_OUT_TOOLS).toBe('request_payment');
     expect(env(functionIds.mcp)).not.toHaveProperty('CONFIRMATION_OPT_OUT_TOOLS');
   });
