@@ -14,9 +14,7 @@ import type { FunctionOptions, PowertoolsSettings } from './constructs/service-f
  */
 
 /** The endpoint's functions, as `functions` names them. */
-export const FUNCTION_NAMES = ['mcp', 'reconciler', 'consumer', 'relay'] as const satisfies readonly (keyof NonNullable<
-  EndpointSettings['functions']
->)[];
+export const FUNCTION_NAMES: readonly (keyof NonNullable<EndpointSettings['functions']>)[] = ['mcp', 'reconciler', 'consumer', 'relay'];
 
 /**
  * The approval page, where a person approves a `confirmation: 'approval'` tool's call, signed in.
