@@ -41,7 +41,7 @@ export interface DynamoDbStoreOptions {
   awsSdkV3Client?: DynamoDBClient;
   /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
   clientConfig?: DynamoDBClientConfig;
-  /** The table, of the shape in `TableSchema` (the IdempotencyTable construct creates one). */
+  /** The table, of the shape in `TableSchema` (`IdempotentMcpEndpoint` creates one). */
   tableName: string;
   /**
    * Whose records these are, on a table shared with other endpoints, gateways or data: put before every record's
