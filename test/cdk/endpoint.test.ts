@@ -375,6 +375,14 @@ describe('in a VPC', () => {
   });
 });
 
+/** The endpoint's functions a team grants to, by name. */
+const functionsOf = (endpoint: IdempotentMcpEndpoint) => ({
+  mcp: endpoint.mcpFunction,
+  reconciler: endpoint.reconcilerFunction,
+  consumer: endpoint.consumerFunction!,
+  relay: endpoint.relayFunction!,
+});
+
 describe('grants for the people and roles around the endpoint', () => {
   let ops!: iam.Role;
   let reviewer!: iam.Role;
@@ -383,6 +391,10 @@ describe('grants for the people and roles around the endpoint', () => {
     reviewer = new iam.Role(stack, 'Reviewer', { assumedBy: new iam.AccountRootPrincipal() });
     endpoint.grantReadRecords(ops);
     endpoint.grantReview(reviewer);
+    // What a team's code calls, granted to each function that runs it, one object per function.
+    for (const [name, fn] of Object.entries(functionsOf(endpoint))) {
+      iam.Grant.addToPrincipal({ grantee: fn, actions: ['s3:GetObject'], resourceArns: [`arn:aws:s3:::team-bucket/${name}`] });
+    }
   });
   const tableArn = { 'Fn::GetAtt': [logicalId(endpoint.table as dynamodb.Table), 'Arn'] };
   const actionsOn = (role: iam.Role) =>
@@ -417,10 +429,15 @@ describe('grants for the people and roles around the endpoint', () => {
     expect(send.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.queue!), 'Arn'] });
   });
 
-  it("exposes each function's principal, to grant it what the team's code calls: the role the function runs as", () => {
+  it("exposes each function, to grant it what the team's code calls: the grant reaches the role that function runs as, and no other", () => {
     const resources = after.toJSON().Resources;
-    for (const fn of [endpoint.mcpFunction, endpoint.reconcilerFunction, endpoint.consumerFunction!]) {
-      expect(resources[logicalId(fn)].Properties.Role).toEqual({ 'Fn::GetAtt': [logicalId(fn.grantPrincipal as iam.Role), 'Arn'] });
+    // The role in the function's own template properties: the one its code runs as.
+    const bucketObjects = (functionId: string) =>
+      statementsOfRole(after, resources[functionId].Properties.Role['Fn::GetAtt'][0])
+        .flatMap((s) => ([] as unknown[]).concat(s.Resource))
+        .filter((r) => String(r).startsWith('arn:aws:s3:::team-bucket/'));
+    for (const [name, fn] of Object.entries(functionsOf(endpoint))) {
+      expect(bucketObjects(logicalId(fn)), name).toEqual([`arn:aws:s3:::team-bucket/${name}`]);
     }
   });
 });
