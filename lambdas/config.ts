@@ -173,8 +173,8 @@ const DEFAULT_DEV_AUTH_DIR = '.local/auth';
 /** The scope the local issuer's tokens carry and the local endpoint requires, shaped like the Cognito stack's. */
 export const DEFAULT_DEV_SCOPE = 'idempotent-mcp/tools';
 /**
- * The reconciler's period where it stands on a schedule: deployed, its EventBridge rule's rate (`ReconcilerFunction`'s
- * `period`, which the constructs also write as RECONCILE_INTERVAL_MS); in a server of your own, `startReconciler`'s
+ * The reconciler's period where it stands on a schedule: deployed, its EventBridge rule's rate (`IdempotentMcpEndpoint`'s
+ * `reconcilePeriod`, which the constructs also write as RECONCILE_INTERVAL_MS); in a server of your own, `startReconciler`'s
  * timer. A minute: EventBridge's shortest rate.
  */
 export const DEFAULT_RECONCILE_PERIOD_MS = 60_000;

@@ -3,6 +3,7 @@ import { EnvVars } from '../lambdas/config';
 import { MAX_APPROVAL_TTL_SECONDS } from '../lambdas/confirmation/core/approval';
 import { DEFAULT_RECONCILE_PERIOD } from './constructs/reconciler';
 import { checkFunctionOptions } from './constructs/service-function';
+import type { AuthProps } from './constructs/auth';
 import { FUNCTION_NAMES, type IdempotentMcpEndpointProps } from './endpoint-props';
 
 /*
@@ -62,7 +63,8 @@ const HTTPS_URL = /^https:\/\/[^\s/?#]+(\/[^\s?#]*)?$/;
 function checkApprovalPage(props: IdempotentMcpEndpointProps) {
   const page = props.approvalPage ?? {};
   const external = props.auth?.external !== undefined;
-  if (props.auth?.approvalPage)
+  // Not in AuthSettings: the endpoint wires it; an untyped app (JavaScript, a cast) is still told.
+  if ((props.auth as AuthProps | undefined)?.approvalPage)
     throw new Error(
       'IdempotentMcpEndpoint: auth.approvalPage is set by the endpoint itself from approvalPage and publicBaseUrl; leave it out',
     );

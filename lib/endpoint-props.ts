@@ -1,38 +1,20 @@
 import type { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import type { ApprovalSignIn, AuthProps } from './constructs/auth';
-import type { FunctionNetwork, FunctionOptions, PowertoolsSettings } from './constructs/service-function';
+import type { ApprovalSignIn, AuthSettings } from './constructs/auth';
+import type { FunctionOptions, PowertoolsSettings } from './constructs/service-function';
 
 /*
  * What a team gives `IdempotentMcpEndpoint` (endpoint.ts): its props, each with its documented default. endpoint.ts
  * checks them (endpoint-checks.ts) and builds the endpoint from them.
  */
 
-/**
- * Settings of each of the endpoint's functions (`relay` and `consumer` exist only with deliveries).
- *
- * @public
- */
-export interface EndpointFunctions {
-  /** @default memory 1024 MB, timeout 29 s, no reserved concurrency, ARM_64 */
-  readonly mcp?: FunctionOptions;
-  /** @default memory 512 MB, timeout 50 s, no reserved concurrency, ARM_64 */
-  readonly reconciler?: FunctionOptions;
-  /**
-   * Its timeout sizes the queue's visibility timeout (six times it); a reserved concurrency must be at least 5 (the
-   * event source's maximum concurrency).
-   * @default memory 512 MB, timeout 60 s, no reserved concurrency, ARM_64
-   */
-  readonly consumer?: FunctionOptions;
-  /** @default memory 512 MB, timeout 30 s, no reserved concurrency, ARM_64 */
-  readonly relay?: FunctionOptions;
-}
-
-export const FUNCTION_NAMES = ['mcp', 'reconciler', 'consumer', 'relay'] as const;
+/** The endpoint's functions, as `functions` names them. */
+export const FUNCTION_NAMES: readonly (keyof NonNullable<EndpointSettings['functions']>)[] = ['mcp', 'reconciler', 'consumer', 'relay'];
 
 /**
  * The approval page, where a person approves a `confirmation: 'approval'` tool's call, signed in.
@@ -63,12 +45,12 @@ export interface ApprovalPageSettings {
  *
  * @public
  */
-export interface EndpointSettings extends FunctionNetwork {
+export interface EndpointSettings {
   /**
    * Who may call.
    * @default a new Cognito user pool issuing client-credentials tokens (tenant = app client id)
    */
-  readonly auth?: AuthProps;
+  readonly auth?: AuthSettings;
   /**
    * Bound of one downstream call by a tool, a delivery or a reconcile check (DOWNSTREAM_TIMEOUT_MS).
    * @default Duration.seconds(3)
@@ -121,10 +103,39 @@ export interface EndpointSettings extends FunctionNetwork {
    */
   readonly tableRemovalPolicy?: RemovalPolicy;
   /**
-   * Memory, timeout, reserved concurrency and architecture, per function.
-   * @default each function's own (see EndpointFunctions)
+   * Memory, timeout, reserved concurrency and architecture, per function (`relay` and `consumer` exist only with
+   * deliveries).
+   * @default each function's own (below)
    */
-  readonly functions?: EndpointFunctions;
+  readonly functions?: {
+    /** @default memory 1024 MB, timeout 29 s, no reserved concurrency, ARM_64 */
+    readonly mcp?: FunctionOptions;
+    /** @default memory 512 MB, timeout 50 s, no reserved concurrency, ARM_64 */
+    readonly reconciler?: FunctionOptions;
+    /**
+     * Its timeout sizes the queue's visibility timeout (six times it); a reserved concurrency must be at least 5 (the
+     * event source's maximum concurrency).
+     * @default memory 512 MB, timeout 60 s, no reserved concurrency, ARM_64
+     */
+    readonly consumer?: FunctionOptions;
+    /** @default memory 512 MB, timeout 30 s, no reserved concurrency, ARM_64 */
+    readonly relay?: FunctionOptions;
+  };
+  /**
+   * Run the functions in this VPC. Their subnets need a way to DynamoDB and SQS (gateway / interface endpoints or a
+   * NAT), and the MCP function one to the token issuer's JWKS URL and to Secrets Manager.
+   * @default none: the functions run outside any VPC
+   */
+  readonly vpc?: ec2.IVpc;
+  /**
+   * Which subnets of `vpc`.
+   * @default the VPC's private subnets (CDK's default selection)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /**
+   * @default one new security group per function, all outbound traffic allowed
+   */
+  readonly securityGroups?: ec2.ISecurityGroup[];
   /**
    * Service name, metrics namespace and log level of every function.
    * @default `idempotent-mcp`, `IdempotentMcp`, INFO

@@ -2,7 +2,9 @@ import { Annotations, CfnOutput, RemovalPolicy, Stack, Token } from 'aws-cdk-lib
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as cognito from 'aws-cdk-lib/aws-cognito';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EnvVars, isTableKeyPrefix } from '../lambdas/config';
 import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../lambdas/core/endpoint-paths';
@@ -23,7 +25,7 @@ import { checkEnvironment, checkSettings, servesApprovalPage } from './endpoint-
 import type { FUNCTION_NAMES, IdempotentMcpEndpointProps } from './endpoint-props';
 
 // The props' public names, where exports/cdk.ts finds them with the construct.
-export type { ApprovalPageSettings, EndpointFunctions, EndpointSettings, IdempotentMcpEndpointProps } from './endpoint-props';
+export type { ApprovalPageSettings, EndpointSettings, IdempotentMcpEndpointProps } from './endpoint-props';
 
 /**
  * An idempotent MCP endpoint serving your own tools: the table, the MCP function and its URL, the reconciler and the
@@ -36,46 +38,41 @@ export class IdempotentMcpEndpoint extends Construct {
   readonly toolsModule: string;
   /** The deliveries module the consumer bundles (absolute path); only with `deliveries`. */
   readonly deliveriesModule?: string;
-  /** The table and its exact grants. */
-  readonly store: IdempotencyTable;
   /** The table of records, business items and outbox events (the new one, or `existingTable`). */
   readonly table: dynamodb.ITable;
-  /** Who may call: the Cognito user pool, or the external issuer's settings. */
-  readonly auth: Auth;
-  readonly mcp: McpFunction;
-  readonly reconciler: ReconcilerFunction;
-  /** The outbox queue and its dead-letter queue; only with `deliveries`. */
-  readonly outbox?: OutboxQueue;
-  /** Only with `deliveries`. */
-  readonly relay?: OutboxRelayFunction;
-  /** Only with `deliveries`. */
-  readonly consumer?: OutboxConsumerFunction;
-  readonly monitoring: Monitoring;
   /** The MCP function (its `grantPrincipal` is its role): grant it what your tools call. */
-  readonly mcpFunction: lambda.IFunction;
+  readonly mcpFunction: lambda.Function;
   /** The reconciler (its `grantPrincipal` is its role): grant it what your reconcile hooks call. */
-  readonly reconcilerFunction: lambda.IFunction;
+  readonly reconcilerFunction: lambda.Function;
   /** The outbox consumer, only with `deliveries`: grant it what your deliveries call. */
-  readonly consumerFunction?: lambda.IFunction;
-  /** The outbox relay, only with `deliveries`. */
-  readonly relayFunction?: lambda.IFunction;
-  /** The approval page's HTTP API; only with the page and no `publicBaseUrl`. */
-  readonly approvalPageApi?: ApprovalPageApi;
+  readonly consumerFunction?: lambda.Function;
+  /** The outbox relay (the table's stream to the queue), only with `deliveries`. */
+  readonly relayFunction?: lambda.Function;
+  /** The outbox queue the relay sends to and the consumer reads; only with `deliveries`. */
+  readonly queue?: sqs.IQueue;
+  /** Where the queue moves an event its consumer failed to deliver (the `idempotent-mcp ops` redrive); only with `deliveries`. */
+  readonly deadLetterQueue?: sqs.IQueue;
+  /** The stack's Cognito user pool (one app client per tenant, and the people who approve); none with `auth.external`. */
+  readonly userPool?: cognito.IUserPool;
   /** Where approval links point (`<base>/approvals`); only with the page. */
   readonly approvalPageUrl?: string;
   /** The redirect URI of the page's sign-in client (register it at an external issuer); only with the page. */
   readonly approvalCallbackUrl?: string;
+  // The parts behind them: the constructs of lib/constructs, the toolkit's own.
+  private readonly store: IdempotencyTable;
+  private readonly auth: Auth;
+  private readonly mcp: McpFunction;
 
   constructor(scope: Construct, id: string, props: IdempotentMcpEndpointProps) {
     super(scope, id);
     const tools = checkToolsModule('IdempotentMcpEndpoint: tools', props?.tools);
     const deliveries =
       props.deliveries === undefined ? undefined : checkToolsModule('IdempotentMcpEndpoint: deliveries', props.deliveries, 'deliveries');
-    const outbox = deliveries !== undefined;
+    const hasOutbox = deliveries !== undefined;
     this.toolsModule = tools;
     this.deliveriesModule = deliveries;
     checkEnvironment(props.environment ?? {});
-    checkSettings(props, outbox);
+    checkSettings(props, hasOutbox);
     const keyPrefix = props.tableKeyPrefix || undefined;
     if (keyPrefix !== undefined && (Token.isUnresolved(keyPrefix) || !isTableKeyPrefix(keyPrefix)))
       throw new Error(`IdempotentMcpEndpoint: tableKeyPrefix may contain only letters, digits and _ . : - (got ${keyPrefix.slice(0, 80)})`);
@@ -103,16 +100,17 @@ export class IdempotentMcpEndpoint extends Construct {
       : undefined;
     this.store = props.existingTable
       ? new IdempotencyTable(this, 'Store', { existingTable: props.existingTable })
-      : new IdempotencyTable(this, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy, stream: outbox });
+      : new IdempotencyTable(this, 'Store', { encryptionKey, removalPolicy: tableRemovalPolicy, stream: hasOutbox });
     this.table = this.store.table;
     // The page's address comes first and depends on nothing else: the sign-in client registers its callback, the
     // function is told the client, and only then do the page's routes reach the function (no cycle).
     let pageBase: string | undefined;
+    let approvalPageApi: ApprovalPageApi | undefined;
     if (servesApprovalPage(props)) {
       if (props.publicBaseUrl) pageBase = props.publicBaseUrl.replace(/\/+$/, '');
       else {
-        this.approvalPageApi = new ApprovalPageApi(this, 'ApprovalPage', { logRetention: props.logRetention });
-        pageBase = this.approvalPageApi.baseUrl;
+        approvalPageApi = new ApprovalPageApi(this, 'ApprovalPage', { logRetention: props.logRetention });
+        pageBase = approvalPageApi.baseUrl;
       }
       this.approvalPageUrl = `${pageBase}${APPROVALS_PATH}`;
       this.approvalCallbackUrl = `${pageBase}${APPROVAL_CALLBACK_PATH}`;
@@ -122,6 +120,7 @@ export class IdempotentMcpEndpoint extends Construct {
       ...props.auth,
       approvalPage: cognitoPage ? { callbackUrl: this.approvalCallbackUrl! } : undefined,
     });
+    this.userPool = this.auth.userPool;
     const signIn = props.approvalPage?.signIn ?? this.auth.approvalSignIn;
     this.mcp = new McpFunction(this, 'Mcp', {
       ...fn('mcp'),
@@ -134,40 +133,45 @@ export class IdempotentMcpEndpoint extends Construct {
       confirmationFormFallback: props.confirmationFormFallback,
       publicBaseUrl: props.publicBaseUrl,
       reconcilePeriod: props.reconcilePeriod,
-      outbox,
+      outbox: hasOutbox,
       approvalPage:
         pageBase !== undefined && signIn
-          ? { signIn, baseUrl: this.approvalPageApi ? pageBase : undefined, linkLifetime: props.approvalPage?.linkLifetime }
+          ? { signIn, baseUrl: approvalPageApi ? pageBase : undefined, linkLifetime: props.approvalPage?.linkLifetime }
           : undefined,
     });
-    this.approvalPageApi?.serve(this.mcp.handler.function);
+    approvalPageApi?.serve(this.mcp.handler.function);
+    let outbox: OutboxQueue | undefined;
+    let relay: OutboxRelayFunction | undefined;
+    let consumer: OutboxConsumerFunction | undefined;
     if (deliveries !== undefined) {
       const consumerTimeout = props.functions?.consumer?.timeout ?? DEFAULT_CONSUMER_TIMEOUT;
-      this.outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout });
-      this.relay = new OutboxRelayFunction(this, 'Relay', { ...fn('relay'), store: this.store, queue: this.outbox, keyPrefix });
-      this.consumer = new OutboxConsumerFunction(this, 'Consumer', {
+      outbox = new OutboxQueue(this, 'Outbox', { consumerTimeout });
+      this.queue = outbox.queue;
+      this.deadLetterQueue = outbox.deadLetterQueue;
+      relay = new OutboxRelayFunction(this, 'Relay', { ...fn('relay'), store: this.store, queue: outbox, keyPrefix });
+      consumer = new OutboxConsumerFunction(this, 'Consumer', {
         ...fn('consumer'),
         entry: deliveriesFunctionEntry(deliveries, tools),
         store: this.store,
-        queue: this.outbox,
+        queue: outbox,
         downstreamTimeout: props.downstreamTimeout,
         timeout: consumerTimeout,
       });
     }
-    this.reconciler = new ReconcilerFunction(this, 'Reconciler', {
+    const reconciler = new ReconcilerFunction(this, 'Reconciler', {
       ...fn('reconciler'),
       entry: toolsFunctionEntry('reconciler', tools),
       store: this.store,
-      queue: this.outbox,
+      queue: outbox,
       downstreamTimeout: props.downstreamTimeout,
       period: props.reconcilePeriod,
       maxAttempts: props.reconcileMaxAttempts,
     });
     this.mcpFunction = this.mcp.handler.function;
-    this.reconcilerFunction = this.reconciler.handler.function;
-    this.relayFunction = this.relay?.handler.function;
-    this.consumerFunction = this.consumer?.handler.function;
-    this.monitoring = new Monitoring(this, 'Monitoring', {
+    this.reconcilerFunction = reconciler.handler.function;
+    this.relayFunction = relay?.handler.function;
+    this.consumerFunction = consumer?.handler.function;
+    const monitoring = new Monitoring(this, 'Monitoring', {
       functions: {
         Mcp: this.mcpFunction,
         ...(this.relayFunction ? { Relay: this.relayFunction } : {}),
@@ -175,22 +179,22 @@ export class IdempotentMcpEndpoint extends Construct {
         Reconciler: this.reconcilerFunction,
         ...props.monitoredFunctions,
       },
-      deadLetterQueue: this.outbox?.deadLetterQueue,
+      deadLetterQueue: outbox?.deadLetterQueue,
       powertools: props.powertools,
       alarmTopic: props.alarmTopic,
       dashboard: props.dashboard,
     });
 
-    for (const handler of [this.mcp.handler, this.reconciler.handler, ...(this.consumer ? [this.consumer.handler] : [])]) {
+    for (const handler of [this.mcp.handler, reconciler.handler, ...(consumer ? [consumer.handler] : [])]) {
       if (keyPrefix !== undefined) handler.function.addEnvironment(EnvVars.tableKeyPrefix.name, keyPrefix);
       for (const [name, value] of Object.entries(props.environment ?? {})) handler.function.addEnvironment(name, value);
       for (const statement of props.grants ?? []) handler.role.addToPrincipalPolicy(statement);
     }
-    if (props.outputs !== false) this.addOutputs();
+    if (props.outputs !== false) this.addOutputs(monitoring.dashboard?.dashboardName);
   }
 
   /** The stack outputs this endpoint adds (see `outputs`), by the names of StackOutput. */
-  private addOutputs(): void {
+  private addOutputs(dashboardName: string | undefined): void {
     const stack = Stack.of(this);
     const output = (id: string, value: string | undefined, description?: string) => {
       if (value === undefined) return;
@@ -228,9 +232,9 @@ export class IdempotentMcpEndpoint extends Construct {
     );
     // `idempotent-mcp ops --stack <name>` reads these three.
     output(StackOutput.table, this.store.tableName);
-    output(StackOutput.queue, this.outbox?.queue.queueUrl);
-    output(StackOutput.deadLetterQueue, this.outbox?.deadLetterQueue.queueUrl);
-    output(StackOutput.dashboard, this.monitoring.dashboard?.dashboardName);
+    output(StackOutput.queue, this.queue?.queueUrl);
+    output(StackOutput.deadLetterQueue, this.deadLetterQueue?.queueUrl);
+    output(StackOutput.dashboard, dashboardName);
     // The deploy prints it: the functions run on Lambda's Node 22 whatever Node ran `cdk deploy` (README, Node.js).
     output(StackOutput.runtime, this.mcp.handler.function.runtime.name, 'The Lambda runtime every function of the endpoint runs on');
   }
@@ -256,10 +260,8 @@ export class IdempotentMcpEndpoint extends Construct {
     let grant = this.grantReadRecords(grantee).combine(
       this.store.grantItems(grantee, ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']),
     );
-    if (this.outbox) {
-      grant = grant
-        .combine(this.outbox.deadLetterQueue.grantConsumeMessages(grantee))
-        .combine(this.outbox.queue.grantSendMessages(grantee));
+    if (this.queue && this.deadLetterQueue) {
+      grant = grant.combine(this.deadLetterQueue.grantConsumeMessages(grantee)).combine(this.queue.grantSendMessages(grantee));
     }
     return grant;
   }

@@ -13,13 +13,6 @@ import { StackOutput } from './stack-outputs';
 import { gatewayToolsModule } from './tools-entry';
 
 /**
- * The upstream MCP server a deployed gateway calls: streamable HTTP only (a stdio server runs only locally).
- *
- * @public
- */
-export type GatewayUpstream = { readonly url: string } | { readonly command: string; readonly args?: readonly string[] };
-
-/**
  * Props of `IdempotentMcpGateway`: the upstream MCP server, its write tools' policy, and the endpoint's settings.
  * @public
  */
@@ -32,9 +25,10 @@ export interface IdempotentMcpGatewayProps extends EndpointSettings {
   readonly policy: string;
   /**
    * The upstream MCP server: its streamable-HTTP URL (https; a token, such as another stack's output, is taken as
-   * it is). A `command` (stdio) is refused: a Lambda function cannot keep a server process of its own.
+   * it is). A `command` (stdio, as a local gateway's) is refused: a Lambda function cannot keep a server process of
+   * its own.
    */
-  readonly upstream: GatewayUpstream;
+  readonly upstream: { readonly url: string } | { readonly command: string; readonly args?: readonly string[] };
   /**
    * The gateway's own credentials for the upstream, by tenant: a secret whose value is the credentials file's JSON
    * (`{ "tenants": { "<tenant or *>": { "header": { "name": ..., "value": ... } } } }`, docs/gateway.md). The
@@ -76,7 +70,7 @@ function readPolicy(file: unknown): { path: string; policy: unknown } {
   return { path, policy };
 }
 
-function upstreamUrl(upstream: GatewayUpstream | undefined): string {
+function upstreamUrl(upstream: IdempotentMcpGatewayProps['upstream'] | undefined): string {
   if (upstream && 'command' in upstream) {
     throw new Error(
       `${PROP}: upstream.command is for a local gateway only (a stdio server it starts); deployed, give upstream.url, the server's streamable-HTTP URL`,
@@ -123,22 +117,23 @@ export class IdempotentMcpGateway extends IdempotentMcpEndpoint {
     // Whose records these are on the table (shared through existingTable): the upstream's, as a local gateway's.
     // A URL known only at deploy (a token) cannot be digested here: the construct's path names the owner instead.
     const keyPrefix = Token.isUnresolved(url) ? upstreamKeyPrefix({ command: 'cdk', args: [this.node.path] }) : upstreamKeyPrefix({ url });
-    for (const fn of [this.mcp.handler, this.reconciler.handler]) {
-      fn.function.addEnvironment(EnvVars.tableKeyPrefix.name, keyPrefix);
-      fn.function.addEnvironment(GatewayEnvVars.upstreamUrl.name, url);
+    for (const fn of [this.mcpFunction, this.reconcilerFunction]) {
+      fn.addEnvironment(EnvVars.tableKeyPrefix.name, keyPrefix);
+      fn.addEnvironment(GatewayEnvVars.upstreamUrl.name, url);
       // The ARN, not the value: the credentials never sit in the template or the function's configuration.
-      fn.function.addEnvironment(GatewayEnvVars.credentialsSecretArn.name, credentials.secretArn);
-      // GetSecretValue alone, on this secret alone (a partial ARN matched as CDK's own grants match it).
+      fn.addEnvironment(GatewayEnvVars.credentialsSecretArn.name, credentials.secretArn);
+      // GetSecretValue alone, on this secret alone (a partial ARN matched as CDK's own grants match it); the
+      // function's grantPrincipal is its role.
       iam.Grant.addToPrincipal({
-        grantee: fn.role,
+        grantee: fn,
         actions: ['secretsmanager:GetSecretValue'],
         resourceArns: [credentials.secretFullArn ?? `${credentials.secretArn}-??????`],
       });
-      credentials.encryptionKey?.grantDecrypt(fn.role);
+      credentials.encryptionKey?.grantDecrypt(fn);
     }
     // The MCP function keeps the upstream's tools/list it read (PutItem, which it has for its claims); the reconciler
     // only reads a kept one: it puts no item.
-    this.mcp.handler.function.addEnvironment(GatewayEnvVars.keepListing.name, 'true');
+    this.mcpFunction.addEnvironment(GatewayEnvVars.keepListing.name, 'true');
     this.tableKeyPrefix = keyPrefix;
     // `idempotent-mcp ops --stack <name>` reviews the gateway's own records by it.
     if (props.outputs !== false && !Stack.of(this).node.tryFindChild(StackOutput.tableKeyPrefix)) {

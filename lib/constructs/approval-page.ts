@@ -9,7 +9,6 @@ import { APPROVAL_CALLBACK_PATH, APPROVALS_PATH } from '../../lambdas/core/endpo
 
 /**
  * Props of `ApprovalPageApi`: its log retention and throttling.
- * @public
  */
 export interface ApprovalPageApiProps {
   /**
@@ -29,7 +28,6 @@ export interface ApprovalPageApiProps {
  * the page). Its URL does not depend on the function, so the sign-in client can name the page's callback while the
  * function names the client: the Function URL could not (its address exists only with the function, whose
  * environment needs the client). Not needed when `publicBaseUrl` (a custom domain) fronts the function.
- * @public
  */
 export class ApprovalPageApi extends Construct {
   readonly api: apigwv2.HttpApi;

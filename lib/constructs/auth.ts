@@ -66,10 +66,11 @@ export interface ApprovalSignIn {
 const PERSON_TENANT_ATTRIBUTE = 'tenant';
 
 /**
- * Props of `Auth`: your OIDC issuer, or the endpoint's own user pool (its domain, resource server, demo client, token validity), and the approval page's sign-in.
+ * Who may call an endpoint (its `auth`): your OIDC issuer, or the endpoint's own user pool (its domain, resource
+ * server, demo client, token validity).
  * @public
  */
-export interface AuthProps {
+export interface AuthSettings {
   /**
    * Verify tokens of an existing issuer instead of creating a Cognito user pool.
    * @default none: a new Cognito user pool issuing client-credentials tokens (tenant = app client id)
@@ -97,6 +98,10 @@ export interface AuthProps {
    * @default Duration.hours(1)
    */
   readonly accessTokenValidity?: Duration;
+}
+
+/** Props of `Auth`: the endpoint's `auth` settings, and the approval page's sign-in, which the endpoint wires. */
+export interface AuthProps extends AuthSettings {
   /**
    * With the stack's pool: people sign in at the approval page, through the pool's managed login, with an app client
    * of their own (authorization code with PKCE, no secret, `openid` only, so its tokens never carry the tools scope).
@@ -107,11 +112,7 @@ export interface AuthProps {
   readonly approvalPage?: { readonly callbackUrl: string };
 }
 
-/**
- * What the MCP function needs to verify bearer tokens (the AUTH_* environment).
- *
- * @public
- */
+/** What the MCP function needs to verify bearer tokens (the AUTH_* environment). */
 export interface TokenVerification {
   issuer: string;
   jwksUrl: string;
@@ -129,7 +130,6 @@ const TOOLS_SCOPE = 'tools';
  * one app client per tenant, the tenant being the token's `client_id` (Cognito puts `client_id`, `scope`, `iss`
  * and `token_use` in those tokens, but no `aud`; the pool is this stack's own, so its issuer pins the audience).
  * Or an existing OIDC issuer, read from props or context.
- * @public
  */
 export class Auth extends Construct {
   readonly verification: TokenVerification;

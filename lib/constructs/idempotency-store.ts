@@ -7,7 +7,6 @@ import { TableSchema } from '../../lambdas/store/table-schema';
 
 /**
  * Props of `IdempotencyTable`: an existing table, or the new one's encryption, removal policy, recovery, protection and stream.
- * @public
  */
 export interface IdempotencyTableProps {
   /**
@@ -49,8 +48,6 @@ export interface IdempotencyTableProps {
 
 /**
  * The item-level actions a function may be granted; Scan is deliberately not among them.
- *
- * @public
  */
 export type TableItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 
@@ -68,7 +65,6 @@ const KMS_WRITE = [
 /**
  * The one table (records, business items, outbox events), defined from the same schema the local setup
  * (`ensureTable`) uses. Grants are exact action lists on exact ARNs: no `dynamodb:*`, no Scan, the index only for Query.
- * @public
  */
 export class IdempotencyTable extends Construct {
   readonly table: dynamodb.ITable;

@@ -12,7 +12,6 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 /**
  * Props of `McpFunction`: its entry, the table, the auth, the outbox and approval page, and the function's settings.
- * @public
  */
 export interface McpFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
@@ -102,8 +101,6 @@ export const MCP_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'PutItem', 'Upda
 
 /**
  * The MCP endpoint: stateless streamable HTTP through a Function URL (payload 2.0), buffered JSON answers.
- *
- * @public
  */
 export class McpFunction extends Construct {
   readonly handler: ServiceFunction;

@@ -17,7 +17,6 @@ const ReconcilerMetric = {
 
 /**
  * Props of `Monitoring`: the functions and dead-letter queue it watches, the unknown-age threshold, where alarms go, the dashboard.
- * @public
  */
 export interface MonitoringProps {
   /** The functions whose errors and throttles raise an alarm, by a short name used in alarm ids and titles. */
@@ -52,7 +51,6 @@ const FIVE_MINUTES = Duration.minutes(5);
  * What an operator must hear about: a side effect that ended in the dead-letter queue, records parked for a person
  * (NEEDS_REVIEW), an UNKNOWN outcome that stays unsettled (or a reconciler that stopped reporting), and function
  * errors and throttles. About $0.10 per alarm per month.
- * @public
  */
 export class Monitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];

@@ -16,7 +16,6 @@ const DEFAULT_CONSUMER_MAX_CONCURRENCY = 5;
 
 /**
  * Props of `OutboxConsumerFunction`: its entry, the table, the queue, its batch and concurrency, the function's settings.
- * @public
  */
 export interface OutboxConsumerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your deliveries module. */
@@ -53,8 +52,6 @@ export const CONSUMER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateItem
 
 /**
  * Performs the queued side effects (emails, tickets) once per event, reporting failures per message.
- *
- * @public
  */
 export class OutboxConsumerFunction extends Construct {
   readonly handler: ServiceFunction;

@@ -10,7 +10,6 @@ const VISIBILITY_TO_CONSUMER_TIMEOUT = 6;
 
 /**
  * Props of `OutboxQueue`: the consumer's timeout and batching window, the visibility timeout, the delivery budget and redrive, encryption.
- * @public
  */
 export interface OutboxQueueProps {
   /** The consumer function's timeout; the visibility timeout is derived from it. */
@@ -52,7 +51,6 @@ export interface OutboxQueueProps {
 /**
  * The outbox queue and its dead-letter queue. Both encrypted and TLS-only; a message whose delivery keeps failing
  * is moved to the dead-letter queue by the consumer once its delivery budget is spent (and raises the DLQ alarm).
- * @public
  */
 export class OutboxQueue extends Construct {
   readonly queue: sqs.Queue;

@@ -12,7 +12,6 @@ import { commonFunctionProps, ServiceFunction, type CommonFunctionProps } from '
 
 /**
  * Props of `OutboxRelayFunction`: the table, the queue, its batch, the key prefix, the function's settings.
- * @public
  */
 export interface OutboxRelayFunctionProps extends CommonFunctionProps {
   /** Its table must have a stream (NEW_IMAGE): the relay reads committed outbox events from it. */
@@ -43,7 +42,6 @@ export const RELAY_TABLE_ACTIONS: TableItemAction[] = ['UpdateItem'];
  * INSERT of outbox event items, so the function never wakes for records, orders or delivery markers, nor for its
  * own send bookkeeping (a MODIFY). Failed records are reported per item; records that still fail after the bounded
  * retries are not lost: the event stays pending in the table and the reconciler's sweep sends it.
- * @public
  */
 export class OutboxRelayFunction extends Construct {
   readonly handler: ServiceFunction;

@@ -9,7 +9,6 @@ import { commonFunctionProps, downstreamTimeoutMs, ServiceFunction, type CommonF
 
 /**
  * Props of `ReconcilerFunction`: its entry, the table, the outbox queue, its schedule and attempts, the function's settings.
- * @public
  */
 export interface ReconcilerFunctionProps extends CommonFunctionProps {
   /** The handler file to bundle: IdempotentMcpEndpoint generates one around your tools module. */
@@ -57,8 +56,6 @@ export const RECONCILER_TABLE_ACTIONS: TableItemAction[] = ['GetItem', 'UpdateIt
 
 /**
  * Finds UNKNOWN, stale PROCESSING and stuck outbox items through the sparse index, on a schedule.
- *
- * @public
  */
 export class ReconcilerFunction extends Construct {
   readonly handler: ServiceFunction;

@@ -75,38 +75,11 @@ export interface FunctionOptions {
 }
 
 /**
- * Where the functions run in a VPC of yours (all of an endpoint's functions alike).
- *
- * @public
+ * What every function of an endpoint shares (ServiceFunctionProps but what is each function's own); each concern's
+ * construct adds its own settings.
  */
-export interface FunctionNetwork {
-  /**
-   * Run the functions in this VPC. Their subnets need a way to DynamoDB and SQS (gateway / interface endpoints or a
-   * NAT), and the MCP function one to the token issuer's JWKS URL and to Secrets Manager.
-   * @default none: the functions run outside any VPC
-   */
-  readonly vpc?: ec2.IVpc;
-  /**
-   * Which subnets of `vpc`.
-   * @default the VPC's private subnets (CDK's default selection)
-   */
-  readonly vpcSubnets?: ec2.SubnetSelection;
-  /**
-   * @default one new security group per function, all outbound traffic allowed
-   */
-  readonly securityGroups?: ec2.ISecurityGroup[];
-}
-
-/**
- * What every function of the stack shares; each concern's construct adds its own settings.
- *
- * @public
- */
-export interface CommonFunctionProps extends FunctionOptions, FunctionNetwork {
-  /** @default the Powertools defaults of PowertoolsSettings */
-  readonly powertools?: PowertoolsSettings;
-  /** @default logs.RetentionDays.ONE_MONTH */
-  readonly logRetention?: logs.RetentionDays;
+export interface CommonFunctionProps extends Omit<ServiceFunctionProps, 'entry' | 'description' | 'timeout' | 'environment'> {
+  readonly timeout?: Duration;
 }
 
 /** Just the shared settings out of a construct's props. */
@@ -151,16 +124,37 @@ export function checkFunctionOptions(prop: string, options: FunctionOptions = {}
 }
 
 /**
- * Props of `ServiceFunction`: its entry file, description, timeout and environment, beside the settings every function of the endpoint shares.
+ * Props of `ServiceFunction`: its entry file, description, timeout and environment, beside the settings every
+ * function of an endpoint has (memory, architecture, Powertools, log retention, VPC).
  * @public
  */
-export interface ServiceFunctionProps extends CommonFunctionProps {
+export interface ServiceFunctionProps extends FunctionOptions {
   /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
   readonly entry: string;
+  /** The function's description, also its role's. */
   readonly description: string;
+  /** The function's timeout. */
   readonly timeout: Duration;
   /** @default none */
   readonly environment?: Record<string, string>;
+  /** @default the Powertools defaults of PowertoolsSettings */
+  readonly powertools?: PowertoolsSettings;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Run the function in this VPC. Its subnets need a way to whatever it calls (gateway / interface endpoints or a NAT).
+   * @default none: the function runs outside any VPC
+   */
+  readonly vpc?: ec2.IVpc;
+  /**
+   * Which subnets of `vpc`.
+   * @default the VPC's private subnets (CDK's default selection)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /**
+   * @default one new security group, all outbound traffic allowed
+   */
+  readonly securityGroups?: ec2.ISecurityGroup[];
 }
 
 /**
@@ -170,8 +164,11 @@ export interface ServiceFunctionProps extends CommonFunctionProps {
  * @public
  */
 export class ServiceFunction extends Construct implements iam.IGrantable {
+  /** The Lambda function (Node.js 22, the bundle of `entry`). */
   readonly function: NodejsFunction;
+  /** The function's own role: it may write only to `logGroup` until you grant more. */
   readonly role: iam.Role;
+  /** The function's own log group, kept `logRetention`. */
   readonly logGroup: logs.LogGroup;
   /** The function's role: grant it what your code calls. */
   readonly grantPrincipal: iam.IPrincipal;

@@ -83,7 +83,7 @@ export class IdempotentMcpStack extends Stack {
   /** The consumer sends the demo's emails through SES, only as `from`. */
   private allowSesSending(from: string) {
     // The reference endpoint always has deliveries, so always a consumer.
-    const role = this.endpoint.consumer?.handler.role;
+    const role = this.endpoint.consumerFunction?.role;
     if (!role) return;
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({

@@ -3,12 +3,12 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
-import { ServiceFunction, type CommonFunctionProps } from 'idempotent-mcp/cdk';
+import { ServiceFunction, type ServiceFunctionProps } from 'idempotent-mcp/cdk';
 import { EnvVars, environmentOf } from 'idempotent-mcp/lambda';
 import { referenceEnvironmentOf } from '../config';
 import type { DownstreamSettings } from './downstreams';
 
-export interface SandboxDownstreamsProps extends CommonFunctionProps {
+export interface SandboxDownstreamsProps extends Pick<ServiceFunctionProps, 'powertools' | 'logRetention' | 'architecture'> {
   /** The callers' downstream timeout: the `commit-then-timeout` fault holds its answer past it. */
   downstreamTimeoutMs?: number;
 }

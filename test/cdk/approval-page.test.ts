@@ -18,7 +18,7 @@ import { ContextError, settingsFromContext } from '../../reference/cdk/context';
 import type { LocalStack } from '../support/local-stack';
 import { rawToolCall, startTestStack } from '../support/mcp';
 import { paymentArgs } from '../support/side-effects';
-import { logicalId, synthStack, teamProject, templateApp } from './support';
+import { logicalId, partsOf, synthStack, teamProject, templateApp } from './support';
 
 /**
  * The deployed approval page: the stack serves it (an HTTP API of its own, or the custom domain of publicBaseUrl),
@@ -29,7 +29,7 @@ type Resources = Record<string, { Type: string; Properties: any; DependsOn?: str
 const resourcesOf = (template: Template) => template.toJSON().Resources as Resources;
 const ofType = (resources: Resources, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 const mcpEnv = (template: Template, stack: { endpoint: IdempotentMcpEndpoint }): Record<string, unknown> =>
-  resourcesOf(template)[logicalId(stack.endpoint.mcp.handler.function)]!.Properties.Environment.Variables;
+  resourcesOf(template)[logicalId(stack.endpoint.mcpFunction)]!.Properties.Environment.Variables;
 const nameOf = (key: keyof typeof EnvVars) => EnvVars[key].name;
 
 /** Every logical id a resource refers to (Ref, Fn::GetAtt, Fn::Sub, DependsOn): CloudFormation's dependency graph. */
@@ -133,11 +133,11 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
   const { stack, template } = synthStack();
   const resources = resourcesOf(template);
   const endpoint = stack.endpoint;
-  const apiId = logicalId(endpoint.approvalPageApi!.api);
+  const apiId = logicalId(partsOf(endpoint).approvalPageApi!.api);
   const apiEndpoint = { 'Fn::GetAtt': [apiId, 'ApiEndpoint'] };
-  const poolId = logicalId(endpoint.auth.userPool!);
-  const pageClientId = logicalId(endpoint.auth.approvalClient!);
-  const domainId = logicalId(endpoint.auth.domain!);
+  const poolId = logicalId(endpoint.userPool!);
+  const pageClientId = logicalId(partsOf(endpoint).auth.approvalClient!);
+  const domainId = logicalId(partsOf(endpoint).auth.domain!);
   const env = mcpEnv(template, stack);
 
   it('routes GET and POST under /approvals/, and GET of /approvals itself, to the MCP function, which serves the page', () => {
@@ -148,7 +148,7 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
       const integrationId = route.Target['Fn::Join'][1][1].Ref as string;
       const integration = resources[integrationId]!.Properties;
       expect(integration).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
-      expect(integration.IntegrationUri).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.mcp.handler.function), 'Arn'] });
+      expect(integration.IntegrationUri).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.mcpFunction), 'Arn'] });
     }
     // Served at the root of the API (no stage in the path), throttled, with an access log.
     const [[, stage]] = ofType(resources, 'AWS::ApiGatewayV2::Stage') as [[string, Resources[string]]];
@@ -173,7 +173,7 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
     expect(client.ExplicitAuthFlows).toEqual(['ALLOW_REFRESH_TOKEN_AUTH']);
     expect(client.ReadAttributes).toEqual(['custom:tenant']);
     // The agents' client is unchanged: client credentials with the tools scope, and a secret.
-    const machine = resources[logicalId(endpoint.auth.client!)]!.Properties;
+    const machine = resources[logicalId(partsOf(endpoint).auth.client!)]!.Properties;
     expect(machine).toMatchObject({ AllowedOAuthFlows: ['client_credentials'], GenerateSecret: true });
   });
 
@@ -206,7 +206,7 @@ describe('the reference stack, by default: the page on its own HTTP API, people 
   it('has no dependency cycle (the callback names the API, the function names the client, the routes name the function)', () => {
     expect(dependencyCycle(resources)).toBeUndefined();
     // The check finds one where there is one.
-    const looped: Resources = { ...resources, [apiId]: { ...resources[apiId]!, DependsOn: [logicalId(endpoint.mcp.handler.function)] } };
+    const looped: Resources = { ...resources, [apiId]: { ...resources[apiId]!, DependsOn: [logicalId(endpoint.mcpFunction)] } };
     expect(dependencyCycle(looped)).toBeDefined();
   });
 
@@ -285,13 +285,13 @@ describe('the page on the custom domain of publicBaseUrl', () => {
   const env = mcpEnv(template, stack);
 
   it("registers that domain's callback, needs no HTTP API, and leaves the links to PUBLIC_BASE_URL", () => {
-    expect(resources[logicalId(stack.endpoint.auth.approvalClient!)]!.Properties.CallbackURLs).toEqual([
+    expect(resources[logicalId(partsOf(stack.endpoint).auth.approvalClient!)]!.Properties.CallbackURLs).toEqual([
       'https://mcp.example.com/approvals/callback',
     ]);
     expect(ofType(resources, 'AWS::ApiGatewayV2::Api')).toEqual([]);
     expect(env[nameOf('publicBaseUrl')]).toBe('https://mcp.example.com');
     expect(env[nameOf('approvalBaseUrl')]).toBeUndefined();
-    expect(env[nameOf('approvalClientId')]).toEqual({ Ref: logicalId(stack.endpoint.auth.approvalClient!) });
+    expect(env[nameOf('approvalClientId')]).toEqual({ Ref: logicalId(partsOf(stack.endpoint).auth.approvalClient!) });
     expect(dependencyCycle(resources)).toBeUndefined();
   });
 });
@@ -319,7 +319,7 @@ describe('an external issuer', () => {
       approvalTtlSeconds: 600,
       authIssuer: 'https://login.example.com',
     });
-    const apiId = logicalId(stack.endpoint.approvalPageApi!.api);
+    const apiId = logicalId(partsOf(stack.endpoint).approvalPageApi!.api);
     expect(template.toJSON().Outputs.ApprovalCallbackUrl.Value).toEqual({
       'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, APPROVAL_CALLBACK_PATH]],
     });
@@ -418,14 +418,14 @@ describe('IdempotentMcpEndpoint used directly', () => {
     return { endpoint, template: Template.fromStack(stack) };
   };
   const envOf = ({ endpoint, template }: ReturnType<typeof endpointStack>) =>
-    resourcesOf(template)[logicalId(endpoint.mcp.handler.function)]!.Properties.Environment.Variables as Record<string, unknown>;
+    resourcesOf(template)[logicalId(endpoint.mcpFunction)]!.Properties.Environment.Variables as Record<string, unknown>;
   const external = { issuer: 'https://id.example.com', audience: 'mcp' };
   const ownSignIn = { clientId: 'page', authorizeUrl: 'https://id.example.com/authorize', tokenUrl: 'https://id.example.com/token' };
 
   it('turns the page off', () => {
     const team = endpointStack({ approvalPage: { enabled: false } });
     expect(team.endpoint.approvalPageUrl).toBeUndefined();
-    expect(team.endpoint.auth.approvalClient).toBeUndefined();
+    expect(partsOf(team.endpoint).auth.approvalClient).toBeUndefined();
     expect(Object.keys(envOf(team)).filter((name) => name.startsWith('APPROVAL_'))).toEqual([]);
   });
 

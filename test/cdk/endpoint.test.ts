@@ -58,13 +58,13 @@ describe("IdempotentMcpEndpoint: a team's tools on the whole endpoint", () => {
   });
 
   it("gives the tools' settings and grants to the functions that run them, and only those", () => {
-    expect(envOf(endpoint.mcp.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', TABLE_NAME: expect.anything() });
-    expect(envOf(endpoint.reconciler.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team', RECONCILE_INTERVAL_MS: '60000' });
-    expect(envOf(endpoint.consumer!.handler.function)).toMatchObject({ ROOMS_CALENDAR: 'team' });
-    for (const fn of [endpoint.mcp, endpoint.reconciler]) {
-      expect(statementsOfRole(template, logicalId(fn.handler.role))).toContainEqual(expect.objectContaining({ Action: 's3:GetObject' }));
+    expect(envOf(endpoint.mcpFunction)).toMatchObject({ ROOMS_CALENDAR: 'team', TABLE_NAME: expect.anything() });
+    expect(envOf(endpoint.reconcilerFunction)).toMatchObject({ ROOMS_CALENDAR: 'team', RECONCILE_INTERVAL_MS: '60000' });
+    expect(envOf(endpoint.consumerFunction!)).toMatchObject({ ROOMS_CALENDAR: 'team' });
+    for (const fn of [endpoint.mcpFunction, endpoint.reconcilerFunction]) {
+      expect(statementsOfRole(template, logicalId(fn.role!))).toContainEqual(expect.objectContaining({ Action: 's3:GetObject' }));
     }
-    expect(statementsOfRole(template, logicalId(endpoint.relay!.handler.role)).flatMap((s) => s.Action)).not.toContain('s3:GetObject');
+    expect(statementsOfRole(template, logicalId(endpoint.relayFunction!.role!)).flatMap((s) => s.Action)).not.toContain('s3:GetObject');
   });
 
   it('is cdk-nag clean', () => {
@@ -133,10 +133,10 @@ describe("a team's deliveries: its own event types, delivered by its own code", 
     expect(entry).toContain(`import * as deliveriesModule from ${JSON.stringify(DELIVERIES)};`);
     expect(entry).toContain('consumerLambdaHandler(deliveriesModule)');
     const resources = template.toJSON().Resources;
-    expect(resources[logicalId(endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
+    expect(resources[logicalId(endpoint.consumerFunction!)].Properties.Environment.Variables).toMatchObject({
       ROOMS_CHAT_WEBHOOK: 'https://chat.example',
     });
-    expect(statementsOfRole(template, logicalId(endpoint.consumer!.handler.role))).toContainEqual(
+    expect(statementsOfRole(template, logicalId(endpoint.consumerFunction!.role!))).toContainEqual(
       expect.objectContaining({ Action: 's3:PutObject' }),
     );
   });
@@ -152,8 +152,7 @@ describe('an endpoint without deliveries has no outbox', () => {
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 0);
     template.resourceCountIs('AWS::Lambda::Function', 2);
     expect(Object.values<any>(template.findResources('AWS::DynamoDB::Table'))[0].Properties.StreamSpecification).toBeUndefined();
-    expect([endpoint.outbox, endpoint.relay, endpoint.consumer, endpoint.relayFunction, endpoint.consumerFunction]).toEqual([
-      undefined,
+    expect([endpoint.queue, endpoint.deadLetterQueue, endpoint.relayFunction, endpoint.consumerFunction]).toEqual([
       undefined,
       undefined,
       undefined,
@@ -251,7 +250,7 @@ describe('an existing table', () => {
     expect(endpoint.table.tableName).toBe('team-records');
     const resources = template.toJSON().Resources;
     expect(resources[logicalId(endpoint.mcpFunction)].Properties.Environment.Variables.TABLE_NAME).toBe('team-records');
-    expect(JSON.stringify(statementsOfRole(template, logicalId(endpoint.mcp.handler.role)))).toContain(':table/team-records');
+    expect(JSON.stringify(statementsOfRole(template, logicalId(endpoint.mcpFunction.role!)))).toContain(':table/team-records');
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: STREAM });
   });
 
@@ -376,6 +375,14 @@ describe('in a VPC', () => {
   });
 });
 
+/** The endpoint's functions a team grants to, by name. */
+const functionsOf = (endpoint: IdempotentMcpEndpoint) => ({
+  mcp: endpoint.mcpFunction,
+  reconciler: endpoint.reconcilerFunction,
+  consumer: endpoint.consumerFunction!,
+  relay: endpoint.relayFunction!,
+});
+
 describe('grants for the people and roles around the endpoint', () => {
   let ops!: iam.Role;
   let reviewer!: iam.Role;
@@ -384,8 +391,12 @@ describe('grants for the people and roles around the endpoint', () => {
     reviewer = new iam.Role(stack, 'Reviewer', { assumedBy: new iam.AccountRootPrincipal() });
     endpoint.grantReadRecords(ops);
     endpoint.grantReview(reviewer);
+    // What a team's code calls, granted to each function that runs it, one object per function.
+    for (const [name, fn] of Object.entries(functionsOf(endpoint))) {
+      iam.Grant.addToPrincipal({ grantee: fn, actions: ['s3:GetObject'], resourceArns: [`arn:aws:s3:::team-bucket/${name}`] });
+    }
   });
-  const tableArn = { 'Fn::GetAtt': [logicalId(endpoint.store.table as dynamodb.Table), 'Arn'] };
+  const tableArn = { 'Fn::GetAtt': [logicalId(endpoint.table as dynamodb.Table), 'Arn'] };
   const actionsOn = (role: iam.Role) =>
     statementsOfRole(after, logicalId(role)).map((s) => ({ actions: ([] as string[]).concat(s.Action).sort(), resource: s.Resource }));
 
@@ -413,14 +424,20 @@ describe('grants for the people and roles around the endpoint', () => {
     );
     expect(all.filter((a) => a === 'dynamodb:Scan' || a.endsWith('*'))).toEqual([]);
     const receive = statements.find((s) => s.actions.includes('sqs:ReceiveMessage'))!;
-    expect(receive.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.outbox!.deadLetterQueue), 'Arn'] });
+    expect(receive.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.deadLetterQueue!), 'Arn'] });
     const send = statements.find((s) => s.actions.includes('sqs:SendMessage'))!;
-    expect(send.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.outbox!.queue), 'Arn'] });
+    expect(send.resource).toEqual({ 'Fn::GetAtt': [logicalId(endpoint.queue!), 'Arn'] });
   });
 
-  it("exposes each function's principal, to grant it what the team's code calls", () => {
-    expect(endpoint.mcpFunction.grantPrincipal).toBe(endpoint.mcp.handler.role);
-    expect(endpoint.reconcilerFunction.grantPrincipal).toBe(endpoint.reconciler.handler.role);
-    expect(endpoint.mcp.handler.grantPrincipal).toBe(endpoint.mcp.handler.role);
+  it("exposes each function, to grant it what the team's code calls: the grant reaches the role that function runs as, and no other", () => {
+    const resources = after.toJSON().Resources;
+    // The role in the function's own template properties: the one its code runs as.
+    const bucketObjects = (functionId: string) =>
+      statementsOfRole(after, resources[functionId].Properties.Role['Fn::GetAtt'][0])
+        .flatMap((s) => ([] as unknown[]).concat(s.Resource))
+        .filter((r) => String(r).startsWith('arn:aws:s3:::team-bucket/'));
+    for (const [name, fn] of Object.entries(functionsOf(endpoint))) {
+      expect(bucketObjects(logicalId(fn)), name).toEqual([`arn:aws:s3:::team-bucket/${name}`]);
+    }
   });
 });

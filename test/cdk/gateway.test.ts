@@ -79,15 +79,15 @@ describe('IdempotentMcpGateway (synth)', () => {
   it('grants GetSecretValue on the credentials secret alone, to the MCP function and the reconciler (least privilege)', () => {
     const { template, gateway, credentials, stack } = synthGateway();
     const secretRef = { Ref: stack.getLogicalId(credentials.node.defaultChild as never) };
-    for (const fn of [gateway.mcp.handler, gateway.reconciler.handler]) {
-      const statements = statementsOfRole(template, logicalId(fn.role as never));
+    for (const fn of [gateway.mcpFunction, gateway.reconcilerFunction]) {
+      const statements = statementsOfRole(template, logicalId(fn.role! as never));
       const onCredentials = statements.filter((s) => resourcesOf(s).some((r) => JSON.stringify(r) === JSON.stringify(secretRef)));
       expect(onCredentials.flatMap(actionsOf)).toEqual(['secretsmanager:GetSecretValue']);
       expect(serviceActions(statements, 'secretsmanager').every((a) => a === 'secretsmanager:GetSecretValue')).toBe(true);
       expect(statements.flatMap(actionsOf).some((a) => a.endsWith('*'))).toBe(false);
     }
     // The reconciler reads the credentials and the lookup memo; it writes no new item.
-    const reconciler = statementsOfRole(template, logicalId(gateway.reconciler.handler.role as never));
+    const reconciler = statementsOfRole(template, logicalId(gateway.reconcilerFunction.role! as never));
     expect(serviceActions(reconciler, 'dynamodb')).not.toContain('dynamodb:PutItem');
   });
 

@@ -20,7 +20,17 @@ import { MetricName } from '../../lambdas/observability/metrics';
 import { receivesWithinBudget } from '../../lambdas/core/outbox-budget';
 import { awsClientConfig, createDynamoDbClient } from '../../lambdas/store/clients';
 import { ensureTable, TableSchema } from '../../lambdas/store/table-schema';
-import { actionsOf, actionsOn, logicalId, resourcesOf, serviceActions, statementsOfRole, synthStack, type Statement } from './support';
+import {
+  actionsOf,
+  actionsOn,
+  logicalId,
+  partsOf,
+  resourcesOf,
+  serviceActions,
+  statementsOfRole,
+  synthStack,
+  type Statement,
+} from './support';
 
 // One synth per configuration, shared by the tests below (bundling is skipped here; test/cdk/synth.test.ts bundles).
 const base = synthStack();
@@ -28,20 +38,20 @@ const { template, stack } = base;
 const resources = template.toJSON().Resources as Record<string, { Type: string; Properties: any; DeletionPolicy?: string }>;
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 
-const tableId = logicalId(stack.endpoint.store.table);
+const tableId = logicalId(stack.endpoint.table);
 const tableArn = { 'Fn::GetAtt': [tableId, 'Arn'] };
-const queueArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.queue), 'Arn'] };
+const queueArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.queue!), 'Arn'] };
 const functionIds = {
-  mcp: logicalId(stack.endpoint.mcp.handler.function),
-  relay: logicalId(stack.endpoint.relay!.handler.function),
-  consumer: logicalId(stack.endpoint.consumer!.handler.function),
-  reconciler: logicalId(stack.endpoint.reconciler.handler.function),
+  mcp: logicalId(stack.endpoint.mcpFunction),
+  relay: logicalId(stack.endpoint.relayFunction!),
+  consumer: logicalId(stack.endpoint.consumerFunction!),
+  reconciler: logicalId(stack.endpoint.reconcilerFunction),
 };
 const roleIds = {
-  mcp: logicalId(stack.endpoint.mcp.handler.role),
-  relay: logicalId(stack.endpoint.relay!.handler.role),
-  consumer: logicalId(stack.endpoint.consumer!.handler.role),
-  reconciler: logicalId(stack.endpoint.reconciler.handler.role),
+  mcp: logicalId(stack.endpoint.mcpFunction.role!),
+  relay: logicalId(stack.endpoint.relayFunction!.role!),
+  consumer: logicalId(stack.endpoint.consumerFunction!.role!),
+  reconciler: logicalId(stack.endpoint.reconcilerFunction.role!),
 };
 const fnProps = (id: string) => resources[id]!.Properties;
 const env = (id: string): Record<string, unknown> => fnProps(id).Environment.Variables;
@@ -105,14 +115,14 @@ describe('the idempotency table', () => {
     const keyId = logicalId(cmk.stack.endpoint.node.findChild('TableKey') as never);
     expect(json[keyId].Properties.EnableKeyRotation).toBe(true);
     expect(json[keyId].DeletionPolicy).toBe('Retain');
-    expect(json[logicalId(cmk.stack.endpoint.store.table)].Properties.SSESpecification).toEqual({
+    expect(json[logicalId(cmk.stack.endpoint.table)].Properties.SSESpecification).toEqual({
       SSEEnabled: true,
       SSEType: 'KMS',
       KMSMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
     });
     // Writers get the exact data-key actions DynamoDB uses on their behalf (no GenerateDataKey* wildcards), on this key.
     const keyArn = { 'Fn::GetAtt': [keyId, 'Arn'] };
-    const mcpStatements = statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.mcp.handler.role));
+    const mcpStatements = statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.mcpFunction.role!));
     expect(actionsOn(mcpStatements, keyArn)).toEqual([
       'kms:Decrypt',
       'kms:DescribeKey',
@@ -123,15 +133,13 @@ describe('the idempotency table', () => {
       'kms:ReEncryptTo',
     ]);
     // The relay reads the encrypted stream: it may decrypt.
-    expect(actionsOn(statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.relay!.handler.role)), keyArn)).toContain('kms:Decrypt');
+    expect(actionsOn(statementsOfRole(cmk.template, logicalId(cmk.stack.endpoint.relayFunction!.role!)), keyArn)).toContain('kms:Decrypt');
   });
 });
 
 describe('the outbox queue', () => {
-  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.outbox!.deadLetterQueue)) as [
-    [string, any],
-  ];
-  const queue = resources[logicalId(stack.endpoint.outbox!.queue)]!;
+  const [[dlqId, dlq]] = ofType('AWS::SQS::Queue').filter(([id]) => id === logicalId(stack.endpoint.deadLetterQueue!)) as [[string, any]];
+  const queue = resources[logicalId(stack.endpoint.queue!)]!;
 
   it('retries a delivery for its time budget (24 h by default) before the dead-letter queue, and receives outlast it', () => {
     const consumerEnv = env(functionIds.consumer);
@@ -147,7 +155,7 @@ describe('the outbox queue', () => {
     expect(queue.Properties.MessageRetentionPeriod).toBeGreaterThan(24 * 3600);
     expect(dlq.Properties.MessageRetentionPeriod).toBe(Duration.days(14).toSeconds());
     expect(
-      actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumer!.handler.role)), { 'Fn::GetAtt': [dlqId, 'Arn'] }),
+      actionsOn(statementsOfRole(template, logicalId(stack.endpoint.consumerFunction!.role!)), { 'Fn::GetAtt': [dlqId, 'Arn'] }),
     ).toContain('sqs:SendMessage');
   });
 
@@ -242,7 +250,7 @@ describe('the functions', () => {
     expect(env(functionIds.reconciler).RECONCILE_MAX_ATTEMPTS).toBe('8');
     const cautious = synthStack({ reconcileMaxAttempts: '3' });
     const vars =
-      cautious.template.toJSON().Resources[logicalId(cautious.stack.endpoint.reconciler.handler.function)].Properties.Environment.Variables;
+      cautious.template.toJSON().Resources[logicalId(cautious.stack.endpoint.reconcilerFunction)].Properties.Environment.Variables;
     expect(vars.RECONCILE_MAX_ATTEMPTS).toBe('3');
   });
 
@@ -256,7 +264,7 @@ describe('the functions', () => {
   });
 
   it("configure the MCP function for the stack's Cognito issuer, with the secret by ARN only", () => {
-    const pool = logicalId(stack.endpoint.auth.userPool!);
+    const pool = logicalId(stack.endpoint.userPool!);
     expect(env(functionIds.mcp)).toMatchObject({
       AUTH_MODE: 'oidc',
       AUTH_ISSUER: { 'Fn::GetAtt': [pool, 'ProviderURL'] },
@@ -264,7 +272,7 @@ describe('the functions', () => {
       AUTH_TENANT_CLAIM: 'client_id',
       // The scope the stack's app client is granted: a token of this pool without it gets 403.
       AUTH_REQUIRED_SCOPES: 'idempotent-mcp/tools',
-      OPERATION_ID_SECRET_ARN: { Ref: logicalId(stack.endpoint.mcp.operationIdSecret as never) },
+      OPERATION_ID_SECRET_ARN: { Ref: logicalId(partsOf(stack.endpoint).mcp.operationIdSecret as never) },
       // `unknown` answers suggest retrying after about one reconciler period.
       RECONCILE_INTERVAL_MS: '60000',
     });
@@ -324,7 +332,7 @@ describe('least-privilege IAM', () => {
     // GetQueueUrl, and none reads the queue's attributes.
     expect(actionsOn(statements.relay, queueArn)).toEqual(['sqs:SendMessage']);
     expect(actionsOn(statements.reconciler, queueArn)).toEqual(['sqs:SendMessage']);
-    const dlqArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'Arn'] };
+    const dlqArn = { 'Fn::GetAtt': [logicalId(stack.endpoint.deadLetterQueue!), 'Arn'] };
     expect(actionsOn(statements.consumer, dlqArn)).toEqual(['sqs:SendMessage']);
     for (const name of ['relay', 'reconciler', 'mcp'] as const) expect(actionsOn(statements[name], dlqArn)).toEqual([]);
     expect(actionsOn(statements.consumer, queueArn)).toEqual(
@@ -338,7 +346,7 @@ describe('least-privilege IAM', () => {
     const stream = { 'Fn::GetAtt': [tableId, 'StreamArn'] };
     expect(actionsOn(statements.relay, stream)).toEqual(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
     for (const name of ['mcp', 'consumer', 'reconciler'] as const) expect(actionsOn(statements[name], stream)).toEqual([]);
-    const secret = { Ref: logicalId(stack.endpoint.mcp.operationIdSecret as never) };
+    const secret = { Ref: logicalId(partsOf(stack.endpoint).mcp.operationIdSecret as never) };
     expect(actionsOn(statements.mcp, secret)).toEqual(['secretsmanager:GetSecretValue']);
     for (const name of ['relay', 'consumer', 'reconciler'] as const) expect(serviceActions(statements[name], 'secretsmanager')).toEqual([]);
   });
@@ -356,21 +364,21 @@ describe('least-privilege IAM', () => {
 
   it('with SES email, lets only the consumer send, and only as the configured sender', () => {
     const ses = synthStack({ emailFrom: 'agent@mail.example.com' });
-    const consumer = statementsOfRole(ses.template, logicalId(ses.stack.endpoint.consumer!.handler.role));
+    const consumer = statementsOfRole(ses.template, logicalId(ses.stack.endpoint.consumerFunction!.role!));
     const send = consumer.find((s) => actionsOf(s).includes('ses:SendEmail'))!;
     expect(actionsOf(send)).toEqual(['ses:SendEmail']);
     expect(send.Condition).toEqual({ StringEquals: { 'ses:FromAddress': 'agent@mail.example.com' } });
-    for (const role of [ses.stack.endpoint.mcp, ses.stack.endpoint.relay!, ses.stack.endpoint.reconciler].map((c) =>
-      logicalId(c.handler.role),
+    for (const role of [ses.stack.endpoint.mcpFunction, ses.stack.endpoint.relayFunction!, ses.stack.endpoint.reconcilerFunction].map(
+      (fn) => logicalId(fn.role!),
     )) {
       expect(serviceActions(statementsOfRole(ses.template, role), 'ses')).toEqual([]);
     }
-    expect(
-      ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables,
-    ).toMatchObject({
-      EMAIL_MODE: 'ses',
-      EMAIL_FROM: 'agent@mail.example.com',
-    });
+    expect(ses.template.toJSON().Resources[logicalId(ses.stack.endpoint.consumerFunction!)].Properties.Environment.Variables).toMatchObject(
+      {
+        EMAIL_MODE: 'ses',
+        EMAIL_FROM: 'agent@mail.example.com',
+      },
+    );
   });
 });
 
@@ -425,8 +433,8 @@ describe('event sources and the schedule', () => {
     const slowerTemplate = Template.fromStack(slower);
     const slowerResources = slowerTemplate.toJSON().Resources;
     const slowerEnv = (fn: { node: { defaultChild?: unknown } }) => slowerResources[logicalId(fn)].Properties.Environment.Variables;
-    expect(slowerEnv(slower.endpoint.reconciler.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
-    expect(slowerEnv(slower.endpoint.mcp.handler.function).RECONCILE_INTERVAL_MS).toBe('300000');
+    expect(slowerEnv(slower.endpoint.reconcilerFunction).RECONCILE_INTERVAL_MS).toBe('300000');
+    expect(slowerEnv(slower.endpoint.mcpFunction).RECONCILE_INTERVAL_MS).toBe('300000');
     slowerTemplate.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
     // A second synth of the whole stack: slow on a busy machine.
   }, 120_000);
@@ -473,7 +481,7 @@ describe('the MCP URL and auth', () => {
       expect.arrayContaining(['McpUrl', 'TokenEndpoint', 'TokenScope', 'ClientId', 'ClientSecretCommand']),
     );
     expect(outputs.McpUrl.Value).toEqual({
-      'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.endpoint.mcp.url as never), 'FunctionUrl'] }, 'mcp']],
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(partsOf(stack.endpoint).mcp.url as never), 'FunctionUrl'] }, 'mcp']],
     });
     expect(JSON.stringify(template.toJSON())).not.toContain('ClientSecret"]');
   });
@@ -481,8 +489,8 @@ describe('the MCP URL and auth', () => {
   it('outputs the table and both queues, which the review tool reads with --stack', () => {
     const outputs = template.toJSON().Outputs;
     expect(outputs[StackOutput.table].Value).toEqual({ Ref: tableId });
-    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox!.queue) });
-    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.endpoint.outbox!.deadLetterQueue) });
+    expect(outputs[StackOutput.queue].Value).toEqual({ Ref: logicalId(stack.endpoint.queue!) });
+    expect(outputs[StackOutput.deadLetterQueue].Value).toEqual({ Ref: logicalId(stack.endpoint.deadLetterQueue!) });
   });
 
   it('verifies an existing OIDC issuer instead, from context, and then creates no Cognito resources', () => {
@@ -492,7 +500,7 @@ describe('the MCP URL and auth', () => {
       authTenantClaim: 'org_id',
     });
     oidc.template.resourceCountIs('AWS::Cognito::UserPool', 0);
-    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars).toMatchObject({
       AUTH_MODE: 'oidc',
       AUTH_ISSUER: 'https://login.example.com/',
@@ -507,7 +515,7 @@ describe('the MCP URL and auth', () => {
 
   it('reads the tenant from the same claim the functions default to when authTenantClaim is not set', () => {
     const oidc = synthStack({ authIssuer: 'https://login.example.com/', authAudience: 'https://mcp.example.com' });
-    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = oidc.template.toJSON().Resources[logicalId(oidc.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     // One default, documented once (docs/configuration.md): the stack and AUTH_TENANT_CLAIM unset agree.
     expect(vars.AUTH_TENANT_CLAIM).toBe(readEnv({}, EnvVars.authTenantClaim));
   });
@@ -520,15 +528,13 @@ describe('the MCP URL and auth', () => {
       authIssuer: 'https://login.example.com/',
       authAudienceNotRequiredReason: 'this issuer serves this API only',
     });
-    const vars =
-      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars).not.toHaveProperty('AUTH_AUDIENCE');
   });
 
   it('tools opted out of server-side confirmation for 2025-era clients reach the function from context', () => {
     const optedOut = synthStack({ confirmationOptOut: 'request_payment' });
-    const vars =
-      optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = optedOut.template.toJSON().Resources[logicalId(optedOut.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars.CONFIRMATION_OPT_OUT_TOOLS).toBe('request_payment');
     expect(env(functionIds.mcp)).not.toHaveProperty('CONFIRMATION_OPT_OUT_TOOLS');
   });
@@ -539,7 +545,7 @@ describe('the MCP URL and auth', () => {
       authAudience: 'api://mcp',
       authRequiredScopes: 'mcp.tools  mcp.write',
     });
-    const vars = scoped.template.toJSON().Resources[logicalId(scoped.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = scoped.template.toJSON().Resources[logicalId(scoped.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars.AUTH_REQUIRED_SCOPES).toBe('mcp.tools mcp.write');
   });
 });
@@ -552,7 +558,7 @@ describe('alarms and dashboard', () => {
     expect(alarmOn('ApproximateNumberOfMessagesVisible')).toEqual([
       expect.objectContaining({
         Namespace: 'AWS/SQS',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack.endpoint.outbox!.deadLetterQueue), 'QueueName'] } }],
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(stack.endpoint.deadLetterQueue!), 'QueueName'] } }],
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       }),
@@ -623,9 +629,9 @@ describe('the sandbox downstreams', () => {
     const json = demo.template.toJSON().Resources;
     expect(json[logicalId(sandbox.table)].DeletionPolicy).toBe('Delete');
     const url = { 'Fn::GetAtt': [logicalId(sandbox.url as never), 'FunctionUrl'] };
-    const vars = json[logicalId(demo.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables;
+    const vars = json[logicalId(demo.stack.endpoint.mcpFunction)].Properties.Environment.Variables;
     expect(vars.PAYMENTS_URL).toEqual({ 'Fn::Join': ['', [url, 'sandbox/payments']] });
-    expect(json[logicalId(demo.stack.endpoint.consumer!.handler.function)].Properties.Environment.Variables).toMatchObject({
+    expect(json[logicalId(demo.stack.endpoint.consumerFunction!)].Properties.Environment.Variables).toMatchObject({
       EMAIL_MODE: 'sandbox',
       MAILBOX_URL: { 'Fn::Join': ['', [url, 'sandbox/mailbox']] },
       TICKETS_URL: { 'Fn::Join': ['', [url, 'sandbox/tickets']] },
@@ -637,7 +643,7 @@ describe('the sandbox downstreams', () => {
     });
     // The sandbox role touches only the sandbox table.
     const sandboxStatements = statementsOfRole(demo.template, logicalId(sandbox.handler.role));
-    expect(actionsOn(sandboxStatements, { 'Fn::GetAtt': [logicalId(demo.stack.endpoint.store.table), 'Arn'] })).toEqual([]);
+    expect(actionsOn(sandboxStatements, { 'Fn::GetAtt': [logicalId(demo.stack.endpoint.table), 'Arn'] })).toEqual([]);
   });
 });
 
@@ -646,7 +652,7 @@ describe('the demo tools a deployment serves: none whose downstream is not confi
   const deployedEnv = (synth: ReturnType<typeof synthStack>): Record<string, string> =>
     Object.fromEntries(
       Object.entries(
-        synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcp.handler.function)].Properties.Environment.Variables as Record<
+        synth.template.toJSON().Resources[logicalId(synth.stack.endpoint.mcpFunction)].Properties.Environment.Variables as Record<
           string,
           unknown
         >,

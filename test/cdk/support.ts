@@ -6,12 +6,29 @@ import { App, CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { settingsFromContext } from '../../reference/cdk/context';
 import { IdempotentMcpStack } from '../../reference/cdk/idempotent-mcp-stack';
+import type { ApprovalPageApi } from '../../lib/constructs/approval-page';
+import type { Auth } from '../../lib/constructs/auth';
+import type { McpFunction } from '../../lib/constructs/mcp-function';
 import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import type { IdempotentMcpEndpoint } from '../../lib/endpoint';
 import { exampleRun, offlineEnv } from '../package/support';
 import { oncePerRun } from '../support/once-per-run';
 
 /** The context of cdk.json (feature flags and defaults): tests build the stack exactly as `cdk synth` does. */
 export const cdkJsonContext: Record<string, unknown> = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context;
+
+/**
+ * The endpoint's own parts behind its public members (internal constructs, by their construct ids): what a test
+ * reads beside the template, such as the logical id of the approval page's client.
+ */
+export function partsOf(endpoint: IdempotentMcpEndpoint) {
+  const child = <T>(id: string) => endpoint.node.tryFindChild(id) as T | undefined;
+  return {
+    auth: child<Auth>('Auth')!,
+    mcp: child<McpFunction>('Mcp')!,
+    approvalPageApi: child<ApprovalPageApi>('ApprovalPage'),
+  };
+}
 
 export interface SynthOptions {
   /** Run esbuild for every function (slow); by default bundling is skipped: the synth test covers it. */
