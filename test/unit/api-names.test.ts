@@ -67,12 +67,11 @@ it('reads every report: hundreds of declarations, over all ten subpaths', () => 
 });
 
 /**
- * The front door stays small (issue 48): public names, counted per subpath (a name two subpaths export is two
- * names to learn), at most this many. Issue 48 asks for 150; the surface is 115 over it still (the CDK parts the
- * endpoint exposes, the Lambda wiring's services and workers, the store ports' types): lower this as it shrinks,
- * never raise it.
+ * The front door stays small (issue 48 asks for at most 150): public names, counted per subpath (a name two
+ * subpaths export is two names to learn), at most this many. Lower it as the surface shrinks, never raise it: a new
+ * name takes the place of one that goes.
  */
-const MAX_PUBLIC_NAMES = 265;
+const MAX_PUBLIC_NAMES = 130;
 
 /** Distinct names of each subpath (a value and a type of one name, like `ErrorCode`, are one name). */
 const publicNames = (decls: readonly Declaration[]) => [...new Set(decls.map((d) => `${d.subpath}: ${d.name}`))];
