@@ -212,7 +212,7 @@ export const EnvVars = {
   /** A Secrets Manager stand-in, for tests of the deployed path; unset on AWS. */
   secretsManagerEndpoint: httpUrl('SECRETS_MANAGER_ENDPOINT'),
   allowedOrigins: originList('ALLOWED_ORIGINS'),
-  /** Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut). */
+  /** Tools whose confirmation 2025-era clients do on their side (the endpoint's `confirmationOptOut`). */
   confirmationOptOut: commaList('CONFIRMATION_OPT_OUT_TOOLS'),
   /** Tools with confirmation 'approval' that clients without URL elicitation may confirm in a form instead. */
   confirmationFormFallback: commaList('CONFIRMATION_FORM_FALLBACK_TOOLS'),

@@ -35,7 +35,7 @@ const copy = <T>(value: T): T => structuredClone(value);
  * The store port in one process's memory: the engine's unit tests, and single-process use where losing the records
  * with the process is acceptable. Each method checks the same condition as the DynamoDB adapter's conditional write
  * and applies it whole or not at all (the store conformance suite holds both to that). Every write's status check
- * is the transition table's (`allows`), and a free key is `keyIsFree`'s.
+ * is the engine's transition table's, and which keys are free its expiry rule's, as in every store.
  * @public
  */
 export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {

@@ -21,7 +21,7 @@ export interface EngineEvent {
     | 'store_unavailable';
   tool: string;
   tenant: string;
-  /** `hashForLog` of the idempotency key. */
+  /** A hash of the idempotency key (the logs' `key_hash`), never the key itself. */
   keyHash: string;
   /** How long the call took inside the engine. */
   durationMs: number;

@@ -143,7 +143,7 @@ export type Settlement = Parameters<IdempotencyStore['settle']>[2];
  */
 export interface IdempotencyStore {
   /**
-   * Creates the PROCESSING record unless the key is held (see `keyIsFree`); otherwise returns the existing record.
+   * Creates the PROCESSING record unless the key is held; otherwise returns the existing record.
    * A record carrying our own owner token counts as claimed (a retried request whose first answer was lost).
    * `options.onExpired`, the tool's policy after retention: with 'execute', a settled record past its retention frees
    * its key too.

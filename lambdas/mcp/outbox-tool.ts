@@ -12,7 +12,7 @@ import type { ToolRuntime } from './tool-types';
  * @public
  */
 export interface OutboxRuntime extends ToolRuntime {
-  /** The outbox's write of one event, committed with the tool's record (the endpoint's `OutboxStore`). */
+  /** The outbox's write of one event, committed with the tool's record (the endpoint's outbox). */
   outbox: { eventWrite(message: OutboxMessage): ExtraWrite };
   newEventId(): string;
 }

@@ -29,7 +29,7 @@ export interface ToolRuntime {
   operationIds: OperationIdSigner;
   confirmations: ConfirmationSigner;
   /**
-   * Tools whose confirmation 2025-era clients do on their side (see AppConfig.confirmationOptOut); tools with
+   * Tools whose confirmation 2025-era clients do on their side (the endpoint's `confirmationOptOut`); tools with
    * `confirmation: 'approval'` that a client without URL elicitation may confirm in a form (confirmationFormFallback);
    * the base of the approval page's links (derived from the request when unset). How long an approval link lives is
    * the engine's confirmation gate's (`EngineOptions.confirmation`), set once.

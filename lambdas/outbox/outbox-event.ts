@@ -23,7 +23,7 @@ export interface OutboxMessage<P = Record<string, unknown>> {
   type: string;
   tenant: string;
   tool: string;
-  /** `hashForLog` of the operation's key: correlates log lines, never the key itself. */
+  /** A hash of the operation's key (the logs' `key_hash`): correlates log lines, never the key itself. */
   key_hash: string;
   payload: P;
   created_at: number;

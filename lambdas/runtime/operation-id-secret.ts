@@ -34,7 +34,8 @@ export function lazySecret(source: SecretSource): () => Promise<string> {
  * and Secrets extension, its alternative, is a layer whose ARN CDK knows for some regions only). One attempt: a
  * failed read fails only the call that needed it (retryable), and the next call reads again, paced by the caller's
  * backoff rather than held here. `endpoint`: a Secrets Manager stand-in (SECRETS_MANAGER_ENDPOINT). `what` names the
- * secret in the error (the operation-id secret, the gateway's upstream credentials): a `SecretUnavailableError`.
+ * secret in the error (the operation-id secret, the gateway's upstream credentials): an `IdempotencyError` with code
+ * `TRANSIENT_FAILURE`.
  * @public
  */
 export async function readSecretString(source: { secretArn: string; endpoint?: string }, what: string): Promise<string> {

@@ -53,9 +53,9 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     client?: DynamoDBDocumentClient;
     /** Your own AWS SDK DynamoDB client, used as configured (as Powertools' `DynamoDBPersistenceLayer` takes it). */
     awsSdkV3Client?: DynamoDBClient;
-    /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
+    /** Settings over `createDynamoDbClient`'s defaults for a client made here (as Powertools' `clientConfig`). */
     clientConfig?: DynamoDBClientConfig;
-    /** The table, of the toolkit's schema (`ensureTable` and the IdempotencyTable construct create one). */
+    /** The table, of the toolkit's schema (`ensureTable` and `IdempotentMcpEndpoint` create one). */
     tableName: string;
     /**
      * Whose records these are, on a table shared with other endpoints, gateways or data: put before every record's

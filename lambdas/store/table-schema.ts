@@ -53,8 +53,8 @@ export function attentionPartitions(kind: AttentionKind, scope = ''): string[] {
 export { Keys } from '../core/keys';
 
 /**
- * Creates the table (and its TTL) if it does not exist, of the schema the toolkit writes (the IdempotencyTable
- * construct's): partition key `pk` and sort key `sk` (strings), TTL on `expires_at`, and the sparse global secondary
+ * Creates the table (and its TTL) if it does not exist, of the schema the toolkit writes (`IdempotentMcpEndpoint`'s
+ * table's): partition key `pk` and sort key `sk` (strings), TTL on `expires_at`, and the sparse global secondary
  * index `attention` (`attention_pk` string, `attention_at` number, all attributes). Used by `npm start`, tests and
  * benchmarks.
  *
