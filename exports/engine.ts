@@ -1,12 +1,15 @@
 /**
  * `idempotent-mcp/engine`: the engine, the store ports it runs on (no AWS types) and what they carry, the in-memory
- * stores, and the errors a tool throws. Nothing here does I/O of its own. Key rules, the fingerprint, the transition
+ * stores, the errors a tool throws and the three a store of your own throws (the port's own vocabulary). Nothing here does I/O of its own. Key rules, the fingerprint, the transition
  * table and the storage-key layout are internal.
  */
 export type { Clock } from '../lambdas/core/clock';
 export {
   ErrorCode,
   IdempotencyError,
+  OwnershipLostError,
+  StoreUnavailableError,
+  TransactionRejectedError,
   TerminalToolError,
   TransientToolError,
   UncertainToolError,

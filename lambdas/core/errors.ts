@@ -146,7 +146,11 @@ export class ResultTooLargeError extends IdempotencyError {
 }
 
 /**
- * The record is no longer ours: the lease was taken over or the record settled while we executed.
+ * The record is no longer ours: the lease was taken over or the record settled while we executed. A store of your
+ * own throws it when a write fenced on the owner token finds another owner or a record no longer PROCESSING (the
+ * store conformance suite checks it); the engine then answers from the record as it is and never writes over it.
+ *
+ * @public
  */
 export class OwnershipLostError extends IdempotencyError {
   constructor() {
@@ -155,7 +159,11 @@ export class OwnershipLostError extends IdempotencyError {
 }
 
 /**
- * The store could not be reached or failed; carries whether our write may have been applied.
+ * The store could not be reached or failed, so the write may or may not have been applied. A store of your own
+ * throws it for any failure that does not prove the write was refused, so the engine never takes a lost answer for
+ * a refusal.
+ *
+ * @public
  */
 export class StoreUnavailableError extends IdempotencyError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -164,7 +172,11 @@ export class StoreUnavailableError extends IdempotencyError {
 }
 
 /**
- * The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed.
+ * The tool's own writes in the completion transaction were refused (cancelled as a whole): nothing committed. A store
+ * of your own throws it when an `ExtraWrite`'s condition refuses, with one reason per item of the transaction
+ * (`undefined` for an item that was not the cause).
+ *
+ * @public
  */
 export class TransactionRejectedError extends Error {
   constructor(readonly reasons: (string | undefined)[]) {
