@@ -137,7 +137,7 @@ const UNKNOWN_SCAN_LIMIT = 1000;
  *           --unreachable--> UNKNOWN, next check after base * 2^attempts --N attempts--> NEEDS_REVIEW
  *   PROCESSING, lease passed + grace --> UNKNOWN (checked from the next run on)
  *
- * Not public: `startReconciler` / `reconcileOnce` (a server of your own) and `reconcilerLambdaHandler` (the Lambda
+ * Not public: `startReconciler` (a server of your own) and `reconcilerLambdaHandler` (the Lambda
  * function) build it.
  */
 export class Reconciler {
