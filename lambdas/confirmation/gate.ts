@@ -39,7 +39,7 @@ export interface ConfirmationPorts {
   approvals?: ApprovalStore;
   confirmations: ConfirmationSigner;
   logger: Pick<Logger, 'warn'>;
-  /** How long an approval link lives. Default DEFAULT_APPROVAL_TTL_SECONDS. */
+  /** How long an approval link lives, in seconds. Default 900 (15 minutes). */
   approvalTtlSeconds?: number;
 }
 

@@ -53,7 +53,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     client?: DynamoDBDocumentClient;
     /** Your own AWS SDK DynamoDB client, used as configured (as Powertools' `DynamoDBPersistenceLayer` takes it). */
     awsSdkV3Client?: DynamoDBClient;
-    /** Settings over `DynamoDbClientDefaults` for a client made here (as Powertools' `clientConfig`). */
+    /** Settings over `createDynamoDbClient()`'s defaults for a client made here (as Powertools' `clientConfig`). */
     clientConfig?: DynamoDBClientConfig;
     /** The table, of the toolkit's schema (`ensureTable` and the IdempotencyTable construct create one). */
     tableName: string;
