@@ -15,9 +15,7 @@ export type ToolsModuleExports = { readonly [K in keyof ToolsModule | 'default']
  */
 export function oneArgument(handler: string, count: number): void {
   if (count > 1) {
-    throw new TypeError(
-      `${handler} takes one argument, the tools module; put withClients in it: ${handler}({ tools, withClients })`,
-    );
+    throw new TypeError(`${handler} takes one argument, the tools module; put withClients in it: ${handler}({ tools, withClients })`);
   }
 }
 

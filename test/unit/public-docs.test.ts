@@ -47,7 +47,9 @@ it('no doc of a public declaration names an internal constant of defaults', () =
 
 it("createDynamoDbClient's doc says the client defaults it applies", () => {
   const clients = modules.find(({ file }) => file.endsWith(join('store', 'clients.ts')))!;
-  const doc = publicDocs(clients).join('\n').replace(/\s*\*\s*/g, ' ');
+  const doc = publicDocs(clients)
+    .join('\n')
+    .replace(/\s*\*\s*/g, ' ');
   const { maxAttempts, connectionTimeoutMs, requestTimeoutMs } = DynamoDbClientDefaults;
   expect(doc).toContain(`${maxAttempts} attempts per request`);
   expect(doc).toContain(`a ${connectionTimeoutMs / 1000} s connection timeout and a ${requestTimeoutMs / 1000} s request timeout`);
