@@ -9,11 +9,9 @@ import { logRun, type ReconcileReport, type ReconcilerConfig } from './reconcile
 
 const noMetrics: MetricsPublisher = { add: () => {}, countForTool: () => {}, flush: () => {} };
 
-/** What `metrics` may say besides `false`: its one shape, read from `startReconciler`'s signature. */
-const METRICS_FIELDS: ReadonlySet<string> = new Set(['namespace', 'write'] satisfies (keyof Exclude<
-  ReconcilerOptions['metrics'],
-  false | undefined
->)[]);
+/** What `metrics` takes besides `false`: `startReconciler`'s `{ namespace, write }`. */
+type MetricsOptions = Exclude<ReconcilerOptions['metrics'], false | undefined>;
+const METRICS_FIELDS: ReadonlySet<string> = new Set<keyof MetricsOptions>(['namespace', 'write']);
 
 function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
   if (metrics === false) return noMetrics;
