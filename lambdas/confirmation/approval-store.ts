@@ -1,4 +1,4 @@
-import type { ApprovalDecision, ApprovalRecord } from './core/approval';
+import { type ApprovalLogEntry, type ApprovalRecord, MAX_DECIDER_CHARS } from './core/approval';
 
 /** The answer of `ApprovalStore.decide`. */
 export type DecideResult = Awaited<ReturnType<ApprovalStore['decide']>>;
@@ -41,16 +41,45 @@ export interface ApprovalStore {
    * Records that a run uses `record`'s yes (as read), once: only while it is the current round, approved and used by
    * no run. Appends the use to the log (`useEntry`). The engine calls it before the run claims the key, so whether a
    * yes was used survives the idempotency record (whose retention may be shorter than the link's lifetime).
-   * `use.at`: epoch ms, when the run used the yes (before it claimed the key); `use.by`: the run, the owner token of
-   * the idempotency record it claims (`ops show` prints it). Answers applied (the run may go on; the approval now
-   * records it), or not: another run used the round first, or the round is no longer the approved one read (nothing
-   * written either way).
+   * Answers applied (the run may go on; the approval now records it), or not: another run used the round first, or
+   * the round is no longer the approved one read (nothing written either way).
    */
   use(
     record: ApprovalRecord,
-    use: { at: number; by: string },
+    use: {
+      /** Epoch ms: when the run used the yes (before it claimed the key). */
+      at: number;
+      /** The run: the owner token of the idempotency record it claims (`ops show` prints it). */
+      by: string;
+    },
   ): Promise<{ applied: true; record: ApprovalRecord } | { applied: false; record: ApprovalRecord | undefined }>;
 }
+
+/** A decision of a round, made `via` the page or a form, as its log records it (`ApprovalStore.decide`'s). */
+export type ApprovalDecision = Parameters<ApprovalStore['decide']>[1];
+
+/** A run's use of an approved round (`ApprovalStore.use`'s). */
+type ApprovalUse = Parameters<ApprovalStore['use']>[1];
+
+/** The log entry of a run's use of `record`'s round. */
+export const useEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint' | 'mode'>, use: ApprovalUse): ApprovalLogEntry => ({
+  at: use.at,
+  event: 'used',
+  round: record.round,
+  via: record.mode,
+  fingerprint: record.fingerprint,
+  by: use.by.slice(0, MAX_DECIDER_CHARS),
+});
+
+/** The log entry of a decision of `record`'s round. */
+export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint'>, decision: ApprovalDecision): ApprovalLogEntry => ({
+  at: decision.at,
+  event: decision.status,
+  round: record.round,
+  via: decision.via,
+  fingerprint: record.fingerprint,
+  by: decision.by.slice(0, MAX_DECIDER_CHARS),
+});
 
 /** Whether `use` of round `nonce` can be written on the approval as it is now: the rule of every store's conditional write. */
 export const usable = (now: ApprovalRecord | undefined, nonce: string): now is ApprovalRecord =>

@@ -1,5 +1,5 @@
-import { type ApprovalRecord, decisionEntry, useEntry } from './core/approval';
-import { type ApprovalStore, decisionRefused, usable } from './approval-store';
+import type { ApprovalRecord } from './core/approval';
+import { type ApprovalStore, decisionEntry, decisionRefused, usable, useEntry } from './approval-store';
 import type { RecordIdentity } from '../engine/persistence';
 
 const keyOf = (binding: RecordIdentity) => JSON.stringify([binding.tenant, binding.tool, binding.idempotencyKey]);

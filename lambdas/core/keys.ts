@@ -1,26 +1,21 @@
-/** A storage key: the partition and sort key of one item. */
-export interface ItemKey {
-  pk: string;
-  sk: string;
-}
-
 /**
- * The one pattern for storage keys: `KIND#part#part`. '#' cannot occur in the parts: tenants and keys follow the
+ * The one pattern for storage keys: `KIND#part#part`, each key an item's partition and sort key (`ExtraWrite`'s
+ * `key`, lambdas/engine/persistence.ts). '#' cannot occur in the parts: tenants and keys follow the
  * idempotency-key charset and tool names MCP's tool-name charset, neither of which has it.
  */
 export const Keys = {
-  idempotency: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
+  idempotency: (tenant: string, tool: string, idempotencyKey: string) => ({
     pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
     sk: 'IDEM',
   }),
   /** The review log of an idempotency record: same partition, so it outlives a decision that released the key. */
-  reviewLog: (tenant: string, tool: string, idempotencyKey: string): ItemKey => ({
+  reviewLog: (tenant: string, tool: string, idempotencyKey: string) => ({
     pk: `IDEM#${tenant}#${tool}#${idempotencyKey}`,
     sk: 'REVIEW',
   }),
-  outboxEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
+  outboxEvent: (eventId: string) => ({ pk: `OUTBOX#${eventId}`, sk: 'EVENT' }),
   /** The consumer's dedup marker: written before an event's effect runs. */
-  deliveredEvent: (eventId: string): ItemKey => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
+  deliveredEvent: (eventId: string) => ({ pk: `OUTBOX#${eventId}`, sk: 'DELIVERY' }),
 };
 
 /**

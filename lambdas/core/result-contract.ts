@@ -208,7 +208,7 @@ const RETRYABLE_READ_ERRORS: ReadonlySet<string> = new Set([
 
 /**
  * A read tool's error text, `CODE: message`: the form a client reads the code and whether to call again from
- * (`ReadToolError` answers in it, thrown by a read tool's `execute` or by a tool's own `call`).
+ * (`ReadToolError` answers in it, thrown by a read tool's `execute` or by a read tool's own `call`).
  */
 export const readErrorText = (code: string, message: string) => `${code}: ${message}`;
 

@@ -1,5 +1,6 @@
 import type { ToolFailure } from './errors';
 import { leaseHasPassed, leaseRemainingMs } from './lease';
+import type { IdempotencyPolicy } from './tool-policy';
 
 /** A record's stored status (the lifecycle is on `IdempotencyRecord.status`). */
 export type RecordStatus = IdempotencyRecord['status'];
@@ -227,8 +228,8 @@ export const AUDIT_LOG_RETENTION_SECONDS = 400 * 24 * 3600;
 
 /** What happens to a key after its record's retention, and whether a stale execution may run again. */
 export interface ExpiryPolicy {
-  /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing. */
-  onExpired: 'execute' | 'review';
+  /** After retention: run the operation again, or refuse with REVIEW_REQUIRED and run nothing (the tool's setting). */
+  onExpired: NonNullable<IdempotencyPolicy['onExpired']>;
   /** Whether a stale PROCESSING record may be re-executed (the downstream dedups on our key). */
   reexecuteSafe: boolean;
 }

@@ -1,4 +1,3 @@
-import type { ItemKey } from '../core/keys';
 import type { IdempotencyPolicy } from '../core/tool-policy';
 import { OwnershipLostError, TransactionRejectedError } from '../core/errors';
 import { leaseHasPassed } from '../core/lease';
@@ -28,7 +27,7 @@ import {
   type RecordQueries,
 } from './persistence';
 
-const itemKey = (key: ItemKey, table = '') => JSON.stringify([table, key.pk, key.sk]);
+const itemKey = (key: ExtraWrite['create']['key'], table = '') => JSON.stringify([table, key.pk, key.sk]);
 const copy = <T>(value: T): T => structuredClone(value);
 
 /**

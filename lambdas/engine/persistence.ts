@@ -87,7 +87,7 @@ export interface ReviewStore {
 }
 
 /** The statuses of records that need a look (`RecordQueries`). */
-export type AttentionStatus = Parameters<RecordQueries['countAttention']>[0];
+export type AttentionStatus = Parameters<RecordQueries['findAttention']>[0];
 
 /**
  * When a record needing a look is due (epoch ms), the order and the bound of the queries: a PROCESSING record at its
@@ -124,11 +124,11 @@ export interface RecordQueries {
    * filters as it goes reads no more than it needs.
    */
   attentionPages(
-    status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW',
+    status: Parameters<RecordQueries['findAttention']>[0],
     query: { dueBy?: number; pageSize: number },
   ): AsyncIterable<IdempotencyRecord[]>;
   /** How many records are in `status` (the alarms' gauges). May count a record that moved on a moment ago. */
-  countAttention(status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW'): Promise<number>;
+  countAttention(status: Parameters<RecordQueries['findAttention']>[0]): Promise<number>;
 }
 
 /** A record's settled outcome, as the store writes it (`IdempotencyStore.settle`). */

@@ -5,11 +5,8 @@ import { createConsumerHandler } from '../runtime/worker-events';
 import { createWorkerServices } from '../runtime/worker-services';
 import { createConsumer } from '../runtime/workers';
 
-/** A team's deliveries module: `export const deliveries = { 'invoice.send': { deliver, verify } }` (or a default export). */
-export interface DeliveriesModule {
-  deliveries?: unknown;
-  default?: unknown;
-}
+/** A team's deliveries module as loaded (`consumerLambdaHandler`'s `module`). */
+type DeliveriesModule = Parameters<typeof consumerLambdaHandler>[0];
 
 /**
  * The delivery handlers of a deliveries module by event type, or an error naming what is wrong (at cold start).

@@ -1,15 +1,22 @@
 import type { ToolDefinition } from '../mcp/tool-types';
+import type { ToolsModule } from '../mcp/tools-module';
 import type { WorkerServices } from '../runtime/worker-services';
 
 /**
  * A tools module as loaded (the namespace object of the team's tools file), before it is checked: what a team writes is
- * typed by `ToolsModule` (idempotent-mcp/mcp); `toolsOf` and `clientsOf` check what the bundle actually exports,
- * which may also be a default export of the tool list.
+ * typed by `ToolsModule` (idempotent-mcp/mcp), the handlers' parameter; `toolsOf` and `clientsOf` check what the
+ * bundle actually exports (esbuild bundles without a type check), which may also be a default export of the tool list.
  */
-export interface ToolsModuleExports {
-  tools?: unknown;
-  default?: unknown;
-  withClients?: unknown;
+export type ToolsModuleExports = { readonly [K in keyof ToolsModule | 'default']?: unknown };
+
+/**
+ * Refuses the handler's second argument at cold start: `withClients` was once one, and a handler file still written
+ * so (esbuild bundles it without a type check) would serve its tools without their clients, each call "uncertain".
+ */
+export function oneArgument(handler: string, count: number): void {
+  if (count > 1) {
+    throw new TypeError(`${handler} takes one argument, the tools module; put withClients in it: ${handler}({ tools, withClients })`);
+  }
 }
 
 /**

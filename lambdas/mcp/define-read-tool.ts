@@ -55,8 +55,9 @@ function errorResult(code: string, message: string): CallToolResult {
 
 /**
  * Runs one call of a tool, as both servers do (the endpoint's, and `registerWriteTool`/`registerReadTool` on your
- * own): a `ReadToolError` a tool written by hand throws (a gateway's pass-through read) is answered as a read tool's
- * refusal, the same answer `defineReadTool` gives for one its `execute` throws.
+ * own): a `ReadToolError` a read tool written by hand throws (a gateway's pass-through read) is answered as a read
+ * tool's refusal, the same answer `defineReadTool` gives for one its `execute` throws. Only a read tool's: a write
+ * tool answers in the result contract, never a read's text, so one thrown by a write tool stays a failure.
  */
 export async function callTool<S extends ToolRuntime>(
   tool: ToolDefinition<S>,
@@ -66,7 +67,7 @@ export async function callTool<S extends ToolRuntime>(
   try {
     return await tool.call(args, call);
   } catch (err) {
-    if (err instanceof ReadToolError) return errorResult(err.code, err.message);
+    if (err instanceof ReadToolError && tool.kind === 'read') return errorResult(err.code, err.message);
     throw err;
   }
 }

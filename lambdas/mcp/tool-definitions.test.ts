@@ -9,6 +9,7 @@ import {
   defineWriteTool,
   ReadToolError,
   registerReadTool,
+  registerWriteTool,
   type ToolDefinition,
   type ToolRuntime,
   type WriteToolContext,
@@ -173,6 +174,40 @@ describe('a tool written by hand refuses a read by throwing ReadToolError from i
     expect(failed.isError).toBe(true);
     expect(failed.content[0]?.text).toMatch(/the stock service is down/);
     expect(failed.content[0]?.text).not.toMatch(/^[A-Z][A-Z_]*: /);
+  });
+
+  // A write tool answers in the result contract (structured, `outcome`), never a read's `CODE: message`: a
+  // ReadToolError out of one (a write tool wrapped by hand, as the gateway wraps its keyed writes) is its failure.
+  const booking = defineWriteTool(writeSpec('book_stock'));
+  const wrapped = {
+    ...booking,
+    async call(_args: Record<string, unknown> | undefined, call: { caller: { tenant: string } }) {
+      throw new ReadToolError('NO_ACCOUNT', `no stock account for tenant ${call.caller.tenant}`);
+    },
+  };
+  it.each([
+    ['the endpoint (createApp)', () => servers.listen(createApp(appServices(), { tools: [wrapped] }).fetch)],
+    [
+      'your own McpServer (registerWriteTool)',
+      () =>
+        servers.v2(() => {
+          const server = new McpServer({ name: 'stock', version: '1' });
+          registerWriteTool(server, wrapped, { services: appServices(), tenant: (authInfo) => authInfo?.extra?.tenant });
+          return server;
+        }),
+    ],
+  ])('on %s: a ReadToolError out of a write tool is not answered as a read refusal', async (_, serve) => {
+    const url = await serve();
+    const client = new Client({ name: 'write-refusal-test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: 'Bearer acme' } } }));
+    const answer = await client
+      .callTool({ name: 'book_stock', arguments: { n: 1, idempotency_key: 'k-1' } })
+      .then((result) => result as { isError?: boolean; content: Array<{ type: string; text?: string }> })
+      .catch((err: Error) => ({ isError: true, content: [{ type: 'text', text: err.message }] }))
+      .finally(() => client.close());
+    expect(answer.isError).toBe(true);
+    expect(answer.content[0]?.text).toMatch(/no stock account for tenant acme/);
+    expect(answer.content[0]?.text).not.toMatch(/^NO_ACCOUNT: /);
   });
 });
 

@@ -97,9 +97,10 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
   outputSchema?: z.ZodObject;
   annotations: ToolAnnotations;
   /**
-   * Runs one `tools/call`: a result, or a request for the person's input before the tool can run. A tool written by
-   * hand (a gateway's pass-through read) may throw `ReadToolError` for an expected refusal: the server answers it as
-   * a read tool's refusal (`CODE: message`, `isError`), as it does for `defineReadTool`'s.
+   * Runs one `tools/call`: a result, or a request for the person's input before the tool can run. A read tool written
+   * by hand (a gateway's pass-through read) may throw `ReadToolError` for an expected refusal: the server answers it
+   * as a read tool's refusal (`CODE: message`, `isError`), as it does for `defineReadTool`'s. A write tool's answer is
+   * its result contract: from a write tool it is an error like any other.
    */
   call(args: Record<string, unknown> | undefined, call: ToolCall<S>): Promise<CallToolResult | InputRequiredResult>;
 }

@@ -102,8 +102,8 @@ export function countForTool(
   perToolMetric.addMetric(name, unit, value);
 }
 
-/** A CloudWatch metric unit (`Count`, `Seconds`, ...). */
-type MetricUnitName = (typeof MetricUnit)[keyof typeof MetricUnit];
+/** A CloudWatch metric unit (`Count`, `Seconds`, ...): `countForTool`'s `unit`. */
+type MetricUnitName = NonNullable<Parameters<typeof countForTool>[3]>;
 
 /**
  * Where a worker's counts and gauges go: CloudWatch EMF on standard output in the Lambda functions

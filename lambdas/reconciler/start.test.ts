@@ -55,3 +55,20 @@ it('refuses a store without the queries in one sentence, before anything runs', 
     /needs `store`: the store your tool runtime writes to, with its queries \(RecordQueries/,
   );
 });
+
+it('refuses a metrics publisher of its own (from JS, or through a cast) in one sentence, instead of ignoring it', () => {
+  const { tools, withClients } = invoiceTools(new InvoiceBook());
+  const store = new InMemoryIdempotencyStore();
+  const counted: string[] = [];
+  const publisher = { add: (name: string) => counted.push(name), countForTool: () => {}, flush: () => {} };
+  const start = (metrics: unknown) =>
+    startReconciler({ tools, withClients, store, logger: quiet, metrics: metrics as { write?: (line: string) => void } });
+  expect(() => start(publisher)).toThrow(
+    /^`metrics` takes false or \{ namespace, write \} \(not add, countForTool, flush\): a publisher of your own is not taken/,
+  );
+  expect(() => start({ namespace: 'Billing', serviceName: 'billing' })).toThrow(/\(not serviceName\)/);
+  expect(() => start(true)).toThrow(/^`metrics` takes false or \{ namespace, write \}:/);
+  // Its one shape is taken as before.
+  const reconciler = start({ namespace: 'Billing', write: () => {} });
+  stops.push(() => reconciler.stop());
+});

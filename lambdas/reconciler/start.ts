@@ -9,8 +9,19 @@ import { logRun, type ReconcileReport, type ReconcilerConfig } from './reconcile
 
 const noMetrics: MetricsPublisher = { add: () => {}, countForTool: () => {}, flush: () => {} };
 
+/** What `metrics` takes besides `false`: `startReconciler`'s `{ namespace, write }`. */
+type MetricsOptions = Exclude<ReconcilerOptions['metrics'], false | undefined>;
+const METRICS_FIELDS: ReadonlySet<string> = new Set<keyof MetricsOptions>(['namespace', 'write']);
+
 function publisherOf(metrics: ReconcilerOptions['metrics'], serviceName: string | undefined, logger: ToolkitLogger): MetricsPublisher {
   if (metrics === false) return noMetrics;
+  // A publisher of your own (from JS, or through a cast) would be spread into the EMF options and ignored unseen.
+  const unknown = typeof metrics === 'object' && metrics !== null ? Object.keys(metrics).filter((k) => !METRICS_FIELDS.has(k)) : [];
+  if ((metrics !== undefined && (typeof metrics !== 'object' || metrics === null)) || unknown.length > 0) {
+    throw new TypeError(
+      `\`metrics\` takes false or { namespace, write }${unknown.length ? ` (not ${unknown.join(', ')})` : ''}: a publisher of your own is not taken; \`write\` sends each EMF line where you like`,
+    );
+  }
   return emfMetrics({ serviceName, logger, ...metrics });
 }
 
@@ -84,15 +95,6 @@ function configOf(options: ReconcilerOptions<ToolRuntime>): ReconcilerConfig {
 
 /** A reconciler's options without its timing, which a configuration gives (`startReconcilerFromConfig`). */
 type ReconcilerRunOptions<S extends ToolRuntime> = Omit<ReconcilerOptions<S>, 'intervalMs' | 'maxAttempts' | 'downstreamTimeoutMs'>;
-
-/**
- * One reconciler run, for your own scheduler (a cron job, a queue worker): settles the UNKNOWN records of your
- * tools through their reconcile hooks, marks stale leases UNKNOWN, and reports. It builds its clients each call;
- * in a long-lived process, `startReconciler` keeps them.
- */
-export function reconcileOnce<S extends ToolRuntime>(options: ReconcilerOptions<S>): Promise<ReconcileReport> {
-  return reconcilerPass(configOf(options as ReconcilerOptions<ToolRuntime>), options).pass();
-}
 
 /**
  * Runs the reconciler in this process: once at start (settling what an earlier process left), then `intervalMs`

@@ -83,8 +83,9 @@ class OwningDocumentClient extends DynamoDBDocumentClient {
 
 /**
  * The one way every path (the functions, `npm start`, the ops CLI, the examples, the bench) makes its DynamoDB
- * client: the AWS SDK's document client over `awsSdkV3Client` when given, else over a client made with the
- * toolkit's defaults (three attempts per request, a 1 s connection and 3 s request timeout, keep-alive). `destroy()` closes the sockets of a client made here (a CLI or a test exits
+ * client: the AWS SDK's document client over `awsSdkV3Client` when given, else over a client made here as AWS
+ * recommends for Lambda: region and credentials from the environment, the standard retry mode with 3 attempts per
+ * request, keep-alive connections, a 1 s connection timeout and a 3 s request timeout. `destroy()` closes the sockets of a client made here (a CLI or a test exits
  * sooner); over your own `awsSdkV3Client` it does nothing (lib-dynamodb's design): `destroy()` that client.
  * @public
  */
@@ -96,7 +97,7 @@ export function createDynamoDbClient(
      */
     awsSdkV3Client?: DynamoDBClient;
     /**
-     * Settings over the toolkit's defaults for the client made here; ignored with `awsSdkV3Client`.
+     * Settings over those defaults for the client made here; ignored with `awsSdkV3Client`.
      * The SDK's logger middleware runs only when this gives a `logger` (with none it would log nothing).
      */
     clientConfig?: DynamoDBClientConfig;

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { type ApprovalRecord, approvalKey, decisionEntry, useEntry } from '../confirmation/core/approval';
+import { type ApprovalRecord, approvalKey } from '../confirmation/core/approval';
 import { AUDIT_LOG_RETENTION_SECONDS } from '../core/state-machine';
-import { type ApprovalStore, decisionRefused } from '../confirmation/approval-store';
+import { type ApprovalStore, decisionEntry, decisionRefused, useEntry } from '../confirmation/approval-store';
 import { TableSchema } from './table-schema';
 import type { RecordIdentity } from '../engine/persistence';
 

@@ -31,7 +31,7 @@ export interface ExternalOidcSettings {
   readonly jwksUrl?: string;
   /**
    * The claim holding the tenant id.
-   * @default 'tenant' (DEFAULT_TENANT_CLAIM, the functions' own default)
+   * @default 'tenant' (the functions' own default)
    */
   readonly tenantClaim?: string;
 }

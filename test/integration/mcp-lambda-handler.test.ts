@@ -379,6 +379,12 @@ describe('Lambda handler (Function URL, payload 2.0)', () => {
     expect(bare.answer).toMatchObject({ structuredContent: { outcome: 'unknown', error: { code: 'OUTCOME_UNKNOWN' } } });
     expect(downstream.calls(bare.key)).toBe(0);
     expect(bare.record).toMatchObject({ status: 'UNKNOWN' });
+    // `withClients` as a second argument (the old form, bundled without a type check) would serve the tools without
+    // their clients, every call `unknown`: it fails the cold start instead, saying where `withClients` goes.
+    const oldForm = mcpLambdaHandler as unknown as (module: object, withClients: unknown) => unknown;
+    expect(() => oldForm({ tools: clientsModule.tools }, clientsModule.withClients)).toThrow(
+      /^mcpLambdaHandler takes one argument, the tools module; put withClients in it: mcpLambdaHandler\(\{ tools, withClients \}\)$/,
+    );
   });
 
   it("bounds the execution by the invocation's remaining time", async () => {

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { InvoiceBook, invoiceTools } from '../../examples/own-mcp-server/server';
 import { PACKAGE_ROOT as PROJECT_ROOT } from '../../lib/package-root';
 import { createToolRuntime, startReconciler } from 'idempotent-mcp/mcp';
-import { reconcileOnce } from '../../lambdas/reconciler/start';
 import { DynamoDbIdempotencyStore } from '../../lambdas/store/dynamodb-idempotency-store';
 import { createTestTable } from '../support/dynamodb';
 
@@ -151,7 +150,7 @@ it('settles a lost outcome through the tool reconcile hook; the retry gets the i
   expect(stdio.notJsonRpc()).toEqual([]);
 });
 
-it('reconcileOnce: one pass for a scheduler of your own, logging and counting where it is told', async () => {
+it('runOnce: a pass when you ask for one, logging and counting where it is told', async () => {
   // A table of its own: the stdio server's reconciler, which knows nothing of this invoice, must not reach it first.
   const own = await createTestTable();
   const book = new InvoiceBook();
@@ -178,14 +177,18 @@ it('reconcileOnce: one pass for a scheduler of your own, logging and counting wh
     warn: (message: string) => logged.push(message),
     error: (message: string) => logged.push(message),
   };
-  const report = await reconcileOnce({
+  const reconciler = startReconciler({
     tools,
     withClients,
     store,
     logger,
     serviceName: 'billing',
     metrics: { namespace: 'Billing', write: (line) => lines.push(line) },
+    intervalMs: 3_600_000,
   });
+  // Asked before the scheduled first run starts, it is that first pass: the one that finds the invoice.
+  const report = await reconciler.runOnce();
+  await reconciler.stop();
   expect(report.found).toBe(1);
   const record = await store.get({ tenant: 'beta', tool: 'create_invoice', idempotencyKey: request.idempotencyKey });
   expect(record).toMatchObject({ status: 'SUCCEEDED', result: await book.findByKey('beta', request.idempotencyKey) });

@@ -205,8 +205,13 @@ describe('the worker Lambda handlers', () => {
     expect(await record(unserved)).toMatchObject({ status: 'UNKNOWN' });
 
     // A `withClients` that is not a function fails the cold start, saying why.
-    expect(() => reconcilerLambdaHandler({ tools: module.tools, withClients: 'bookings' })).toThrow(
+    expect(() => reconcilerLambdaHandler({ tools: module.tools, withClients: 'bookings' } as never)).toThrow(
       /exports `withClients`, but not as a function/,
+    );
+    // So does `withClients` as a second argument (the old form): the hooks would have no client, every record deferred.
+    const oldForm = reconcilerLambdaHandler as unknown as (module: object, withClients: unknown) => unknown;
+    expect(() => oldForm({ tools: module.tools }, module.withClients)).toThrow(
+      /^reconcilerLambdaHandler takes one argument, the tools module; put withClients in it: reconcilerLambdaHandler\(\{ tools, withClients \}\)$/,
     );
   });
 

@@ -41,6 +41,6 @@ it('every declaration tagged @public is exported by a public subpath (in an API 
   const tagged = toolkitModules().flatMap((file) =>
     taggedPublic(readFileSync(join(PROJECT_ROOT, file), 'utf8')).map((name) => ({ file, name })),
   );
-  expect(tagged.length).toBeGreaterThan(100); // the walk found the tagged declarations (130 public names after issue 48)
+  expect(tagged.length).toBeGreaterThan(100);
   expect(tagged.filter(({ name }) => !reported.has(name)).map(({ file, name }) => `${file}: ${name}`)).toEqual([]);
 });

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { ConfirmationBinding } from './round-state';
-import type { ItemKey } from '../../core/keys';
 import { Keys } from '../../core/keys';
 import { withinLogBounds } from '../../core/state-machine';
 
@@ -92,7 +91,7 @@ export const DEFAULT_APPROVAL_TTL_SECONDS = 900;
  */
 export const MAX_APPROVAL_TTL_SECONDS = 86_400;
 
-export const approvalKey = (binding: Pick<ConfirmationBinding, 'tenant' | 'tool' | 'idempotencyKey'>): ItemKey => ({
+export const approvalKey = (binding: Pick<ConfirmationBinding, 'tenant' | 'tool' | 'idempotencyKey'>) => ({
   pk: Keys.idempotency(binding.tenant, binding.tool, binding.idempotencyKey).pk,
   sk: 'APPROVAL',
 });
@@ -135,7 +134,7 @@ function canOpenRound(previous: Pick<ApprovalRecord, 'log'> | undefined, next: A
 }
 
 /** The longest `by` a decision records (a subject claim is an opaque id, seldom over a hundred characters). */
-const MAX_DECIDER_CHARS = 256;
+export const MAX_DECIDER_CHARS = 256;
 
 /**
  * The next round of the operation's approval after `previous` (none: the first), pending, with its request appended
@@ -178,42 +177,6 @@ export function newApproval(
     ...(options.requestState ? { requestState: options.requestState } : {}),
   };
 }
-
-/** A decision of `record`'s round, made `via` the page or a form, as its log records it (`ApprovalStore.decide`). */
-export interface ApprovalDecision {
-  status: 'approved' | 'declined';
-  by: string;
-  at: number;
-  via: ApprovalMode;
-}
-
-/** A run's use of an approved round (`ApprovalStore.use`). */
-export interface ApprovalUse {
-  /** Epoch ms: when the run used the yes (before it claimed the key). */
-  at: number;
-  /** The run: the owner token of the idempotency record it claims (`ops show` prints it). */
-  by: string;
-}
-
-/** The log entry of a run's use of `record`'s round. */
-export const useEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint' | 'mode'>, use: ApprovalUse): ApprovalLogEntry => ({
-  at: use.at,
-  event: 'used',
-  round: record.round,
-  via: record.mode,
-  fingerprint: record.fingerprint,
-  by: use.by.slice(0, MAX_DECIDER_CHARS),
-});
-
-/** The log entry of a decision of `record`'s round. */
-export const decisionEntry = (record: Pick<ApprovalRecord, 'round' | 'fingerprint'>, decision: ApprovalDecision): ApprovalLogEntry => ({
-  at: decision.at,
-  event: decision.status,
-  round: record.round,
-  via: decision.via,
-  fingerprint: record.fingerprint,
-  by: decision.by.slice(0, MAX_DECIDER_CHARS),
-});
 
 /** The entry that decided `record`'s current round, if it is decided: who and how, as logged. */
 export const currentDecision = (record: Pick<ApprovalRecord, 'round' | 'log'>): ApprovalLogEntry | undefined =>

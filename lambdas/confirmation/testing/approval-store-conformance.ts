@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type ApprovalDecision, type ApprovalRecord, newApproval } from '../core/approval';
-import type { ApprovalStore } from '../approval-store';
+import { type ApprovalRecord, newApproval } from '../core/approval';
+import type { ApprovalDecision, ApprovalStore } from '../approval-store';
 
 const T0 = Date.UTC(2030, 0, 1);
 type Binding = { tenant: string; tool: string; idempotencyKey: string; fingerprint: string };

@@ -2,7 +2,6 @@ import type fc from 'fast-check';
 import { ErrorCode } from '../../../lambdas/core/errors';
 import { absenceIsConclusive, decidableAt } from '../../../lambdas/core/in-flight';
 import type { WriteToolResult } from '../../../lambdas/core/result-contract';
-import type { ItemKey } from '../../../lambdas/core/keys';
 import {
   isSettled,
   keyIsFree,
@@ -73,7 +72,7 @@ export interface WorldOptions {
   /** Reads a record's state outside any actor (for observations and answers). */
   peek: (identity: RecordIdentity) => Promise<IdempotencyRecord | undefined>;
   /** Reads a tool's item outside any actor (what a local tool committed). */
-  peekItem: (key: ItemKey) => Promise<Record<string, unknown> | undefined>;
+  peekItem: (key: ExtraWrite['create']['key']) => Promise<Record<string, unknown> | undefined>;
   /** DynamoDB: the reconciler's `runOnce` finds the records through the store's queries. Without it, `realReconcilePass` over the keys. */
   index?: boolean;
   /** How long nothing pending while an actor runs means it is stuck (real I/O takes longer than memory). */

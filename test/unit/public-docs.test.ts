@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../lib/constructs/service-function';
+import { DEFAULT_TENANT_CLAIM } from '../../lambdas/config';
+import { DEFAULT_APPROVAL_TTL_SECONDS } from '../../lambdas/confirmation/core/approval';
+import { DynamoDbClientDefaults } from '../../lambdas/store/clients';
+import { toolkitModules } from './toolkit';
+
+/**
+ * A public declaration's doc is read by a team that can import only the public names: the defaults it states are
+ * said in words, not by an internal constant of defaults (`DynamoDbClientDefaults`, `DEFAULT_POLICY`) a team cannot
+ * open.
+ */
+
+const reported = new Set(
+  readdirSync(join(PROJECT_ROOT, 'exports'))
+    .filter((file) => file.endsWith('.api.md'))
+    .flatMap((file) => readFileSync(join(PROJECT_ROOT, 'exports', file), 'utf8').match(/[A-Za-z_$][\w$]*/g) ?? []),
+);
+const modules = toolkitModules().map((file) => ({ file, source: readFileSync(join(PROJECT_ROOT, file), 'utf8') }));
+
+/** The toolkit's exported constants of defaults that no public subpath exports. */
+const internalDefaults = new Set(
+  modules
+    .flatMap(({ source }) => [...source.matchAll(/^export\s+const\s+([A-Za-z_$][\w$]*)/gm)].map((match) => match[1]!))
+    .filter((name) => /Defaults$|^DEFAULT_/.test(name) && !reported.has(name)),
+);
+
+/** The doc comments of each `@public` declaration, its members' included (up to the next top-level declaration). */
+const publicDocs = ({ source }: { source: string }): string[] =>
+  [
+    ...source.matchAll(
+      /\/\*\*(?:(?!\*\/)[\s\S])*@public(?:(?!\*\/)[\s\S])*\*\/\s*export[\s\S]*?(?=\n\}|\n\/\*\*|\nexport |\nconst |\nfunction |$)/g,
+    ),
+  ].flatMap((declaration) => declaration[0].match(/\/\*\*[\s\S]*?\*\//g) ?? []);
+
+it('no doc of a public declaration names an internal constant of defaults', () => {
+  expect(internalDefaults).toContain('DynamoDbClientDefaults');
+  const named = modules.flatMap((module) =>
+    publicDocs(module).flatMap((doc) =>
+      [...doc.matchAll(/[A-Za-z_$][\w$]*/g)].filter(([name]) => internalDefaults.has(name)).map(([name]) => `${module.file}: ${name}`),
+    ),
+  );
+  expect(named).toEqual([]);
+});
+
+it("createDynamoDbClient's doc says the client defaults it applies", () => {
+  const clients = modules.find(({ file }) => file.endsWith(join('store', 'clients.ts')))!;
+  const doc = publicDocs(clients)
+    .join('\n')
+    .replace(/\s*\*\s*/g, ' ');
+  const { maxAttempts, connectionTimeoutMs, requestTimeoutMs } = DynamoDbClientDefaults;
+  expect(doc).toContain(`${maxAttempts} attempts per request`);
+  expect(doc).toContain(`a ${connectionTimeoutMs / 1000} s connection timeout and a ${requestTimeoutMs / 1000} s request timeout`);
+});
+
+it('the approval link lifetime and the tenant claim say their defaults as the constants hold them', () => {
+  const doc = (file: string) => publicDocs(modules.find((module) => module.file === file)!).join('\n');
+  expect(doc(join('lambdas', 'confirmation', 'gate.ts'))).toContain(`Default ${DEFAULT_APPROVAL_TTL_SECONDS} (15 minutes)`);
+  expect(doc(join('lib', 'constructs', 'auth.ts'))).toContain(`@default '${DEFAULT_TENANT_CLAIM}' (the functions' own default)`);
+});
