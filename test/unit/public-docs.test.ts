@@ -8,9 +8,10 @@ import { DynamoDbClientDefaults } from '../../lambdas/store/clients';
 import { toolkitModules } from './toolkit';
 
 /**
- * A public declaration's doc is read by a team that can import only the public names: the defaults it states are
- * said in words, not by an internal constant of defaults (`DynamoDbClientDefaults`, `DEFAULT_POLICY`) a team cannot
- * open.
+ * A public declaration's doc is read by a team that can import only the public names: it names no toolkit name a
+ * team cannot import. The defaults it states are said in words, not by an internal constant of defaults
+ * (`DynamoDbClientDefaults`, `DEFAULT_POLICY`) a team cannot open; a behaviour is said in words, or by the public
+ * name a team uses (`IdempotencyError` with its `code`), not by the internal helper that implements it.
  */
 
 const reported = new Set(
@@ -20,12 +21,24 @@ const reported = new Set(
 );
 const modules = toolkitModules().map((file) => ({ file, source: readFileSync(join(PROJECT_ROOT, file), 'utf8') }));
 
-/** The toolkit's exported constants of defaults that no public subpath exports. */
-const internalDefaults = new Set(
+/** The names the toolkit's modules export (declared exported, or listed in `export { ... }`) that no public subpath exports. */
+const internalNames = new Set(
   modules
-    .flatMap(({ source }) => [...source.matchAll(/^export\s+const\s+([A-Za-z_$][\w$]*)/gm)].map((match) => match[1]!))
-    .filter((name) => /Defaults$|^DEFAULT_/.test(name) && !reported.has(name)),
+    .flatMap(({ source }) => [
+      ...[
+        ...source.matchAll(
+          /^export\s+(?:(?:declare|abstract|async)\s+)*(?:const|let|function\*?|class|interface|type|enum|namespace)\s+([A-Za-z_$][\w$]*)/gm,
+        ),
+      ].map((match) => match[1]!),
+      ...[...source.matchAll(/^export\s*\{([^}]*)\}/gm)].flatMap((match) =>
+        match[1]!.split(',').map((entry) => entry.trim().split(/\s+/).at(-1)!),
+      ),
+    ])
+    .filter((name) => name && !reported.has(name)),
 );
+
+/** The toolkit's exported constants of defaults that no public subpath exports. */
+const internalDefaults = new Set([...internalNames].filter((name) => /Defaults$|^DEFAULT_/.test(name)));
 
 /** The doc comments of each `@public` declaration, its members' included (up to the next top-level declaration). */
 const publicDocs = ({ source }: { source: string }): string[] =>
@@ -40,6 +53,18 @@ it('no doc of a public declaration names an internal constant of defaults', () =
   const named = modules.flatMap((module) =>
     publicDocs(module).flatMap((doc) =>
       [...doc.matchAll(/[A-Za-z_$][\w$]*/g)].filter(([name]) => internalDefaults.has(name)).map(([name]) => `${module.file}: ${name}`),
+    ),
+  );
+  expect(named).toEqual([]);
+});
+
+it('no doc of a public declaration names, in backticks, a name the toolkit exports but no public subpath does', () => {
+  expect(internalNames).toContain('keyIsFree');
+  const named = modules.flatMap((module) =>
+    publicDocs(module).flatMap((doc) =>
+      [...doc.matchAll(/`([^`]+)`/g)].flatMap(([, code]) =>
+        (code!.match(/[A-Za-z_$][\w$]*/g) ?? []).filter((name) => internalNames.has(name)).map((name) => `${module.file}: ${name}`),
+      ),
     ),
   );
   expect(named).toEqual([]);
