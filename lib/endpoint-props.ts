@@ -170,9 +170,10 @@ export interface EndpointSettings {
    */
   readonly reconcileMaxAttempts?: number;
   /**
-   * Add the stack outputs a team needs (named as `StackOutput` says): the MCP URL, what a token request needs
-   * (TokenEndpoint, TokenScope, UserPoolId, and with `auth.demoClient` ClientId and ClientSecretCommand), the approval
-   * page's, and what `idempotent-mcp ops --stack` reads. They are the stack's own outputs, by these names: a
+   * Add the stack outputs a team needs: the MCP URL (McpUrl), what a token request needs (TokenEndpoint, TokenScope,
+   * UserPoolId, and with `auth.demoClient` ClientId and ClientSecretCommand), the approval page's (ApprovalPageUrl,
+   * ApprovalCallbackUrl, ApprovalClientId), what `idempotent-mcp ops --stack` reads (TableName, OutboxQueueUrl,
+   * DeadLetterQueueUrl), DashboardName and FunctionRuntime. They are the stack's own outputs, by these names: a
    * second endpoint in one stack sets this to false.
    * @default true
    */

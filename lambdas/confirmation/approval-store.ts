@@ -13,14 +13,15 @@ export interface ApprovalStore {
   /** The binding's current round, with the log of every round, whatever its state. */
   current(binding: { tenant: string; tool: string; idempotencyKey: string }): Promise<ApprovalRecord | undefined>;
   /**
-   * Writes `record` (a new round: `newApproval` with `previous`) unless the approval changed since `previous` was
+   * Writes `record` (the round after `previous`, built by the toolkit) unless the approval changed since `previous` was
    * read (another round opened, or it was decided): then returns the approval that won, so concurrent calls share
    * one link and no entry of the log is lost.
    */
   open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord>;
   /**
    * Decides `record`'s round (as read) once: only while it is the current round, pending, unexpired, and asked the
-   * way it is decided (`decision.via`). Appends the decision to the log (`decisionEntry`). The decision is made
+   * way it is decided (`decision.via`). Appends the decision to the log: `at`, `event` (its status), `via` and `by` of
+   * the decision (`by` cut to 256 characters), `round` and `fingerprint` of the round. The decision is made
    * `via` the page or a form, as the log records it. Answers applied, or why not (nothing written).
    */
   decide(
@@ -39,8 +40,10 @@ export interface ApprovalStore {
   >;
   /**
    * Records that a run uses `record`'s yes (as read), once: only while it is the current round, approved and used by
-   * no run. Appends the use to the log (`useEntry`). The engine calls it before the run claims the key, so whether a
-   * yes was used survives the idempotency record (whose retention may be shorter than the link's lifetime).
+   * no run. Appends the use to the log: `at` and `by` of the use (`by` cut to 256 characters), `event` 'used', and
+   * `round`, `via` (the round's mode) and `fingerprint` of the round. The engine calls it before the run claims the
+   * key, so whether a yes was used survives the idempotency record (whose retention may be shorter than the link's
+   * lifetime).
    * Answers applied (the run may go on; the approval now records it), or not: another run used the round first, or
    * the round is no longer the approved one read (nothing written either way).
    */

@@ -11,7 +11,8 @@ const VERSION = 'v1';
 export const DEFAULT_OPERATION_ID_TTL_SECONDS = 3600;
 
 /**
- * Mints and checks operation ids; both reject with SecretUnavailableError while the key cannot be read. An id is
+ * Mints and checks operation ids; both reject with an `IdempotencyError` of `code` TRANSIENT_FAILURE (a retry may
+ * succeed) while the key cannot be read. An id is
  * bound to a tenant and a tool; `expiresAt` is in epoch seconds. Checking answers valid, expired (authentic, but past
  * its expiry: it still names an operation that may have run), or unknown (not minted by us for this tenant and tool:
  * malformed, forged, or bound elsewhere, indistinguishable on purpose).

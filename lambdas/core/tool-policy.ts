@@ -30,9 +30,10 @@ export interface IdempotencyPolicy {
   /**
    * How long after it was sent a downstream request may still apply its effect (the provider keeps processing a
    * request we gave up on). Until it has passed, a lookup answering "absent" decides nothing: the record stays
-   * UNKNOWN and is checked at the window's end. Default `executionTimeoutMs` + DOWNSTREAM_TIMEOUT_MS
-   * (`defaultInFlightWindowMs`, lambdas/core/in-flight.ts, says why); set it to your provider's documented
-   * processing bound when it has a longer one.
+   * UNKNOWN and is checked at the window's end. Default `executionTimeoutMs` + DOWNSTREAM_TIMEOUT_MS: the longest
+   * one request is waited for, plus one more such span for the provider's own queueing and retries, counted from the
+   * last moment a request can have been sent. Set it to your provider's documented processing bound when it has a
+   * longer one.
    */
   inFlightWindowMs?: number;
   /** Largest result kept in the record (bytes of JSON). Default 64 KiB. */

@@ -116,7 +116,8 @@ export interface RecordQueries {
   /**
    * Records in `status`, the earliest due first, at most `limit`. The statuses of records that need a look: a lease
    * running (or passed), an outcome to verify, a person's review. `dueBy`: only records due at or before this (epoch
-   * ms, `attentionDueAt`); all when unset.
+   * ms; a PROCESSING record is due at its lease's end, an UNKNOWN one at its next check or else its last update, a
+   * NEEDS_REVIEW one at its last update); all when unset.
    */
   findAttention(status: 'PROCESSING' | 'UNKNOWN' | 'NEEDS_REVIEW', query: { dueBy?: number; limit: number }): Promise<IdempotencyRecord[]>;
   /**

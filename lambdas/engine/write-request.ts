@@ -67,7 +67,8 @@ export interface WriteRequest {
   /** What the tool's execution touches; 'local' takes the one-request path. Default 'external'. */
   effect?: ToolEffect;
   /**
-   * The caller says this key was likely sent before (a client's retry hint, `LIKELY_REPLAY_META_KEY` on MCP): a local
+   * The caller says this key was likely sent before (a client's retry hint; on MCP, `_meta` key
+   * `dev.idempotent-mcp/likely-replay` set to `true`): a local
    * tool's record is then read first, as for a key this engine answered. It chooses the order of the requests only:
    * a key found free still goes to the conditional write, so a wrong or forged hint costs one read and no answer.
    */

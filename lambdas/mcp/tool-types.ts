@@ -74,7 +74,10 @@ export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
   protocolVersion?: string;
   /** The origin the request came to (the approval page's links, when no public base URL is set). */
   origin?: string;
-  /** The request's `_meta` says the client sends this key again (LIKELY_REPLAY_META_KEY): a hint for the engine. */
+  /**
+   * The request's `_meta` says the client sends this key again (`dev.idempotent-mcp/likely-replay` set to `true`):
+   * a hint for the engine.
+   */
   likelyReplay?: boolean;
 }
 

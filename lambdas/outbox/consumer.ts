@@ -33,7 +33,8 @@ export interface DeliveryHandler {
    * How long after it was sent a `deliver` request may still take effect (the provider keeps processing a request
    * the consumer gave up on). Until then a `verify` answering "absent" decides nothing: the delivery is deferred to
    * the window's end and asked again, never run a second time on that answer. Default: the consumer's lease plus
-   * DOWNSTREAM_TIMEOUT_MS (`defaultInFlightWindowMs`); set your provider's documented processing bound if longer.
+   * DOWNSTREAM_TIMEOUT_MS (one more request's span for the provider's own queueing and retries); set your provider's
+   * documented processing bound if longer.
    */
   inFlightWindowMs?: number;
 }

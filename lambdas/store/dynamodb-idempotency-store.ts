@@ -363,7 +363,8 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
 
   /**
    * The index's items that are this store's records and still in `status` (the index is read eventually consistent).
-   * The queries read this store's own partitions only (`attentionPk`), so the filter skips nothing but the moved-on.
+   * The queries read this store's own partitions of the index only (their keys carry its key prefix), so the filter
+   * skips nothing but the moved-on.
    */
   private recordsOf(items: Item[], status: AttentionStatus): IdempotencyRecord[] {
     return items

@@ -129,7 +129,7 @@ export function checkFunctionOptions(prop: string, options: FunctionOptions = {}
  * @public
  */
 export interface ServiceFunctionProps extends FunctionOptions {
-  /** The file esbuild bundles, exporting `handler` (absolute path; see handlerEntry and tools-entry.ts). */
+  /** The file esbuild bundles (absolute path): it exports the Lambda handler, as `export const handler`. */
   readonly entry: string;
   /** The function's description, also its role's. */
   readonly description: string;

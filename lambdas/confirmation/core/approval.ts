@@ -47,7 +47,7 @@ export interface ApprovalRecord extends ConfirmationBinding {
   /** Epoch ms: a pending approval cannot be decided after this, and is replaced by a new one on the next call. */
   expiresAt: number;
   decidedAt?: number;
-  /** The person's subject (the page) or FORM_CLIENT (form mode). */
+  /** The person's subject (the page) or 'mcp-client' (form mode). */
   decidedBy?: string;
   /**
    * Epoch ms: when a run of the operation used this round's yes (`ApprovalStore.use`). A yes authorizes one run: once
@@ -60,7 +60,8 @@ export interface ApprovalRecord extends ConfirmationBinding {
   /** This round's number: 1 for the operation's first. */
   round: number;
   /**
-   * Every round's entries, oldest first, append-only (bounded: `canOpenRound`): each event of the approval's history
+   * Every round's entries, oldest first, append-only (bounded: a round opens only while the log has room for its
+   * request, decision and use; a full log takes no new round): each event of the approval's history
    * (requested, approved, declined, used).
    */
   log: {
@@ -75,7 +76,7 @@ export interface ApprovalRecord extends ConfirmationBinding {
     fingerprint: string;
     /** 'requested': what the person is asked to approve (the decision entries are about the same round's). */
     summary?: string;
-    /** A decision's who: the signed-in person's subject (url) or FORM_CLIENT (form); 'used': the run's id. */
+    /** A decision's who: the signed-in person's subject (url) or 'mcp-client' (form); 'used': the run's id. */
     by?: string;
   }[];
   /** The MCP 2026-07-28 `requestState` the approval was asked under: a retry before the decision gets it again. */
