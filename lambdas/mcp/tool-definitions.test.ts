@@ -15,7 +15,7 @@ import {
   type WriteToolContext,
 } from 'idempotent-mcp/mcp';
 import { OwnServers } from '../../test/support/own-server';
-import type { AppConfig } from '../config';
+import { testAppConfig } from '../../test/support/app-config';
 import { createApp } from '../http/app';
 import { deliveriesOf } from '../functions/consumer-endpoint';
 
@@ -106,19 +106,7 @@ function appServices() {
   return {
     ...createToolRuntime({ store: new InMemoryIdempotencyStore(), secret: 's'.repeat(32) }),
     auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) },
-    config: {
-      allowedOrigins: [],
-      publicBaseUrl: undefined,
-      auth: {
-        mode: 'dev',
-        issuer: 'https://issuer.example',
-        requiredScopes: [],
-        devAuthDir: '',
-        audience: '',
-        tenantClaim: 'tenant',
-      } satisfies AppConfig['auth'],
-      confirmationOptOut: [],
-    },
+    config: testAppConfig,
   };
 }
 

@@ -16,7 +16,7 @@ import {
   type ToolRuntime,
 } from 'idempotent-mcp/mcp';
 import { stderrLogger } from '../../lambdas/observability/logger';
-import type { AppConfig } from '../../lambdas/config';
+import { testAppConfig } from '../support/app-config';
 import { hashForLog } from '../../lambdas/core/idempotency-key';
 import { createApp } from '../../lambdas/http/app';
 import { OwnServers } from '../support/own-server';
@@ -367,19 +367,7 @@ describe("the endpoint's server and the SDK's McpServer answer the same requests
       secret: randomUUID() + randomUUID(),
       logger: stderrLogger({ level: 'DEBUG', write: (line) => logLines.push(line) }),
     });
-    const config = {
-      allowedOrigins: [],
-      publicBaseUrl: undefined,
-      auth: {
-        mode: 'dev',
-        issuer: 'https://issuer.example',
-        requiredScopes: [],
-        devAuthDir: '',
-        audience: '',
-        tenantClaim: 'tenant',
-      } satisfies AppConfig['auth'],
-      confirmationOptOut: [],
-    };
+    const config = testAppConfig;
     // Bearer <tenant>, as the team server's toy auth reads it.
     const auth = {
       verify: async (header: string | undefined) => ({ tenant: String(header).replace(/^Bearer /, ''), subject: 'agent', scopes: [] }),

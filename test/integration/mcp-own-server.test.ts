@@ -24,7 +24,7 @@ import { createApp } from '../../lambdas/http/app';
 import { LIKELY_REPLAY_META_KEY } from '../../lambdas/core/replay-hint';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
-import type { AppConfig } from '../../lambdas/config';
+import { testAppConfig } from '../support/app-config';
 import { startFixtureDownstream, type FixtureDownstream } from '../support/fixture-downstream';
 import { OwnServers } from '../support/own-server';
 
@@ -344,19 +344,7 @@ describe('registering', () => {
 });
 
 describe("the endpoint's server (createApp) around a team's tools", () => {
-  const config = {
-    allowedOrigins: [],
-    publicBaseUrl: undefined,
-    auth: {
-      mode: 'dev',
-      issuer: 'https://issuer.example',
-      requiredScopes: [],
-      devAuthDir: '',
-      audience: '',
-      tenantClaim: 'tenant',
-    } satisfies AppConfig['auth'],
-    confirmationOptOut: [],
-  };
+  const config = testAppConfig;
   const serveTools = (tools: readonly ToolDefinition[]) =>
     servers.listen(
       createApp({ ...services, auth: { verify: async () => ({ tenant: 'acme', subject: 'agent', scopes: [] }) }, config }, { tools }).fetch,
@@ -423,19 +411,7 @@ describe("a client's replay hint (_meta) reaches the engine on every server path
       };
     },
   });
-  const config = {
-    allowedOrigins: [],
-    publicBaseUrl: undefined,
-    auth: {
-      mode: 'dev',
-      issuer: 'https://issuer.example',
-      requiredScopes: [],
-      devAuthDir: '',
-      audience: '',
-      tenantClaim: 'tenant',
-    } satisfies AppConfig['auth'],
-    confirmationOptOut: [],
-  };
+  const config = testAppConfig;
   let counted: ReturnType<typeof createDynamoDbClient>;
   let requests: RequestCounter;
   let tableName: string;
