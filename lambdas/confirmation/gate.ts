@@ -37,7 +37,9 @@ import type { NeedsConfirmation } from '../engine/write-request';
 export interface ConfirmationPorts {
   /** Without it, no round is asked on the approval page, and form answers are not recorded. */
   approvals?: ApprovalStore;
+  /** Signs and checks a round's `requestState`, so a person's answer is bound to the call it was asked about. */
   confirmations: ConfirmationSigner;
+  /** Where the gate warns when the signing key cannot be read (the call is answered as a transient failure). */
   logger: Pick<Logger, 'warn'>;
   /** How long an approval link lives, in seconds. Default 900 (15 minutes). */
   approvalTtlSeconds?: number;

@@ -14,11 +14,13 @@ const copy = <T>(value: T): T => structuredClone(value);
 export class InMemoryApprovalStore implements ApprovalStore {
   private readonly approvals = new Map<string, ApprovalRecord>();
 
+  /** {@inheritDoc ApprovalStore.current} */
   async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
     const record = this.approvals.get(keyOf(binding));
     return record && copy(record);
   }
 
+  /** {@inheritDoc ApprovalStore.open} */
   async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
     const now = this.approvals.get(keyOf(record));
     // Written only over the approval as read (none, or the same round in the same state, used or not): else the one that won.
@@ -34,6 +36,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return copy(record);
   }
 
+  /** {@inheritDoc ApprovalStore.decide} */
   async decide(record: ApprovalRecord, decision: Parameters<ApprovalStore['decide']>[1]): ReturnType<ApprovalStore['decide']> {
     const now = this.approvals.get(keyOf(record));
     const refused = decisionRefused(now && copy(now), record.nonce, decision);
@@ -49,6 +52,7 @@ export class InMemoryApprovalStore implements ApprovalStore {
     return { applied: true, record: copy(decided) };
   }
 
+  /** {@inheritDoc ApprovalStore.use} */
   async use(record: ApprovalRecord, use: Parameters<ApprovalStore['use']>[1]): ReturnType<ApprovalStore['use']> {
     const now = this.approvals.get(keyOf(record));
     if (!usable(now, record.nonce)) return { applied: false, record: now && copy(now) };

@@ -56,6 +56,7 @@ export abstract class ToolFailure extends Error {
    */
   abstract readonly kind: 'terminal' | 'transient' | 'uncertain';
   constructor(
+    /** The tool's own stable code, passed to the caller as the answer's `error.code` (a terminal failure's is stored and replayed). */
     readonly code: string,
     message: string,
     options?: { cause?: unknown },
@@ -71,6 +72,7 @@ export abstract class ToolFailure extends Error {
  * @public
  */
 export class TerminalToolError extends ToolFailure {
+  /** Nothing happened and nothing will: stored as FAILED and replayed. */
   readonly kind = 'terminal' as const;
 }
 
@@ -80,10 +82,12 @@ export class TerminalToolError extends ToolFailure {
  * @public
  */
 export class TransientToolError extends ToolFailure {
+  /** Known not to have happened: the key is released for a retry (verified instead when an earlier attempt may still land). */
   readonly kind = 'transient' as const;
   constructor(
     code: string,
     message: string,
+    /** The answer's `retry_after_ms`: how long the caller waits before calling again with the key. Default 1000 ms. */
     readonly retryAfterMs?: number,
     options?: { cause?: unknown },
   ) {
@@ -97,6 +101,7 @@ export class TransientToolError extends ToolFailure {
  * @public
  */
 export class UncertainToolError extends ToolFailure {
+  /** It may have happened: stored as UNKNOWN and settled by the reconciler, never retried blindly. */
   readonly kind = 'uncertain' as const;
 }
 
@@ -115,6 +120,7 @@ export function classifyFailure(err: unknown): FailureKind {
  */
 export class IdempotencyError extends Error {
   constructor(
+    /** The contract code the caller gets (`WriteToolResult.error.code`). */
     readonly code: ErrorCode,
     message: string,
     options?: { cause?: unknown },
@@ -179,7 +185,10 @@ export class StoreUnavailableError extends IdempotencyError {
  * @public
  */
 export class TransactionRejectedError extends Error {
-  constructor(readonly reasons: (string | undefined)[]) {
+  constructor(
+    /** One per item of the transaction, in order: the store's cancellation reason, `undefined` for an item that was not the cause. */
+    readonly reasons: (string | undefined)[],
+  ) {
     super(`the completion transaction was cancelled: ${reasons.map((r) => r ?? 'None').join(', ')}`);
     this.name = 'TransactionRejectedError';
   }

@@ -25,6 +25,7 @@ export type AbsentPolicy = 'release' | 'fail';
  * @public
  */
 export interface ReconcileRequest {
+  /** The UNKNOWN record to settle, as the reconciler read it (its key, tenant, `memo`). */
   record: IdempotencyRecord;
   /** Aborted when the reconciler's own budget for this record runs out. */
   signal: AbortSignal;

@@ -15,12 +15,15 @@ export type ContractError = NonNullable<WriteToolResult['error']>;
 export interface WriteToolResult<R = unknown> {
   /** What became of the call: `succeeded`, `failed`, `in_progress`, `unknown`, `conflict` or `rejected`. */
   outcome: 'succeeded' | 'failed' | 'in_progress' | 'unknown' | 'conflict' | 'rejected';
+  /** True when the answer is replayed from the first call's settled record: nothing ran this time. */
   replayed: boolean;
   /** Whether calling again *with the same key* can help. */
   retryable: boolean;
+  /** With `retryable`: wait this many ms before calling again with the same key. */
   retry_after_ms?: number;
   /** The key the call ran under (its `idempotency_key`, or its `operation_id`); absent when the call carried none. */
   idempotency_key?: string;
+  /** The tool's result, when `outcome` is `succeeded`. */
   result?: R;
   /** The error of a failed call: a stable code (`ErrorCode`) and a sentence. */
   error?: { code: string; message: string };

@@ -100,7 +100,9 @@ export const isSettled = (status: RecordState): status is 'SUCCEEDED' | 'FAILED'
  * @public
  */
 export interface StoredError {
+  /** A stable code: an `ErrorCode`, or the tool's own (a `ToolFailure`'s `code`). */
   code: string;
+  /** One sentence, as the caller reads it. */
   message: string;
 }
 
@@ -110,9 +112,13 @@ export interface StoredError {
  * @public
  */
 export interface IdempotencyRecord {
+  /** The caller's tenant, from the verified token. */
   tenant: string;
+  /** The tool's name. */
   tool: string;
+  /** The key as validated (an `idempotency_key` or an `operation_id`). */
   idempotencyKey: string;
+  /** SHA-256 (hex) of the canonical business arguments: a call with the key and another fingerprint is a conflict. */
   fingerprint: string;
   /**
    * The lifecycle of one idempotency record (tenant + tool + key).
@@ -131,8 +137,11 @@ export interface IdempotencyRecord {
    *           --operator_settled_absent_fail--> FAILED | --operator_recheck--> UNKNOWN (attempts reset)
    */
   status: 'PROCESSING' | 'SUCCEEDED' | 'FAILED' | 'UNKNOWN' | 'NEEDS_REVIEW';
+  /** The executor that holds the record (a random id per claim or takeover): every write of the outcome is fenced on it. */
   ownerToken: string;
+  /** When the key was claimed (epoch ms): a replay's `first_executed_at`. */
   createdAt: number;
+  /** The last write (epoch ms). */
   updatedAt: number;
   /** Until then the executor may still be working; afterwards the record is stale. */
   leaseExpiresAt: number;
@@ -140,10 +149,15 @@ export interface IdempotencyRecord {
   retainUntil: number;
   /** TTL: after it the key may be claimed again (DynamoDB deletes it some time later, DynamoDB Local never). */
   expiresAt: number;
+  /** The first call's correlation id (`trace_id`), when it sent one. */
   traceId?: string;
+  /** The tool's result, on SUCCEEDED: replayed to every duplicate. */
   result?: unknown;
+  /** Why, on FAILED, UNKNOWN and NEEDS_REVIEW: replayed on FAILED. */
   error?: StoredError;
+  /** What kind of failure `error` is: the tool's (`ToolFailure.kind`), or what the engine or reconciler met. */
   errorType?: ToolFailure['kind'] | 'lease_expired' | 'store_error' | 'result_too_large' | 'reconcile_exhausted';
+  /** UNKNOWN records: the reconciler's checks so far (absent: none); a person's recheck resets it. */
   reconcileAttempts?: number;
   /** For UNKNOWN records: when the reconciler should look next. */
   nextCheckAt?: number;
@@ -171,8 +185,11 @@ export interface ReviewEntry {
   at: number;
   /** What a person decided about an operation whose outcome the reconciler could not settle. */
   action: 'operator_settled_found' | 'operator_settled_absent' | 'operator_settled_absent_fail' | 'operator_recheck';
+  /** Why, in the person's words (at most 1000 characters): a sentence, a ticket link. */
   reason: string;
+  /** The record's status before the decision. */
   from: IdempotencyRecord['status'];
+  /** The status after it; ABSENT: the record was deleted and the key is free. */
   to: IdempotencyRecord['status'] | 'ABSENT';
 }
 

@@ -25,8 +25,11 @@ import type { EngineAnswer, Executor, NeedsConfirmation, WriteRequest } from './
  * @public
  */
 export interface EngineOptions {
+  /** Where the records live: `InMemoryIdempotencyStore` in tests, `DynamoDbIdempotencyStore` deployed, or a store of your own. */
   store: IdempotencyStore;
+  /** Epoch ms. Default `Date.now`. */
   clock?: Clock;
+  /** Told of each call's outcome (metrics, logs). Default: none. */
   observer?: IdempotencyObserver;
   /** How long a duplicate waits for a running first call before answering in_progress. Default 2000 ms. */
   inProgressWaitMs?: number;
@@ -45,6 +48,7 @@ export interface EngineOptions {
    * of a refused transaction carrying the tool's items. 0 turns it off. Default 10 000.
    */
   answeredKeys?: number;
+  /** How the engine waits (a duplicate for a running first call, a backoff after a contended commit). Default `setTimeout`. */
   sleep?: (ms: number) => Promise<void>;
   /**
    * What the confirmation gate works with (lambdas/confirmation/gate.ts), given once: the people's decisions, the

@@ -68,6 +68,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return JSON.stringify([this.keyPrefix, id.tenant, id.tool, id.idempotencyKey]);
   }
 
+  /** {@inheritDoc IdempotencyStore.claim} */
   async claim(
     record: IdempotencyRecord,
     now: number,
@@ -83,6 +84,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return { claimed: false, existing: copy(existing) };
   }
 
+  /** {@inheritDoc IdempotencyStore.commitOnce} */
   async commitOnce(
     record: IdempotencyRecord,
     now: number,
@@ -109,11 +111,13 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     if (taken.includes('ConditionalCheckFailed') || duplicate) throw new TransactionRejectedError(['None', ...taken]);
   }
 
+  /** {@inheritDoc IdempotencyStore.get} */
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
     const record = this.records.get(this.key(identity));
     return record && copy(record);
   }
 
+  /** {@inheritDoc IdempotencyStore.settle} */
   async settle(
     identity: RecordIdentity,
     ownerToken: string,
@@ -134,6 +138,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     if (settlement.errorType !== undefined) record.errorType = settlement.errorType;
   }
 
+  /** {@inheritDoc IdempotencyStore.release} */
   async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
     transition('PROCESSING', 'release');
     if (!this.owned(identity, ownerToken, 'release')) return false;
@@ -141,6 +146,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc IdempotencyStore.markUnknown} */
   async markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
@@ -154,6 +160,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc IdempotencyStore.expireLease} */
   async expireLease(read: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
     const record = this.owned(read, read.ownerToken, 'lease_expired');
@@ -169,6 +176,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc IdempotencyStore.reconcile} */
   async reconcile(read: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
     const record = this.asRead(read, outcome.event);
@@ -177,6 +185,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc IdempotencyStore.deferReconcile} */
   async deferReconcile(
     read: IdempotencyRecord,
     nextCheckAt: number,
@@ -193,6 +202,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc IdempotencyStore.takeOver} */
   async takeOver(
     identity: RecordIdentity,
     expectedOwnerToken: string,
@@ -210,6 +220,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc ReviewStore.reviewLog} */
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
     return copy(this.reviewLogs.get(this.key(identity)) ?? { entries: [], version: 0 });
   }
@@ -225,8 +236,10 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return true;
   }
 
+  /** {@inheritDoc RecordQueries.assertQueryable} */
   assertQueryable(): void {}
 
+  /** {@inheritDoc RecordQueries.findAttention} */
   async findAttention(
     status: Parameters<RecordQueries['findAttention']>[0],
     query: { dueBy?: number; limit: number },
@@ -234,6 +247,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return this.needingAttention(status, query.dueBy).slice(0, query.limit);
   }
 
+  /** {@inheritDoc RecordQueries.attentionPages} */
   async *attentionPages(
     status: Parameters<RecordQueries['attentionPages']>[0],
     query: { dueBy?: number; pageSize: number },
@@ -242,6 +256,7 @@ export class InMemoryIdempotencyStore implements IdempotencyStore, ReviewStore, 
     for (let i = 0; i < found.length; i += query.pageSize) yield found.slice(i, i + query.pageSize);
   }
 
+  /** {@inheritDoc RecordQueries.countAttention} */
   async countAttention(status: Parameters<RecordQueries['countAttention']>[0]): Promise<number> {
     return this.needingAttention(status).length;
   }

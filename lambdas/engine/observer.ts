@@ -19,12 +19,15 @@ export interface EngineEvent {
     | 'taken_over'
     | 'ownership_lost'
     | 'store_unavailable';
+  /** The tool called. */
   tool: string;
+  /** The caller's tenant. */
   tenant: string;
   /** A hash of the idempotency key (the logs' `key_hash`), never the key itself. */
   keyHash: string;
   /** How long the call took inside the engine. */
   durationMs: number;
+  /** The answer's error code (`ErrorCode`, or the tool's own code on failed and released); absent on executed, replayed, taken_over and ownership_lost. */
   errorCode?: string;
 }
 
@@ -33,6 +36,7 @@ export interface EngineEvent {
  * @public
  */
 export interface IdempotencyObserver {
+  /** Called synchronously for each event, before the engine answers: keep it quick. */
   record(event: EngineEvent): void;
 }
 

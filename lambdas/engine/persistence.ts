@@ -6,8 +6,11 @@ import type { IdempotencyPolicy } from '../core/tool-policy';
  * @public
  */
 export interface RecordIdentity {
+  /** The caller's tenant, from the verified token. */
   tenant: string;
+  /** The tool's name. */
   tool: string;
+  /** The key as validated (an `idempotency_key` or an `operation_id`). */
   idempotencyKey: string;
 }
 
@@ -17,9 +20,11 @@ export interface RecordIdentity {
  * @public
  */
 export interface ExtraWrite {
+  /** An item to create: written only if no item has its key. */
   create: {
     /** The item's key: its partition and sort key. */
     key: { pk: string; sk: string };
+    /** The item's attributes besides its key. */
     item: Record<string, unknown>;
     /** Another table of the same store; default the records' own. */
     table?: string;
@@ -65,6 +70,7 @@ export type OperatorDecision =
  * @public
  */
 export interface ReviewLog {
+  /** The newest decisions (at most 20), oldest first; empty when none. */
   entries: ReviewEntry[];
   /** 0 when nothing was logged yet. */
   version: number;

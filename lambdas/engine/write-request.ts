@@ -13,15 +13,19 @@ import type { ExtraWrite } from './persistence';
  * @public
  */
 export interface ExecutionContext {
+  /** The caller's tenant, from the verified token. */
   tenant: string;
+  /** The tool's name. */
   tool: string;
   /** Pass it downstream wherever the downstream accepts one (Idempotency-Key header, client reference). */
   idempotencyKey: string;
+  /** The call's correlation id (the tool's `trace_id` argument), for logs; absent when the caller sent none. */
   traceId?: string;
   /** Epoch ms after which the engine stops waiting and records the outcome as UNKNOWN. */
   deadline: number;
   /** Aborted at the deadline: hand it to every downstream call. */
   signal: AbortSignal;
+  /** The engine's clock (epoch ms). */
   now: Clock;
   /**
    * How the call came to run: in one request with its key free ('one_request'), or after claiming its key
@@ -40,6 +44,7 @@ export type ExecutionPath = ExecutionContext['path'];
  * @public
  */
 export interface Execution<R> {
+  /** The tool's result: stored with the SUCCEEDED record and replayed to every duplicate. */
   result: R;
   /** Items committed in the same transaction as the SUCCEEDED record (business items, outbox events). */
   writes?: ExtraWrite[];
@@ -58,9 +63,13 @@ export type Executor<R> = (ctx: ExecutionContext) => Promise<Execution<R>>;
 export interface WriteRequest {
   /** From the authenticated caller, never from tool arguments. */
   tenant: string;
+  /** The tool's name; a malformed one throws (a wiring error, not the caller's). */
   tool: string;
+  /** The key as the caller sent it; an invalid one is answered `rejected` and nothing runs. */
   idempotencyKey: unknown;
+  /** The business arguments, fingerprinted (less the policy's non-business fields) to tell a retry from a reuse of the key. */
   args: Record<string, unknown>;
+  /** Correlation id for logs, kept on the record; not part of the fingerprint. */
   traceId?: string;
   /** The Lambda context's getRemainingTimeInMillis; bounds the execution budget. */
   remainingTimeMs?: () => number;
@@ -88,6 +97,7 @@ export interface WriteRequest {
  * @public
  */
 export interface NeedsConfirmation {
+  /** Tells this answer from a `WriteToolResult`. */
   outcome: 'needs_confirmation';
   /** How the person is asked; the protocol's edge turns it into its own request (an MCP input request). */
   ask:

@@ -95,6 +95,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     this.requests = new RecordRequests(this);
   }
 
+  /** {@inheritDoc IdempotencyStore.claim} */
   async claim(
     record: IdempotencyRecord,
     now: number,

@@ -32,6 +32,7 @@ export type ApprovalLogEntry = ApprovalRecord['log'][number];
 export interface ApprovalRecord extends ConfirmationBinding {
   /** `<binding>.<nonce>`: what the page's link names. */
   id: string;
+  /** Random, one per round: the id's last part, so a link replaced by a newer round no longer works. */
   nonce: string;
   /**
    * How the round is asked and decided: 'url', on the approval page by a signed-in person of the tenant; 'form', in
@@ -46,6 +47,7 @@ export interface ApprovalRecord extends ConfirmationBinding {
   createdAt: number;
   /** Epoch ms: a pending approval cannot be decided after this, and is replaced by a new one on the next call. */
   expiresAt: number;
+  /** Epoch ms of the person's yes or no; absent while pending. */
   decidedAt?: number;
   /** The person's subject (the page) or 'mcp-client' (form mode). */
   decidedBy?: string;

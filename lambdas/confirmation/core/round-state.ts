@@ -17,8 +17,11 @@ const DEFAULT_CONFIRMATION_TTL_SECONDS = 600;
  * @public
  */
 export interface ConfirmationBinding {
+  /** The caller's tenant, from the verified token. */
   tenant: string;
+  /** The tool's name. */
   tool: string;
+  /** The call's key (`idempotency_key` or `operation_id`). */
   idempotencyKey: string;
   /** The fingerprint of the business arguments the person is asked about (core/fingerprint.ts). */
   fingerprint: string;
