@@ -22,11 +22,17 @@ export type { ConfirmationSigner, OperationIdSigner };
  * @public
  */
 export interface ToolRuntime {
+  /** Runs every write tool's call: claim, execute once, settle, answer duplicates. */
   engine: IdempotencyEngine;
+  /** Read by `get_operation_status` (the engine's store). */
   store: Pick<IdempotencyStore, 'get'>;
+  /** Epoch ms; the engine's. */
   clock: Clock;
+  /** Where the tool helpers log (unexpected tool errors, an unreadable signing key); never keys or arguments. */
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** Issues (`issue_operation_id`) and checks the operation ids of tools with `keySource: 'operation_id'`. */
   operationIds: OperationIdSigner;
+  /** Signs and checks the round tokens of a person's confirmation. */
   confirmations: ConfirmationSigner;
   /**
    * Tools whose confirmation 2025-era clients do on their side (the endpoint's `confirmationOptOut`); tools with
@@ -53,6 +59,7 @@ export interface ToolRuntime {
  * @public
  */
 export interface ToolCall<S extends ToolRuntime = ToolRuntime> {
+  /** The server's services: the tool helpers' `ToolRuntime` and the team's own clients. */
   services: S;
   /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
@@ -90,14 +97,19 @@ export type ToolAnswer = Awaited<ReturnType<ToolDefinition['call']>>;
  * @public
  */
 export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
+  /** 'write': a `WriteToolDefinition`, whose calls the engine runs once per key; 'read': called as is. */
   kind: 'read' | 'write';
+  /** The tool's name in `tools/list` and `tools/call`. */
   name: string;
+  /** A short human-readable name, for `tools/list`. */
   title: string;
+  /** What the tool does, for the model (`tools/list`). */
   description: string;
   /** Advertised in `tools/list`; arguments are validated against it by the tool itself. */
   inputSchema: z.ZodObject;
   /** Unset: the tool declares no output schema (a gateway's read passing on an upstream tool that declares none). */
   outputSchema?: z.ZodObject;
+  /** MCP tool annotations (`readOnlyHint`, `idempotentHint`, ...), advertised in `tools/list`. */
   annotations: ToolAnnotations;
   /**
    * Runs one `tools/call`: a result, or a request for the person's input before the tool can run. A read tool written
@@ -114,6 +126,7 @@ export interface ToolDefinition<S extends ToolRuntime = ToolRuntime> {
  * @public
  */
 export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extends ToolDefinition<S> {
+  /** Always 'write'. */
   kind: 'write';
   /** Every write declares the result contract. */
   outputSchema: z.ZodObject;
@@ -123,6 +136,7 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
   keyField: 'idempotency_key' | 'operation_id';
   /** 'required': the person confirms each operation in a form; 'approval': on the endpoint's approval page, signed in. */
   confirmation: 'approval' | 'required' | 'none';
+  /** The tool's idempotency policy (retention, what follows expiry, execution timeout), as the engine applies it. */
   idempotency: IdempotencyPolicy;
   /** 'local': record and writes commit in one request (see WriteToolSpec.effect). */
   effect: ToolEffect;
@@ -136,6 +150,7 @@ export interface WriteToolDefinition<S extends ToolRuntime = ToolRuntime> extend
     request: ReconcileRequest,
     services: Omit<S, 'engine' | 'operationIds' | 'confirmations' | 'config' | 'approvals'>,
   ) => Promise<ReconcileFinding>;
+  /** What the reconciler does when the downstream confirms the effect absent: release the key or fail the operation. */
   onAbsent: AbsentPolicy;
 }
 

@@ -35,7 +35,9 @@ export interface ConfirmationBinding {
  * @public
  */
 export interface ConfirmationSigner {
+  /** A round token (`requestState`) bound to `binding`, expiring after `ttlSeconds` (the toolkit's signer: 600 when unset). */
   mint(binding: ConfirmationBinding, ttlSeconds?: number): Promise<string>;
+  /** Checks `value` (untrusted) as a round token for `binding`; never throws for a bad token, answers `unknown`. */
   verify(binding: ConfirmationBinding, value: unknown): Promise<{ valid: true } | { valid: false; reason: 'expired' | 'unknown' }>;
 }
 
