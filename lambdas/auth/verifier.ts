@@ -22,7 +22,9 @@ export const CLOCK_TOLERANCE_SECONDS = 30;
  * @public
  */
 export interface Caller {
+  /** The tenant, from the verified token only: every key is scoped to it. */
   tenant: string;
+  /** Who the token names: its `sub` at the endpoint, the OAuth client id under `registerWriteTool`; 'unknown' when it names none. */
   subject: string;
   /** The token's scopes (`scope`, space-separated, or `scp`, a list); empty when it names none. */
   scopes?: readonly string[];

@@ -13,6 +13,7 @@ import { definedToolName, type ToolAnswer, type ToolCall, type ToolDefinition, t
  */
 export class ReadToolError extends Error {
   constructor(
+    /** A stable code, capitals and underscores (`NOT_FOUND`): the answer's text reads `CODE: message`. */
     readonly code: string,
     message: string,
   ) {
@@ -26,8 +27,11 @@ export class ReadToolError extends Error {
  * @public
  */
 export interface ReadToolContext<S extends ToolRuntime = ToolRuntime> {
+  /** The server's services: the tool helpers' `ToolRuntime` and the team's own clients. */
   services: S;
+  /** The authenticated caller: the only source of the tenant. */
   caller: Caller;
+  /** The tools this server exposes, by name. */
   tools: ToolCall<S>['tools'];
 }
 
@@ -37,9 +41,13 @@ export interface ReadToolContext<S extends ToolRuntime = ToolRuntime> {
  * @public
  */
 export interface ReadToolSpec<Shape extends z.ZodRawShape, Out extends z.ZodObject, S extends ToolRuntime = ToolRuntime> {
+  /** MCP's tool-name charset (`get_order`, `orders.get`); a bad one throws where the tool is defined. */
   name: string;
+  /** A short human-readable name, for `tools/list` and its annotations. */
   title: string;
+  /** What the tool does, for the model. */
   description: string;
+  /** The arguments' zod shape: a call whose arguments fail it answers INVALID_ARGUMENTS and `execute` does not run. */
   input: Shape;
   /** The structured result (an object). */
   result: Out;

@@ -21,6 +21,7 @@ import { definedToolName } from './tool-types';
  * @public
  */
 export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends ExecutionContext {
+  /** The server's services: the tool helpers' `ToolRuntime` and the team's own clients. */
   services: S;
 }
 
@@ -32,6 +33,7 @@ export interface WriteToolContext<S extends ToolRuntime = ToolRuntime> extends E
 export interface WriteToolSpec<Shape extends z.ZodRawShape, R, S extends ToolRuntime = ToolRuntime> {
   /** MCP's tool-name charset (`create_order`, `createOrder`, `orders.create`), unique: part of every record's storage key. */
   name: string;
+  /** A short human-readable name, for `tools/list` and its annotations. */
   title: string;
   /** What the tool does, for the model. The key's usage is appended for you. */
   description: string;

@@ -14,6 +14,7 @@ import type { ToolRuntime } from './tool-types';
 export interface OutboxRuntime extends ToolRuntime {
   /** The outbox's write of one event, committed with the tool's record (the endpoint's outbox). */
   outbox: { eventWrite(message: OutboxMessage): ExtraWrite };
+  /** A new, unique event id (the endpoint's: `evt_` and a random UUID); the consumer dedups deliveries by it. */
   newEventId(): string;
 }
 

@@ -44,11 +44,13 @@ export function requestFacts(server: Server, ctx: ServerContext): RequestFacts {
  * @public
  */
 export interface McpServerLike {
+  /** The SDK's `McpServer.registerTool`: the helpers register each tool through it. */
   registerTool(
     name: string,
     config: { title?: string; description?: string; inputSchema?: never; outputSchema?: never; annotations?: ToolAnnotations },
     callback: (args: never, extra: never) => unknown,
   ): unknown;
+  /** The SDK's low-level `Server` under the `McpServer`: with the v2 SDK, the helpers read a call's protocol facts (version, client capabilities) from it. */
   readonly server: object;
 }
 

@@ -60,18 +60,27 @@ export interface ReconcilerSettings {
  * @public
  */
 export interface ReconcileReport {
+  /** UNKNOWN records the downstream has: now SUCCEEDED with its result. */
   found: number;
+  /** UNKNOWN records confirmed absent and deleted: a retry with the key executes. */
   released: number;
+  /** UNKNOWN records confirmed absent, of a tool with `onAbsent: 'fail'`: now FAILED. */
   failed: number;
+  /** UNKNOWN records left for a later check: the downstream could not answer, a request may still land, or the record moved on meanwhile. */
   deferred: number;
+  /** Records parked for a person by this run (checks exhausted, or a tool that cannot reconcile). */
   needsReviewNew: number;
+  /** Stale PROCESSING records (their executor vanished) made UNKNOWN; checked from the next run on. */
   expiredLeases: number;
   /** UNKNOWN records left after this run, the age of the oldest, and the records parked for review. */
   unknown: number;
+  /** Seconds since the last update of the oldest UNKNOWN record left; 0 when none. */
   oldestUnknownAgeSeconds: number;
+  /** All records parked for review after this run, not only this run's. */
   needsReview: number;
   /** The outbox sweep of this run (events sent, resent, failed, abandoned), and the events still pending after it. */
   outbox?: { sent: number; resent: number; failed: number; abandoned: number };
+  /** Outbox events still pending after the sweep; absent when this reconciler has no outbox. */
   outboxPending?: number;
 }
 
