@@ -18,14 +18,19 @@ export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
  * @public
  */
 export interface OutboxMessage<P = Record<string, unknown>> {
+  /** Unique per event: the consumer dedups deliveries by it; pass it to the downstream wherever it accepts a reference. */
   event_id: string;
   /** Which delivery handler performs the effect, e.g. `email.send`. */
   type: string;
+  /** The tenant of the call that committed the event. */
   tenant: string;
+  /** The tool that committed the event. */
   tool: string;
   /** A hash of the operation's key (the logs' `key_hash`): correlates log lines, never the key itself. */
   key_hash: string;
+  /** What the delivery handler needs to perform the effect, as the tool queued it. */
   payload: P;
+  /** When the tool committed the event (epoch ms): its delivery budget counts from it. */
   created_at: number;
   /**
    * Whose event it is on a shared table: the key prefix (TABLE_KEY_PREFIX) of the endpoint whose tool committed it;

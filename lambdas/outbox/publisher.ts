@@ -7,6 +7,7 @@ import type { OutboxMessage } from './outbox-event';
  * @public
  */
 export interface EventPublisher {
+  /** Sends `messages`; `failed`: the event ids not accepted, to be sent again (empty when all were). */
   publish(messages: OutboxMessage[]): Promise<{ failed: string[] }>;
 }
 

@@ -58,6 +58,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     this.keyPrefix = keyPrefix;
   }
 
+  /** Implements the port's `ApprovalStore.current` (documented in `idempotent-mcp/engine`). */
   async current(binding: RecordIdentity): Promise<ApprovalRecord | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keyOf(binding, this.keyPrefix), ConsistentRead: true }),
@@ -65,6 +66,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     return fromItem(Item);
   }
 
+  /** Implements the port's `ApprovalStore.open` (documented in `idempotent-mcp/engine`). */
   async open(record: ApprovalRecord, previous: ApprovalRecord | undefined): Promise<ApprovalRecord> {
     try {
       await this.client.send(
@@ -96,6 +98,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     }
   }
 
+  /** Implements the port's `ApprovalStore.decide` (documented in `idempotent-mcp/engine`). */
   async decide(record: ApprovalRecord, decision: Parameters<ApprovalStore['decide']>[1]): ReturnType<ApprovalStore['decide']> {
     try {
       const { Attributes } = await this.client.send(
@@ -126,6 +129,7 @@ export class DynamoDbApprovalStore implements ApprovalStore {
     }
   }
 
+  /** Implements the port's `ApprovalStore.use` (documented in `idempotent-mcp/engine`). */
   async use(record: ApprovalRecord, use: Parameters<ApprovalStore['use']>[1]): ReturnType<ApprovalStore['use']> {
     try {
       const { Attributes } = await this.client.send(

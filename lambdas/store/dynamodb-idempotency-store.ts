@@ -37,7 +37,9 @@ const LEASE_EXPIRED_ERROR: StoredError = { code: 'OUTCOME_UNKNOWN', message: 'th
 export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, RecordQueries {
   /** The document client the store writes with (the outbox and the tools' writes may share it). */
   readonly doc: DynamoDBDocumentClient;
+  /** The table the records live in (the constructor's `tableName`). */
   readonly tableName: string;
+  /** Whose records these are on a shared table (the constructor's `keyPrefix`); '' when none. */
   readonly keyPrefix: string;
   /** False: no attention index attributes are written (see the constructor's `attentionIndex`). */
   readonly attentionIndex: boolean;
@@ -95,7 +97,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     this.requests = new RecordRequests(this);
   }
 
-  /** {@inheritDoc IdempotencyStore.claim} */
+  /** Implements the port's `IdempotencyStore.claim` (documented in `idempotent-mcp/engine`). */
   async claim(
     record: IdempotencyRecord,
     now: number,
@@ -116,6 +118,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return { claimed: false, existing };
   }
 
+  /** Implements the port's `IdempotencyStore.commitOnce` (documented in `idempotent-mcp/engine`). */
   async commitOnce(
     record: IdempotencyRecord,
     now: number,
@@ -152,6 +155,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `IdempotencyStore.get` (documented in `idempotent-mcp/engine`). */
   async get(identity: RecordIdentity): Promise<IdempotencyRecord | undefined> {
     const item = await this.readItem(this.requests.keyOf(identity));
     return item ? itemToRecord(item) : undefined;
@@ -166,6 +170,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `IdempotencyStore.settle` (documented in `idempotent-mcp/engine`). */
   async settle(
     identity: RecordIdentity,
     ownerToken: string,
@@ -196,6 +201,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `IdempotencyStore.release` (documented in `idempotent-mcp/engine`). */
   async release(identity: RecordIdentity, ownerToken: string): Promise<boolean> {
     transition('PROCESSING', 'release');
     const fence = ownedFence('release', ownerToken);
@@ -212,6 +218,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `IdempotencyStore.markUnknown` (documented in `idempotent-mcp/engine`). */
   async markUnknown(
     identity: RecordIdentity,
     ownerToken: string,
@@ -224,6 +231,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `IdempotencyStore.takeOver` (documented in `idempotent-mcp/engine`). */
   async takeOver(
     identity: RecordIdentity,
     expectedOwnerToken: string,
@@ -248,6 +256,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `IdempotencyStore.expireLease` (documented in `idempotent-mcp/engine`). */
   async expireLease(record: IdempotencyRecord, now: number, inFlightUntil: number): Promise<boolean> {
     transition('PROCESSING', 'lease_expired');
     const owned = ownedFence('lease_expired', record.ownerToken);
@@ -260,6 +269,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     return this.conditional('expire lease', () => this.doc.send(new UpdateCommand(this.requests.toUnknown(record, fence, details, now))));
   }
 
+  /** Implements the port's `IdempotencyStore.reconcile` (documented in `idempotent-mcp/engine`). */
   async reconcile(record: IdempotencyRecord, outcome: Reconciliation, now: number): Promise<boolean> {
     const to = transition('UNKNOWN', outcome.event);
     const write = this.requests.resolution(record, outcome, to, readFence(record, outcome.event), now);
@@ -268,6 +278,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `IdempotencyStore.deferReconcile` (documented in `idempotent-mcp/engine`). */
   async deferReconcile(
     record: IdempotencyRecord,
     nextCheckAt: number,
@@ -299,6 +310,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `ReviewStore.reviewLog` (documented in `idempotent-mcp/engine`). */
   async reviewLog(identity: RecordIdentity): Promise<ReviewLog> {
     try {
       const { Item } = await this.doc.send(
@@ -310,6 +322,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `ReviewStore.decide` (documented in `idempotent-mcp/engine`). */
   async decide(record: IdempotencyRecord, log: ReviewLog, decision: OperatorDecision, entry: ReviewEntry, now: number): Promise<boolean> {
     const to = transition(record.status, decision.event);
     // The version `show` read: status, owner, attempts and the last update (attempts alone could come round again).
@@ -324,6 +337,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `RecordQueries.assertQueryable` (documented in `idempotent-mcp/engine`). */
   assertQueryable(reader: string): void {
     if (!this.attentionIndex) throw new AttentionIndexOffError(reader);
   }
@@ -340,6 +354,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     );
   }
 
+  /** Implements the port's `RecordQueries.attentionPages` (documented in `idempotent-mcp/engine`). */
   async *attentionPages(
     status: Parameters<RecordQueries['attentionPages']>[0],
     query: { dueBy?: number; pageSize: number },
@@ -357,6 +372,7 @@ export class DynamoDbIdempotencyStore implements IdempotencyStore, ReviewStore, 
     }
   }
 
+  /** Implements the port's `RecordQueries.countAttention` (documented in `idempotent-mcp/engine`). */
   async countAttention(status: Parameters<RecordQueries['countAttention']>[0]): Promise<number> {
     this.assertQueryable('A count of the records that need a look');
     return countAttention(this.doc, this.tableName, ATTENTION_KIND[status], this.keyPrefix);

@@ -14,6 +14,7 @@ const sortKeyOf = (name: string) => `MEMO#${name}`;
 export class DynamoDbRecordMemos implements RecordMemos {
   constructor(private readonly options: { doc: DynamoDBDocumentClient; tableName: string; keyPrefix?: string }) {}
 
+  /** Implements the port's `RecordMemos.put` (documented in `idempotent-mcp/engine`). */
   async put(identity: RecordIdentity, name: string, value: unknown, expiresAtSeconds: number): Promise<void> {
     const { pk } = recordKeyOf(identity, this.options.keyPrefix);
     await this.options.doc.send(
@@ -29,6 +30,7 @@ export class DynamoDbRecordMemos implements RecordMemos {
     );
   }
 
+  /** Implements the port's `RecordMemos.get` (documented in `idempotent-mcp/engine`). */
   async get(identity: RecordIdentity, name: string): Promise<unknown> {
     const { pk } = recordKeyOf(identity, this.options.keyPrefix);
     const { Item } = await this.options.doc.send(
