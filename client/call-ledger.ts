@@ -18,6 +18,7 @@ const SETTLED: ReadonlySet<CallState> = new Set(['succeeded', 'failed']);
 export interface CallIdentity {
   /** The agent's conversation or run; keys never cross sessions. */
   session: string;
+  /** The write tool called. */
   tool: string;
   /** A name the host gives the intent; when set it, not the arguments, identifies the call. */
   intent?: string;
@@ -32,14 +33,19 @@ export interface CallIdentity {
 export interface LedgerEntry extends CallIdentity {
   /** What the server deduplicates on: the idempotency_key we generated, or the operation_id it issued. */
   key: string;
+  /** Which argument carries `key`: a client-generated `idempotency_key`, or an `operation_id` the server issued. */
   keyKind: 'idempotency_key' | 'operation_id';
   /** Where the call stands, as far as this agent knows. */
   state: 'submitted' | 'in_progress' | 'succeeded' | 'failed' | 'unknown';
   /** Requests sent for this intent, over all calls. */
   attempts: number;
+  /** When the intent was first recorded (epoch ms, the ledger's clock). */
   createdAt: number;
+  /** The last change (epoch ms). */
   updatedAt: number;
+  /** When the ledger forgets the entry (epoch ms): `ttlMs` after the last change once settled, never past `maxAgeMs` from `createdAt`. */
   expiresAt: number;
+  /** The outcome of the last answer the server gave; absent until one came. */
   lastOutcome?: WriteToolResult['outcome'];
   /** The state is the server's final answer (not retryable): later non-final answers (an outage) leave it as it is. */
   final?: boolean;
@@ -64,6 +70,7 @@ export interface CallLedgerOptions {
    * the server forgot it would execute again. Default 12 h.
    */
   maxAgeMs?: number;
+  /** Epoch ms. Default `Date.now`. */
   clock?: Clock;
   /** A JSON file that keeps the ledger across restarts (written atomically: temp file + rename). */
   file?: string;
@@ -88,6 +95,7 @@ export class CallLedger {
   private readonly ttlMs: number;
   private readonly maxAgeMs: number;
   private readonly clock: Clock;
+  /** The JSON file the ledger is kept in (`CallLedgerOptions.file`); undefined: memory only. */
   readonly file: string | undefined;
   private writing: Promise<void> = Promise.resolve();
 

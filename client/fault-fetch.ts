@@ -32,7 +32,9 @@ type RequestLogEntry = FaultFetch['requests'][number];
  * @public
  */
 export interface FaultFetch {
+  /** The faulty fetch: give it as the client's `fetch`; a request no rule matches goes to the wrapped fetch unchanged. */
   fetch: FetchLike;
+  /** Adds a rule (a copy), effective from the next request; the first live rule that matches a request applies. */
   inject(rule: FaultRule): void;
   /** Every request seen, in order, and the fault it injected, if any. */
   readonly requests: readonly {

@@ -51,11 +51,13 @@ export interface TransportFailure {
   kind: 'transport' | 'deterministic';
   /** A short, log-safe description (no bodies, no keys). */
   message: string;
+  /** The HTTP status of the failed answer, when there was one. */
   httpStatus?: number;
   /** The JSON-RPC error the server answered with. */
   jsonRpcCode?: number;
   /** The SDK saw the connection close: it cannot carry the next attempt. */
   connectionClosed?: boolean;
+  /** The server's Retry-After, in ms, when it sent one. */
   retryAfterMs?: number;
 }
 

@@ -10,6 +10,7 @@ import type { IConstruct } from 'constructs';
  * @public
  */
 export class IdempotentMcpChecks extends NagPack {
+  /** The pack's name as a CDK policy-validation plugin; its findings' ids start with `IdempotentMcp-`. */
   readonly name = 'IdempotentMcp';
 
   constructor(scope?: IConstruct, props?: NagPackProps) {
@@ -17,6 +18,7 @@ export class IdempotentMcpChecks extends NagPack {
     this.packName = 'IdempotentMcp';
   }
 
+  /** Applies the pack's rules to one resource: cdk-nag calls it for each CfnResource of the scope. */
   protected checkResource(node: CfnResource): void {
     this.applyRule({
       ruleSuffixOverride: 'LambdaFunctionUrlAuth',
