@@ -56,10 +56,14 @@ function aliases(declarations: readonly Declaration[]): string[] {
   });
 }
 
+/** Members (properties, methods) with no doc comment: API Extractor marks each `// (undocumented)` in the report. */
+const undocumentedMembers = (report: string) => report.match(/^[ \t]+\/\/ \(undocumented\)\r?$/gm)?.length ?? 0;
+
 const REPORTS = join(PROJECT_ROOT, 'exports');
-const declarations = readdirSync(REPORTS)
+const reports = readdirSync(REPORTS)
   .filter((file) => file.endsWith('.api.md'))
-  .flatMap((file) => declarationsOf(file.replace(/\.api\.md$/, ''), readFileSync(join(REPORTS, file), 'utf8')));
+  .map((file) => ({ subpath: file.replace(/\.api\.md$/, ''), text: readFileSync(join(REPORTS, file), 'utf8') }));
+const declarations = reports.flatMap(({ subpath, text }) => declarationsOf(subpath, text));
 
 it('reads every report: hundreds of declarations, over all ten subpaths', () => {
   expect(declarations.length).toBeGreaterThan(100);
@@ -82,6 +86,25 @@ const undocumentedNames = (decls: readonly Declaration[]) => [
 it('the public surface is at most MAX_PUBLIC_NAMES names, each with a doc comment', () => {
   expect(publicNames(declarations).length).toBeLessThanOrEqual(MAX_PUBLIC_NAMES);
   expect(undocumentedNames(declarations)).toEqual([]);
+});
+
+/**
+ * A team reads a member's doc in its editor, as it reads a name's: members of public declarations with no doc
+ * comment, over all reports, at most this many (the client's `IdempotentMcpClient` and its call types). Lower it as
+ * they get docs, never raise it: a new member comes with its doc.
+ */
+const MAX_UNDOCUMENTED_MEMBERS = 20;
+
+it('at most MAX_UNDOCUMENTED_MEMBERS members of public declarations have no doc comment', () => {
+  expect(reports.reduce((sum, { text }) => sum + undocumentedMembers(text), 0)).toBeLessThanOrEqual(MAX_UNDOCUMENTED_MEMBERS);
+});
+
+it('counts the members marked undocumented, not the declarations', () => {
+  expect(
+    undocumentedMembers(
+      '// @public (undocumented)\nexport interface Bare {\n    // (undocumented)\n    a: string;\n    b: string;\n    // (undocumented)\n    c(): void;\n}',
+    ),
+  ).toBe(2);
 });
 
 it('counts a name once per subpath and sees which have no doc comment', () => {
