@@ -20,7 +20,10 @@ export const DEFAULT_OPERATION_ID_TTL_SECONDS = 3600;
  * @public
  */
 export interface OperationIdSigner {
-  /** A new operation id for the tenant and tool, expiring after `ttlSeconds` (the toolkit's signer: 3600 when unset); `expiresAt` in epoch seconds. */
+  /**
+   * A new operation id for the tenant and tool, expiring after `ttlSeconds` (the toolkit's signer: 3600 when unset);
+   * `expiresAt` in epoch seconds.
+   */
   issue(binding: { tenant: string; tool: string }, ttlSeconds?: number): Promise<{ operationId: string; expiresAt: number }>;
   /** Checks `value` (untrusted) as an operation id for the tenant and tool; never throws for a bad id, answers `unknown`. */
   verify(

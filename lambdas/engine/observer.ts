@@ -27,7 +27,10 @@ export interface EngineEvent {
   keyHash: string;
   /** How long the call took inside the engine. */
   durationMs: number;
-  /** The answer's error code (`ErrorCode`, or the tool's own code on failed and released); absent on executed, replayed, taken_over and ownership_lost. */
+  /**
+   * The answer's error code (`ErrorCode`, or the tool's own code on failed and released); absent on executed, replayed,
+   * taken_over and ownership_lost.
+   */
   errorCode?: string;
 }
 

@@ -50,7 +50,10 @@ export interface McpServerLike {
     config: { title?: string; description?: string; inputSchema?: never; outputSchema?: never; annotations?: ToolAnnotations },
     callback: (args: never, extra: never) => unknown,
   ): unknown;
-  /** The SDK's low-level `Server` under the `McpServer`: with the v2 SDK, the helpers read a call's protocol facts (version, client capabilities) from it. */
+  /**
+   * The SDK's low-level `Server` under the `McpServer`: with the v2 SDK, the helpers read a call's protocol facts
+   * (version, client capabilities) from it.
+   */
   readonly server: object;
 }
 

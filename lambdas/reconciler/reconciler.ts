@@ -66,7 +66,10 @@ export interface ReconcileReport {
   released: number;
   /** UNKNOWN records confirmed absent, of a tool with `onAbsent: 'fail'`: now FAILED. */
   failed: number;
-  /** UNKNOWN records left for a later check: the downstream could not answer, a request may still land, or the record moved on meanwhile. */
+  /**
+   * UNKNOWN records left for a later check: the downstream could not answer, a request may still land, or the record
+   * moved on meanwhile.
+   */
   deferred: number;
   /** Records parked for a person by this run (checks exhausted, or a tool that cannot reconcile). */
   needsReviewNew: number;
