@@ -33,24 +33,29 @@ export function withRequestSignals(base: FetchFunction): FetchFunction {
       return response;
     }
     const reader = response.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
+    // Reads only when its reader reads (high water mark 0): a body left unread is cancelled, not read ahead.
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          let chunk: ReadableStreamReadResult<Uint8Array>;
+          try {
+            chunk = await reader.read();
+          } catch (err) {
             unlink();
-            controller.close();
-          } else controller.enqueue(value);
-        } catch (err) {
+            controller.error(err);
+            return;
+          }
+          if (!chunk.done) return controller.enqueue(chunk.value);
           unlink();
-          controller.error(err);
-        }
+          controller.close();
+        },
+        cancel(reason) {
+          unlink();
+          return reader.cancel(reason);
+        },
       },
-      cancel(reason) {
-        unlink();
-        return reader.cancel(reason);
-      },
-    });
+      { highWaterMark: 0 },
+    );
     const relayed = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     // A constructed Response has no URL or redirect flag; the SDK reads them to explain a redirect it did not follow.
     for (const key of ['url', 'redirected', 'type'] as const) Object.defineProperty(relayed, key, { value: response[key] });
