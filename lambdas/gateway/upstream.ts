@@ -248,6 +248,7 @@ export function connectUpstream(
         wrap(
           new StreamableHTTPClientTransport(new URL(target.url), {
             requestInit: { headers },
+            // Kept across calls and tenants: each request gets its own abort signal, not one piling listeners up.
             fetch: withRequestSignals(traced),
             ...('oauthClientCredentials' in credential ? { authProvider: providerFor(id, credential.oauthClientCredentials) } : {}),
           }),
