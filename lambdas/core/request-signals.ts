@@ -37,7 +37,7 @@ export function withRequestSignals(base: FetchFunction): FetchFunction {
     const body = new ReadableStream<Uint8Array>(
       {
         async pull(controller) {
-          let chunk: ReadableStreamReadResult<Uint8Array>;
+          let chunk: Awaited<ReturnType<typeof reader.read>>;
           try {
             chunk = await reader.read();
           } catch (err) {
