@@ -33,7 +33,7 @@ export function withRequestSignals(base: FetchFunction): FetchFunction {
       return response;
     }
     const reader = response.body.getReader();
-    // Reads only when its reader reads (high water mark 0): a body left unread is cancelled, not read ahead.
+    // Reads only when its reader reads (high water mark 0): nothing is read ahead of the caller.
     const body = new ReadableStream<Uint8Array>(
       {
         async pull(controller) {
