@@ -5,6 +5,7 @@ import { DEFAULT_NON_BUSINESS_FIELDS, fingerprint } from '../lambdas/core/finger
 import { ErrorCode } from '../lambdas/core/errors';
 import { validateToolName } from '../lambdas/core/idempotency-key';
 import { LIKELY_REPLAY_META_KEY } from '../lambdas/core/replay-hint';
+import { withRequestSignals } from '../lambdas/core/request-signals';
 import { parseReadError, type WriteToolResult } from '../lambdas/core/result-contract';
 import { CallLedger, identityId, type CallIdentity, type CallState, type LedgerEntry } from './call-ledger';
 import {
@@ -107,15 +108,16 @@ export class IdempotentMcpClient {
       headers: { ...options.headers, ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}) },
     };
     const baseFetch: FetchLike = options.fetch ?? ((url, init) => fetch(url, init));
-    // The SDK reports an HTTP failure without its headers; raising it here keeps Retry-After.
-    this.fetchSeam = async (url, init) => {
+    // The SDK reports an HTTP failure without its headers; raising it here keeps Retry-After. The session's connection
+    // is kept for every call: each request gets its own abort signal, so listeners do not pile up on the transport's.
+    this.fetchSeam = withRequestSignals(async (url, init) => {
       const response = await baseFetch(url, init);
       if (isRetryableHttpStatus(response.status)) {
         await response.body?.cancel().catch(() => undefined);
         throw new HttpStatusError(response.status, parseRetryAfter(response.headers.get('retry-after'), Date.now()));
       }
       return response;
-    };
+    });
   }
 
   /**

@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { withRequestSignals } from '../core/request-signals';
 import { credentialId, type UpstreamCredential } from './credentials';
 
 /** The one upstream MCP server: a streamable-HTTP URL, or (locally) a command the gateway starts and speaks stdio with. */
@@ -247,7 +248,8 @@ export function connectUpstream(
         wrap(
           new StreamableHTTPClientTransport(new URL(target.url), {
             requestInit: { headers },
-            fetch: traced,
+            // Kept across calls and tenants: each request gets its own abort signal, not one piling listeners up.
+            fetch: withRequestSignals(traced),
             ...('oauthClientCredentials' in credential ? { authProvider: providerFor(id, credential.oauthClientCredentials) } : {}),
           }),
         ),

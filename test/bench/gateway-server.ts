@@ -109,7 +109,11 @@ async function startRelay(): Promise<{ ready: GatewayServerReady; requests: Requ
   const tableName = `bench-relay-${randomUUID().slice(0, 8)}`;
   await ensureTable(doc, tableName);
   const upstreamClient = new Client({ name: 'bench-relay', version: '1.0.0' });
-  await upstreamClient.connect(new StreamableHTTPClientTransport(new URL(upstreamUrl)));
+  const { withRequestSignals } = await import('../../lambdas/core/request-signals');
+  // The kept connection's requests get their own abort signals, as the gateway's do: the floor stays comparable.
+  await upstreamClient.connect(
+    new StreamableHTTPClientTransport(new URL(upstreamUrl), { fetch: withRequestSignals((url, init) => fetch(url, init)) }),
+  );
 
   const inputSchema = z.object({ message: z.string(), idempotency_key: z.string() });
   const handler = createMcpHandler(({ authInfo }) => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { withRequestSignals } from '../../lambdas/core/request-signals';
 import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { startEverything } from '../gateway/registry-servers';
 import { cpuByPart, type CpuProfile } from './cpu-profile';
@@ -45,8 +46,14 @@ type Profiled = Server | 'replay';
 
 async function connect(url: string, token?: string) {
   const client = new Client({ name: 'gateway-bench', version: '1.0.0' });
+  // Kept for the whole run, as an agent keeps its session: each request gets its own abort signal, as the toolkit's
+  // client does, so no listener piles up on the transport's.
+  const fetchOwnSignals = withRequestSignals((url, init) => fetch(url, init));
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(url), token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined),
+    new StreamableHTTPClientTransport(new URL(url), {
+      fetch: fetchOwnSignals,
+      ...(token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}),
+    }),
   );
   return client;
 }
