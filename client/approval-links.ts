@@ -11,11 +11,16 @@ import { spawn } from 'node:child_process';
  * @public
  */
 export interface ApprovalLink {
+  /** The tool whose call waits for approval: the write tool of the `callWrite` under way ('unknown' outside one). */
   tool: string;
   /** The approval page, e.g. http://127.0.0.1:3000/approvals/<id>. */
   url: string;
   /** What the server asks, summary first (e.g. "Pay 12.50 EUR to payee-7 ..."). */
   message: string;
+  /**
+   * The approval's id: the URL-mode elicitation's `elicitationId` (absent when the server sent none), or, from an
+   * APPROVAL_REQUIRED result, the link's last path segment.
+   */
   elicitationId?: string;
   /** True when this link replaces an expired one. */
   renewed: boolean;

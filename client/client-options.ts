@@ -28,6 +28,10 @@ export interface IdempotentClientOptions {
   session?: string;
   /** Where keys are kept; pass `await CallLedger.open({ file })` to keep them across restarts. Default: in memory. */
   ledger?: CallLedger;
+  /**
+   * Attempts and time budget of each retried step (the write, a read, the tool list, an operation id request); the
+   * fields given replace their defaults.
+   */
   retry?: RetryOptions;
   /**
    * Tools that take a server-issued `operation_id` instead of a client key. Default: learnt from the server, once
@@ -38,6 +42,7 @@ export interface IdempotentClientOptions {
   nonBusinessFields?: readonly string[];
   /** One attempt's limit; past it the attempt counts as a transport failure and is retried with the same key. Default 20 s. */
   requestTimeoutMs?: number;
+  /** The name and version the client announces when it connects (MCP `clientInfo`). Default idempotent-mcp-client 0.1.0. */
   clientInfo?: { name: string; version: string };
   /**
    * The MCP protocol era: 'auto' speaks 2026-07-28 where the server does (server/discover) and the 2025 handshake
@@ -66,8 +71,14 @@ export interface IdempotentClientOptions {
   approvalPollMs?: number;
   /** Called after every attempt of a write, before any wait: for logs and progress displays. */
   onAttempt?: (event: AttemptEvent) => void;
+  /** A number in [0, 1) per backoff wait: its share of the wait's ceiling (full jitter). Default `Math.random`. */
   random?: () => number;
+  /** Waits `ms` milliseconds: between attempts and between approval polls. Default a `setTimeout`. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Epoch ms, for the retry time budget, the approval wait and the default ledger (a given `ledger` keeps its own).
+   * Default `Date.now`.
+   */
   clock?: Clock;
 }
 
@@ -77,6 +88,7 @@ export interface IdempotentClientOptions {
  * @public
  */
 export interface WriteCallRequest {
+  /** The write tool to call: 1 to 128 of A-Z a-z 0-9 _ - . (another name makes `callWrite` throw). */
   tool: string;
   /** The tool's arguments; any idempotency_key or operation_id in them is replaced by the intent's own. */
   args: Record<string, unknown>;
@@ -94,11 +106,18 @@ export interface WriteCallRequest {
  * @public
  */
 export interface WriteCall<R = unknown> {
+  /** The tool called (the request's `tool`). */
   tool: string;
+  /** The request's `intent`; absent when it named none. */
   intent?: string;
   /** The key the server deduplicates on ('' if no operation id could be obtained). */
   key: string;
+  /** Which argument carries `key`; `idempotency_key` when the server's tool list could not be read. */
   keyKind: LedgerEntry['keyKind'];
+  /**
+   * The intent's state in the ledger after this call. With no ledger entry (no tool list, or no operation id
+   * obtained: nothing sent), `submitted` after a transport failure (call again later) and `failed` otherwise.
+   */
   state: LedgerEntry['state'];
   /** The last answer in the result contract, if any arrived. */
   result?: WriteToolResult<R>;
@@ -118,7 +137,9 @@ export interface WriteCall<R = unknown> {
  * @public
  */
 export interface AttemptEvent {
+  /** The write tool called (the request's `tool`). */
   tool: string;
+  /** The intent's key as the ledger holds it after this attempt (a replaced, expired operation id: the new one). */
   key: string;
   /** 1 for the first request of this call. */
   attempt: number;
@@ -133,10 +154,17 @@ export interface AttemptEvent {
  * @public
  */
 export interface ReadCall {
+  /** The answer's structured content; absent when it had none or no answer arrived. */
   structuredContent?: Record<string, unknown>;
+  /** True when the tool answered with `isError`, or when no answer arrived. */
   isError: boolean;
   /** The text content, joined. */
   text: string;
+  /**
+   * Why the last attempt got no answer, or (kind `transport`, the answer kept) that the server refused the read for
+   * now (a retryable error) and the retries were spent. Absent after any other answer.
+   */
   failure?: TransportFailure;
+  /** Attempts this call made, the first included: at most `retry.maxAttempts`. */
   attempts: number;
 }

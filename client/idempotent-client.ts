@@ -56,7 +56,9 @@ interface Attempt {
  * @public
  */
 export class IdempotentMcpClient {
+  /** The session all of this client's intents belong to (`options.session`, default "default"). */
   readonly session: string;
+  /** Each intent's key and state: `options.ledger`, or an in-memory ledger on `options.clock`. */
   readonly ledger: CallLedger;
   private readonly url: URL;
   private readonly requestInit: RequestInit;
