@@ -15,8 +15,8 @@ import { orderArgs } from '../support/mcp';
 /**
  * What a cold MCP function runs in, for the cold-start section (test/bench/cold-start.ts) and the CDK bundle tests:
  * the fresh Node process that imports a bundle and answers two Function URL events (the child script), the table and
- * the JWKS around it (`startColdStartFixture`), the events themselves (`functionUrlEvent`), and the tool calls and
- * gateway policy the section measures.
+ * the JWKS around it (`startColdStartFixture`), the events themselves (`functionUrlEvent`), and the tool calls the
+ * section measures (the gateway's policy is gateway-policy.ts).
  */
 
 const MARK = '@@cold-start@@';
@@ -120,17 +120,6 @@ export function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<{ wallM
   });
 }
 
-export const GATEWAY_POLICY = {
-  tools: {
-    echo: {
-      kind: 'write',
-      timeoutMs: 5000,
-      inFlightWindowMs: 1000,
-      reconcile: { tool: 'get-sum', arguments: { a: 0, b: 0 }, found: { textIncludes: '{{message}}' } },
-    },
-    'get-sum': { kind: 'read' },
-  },
-};
 export const echoCall: ToolCallOf = (unique) => ({ name: 'echo', arguments: { message: unique, idempotency_key: unique } });
 
 /** The `tools/call` a cold process answers, its arguments made unique per run; default a create_order. */

@@ -5,7 +5,8 @@ import { LambdaBundle } from '../../lib/bundling';
 import { gatewayToolsModule, toolsFunctionEntry } from '../../lib/tools-entry';
 import { startEverything } from '../gateway/registry-servers';
 import { startSecretsManager } from '../support/secrets-manager';
-import { type ChildTimes, COLD_START_WORK_DIR, echoCall, GATEWAY_POLICY, runNode, startColdStartFixture } from './cold-start-fixture';
+import { type ChildTimes, COLD_START_WORK_DIR, echoCall, runNode, startColdStartFixture } from './cold-start-fixture';
+import { GATEWAY_POLICY } from './gateway-policy';
 import { buildLambdaBundle, type BundleFigures } from './lambda-bundle';
 import type { BenchSection, SectionReport } from './section';
 

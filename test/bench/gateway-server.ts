@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { answerProfileCommand, type ProfileCommand } from './cpu-profile';
+import { GATEWAY_POLICY } from './gateway-policy';
 import { join } from 'node:path';
 import { countDynamoDbRequests, type RequestCounter } from '../support/dynamodb-request-counter';
 
@@ -33,22 +34,6 @@ export interface ServerCounts {
 }
 
 const BENCH_TENANT = 'demo';
-/**
- * The policy the gateway runs under: `echo` a keyed write with no approval, and a lookup for the reconciler (a team
- * gives one so that a lost answer settles without a person; its lookup rides with the call). No answer is lost in
- * the bench, so the lookup (`get-sum`, a stand-in) is never called.
- */
-const BENCH_POLICY = {
-  tools: {
-    echo: {
-      kind: 'write',
-      timeoutMs: 5000,
-      inFlightWindowMs: 1000,
-      reconcile: { tool: 'get-sum', arguments: { a: 0, b: 0 }, found: { textIncludes: '{{message}}' } },
-    },
-    'get-sum': { kind: 'read' },
-  },
-};
 
 const env = process.env;
 const upstreamUrl = env.BENCH_UPSTREAM_URL!;
@@ -77,7 +62,7 @@ async function startGateway(): Promise<{ ready: GatewayServerReady; requests: Re
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   const { parseGatewayCommand, startGatewayCommand } = await import('../../lambdas/gateway/command');
   const policyFile = join(stateDir, 'policy.json');
-  await writeFile(policyFile, JSON.stringify(BENCH_POLICY));
+  await writeFile(policyFile, JSON.stringify(GATEWAY_POLICY));
   const running = await startGatewayCommand(
     parseGatewayCommand(['--policy', policyFile, '--port', '0', '--state-dir', stateDir, '--upstream-url', upstreamUrl], env),
     env,
