@@ -232,6 +232,7 @@ export function startServer(kind: ServerKind, dynamodbEndpoint: string): Promise
   });
 }
 
+/** Stops a bench server process (this section's and the gateway section's): closes its IPC channel, which it exits on, and kills it if it has not exited 10 s later. */
 export function stopServer(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve();
   return new Promise((resolve) => {

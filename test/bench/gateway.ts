@@ -10,6 +10,7 @@ import { withRequestSignals } from '../../lambdas/core/request-signals';
 import { startDynamoDbLocal } from '../../lambdas/local/dynamodb-local';
 import { startEverything } from '../gateway/registry-servers';
 import { cpuByPart, type CpuProfile } from './cpu-profile';
+import { stopServer } from './endpoint';
 import type { GatewayServerReady, ServerCounts } from './gateway-server';
 import type { BenchSection } from './section';
 
@@ -77,18 +78,6 @@ function startServer(kind: Server, env: NodeJS.ProcessEnv): Promise<{ ready: Gat
       clearTimeout(timer);
       reject(new Error(`the ${kind} exited (${code}): ${stderr}`));
     });
-  });
-}
-
-function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.disconnect();
   });
 }
 
